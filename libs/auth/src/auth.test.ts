@@ -1,0 +1,66 @@
+import { SignJWT } from 'jose';
+import { API_KEY_PATTERN, hashApiKey, newApiKey, parseBareKey, parseBearer, sameHash } from './api-key';
+import { signFileToken, verifyFileToken } from './file-token';
+import { hashPassword, verifyPassword } from './password';
+
+describe('API keys', () => {
+  it('makes a 256-bit secret, a display prefix and its SHA-256', () => {
+    const k = newApiKey();
+    expect(k.secret).toMatch(API_KEY_PATTERN);
+    expect(Buffer.from(k.secret.slice(4), 'base64url')).toHaveLength(32);
+    expect(k.secret.startsWith(k.prefix)).toBe(true);
+    expect(k.prefix).toHaveLength(12);
+    expect(k.hash).toBe(hashApiKey(k.secret));
+    expect(k.hash).not.toContain(k.secret.slice(4));
+    expect(newApiKey().secret).not.toBe(k.secret);
+  });
+
+  it('compares hashes in constant time and only equal ones match', () => {
+    const a = newApiKey().hash;
+    expect(sameHash(a, a)).toBe(true);
+    expect(sameHash(a, newApiKey().hash)).toBe(false);
+    expect(sameHash(a, 'abc')).toBe(false);
+  });
+
+  it('reads the bearer header exactly as spec section 5 says', () => {
+    const { secret } = newApiKey();
+    expect(parseBearer(`Bearer ${secret}`)).toEqual({ key: secret });
+    expect(parseBearer(undefined)).toEqual({ problem: 'missing' });
+    expect(parseBearer('')).toEqual({ problem: 'missing' });
+    for (const bad of [`bearer ${secret}`, `Bearer  ${secret}`, `Bearer ${secret} `, `Basic ${secret}`, secret, `Bearer ${secret.slice(0, -1)}`, 'Bearer ', `Bearer ${secret}x`]) {
+      expect(parseBearer(bad)).toEqual({ problem: 'malformed' });
+    }
+    expect(parseBareKey(secret)).toEqual({ key: secret });
+    expect(parseBareKey(`Bearer ${secret}`)).toEqual({ problem: 'malformed' });
+  });
+});
+
+describe('passwords', () => {
+  it('hashes with scrypt and verifies', async () => {
+    const stored = await hashPassword('correct horse');
+    expect(stored).toMatch(/^scrypt\$131072\$8\$1\$/);
+    expect(stored).not.toContain('correct horse');
+    await expect(verifyPassword('correct horse', stored)).resolves.toBe(true);
+    await expect(verifyPassword('wrong horse', stored)).resolves.toBe(false);
+    await expect(verifyPassword('x', 'plain')).resolves.toBe(false);
+  });
+});
+
+describe('file tokens', () => {
+  const secret = 's'.repeat(32);
+  it('round-trips and rejects tampering, expiry, other secrets and other algorithms', async () => {
+    const { token, expiresAt } = await signFileToken(secret, { fileId: 'file_1', workspaceId: 'ws_1' });
+    expect(expiresAt.getTime() - Date.now()).toBeGreaterThan(3590_000);
+    await expect(verifyFileToken(secret, token)).resolves.toEqual({ fileId: 'file_1', workspaceId: 'ws_1' });
+    const [h, p, s] = token.split('.');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'file_2' })).toString('base64url');
+    await expect(verifyFileToken(secret, `${h}.${forged}.${s}`)).resolves.toBeNull();
+    await expect(verifyFileToken('t'.repeat(32), token)).resolves.toBeNull();
+    const expired = await signFileToken(secret, { fileId: 'file_1', workspaceId: 'ws_1' }, -10);
+    await expect(verifyFileToken(secret, expired.token)).resolves.toBeNull();
+    const hs512 = await new SignJWT({ ws: 'ws_1', scope: 'download' }).setProtectedHeader({ alg: 'HS512' }).setSubject('file_1').setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+    await expect(verifyFileToken(secret, hs512)).resolves.toBeNull();
+    const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
+    await expect(verifyFileToken(secret, none)).resolves.toBeNull();
+  });
+});

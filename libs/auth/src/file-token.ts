@@ -1,0 +1,36 @@
+// Signed content links (DESIGN.md §5): a JWS, HS256 with the server's secret, checked against an algorithms
+// allow-list, carrying the file, its workspace and the scope "download".
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+
+const ALGORITHMS = ['HS256'];
+export const FILE_TOKEN_TTL_SECONDS = 3600;
+
+export interface FileTokenClaims {
+  fileId: string;
+  workspaceId: string;
+}
+
+const keyOf = (secret: string) => new TextEncoder().encode(secret);
+
+export async function signFileToken(secret: string, claims: FileTokenClaims, ttlSeconds = FILE_TOKEN_TTL_SECONDS) {
+  const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
+  const token = await new SignJWT({ ws: claims.workspaceId, scope: 'download' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(claims.fileId)
+    .setIssuedAt()
+    .setExpirationTime(exp)
+    .sign(keyOf(secret));
+  return { token, expiresAt: new Date(exp * 1000) };
+}
+
+/** The claims, or null for a token that is tampered, expired, of another algorithm or another scope. */
+export async function verifyFileToken(secret: string, token: string): Promise<FileTokenClaims | null> {
+  try {
+    const { payload } = await jwtVerify(token, keyOf(secret), { algorithms: ALGORITHMS });
+    if (payload.scope !== 'download' || typeof payload.sub !== 'string' || typeof payload.ws !== 'string') return null;
+    return { fileId: payload.sub, workspaceId: payload.ws };
+  } catch (e) {
+    if (e instanceof joseErrors.JOSEError) return null;
+    throw e;
+  }
+}

@@ -1,0 +1,4 @@
+export * from './api-key';
+export * from './password';
+export * from './scopes';
+export * from './file-token';

@@ -1,0 +1,81 @@
+import { ConfigError, REQUIRED_VARIABLES, loadConfig } from './config';
+import { parseDuration } from './duration';
+
+const base = {
+  DATABASE_URL: 'postgresql://u@127.0.0.1:5432/db',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  SIGNING_SECRET: 'x'.repeat(32),
+};
+
+describe('loadConfig', () => {
+  it('applies the defaults of DESIGN.md §6', () => {
+    const c = loadConfig(base);
+    expect(c.port).toBe(8080);
+    expect(c.publicBaseUrl).toBe('http://localhost:8080');
+    expect(c.fileBaseUrl).toBe(c.publicBaseUrl);
+    expect(c.callbacks).toEqual({ retryScheduleMs: [0, 30_000, 120_000, 600_000, 3_600_000], timeoutMs: 10_000 });
+    expect(c.outbound.allowCidrs).toEqual([]);
+    expect(c.s3.forcePathStyle).toBe(false);
+  });
+
+  it('reads every variable into the nested object', () => {
+    const c = loadConfig({
+      ...base,
+      PORT: '9000',
+      PUBLIC_BASE_URL: 'https://api.example.com/',
+      FILE_BASE_URL: 'https://files.example.com',
+      S3_ENDPOINT: 'http://127.0.0.1:9001',
+      S3_FORCE_PATH_STYLE: 'true',
+      CALLBACK_RETRY_SCHEDULE: '0,300ms,1s',
+      OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8, ::1',
+      EVALUATE_CONCURRENCY: '7',
+    });
+    expect(c.port).toBe(9000);
+    expect(c.publicBaseUrl).toBe('https://api.example.com');
+    expect(c.fileBaseUrl).toBe('https://files.example.com');
+    expect(c.s3).toMatchObject({ endpoint: 'http://127.0.0.1:9001', forcePathStyle: true });
+    expect(c.callbacks.retryScheduleMs).toEqual([0, 300, 1000]);
+    expect(c.outbound.allowCidrs).toEqual(['127.0.0.0/8', '::1']);
+    expect(c.concurrency.evaluate).toBe(7);
+  });
+
+  it('lists every bad variable at once, without echoing secrets', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        SIGNING_SECRET: 'short-secret',
+        CALLBACK_RETRY_SCHEDULE: '0,soon',
+        OUTBOUND_ALLOW_CIDRS: '10.0.0.0/99',
+        LOG_LEVEL: 'loud',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'CALLBACK_RETRY_SCHEDULE', 'OUTBOUND_ALLOW_CIDRS', 'LOG_LEVEL']) {
+      expect(problems).toContain(name);
+    }
+    expect(problems).toContain('REDIS_URL is required');
+    expect(problems).not.toContain('short-secret');
+  });
+
+  it('knows which variables have no default', () => {
+    expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET']);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['0', 0],
+    ['30s', 30_000],
+    ['2m', 120_000],
+    ['1h', 3_600_000],
+    ['30d', 2_592_000_000],
+    ['250ms', 250],
+    ['45', 45_000],
+  ])('%s is %d ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
+  it.each(['', 'soon', '-1s', '1w'])('rejects %j', (text) => expect(parseDuration(text)).toBeNull());
+});

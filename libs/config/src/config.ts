@@ -1,0 +1,159 @@
+// Every variable of DESIGN.md §6, parsed once at start (STYLE.md convention 4). A bad value stops the process
+// with a list of every problem, not just the first.
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { parseDuration } from './duration';
+
+const port = z.coerce.number().int().min(1).max(65535);
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const concurrency = z.coerce.number().int().min(1).max(1000);
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}` },
+  );
+
+const durations = z.string().transform((value, ctx) => {
+  const parts = value.split(',').map((s) => s.trim());
+  const ms = parts.map(parseDuration);
+  if (parts.length === 0 || ms.some((v) => v === null)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of durations such as "0,30s,2m,10m,1h"' });
+    return z.NEVER;
+  }
+  return ms as number[];
+});
+
+const cidrs = z.string().transform((value, ctx) => {
+  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const cidr of list) {
+    const [addr, bits, extra] = cidr.split('/');
+    const family = isIP(addr ?? '');
+    const max = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max))) {
+      ctx.addIssue({ code: 'custom', message: `"${cidr}" is not an address or CIDR range` });
+    }
+  }
+  return list;
+});
+
+export const envSchema = z.object({
+  PORT: port.default(8080),
+  PUBLIC_BASE_URL: url(['http:', 'https:']).optional(),
+  FILE_BASE_URL: url(['http:', 'https:']).optional(),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"').default('gensvc'),
+  S3_ENDPOINT: url(['http:', 'https:']).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name').default('gensvc'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: bool.default(false),
+  SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  CALLBACK_RETRY_SCHEDULE: durations.default([0, 30_000, 120_000, 600_000, 3_600_000]),
+  CALLBACK_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
+  OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
+  EVALUATE_CONCURRENCY: concurrency.default(50),
+  TASK_RUNNER_CONCURRENCY: concurrency.default(20),
+  ARCHIVER_CONCURRENCY: concurrency.default(4),
+  CALLBACK_DISPATCHER_CONCURRENCY: concurrency.default(20),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** How long an edge trusts a cached key look-up while its invalidation channel is connected. */
+  KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  port: number;
+  publicBaseUrl: string;
+  fileBaseUrl: string;
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  s3: {
+    endpoint: string | undefined;
+    region: string;
+    bucket: string;
+    accessKeyId: string | undefined;
+    secretAccessKey: string | undefined;
+    forcePathStyle: boolean;
+  };
+  signingSecret: string;
+  callbacks: { retryScheduleMs: number[]; timeoutMs: number };
+  outbound: { allowCidrs: string[] };
+  concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
+  otel: { endpoint: string | undefined };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  keyCacheTtlMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; throws a ConfigError naming every bad variable. Empty strings count as unset. */
+export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '?');
+      const value = present[name];
+      const why = value === undefined ? 'is required' : issue.message;
+      return value === undefined ? `${name} ${why}` : `${name}: ${why} (got ${JSON.stringify(redact(name, value))})`;
+    });
+    throw new ConfigError([...new Set(problems)]);
+  }
+  const e = parsed.data;
+  const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  return {
+    port: e.PORT,
+    publicBaseUrl,
+    fileBaseUrl: (e.FILE_BASE_URL ?? publicBaseUrl).replace(/\/+$/, ''),
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    queuePrefix: e.QUEUE_PREFIX,
+    s3: {
+      endpoint: e.S3_ENDPOINT,
+      region: e.S3_REGION,
+      bucket: e.S3_BUCKET,
+      accessKeyId: e.S3_ACCESS_KEY_ID,
+      secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+      forcePathStyle: e.S3_FORCE_PATH_STYLE,
+    },
+    signingSecret: e.SIGNING_SECRET,
+    callbacks: { retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE, timeoutMs: e.CALLBACK_TIMEOUT_MS },
+    outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },
+    concurrency: {
+      evaluate: e.EVALUATE_CONCURRENCY,
+      taskRunner: e.TASK_RUNNER_CONCURRENCY,
+      archiver: e.ARCHIVER_CONCURRENCY,
+      callbackDispatcher: e.CALLBACK_DISPATCHER_CONCURRENCY,
+    },
+    otel: { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
+    logLevel: e.LOG_LEVEL,
+    keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+  };
+}
+
+/** The variable names the services read: the compose file and manifests are checked against this list. */
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as (keyof typeof envSchema.shape)[];
+
+/** Variables without a default: every deployment must set them. */
+export const REQUIRED_VARIABLES = CONFIG_VARIABLES.filter((name) => !envSchema.shape[name].safeParse(undefined).success);
+
+function redact(name: string, value: string): string {
+  if (/SECRET|PASSWORD/.test(name)) return '***';
+  return value.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
+}

@@ -1,0 +1,12 @@
+export * from './client';
+export * from './ids';
+export * from './migrate';
+export * from './money';
+export * from './repositories/workspace.repository';
+export * from './repositories/user.repository';
+export * from './repositories/api-key.repository';
+export * from './repositories/channel.repository';
+export * from './repositories/model.repository';
+export { Prisma } from './generated/prisma/client';
+export type * from './generated/prisma/models';
+export * from './generated/prisma/enums';

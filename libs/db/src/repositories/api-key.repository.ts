@@ -1,0 +1,90 @@
+import type { DbClient } from '../client';
+import { newId } from '../ids';
+
+export interface CreateApiKeyInput {
+  workspaceId: string;
+  name: string;
+  prefix: string;
+  hash: string;
+  scopes: string[];
+  spendCap?: bigint | null;
+  expiresAt?: Date | null;
+  creatorId?: string | null;
+}
+
+const withWorkspace = { workspace: { select: { id: true, tier: true, rpm: true, uploadRpm: true, currency: true } } } as const;
+
+export const apiKeyRepository = {
+  create(db: DbClient, input: CreateApiKeyInput) {
+    return db.apiKey.create({
+      data: {
+        id: newId('key'),
+        workspaceId: input.workspaceId,
+        name: input.name,
+        prefix: input.prefix,
+        hash: input.hash,
+        scopes: input.scopes,
+        spendCap: input.spendCap ?? null,
+        expiresAt: input.expiresAt ?? null,
+        creatorId: input.creatorId ?? null,
+      },
+    });
+  },
+
+  /**
+   * The key whose current or (within its grace period) previous secret has this SHA-256. Authentication is the one
+   * look-up not scoped by workspace: the key is what names the workspace.
+   */
+  async findBySecretHash(db: DbClient, hash: string) {
+    const key = await db.apiKey.findFirst({
+      where: { OR: [{ hash }, { previousHash: hash }] },
+      include: withWorkspace,
+    });
+    if (!key) return null;
+    return { key, matched: key.hash === hash ? ('current' as const) : ('previous' as const) };
+  },
+
+  listForWorkspace(db: DbClient, workspaceId: string) {
+    return db.apiKey.findMany({ where: { workspaceId }, orderBy: { createdAt: 'asc' } });
+  },
+
+  get(db: DbClient, id: string, workspaceId?: string) {
+    return db.apiKey.findFirst({ where: { id, ...(workspaceId ? { workspaceId } : {}) } });
+  },
+
+  /** Revokes at once; revoking a revoked key keeps its first revocation time. */
+  async revoke(db: DbClient, id: string, workspaceId?: string) {
+    const scope = { id, ...(workspaceId ? { workspaceId } : {}) };
+    await db.apiKey.updateMany({ where: { ...scope, revokedAt: null }, data: { revokedAt: new Date() } });
+    return db.apiKey.findFirst({ where: scope });
+  },
+
+  /**
+   * Gives the key a new secret. The row (and so its spend cap and what it has spent) stays the same; the old secret
+   * keeps working until now + graceMs, or stops at once when graceMs is 0. A rotation during a grace period ends the
+   * older secret's grace.
+   */
+  async rotate(db: DbClient, id: string, next: { prefix: string; hash: string }, graceMs: number, workspaceId?: string) {
+    const key = await db.apiKey.findFirst({ where: { id, revokedAt: null, ...(workspaceId ? { workspaceId } : {}) } });
+    if (!key) return null;
+    const now = new Date();
+    return db.apiKey.update({
+      where: { id },
+      data: {
+        hash: next.hash,
+        prefix: next.prefix,
+        previousHash: graceMs > 0 ? key.hash : null,
+        previousPrefix: graceMs > 0 ? key.prefix : null,
+        previousExpiresAt: graceMs > 0 ? new Date(now.getTime() + graceMs) : null,
+        rotatedAt: now,
+      },
+    });
+  },
+
+  /** Records use; callers throttle it so a busy key does not write on every request. */
+  async touch(db: DbClient, id: string, at = new Date()) {
+    await db.apiKey.updateMany({ where: { id }, data: { lastUsedAt: at } });
+  },
+};
+
+export type ApiKeyLookup = NonNullable<Awaited<ReturnType<typeof apiKeyRepository.findBySecretHash>>>;

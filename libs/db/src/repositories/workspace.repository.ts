@@ -1,0 +1,44 @@
+import type { DbClient } from '../client';
+import type { Tier } from '../generated/prisma/enums';
+import { newId } from '../ids';
+
+export interface CreateWorkspaceInput {
+  name: string;
+  tier: Tier;
+  balance?: bigint;
+  retentionDays?: number | null;
+}
+
+export const workspaceRepository = {
+  /** Creates the workspace; an opening balance is booked as a top-up so the ledger always sums to the balance. */
+  async create(db: DbClient, input: CreateWorkspaceInput) {
+    const workspace = await db.workspace.create({
+      data: { id: newId('ws'), name: input.name, tier: input.tier, retentionDays: input.retentionDays ?? null },
+    });
+    if (input.balance && input.balance > 0n) {
+      const balance = await workspaceRepository.topUp(db, workspace.id, input.balance, 'opening balance');
+      return { ...workspace, balance };
+    }
+    return workspace;
+  },
+
+  list(db: DbClient) {
+    return db.workspace.findMany({ orderBy: { createdAt: 'asc' } });
+  },
+
+  get(db: DbClient, id: string) {
+    return db.workspace.findUnique({ where: { id } });
+  },
+
+  /** Adds to the balance and writes its ledger entry in one statement; returns the new balance, null if no such workspace. */
+  async topUp(db: DbClient, workspaceId: string, amount: bigint, note: string | null = null): Promise<bigint | null> {
+    const rows = await db.$queryRaw<{ balanceAfter: bigint }[]>`
+      WITH w AS (
+        UPDATE "Workspace" SET balance = balance + ${amount} WHERE id = ${workspaceId} RETURNING balance
+      )
+      INSERT INTO "LedgerEntry" (id, "workspaceId", kind, amount, "balanceAfter", note)
+      SELECT ${newId('led')}, ${workspaceId}, 'topup', ${amount}, w.balance, ${note} FROM w
+      RETURNING "balanceAfter"`;
+    return rows[0]?.balanceAfter ?? null;
+  },
+};

@@ -1,0 +1,114 @@
+// One error type for the whole system (STYLE.md convention 6). Domain code creates AppErrors through the named
+// factories below and never speaks HTTP; the edge's error middleware turns them into the body of DESIGN.md §4.
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'billing_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'rate_limit_error'
+  | 'upstream_error'
+  | 'api_error';
+
+export interface AppErrorInit {
+  code: string;
+  status: number;
+  message: string;
+  /** The request field at fault, when there is one. */
+  param?: string | null;
+  /** Extra headers the answer must carry (Retry-After, ...). */
+  headers?: Record<string, string>;
+  /** Whether the message may be shown to the caller. Unexposed errors answer a bare 500. */
+  expose?: boolean;
+  cause?: unknown;
+}
+
+export class AppError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+  readonly expose: boolean;
+
+  constructor(init: AppErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'AppError';
+    this.code = init.code;
+    this.status = init.status;
+    this.param = init.param ?? null;
+    this.headers = init.headers ?? {};
+    this.expose = init.expose ?? init.status < 500;
+  }
+
+  get type(): ErrorType {
+    return typeForStatus(this.status);
+  }
+}
+
+export function typeForStatus(status: number): ErrorType {
+  switch (status) {
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 409:
+      return 'conflict_error';
+    case 429:
+      return 'rate_limit_error';
+    case 502:
+    case 504:
+      return 'upstream_error';
+    default:
+      return status >= 500 ? 'api_error' : 'invalid_request_error';
+  }
+}
+
+export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
+
+/** A 4xx-class error is the caller's fault: retrying the same work cannot succeed. */
+export function isRetryable(e: unknown): boolean {
+  return !(isAppError(e) && e.status < 500);
+}
+
+const make =
+  (status: number, code: string) =>
+  (message: string, extra: Omit<AppErrorInit, 'status' | 'code' | 'message'> = {}) =>
+    new AppError({ status, code, message, ...extra });
+
+export const errors = {
+  invalidRequest: (message: string, param?: string | null) =>
+    new AppError({ status: 400, code: 'invalid_request', message, param: param ?? null }),
+  invalidJson: make(400, 'invalid_json'),
+  missingApiKey: () =>
+    new AppError({ status: 401, code: 'missing_api_key', message: 'No API key was sent. Send it as "Authorization: Bearer <API_KEY>".' }),
+  malformedApiKey: (message = 'The API key is malformed. Send it as "Authorization: Bearer <API_KEY>": the word Bearer, one space, the complete key.') =>
+    new AppError({ status: 401, code: 'malformed_api_key', message }),
+  invalidApiKey: () => new AppError({ status: 401, code: 'invalid_api_key', message: 'The API key is not valid.' }),
+  revokedApiKey: () => new AppError({ status: 401, code: 'revoked_api_key', message: 'The API key has been revoked.' }),
+  expiredApiKey: () => new AppError({ status: 401, code: 'expired_api_key', message: 'The API key has expired.' }),
+  spendingCapExhausted: () =>
+    new AppError({ status: 402, code: 'spending_cap_exhausted', message: "The key's spending cap is exhausted." }),
+  insufficientBalance: () =>
+    new AppError({ status: 402, code: 'insufficient_balance', message: "The workspace's balance is insufficient." }),
+  insufficientScope: (scope: string) =>
+    new AppError({ status: 403, code: 'insufficient_scope', message: `The API key lacks the scope "${scope}".`, param: scope }),
+  forbidden: make(403, 'forbidden'),
+  notFound: make(404, 'not_found'),
+  routeNotFound: (method: string, path: string) =>
+    new AppError({ status: 404, code: 'route_not_found', message: `No route for ${method} ${path}.` }),
+  conflict: make(409, 'conflict'),
+  payloadTooLarge: (limit: string) =>
+    new AppError({ status: 413, code: 'payload_too_large', message: `The request body exceeds the limit of ${limit}.` }),
+  unsupportedMediaType: make(415, 'unsupported_media_type'),
+  rateLimited: (message: string, headers: Record<string, string>) =>
+    new AppError({ status: 429, code: 'rate_limit_exceeded', message, headers }),
+  internal: (cause?: unknown) =>
+    new AppError({ status: 500, code: 'internal_error', message: 'Internal server error.', expose: false, cause }),
+  unavailable: make(503, 'service_unavailable'),
+};

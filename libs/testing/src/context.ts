@@ -1,0 +1,113 @@
+// Per test file isolation: its own database (cloned from the migrated template), queue prefix and bucket, all
+// removed in afterAll. The stores themselves come from global-setup (embedded or named by the environment).
+import { randomBytes } from 'node:crypto';
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { loadConfig, type Config } from '@gensvc/config';
+import { createDb, type Db } from '@gensvc/db';
+import { Redis } from 'ioredis';
+import { adminUrl, withAdmin } from './databases';
+
+export interface TestContext {
+  /** The full environment a service of this test file would get. */
+  env: Record<string, string>;
+  config: Config;
+  db: Db;
+  redis: Redis;
+  s3: S3Client;
+}
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the tests with npm test (jest's global setup provides it).`);
+  return v;
+}
+
+export function s3ClientFor(env: Record<string, string | undefined>): S3Client {
+  return new S3Client({
+    endpoint: env.S3_ENDPOINT,
+    region: env.S3_REGION ?? 'us-east-1',
+    forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true',
+    credentials: env.S3_ACCESS_KEY_ID ? { accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY ?? '' } : undefined,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+async function cloneDatabase(): Promise<{ url: string; name: string }> {
+  const base = required('DATABASE_URL');
+  const name = `gensvc_t${required('GENSVC_TEST_RUN')}_${randomBytes(5).toString('hex')}`;
+  const template = required('GENSVC_TEST_TEMPLATE');
+  // Two clones of one template at the same instant can collide ("source database is being accessed"): retry.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await withAdmin(adminUrl(base), (c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
+      break;
+    } catch (e) {
+      if (attempt >= 20 || !/being accessed/.test((e as Error).message)) throw e;
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
+    }
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), name };
+}
+
+/** Registers beforeAll/afterAll and returns the context, filled in once beforeAll has run. */
+export function useTestContext(overrides: Record<string, string> = {}): TestContext {
+  const ctx = {} as TestContext;
+  let dbName = '';
+  beforeAll(async () => {
+    const suffix = randomBytes(4).toString('hex');
+    const { url, name } = await cloneDatabase();
+    dbName = name;
+    const env: Record<string, string> = {
+      DATABASE_URL: url,
+      REDIS_URL: required('REDIS_URL'),
+      QUEUE_PREFIX: `t${suffix}`,
+      S3_ENDPOINT: required('S3_ENDPOINT'),
+      S3_REGION: process.env.S3_REGION ?? 'us-east-1',
+      S3_BUCKET: `gensvc-t${suffix}`,
+      S3_FORCE_PATH_STYLE: process.env.S3_FORCE_PATH_STYLE ?? 'true',
+      SIGNING_SECRET: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'silent',
+      ...(process.env.S3_ACCESS_KEY_ID ? { S3_ACCESS_KEY_ID: process.env.S3_ACCESS_KEY_ID } : {}),
+      ...(process.env.S3_SECRET_ACCESS_KEY ? { S3_SECRET_ACCESS_KEY: process.env.S3_SECRET_ACCESS_KEY } : {}),
+      ...overrides,
+    };
+    ctx.env = env;
+    ctx.config = loadConfig(env);
+    ctx.db = createDb(url, { max: 20 });
+    ctx.redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: null, lazyConnect: false });
+    ctx.s3 = s3ClientFor(env);
+    await ctx.s3.send(new CreateBucketCommand({ Bucket: env.S3_BUCKET }));
+  });
+  afterAll(async () => {
+    if (!ctx.env) return;
+    await emptyBucket(ctx.s3, ctx.env.S3_BUCKET!).catch(() => {});
+    await ctx.s3.send(new DeleteBucketCommand({ Bucket: ctx.env.S3_BUCKET })).catch(() => {});
+    ctx.s3.destroy();
+    await deleteKeys(ctx.redis, `${ctx.env.QUEUE_PREFIX}*`);
+    ctx.redis.disconnect();
+    await ctx.db.$disconnect();
+    await withAdmin(adminUrl(required('DATABASE_URL')), (c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+  });
+  return ctx;
+}
+
+export async function deleteKeys(redis: Redis, pattern: string) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+    if (keys.length) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+async function emptyBucket(s3: S3Client, bucket: string) {
+  for (;;) {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
+    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
+    if (keys.length === 0) return;
+    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+  }
+}

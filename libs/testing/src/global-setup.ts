@@ -1,0 +1,27 @@
+// Runs once before the suite: brings up whatever the environment does not name (embedded Postgres, redis-server,
+// s3rver, in a temporary directory) and migrates one template database that every test file clones.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startStack } from '@gensvc/local-stack';
+import { migrate } from '@gensvc/db';
+import { adminUrl, withAdmin } from './databases';
+
+export default async function globalSetup() {
+  const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+  const stack = await startStack({
+    dataDir: mkdtempSync(join(tmpdir(), 'gensvc-test-')),
+    persistent: false,
+    env: process.env,
+    log: (m) => process.stderr.write(`[test stack] ${m}\n`),
+  });
+  (globalThis as Record<string, unknown>).__gensvcStack = stack;
+  Object.assign(process.env, stack.env);
+  const template = `gensvc_t${runId}_tpl`;
+  await withAdmin(adminUrl(stack.env.DATABASE_URL), (c) => c.query(`CREATE DATABASE "${template}"`));
+  const url = new URL(stack.env.DATABASE_URL);
+  url.pathname = `/${template}`;
+  await migrate(url.toString());
+  process.env.GENSVC_TEST_RUN = runId;
+  process.env.GENSVC_TEST_TEMPLATE = template;
+}

@@ -1,0 +1,9 @@
+import type { Stack } from '@gensvc/local-stack';
+import { adminUrl, dropRunDatabases } from './databases';
+
+export default async function globalTeardown() {
+  const runId = process.env.GENSVC_TEST_RUN;
+  if (runId && process.env.DATABASE_URL) await dropRunDatabases(adminUrl(process.env.DATABASE_URL), runId);
+  const stack = (globalThis as Record<string, unknown>).__gensvcStack as Stack | undefined;
+  await stack?.stop();
+}

@@ -1,0 +1,4 @@
+export * from './context';
+export * from './databases';
+export * from './factories';
+export * from './processes';
