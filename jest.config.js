@@ -1,8 +1,9 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/libs', '<rootDir>/services'],
-  testMatch: ['**/src/**/*.test.ts'],
+  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/infra'],
+  testMatch: ['**/*.test.ts'],
+  modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
   // jose is ESM only: Jest (unlike Node 20.19+) cannot require it, so it is compiled like our own sources.
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/(jose)@[^/]+/node_modules/)?(jose)/)'],
   transform: { '^.+\\.(ts|js|mjs)$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }] },

@@ -157,3 +157,14 @@ function redact(name: string, value: string): string {
   if (/SECRET|PASSWORD/.test(name)) return '***';
   return value.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
 }
+
+/** For main.ts: the config, or the list of every problem on stderr and exit status 1. */
+export function loadConfigOrExit(service: string, env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`${service}: ${e.message}\n`);
+    process.exit(1);
+  }
+}

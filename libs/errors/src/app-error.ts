@@ -110,5 +110,5 @@ export const errors = {
     new AppError({ status: 429, code: 'rate_limit_exceeded', message, headers }),
   internal: (cause?: unknown) =>
     new AppError({ status: 500, code: 'internal_error', message: 'Internal server error.', expose: false, cause }),
-  unavailable: make(503, 'service_unavailable'),
+  unavailable: (message: string) => new AppError({ status: 503, code: 'service_unavailable', message, expose: true }),
 };

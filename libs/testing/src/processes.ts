@@ -44,3 +44,7 @@ export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** A response's JSON body, typed loosely for assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const jsonOf = (res: Response): Promise<any> => res.json();

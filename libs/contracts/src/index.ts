@@ -1,0 +1,3 @@
+export * from './channels';
+export * from './job-contract';
+export * from './jobs';

@@ -1,0 +1,88 @@
+// Every job the system runs. Payloads carry ids and re-read their row (STYLE.md convention 2); evaluate is the
+// one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
+import { z } from 'zod';
+import { defineJob, type JobContract, type JobPayload, type QueueName } from './job-contract';
+
+const id = z.string().min(1);
+const attempt = z.number().int().min(1);
+
+export const EvaluateRun = defineJob({
+  queue: 'evaluate',
+  name: 'evaluate.run',
+  version: 1,
+  schema: z.object({
+    requestId: id,
+    workspaceId: id,
+    apiKeyId: id,
+    /** The cost reservation the edge made, settled or released by the worker. */
+    reservationId: id.optional(),
+    /** `<provider>/<model>`. */
+    model: id,
+    /** The request body as the edge validated it. */
+    request: z.record(z.string(), z.unknown()),
+  }),
+});
+
+export const TaskSubmit = defineJob({
+  queue: 'tasks',
+  name: 'task.submit',
+  version: 1,
+  schema: z.object({ taskId: id }),
+});
+
+/** One poll of the provider; the next poll is a new delayed job, so no worker slot is held while waiting. */
+export const TaskPoll = defineJob({
+  queue: 'tasks',
+  name: 'task.poll',
+  version: 1,
+  schema: z.object({ taskId: id, attempt }),
+});
+
+export const ArchiveOutput = defineJob({
+  queue: 'archive',
+  name: 'archive.output',
+  version: 1,
+  schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
+});
+
+/** One delivery attempt; `attempt` is part of the delivery id, so a re-run of an attempt re-sends the same id. */
+export const CallbackDeliver = defineJob({
+  queue: 'callbacks',
+  name: 'callback.deliver',
+  version: 1,
+  schema: z.object({ taskId: id, attempt }),
+});
+
+export const FilesRetentionSweep = defineJob({
+  queue: 'maintenance',
+  name: 'files.retention-sweep',
+  version: 1,
+  schema: z.object({}),
+});
+
+export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, ArchiveOutput, CallbackDeliver, FilesRetentionSweep } as const;
+
+export type AnyJob = (typeof jobs)[keyof typeof jobs];
+export type JobName = AnyJob['name'];
+export type JobByName<N extends JobName> = Extract<AnyJob, { name: N }>;
+export type JobsOnQueue<Q extends QueueName> = Extract<AnyJob, { queue: Q }>;
+/** Job name to parsed payload, for code that switches on names (immich-style). */
+export type JobPayloads = { [J in AnyJob as J['name']]: JobPayload<J> };
+
+export const allJobs: readonly AnyJob[] = Object.values(jobs);
+
+{
+  const seen = new Set<string>();
+  for (const job of allJobs) {
+    if (seen.has(job.name)) throw new Error(`Job name "${job.name}" is declared twice.`);
+    seen.add(job.name);
+  }
+}
+
+export function jobsOnQueue<Q extends QueueName>(queue: Q, declared: readonly JobContract[] = allJobs): JobsOnQueue<Q>[] {
+  return declared.filter((j) => j.queue === queue) as JobsOnQueue<Q>[];
+}
+
+export function jobByName(name: string): AnyJob | undefined {
+  return allJobs.find((j) => j.name === name);
+}

@@ -1,0 +1,69 @@
+// Run by telemetry.test.ts in a child Node process, never imported. Jest loads modules with its own loader, never
+// through Node's Module.prototype.require that require-in-the-middle hooks, so nothing is patched inside it; and it
+// rejects
+// the dynamic import() the OTLP exporter loads `http` with: auto-instrumentation and export can only be
+// observed in a plain Node process, loaded the way main.ts loads them. Each scenario prints one JSON line.
+import { SpanKind, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { AddressInfo } from 'node:net';
+import { startTelemetry } from './telemetry';
+
+type Http = typeof import('node:http');
+
+async function propagation(): Promise<object> {
+  const exporter = new InMemorySpanExporter();
+  const telemetry = startTelemetry({ serviceName: 'telemetry-child', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  // As in main.ts: required after startTelemetry, through the require hook.
+  const http: Http = require('node:http');
+  const server = http.createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const body = await new Promise<string>((resolve, reject) => {
+    http
+      .get(`http://127.0.0.1:${port}/ping`, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text));
+      })
+      .on('error', reject);
+  });
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  // The server span ends when the response is flushed, which may be after the client has read it.
+  const deadline = Date.now() + 5_000;
+  while (exporter.getFinishedSpans().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  // Read before shutdown: shutting down the in-memory exporter empties it.
+  const spans = exporter.getFinishedSpans().map((s) => ({
+    kind: s.kind === SpanKind.SERVER ? 'server' : s.kind === SpanKind.CLIENT ? 'client' : String(s.kind),
+    traceId: s.spanContext().traceId,
+    spanId: s.spanContext().spanId,
+    parentSpanId: s.parentSpanContext?.spanId ?? null,
+    service: s.resource.attributes['service.name'],
+  }));
+  await telemetry.shutdown();
+  return { body, spans };
+}
+
+async function otlp(endpoint: string | undefined): Promise<object> {
+  if (!endpoint) throw new Error('otlp needs an endpoint');
+  const telemetry = startTelemetry({ serviceName: 'otlp-child', otlpEndpoint: endpoint });
+  const traceId = trace.getTracer('t').startActiveSpan('exported-span', (span) => {
+    span.end();
+    return span.spanContext().traceId;
+  });
+  await telemetry.shutdown();
+  return { traceId };
+}
+
+/** Arguments are scenarios run one after another in this process: `propagation`, or `otlp=<endpoint>`. */
+async function main(): Promise<void> {
+  for (const scenario of process.argv.slice(2)) {
+    const [name, arg] = scenario.split(/=(.*)/s);
+    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : undefined;
+    if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
+    process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

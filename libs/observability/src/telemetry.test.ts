@@ -1,0 +1,121 @@
+import { trace } from '@opentelemetry/api';
+import { execFile } from 'node:child_process';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { startTelemetry, tracesUrl } from './telemetry';
+
+interface ChildSpan {
+  kind: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | null;
+  service: string;
+}
+type ChildResult = { scenario: 'propagation'; body: string; spans: ChildSpan[] } | { scenario: 'otlp'; traceId: string };
+
+// Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
+const RUN_TS = `
+const swc = require(${JSON.stringify(require.resolve('@swc/core'))});
+const { readFileSync } = require('node:fs');
+require.extensions['.ts'] = (module, file) => module._compile(swc.transformSync(readFileSync(file, 'utf8'), {
+  filename: file, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' },
+}).code, file);
+require(process.argv[1]);
+`;
+
+function runChild(scenarios: string[]): Promise<ChildResult[]> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', RUN_TS, join(__dirname, 'telemetry.child.ts'), ...scenarios], { timeout: 25_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`child failed: ${error.message}\n${stderr}`));
+      else resolve(stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as ChildResult));
+    });
+  });
+}
+
+const listen = (server: Server) =>
+  new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  return (req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8');
+}
+
+describe('tracesUrl', () => {
+  it('appends the signal path the way OTEL_EXPORTER_OTLP_ENDPOINT does', () => {
+    expect(tracesUrl('http://collector:4318')).toBe('http://collector:4318/v1/traces');
+    expect(tracesUrl('http://collector:4318/')).toBe('http://collector:4318/v1/traces');
+    expect(tracesUrl('https://otel.example.com/otlp')).toBe('https://otel.example.com/otlp/v1/traces');
+  });
+});
+
+describe('startTelemetry in a plain Node process', () => {
+  const posts: { path: string | undefined; body: string }[] = [];
+  let collector: Server;
+  let results: ChildResult[];
+
+  beforeAll(async () => {
+    collector = createServer(async (req, res) => {
+      if (req.method === 'POST') posts.push({ path: req.url, body: await readBody(req) });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    const endpoint = await listen(collector);
+    // Three starts in one process: the last proves shutdown leaves the process able to start (and patch) again.
+    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation']);
+  });
+  afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+
+  const propagated = (result: ChildResult | undefined) => {
+    if (result?.scenario !== 'propagation') throw new Error(`expected a propagation result, got ${JSON.stringify(result)}`);
+    expect(result.body).toBe('ok');
+    const client = result.spans.find((s) => s.kind === 'client');
+    const server = result.spans.find((s) => s.kind === 'server');
+    expect(client).toBeDefined();
+    expect(server).toBeDefined();
+    expect(server?.traceId).toBe(client?.traceId);
+    expect(server?.parentSpanId).toBe(client?.spanId);
+    expect(server?.service).toBe('telemetry-child');
+  };
+
+  it('instruments http and makes the server span a child of the client span', () => {
+    propagated(results[0]);
+  });
+
+  it('exports spans to <endpoint>/v1/traces and flushes them on shutdown', () => {
+    const result = results[1];
+    if (result?.scenario !== 'otlp') throw new Error(`expected an otlp result, got ${JSON.stringify(result)}`);
+    const traces = posts.filter((p) => p.path === '/v1/traces');
+    expect(traces.length).toBeGreaterThan(0);
+    const sent = traces.map((p) => p.body).join('\n');
+    expect(sent).toContain('exported-span');
+    expect(sent).toContain('"otlp-child"');
+    expect(sent.toLowerCase()).toContain(result.traceId);
+  });
+
+  it('starts again after a shutdown in the same process', () => {
+    propagated(results[2]);
+  });
+});
+
+describe('startTelemetry inside Jest', () => {
+  it('makes trace ids without an endpoint or processors, and starts again after shutdown', async () => {
+    for (let i = 0; i < 2; i++) {
+      const telemetry = startTelemetry({ serviceName: 'quiet-test' });
+      try {
+        const traceId = trace.getTracer('t').startActiveSpan('local', (span) => {
+          span.end();
+          return span.spanContext().traceId;
+        });
+        expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+        expect(traceId).not.toBe('0'.repeat(32));
+      } finally {
+        await telemetry.shutdown();
+      }
+    }
+    // Shutdown unregistered the provider: spans are no-ops again.
+    expect(trace.getTracer('t').startSpan('after').spanContext().traceId).toBe('0'.repeat(32));
+  });
+});

@@ -1,0 +1,89 @@
+// OpenTelemetry bootstrap. main.ts calls startTelemetry() before it requires express, ioredis or pg: the
+// instrumentations patch those modules through require hooks, so a module loaded earlier is never traced.
+import { context, propagation, trace } from '@opentelemetry/api';
+import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor, NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+
+export interface TelemetryOptions {
+  serviceName: string;
+  /** Base OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), e.g. http://collector:4318. Unset: nothing is exported. */
+  otlpEndpoint?: string;
+  /** Extra processors, e.g. a SimpleSpanProcessor over an InMemorySpanExporter in tests. */
+  spanProcessors?: SpanProcessor[];
+}
+
+export interface Telemetry {
+  /** Flushes pending spans, then unregisters everything so a later startTelemetry() in this process starts clean. */
+  shutdown(): Promise<void>;
+}
+
+export function startTelemetry(options: TelemetryOptions): Telemetry {
+  const spanProcessors = [...(options.spanProcessors ?? [])];
+  if (options.otlpEndpoint) {
+    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(options.otlpEndpoint) })));
+  }
+  // NodeSDK registers no tracer provider without a processor, and without one new root spans carry no ids: the
+  // no-op processor keeps ids being made and propagated (and so written into logs) while exporting nothing.
+  if (spanProcessors.length === 0) spanProcessors.push(new NoopSpanProcessor());
+
+  const instrumentations = processInstrumentations();
+
+  const sdk = new NodeSDK({
+    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': options.serviceName })),
+    // Merged after the resource detectors, so OTEL_SERVICE_NAME cannot rename a service behind its entrypoint.
+    serviceName: options.serviceName,
+    spanProcessors,
+    instrumentations,
+    // Left unset, NodeSDK would build OTLP metric and log exporters from the environment and post to
+    // localhost:4318. Metrics are prom-client's (metrics.ts) and logs go to stdout (logger.ts).
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+
+  let stopped: Promise<void> | undefined;
+  return {
+    shutdown() {
+      stopped ??= sdk.shutdown().finally(() => {
+        // NodeSDK.shutdown() flushes and closes the providers but leaves the globals registered and the modules
+        // patched; a second SDK in the same process (tests) could then register nothing.
+        for (const instrumentation of instrumentations) instrumentation.disable();
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      });
+      return stopped;
+    },
+  };
+}
+
+type Instrumentations = ReturnType<typeof getNodeAutoInstrumentations>;
+
+// Require hooks are process-wide and see each module once, at its first require: instrumentations made by a
+// second startTelemetry() in the same process (tests) would never see http or pg again. So the first set is kept
+// for the life of the process, and a later start re-enables it (shutdown disabled it).
+let created: Instrumentations | undefined;
+
+function processInstrumentations(): Instrumentations {
+  if (created) {
+    for (const instrumentation of created) instrumentation.enable();
+    return created;
+  }
+  created = getNodeAutoInstrumentations({
+    // One span per file read, lookup or socket: noise that drowns the request spans.
+    '@opentelemetry/instrumentation-fs': { enabled: false },
+    '@opentelemetry/instrumentation-dns': { enabled: false },
+    '@opentelemetry/instrumentation-net': { enabled: false },
+    // Our logger adds trace_id/span_id itself (logger.ts), whether pino was loaded before or after this call.
+    '@opentelemetry/instrumentation-pino': { enabled: false },
+  });
+  return created;
+}
+
+/** The OTel convention for OTEL_EXPORTER_OTLP_ENDPOINT: the signal path is appended to the base URL, path kept. */
+export function tracesUrl(baseEndpoint: string): string {
+  return `${baseEndpoint.endsWith('/') ? baseEndpoint : `${baseEndpoint}/`}v1/traces`;
+}

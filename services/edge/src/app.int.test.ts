@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { freePort } from '@gensvc/local-stack';
+import { createLogger } from '@gensvc/observability';
+import { useTestContext, jsonOf } from '@gensvc/testing';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { startEdge, type EdgeUnderTest } from './edge-under-test';
+import { errorHandler, notFound } from './http/errors';
+import { jsonBody } from './http/json-body';
+import { requestContext } from './http/request-context';
+
+const ctx = useTestContext();
+let edge: EdgeUnderTest;
+beforeAll(async () => (edge = await startEdge(ctx)));
+afterAll(() => edge.close());
+
+describe('edge basics', () => {
+  it('answers /healthz and a ready /readyz naming every dependency', async () => {
+    const health = await fetch(`${edge.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await jsonOf(health)).toEqual({ status: 'ok' });
+    const ready = await fetch(`${edge.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await jsonOf(ready)).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', s3: 'ok' } });
+  });
+
+  it('puts X-Request-Id on every answer, keeping a sane incoming one', async () => {
+    for (const path of ['/healthz', '/nope', '/api/v1/me/balance']) {
+      const res = await fetch(`${edge.url}${path}`);
+      expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+    }
+    const mine = await fetch(`${edge.url}/healthz`, { headers: { 'x-request-id': 'trace-abc.123' } });
+    expect(mine.headers.get('x-request-id')).toBe('trace-abc.123');
+    const hostile = await fetch(`${edge.url}/healthz`, { headers: { 'x-request-id': 'a b<script>' } });
+    expect(hostile.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('answers unknown routes with a JSON 404 in each family\'s shape', async () => {
+    const res = await fetch(`${edge.url}/api/v1/nothing-here`, { method: 'POST' });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    expect(await jsonOf(res)).toEqual({
+      error: { type: 'not_found_error', code: 'route_not_found', message: 'No route for POST /api/v1/nothing-here.', param: null, request_id: res.headers.get('x-request-id') },
+    });
+    expect(await jsonOf(await fetch(`${edge.url}/v1/messages/none`))).toEqual({ type: 'error', error: { type: 'not_found_error', message: expect.any(String) } });
+    expect(await jsonOf(await fetch(`${edge.url}/v1beta/none`))).toEqual({ error: { code: 404, message: expect.any(String), status: 'NOT_FOUND' } });
+  });
+
+  it('serves Prometheus metrics with the routes it has seen', async () => {
+    await fetch(`${edge.url}/healthz`);
+    const res = await fetch(`${edge.url}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/healthz"[^}]*\} \d+/);
+  });
+});
+
+describe('JSON bodies', () => {
+  let url = '';
+  let close = () => {};
+  beforeAll(async () => {
+    const app = express();
+    app.use(requestContext(createLogger({ service: 't', level: 'silent' })));
+    app.post('/api/v1/echo', jsonBody(1024), (req, res) => void res.json({ got: req.body }));
+    app.use(notFound);
+    app.use(errorHandler);
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/echo`;
+    close = () => server.close();
+  });
+  afterAll(() => close());
+  const post = (body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+
+  it('parses JSON within the route\'s limit', async () => {
+    expect(await jsonOf(await post('{"a":[1,2]}'))).toEqual({ got: { a: [1, 2] } });
+  });
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    const res = await post('{"a":');
+    expect(res.status).toBe(400);
+    expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
+  });
+  it('answers a body over the route\'s limit with 413', async () => {
+    const res = await post(JSON.stringify({ a: 'x'.repeat(2000) }));
+    expect(res.status).toBe(413);
+    expect((await jsonOf(res)).error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('1 KiB') });
+  });
+});
+
+describe('/readyz with Redis stopped', () => {
+  it('answers 503 naming Redis, and ready again once it is back', async () => {
+    const port = await freePort();
+    const start = () => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    let server = start();
+    const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: null, retryStrategy: () => 100 });
+    await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+    const own = await startEdge(ctx, { redis });
+    try {
+      expect((await fetch(`${own.url}/readyz`)).status).toBe(200);
+      server.kill('SIGKILL');
+      await new Promise((r) => server.once('exit', r));
+      const res = await fetch(`${own.url}/readyz`);
+      expect(res.status).toBe(503);
+      const body = await jsonOf(res);
+      expect(body.checks.postgres).toBe('ok');
+      expect(body.checks.s3).toBe('ok');
+      expect(body.checks.redis).toMatch(/^unreachable/);
+      expect(body.error).toMatchObject({ type: 'api_error', code: 'service_unavailable', message: expect.stringContaining('redis') });
+      expect(body.error.message).not.toContain('postgres');
+      server = start();
+      const deadline = Date.now() + 10_000;
+      while ((await fetch(`${own.url}/readyz`)).status !== 200) {
+        if (Date.now() > deadline) throw new Error('never ready again');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await own.close();
+      redis.disconnect();
+      server.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,32 @@
+import express from 'express';
+import { authenticate, requireScope } from './auth/authenticate';
+import type { EdgeDeps } from './deps';
+import { errorHandler, notFound } from './http/errors';
+import { httpMetrics } from './http/metrics';
+import { requestContext } from './http/request-context';
+import { healthz } from './routes/health/healthz';
+import { readyz } from './routes/health/readyz';
+import { getBalance } from './routes/me/get-balance';
+import { metricsRoute } from './routes/metrics';
+
+/** The edge's Express app, without listening: main.ts listens, tests listen on port 0. */
+export function buildApp(deps: EdgeDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use(requestContext(deps.logger));
+  app.use(httpMetrics(deps.metrics));
+
+  app.get('/healthz', healthz);
+  app.get('/readyz', readyz(deps));
+  app.get('/metrics', metricsRoute(deps.metrics));
+
+  const bearer = authenticate(deps, 'bearer');
+  app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
+
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+}

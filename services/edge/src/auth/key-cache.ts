@@ -1,0 +1,97 @@
+// Cached key look-ups. Correctness rests on invalidation, not on the TTL: every revocation or rotation publishes
+// the key id on a Redis channel and each replica drops that key at once. The cache is trusted only while this
+// replica's subscription is live; while it is down (Redis restart, network cut) every look-up goes to Postgres,
+// and on reconnect the cache starts empty. So a revoked key stops working on every replica within the pub/sub
+// delivery time, and never later than one request after the subscription returns.
+import { keyInvalidationChannel } from '@gensvc/contracts';
+import type { ApiKeyLookup } from '@gensvc/db';
+import type { Logger } from '@gensvc/observability';
+import type { Redis } from 'ioredis';
+
+interface Entry {
+  value: ApiKeyLookup | null;
+  at: number;
+}
+
+export interface KeyCacheOptions {
+  ttlMs: number;
+  maxEntries?: number;
+  now?: () => number;
+}
+
+export class KeyCache {
+  private readonly entries = new Map<string, Entry>();
+  private live = false;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(options: KeyCacheOptions) {
+    this.ttlMs = options.ttlMs;
+    this.maxEntries = options.maxEntries ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** undefined: not cached (or the cache cannot be trusted right now); null: known not to exist. */
+  get(hash: string): ApiKeyLookup | null | undefined {
+    if (!this.live) return undefined;
+    const entry = this.entries.get(hash);
+    if (!entry) return undefined;
+    if (this.now() - entry.at >= this.ttlMs) {
+      this.entries.delete(hash);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(hash: string, value: ApiKeyLookup | null) {
+    if (!this.live || this.ttlMs === 0) return;
+    // Oldest first: Map keeps insertion order, so this bounds memory against floods of random keys.
+    while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(hash, { value, at: this.now() });
+  }
+
+  invalidate(keyId: string) {
+    for (const [hash, entry] of this.entries) if (entry.value?.key.id === keyId) this.entries.delete(hash);
+  }
+
+  /** Called as the invalidation subscription comes and goes. */
+  setLive(live: boolean) {
+    this.live = live;
+    this.entries.clear();
+  }
+
+  get size() {
+    return this.entries.size;
+  }
+}
+
+/**
+ * Subscribes a dedicated connection to the invalidation channel and keeps the cache's liveness in step with it.
+ * Returns a function that unsubscribes and closes the connection.
+ */
+export async function subscribeInvalidations(subscriber: Redis, cache: KeyCache, queuePrefix: string, log: Logger) {
+  const channel = keyInvalidationChannel(queuePrefix);
+  subscriber.on('message', (ch: string, keyId: string) => {
+    if (ch === channel) cache.invalidate(keyId);
+  });
+  const down = () => cache.setLive(false);
+  subscriber.on('close', down);
+  subscriber.on('reconnecting', down);
+  subscriber.on('error', (err) => {
+    down();
+    log.warn({ err }, 'key invalidation subscriber error');
+  });
+  // Live only once the (re)subscription is confirmed, so no invalidation can slip between reconnect and subscribe.
+  const subscribe = () =>
+    subscriber.subscribe(channel).then(
+      () => cache.setLive(true),
+      (err) => log.warn({ err }, 'key invalidation subscribe failed'),
+    );
+  subscriber.on('ready', subscribe);
+  if (subscriber.status === 'ready') await subscribe();
+  return async () => {
+    cache.setLive(false);
+    subscriber.disconnect();
+  };
+}

@@ -1,0 +1,17 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { Config } from '@gensvc/config';
+import type { Db } from '@gensvc/db';
+import type { Logger, Metrics } from '@gensvc/observability';
+import type { Redis } from 'ioredis';
+import type { KeyCache } from './auth/key-cache';
+
+/** Everything the edge's routes use, made in main.ts (or by a test) and passed in: no module-level singletons. */
+export interface EdgeDeps {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  s3: S3Client;
+  keyCache: KeyCache;
+  logger: Logger;
+  metrics: Metrics;
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '@gensvc/observability';
+import type { NextFunction, Request, Response } from 'express';
+import type { ErrorStyle } from './error-body';
+
+const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface RequestLocals {
+  requestId: string;
+  log: Logger;
+  errorStyle: ErrorStyle;
+}
+
+export const locals = (res: Response) => res.locals as RequestLocals & Record<string, unknown>;
+
+/** Which vendor's conventions a path follows: its errors are answered in that vendor's shape (DESIGN.md §4). */
+export function errorStyleFor(path: string): ErrorStyle {
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
+  if (path.startsWith('/v1beta/')) return 'google';
+  return 'native';
+}
+
+/**
+ * Every answer carries X-Request-Id: the caller's own when it is a sane token (so one id can follow a request
+ * through the caller's systems), a new one otherwise.
+ */
+export function requestContext(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    res.setHeader('X-Request-Id', requestId);
+    Object.assign(res.locals, { requestId, log: logger.child({ request_id: requestId }), errorStyle: errorStyleFor(req.path) });
+    next();
+  };
+}

@@ -1,0 +1,78 @@
+// Two real edge processes share Postgres and Redis: a revocation or rotation must take effect on both within one
+// second, although each caches key look-ups.
+import { newApiKey } from '@gensvc/auth';
+import { keyInvalidationChannel } from '@gensvc/contracts';
+import { apiKeyRepository } from '@gensvc/db';
+import { freePort } from '@gensvc/local-stack';
+import { makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+
+const ctx = useTestContext();
+const replicas: { url: string; proc: ServiceProcess }[] = [];
+
+beforeAll(async () => {
+  for (let i = 0; i < 2; i++) {
+    const port = await freePort();
+    const proc = spawnService('edge', { ...ctx.env, PORT: String(port) });
+    const url = `http://127.0.0.1:${port}`;
+    replicas.push({ url, proc });
+  }
+  await Promise.all(replicas.map((r) => waitForHttp(`${r.url}/readyz`, r.proc)));
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(replicas.map((r) => r.proc.stop()));
+});
+
+const status = async (url: string, secret: string) =>
+  (await fetch(`${url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } })).status;
+
+/** Polls every replica until each answers `want`; returns the milliseconds it took. */
+async function untilAll(secret: string, want: number, limitMs: number): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const codes = await Promise.all(replicas.map((r) => status(r.url, secret)));
+    if (codes.every((c) => c === want)) return Date.now() - started;
+    if (Date.now() - started > limitMs) throw new Error(`replicas answered ${codes.join(',')} after ${limitMs} ms, wanted ${want}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const publish = (keyId: string) => ctx.redis.publish(keyInvalidationChannel(ctx.config.queuePrefix), keyId);
+
+it('a revocation reaches both replicas within one second', async () => {
+  const ws = await makeWorkspace(ctx.db);
+  const { key, secret } = await makeKey(ctx.db, ws.id);
+  for (const r of replicas) expect(await status(r.url, secret)).toBe(200);
+  await apiKeyRepository.revoke(ctx.db, key.id);
+  // The look-up is cached: without the invalidation message both replicas still accept the key.
+  for (const r of replicas) expect(await status(r.url, secret)).toBe(200);
+  expect(await publish(key.id)).toBe(2);
+  expect(await untilAll(secret, 401, 1000)).toBeLessThan(1000);
+});
+
+it('a rotation reaches both replicas within one second: the old secret stops, the new one works', async () => {
+  const ws = await makeWorkspace(ctx.db);
+  const { key, secret: old } = await makeKey(ctx.db, ws.id);
+  for (const r of replicas) expect(await status(r.url, old)).toBe(200);
+  const next = newApiKey();
+  await apiKeyRepository.rotate(ctx.db, key.id, next, 0);
+  await publish(key.id);
+  expect(await untilAll(old, 401, 1000)).toBeLessThan(1000);
+  for (const r of replicas) expect(await status(r.url, next.secret)).toBe(200);
+});
+
+it('shuts down cleanly on SIGTERM', async () => {
+  const port = await freePort();
+  const proc = spawnService('edge', { ...ctx.env, PORT: String(port), LOG_LEVEL: 'info' });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
+  expect(await proc.stop('SIGTERM')).toBe(0);
+  expect(proc.output()).toContain('shutdown phase done');
+});
+
+it('refuses to start on a bad configuration, listing every bad variable', async () => {
+  const proc = spawnService('edge', { PORT: 'eighty', DATABASE_URL: 'mysql://nope', SIGNING_SECRET: 'short', LOG_LEVEL: 'loud' });
+  const code = await new Promise<number | null>((r) => proc.child.once('exit', r));
+  expect(code).toBe(1);
+  const out = proc.output();
+  for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'LOG_LEVEL']) expect(out).toContain(name);
+  expect(out).not.toContain('short');
+});

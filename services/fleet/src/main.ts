@@ -1,0 +1,158 @@
+// `npm start`: brings up what the environment does not name (Postgres, Redis, S3 under .data/), migrates, seeds the
+// demo workspace, runs every service of the fleet as its own process, and prints the base URL, a key and a first
+// request. Ctrl-C stops the children, then the stores; the data stays in .data/ for the next start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { createDb, migrate } from '@gensvc/db';
+import { freePort, startStack, stopChild, writeStackRecord, type Stack } from '@gensvc/local-stack';
+import { seedDemo } from './seed-demo';
+
+/** Every long-running service, in start order. Each later issue adds its own. */
+export const FLEET = ['edge'] as const;
+
+const root = resolve(__dirname, '../../..');
+const dataDir = join(root, '.data');
+const stackFile = join(dataDir, 'stack.json');
+const say = (msg: string) => process.stdout.write(`[gensvc] ${msg}\n`);
+
+function localSecrets(): { SIGNING_SECRET: string } {
+  const file = join(dataDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
+  const secrets = { SIGNING_SECRET: randomBytes(32).toString('hex') };
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets;
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, () => server.close(() => resolve(true)));
+  });
+}
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  restarts: number[];
+}
+
+async function main() {
+  const startedAt = Number(process.env.GENSVC_STARTED_AT) || Date.now();
+  mkdirSync(dataDir, { recursive: true });
+  let stopping = false;
+  let stack: Stack | undefined;
+  const children = new Map<string, Child>();
+
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping…');
+    await Promise.all([...children.values()].map((c) => stopChild(c.proc, 10_000)));
+    await stack?.stop();
+    rmSync(stackFile, { force: true });
+    say('stopped; data kept in .data/');
+    process.exit(code);
+  };
+  let signals = 0;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (++signals > 1) {
+        for (const c of children.values()) c.proc.kill('SIGKILL');
+        process.exit(1);
+      }
+      void stop(0);
+    });
+  }
+
+  stack = await startStack({ dataDir, persistent: true, env: process.env, log: (m) => say(m) });
+  const wanted = Number(process.env.PORT ?? 8080);
+  const port = (await portIsFree(wanted)) ? wanted : await freePort();
+  if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    ...localSecrets(),
+    ...(process.env.SIGNING_SECRET ? { SIGNING_SECRET: process.env.SIGNING_SECRET } : {}),
+    ...(stack.env as unknown as Record<string, string>),
+    QUEUE_PREFIX: process.env.QUEUE_PREFIX ?? 'gensvc',
+    PORT: String(port),
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+  };
+  const { applied } = await migrate(env.DATABASE_URL!);
+  if (applied.length) say(`applied migrations: ${applied.join(', ')}`);
+  const db = createDb(env.DATABASE_URL!, { max: 2 });
+  const demo = await seedDemo(db, join(dataDir, 'demo.json'));
+  await db.$disconnect();
+  writeStackRecord(stackFile, { pid: process.pid, env });
+
+  const launch = (name: string) => {
+    const proc = spawn(process.execPath, [join(root, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const prefix = `[${name}] `;
+    const pipe = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) => {
+      let rest = '';
+      from.on('data', (d: Buffer) => {
+        const lines = (rest + d.toString()).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) to.write(prefix + line + '\n');
+      });
+    };
+    pipe(proc.stdout!, process.stdout);
+    pipe(proc.stderr!, process.stderr);
+    const child: Child = { name, proc, restarts: children.get(name)?.restarts ?? [] };
+    children.set(name, child);
+    proc.on('exit', (code, signal) => {
+      if (stopping) return;
+      const now = Date.now();
+      child.restarts = child.restarts.filter((t) => now - t < 60_000);
+      if (child.restarts.length >= 5) {
+        say(`${name} exited (${code ?? signal}) 5 times in a minute; stopping the fleet`);
+        void stop(1);
+        return;
+      }
+      child.restarts.push(now);
+      say(`${name} exited (${code ?? signal}); restarting in 1 s`);
+      setTimeout(() => !stopping && launch(name), 1000);
+    });
+  };
+  for (const name of FLEET) launch(name);
+
+  const base = `http://localhost:${port}`;
+  await waitReady(`${base}/readyz`, 30_000);
+  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+  process.stdout.write(
+    [
+      '',
+      `gensvc is up (${seconds} s): ${FLEET.join(', ')}`,
+      `  base URL   ${base}`,
+      `  API key    ${demo.secret}`,
+      `             workspace "Demo" (${demo.workspaceId}), every scope; owner ${demo.email} / ${demo.password}`,
+      '',
+      'First request:',
+      `  curl -s ${base}/api/v1/me/balance -H "Authorization: Bearer ${demo.secret}"`,
+      '',
+      'Admin CLI: npm run admin -- workspace list      Ctrl-C stops everything; data stays in .data/',
+      '',
+    ].join('\n'),
+  );
+}
+
+async function waitReady(url: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`${url} was not ready within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`[gensvc] could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
