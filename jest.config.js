@@ -1,7 +1,8 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/infra'],
+  roots: ['<rootDir>'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '<rootDir>/.data/', '<rootDir>/.tools/'],
   testMatch: ['**/*.test.ts'],
   modulePathIgnorePatterns: ['<rootDir>/.*/dist/'],
   // jose is ESM only: Jest (unlike Node 20.19+) cannot require it, so it is compiled like our own sources.
