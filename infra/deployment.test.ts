@@ -1,0 +1,712 @@
+// Docker does not run where this suite runs, so the deployment files are checked by reading them: every gensvc
+// process in docker-compose.yml and infra/k8s must name a real service, set only variables libs/config reads,
+// set every required one, and pass loadConfig; the Dockerfile must build and ship every service; and the
+// image's entrypoint script is run for real against a scratch tree.
+import { spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { CONFIG_VARIABLES, REQUIRED_VARIABLES, loadConfig } from '@gensvc/config';
+
+const ROOT = resolve(__dirname, '..');
+
+/**
+ * Processes under services/ that are tools rather than long-running fleet members: no Deployment and no
+ * long-running compose service runs them (admin-cli runs only as the one-shot `migrate`). Every other
+ * services/<name>/src/main.ts must be deployed by docker-compose.yml and infra/k8s.
+ */
+const NOT_DEPLOYED = ['admin-cli', 'fleet'];
+
+/** What the operator must supply to `docker compose up` (the `${VAR:?...}` interpolations). */
+const OPERATOR_ENV: Record<string, string> = { SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef' };
+
+const KNOWN = new Set<string>(CONFIG_VARIABLES);
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Obj = { [key: string]: Json };
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const obj = (v: unknown, what: string): Obj => {
+  if (!isObj(v)) throw new Error(`${what}: expected a mapping, got ${JSON.stringify(v)}`);
+  return v;
+};
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** services/<name> directories that have a src/main.ts. */
+function serviceNames(): string[] {
+  return readdirSync(join(ROOT, 'services'), { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(ROOT, 'services', d.name, 'src', 'main.ts')))
+    .map((d) => d.name)
+    .sort();
+}
+const fleet = () => serviceNames().filter((name) => !NOT_DEPLOYED.includes(name));
+const hasMain = (name: string) => existsSync(join(ROOT, 'services', name, 'src', 'main.ts'));
+
+/** Variables in `env` that libs/config does not read, that are required but missing, and loadConfig's verdict. */
+function checkEnv(env: Record<string, string | undefined>) {
+  const unknown = Object.keys(env).filter((name) => !KNOWN.has(name));
+  const missing = REQUIRED_VARIABLES.filter((name) => !env[name]);
+  let problem: string | null = null;
+  try {
+    loadConfig(env);
+  } catch (error) {
+    problem = (error as Error).message;
+  }
+  return { unknown, missing, problem };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// docker-compose.yml
+
+/**
+ * Compose's interpolation: `$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}`,
+ * `${VAR?error}`, `${VAR:+replacement}`, `${VAR+replacement}`. A failed `?` throws, as compose refuses to start.
+ */
+function interpolate(text: string, vars: Record<string, string | undefined>): string {
+  // Alternatives in order: `$$`, a supported `${...}`, `$NAME`, and any other `${...}`, which is an error.
+  const pattern = /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*)|(\{[^}]*\}?))/g;
+  return text.replace(pattern, (_whole, dollar, braced, colon, op, arg, bare, other) => {
+    if (dollar) return '$';
+    if (other) throw new Error(`unsupported interpolation $${other as string} in ${JSON.stringify(text)}`);
+    const name = (braced ?? bare) as string;
+    const value = vars[name];
+    const set = colon ? value !== undefined && value !== '' : value !== undefined;
+    switch (op as string | undefined) {
+      case '-':
+        return set ? (value as string) : (arg as string);
+      case '?':
+        if (!set) throw new Error(`required variable ${name} is missing a value: ${arg as string}`);
+        return value as string;
+      case '+':
+        return set ? (arg as string) : '';
+      default:
+        return value ?? '';
+    }
+  });
+}
+
+function interpolateAll(value: unknown, vars: Record<string, string | undefined>): Json {
+  if (typeof value === 'string') return interpolate(value, vars);
+  if (Array.isArray(value)) return value.map((v) => interpolateAll(v, vars));
+  if (isObj(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateAll(v, vars)]));
+  return value as Json;
+}
+
+/** The compose file as compose sees it: anchors and `<<` merge keys resolved, then interpolated with `vars`. */
+function compose(vars: Record<string, string | undefined> = OPERATOR_ENV): Record<string, Obj> {
+  const doc = obj(parse(read('docker-compose.yml'), { merge: true }), 'docker-compose.yml');
+  const services = obj(interpolateAll(doc.services, vars), 'services');
+  return Object.fromEntries(Object.entries(services).map(([name, s]) => [name, obj(s, `service ${name}`)]));
+}
+
+/** The raw (uninterpolated) services, to look at what a value is written as. */
+function rawCompose(): Record<string, Obj> {
+  const doc = obj(parse(read('docker-compose.yml'), { merge: true }), 'docker-compose.yml');
+  return Object.fromEntries(Object.entries(obj(doc.services, 'services')).map(([n, s]) => [n, obj(s, n)]));
+}
+
+/** `environment:` in either form (mapping, or a list of KEY=VALUE); a bare KEY passes the host's value through. */
+function environment(service: Obj): Record<string, string | undefined> {
+  const env = service.environment;
+  if (env === undefined || env === null) return {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((entry) => {
+        const text = String(entry);
+        const eq = text.indexOf('=');
+        return eq < 0 ? [text, undefined] : [text.slice(0, eq), text.slice(eq + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(obj(env, 'environment')).map(([k, v]) => [k, v === null ? undefined : String(v)]));
+}
+
+function command(service: Obj): string[] {
+  const c = service.command;
+  if (c === undefined || c === null) return [];
+  return Array.isArray(c) ? c.map(String) : String(c).trim().split(/\s+/);
+}
+
+function dependsOn(service: Obj): Record<string, string> {
+  const d = service.depends_on;
+  if (d === undefined || d === null) return {};
+  if (Array.isArray(d)) return Object.fromEntries(d.map((name) => [String(name), 'service_started']));
+  return Object.fromEntries(
+    Object.entries(obj(d, 'depends_on')).map(([name, spec]) => [name, String((isObj(spec) && spec.condition) || 'service_started')]),
+  );
+}
+
+/** Services built from this repository's Dockerfile (or using the image one of them builds). */
+function gensvcServices(services: Record<string, Obj>): [string, Obj][] {
+  const built = Object.values(services).filter((s) => s.build !== undefined);
+  const images = new Set(built.map((s) => s.image).filter((i) => i !== undefined));
+  return Object.entries(services).filter(([, s]) => s.build !== undefined || (s.image !== undefined && images.has(s.image)));
+}
+
+/** Container port of each `ports:` entry (short "[ip:][host:]container[/proto]" or long `{ target }` syntax). */
+function publishedTargets(service: Obj): number[] {
+  const ports = service.ports;
+  if (!Array.isArray(ports)) return [];
+  return ports.map((p) => {
+    if (isObj(p)) return Number(p.target);
+    const spec = String(p).split('/')[0] ?? '';
+    return Number(spec.split(':').pop());
+  });
+}
+
+describe('docker-compose.yml', () => {
+  const services = compose();
+  const gensvc = gensvcServices(services);
+
+  it('runs gensvc services, each naming a service of services/ that has src/main.ts', () => {
+    expect(gensvc.length).toBeGreaterThan(0);
+    for (const [name, service] of gensvc) {
+      const [target] = command(service);
+      expect({ service: name, command: command(service), runs: target && hasMain(target) ? target : 'no services/<name>/src/main.ts' })
+        .toEqual({ service: name, command: command(service), runs: target });
+      expect({ service: name, build: service.build }).toEqual({ service: name, build: '.' });
+    }
+  });
+
+  it('gives every gensvc service only CONFIG_VARIABLES, every REQUIRED_VARIABLE, and a config loadConfig accepts', () => {
+    for (const [name, service] of gensvc) {
+      const env = environment(service);
+      expect({ service: name, ...checkEnv(env) }).toEqual({ service: name, unknown: [], missing: [], problem: null });
+    }
+  });
+
+  it('shares one environment between every gensvc service', () => {
+    const envs = gensvc.map(([, s]) => environment(s));
+    for (const env of envs.slice(1)) expect(env).toEqual(envs[0]);
+  });
+
+  it('refuses to start without an operator-supplied SIGNING_SECRET (no default secret ships)', () => {
+    expect(() => compose({})).toThrow(/SIGNING_SECRET/);
+    for (const [name, service] of gensvcServices(rawCompose())) {
+      expect({ service: name, value: environment(service).SIGNING_SECRET }).toEqual({
+        service: name,
+        value: expect.stringMatching(/^\$\{SIGNING_SECRET:\?[^}]*\}$/),
+      });
+    }
+  });
+
+  it.each([
+    ['the defaults', OPERATOR_ENV],
+    ['overridden credentials', { ...OPERATOR_ENV, POSTGRES_PASSWORD: 'pg-override', MINIO_ROOT_USER: 'user-override', MINIO_ROOT_PASSWORD: 'minio-override' }],
+  ])('wires Postgres, Redis and MinIO consistently with %s', (_label, vars) => {
+    const all = compose(vars);
+    for (const [name, service] of gensvcServices(all)) {
+      const env = environment(service);
+      const db = new URL(env.DATABASE_URL ?? '');
+      const pg = environment(all[db.hostname] ?? {});
+      expect({ service: name, db: [db.hostname in all, decodeURIComponent(db.username), decodeURIComponent(db.password), db.pathname.slice(1), db.port || '5432'] })
+        .toEqual({ service: name, db: [true, pg.POSTGRES_USER, pg.POSTGRES_PASSWORD, pg.POSTGRES_DB, '5432'] });
+
+      const redis = new URL(env.REDIS_URL ?? '');
+      expect({ service: name, redis: String((all[redis.hostname] ?? {}).image) }).toEqual({ service: name, redis: expect.stringMatching(/^redis:/) });
+
+      const s3 = new URL(env.S3_ENDPOINT ?? '');
+      const minio = environment(all[s3.hostname] ?? {});
+      expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] })
+        .toEqual({ service: name, s3: [minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD, 'true'] });
+      // The bucket the fleet writes to is the one the one-shot creates.
+      const init = Object.values(all).find((s) => dependsOn(s)[s3.hostname] && String(s.image).startsWith('minio/mc'));
+      expect({ service: name, bucket: env.S3_BUCKET }).toEqual({ service: name, bucket: init && environment(init).S3_BUCKET });
+      expect(init && environment(init).MINIO_ROOT_PASSWORD).toBe(minio.MINIO_ROOT_PASSWORD);
+    }
+  });
+
+  it('has every depends_on target, waiting for health or completion as the target allows', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const [target, condition] of Object.entries(dependsOn(service))) {
+        const dep = services[target];
+        expect({ service: name, dependsOn: target, exists: dep !== undefined }).toEqual({ service: name, dependsOn: target, exists: true });
+        if (!dep) continue;
+        const fits =
+          (condition === 'service_healthy' && dep.healthcheck !== undefined) ||
+          (condition === 'service_completed_successfully' && dep.restart === 'no');
+        expect({ service: name, dependsOn: target, condition, fits }).toEqual({ service: name, dependsOn: target, condition, fits: true });
+      }
+    }
+  });
+
+  it('migrates once before any fleet service starts', () => {
+    const migrations = Object.entries(services).filter(([, s]) => command(s).join(' ') === 'admin-cli migrate');
+    expect(migrations.map(([n]) => n)).toHaveLength(1);
+    const [migrateName] = migrations[0] ?? [''];
+    for (const [name, service] of gensvc) {
+      if (name === migrateName) continue;
+      expect({ service: name, migrate: dependsOn(service)[migrateName] }).toEqual({ service: name, migrate: 'service_completed_successfully' });
+    }
+  });
+
+  it('publishes the edge on the port its PORT says and checks readiness there', () => {
+    const edges = gensvc.filter(([, s]) => command(s)[0] === 'edge');
+    expect(edges).toHaveLength(1);
+    for (const [, edge] of edges) {
+      const { port } = loadConfig(environment(edge));
+      expect(publishedTargets(edge)).toContain(port);
+      const probe = JSON.stringify(obj(edge.healthcheck, 'edge healthcheck').test);
+      expect(probe).toContain(`:${port}/readyz`);
+    }
+  });
+
+  it('runs every long-running service of services/ (all but NOT_DEPLOYED), and those only as one-shots', () => {
+    const running = new Set(gensvc.map(([, s]) => command(s)[0]));
+    expect(fleet().filter((name) => !running.has(name))).toEqual([]);
+    for (const [name, service] of gensvc) {
+      const target = command(service)[0] ?? '';
+      if (NOT_DEPLOYED.includes(target)) expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'no' });
+      else expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'unless-stopped' });
+    }
+  });
+
+  it('mounts only files that exist', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const volume of Array.isArray(service.volumes) ? service.volumes : []) {
+        const source = String(volume).split(':')[0] ?? '';
+        if (source.startsWith('.')) expect({ service: name, mount: source, exists: existsSync(join(ROOT, source)) }).toEqual({ service: name, mount: source, exists: true });
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dockerfile and .dockerignore
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+
+function dockerfile(): { stages: { from: string; name: string | undefined; body: Instruction[] }[]; args: Record<string, string> } {
+  const lines = read('Dockerfile').replace(/\\\n/g, ' ').split('\n');
+  const instructions = lines
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const [op = '', ...rest] = l.split(/\s+/);
+      return { op: op.toUpperCase(), args: rest.join(' ') };
+    });
+  const args: Record<string, string> = {};
+  const stages: { from: string; name: string | undefined; body: Instruction[] }[] = [];
+  for (const ins of instructions) {
+    if (ins.op === 'FROM') {
+      const [image = '', as, name] = ins.args.split(/\s+/);
+      stages.push({ from: image.replace(/\$\{(\w+)\}/g, (_, v: string) => args[v] ?? ''), name: as?.toUpperCase() === 'AS' ? name : undefined, body: [] });
+    } else if (stages.length === 0 && ins.op === 'ARG') {
+      const [name = '', value = ''] = ins.args.split('=');
+      args[name] = value;
+    } else {
+      stages.at(-1)?.body.push(ins);
+    }
+  }
+  return { stages, args };
+}
+
+/** .dockerignore as Docker reads it: last matching pattern wins; a match on a parent directory counts. */
+function dockerignore(): (path: string) => boolean {
+  const rules = read('.dockerignore')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const exception = l.startsWith('!');
+      const pattern = (exception ? l.slice(1) : l).replace(/^\/+/, '').replace(/\/+$/, '');
+      let re = '';
+      for (let i = 0; i < pattern.length; i++) {
+        const c = pattern[i] as string;
+        if (c === '*' && pattern[i + 1] === '*') {
+          const slash = pattern[i + 2] === '/';
+          re += slash ? '(?:.*/)?' : '.*';
+          i += slash ? 2 : 1;
+        } else if (c === '*') re += '[^/]*';
+        else if (c === '?') re += '[^/]';
+        else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+      }
+      return { exception, re: new RegExp(`^${re}$`) };
+    });
+  return (path: string) => {
+    const parts = path.split('/');
+    const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+    let ignored = false;
+    for (const rule of rules) if (prefixes.some((p) => rule.re.test(p))) ignored = !rule.exception;
+    return ignored;
+  };
+}
+
+function* files(dir: string): Generator<string> {
+  for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = dir ? `${dir}/${entry.name}` : entry.name;
+    if (['node_modules', 'dist', 'generated', '.git', '.tools'].includes(entry.name)) continue;
+    if (entry.isDirectory()) yield* files(path);
+    else yield path;
+  }
+}
+
+describe('Dockerfile', () => {
+  const { stages, args } = dockerfile();
+  const last = stages.at(-1);
+  const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
+  const run = (stage: { body: Instruction[] } | undefined) => (stage?.body ?? []).filter((i) => i.op === 'RUN').map((i) => i.args);
+
+  it('is multi-stage on node:20-bookworm-slim', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) expect(stage.from === 'node:20-bookworm-slim' || stageNames.has(stage.from)).toBe(true);
+  });
+
+  it('installs the pnpm version scripts/bootstrap.mjs uses', () => {
+    const bootstrap = /const PNPM_VERSION = '([^']+)'/.exec(read('scripts/bootstrap.mjs'))?.[1];
+    expect(bootstrap).toBeDefined();
+    expect(args.PNPM_VERSION).toBe(bootstrap);
+    expect(run(stages.find((s) => s.name === 'build')).join('\n')).toContain('pnpm@${PNPM_VERSION}');
+  });
+
+  it('builds every package: whole context in, frozen install, Prisma client, scripts/build.mjs, production prune', () => {
+    const build = stages.find((s) => s.name === 'build');
+    const body = (build?.body ?? []).map((i) => `${i.op} ${i.args}`);
+    const steps = [
+      /^COPY --from=manifests /,
+      /^RUN pnpm install --frozen-lockfile /,
+      /^COPY \. \.$/,
+      /^RUN DATABASE_URL=\S+ .*node_modules\/\.bin\/prisma generate$/,
+      /^RUN node scripts\/build\.mjs$/,
+      /^RUN rm -rf node_modules libs\/\*\/node_modules services\/\*\/node_modules && pnpm install --frozen-lockfile --prod --offline /,
+      /^RUN sh infra\/docker\/assemble-runtime\.sh \/app \/out$/,
+    ];
+    let at = 0;
+    for (const step of steps) {
+      const found = body.findIndex((line, i) => i >= at && step.test(line));
+      expect({ step: String(step), found: found >= 0 }).toEqual({ step: String(step), found: true });
+      at = found + 1;
+    }
+    // The manifests stage copies every workspace package's manifest, whatever its name.
+    expect(run(stages.find((s) => s.name === 'manifests')).join('\n')).toContain('libs/*/package.json services/*/package.json');
+  });
+
+  it('runs as node with the gensvc entrypoint, from the assembled runtime tree only', () => {
+    expect(last?.body.filter((i) => i.op === 'COPY').map((i) => i.args)).toEqual(['--from=build /out/ /']);
+    expect(last?.body.filter((i) => i.op === 'USER').map((i) => i.args)).toEqual(['node']);
+    const entrypoint = last?.body.find((i) => i.op === 'ENTRYPOINT');
+    expect(JSON.parse(entrypoint?.args ?? 'null')).toEqual(['/usr/local/bin/gensvc']);
+  });
+
+  it('sends the build everything it needs and nothing built on the host (.dockerignore)', () => {
+    const ignored = dockerignore();
+    const needed = [
+      'package.json',
+      'pnpm-lock.yaml',
+      'pnpm-workspace.yaml',
+      'prisma.config.ts',
+      'prisma/schema.prisma',
+      'scripts/build.mjs',
+      'infra/docker/gensvc.sh',
+      'infra/docker/assemble-runtime.sh',
+      ...[...files('prisma/migrations')],
+      ...['libs', 'services'].flatMap((group) =>
+        readdirSync(join(ROOT, group)).flatMap((pkg) => [
+          `${group}/${pkg}/package.json`,
+          ...(existsSync(join(ROOT, group, pkg, 'src')) ? [...files(`${group}/${pkg}/src`)].filter((f) => !f.endsWith('.test.ts')) : []),
+        ]),
+      ),
+    ];
+    expect(needed.filter((path) => ignored(path))).toEqual([]);
+    const hostOnly = [
+      'node_modules/yaml/package.json',
+      'libs/config/node_modules/zod/package.json',
+      'libs/config/dist/index.js',
+      'services/edge/dist/main.js',
+      'libs/db/src/generated/prisma/client.ts',
+      '.tools/node_modules/.bin/pnpm',
+      '.git/HEAD',
+      '.data/pg/PG_VERSION',
+      '.env',
+      'services/edge/.env.local',
+    ];
+    expect(hostOnly.filter((path) => !ignored(path))).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The runtime tree and the entrypoint, run for real against a scratch workspace shaped like the built one.
+
+describe('image runtime tree and entrypoint', () => {
+  let work: string;
+  const NEW_SERVICE = 'x-new-service_2'; // a service the image has never heard of: nothing may list names
+  const names = () => [...serviceNames(), NEW_SERVICE];
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'gensvc-deploy-'));
+    const src = join(work, 'src');
+    const put = (path: string, text: string) => {
+      mkdirSync(dirname(join(src, path)), { recursive: true });
+      writeFileSync(join(src, path), text);
+    };
+    put('package.json', '{"name":"gensvc","private":true}');
+    put('pnpm-workspace.yaml', 'packages: [libs/*, services/*]\n');
+    put('node_modules/.pnpm/dep@1.0.0/node_modules/dep/index.js', 'module.exports = "dep";\n');
+    symlinkSync('.pnpm/dep@1.0.0/node_modules/dep', join(src, 'node_modules', 'dep'));
+    put('libs/config/package.json', '{"name":"@gensvc/config","main":"dist/index.js"}');
+    put('libs/config/src/index.ts', 'export const lib = "config";\n');
+    put('libs/config/dist/index.js', 'exports.lib = "config:" + require("dep");\n');
+    mkdirSync(join(src, 'libs', 'config', 'node_modules'), { recursive: true });
+    symlinkSync('../../../node_modules/.pnpm/dep@1.0.0/node_modules/dep', join(src, 'libs', 'config', 'node_modules', 'dep'));
+    put('libs/no-build-yet/package.json', '{"name":"@gensvc/no-build-yet"}');
+    for (const name of names()) {
+      put(`services/${name}/package.json`, `{"name":"@gensvc/${name}"}`);
+      put(`services/${name}/src/main.ts`, 'export {};\n');
+      put(
+        `services/${name}/dist/main.js`,
+        `process.stdout.write(JSON.stringify({ service: ${JSON.stringify(name)}, args: process.argv.slice(2), cwd: process.cwd(), lib: require("@gensvc/config").lib }));\n`,
+      );
+      mkdirSync(join(src, 'services', name, 'node_modules', '@gensvc'), { recursive: true });
+      symlinkSync('../../../../libs/config', join(src, 'services', name, 'node_modules', '@gensvc', 'config'));
+    }
+    put('prisma/migrations/20250101000000_init/migration.sql', 'SELECT 1;\n');
+    put('prisma/schema.prisma', '// not shipped\n');
+    for (const script of ['gensvc.sh', 'assemble-runtime.sh']) cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
+    const assembled = spawnSync('sh', [join(src, 'infra', 'docker', 'assemble-runtime.sh'), src, join(work, 'out')], { encoding: 'utf8' });
+    if (assembled.status !== 0) throw new Error(`assemble-runtime.sh failed: ${assembled.stderr}`);
+  });
+
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  const gensvc = (...argv: string[]) =>
+    spawnSync(join(work, 'out', 'usr', 'local', 'bin', 'gensvc'), argv, {
+      encoding: 'utf8',
+      env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, GENSVC_HOME: join(work, 'out', 'app') },
+    });
+
+  it('ships every service dist, the libs, node_modules links and migrations, and no sources', () => {
+    const app = join(work, 'out', 'app');
+    const shipped = [
+      ...names().flatMap((n) => [`services/${n}/dist/main.js`, `services/${n}/package.json`]),
+      'libs/config/dist/index.js',
+      'libs/no-build-yet/package.json',
+      'prisma/migrations/20250101000000_init/migration.sql',
+      'node_modules/.pnpm/dep@1.0.0/node_modules/dep/index.js',
+    ];
+    expect(shipped.filter((p) => !existsSync(join(app, p)))).toEqual([]);
+    expect(lstatSync(join(app, 'services', NEW_SERVICE, 'node_modules', '@gensvc', 'config')).isSymbolicLink()).toBe(true);
+    const sources = [...names().map((n) => `services/${n}/src`), 'libs/config/src', 'prisma/schema.prisma', 'infra'];
+    expect(sources.filter((p) => existsSync(join(app, p)))).toEqual([]);
+    expect(lstatSync(join(work, 'out', 'usr', 'local', 'bin', 'gensvc')).mode & 0o111).toBe(0o111);
+  });
+
+  it.each([...serviceNames(), NEW_SERVICE].map((n) => [n]))('runs %s by name, passing the other arguments through', (name) => {
+    const result = gensvc(name, 'migrate', '--dry-run');
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({
+      service: name,
+      args: ['migrate', '--dry-run'],
+      cwd: join(work, 'out', 'app'),
+      lib: 'config:dep',
+    });
+  });
+
+  it('refuses unknown or unsafe names with a usage message listing the services found', () => {
+    for (const bad of ['no-such-service', '../services/edge', '.', '..', 'edge/../edge', '']) {
+      const result = gensvc(...(bad === '' ? [] : [bad]));
+      expect({ name: bad, status: result.status, stdout: result.stdout }).toEqual({ name: bad, status: 64, stdout: '' });
+      expect(result.stderr).toContain('usage: gensvc <service>');
+      for (const name of names()) expect(result.stderr).toContain(`  ${name}\n`);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// infra/k8s
+
+interface K8sObject {
+  file: string;
+  kind: string;
+  name: string;
+  doc: Obj;
+}
+
+function k8s(): K8sObject[] {
+  const dir = join(ROOT, 'infra', 'k8s');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(dir, file), 'utf8'))
+        .map((d) => d.toJS() as unknown)
+        .filter((d) => d !== null)
+        .map((d) => {
+          const doc = obj(d, file);
+          return { file, kind: String(doc.kind), name: String(obj(doc.metadata, `${file} metadata`).name), doc };
+        }),
+    );
+}
+
+interface Container {
+  owner: string;
+  kind: string;
+  podLabels: Obj;
+  spec: Obj;
+}
+
+/** Containers of the objects that run the gensvc image (Deployments, Jobs, ...). */
+function containers(objects: K8sObject[]): Container[] {
+  return objects.flatMap(({ kind, name, doc }) => {
+    const template = isObj(doc.spec) && isObj(doc.spec.template) ? doc.spec.template : undefined;
+    if (!template) return [];
+    const pod = obj(template.spec, `${name} pod spec`);
+    const labels = isObj(template.metadata) && isObj(template.metadata.labels) ? template.metadata.labels : {};
+    const list = [...(Array.isArray(pod.initContainers) ? pod.initContainers : []), ...(Array.isArray(pod.containers) ? pod.containers : [])];
+    return list.map((c) => ({ owner: `${kind}/${name}`, kind, podLabels: labels, spec: obj(c, `${name} container`) }));
+  });
+}
+
+function k8sEnv(container: Container, objects: K8sObject[]): { env: Record<string, string | undefined>; names: string[]; refs: string[] } {
+  const env: Record<string, string | undefined> = {};
+  const names: string[] = [];
+  const refs: string[] = [];
+  for (const from of Array.isArray(container.spec.envFrom) ? container.spec.envFrom : []) {
+    const source = obj(from, 'envFrom');
+    const ref = isObj(source.configMapRef) ? ['ConfigMap', source.configMapRef] : isObj(source.secretRef) ? ['Secret', source.secretRef] : undefined;
+    if (!ref) continue;
+    const [kind, spec] = ref as [string, Obj];
+    const target = objects.find((o) => o.kind === kind && o.name === spec.name);
+    if (!target) {
+      refs.push(`${kind}/${String(spec.name)}`);
+      continue;
+    }
+    const data = isObj(target.doc.data) ? target.doc.data : {};
+    const decoded = Object.fromEntries(
+      Object.entries(data).map(([k, v]) => [k, kind === 'Secret' ? Buffer.from(String(v), 'base64').toString('utf8') : String(v)]),
+    );
+    const stringData = isObj(target.doc.stringData) ? target.doc.stringData : {};
+    for (const [k, v] of Object.entries({ ...decoded, ...stringData })) {
+      names.push(k);
+      env[k] = String(v);
+    }
+  }
+  for (const e of Array.isArray(container.spec.env) ? container.spec.env : []) {
+    const entry = obj(e, 'env');
+    names.push(String(entry.name));
+    env[String(entry.name)] = entry.value === undefined ? 'from-valueFrom' : String(entry.value);
+  }
+  return { env, names, refs };
+}
+
+describe('infra/k8s', () => {
+  const objects = k8s();
+  const gensvc = containers(objects).filter((c) => /^gensvc(:|$)/.test(String(c.spec.image)));
+  const target = (c: Container) => (Array.isArray(c.spec.args) ? String(c.spec.args[0]) : '');
+
+  it('runs gensvc containers, each naming a service of services/ that has src/main.ts', () => {
+    expect(gensvc.length).toBeGreaterThan(0);
+    for (const c of gensvc) expect({ owner: c.owner, runs: hasMain(target(c)) ? target(c) : 'no services/<name>/src/main.ts' }).toEqual({ owner: c.owner, runs: target(c) });
+  });
+
+  it('gives every gensvc container only CONFIG_VARIABLES, every REQUIRED_VARIABLE, and a config loadConfig accepts', () => {
+    for (const c of gensvc) {
+      const { env, names, refs } = k8sEnv(c, objects);
+      expect({ owner: c.owner, missingRefs: refs }).toEqual({ owner: c.owner, missingRefs: [] });
+      expect({ owner: c.owner, ...checkEnv(env), unknown: names.filter((n) => !KNOWN.has(n)) }).toEqual({
+        owner: c.owner,
+        unknown: [],
+        missing: [],
+        problem: null,
+      });
+    }
+  });
+
+  it('keeps only CONFIG_VARIABLES in every ConfigMap and Secret', () => {
+    for (const o of objects.filter((x) => x.kind === 'ConfigMap' || x.kind === 'Secret')) {
+      const keys = [...Object.keys(isObj(o.doc.data) ? o.doc.data : {}), ...Object.keys(isObj(o.doc.stringData) ? o.doc.stringData : {})];
+      expect({ object: `${o.kind}/${o.name}`, unknown: keys.filter((k) => !KNOWN.has(k)) }).toEqual({ object: `${o.kind}/${o.name}`, unknown: [] });
+    }
+  });
+
+  it('applies every manifest but the example Secret (kustomization.yaml)', () => {
+    const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
+    const resources = (Array.isArray(kustomization.resources) ? kustomization.resources : []).map(String).sort();
+    const manifests = [...new Set(objects.map((o) => o.file))].filter((f) => !objects.some((o) => o.file === f && o.kind === 'Secret')).sort();
+    expect(resources).toEqual(manifests);
+    const images = (Array.isArray(kustomization.images) ? kustomization.images : []).map((i) => String(obj(i, 'image').name));
+    for (const c of gensvc) expect(images).toContain(String(c.spec.image).split(':')[0]);
+  });
+
+  it('migrates with a Job running admin-cli migrate', () => {
+    const jobs = gensvc.filter((c) => c.kind === 'Job' && (Array.isArray(c.spec.args) ? c.spec.args : []).join(' ') === 'admin-cli migrate');
+    expect(jobs).toHaveLength(1);
+  });
+
+  it('deploys every long-running service of services/ (all but NOT_DEPLOYED) as a Deployment, and nothing else', () => {
+    const deployed = gensvc.filter((c) => c.kind === 'Deployment').map(target);
+    expect(fleet().filter((name) => !deployed.includes(name))).toEqual([]);
+    expect(deployed.filter((name) => NOT_DEPLOYED.includes(name))).toEqual([]);
+    for (const o of objects.filter((x) => x.kind === 'Deployment')) {
+      const spec = obj(o.doc.spec, o.name);
+      const selector = obj(obj(spec.selector, 'selector').matchLabels, 'matchLabels');
+      const labels = obj(obj(obj(spec.template, 'template').metadata, 'metadata').labels, 'labels');
+      expect({ deployment: o.name, selected: Object.entries(selector).every(([k, v]) => labels[k] === v) }).toEqual({ deployment: o.name, selected: true });
+    }
+  });
+
+  it('serves the edge on the port its PORT says, ready on /readyz and alive on /healthz, behind a Service', () => {
+    const edges = gensvc.filter((c) => c.kind === 'Deployment' && target(c) === 'edge');
+    expect(edges).toHaveLength(1);
+    for (const edge of edges) {
+      const { port } = loadConfig(k8sEnv(edge, objects).env);
+      const ports = (Array.isArray(edge.spec.ports) ? edge.spec.ports : []).map((p) => obj(p, 'port'));
+      const named = ports.find((p) => p.containerPort === port);
+      expect(named).toBeDefined();
+      const probe = (which: string) => {
+        const get = obj(obj(edge.spec[which], which).httpGet, `${which}.httpGet`);
+        return { path: get.path, port: get.port === named?.name || get.port === port };
+      };
+      expect(probe('readinessProbe')).toEqual({ path: '/readyz', port: true });
+      expect(probe('livenessProbe')).toEqual({ path: '/healthz', port: true });
+
+      const services = objects.filter((o) => o.kind === 'Service');
+      const fronting = services.find((s) => {
+        const selector = obj(obj(s.doc.spec, s.name).selector, 'selector');
+        return Object.entries(selector).every(([k, v]) => edge.podLabels[k] === v);
+      });
+      expect(fronting).toBeDefined();
+      const targets = (fronting && Array.isArray(obj(fronting.doc.spec, 'spec').ports) ? (obj(fronting.doc.spec, 'spec').ports as Json[]) : []).map(
+        (p) => obj(p, 'service port').targetPort,
+      );
+      expect(targets.some((t) => t === named?.name || t === port)).toBe(true);
+    }
+  });
+});
+
+// Keeps the interpolation honest too: the checks above are only as good as it is.
+describe('compose interpolation used by these checks', () => {
+  it.each([
+    ['${A:-d}', {}, 'd'],
+    ['${A:-d}', { A: '' }, 'd'],
+    ['${A-d}', { A: '' }, ''],
+    ['${A:-d}', { A: 'v' }, 'v'],
+    ['x${A}y$A', { A: '1' }, 'x1y1'],
+    ['$${A}', { A: '1' }, '${A}'],
+    ['${A:+r}', { A: '1' }, 'r'],
+    ['${A:?need A}', { A: 'ok' }, 'ok'],
+    ['plain', {}, 'plain'],
+  ])('%s with %j is %j', (text, vars, expected) => {
+    expect(interpolate(text, vars)).toBe(expected);
+  });
+
+  it('throws for a missing ${VAR:?...}', () => {
+    expect(() => interpolate('${A:?need A}', {})).toThrow(/A.*need A/);
+    expect(() => interpolate('${A:?need A}', { A: '' })).toThrow();
+    expect(() => interpolate('${A:=d}', {})).toThrow(/unsupported/);
+  });
+});
