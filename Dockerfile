@@ -39,7 +39,8 @@ RUN rm -rf node_modules libs/*/node_modules services/*/node_modules \
 RUN sh infra/docker/assemble-runtime.sh /app /out
 
 FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production
+ENV NODE_ENV=production \
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
 WORKDIR /app
 # Root-owned and read-only for the `node` user the services run as.
 COPY --from=build /out/ /

@@ -8,7 +8,7 @@ await bootstrap();
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 const step = (name, cmd, args) => {
   process.stderr.write(`[gensvc] ${name}\n`);
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']);

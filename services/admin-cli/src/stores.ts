@@ -3,7 +3,7 @@
 //   2. else a running `npm start` → the environment it recorded in .data/stack.json;
 //   3. else the embedded Postgres in .data, started for this command alone and stopped after it. No Redis then
 //      (unless REDIS_URL is set), and none is needed: no edge is running to be told about key changes.
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { readLiveStackRecord, startStack } from '@gensvc/local-stack';
 import { z } from 'zod';
 
@@ -21,6 +21,8 @@ export const cliEnvSchema = z.object({
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"').optional(),
+  /** Where `npm start` keeps its embedded stores; .data/ in the repository unless set. */
+  GENSVC_DATA_DIR: z.string().min(1).optional(),
 });
 export type CliEnv = z.output<typeof cliEnvSchema>;
 
@@ -46,6 +48,7 @@ export interface Stores {
 }
 
 export async function resolveStores(env: CliEnv, repoRoot: string, log: (message: string) => void): Promise<Stores> {
+  const dataDir = env.GENSVC_DATA_DIR ? resolve(env.GENSVC_DATA_DIR) : join(repoRoot, '.data');
   const none = async () => {};
   if (env.DATABASE_URL) {
     return {
@@ -56,7 +59,6 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
       stop: none,
     };
   }
-  const dataDir = join(repoRoot, '.data');
   const record = readLiveStackRecord(join(dataDir, 'stack.json'));
   if (record?.env.DATABASE_URL) {
     log(`using the stores of the running npm start (pid ${record.pid})`);

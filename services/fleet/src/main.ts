@@ -14,7 +14,8 @@ import { seedDemo } from './seed-demo';
 export const FLEET = ['edge'] as const;
 
 const root = resolve(__dirname, '../../..');
-const dataDir = join(root, '.data');
+// GENSVC_DATA_DIR lets a test (or a second checkout) keep its stores elsewhere.
+const dataDir = process.env.GENSVC_DATA_DIR ? resolve(process.env.GENSVC_DATA_DIR) : join(root, '.data');
 const stackFile = join(dataDir, 'stack.json');
 const say = (msg: string) => process.stdout.write(`[gensvc] ${msg}\n`);
 
@@ -80,6 +81,8 @@ async function main() {
     QUEUE_PREFIX: process.env.QUEUE_PREFIX ?? 'gensvc',
     PORT: String(port),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    // Node 20 is this project's runtime; the AWS SDK's notice about its 2027 releases is not news at every start.
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };
   const { applied } = await migrate(env.DATABASE_URL!);
   if (applied.length) say(`applied migrations: ${applied.join(', ')}`);

@@ -1,0 +1,65 @@
+// `npm start` end to end, on embedded stores in a scratch data directory: a printed key whose printed curl works,
+// a clean stop on Ctrl-C (SIGINT to the whole process group, as a terminal sends it), and data that survives a
+// restart. The jest process group must not receive the signal, so the fleet runs as its own group leader.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@gensvc/local-stack';
+import { REPO_ROOT, jsonOf } from '@gensvc/testing';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+function startFleet(port: number) {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' };
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const printed = new Promise<{ key: string; curl: string }>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const curl = /^\s*(curl -s .*)$/m.exec(out)?.[1];
+      const key = /API key\s+(gsk_[A-Za-z0-9_-]{43})/.exec(out)?.[1];
+      if (curl && key) {
+        clearInterval(timer);
+        resolve({ key, curl });
+      } else if (child.exitCode !== null) {
+        clearInterval(timer);
+        reject(new Error(`fleet exited ${child.exitCode}:\n${out}`));
+      }
+    }, 50);
+  });
+  const ctrlC = () => process.kill(-child.pid!, 'SIGINT');
+  return { child, printed, exited, ctrlC, output: () => out };
+}
+
+/** Runs the printed curl command itself (it must work as printed). */
+const runCurl = (curl: string) => JSON.parse(execFileSync('sh', ['-c', curl], { encoding: 'utf8' }));
+
+it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data for the next start', async () => {
+  const port = await freePort();
+  const first = startFleet(port);
+  const { key, curl } = await first.printed;
+  expect(curl).toContain(`http://localhost:${port}/api/v1/me/balance`);
+  const balance = runCurl(curl);
+  expect(balance).toMatchObject({ object: 'balance', amount: 10, currency: 'USD', key: { spend_cap: null, spent: 0 } });
+  expect(existsSync(join(dataDir, 'stack.json'))).toBe(true);
+
+  first.ctrlC();
+  expect(await first.exited).toBe(0);
+  expect(first.output()).toContain('stopped; data kept');
+  expect(existsSync(join(dataDir, 'stack.json'))).toBe(false);
+  expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+
+  const second = startFleet(port);
+  const again = await second.printed;
+  expect(again.key).toBe(key);
+  expect(runCurl(again.curl).workspace_id).toBe(balance.workspace_id);
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { authorization: `Bearer ${key}` } });
+  expect((await jsonOf(res)).workspace_id).toBe(balance.workspace_id);
+  second.ctrlC();
+  expect(await second.exited).toBe(0);
+}, 90_000);
