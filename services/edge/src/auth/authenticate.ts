@@ -55,8 +55,9 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
       const hash = hashApiKey(cred.key);
       let found = deps.keyCache.get(hash);
       if (found === undefined) {
+        const epoch = deps.keyCache.begin();
         found = await apiKeyRepository.findBySecretHash(deps.db, hash);
-        deps.keyCache.set(hash, found);
+        deps.keyCache.set(hash, found, epoch);
       }
       if (!found) throw errors.invalidApiKey();
       const { key, matched } = found;

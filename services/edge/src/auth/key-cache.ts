@@ -22,6 +22,11 @@ export interface KeyCacheOptions {
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
   private live = false;
+  /**
+   * Bumped by every invalidation. A look-up notes it before reading Postgres and may cache its answer only if no
+   * invalidation came in between: otherwise a read that raced a revocation would cache the stale row.
+   */
+  private epoch = 0;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
@@ -44,19 +49,26 @@ export class KeyCache {
     return entry.value;
   }
 
-  set(hash: string, value: ApiKeyLookup | null) {
-    if (!this.live || this.ttlMs === 0) return;
+  /** The epoch to hand back to set() with the answer of a look-up started now. */
+  begin(): number {
+    return this.epoch;
+  }
+
+  set(hash: string, value: ApiKeyLookup | null, epoch: number) {
+    if (!this.live || this.ttlMs === 0 || epoch !== this.epoch) return;
     // Oldest first: Map keeps insertion order, so this bounds memory against floods of random keys.
     while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(hash, { value, at: this.now() });
   }
 
   invalidate(keyId: string) {
+    this.epoch++;
     for (const [hash, entry] of this.entries) if (entry.value?.key.id === keyId) this.entries.delete(hash);
   }
 
   /** Called as the invalidation subscription comes and goes. */
   setLive(live: boolean) {
+    this.epoch++;
     this.live = live;
     this.entries.clear();
   }
