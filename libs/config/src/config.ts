@@ -7,7 +7,8 @@ import { parseDuration } from './duration';
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const concurrency = z.coerce.number().int().min(1).max(1000);
-const url = (protocols: string[]) =>
+/** A URL whose scheme is one of `protocols` (e.g. ['redis:', 'rediss:']). */
+export const urlWithScheme = (protocols: string[]) =>
   z.string().refine(
     (v) => {
       try {
@@ -18,6 +19,9 @@ const url = (protocols: string[]) =>
     },
     { message: `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}` },
   );
+
+/** Prefix of every Redis key and channel of one deployment. */
+export const queuePrefix = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"');
 
 const durations = z.string().transform((value, ctx) => {
   const parts = value.split(',').map((s) => s.trim());
@@ -44,12 +48,12 @@ const cidrs = z.string().transform((value, ctx) => {
 
 export const envSchema = z.object({
   PORT: port.default(8080),
-  PUBLIC_BASE_URL: url(['http:', 'https:']).optional(),
-  FILE_BASE_URL: url(['http:', 'https:']).optional(),
-  DATABASE_URL: url(['postgres:', 'postgresql:']),
-  REDIS_URL: url(['redis:', 'rediss:']),
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"').default('gensvc'),
-  S3_ENDPOINT: url(['http:', 'https:']).optional(),
+  PUBLIC_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
+  FILE_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
+  DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']),
+  REDIS_URL: urlWithScheme(['redis:', 'rediss:']),
+  QUEUE_PREFIX: queuePrefix.default('gensvc'),
+  S3_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
   S3_REGION: z.string().min(1).default('us-east-1'),
   S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name').default('gensvc'),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
@@ -63,7 +67,7 @@ export const envSchema = z.object({
   TASK_RUNNER_CONCURRENCY: concurrency.default(20),
   ARCHIVER_CONCURRENCY: concurrency.default(4),
   CALLBACK_DISPATCHER_CONCURRENCY: concurrency.default(20),
-  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an edge trusts a cached key look-up while its invalidation channel is connected. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),

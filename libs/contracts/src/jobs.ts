@@ -1,7 +1,7 @@
 // Every job the system runs. Payloads carry ids and re-read their row (STYLE.md convention 2); evaluate is the
 // one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
 import { z } from 'zod';
-import { defineJob, type JobContract, type JobPayload, type QueueName } from './job-contract';
+import { defineJob, type JobPayload, type QueueName } from './job-contract';
 
 const id = z.string().min(1);
 const attempt = z.number().int().min(1);
@@ -71,16 +71,13 @@ export type JobPayloads = { [J in AnyJob as J['name']]: JobPayload<J> };
 
 export const allJobs: readonly AnyJob[] = Object.values(jobs);
 
-{
-  const seen = new Set<string>();
-  for (const job of allJobs) {
-    if (seen.has(job.name)) throw new Error(`Job name "${job.name}" is declared twice.`);
-    seen.add(job.name);
-  }
+// Workers dispatch by name: two contracts under one name would route one's payloads to the other's handler.
+for (const [i, job] of allJobs.entries()) {
+  if (allJobs.findIndex((j) => j.name === job.name) !== i) throw new Error(`Job name "${job.name}" is declared twice.`);
 }
 
-export function jobsOnQueue<Q extends QueueName>(queue: Q, declared: readonly JobContract[] = allJobs): JobsOnQueue<Q>[] {
-  return declared.filter((j) => j.queue === queue) as JobsOnQueue<Q>[];
+export function jobsOnQueue<Q extends QueueName>(queue: Q): JobsOnQueue<Q>[] {
+  return allJobs.filter((j): j is JobsOnQueue<Q> => j.queue === queue);
 }
 
 export function jobByName(name: string): AnyJob | undefined {

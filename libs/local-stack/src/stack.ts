@@ -67,7 +67,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     if (options.env.REDIS_URL) env.REDIS_URL = options.env.REDIS_URL;
     else if (need.redis) {
-      const redis = await startRedis(join(options.dataDir, 'redis'), options.persistent, log);
+      const redis = await startRedis(join(options.dataDir, 'redis'), options.persistent, options.env.PATH ?? process.env.PATH ?? '', log);
       stops.push(redis.stop);
       env.REDIS_URL = redis.url;
       embedded.redis = true;
@@ -158,13 +158,15 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-async function startRedis(dir: string, persistent: boolean, log: (m: string) => void) {
-  if (spawnSync('redis-server', ['--version']).error) throw new Error(REDIS_INSTALL_HINT);
+/** redis-server from the PATH of the given environment. */
+async function startRedis(dir: string, persistent: boolean, path: string, log: (m: string) => void) {
+  const env = { ...process.env, PATH: path };
+  if (spawnSync('redis-server', ['--version'], { env }).error) throw new Error(REDIS_INSTALL_HINT);
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'];
   args.push(...(persistent ? ['--appendonly', 'yes', '--save', '60 1'] : ['--appendonly', 'no', '--save', '']));
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('redis-server', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d) => log(`redis: ${String(d).trim()}`));
   await waitForPort(port, child, 'redis-server');
   return { url: `redis://127.0.0.1:${port}`, stop: () => stopChild(child) };

@@ -1,13 +1,7 @@
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import type { Config } from '@gensvc/config';
 
-export interface S3Settings {
-  endpoint: string | undefined;
-  region: string;
-  bucket: string;
-  accessKeyId: string | undefined;
-  secretAccessKey: string | undefined;
-  forcePathStyle: boolean;
-}
+export type S3Settings = Config['s3'];
 
 /**
  * The S3 client every service uses. Checksums only WHEN_REQUIRED: with the SDK's default a streamed PutObject is

@@ -5,22 +5,14 @@
 //      (unless REDIS_URL is set), and none is needed: no edge is running to be told about key changes.
 import { join, resolve } from 'node:path';
 import { readLiveStackRecord, startStack } from '@gensvc/local-stack';
+import { queuePrefix, urlWithScheme } from '@gensvc/config';
 import { z } from 'zod';
-
-const url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}`);
 
 /** The only variables the CLI reads; parsed once, in main.ts. Empty values count as unset. */
 export const cliEnvSchema = z.object({
-  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
-  REDIS_URL: url(['redis:', 'rediss:']).optional(),
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"').optional(),
+  DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
+  REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
+  QUEUE_PREFIX: queuePrefix.optional(),
   /** Where `npm start` keeps its embedded stores; .data/ in the repository unless set. */
   GENSVC_DATA_DIR: z.string().min(1).optional(),
 });

@@ -6,13 +6,15 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { REPO_ROOT, jsonOf } from '@gensvc/testing';
+import { REPO_ROOT, jsonOf, useTestContext } from '@gensvc/testing';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-function startFleet(port: number) {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' };
+const ctx = useTestContext();
+
+function startFleet(port: number, stores: Record<string, string> = {}, dir = dataDir) {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'warn', ...stores };
   const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -63,3 +65,24 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   second.ctrlC();
   expect(await second.exited).toBe(0);
 }, 90_000);
+
+it('uses the stores the variables name instead of embedded ones', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ext-'));
+  const { DATABASE_URL, REDIS_URL, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID = '', S3_SECRET_ACCESS_KEY = '' } = ctx.env;
+  const stores = { DATABASE_URL, REDIS_URL, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY } as Record<string, string>;
+  try {
+    const fleet = startFleet(await freePort(), stores, dir);
+    const { key, curl } = await fleet.printed;
+    const balance = runCurl(curl);
+    expect(balance.amount).toBe(10);
+    expect(await ctx.db.workspace.findUnique({ where: { id: balance.workspace_id } })).not.toBeNull();
+    expect(existsSync(join(dir, 'pg'))).toBe(false);
+    expect(existsSync(join(dir, 'redis'))).toBe(false);
+    expect(existsSync(join(dir, 's3'))).toBe(false);
+    expect(key).toMatch(/^gsk_/);
+    fleet.ctrlC();
+    expect(await fleet.exited).toBe(0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);

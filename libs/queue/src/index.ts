@@ -1,0 +1,5 @@
+export * from './backoff';
+export * from './connection';
+export * from './logger';
+export * from './queues';
+export * from './worker';

@@ -1,0 +1,137 @@
+import type { JobContract, JobInput, JobPayload, QueueName } from '@gensvc/contracts';
+import { AppError } from '@gensvc/errors';
+import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { stderrLogger, type QueueLogger } from './logger';
+import { TRACER_NAME, contextFromEnvelope, traceCarrierOf } from './trace-context';
+
+/** Completed jobs stay an hour (long enough for a waiting caller to read the result), failed ones a week. */
+export const DEFAULT_JOB_OPTIONS = {
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 86_400 },
+} as const satisfies JobsOptions;
+
+export interface Queues {
+  readonly prefix: string;
+  /** The BullMQ queue of that name, created on first use. */
+  get(name: QueueName): Queue;
+  /** Closes the queues created so far. The connection stays open: its owner closes it. */
+  close(): Promise<void>;
+}
+
+export interface CreateQueuesOptions {
+  connection: Redis;
+  /** BullMQ key prefix (QUEUE_PREFIX): every key of every queue starts with it. */
+  prefix: string;
+  defaultJobOptions?: JobsOptions;
+  logger?: QueueLogger;
+}
+
+export function createQueues(opts: CreateQueuesOptions): Queues {
+  const logger = opts.logger ?? stderrLogger;
+  const created = new Map<QueueName, Queue>();
+  let closed = false;
+  return {
+    prefix: opts.prefix,
+    get(name) {
+      if (closed) throw new Error(`Queues under prefix "${opts.prefix}" are closed.`);
+      let queue = created.get(name);
+      if (!queue) {
+        queue = new Queue(name, {
+          connection: opts.connection,
+          prefix: opts.prefix,
+          defaultJobOptions: { ...DEFAULT_JOB_OPTIONS, ...opts.defaultJobOptions },
+        });
+        queue.on('error', (err) => logger.error({ err, queue: name }, 'queue error'));
+        created.set(name, queue);
+      }
+      return queue;
+    },
+    async close() {
+      closed = true;
+      await Promise.all([...created.values()].map((q) => q.close()));
+      created.clear();
+    },
+  };
+}
+
+/** A queue's event stream, for `job.waitUntilFinished(events, ttl)`. It opens its own (blocking) connection. */
+export function createQueueEvents(opts: { queue: QueueName; connection: Redis; prefix: string; logger?: QueueLogger }): QueueEvents {
+  const events = new QueueEvents(opts.queue, { connection: opts.connection, prefix: opts.prefix });
+  const logger = opts.logger ?? stderrLogger;
+  events.on('error', (err) => logger.error({ err, queue: opts.queue }, 'queue events error'));
+  return events;
+}
+
+/**
+ * The BullMQ id for a job with a deterministic key. The job name comes first so that two jobs of one queue keyed
+ * by the same row (task.submit and task.poll of one task) never share an id. BullMQ forbids ':' in custom ids and
+ * ids that are integers: each part is URI-encoded (':' becomes '%3A') and parts are joined with '/', which keeps
+ * the mapping one-to-one and never yields an integer.
+ */
+export function jobIdFor(contract: Pick<JobContract, 'name'>, key: string | readonly (string | number)[]): string {
+  const parts = typeof key === 'string' ? [key] : key;
+  if (parts.length === 0) throw new Error(`Job ${contract.name}: an empty jobId key.`);
+  return [contract.name, ...parts.map((p) => encodeURIComponent(String(p)))].join('/');
+}
+
+export interface EnqueueOptions extends Omit<JobsOptions, 'jobId'> {
+  /**
+   * Makes the job id deterministic (STYLE.md convention 2): adding a job whose id exists is a no-op while the
+   * first one is kept (see DEFAULT_JOB_OPTIONS). The BullMQ id is `jobIdFor(contract, jobId)`.
+   */
+  jobId?: string | readonly (string | number)[];
+}
+
+/**
+ * Validates the payload against the contract, stamps the contract version and the trace context into the
+ * envelope, and adds the job. An invalid payload is a producer bug: it is refused here (AppError 500
+ * `invalid_job_payload`) rather than failing later in a consumer.
+ *
+ * The add runs in a producer span `<job name> publish` and `payload.trace` becomes that span's context. The span's
+ * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
+ * re-sending the context captured when its row was written).
+ */
+export async function enqueue<J extends JobContract>(
+  queues: Queues,
+  contract: J,
+  payload: JobInput<J>,
+  opts: EnqueueOptions = {},
+): Promise<Job<JobPayload<J>, unknown, J['name']>> {
+  const tracer = trace.getTracer(TRACER_NAME);
+  const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
+  const active = context.active();
+  const activeSpan = trace.getSpanContext(active);
+  const parent = activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload);
+  return tracer.startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, async (span) => {
+    try {
+      const carrier = traceCarrierOf(trace.setSpan(parent, span));
+      const input: Record<string, unknown> = { ...(payload as object), v: contract.version };
+      if (carrier.traceparent) input.trace = carrier;
+      const parsed = contract.schema.safeParse(input);
+      if (!parsed.success) {
+        throw new AppError({
+          status: 500,
+          code: 'invalid_job_payload',
+          message: `Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`,
+          expose: false,
+          cause: parsed.error,
+        });
+      }
+      const { jobId, ...jobOpts } = opts;
+      const added = await queues
+        .get(contract.queue)
+        .add(contract.name, parsed.data, jobId === undefined ? jobOpts : { ...jobOpts, jobId: jobIdFor(contract, jobId) });
+      if (added.id) span.setAttribute('messaging.message.id', added.id);
+      return added as Job<JobPayload<J>, unknown, J['name']>;
+    } catch (e) {
+      span.recordException(e as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
