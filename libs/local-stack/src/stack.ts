@@ -118,7 +118,12 @@ async function startPostgres(dir: string, persistent: boolean, log: (m: string) 
   await admin.end();
   return {
     url: `postgresql://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${LOCAL_DATABASE}`,
-    stop: () => server.stop(),
+    // Not server.stop(): it waits for an 'exit' that never comes when Postgres has already gone (Ctrl-C reaches it
+    // with the rest of the terminal's process group). SIGINT is Postgres's fast shutdown.
+    stop: async () => {
+      const proc = (server as unknown as { process?: ChildProcess }).process;
+      if (proc) await stopChild(proc, 10_000, 'SIGINT');
+    },
   };
 }
 
@@ -206,7 +211,8 @@ function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs 
   });
 }
 
-export function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
+/** Signals the child and waits for it to exit (SIGKILL after graceMs); at once if it has exited already. */
+export function stopChild(child: ChildProcess, graceMs = 5_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
@@ -214,7 +220,7 @@ export function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
       clearTimeout(timer);
       resolve();
     });
-    child.kill('SIGTERM');
+    child.kill(signal);
   });
 }
 

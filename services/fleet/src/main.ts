@@ -42,6 +42,9 @@ interface Child {
 }
 
 async function main() {
+  // Whoever reads our output may go first (a closed terminal, a pipe): losing the output must not stop the cleanup.
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
   const startedAt = Number(process.env.GENSVC_STARTED_AT) || Date.now();
   mkdirSync(dataDir, { recursive: true });
   let stopping = false;
@@ -58,13 +61,17 @@ async function main() {
     say('stopped; data kept in .data/');
     process.exit(code);
   };
-  let signals = 0;
+  // Ctrl-C reaches this process twice (from the terminal's process group, and forwarded by scripts/start.mjs):
+  // only a signal more than a second after the first means "stop now".
+  let firstSignalAt = 0;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
-      if (++signals > 1) {
+      const now = Date.now();
+      if (firstSignalAt && now - firstSignalAt > 1000) {
         for (const c of children.values()) c.proc.kill('SIGKILL');
         process.exit(1);
       }
+      firstSignalAt ||= now;
       void stop(0);
     });
   }
