@@ -33,7 +33,11 @@ function startFleet(port: number, stores: Record<string, string> = {}, dir = dat
       }
     }, 50);
   });
-  const ctrlC = () => process.kill(-child.pid!, 'SIGINT');
+  // As a terminal's Ctrl-C under `npm start`: the whole group gets SIGINT, and scripts/start.mjs forwards another.
+  const ctrlC = () => {
+    process.kill(-child.pid!, 'SIGINT');
+    process.kill(child.pid!, 'SIGINT');
+  };
   return { child, printed, exited, ctrlC, output: () => out };
 }
 
