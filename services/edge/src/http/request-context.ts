@@ -22,14 +22,22 @@ export function errorStyleFor(path: string): ErrorStyle {
 
 /**
  * Every answer carries X-Request-Id: the caller's own when it is a sane token (so one id can follow a request
- * through the caller's systems), a new one otherwise.
+ * through the caller's systems), a new one otherwise. Every request ends with one access-log line (the logger adds
+ * the trace id).
  */
 export function requestContext(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
     const incoming = req.get('x-request-id');
     const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
     res.setHeader('X-Request-Id', requestId);
-    Object.assign(res.locals, { requestId, log: logger.child({ request_id: requestId }), errorStyle: errorStyleFor(req.path) });
+    const log = logger.child({ request_id: requestId });
+    Object.assign(res.locals, { requestId, log, errorStyle: errorStyleFor(req.path) });
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const workspace = (res.locals.auth as { workspace?: { id: string } } | undefined)?.workspace?.id;
+      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100, workspace_id: workspace }, 'request');
+    });
     next();
   };
 }
