@@ -60,10 +60,14 @@ it('a rotation reaches both replicas within one second: the old secret stops, th
   for (const r of replicas) expect(await status(r.url, next.secret)).toBe(200);
 });
 
-it('shuts down cleanly on SIGTERM', async () => {
+it('logs each request with its request id and trace id, and shuts down cleanly on SIGTERM', async () => {
   const port = await freePort();
   const proc = spawnService('edge', { ...ctx.env, PORT: String(port), LOG_LEVEL: 'info' });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
+  await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { 'x-request-id': 'log-check-1' } });
+  await new Promise((r) => setTimeout(r, 200));
+  const line = proc.output().split('\n').find((l) => l.includes('"request_id":"log-check-1"'));
+  expect(JSON.parse(line!)).toMatchObject({ level: 'info', service: 'edge', msg: 'request', method: 'GET', path: '/api/v1/me/balance', status: 401, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
   expect(await proc.stop('SIGTERM')).toBe(0);
   expect(proc.output()).toContain('shutdown phase done');
 });
