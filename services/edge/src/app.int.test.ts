@@ -45,6 +45,7 @@ describe('edge basics', () => {
       error: { type: 'not_found_error', code: 'route_not_found', message: 'No route for POST /api/v1/nothing-here.', param: null, request_id: res.headers.get('x-request-id') },
     });
     expect(await jsonOf(await fetch(`${edge.url}/v1/messages/none`))).toEqual({ type: 'error', error: { type: 'not_found_error', message: expect.any(String) } });
+    expect((await fetch(`${edge.url}/API/V1/ME/BALANCE`)).status).toBe(404);
     expect(await jsonOf(await fetch(`${edge.url}/v1beta/none`))).toEqual({ error: { code: 404, message: expect.any(String), status: 'NOT_FOUND' } });
   });
 

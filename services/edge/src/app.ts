@@ -15,6 +15,7 @@ export function buildApp(deps: EdgeDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('case sensitive routing', true);
 
   app.use(requestContext(deps.logger));
   app.use(httpMetrics(deps.metrics));
