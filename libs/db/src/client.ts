@@ -16,8 +16,9 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   return new PrismaClient({ adapter });
 }
 
-export function withTx<T>(db: Db, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
-  return db.$transaction(fn);
+/** Runs fn in a transaction; inside one already (db is a transaction client), fn joins it. */
+export function withTx<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return '$transaction' in db ? db.$transaction(fn) : fn(db);
 }
 
 export async function pingDb(db: Db): Promise<void> {

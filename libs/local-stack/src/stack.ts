@@ -150,7 +150,12 @@ function removeStalePid(dir: string) {
   const file = join(dir, 'postmaster.pid');
   if (!existsSync(file)) return;
   const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
-  if (pid > 0 && isAlive(pid)) throw new Error(`Postgres in ${dir} is already running (pid ${pid}); stop the other gensvc first.`);
+  if (pid > 0 && isAlive(pid)) {
+    throw new Error(
+      `Postgres for ${dir} is already running (pid ${pid}): another npm start is using it, or one was killed without ` +
+        `stopping it. Stop that one, or this Postgres with: kill -INT ${pid}`,
+    );
+  }
   rmSync(file);
 }
 

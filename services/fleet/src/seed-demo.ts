@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { hashApiKey, hashPassword, newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, userRepository, workspaceRepository, type Db } from '@gensvc/db';
+import { apiKeyRepository, userRepository, withTx, workspaceRepository, type Db } from '@gensvc/db';
 
 export interface Demo {
   workspaceId: string;
@@ -36,26 +36,31 @@ export async function seedDemo(db: Db, file: string): Promise<Demo> {
   const saved = readDemo(file);
   if (await keyStillWorks(db, saved)) return saved as Demo;
 
-  const workspace =
-    (saved.workspaceId && (await workspaceRepository.get(db, saved.workspaceId))) ||
-    (await workspaceRepository.create(db, { name: 'Demo', tier: 'payg', balance: DEMO_BALANCE }));
-  let password = saved.password ?? '';
-  let user = await userRepository.findByEmail(db, DEMO_EMAIL);
-  if (!user) {
-    password = randomBytes(12).toString('base64url');
-    user = await userRepository.create(db, { email: DEMO_EMAIL, passwordHash: await hashPassword(password), name: 'Demo owner' });
-  }
-  await userRepository.addMember(db, workspace.id, user.id, 'owner');
+  const freshPassword = randomBytes(12).toString('base64url');
+  const freshHash = await hashPassword(freshPassword);
   const k = newApiKey();
-  const key = await apiKeyRepository.create(db, {
-    workspaceId: workspace.id,
-    name: 'demo',
-    prefix: k.prefix,
-    hash: k.hash,
-    scopes: [...SCOPES],
-    creatorId: user.id,
+  // One transaction: a failure half-way leaves no demo workspace without its key.
+  const demo = await withTx(db, async (tx): Promise<Demo> => {
+    const workspace =
+      (saved.workspaceId && (await workspaceRepository.get(tx, saved.workspaceId))) ||
+      (await workspaceRepository.create(tx, { name: 'Demo', tier: 'payg', balance: DEMO_BALANCE }));
+    let password = saved.password ?? '';
+    let user = await userRepository.findByEmail(tx, DEMO_EMAIL);
+    if (!user) {
+      password = freshPassword;
+      user = await userRepository.create(tx, { email: DEMO_EMAIL, passwordHash: freshHash, name: 'Demo owner' });
+    }
+    await userRepository.addMember(tx, workspace.id, user.id, 'owner');
+    const key = await apiKeyRepository.create(tx, {
+      workspaceId: workspace.id,
+      name: 'demo',
+      prefix: k.prefix,
+      hash: k.hash,
+      scopes: [...SCOPES],
+      creatorId: user.id,
+    });
+    return { workspaceId: workspace.id, keyId: key.id, secret: k.secret, email: DEMO_EMAIL, password };
   });
-  const demo: Demo = { workspaceId: workspace.id, keyId: key.id, secret: k.secret, email: DEMO_EMAIL, password };
   writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   return demo;
 }

@@ -19,6 +19,14 @@ describe('repositories against Postgres', () => {
     expect(await workspaceRepository.topUp(ctx.db, 'ws_missing', 1n)).toBeNull();
   });
 
+  it('leaves no workspace behind when its opening balance cannot be booked', async () => {
+    const before = await ctx.db.workspace.count();
+    // Past Postgres's bigint: the balance update fails after the workspace row was written.
+    await expect(workspaceRepository.create(ctx.db, { name: 'Overflow', tier: 'free', balance: 2n ** 63n })).rejects.toThrow();
+    expect(await ctx.db.workspace.count()).toBe(before);
+    expect(await ctx.db.workspace.findFirst({ where: { name: 'Overflow' } })).toBeNull();
+  });
+
   it('rotates a key keeping its row, cap and spend; the old secret lives only through the grace period', async () => {
     const ws = await workspaceRepository.create(ctx.db, { name: 'Rot', tier: 'payg' });
     const first = newApiKey();

@@ -1,4 +1,4 @@
-import type { DbClient } from '../client';
+import { withTx, type DbClient } from '../client';
 import type { Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
@@ -10,16 +10,19 @@ export interface CreateWorkspaceInput {
 }
 
 export const workspaceRepository = {
-  /** Creates the workspace; an opening balance is booked as a top-up so the ledger always sums to the balance. */
-  async create(db: DbClient, input: CreateWorkspaceInput) {
-    const workspace = await db.workspace.create({
-      data: { id: newId('ws'), name: input.name, tier: input.tier, retentionDays: input.retentionDays ?? null },
+  /**
+   * Creates the workspace; an opening balance is booked as a top-up, in the same transaction, so the ledger always
+   * sums to the balance and a failure leaves no workspace behind.
+   */
+  create(db: DbClient, input: CreateWorkspaceInput) {
+    return withTx(db, async (tx) => {
+      const workspace = await tx.workspace.create({
+        data: { id: newId('ws'), name: input.name, tier: input.tier, retentionDays: input.retentionDays ?? null },
+      });
+      if (!input.balance || input.balance <= 0n) return workspace;
+      const balance = await workspaceRepository.topUp(tx, workspace.id, input.balance, 'opening balance');
+      return { ...workspace, balance: balance! };
     });
-    if (input.balance && input.balance > 0n) {
-      const balance = await workspaceRepository.topUp(db, workspace.id, input.balance, 'opening balance');
-      return { ...workspace, balance };
-    }
-    return workspace;
   },
 
   list(db: DbClient) {
