@@ -65,20 +65,20 @@ export const apiKeyRepository = {
    * older secret's grace.
    */
   async rotate(db: DbClient, id: string, next: { prefix: string; hash: string }, graceMs: number, workspaceId?: string) {
-    const key = await db.apiKey.findFirst({ where: { id, revokedAt: null, ...(workspaceId ? { workspaceId } : {}) } });
-    if (!key) return null;
-    const now = new Date();
-    return db.apiKey.update({
-      where: { id },
-      data: {
-        hash: next.hash,
-        prefix: next.prefix,
-        previousHash: graceMs > 0 ? key.hash : null,
-        previousPrefix: graceMs > 0 ? key.prefix : null,
-        previousExpiresAt: graceMs > 0 ? new Date(now.getTime() + graceMs) : null,
-        rotatedAt: now,
-      },
-    });
+    // One statement: the old secret is read and replaced under the row lock, so two rotations racing cannot both
+    // keep the same "previous" secret and silently drop the other's new one.
+    const keep = graceMs > 0;
+    const rows = await db.$queryRaw<{ id: string }[]>`
+      UPDATE "ApiKey" SET
+        "previousHash" = CASE WHEN ${keep} THEN hash END,
+        "previousPrefix" = CASE WHEN ${keep} THEN prefix END,
+        "previousExpiresAt" = CASE WHEN ${keep} THEN now() + make_interval(secs => ${graceMs / 1000}) END,
+        hash = ${next.hash},
+        prefix = ${next.prefix},
+        "rotatedAt" = now()
+      WHERE id = ${id} AND "revokedAt" IS NULL AND (${workspaceId ?? null}::text IS NULL OR "workspaceId" = ${workspaceId ?? null})
+      RETURNING id`;
+    return rows.length ? db.apiKey.findUnique({ where: { id } }) : null;
   },
 
   /** Records use; callers throttle it so a busy key does not write on every request. */

@@ -41,6 +41,13 @@ describe('repositories against Postgres', () => {
     expect(await apiKeyRepository.findBySecretHash(ctx.db, first.hash)).toBeNull();
     expect(await apiKeyRepository.findBySecretHash(ctx.db, second.hash)).toBeNull();
     expect((await apiKeyRepository.findBySecretHash(ctx.db, third.hash))?.key.id).toBe(key.id);
+    // Rotations racing each other: every new secret but one is dropped, and exactly one stays current.
+    const racers = Array.from({ length: 10 }, () => newApiKey());
+    await Promise.all(racers.map((r) => apiKeyRepository.rotate(ctx.db, key.id, r, 60_000)));
+    const after = await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    expect(racers.filter((r) => r.hash === after.hash)).toHaveLength(1);
+    expect(racers.some((r) => r.hash === after.previousHash)).toBe(true);
+    expect(after.previousExpiresAt!.getTime() - Date.now()).toBeGreaterThan(55_000);
     const revoked = await apiKeyRepository.revoke(ctx.db, key.id);
     expect(revoked?.revokedAt).toBeInstanceOf(Date);
     expect(await apiKeyRepository.rotate(ctx.db, key.id, newApiKey(), 0)).toBeNull();
