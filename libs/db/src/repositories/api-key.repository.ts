@@ -36,12 +36,18 @@ export const apiKeyRepository = {
    * look-up not scoped by workspace: the key is what names the workspace.
    */
   async findBySecretHash(db: DbClient, hash: string) {
-    const key = await db.apiKey.findFirst({
-      where: { OR: [{ hash }, { previousHash: hash }] },
-      include: withWorkspace,
-    });
-    if (!key) return null;
-    return { key, matched: key.hash === hash ? ('current' as const) : ('previous' as const) };
+    // Two unique look-ups rather than one findFirst with an OR: this is the authentication hot path, and Prisma
+    // caches query plans for findUnique only (see client.ts).
+    const current = await db.apiKey.findUnique({ where: { hash }, include: withWorkspace });
+    if (current) return { key: current, matched: 'current' as const };
+    const previous = await db.apiKey.findUnique({ where: { previousHash: hash }, include: withWorkspace });
+    return previous ? { key: previous, matched: 'previous' as const } : null;
+  },
+
+  /** The key's cap and what it has spent, read fresh; null if the key is not the workspace's. */
+  async spending(db: DbClient, id: string, workspaceId: string) {
+    const key = await db.apiKey.findUnique({ where: { id }, select: { workspaceId: true, spendCap: true, spent: true } });
+    return key && key.workspaceId === workspaceId ? { spendCap: key.spendCap, spent: key.spent } : null;
   },
 
   listForWorkspace(db: DbClient, workspaceId: string) {

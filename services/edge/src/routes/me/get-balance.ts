@@ -1,4 +1,4 @@
-import { toAmount, workspaceRepository } from '@gensvc/db';
+import { apiKeyRepository, toAmount, workspaceRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
@@ -10,7 +10,7 @@ export function getBalance(deps: Pick<EdgeDeps, 'db'>) {
     const { key, workspace } = authOf(res);
     const [ws, current] = await Promise.all([
       workspaceRepository.get(deps.db, workspace.id),
-      deps.db.apiKey.findFirst({ where: { id: key.id, workspaceId: workspace.id }, select: { spendCap: true, spent: true } }),
+      apiKeyRepository.spending(deps.db, key.id, workspace.id),
     ]);
     if (!ws || !current) throw errors.notFound('The workspace no longer exists.');
     res.json({

@@ -1,0 +1,15 @@
+// `npm run bench -- <name>`: set-up (install, build), then bench/<name>.mjs. Benchmarks print figures; they are not tests.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { bootstrap, root } from './bootstrap.mjs';
+
+const name = process.argv[2];
+const file = name && join(root, 'bench', `${name}.mjs`);
+if (!file || !existsSync(file)) {
+  process.stderr.write('usage: npm run bench -- edge\n');
+  process.exit(2);
+}
+await bootstrap();
+const r = spawnSync(process.execPath, [file, ...process.argv.slice(3)], { cwd: root, stdio: 'inherit' });
+process.exit(r.status ?? 1);
