@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, REQUIRED_VARIABLES, loadConfig } from '@gensvc/config';
+import { FLEET } from '../services/fleet/src/fleet-services';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -271,6 +272,10 @@ describe('docker-compose.yml', () => {
       if (NOT_DEPLOYED.includes(target)) expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'no' });
       else expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'unless-stopped' });
     }
+  });
+
+  it('deploys exactly what npm start runs locally', () => {
+    expect([...FLEET].sort()).toEqual(fleet());
   });
 
   it('mounts only files that exist', () => {

@@ -8,10 +8,9 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createDb, migrate } from '@gensvc/db';
 import { freePort, startStack, stopChild, writeStackRecord, type Stack } from '@gensvc/local-stack';
+import { FLEET } from './fleet-services';
 import { seedDemo } from './seed-demo';
 
-/** Every long-running service, in start order. Each later issue adds its own. */
-export const FLEET = ['edge'] as const;
 
 const root = resolve(__dirname, '../../..');
 // GENSVC_DATA_DIR lets a test (or a second checkout) keep its stores elsewhere.
