@@ -30,6 +30,8 @@ describe('edge basics', () => {
     for (const path of ['/healthz', '/nope', '/api/v1/me/balance']) {
       const res = await fetch(`${edge.url}${path}`);
       expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     }
     const mine = await fetch(`${edge.url}/healthz`, { headers: { 'x-request-id': 'trace-abc.123' } });
     expect(mine.headers.get('x-request-id')).toBe('trace-abc.123');

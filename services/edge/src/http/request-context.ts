@@ -31,6 +31,9 @@ export function requestContext(logger: Logger) {
     const incoming = req.get('x-request-id');
     const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
     res.setHeader('X-Request-Id', requestId);
+    // API answers are per caller and never for a browser to sniff; routes serving cacheable content override these.
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     const log = logger.child({ request_id: requestId });
     Object.assign(res.locals, { requestId, log, errorStyle: errorStyleFor(req.path) });
     res.on('finish', () => {
