@@ -3,6 +3,7 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { ExpressLayerType } from '@opentelemetry/instrumentation-express';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -79,6 +80,9 @@ function processInstrumentations(): Instrumentations {
     '@opentelemetry/instrumentation-net': { enabled: false },
     // Our logger adds trace_id/span_id itself (logger.ts), whether pino was loaded before or after this call.
     '@opentelemetry/instrumentation-pino': { enabled: false },
+    // A span per Express middleware (request id, metrics, auth, body parser…) costs more than the handler itself;
+    // the route handler's span and the HTTP server span (named after the route) remain.
+    '@opentelemetry/instrumentation-express': { ignoreLayersType: [ExpressLayerType.MIDDLEWARE] },
   });
   return created;
 }
