@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'services', 'fleet', 'package.json'));
-const { startStack, freePort } = require('@gensvc/local-stack');
+const { startStack, freePort, stopChild, waitForHttp } = require('@gensvc/local-stack');
 const { createDb, migrate, workspaceRepository, apiKeyRepository } = require('@gensvc/db');
 const { newApiKey, SCOPES } = require('@gensvc/auth');
 
@@ -73,14 +73,8 @@ async function startEdge(env, extra) {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) break;
-    } catch {}
-    if (i > 200) throw new Error('edge did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { base, child, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
+  await waitForHttp(`${base}/readyz`, { timeoutMs: 10_000, gone: () => (child.exitCode !== null ? `edge exited (${child.exitCode})` : null) });
+  return { base, child, stop: () => stopChild(child) };
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-bench-'));

@@ -77,6 +77,6 @@ export async function bootstrap() {
   });
   const { build } = await import('./build.mjs');
   const built = await build();
-  say(`ready in ${Date.now() - started} ms (compiled ${built.count} files in ${built.ms} ms)`);
+  say(`ready in ${Date.now() - started} ms (compiled ${built.count} of ${built.total} files in ${built.ms} ms)`);
   return { pnpm };
 }

@@ -22,18 +22,36 @@ function* sources(dir) {
   }
 }
 
+function* outputs(dir) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* outputs(path);
+    else yield path;
+  }
+}
+
+/**
+ * Incremental: a file is compiled only when its output is missing or older than it, and outputs whose source is
+ * gone are removed. So `npm run admin` while `npm start` runs does not rewrite the code its services are running.
+ */
 export async function build() {
   const started = Date.now();
   let count = 0;
+  let total = 0;
   for (const group of ['libs', 'services']) {
     for (const pkg of readdirSync(join(root, group))) {
       const src = join(root, group, pkg, 'src');
       if (!existsSync(src) || !statSync(src).isDirectory()) continue;
       const dist = join(root, group, pkg, 'dist');
-      rmSync(dist, { recursive: true, force: true });
+      const files = [...sources(src)];
+      const wanted = new Set(files.map((file) => join(dist, relative(src, file)).replace(/\.ts$/, '.js')));
+      for (const out of outputs(dist)) if (!wanted.has(out.replace(/\.map$/, ''))) rmSync(out);
+      total += files.length;
       await Promise.all(
-        [...sources(src)].map(async (file) => {
+        files.map(async (file) => {
           const out = join(dist, relative(src, file)).replace(/\.ts$/, '.js');
+          if (existsSync(out) && statSync(out).mtimeMs >= statSync(file).mtimeMs) return;
           const { code, map } = await swc.transformFile(file, options(file));
           mkdirSync(dirname(out), { recursive: true });
           writeFileSync(out, `${code}\n//# sourceMappingURL=${out.split('/').pop()}.map\n`);
@@ -43,10 +61,10 @@ export async function build() {
       );
     }
   }
-  return { count, ms: Date.now() - started };
+  return { count, total, ms: Date.now() - started };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { count, ms } = await build();
-  console.error(`built ${count} files in ${ms} ms`);
+  const { count, total, ms } = await build();
+  console.error(`compiled ${count} of ${total} files in ${ms} ms`);
 }

@@ -30,3 +30,7 @@ export function withTx<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Pr
 export async function pingDb(db: Db): Promise<void> {
   await db.$queryRaw`SELECT 1`;
 }
+
+/** A unique constraint refused the write (Prisma P2002): the row was made concurrently, or already exists. */
+export const isUniqueViolation = (e: unknown): boolean =>
+  typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'P2002';

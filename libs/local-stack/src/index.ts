@@ -1,2 +1,3 @@
 export * from './stack';
 export * from './free-port';
+export * from './wait-for-http';

@@ -1,10 +1,12 @@
 // Per test file isolation: its own database (cloned from the migrated template), queue prefix and bucket, all
 // removed in afterAll. The stores themselves come from global-setup (embedded or named by the environment).
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { loadConfig, type Config } from '@gensvc/config';
 import { createDb, type Db } from '@gensvc/db';
-import { Redis } from 'ioredis';
+import { createRedisConnection } from '@gensvc/queue';
+import { createS3 } from '@gensvc/storage';
+import type { Redis } from 'ioredis';
 import { adminUrl, withAdmin } from './databases';
 
 export interface TestContext {
@@ -20,17 +22,6 @@ function required(name: string): string {
   const v = process.env[name];
   if (!v) throw new Error(`${name} is not set: run the tests with npm test (jest's global setup provides it).`);
   return v;
-}
-
-export function s3ClientFor(env: Record<string, string | undefined>): S3Client {
-  return new S3Client({
-    endpoint: env.S3_ENDPOINT,
-    region: env.S3_REGION ?? 'us-east-1',
-    forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true',
-    credentials: env.S3_ACCESS_KEY_ID ? { accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY ?? '' } : undefined,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
 }
 
 async function cloneDatabase(): Promise<{ url: string; name: string }> {
@@ -77,8 +68,8 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     ctx.env = env;
     ctx.config = loadConfig(env);
     ctx.db = createDb(url, { max: 20 });
-    ctx.redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: null, lazyConnect: false });
-    ctx.s3 = s3ClientFor(env);
+    ctx.redis = createRedisConnection(ctx.config.redisUrl, { name: 'test' });
+    ctx.s3 = createS3(ctx.config.s3);
     await ctx.s3.send(new CreateBucketCommand({ Bucket: env.S3_BUCKET }));
   });
   afterAll(async () => {

@@ -1,6 +1,7 @@
 // Starts a built service as a real child process, for tests that need several replicas or a real exit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { stopChild, waitForHttp as waitUntilAnswers } from '@gensvc/local-stack';
 
 export const REPO_ROOT = resolve(__dirname, '../../..');
 
@@ -23,25 +24,19 @@ export function spawnService(service: string, env: Record<string, string>): Serv
     child,
     output: () => out,
     stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await stopChild(child, 10_000, signal);
       return exited;
     },
   };
 }
 
-/** Resolves once GET url answers 200, or fails with the process output after the timeout. */
+/** Resolves once GET url answers 2xx; on failure the error carries the process's output. */
 export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (proc && proc.child.exitCode !== null) throw new Error(`process exited (${proc.child.exitCode}):\n${proc.output()}`);
-    try {
-      const res = await fetch(url);
-      if (res.ok) return;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms\n${proc?.output() ?? ''}`);
-    await new Promise((r) => setTimeout(r, 50));
+  const gone = () => (proc && proc.child.exitCode !== null ? `process exited (${proc.child.exitCode})` : null);
+  try {
+    await waitUntilAnswers(url, { timeoutMs, gone });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${proc?.output() ?? ''}`);
   }
 }
 

@@ -5,7 +5,3 @@ export const notFound = (what: string, ref: string) =>
   new AppError({ status: 404, code: `${what}_not_found`, message: `No ${what.replace(/_/g, ' ')} "${ref}".` });
 
 export const conflict = (code: string, message: string) => new AppError({ status: 409, code, message });
-
-/** Prisma's unique-constraint violation: the row was created concurrently between our check and our insert. */
-export const isUniqueViolation = (e: unknown): boolean =>
-  typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'P2002';

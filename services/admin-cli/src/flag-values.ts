@@ -42,8 +42,12 @@ export const list = z
   .transform((text) => [...new Set(text.split(',').map((s) => s.trim()).filter(Boolean))])
   .refine((items) => items.length > 0, 'must name at least one entry');
 
-export const choice = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.enum(values, { error: (issue) => `"${String(issue.input)}" is not one of ${values.join(', ')}` });
+/** One value of an enum of the data model (Tier, Role, ChannelKind, ModelKind from @gensvc/db). */
+export const choice = <const E extends Record<string, string>>(values: E) =>
+  z.enum(values, { error: (issue) => `"${String(issue.input)}" is not one of ${Object.values(values).join(', ')}` });
+
+/** The enum's values as a usage hint: `free|payg|team|enterprise`. */
+export const choices = (values: Record<string, string>) => Object.values(values).join('|');
 
 /** A switch is `true` when given; absent otherwise. */
 export const flagSwitch = z.literal(true).optional().transform((v) => v === true);

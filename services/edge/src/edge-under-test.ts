@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, createMetrics } from '@gensvc/observability';
 import type { TestContext } from '@gensvc/testing';
-import { Redis } from 'ioredis';
+import { createRedisConnection } from '@gensvc/queue';
 import { buildApp } from './app';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import type { EdgeDeps } from './deps';
@@ -18,7 +18,7 @@ export interface EdgeUnderTest {
 export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> = {}): Promise<EdgeUnderTest> {
   const logger = createLogger({ service: 'edge-test', level: 'silent' });
   const keyCache = new KeyCache({ ttlMs: ctx.config.keyCacheTtlMs });
-  const subscriber = new Redis(ctx.config.redisUrl, { maxRetriesPerRequest: null });
+  const subscriber = createRedisConnection(ctx.config.redisUrl, { name: 'edge-test:key-invalidation' });
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, ctx.config.queuePrefix, logger);
   const deps: EdgeDeps = { config: ctx.config, db: ctx.db, redis: ctx.redis, s3: ctx.s3, keyCache, logger, metrics: createMetrics('edge-test'), ...overrides };
   const server: Server = createServer(buildApp(deps));

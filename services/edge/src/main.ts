@@ -9,7 +9,7 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createServer } = await import('node:http');
-  const { Redis } = await import('ioredis');
+  const { createRedisConnection } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics } = await import('@gensvc/observability');
@@ -18,10 +18,9 @@ async function main() {
   const { KeyCache, subscribeInvalidations } = await import('./auth/key-cache');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
-  const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true } as const;
   const db = createDb(config.databaseUrl);
-  const redis = new Redis(config.redisUrl, { ...redisOptions, connectionName: `${SERVICE}:commands` });
-  const subscriber = new Redis(config.redisUrl, { ...redisOptions, connectionName: `${SERVICE}:key-invalidation` });
+  const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
+  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:key-invalidation` });
   const s3 = createS3(config.s3);
   await checkBucket(s3, config.s3.bucket);
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createDb, migrate } from '@gensvc/db';
-import { freePort, startStack, stopChild, writeStackRecord, type Stack } from '@gensvc/local-stack';
+import { freePort, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
 import { seedDemo } from './seed-demo';
 
@@ -18,12 +18,13 @@ const dataDir = process.env.GENSVC_DATA_DIR ? resolve(process.env.GENSVC_DATA_DI
 const stackFile = join(dataDir, 'stack.json');
 const say = (msg: string) => process.stdout.write(`[gensvc] ${msg}\n`);
 
-function localSecrets(): { SIGNING_SECRET: string } {
+/** The file-link signing secret of local runs, made once and kept in .data/secrets.json. */
+function localSigningSecret(): string {
   const file = join(dataDir, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
-  const secrets = { SIGNING_SECRET: randomBytes(32).toString('hex') };
-  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  return secrets;
+  if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { SIGNING_SECRET: string }).SIGNING_SECRET;
+  const secret = randomBytes(32).toString('hex');
+  writeFileSync(file, JSON.stringify({ SIGNING_SECRET: secret }, null, 2), { mode: 0o600 });
+  return secret;
 }
 
 function portIsFree(port: number): Promise<boolean> {
@@ -81,8 +82,7 @@ async function main() {
   if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    ...localSecrets(),
-    ...(process.env.SIGNING_SECRET ? { SIGNING_SECRET: process.env.SIGNING_SECRET } : {}),
+    SIGNING_SECRET: process.env.SIGNING_SECRET || localSigningSecret(),
     ...(stack.env as unknown as Record<string, string>),
     QUEUE_PREFIX: process.env.QUEUE_PREFIX ?? 'gensvc',
     PORT: String(port),
@@ -129,7 +129,7 @@ async function main() {
   for (const name of FLEET) launch(name);
 
   const base = `http://localhost:${port}`;
-  await waitReady(`${base}/readyz`, 30_000);
+  await waitForHttp(`${base}/readyz`, { timeoutMs: 30_000 });
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
   process.stdout.write(
     [
@@ -146,19 +146,6 @@ async function main() {
       '',
     ].join('\n'),
   );
-}
-
-async function waitReady(url: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > deadline) throw new Error(`${url} was not ready within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 main().catch((err) => {

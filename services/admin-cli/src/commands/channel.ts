@@ -1,12 +1,11 @@
-import { channelRepository, type ChannelModel } from '@gensvc/db';
+import { ChannelKind, type ChannelModel, channelRepository, isUniqueViolation } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
-import { conflict, isUniqueViolation } from '../failures';
-import { choice, httpUrl, integer } from '../flag-values';
+import { conflict } from '../failures';
+import { choice, choices, httpUrl, integer } from '../flag-values';
 import { fields, iso, table } from '../output';
 
-export const CHANNEL_KINDS = ['evaluate', 'openai', 'anthropic', 'gemini', 'replicate', 'fal'] as const;
 export const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** A channel as the CLI shows it: whether it has a provider credential, never the credential. */
@@ -31,7 +30,7 @@ const add: Command = {
   summary: 'Add an upstream channel (a provider endpoint and its credential).',
   flags: [
     { name: 'name', value: 'NAME', required: true, help: 'unique name, letters, digits, "_", "." or "-"' },
-    { name: 'kind', value: CHANNEL_KINDS.join('|'), required: true, help: 'provider protocol' },
+    { name: 'kind', value: choices(ChannelKind), required: true, help: 'provider protocol' },
     { name: 'base-url', value: 'URL', required: true, help: 'http(s) base URL of the provider' },
     { name: 'secret', value: 'SECRET', help: 'credential sent to the provider (never printed)' },
     { name: 'evaluate-path', value: 'PATH', help: 'path of the evaluate call (default /evaluate)' },
@@ -43,7 +42,7 @@ const add: Command = {
     const input = flagValues(
       z.object({
         name: z.string().regex(CHANNEL_NAME, 'must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
-        kind: choice(CHANNEL_KINDS),
+        kind: choice(ChannelKind),
         'base-url': httpUrl,
         secret: z.string().min(1, 'must not be empty').optional(),
         'evaluate-path': z.string().regex(/^\/[^\s?#]*$/, 'must be a path starting with "/"').optional(),

@@ -1,12 +1,10 @@
-import { channelRepository, MODEL_ID, modelRepository, toAmount, withTx, type ModelModel } from '@gensvc/db';
+import { channelRepository, isUniqueViolation, MODEL_ID, ModelKind, type ModelModel, modelRepository, toAmount, withTx } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
-import { conflict, isUniqueViolation, notFound } from '../failures';
-import { amount, choice, flagSwitch, integer, list } from '../flag-values';
+import { conflict, notFound } from '../failures';
+import { amount, choice, choices, flagSwitch, integer, list } from '../flag-values';
 import { fields, iso, table } from '../output';
-
-export const MODEL_KINDS = ['evaluation', 'chat', 'image', 'video'] as const;
 
 /** A model with the names of the channels that serve it. */
 export function modelView(m: ModelModel, channels: string[]) {
@@ -29,7 +27,7 @@ const add: Command = {
   summary: 'Add a model and route it to channels.',
   flags: [
     { name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'public model id, e.g. openai/gpt-4o' },
-    { name: 'kind', value: MODEL_KINDS.join('|'), required: true, help: 'what the model does' },
+    { name: 'kind', value: choices(ModelKind), required: true, help: 'what the model does' },
     { name: 'input-price', value: 'USD', help: 'price per million input tokens' },
     { name: 'output-price', value: 'USD', help: 'price per million output tokens' },
     { name: 'unit-price', value: 'USD', help: 'price per generated image or second of video' },
@@ -41,7 +39,7 @@ const add: Command = {
     const input = flagValues(
       z.object({
         id: z.string().regex(MODEL_ID, 'must be <provider>/<model>, e.g. openai/gpt-4o'),
-        kind: choice(MODEL_KINDS),
+        kind: choice(ModelKind),
         'input-price': amount().optional(),
         'output-price': amount().optional(),
         'unit-price': amount().optional(),

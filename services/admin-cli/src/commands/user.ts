@@ -1,13 +1,11 @@
 import { hashPassword } from '@gensvc/auth';
-import { userRepository, workspaceRepository } from '@gensvc/db';
+import { isUniqueViolation, Role, userRepository, workspaceRepository } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
-import { conflict, isUniqueViolation, notFound } from '../failures';
-import { choice, text } from '../flag-values';
+import { conflict, notFound } from '../failures';
+import { choice, choices, text } from '../flag-values';
 import { fields, iso } from '../output';
-
-export const ROLES = ['owner', 'admin', 'member'] as const;
 
 const email = z.string().trim().pipe(z.email('is not an email address'));
 
@@ -44,10 +42,10 @@ const addMember: Command = {
   flags: [
     { name: 'workspace', value: 'WS', required: true, help: 'workspace id' },
     { name: 'email', value: 'EMAIL', required: true, help: "the user's e-mail" },
-    { name: 'role', value: ROLES.join('|'), required: true, help: 'role in the workspace' },
+    { name: 'role', value: choices(Role), required: true, help: 'role in the workspace' },
   ],
   prepare(flags) {
-    const input = flagValues(z.object({ workspace: text(), email, role: choice(ROLES) }), flags, addMember);
+    const input = flagValues(z.object({ workspace: text(), email, role: choice(Role) }), flags, addMember);
     return async ({ db, out }) => {
       if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
       const user = await userRepository.findByEmail(db, input.email);

@@ -1,11 +1,9 @@
-import { toAmount, workspaceRepository, type WorkspaceModel } from '@gensvc/db';
+import { Tier, toAmount, type WorkspaceModel, workspaceRepository } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
-import { amount, choice, integer, text } from '../flag-values';
+import { amount, choice, choices, integer, text } from '../flag-values';
 import { fields, iso, table, type JsonObject } from '../output';
-
-export const TIERS = ['free', 'payg', 'team', 'enterprise'] as const;
 
 /** workspaceRepository.create types the balance after its opening top-up as nullable (null: no such workspace). */
 type WorkspaceRow = Omit<WorkspaceModel, 'balance'> & { balance: bigint | null };
@@ -29,7 +27,7 @@ const create: Command = {
   summary: 'Create a workspace, optionally with an opening balance (booked in the ledger as a top-up).',
   flags: [
     { name: 'name', value: 'NAME', required: true, help: 'display name' },
-    { name: 'tier', value: TIERS.join('|'), required: true, help: 'pricing tier' },
+    { name: 'tier', value: choices(Tier), required: true, help: 'pricing tier' },
     { name: 'balance', value: 'USD', help: 'opening balance, e.g. 10.5' },
     { name: 'retention-days', value: 'D', help: 'days public copies of outputs are kept (enterprise tier only)' },
   ],
@@ -38,7 +36,7 @@ const create: Command = {
       z
         .object({
           name: text(),
-          tier: choice(TIERS),
+          tier: choice(Tier),
           balance: amount().optional(),
           'retention-days': integer(1, 3650).optional(),
         })

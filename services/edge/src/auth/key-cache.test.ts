@@ -19,7 +19,7 @@ describe('KeyCache', () => {
     expect(c.get('h1')?.key.id).toBe('k1');
     expect(c.get('h2')).toBeNull();
     now = 999;
-    expect(c.get('h1')).toBeDefined();
+    expect(c.get('h1')?.key.id).toBe('k1');
     now = 1000;
     expect(c.get('h1')).toBeUndefined();
   });
