@@ -25,10 +25,11 @@ const ROOT = resolve(__dirname, '..');
 
 /**
  * Processes under services/ that are tools rather than long-running fleet members: no Deployment and no
- * long-running compose service runs them (admin-cli runs only as the one-shot `migrate`). Every other
- * services/<name>/src/main.ts must be deployed by docker-compose.yml and infra/k8s.
+ * long-running compose service runs them (admin-cli runs only as the one-shot `migrate`; upstream-sim stands in
+ * for the providers in local runs, tests and benchmarks — a deployment points its channels at real providers).
+ * Every other services/<name>/src/main.ts must be deployed by docker-compose.yml and infra/k8s.
  */
-const NOT_DEPLOYED = ['admin-cli', 'fleet'];
+const NOT_DEPLOYED = ['admin-cli', 'fleet', 'upstream-sim'];
 
 /** What the operator must supply to `docker compose up` (the `${VAR:?...}` interpolations). */
 const OPERATOR_ENV: Record<string, string> = { SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef' };

@@ -7,7 +7,16 @@ import { bootstrap, root } from './bootstrap.mjs';
 const name = process.argv[2];
 const file = name && join(root, 'bench', `${name}.mjs`);
 if (!file || !existsSync(file)) {
-  process.stderr.write('usage: npm run bench -- edge\n');
+  process.stderr.write(
+    [
+      'usage: npm run bench -- <name>      (DURATION_MS, WARMUP_MS tune the timed cases)',
+      '  edge       the edge\'s own cost per request (healthz, balance with and without the key cache)',
+      '  chat       chat completions direct to the upstream-sim, through gensvc and through Portkey, JSON and SSE',
+      '  evaluate   POST /evaluate direct to the upstream-sim and through gensvc (edge + evaluate-worker)',
+      '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
+      '',
+    ].join('\n'),
+  );
   process.exit(2);
 }
 await bootstrap();

@@ -1,6 +1,7 @@
 // Every job the system runs. Payloads carry ids and re-read their row (STYLE.md convention 2); evaluate is the
 // one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
 import { z } from 'zod';
+import { evaluateInputSchema } from './evaluate';
 import { defineJob, type JobPayload, type QueueName } from './job-contract';
 
 const id = z.string().min(1);
@@ -14,12 +15,18 @@ export const EvaluateRun = defineJob({
     requestId: id,
     workspaceId: id,
     apiKeyId: id,
-    /** The cost reservation the edge made, settled or released by the worker. */
-    reservationId: id.optional(),
+    /**
+     * The cost reservation the edge made (also the job's id). Settling it is the commit point of the answer: the
+     * worker settles after a valid answer, or releases; the edge releases it when it stops waiting, and a release
+     * that wins means the caller is told 504 and nothing is charged.
+     */
+    reservationId: id,
+    /** Unix ms when the edge stops waiting: the worker makes no upstream call past it, and bounds each call by it. */
+    deadlineAt: z.number().int().positive(),
     /** `<provider>/<model>`. */
     model: id,
-    /** The request body as the edge validated it. */
-    request: z.record(z.string(), z.unknown()),
+    /** `{state, questions}` as the edge validated them. */
+    request: evaluateInputSchema,
   }),
 });
 

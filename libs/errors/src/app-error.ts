@@ -106,6 +106,21 @@ export const errors = {
   payloadTooLarge: (limit: string) =>
     new AppError({ status: 413, code: 'payload_too_large', message: `The request body exceeds the limit of ${limit}.` }),
   unsupportedMediaType: make(415, 'unsupported_media_type'),
+  /** A file's header shows it beyond a limit of spec §8 (pixels per side, minutes). */
+  mediaLimitExceeded: (message: string) => new AppError({ status: 400, code: 'media_limit_exceeded', message, param: 'file' }),
+  invalidFileToken: () =>
+    new AppError({ status: 401, code: 'invalid_file_token', message: 'The file link is invalid or has expired. Get a fresh one with GET /v1/files/{file_id}.' }),
+  tierNotAllowed: (what: string, tiers: string[]) =>
+    new AppError({ status: 403, code: 'tier_not_allowed', message: `${what} is available to ${tiers.join(' and ')} workspaces only.` }),
+  rangeNotSatisfiable: (size: number) =>
+    new AppError({ status: 416, code: 'range_not_satisfiable', message: `The requested range is not satisfiable: the content is ${size} bytes.`, headers: { 'Content-Range': `bytes */${size}` } }),
+  modelNotFound: (model: string) =>
+    new AppError({ status: 404, code: 'model_not_found', message: `The model "${model}" does not exist or is not enabled.`, param: 'model' }),
+  /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
+  modelNotSupported: (message: string) => new AppError({ status: 400, code: 'model_not_supported', message, param: 'model' }),
+  /** A caller's URL broke a rule of DESIGN.md §5; `message` is the OutboundError's, which names the rule. */
+  invalidCallbackUrl: (message: string) => new AppError({ status: 400, code: 'invalid_callback_url', message, param: 'callback_url' }),
+  invalidImageUrl: (message: string, param = 'image_url') => new AppError({ status: 400, code: 'invalid_image_url', message, param }),
   rateLimited: (message: string, headers: Record<string, string>) =>
     new AppError({ status: 429, code: 'rate_limit_exceeded', message, headers }),
   internal: (cause?: unknown) =>

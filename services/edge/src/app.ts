@@ -4,8 +4,11 @@ import type { EdgeDeps } from './deps';
 import { errorHandler, notFound } from './http/errors';
 import { httpMetrics } from './http/metrics';
 import { requestContext } from './http/request-context';
+import { chatRoutes } from './routes/chat';
 import { healthz } from './routes/health/healthz';
 import { readyz } from './routes/health/readyz';
+import { evaluateRoutes } from './routes/evaluate';
+import { fileRoutes } from './routes/files';
 import { getBalance } from './routes/me/get-balance';
 import { metricsRoute } from './routes/metrics';
 
@@ -27,6 +30,9 @@ export function buildApp(deps: EdgeDeps): express.Express {
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
 
+  app.use(evaluateRoutes(deps));
+  app.use(fileRoutes(deps));
+  app.use(chatRoutes(deps));
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -2,6 +2,9 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
+import type { Queues } from '@gensvc/queue';
+import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
+import type { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { KeyCache } from './auth/key-cache';
 
@@ -14,4 +17,11 @@ export interface EdgeDeps {
   keyCache: KeyCache;
   logger: Logger;
   metrics: Metrics;
+  /** Models, routes and channels, cached for a few seconds. */
+  catalog: Catalog;
+  /** Health of the channels this process calls itself (chat and vendor routes). */
+  breaker: CircuitBreaker;
+  queues: Queues;
+  /** Completion events of the evaluate queue, to wait on a job's result. */
+  evaluateEvents: QueueEvents;
 }

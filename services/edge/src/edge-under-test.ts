@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, createMetrics } from '@gensvc/observability';
 import type { TestContext } from '@gensvc/testing';
-import { createRedisConnection } from '@gensvc/queue';
+import { createQueueEvents, createQueues, createRedisConnection } from '@gensvc/queue';
+import { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import { buildApp } from './app';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import type { EdgeDeps } from './deps';
@@ -20,7 +21,23 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
   const keyCache = new KeyCache({ ttlMs: ctx.config.keyCacheTtlMs });
   const subscriber = createRedisConnection(ctx.config.redisUrl, { name: 'edge-test:key-invalidation' });
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, ctx.config.queuePrefix, logger);
-  const deps: EdgeDeps = { config: ctx.config, db: ctx.db, redis: ctx.redis, s3: ctx.s3, keyCache, logger, metrics: createMetrics('edge-test'), ...overrides };
+  const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix, logger });
+  const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: ctx.redis, prefix: ctx.config.queuePrefix, logger });
+  await evaluateEvents.waitUntilReady();
+  const deps: EdgeDeps = {
+    config: ctx.config,
+    db: ctx.db,
+    redis: ctx.redis,
+    s3: ctx.s3,
+    keyCache,
+    logger,
+    metrics: createMetrics('edge-test'),
+    catalog: new Catalog(ctx.db, { ttlMs: 0 }),
+    breaker: new CircuitBreaker(),
+    queues,
+    evaluateEvents,
+    ...overrides,
+  };
   const server: Server = createServer(buildApp(deps));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -29,6 +46,8 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
     deps,
     close: async () => {
       await unsubscribe();
+      await evaluateEvents.close();
+      await queues.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

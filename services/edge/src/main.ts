@@ -9,7 +9,8 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createServer } = await import('node:http');
-  const { createRedisConnection } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, createQueueEvents } = await import('@gensvc/queue');
+  const { Catalog, CircuitBreaker } = await import('@gensvc/upstream');
   const { createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics } = await import('@gensvc/observability');
@@ -26,7 +27,13 @@ async function main() {
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix, logger);
 
-  const app = buildApp({ config, db, redis, s3, keyCache, logger, metrics: createMetrics(SERVICE) });
+  const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
+  const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: redis, prefix: config.queuePrefix, logger });
+  await evaluateEvents.waitUntilReady();
+  const app = buildApp({
+    config, db, redis, s3, keyCache, logger, metrics: createMetrics(SERVICE),
+    catalog: new Catalog(db), breaker: new CircuitBreaker(), queues, evaluateEvents,
+  });
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
@@ -44,6 +51,8 @@ async function main() {
       },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
         await unsubscribe();
+        await evaluateEvents.close();
+        await queues.close();
         redis.disconnect();
         s3.destroy();
         await db.$disconnect();

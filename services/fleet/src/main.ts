@@ -10,6 +10,7 @@ import { createDb, migrate } from '@gensvc/db';
 import { freePort, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
 import { seedDemo } from './seed-demo';
+import { seedSim } from './seed-sim';
 
 
 const root = resolve(__dirname, '../../..');
@@ -92,13 +93,17 @@ async function main() {
   };
   const { applied } = await migrate(env.DATABASE_URL!);
   if (applied.length) say(`applied migrations: ${applied.join(', ')}`);
+  const simWanted = Number(process.env.SIM_PORT ?? 8090);
+  const simPort = (await portIsFree(simWanted)) && simWanted !== port ? simWanted : await freePort();
+  const simUrl = `http://127.0.0.1:${simPort}`;
   const db = createDb(env.DATABASE_URL!, { max: 2 });
   const demo = await seedDemo(db, join(dataDir, 'demo.json'));
+  await seedSim(db, simUrl);
   await db.$disconnect();
   writeStackRecord(stackFile, { pid: process.pid, env });
 
-  const launch = (name: string) => {
-    const proc = spawn(process.execPath, [join(root, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const launch = (name: string, extra: Record<string, string> = {}) => {
+    const proc = spawn(process.execPath, [join(root, 'services', name, 'dist', 'main.js')], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     const prefix = `[${name}] `;
     const pipe = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) => {
       let rest = '';
@@ -123,10 +128,13 @@ async function main() {
       }
       child.restarts.push(now);
       say(`${name} exited (${code ?? signal}); restarting in 1 s`);
-      setTimeout(() => !stopping && launch(name), 1000);
+      setTimeout(() => !stopping && launch(name, extra), 1000);
     });
   };
+  // The sim stands in for the providers the seeded channels point at: local runs only, never deployed.
+  launch('upstream-sim', { PORT: String(simPort) });
   for (const name of FLEET) launch(name);
+  await waitForHttp(`${simUrl}/healthz`, { timeoutMs: 30_000 });
 
   const base = `http://localhost:${port}`;
   await waitForHttp(`${base}/readyz`, { timeoutMs: 30_000 });
@@ -134,13 +142,16 @@ async function main() {
   process.stdout.write(
     [
       '',
-      `gensvc is up (${seconds} s): ${FLEET.join(', ')}`,
+      `gensvc is up (${seconds} s): ${FLEET.join(', ')}; upstream-sim on ${simUrl}`,
       `  base URL   ${base}`,
       `  API key    ${demo.secret}`,
       `             workspace "Demo" (${demo.workspaceId}), every scope; owner ${demo.email} / ${demo.password}`,
       '',
       'First request:',
+      `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,
+      `    -d '{"model":"sim/eval-1","state":"The sky is green.","questions":{"true":{"type":"boolean","instructions":"Is the statement true?"}}}'`,
       `  curl -s ${base}/api/v1/me/balance -H "Authorization: Bearer ${demo.secret}"`,
+      `  Models: sim/eval-1, sim/eval-input-only (evaluation), sim/chat-1 (chat: /v1/chat/completions, /v1/messages, /v1beta)`,
       '',
       'Admin CLI: npm run admin -- workspace list      Ctrl-C stops everything; data stays in .data/',
       '',

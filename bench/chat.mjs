@@ -1,0 +1,119 @@
+// bench/chat: the same OpenAI chat workload three ways in one run, against the upstream-sim as the provider:
+//   direct   POST {sim}/ch/sim-openai/v1/chat/completions (the floor: what any gateway adds is measured against it)
+//   gensvc   POST {edge}/v1/chat/completions with a real key: authentication, rate limit, reservation, proxying and
+//            settlement all on (the workspace's balance and rpm are too large to refuse anything)
+//   portkey  POST {portkey}/v1/chat/completions, Portkey's open-source gateway 1.15.2 forwarding to the same sim path
+// Each non-streamed and streamed (SSE, read to `data: [DONE]`), at concurrency 1 and 32, DURATION_MS per case after
+// WARMUP_MS, keep-alive connections. Overhead = gateway percentile − direct percentile from the same run.
+// Usage: npm run bench -- chat
+import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
+import { startEdge, startPortkey, startSim } from './lib/processes.mjs';
+import { rssSampler } from './lib/rss.mjs';
+import { seedKey, seedSim, withStack } from './lib/stack.mjs';
+import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
+
+const CONCURRENCIES = [1, 32];
+const CHANNEL = 'sim-openai';
+const TARGET_OVERHEAD_MS = 0.5;
+const TARGET_VS_PORTKEY = 1.5;
+
+const body = (model, stream) =>
+  JSON.stringify({ model, stream, max_tokens: 32, messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }] });
+const checkJson = (status, text) => (status !== 200 ? `status ${status}` : text.includes('"chat.completion"') ? null : `not a chat completion: ${text.slice(0, 200)}`);
+// A stream is right when it ended cleanly: its last event is [DONE] (a cut stream ends with an error event instead).
+const checkStream = (status, text) => (status !== 200 ? `status ${status}` : text.trimEnd().endsWith('data: [DONE]') ? null : `stream did not end with [DONE]: …${text.slice(-200)}`);
+
+await withStack(async ({ env, db }) => {
+  const sim = await startSim();
+  const procs = [sim];
+  try {
+    await seedSim(db, sim.url);
+    const { auth, workspaceId } = await seedKey(db, { unlimited: true });
+    const edge = await startEdge(env);
+    procs.push(edge);
+    const portkey = await startPortkey();
+    procs.push(portkey);
+
+    const json = { 'content-type': 'application/json' };
+    const targets = (stream) => {
+      const check = stream ? checkStream : checkJson;
+      return {
+        direct: { url: `${sim.url}/ch/${CHANNEL}/v1/chat/completions`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: body('chat-1', stream), check },
+        gensvc: { url: `${edge.url}/v1/chat/completions`, headers: { ...json, ...auth }, body: body('sim/chat-1', stream), check },
+        portkey: {
+          url: `${portkey.url}/v1/chat/completions`,
+          headers: { ...json, authorization: 'Bearer sim-secret', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/ch/${CHANNEL}/v1` },
+          body: body('chat-1', stream),
+          check,
+        },
+      };
+    };
+    for (const stream of [false, true]) for (const t of Object.values(targets(stream))) await untilAnswers(t);
+
+    const edgeRss = rssSampler(edge.pid);
+    const portkeyRss = rssSampler(portkey.pid);
+    const results = [];
+    let gensvcAnswers = 0;
+    for (const stream of [false, true]) {
+      const t = targets(stream);
+      for (const concurrency of CONCURRENCIES) {
+        const row = { stream, concurrency };
+        // Interleaved, so that drift in the machine's load touches all three alike.
+        for (const name of ['direct', 'gensvc', 'portkey']) row[name] = await measure(t[name], { concurrency });
+        gensvcAnswers += row.gensvc.answered;
+        results.push(row);
+      }
+    }
+    const edgePeak = edgeRss.stop();
+    const portkeyPeak = portkeyRss.stop();
+
+    console.log(`bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`);
+    const rows = [];
+    for (const r of results) {
+      for (const name of ['direct', 'gensvc', 'portkey']) {
+        const x = r[name];
+        const over = name === 'direct' ? null : { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 };
+        rows.push([
+          `${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`,
+          int(x.rps),
+          ms(x.p50),
+          ms(x.p99),
+          over ? ms(over.p50) : '-',
+          over ? ms(over.p99) : '-',
+          ratio(x.rps / r.direct.rps),
+          String(x.errors),
+        ]);
+      }
+    }
+    printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
+    for (const r of results) for (const name of ['direct', 'gensvc', 'portkey']) printErrors(`${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`, r[name]);
+
+    console.log('targets');
+    for (const r of results) {
+      if (r.concurrency === 1) {
+        const over = r.gensvc.p50 - r.direct.p50;
+        console.log(`  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms`);
+      }
+      if (r.concurrency === 32) {
+        const x = r.gensvc.rps / r.portkey.rps;
+        console.log(`  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}`);
+      }
+    }
+    // Read in its build (build/start-server.js): the stream reader sleeps 25 ms before the first event it relays.
+    console.log("  (Portkey 1.15.2 waits 25 ms before relaying a stream's first event: a setTimeout(25) in its SSE reader)");
+    console.log(`peak RSS over the run: edge ${edgePeak.toFixed(0)} MiB, Portkey ${portkeyPeak.toFixed(0)} MiB`);
+
+    // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger, settled off the latency path.
+    const deadline = Date.now() + 10_000;
+    let charges = 0;
+    const expected = gensvcAnswers + 2; // + the two readiness probes
+    while (Date.now() < deadline) {
+      charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
+      if (charges >= expected) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    console.log(`billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+  }
+});

@@ -1,0 +1,78 @@
+// The processes a benchmark measures, started as in production: one Node process per service, from its built dist/.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { gensvc, root } from './gensvc.mjs';
+
+const { freePort, stopChild, waitForHttp } = gensvc('local-stack');
+
+/**
+ * Starts `node <script> ...args` with `env` (PORT set to a free port unless `port: false`), waits until `readyPath`
+ * answers 2xx when given, and answers { url, port, pid, child, output(), stop() }. The output is kept (its last
+ * 64 KiB) for the error when the process fails to start or dies during the run.
+ */
+export async function startNode({ name, script, args = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000 }) {
+  const port = wantPort ? await freePort() : undefined;
+  const child = spawn(process.execPath, [script, ...args.map((a) => a.replace('{port}', String(port)))], {
+    env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+  });
+  let out = '';
+  const keep = (d) => (out = (out + d).slice(-65_536));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`[bench] ${name} exited during the run (${code ?? signal}):\n${out}\n`);
+  });
+  const url = port ? `http://127.0.0.1:${port}` : undefined;
+  const proc = {
+    name,
+    url,
+    port,
+    pid: child.pid,
+    child,
+    output: () => out,
+    stop: async () => {
+      stopping = true;
+      await stopChild(child, 10_000);
+    },
+  };
+  if (readyPath) {
+    try {
+      await waitForHttp(`${url}${readyPath}`, { timeoutMs, gone: () => (child.exitCode !== null ? `${name} exited (${child.exitCode})` : null) });
+    } catch (e) {
+      await proc.stop();
+      throw new Error(`${e.message}\n${out}`);
+    }
+  }
+  return proc;
+}
+
+/** A gensvc service from services/<name>/dist/main.js; HTTP services pass their readiness path. */
+export function startService(name, env, { extra = {}, readyPath, port = Boolean(readyPath) } = {}) {
+  return startNode({
+    name,
+    script: join(root, 'services', name, 'dist', 'main.js'),
+    env: { LOG_LEVEL: 'warn', ...env, ...extra },
+    port,
+    readyPath,
+  });
+}
+
+/** The edge, ready when /readyz answers (its stores are reachable). */
+export const startEdge = (env, extra = {}) => startService('edge', env, { extra, readyPath: '/readyz' });
+
+/** The upstream-sim as its own process (so its CPU is not the load generator's), with a quiet request log. */
+export const startSim = () =>
+  startNode({ name: 'upstream-sim', script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'), env: { LOG_LEVEL: 'warn' }, readyPath: '/__sim/requests' });
+
+/** Portkey's open-source gateway (@portkey-ai/gateway, a root devDependency), the peer bench/chat compares with. */
+export const startPortkey = () =>
+  startNode({
+    name: 'portkey',
+    script: join(root, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js'),
+    args: ['--port={port}', '--headless'],
+    env: {},
+    readyPath: '/',
+  });

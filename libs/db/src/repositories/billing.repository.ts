@@ -1,0 +1,83 @@
+import { errors } from '@gensvc/errors';
+import type { DbClient } from '../client';
+import { newId } from '../ids';
+
+export interface ReserveInput {
+  workspaceId: string;
+  /** The key whose spend cap the hold counts against; null for work not paid through a key. */
+  apiKeyId: string | null;
+  /** The request id the caller saw, carried into the ledger. */
+  requestId: string;
+  /** Upper bound of the cost, in micro-units. */
+  amount: bigint;
+  /** A hold left by a process that died is given back after this long (releaseExpired). */
+  ttlMs: number;
+}
+
+export interface SettleInput {
+  cost: bigint;
+  model?: string | null;
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  taskId?: string | null;
+}
+
+/**
+ * Money moves only through the three SQL functions of the billing migration, each a single atomic round trip:
+ * reserve before calling upstream, then settle to the real cost or release. Exact under any concurrency: the
+ * conditional updates run under row locks, so a key's spent + reserved never passes its cap and a balance never
+ * goes below zero.
+ */
+export const billingRepository = {
+  /** Holds `amount`; throws 402 spending_cap_exhausted or insufficient_balance when it cannot. */
+  async reserve(db: DbClient, input: ReserveInput): Promise<{ id: string; amount: bigint }> {
+    if (input.amount < 0n) throw new Error('A reservation cannot be negative.');
+    const id = newId('res');
+    const expires = new Date(Date.now() + input.ttlMs);
+    const [row] = await db.$queryRaw<{ outcome: string }[]>`
+      SELECT gensvc_reserve(${id}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.amount}::bigint, ${expires}::timestamp(3)) AS outcome`;
+    switch (row?.outcome) {
+      case 'ok':
+        return { id, amount: input.amount };
+      case 'spending_cap_exhausted':
+        throw errors.spendingCapExhausted();
+      case 'insufficient_balance':
+        throw errors.insufficientBalance();
+      default:
+        throw new Error(`gensvc_reserve answered ${JSON.stringify(row)}`);
+    }
+  },
+
+  /**
+   * Charges min(cost, held) with one ledger entry and gives back the rest. Idempotent: null when the reservation
+   * was already settled or released, so a retried settlement never charges twice.
+   */
+  async settle(db: DbClient, reservationId: string, input: SettleInput): Promise<{ charged: bigint; balanceAfter: bigint } | null> {
+    const rows = await db.$queryRaw<{ charged: bigint; balance_after: bigint }[]>`
+      SELECT charged, balance_after FROM gensvc_settle(${reservationId}, ${input.cost}::bigint, ${newId('led')},
+        ${input.model ?? null}, ${input.inputTokens ?? null}::integer, ${input.outputTokens ?? null}::integer, ${input.taskId ?? null})`;
+    const row = rows[0];
+    return row ? { charged: BigInt(row.charged), balanceAfter: BigInt(row.balance_after) } : null;
+  },
+
+  /** Gives the hold back in full; false when it was no longer held. */
+  async release(db: DbClient, reservationId: string): Promise<boolean> {
+    const [row] = await db.$queryRaw<{ released: boolean }[]>`SELECT gensvc_release(${reservationId}) AS released`;
+    return row?.released === true;
+  },
+
+  /** Releases holds whose owner died before settling (their expiry passed); returns how many. */
+  async releaseExpired(db: DbClient, now = new Date(), batch = 500): Promise<number> {
+    const rows = await db.$queryRaw<{ released: boolean }[]>`
+      SELECT gensvc_release(id) AS released FROM "Reservation"
+       WHERE state = 'held' AND "expiresAt" < ${now}::timestamp(3)
+       ORDER BY "expiresAt" LIMIT ${batch}`;
+    return rows.filter((r) => r.released).length;
+  },
+
+  /** The workspace's ledger total: equals balance + held reservations (the billing invariant). */
+  async ledgerTotal(db: DbClient, workspaceId: string): Promise<bigint> {
+    const agg = await db.ledgerEntry.aggregate({ where: { workspaceId }, _sum: { amount: true } });
+    return agg._sum.amount ?? 0n;
+  },
+};

@@ -1,0 +1,145 @@
+import type { DbClient } from '../client';
+import type { ArchiveStatus, FileSource } from '../generated/prisma/enums';
+import type { Prisma } from '../generated/prisma/client';
+
+// A file is visible (listed, inspected, served) while its library entry lives: expiresAt > now. Expiry is therefore
+// also the mark of a deletion in progress: a delete first expires the row, then removes the bytes, then the row,
+// so a crash at any point leaves a hidden row that the retention sweep finishes, never a listed row without bytes.
+
+export interface CreateFileInput {
+  id: string;
+  workspaceId: string;
+  source: FileSource;
+  purpose: string;
+  filename: string;
+  contentType: string;
+  bytes: bigint;
+  sha256?: string | null;
+  storageKey: string;
+  createdAt?: Date;
+  expiresAt: Date;
+  publicExpiresAt?: Date | null;
+  taskId?: string | null;
+  outputIndex?: number | null;
+  archiveStatus?: ArchiveStatus;
+  createdById?: string | null;
+}
+
+export interface ListFilesInput {
+  limit: number;
+  /** Id of the last file of the previous page. */
+  after?: string;
+  order: 'asc' | 'desc';
+  purpose?: string;
+  source?: FileSource;
+}
+
+export interface PurgeableFile {
+  id: string;
+  workspaceId: string;
+  storageKey: string;
+}
+
+const visible = (now: Date) => ({ expiresAt: { gt: now } });
+
+/** Both lives over: the library entry and, for generated outputs, the public copy. */
+const purgeable = (now: Date): Prisma.FileWhereInput => ({
+  expiresAt: { lte: now },
+  OR: [{ publicExpiresAt: null }, { publicExpiresAt: { lte: now } }],
+});
+
+export const fileRepository = {
+  create(db: DbClient, input: CreateFileInput) {
+    return db.file.create({
+      data: {
+        id: input.id,
+        workspaceId: input.workspaceId,
+        source: input.source,
+        purpose: input.purpose,
+        filename: input.filename,
+        contentType: input.contentType,
+        bytes: input.bytes,
+        sha256: input.sha256 ?? null,
+        storageKey: input.storageKey,
+        ...(input.createdAt ? { createdAt: input.createdAt } : {}),
+        expiresAt: input.expiresAt,
+        publicExpiresAt: input.publicExpiresAt ?? null,
+        taskId: input.taskId ?? null,
+        outputIndex: input.outputIndex ?? null,
+        ...(input.archiveStatus ? { archiveStatus: input.archiveStatus } : {}),
+        createdById: input.createdById ?? null,
+      },
+    });
+  },
+
+  /** The workspace's visible file; null for another workspace's, an expired or a deleted one. */
+  async get(db: DbClient, workspaceId: string, id: string, now = new Date()) {
+    // findUnique on the primary key (its plan is cached, see client.ts), then the workspace and expiry checks.
+    const file = await db.file.findUnique({ where: { id } });
+    return file && file.workspaceId === workspaceId && file.expiresAt > now ? file : null;
+  },
+
+  /**
+   * One page in (createdAt, id) order. `after` must name a file of this workspace (an expired one still counts as
+   * a position while its row exists); null when it does not.
+   */
+  async list(db: DbClient, workspaceId: string, input: ListFilesInput, now = new Date()) {
+    const where: Prisma.FileWhereInput = {
+      workspaceId,
+      ...visible(now),
+      ...(input.purpose !== undefined ? { purpose: input.purpose } : {}),
+      ...(input.source !== undefined ? { source: input.source } : {}),
+    };
+    if (input.after !== undefined) {
+      const cursor = await db.file.findUnique({ where: { id: input.after }, select: { workspaceId: true, createdAt: true, id: true } });
+      if (!cursor || cursor.workspaceId !== workspaceId) return null;
+      const beyond = input.order === 'desc' ? 'lt' : 'gt';
+      where.AND = [{ OR: [{ createdAt: { [beyond]: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { [beyond]: cursor.id } }] }];
+    }
+    const rows = await db.file.findMany({
+      where,
+      orderBy: [{ createdAt: input.order }, { id: input.order }],
+      take: input.limit + 1,
+    });
+    return { data: rows.slice(0, input.limit), hasMore: rows.length > input.limit };
+  },
+
+  /**
+   * Step one of a delete: hides the file at once (expires both of its lives). Returns its storage key, or null when
+   * there is no visible file of this workspace by that id (so of two racing deletes, one wins).
+   */
+  async markDeleted(db: DbClient, workspaceId: string, id: string, now = new Date()): Promise<{ storageKey: string } | null> {
+    const file = await db.file.findUnique({ where: { id }, select: { workspaceId: true, storageKey: true, publicExpiresAt: true } });
+    if (!file || file.workspaceId !== workspaceId) return null;
+    const { count } = await db.file.updateMany({
+      where: { id, workspaceId, ...visible(now) },
+      data: { expiresAt: now, ...(file.publicExpiresAt ? { publicExpiresAt: now } : {}) },
+    });
+    return count === 1 ? { storageKey: file.storageKey } : null;
+  },
+
+  /** Last step of a delete, once the bytes are gone. */
+  async remove(db: DbClient, workspaceId: string, id: string): Promise<boolean> {
+    const { count } = await db.file.deleteMany({ where: { id, workspaceId } });
+    return count === 1;
+  },
+
+  /** Files whose library entry and public copy are both over, oldest first (retention sweep, across workspaces). */
+  purgeable(db: DbClient, now: Date, limit: number): Promise<PurgeableFile[]> {
+    return db.file.findMany({
+      where: purgeable(now),
+      select: { id: true, workspaceId: true, storageKey: true },
+      orderBy: [{ expiresAt: 'asc' }, { id: 'asc' }],
+      take: limit,
+    });
+  },
+
+  /** Removes the rows whose bytes the sweep has removed. */
+  async removePurged(db: DbClient, ids: string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const { count } = await db.file.deleteMany({ where: { id: { in: ids } } });
+    return count;
+  },
+};
+
+export type FileRow = NonNullable<Awaited<ReturnType<typeof fileRepository.get>>>;

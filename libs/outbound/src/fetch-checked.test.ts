@@ -1,0 +1,295 @@
+// fetchChecked against real HTTPS servers on loopback. 127.0.0.1 passes only through the allow-list, as in every
+// test of the system; 127.0.0.2 (also loopback on Linux) plays the private host an attacker wants to reach.
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { buffer } from 'node:stream/consumers';
+import type { TLSSocket } from 'node:tls';
+import type { LookupFn } from './check-url';
+import { fetchChecked, postChecked, type RequestOptions } from './fetch-checked';
+import { OutboundError } from './outbound-error';
+import { createTestCa, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from './testing';
+
+const ALLOW = ['127.0.0.1/32'];
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+let route: Handler = (_req, res) => res.end('unset');
+let server: TlsTestServer;
+/** The private host: any request reaching it fails the test that says none may. */
+let privateHost: TlsTestServer;
+const servers: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  server = await startTlsServer((req, res) => route(req, res));
+  privateHost = await startTlsServer((_req, res) => res.end('private data'), { host: '127.0.0.2' });
+  servers.push(server, privateHost);
+});
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+});
+beforeEach(() => {
+  server.requests.length = 0;
+  privateHost.requests.length = 0;
+});
+
+const trusted = (): RequestOptions => ({ allowCidrs: ALLOW, ca: server.caPem });
+
+async function failure(p: Promise<unknown>): Promise<OutboundError> {
+  const e = await p.then(
+    () => new Error('expected the request to fail'),
+    (err: unknown) => err,
+  );
+  if (!(e instanceof OutboundError)) throw e;
+  return e;
+}
+
+describe('the happy path', () => {
+  it('fetches byte-exact from an allowed HTTPS server with a trusted CA', async () => {
+    const payload = randomBytes(3 * 1024 * 1024 + 17);
+    route = (_req, res) => {
+      res.setHeader('content-type', 'image/png');
+      res.end(payload);
+    };
+    const res = await fetchChecked(`${server.url}/out/1.png?sig=abc`, trusted());
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('image/png');
+    expect(res.address).toEqual({ address: '127.0.0.1', family: 4 });
+    const body = await buffer(res.body);
+    expect(body.length).toBe(payload.length);
+    expect(sha256(body)).toBe(sha256(payload));
+    expect(server.requests).toEqual([
+      expect.objectContaining({ method: 'GET', url: '/out/1.png?sig=abc', headers: expect.objectContaining({ host: `127.0.0.1:${server.port}` }) }),
+    ]);
+  });
+
+  it('connects to the checked address, naming the host for SNI, the certificate and Host; it resolves once', async () => {
+    let servername: string | false | null | undefined;
+    route = (req, res) => {
+      servername = (req.socket as TLSSocket).servername;
+      res.end('hello');
+    };
+    const lookups: string[] = [];
+    const lookup: LookupFn = async (name) => {
+      lookups.push(name);
+      return [{ address: '127.0.0.1', family: 4 }];
+    };
+    const res = await fetchChecked(`https://localhost:${server.port}/x`, { ...trusted(), lookup });
+    expect((await buffer(res.body)).toString()).toBe('hello');
+    expect(lookups).toEqual(['localhost']);
+    expect(servername).toBe('localhost');
+    expect(server.requests[0]!.headers.host).toBe(`localhost:${server.port}`);
+  });
+
+  it('POSTs a body with its headers (callbacks) and returns the answer', async () => {
+    route = (req, res) => {
+      void buffer(req).then((body) => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ got: body.toString(), sig: req.headers['svc-signature'], len: req.headers['content-length'], ct: req.headers['content-type'] }));
+      });
+    };
+    const body = JSON.stringify({ task_id: 'tsk_1', status: 'completed', note: 'é' });
+    const res = await postChecked(`${server.url}/hook`, body, {
+      ...trusted(),
+      headers: { 'content-type': 'application/json', 'svc-signature': 't=1,v1=ab' },
+    });
+    expect(res.status).toBe(200);
+    const answer = JSON.parse((await buffer(res.body)).toString());
+    expect(answer).toEqual({ got: body, sig: 't=1,v1=ab', len: String(Buffer.byteLength(body)), ct: 'application/json' });
+    expect(server.requests[0]!.method).toBe('POST');
+  });
+});
+
+describe('addresses', () => {
+  it('refuses a private server unless the allow-list names it, before any connection', async () => {
+    route = (_req, res) => res.end('x');
+    expect((await failure(fetchChecked(`${server.url}/`, { ca: server.caPem }))).reason).toBe('private_address');
+    expect((await failure(fetchChecked(`${privateHost.url}/`, trusted()))).reason).toBe('private_address');
+    expect(server.requests).toHaveLength(0);
+    expect(privateHost.requests).toHaveLength(0);
+  });
+
+  it('refuses a name resolving to a private address (fake resolver) without connecting', async () => {
+    const lookup: LookupFn = async () => [{ address: '127.0.0.2', family: 4 }];
+    const e = await failure(fetchChecked(`https://innocent.example:${privateHost.port}/`, { ...trusted(), lookup }));
+    expect(e.reason).toBe('private_address');
+    expect(privateHost.requests).toHaveLength(0);
+  });
+
+  it('DNS rebinding: a name that resolves public, then private, only ever reaches the address that was checked', async () => {
+    // The rebinding host serves the same port on the private address, so a second resolution would land there.
+    const { ca } = sharedTestCa();
+    const rebindCert = ca.issue(['rebind.example']);
+    const publicSide = await startTlsServer((_req, res) => res.end('public side'), { cert: rebindCert });
+    servers.push(publicSide);
+    const privateSide = await startTlsServer((_req, res) => res.end('private side'), { host: '127.0.0.2', cert: rebindCert, port: publicSide.port });
+    servers.push(privateSide);
+    let calls = 0;
+    const lookup: LookupFn = async () => (calls++ === 0 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '127.0.0.2', family: 4 }]);
+    const url = `https://rebind.example:${publicSide.port}/secret`;
+
+    const res = await fetchChecked(url, { ...trusted(), lookup });
+    expect((await buffer(res.body)).toString()).toBe('public side');
+    expect(res.address.address).toBe('127.0.0.1');
+    expect(calls).toBe(1);
+    // The next request sees the rebound answer, and is refused at the check.
+    expect((await failure(fetchChecked(url, { ...trusted(), lookup }))).reason).toBe('private_address');
+    expect(publicSide.requests).toHaveLength(1);
+    expect(privateSide.requests).toHaveLength(0);
+  });
+
+  it('refuses a connection that cannot be made', async () => {
+    const closed = createTcpServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    expect((await failure(fetchChecked(`https://127.0.0.1:${port}/`, trusted()))).reason).toBe('connection');
+  });
+});
+
+describe('TLS', () => {
+  it('refuses a server whose CA is not trusted', async () => {
+    route = (_req, res) => res.end('x');
+    const e = await failure(fetchChecked(`${server.url}/`, { allowCidrs: ALLOW }));
+    expect(e.reason).toBe('tls');
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('refuses a self-signed certificate', async () => {
+    const selfSigned = await startTlsServer((_req, res) => res.end('x'), { cert: selfSignedCert() });
+    servers.push(selfSigned);
+    expect(await failure(fetchChecked(`${selfSigned.url}/`, trusted()))).toMatchObject({
+      reason: 'tls',
+      message: expect.stringContaining('DEPTH_ZERO_SELF_SIGNED_CERT'),
+    });
+    expect((await failure(fetchChecked(`${selfSigned.url}/`, { allowCidrs: ALLOW }))).reason).toBe('tls');
+    expect(selfSigned.requests).toHaveLength(0);
+  });
+
+  it('refuses an expired certificate from a trusted CA', async () => {
+    const expired = await startTlsServer((_req, res) => res.end('x'), { cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }) });
+    servers.push(expired);
+    const e = await failure(fetchChecked(`${expired.url}/`, trusted()));
+    expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('CERT_HAS_EXPIRED') });
+    expect(expired.requests).toHaveLength(0);
+  });
+
+  it('refuses a certificate of a trusted CA issued for another name', async () => {
+    const lookup: LookupFn = async () => [{ address: '127.0.0.1', family: 4 }];
+    const e = await failure(fetchChecked(`https://evil.example:${server.port}/`, { ...trusted(), lookup }));
+    expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('ERR_TLS_CERT_ALTNAME_INVALID') });
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('refuses a certificate of another, untrusted CA', async () => {
+    const other = await startTlsServer((_req, res) => res.end('x'), { cert: createTestCa('other CA').issue(['127.0.0.1']) });
+    servers.push(other);
+    expect((await failure(fetchChecked(`${other.url}/`, trusted()))).reason).toBe('tls');
+  });
+});
+
+describe('answers', () => {
+  it('does not follow redirects, to a private host or anywhere', async () => {
+    route = (req, res) => {
+      const to = req.url === '/meta' ? 'https://169.254.169.254/latest/meta-data/' : `${privateHost.url}/internal`;
+      res.writeHead(302, { location: to });
+      res.end();
+    };
+    const e = await failure(fetchChecked(`${server.url}/go`, { ...trusted(), allowCidrs: [...ALLOW, '127.0.0.2/32'] }));
+    expect(e).toMatchObject({ reason: 'redirect', status: 302, message: expect.stringContaining(`${privateHost.url}/internal`) });
+    expect((await failure(fetchChecked(`${server.url}/meta`, trusted()))).reason).toBe('redirect');
+    expect(server.requests).toHaveLength(2);
+    expect(privateHost.requests).toHaveLength(0);
+  });
+
+  it('answers http_status for an unaccepted status, or returns it when the caller accepts it', async () => {
+    route = (_req, res) => {
+      res.statusCode = 404;
+      res.end('no such output');
+    };
+    expect(await failure(fetchChecked(`${server.url}/gone`, trusted()))).toMatchObject({ reason: 'http_status', status: 404 });
+    const res = await fetchChecked(`${server.url}/gone`, { ...trusted(), acceptStatus: () => true });
+    expect(res.status).toBe(404);
+    expect((await buffer(res.body)).toString()).toBe('no such output');
+  });
+
+  it('refuses a body above maxBytes: at once when declared, while streaming when not, and stops reading', async () => {
+    const big = randomBytes(8 * 1024 * 1024);
+    const sentWhenClosed: number[] = [];
+    route = (req, res) => {
+      if (req.url === '/declared') return res.end(big);
+      // Chunked: the size is known only by counting.
+      let sent = 0;
+      res.on('close', () => sentWhenClosed.push(res.writableFinished ? -1 : sent));
+      const pump = () => {
+        while (sent < big.length) {
+          const chunk = big.subarray(sent, sent + 64 * 1024);
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    };
+    const limit = { ...trusted(), maxBytes: 1024 * 1024 };
+    expect((await failure(fetchChecked(`${server.url}/declared`, limit))).reason).toBe('too_large');
+
+    const res = await fetchChecked(`${server.url}/chunked`, limit);
+    expect((await failure(buffer(res.body))).reason).toBe('too_large');
+    // The download stopped: the server could not finish sending (-1 would mean it did).
+    for (let i = 0; i < 50 && sentWhenClosed.length === 0; i++) await sleep(20);
+    expect(sentWhenClosed).toHaveLength(1);
+    expect(sentWhenClosed[0]).toBeGreaterThan(0);
+    expect(sentWhenClosed[0]).toBeLessThan(big.length);
+    // Exactly at the limit is fine.
+    const exact = await fetchChecked(`${server.url}/chunked`, { ...trusted(), maxBytes: big.length });
+    expect(sha256(await buffer(exact.body))).toBe(sha256(big));
+  });
+
+  it('fails a body cut short of its Content-Length', async () => {
+    route = (_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write(Buffer.alloc(500));
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    const res = await fetchChecked(`${server.url}/cut`, trusted());
+    expect((await failure(buffer(res.body))).reason).toBe('connection');
+  });
+});
+
+describe('timeouts', () => {
+  it('gives up on a server that never answers', async () => {
+    route = () => {};
+    const t0 = Date.now();
+    expect((await failure(fetchChecked(`${server.url}/slow`, { ...trusted(), timeoutMs: 300 }))).reason).toBe('timeout');
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  });
+
+  it('gives up on a body that stalls, with the total deadline', async () => {
+    route = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'video/mp4' });
+      res.write(Buffer.alloc(1000));
+    };
+    const res = await fetchChecked(`${server.url}/stall`, { ...trusted(), timeoutMs: 400 });
+    expect((await failure(buffer(res.body))).reason).toBe('timeout');
+  });
+
+  it('gives up on a server that accepts the connection but never completes the TLS handshake', async () => {
+    const sockets: Socket[] = [];
+    const mute: TcpServer = createTcpServer((s) => sockets.push(s));
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    servers.push({ close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))) });
+    const port = (mute.address() as { port: number }).port;
+    const e = await failure(fetchChecked(`https://127.0.0.1:${port}/`, { ...trusted(), connectTimeoutMs: 200 }));
+    expect(e).toMatchObject({ reason: 'timeout', message: expect.stringContaining('within 200 ms') });
+  });
+
+  it('stops when the caller aborts', async () => {
+    route = () => {};
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const e = await failure(fetchChecked(`${server.url}/slow`, { ...trusted(), signal: controller.signal }));
+    expect(e).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
+  });
+});

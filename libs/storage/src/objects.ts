@@ -1,0 +1,130 @@
+// Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
+// are; S3 holds only the bytes, under keys that name their workspace.
+import type { Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createS3, type S3Settings } from './s3';
+
+/** Multipart part size and parts in flight: at most about (queueSize + 1) × partSize of a stream is held in memory. */
+export const UPLOAD_PART_SIZE = 5 * 1024 * 1024;
+export const UPLOAD_QUEUE_SIZE = 2;
+
+/** Where a workspace file's bytes live. The id is unguessable, so the key is too. */
+export function fileObjectKey(workspaceId: string, fileId: string): string {
+  return `workspaces/${workspaceId}/files/${fileId}`;
+}
+
+export interface PutStreamInput {
+  bucket: string;
+  key: string;
+  body: Readable;
+  contentType: string;
+  contentDisposition?: string;
+}
+
+/**
+ * Streams `body` into `key` (one PutObject under a part size, a multipart upload above). Resolves once the object
+ * is complete. To give up, destroy `body` with an error: the promise then rejects only after the multipart upload
+ * is aborted, so no object and no parts are left behind (Upload.abort() would reject at once while parts are still
+ * in flight).
+ */
+export async function putObjectStream(s3: S3Client, input: PutStreamInput): Promise<void> {
+  const upload = new Upload({
+    client: s3,
+    params: {
+      Bucket: input.bucket,
+      Key: input.key,
+      Body: input.body,
+      ContentType: input.contentType,
+      ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
+    },
+    partSize: UPLOAD_PART_SIZE,
+    queueSize: UPLOAD_QUEUE_SIZE,
+    leavePartsOnError: false,
+  });
+  await upload.done();
+}
+
+export interface ObjectRange {
+  /** First byte, inclusive. */
+  start: number;
+  /** Last byte, inclusive. */
+  end: number;
+}
+
+export interface ObjectStream {
+  body: Readable;
+  contentLength: number;
+  contentType: string | undefined;
+}
+
+/** The object's bytes (or one range of them) as a stream; null when there is no such object. */
+export async function getObjectStream(s3: S3Client, bucket: string, key: string, range?: ObjectRange, abortSignal?: AbortSignal): Promise<ObjectStream | null> {
+  try {
+    const out = await s3.send(
+      new GetObjectCommand({ Bucket: bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      { abortSignal },
+    );
+    return { body: out.Body as Readable, contentLength: out.ContentLength ?? 0, contentType: out.ContentType };
+  } catch (e) {
+    if (isMissing(e)) return null;
+    throw e;
+  }
+}
+
+/** The object's size, or null when there is no such object. */
+export async function headObject(s3: S3Client, bucket: string, key: string): Promise<{ bytes: number; contentType: string | undefined } | null> {
+  try {
+    const out = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return { bytes: out.ContentLength ?? 0, contentType: out.ContentType };
+  } catch (e) {
+    if (isMissing(e)) return null;
+    throw e;
+  }
+}
+
+/** Deletes the object; deleting a missing object succeeds (S3 semantics), so a retried delete is harmless. */
+export async function deleteObject(s3: S3Client, bucket: string, key: string): Promise<void> {
+  try {
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  } catch (e) {
+    if (!isMissing(e)) throw e;
+  }
+}
+
+export interface PresignOptions {
+  expiresInSeconds: number;
+  /** Overrides the stored headers on the answer (response-content-disposition / -type). */
+  contentDisposition?: string;
+  contentType?: string;
+}
+
+/** A GetObject URL that needs no credentials until it expires; computed locally, no request is made. */
+export function presignGetObject(s3: S3Client, bucket: string, key: string, options: PresignOptions): Promise<string> {
+  return getSignedUrl(
+    s3,
+    new GetObjectCommand({
+      Bucket: bucket,
+      Key: key,
+      ...(options.contentDisposition ? { ResponseContentDisposition: options.contentDisposition } : {}),
+      ...(options.contentType ? { ResponseContentType: options.contentType } : {}),
+    }),
+    { expiresIn: options.expiresInSeconds },
+  );
+}
+
+/**
+ * The client presigned delivery links are made with: its endpoint is the public file host when one is set, so
+ * links point there (the signature covers the host), else the S3 endpoint itself.
+ */
+export function createPresignS3(s: S3Settings, fileHost: string | undefined): S3Client {
+  return createS3(fileHost ? { ...s, endpoint: fileHost } : s);
+}
+
+function isMissing(e: unknown): boolean {
+  // Not any 404: a missing bucket (NoSuchBucket) is a configuration fault and must surface. HEAD answers carry no
+  // body, so their 404 arrives as NotFound.
+  const name = (e as { name?: string })?.name;
+  return name === 'NoSuchKey' || name === 'NotFound';
+}

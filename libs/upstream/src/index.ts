@@ -1,0 +1,4 @@
+export * from './breaker';
+export * from './catalog';
+export * from './failover';
+export * from './pricing';

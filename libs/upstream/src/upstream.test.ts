@@ -1,0 +1,101 @@
+import { CircuitBreaker } from './breaker';
+import type { CatalogRoute } from './catalog';
+import { orderRoutes, UpstreamFailure, withFailover } from './failover';
+import { costOf, reservationFor } from './pricing';
+
+const route = (id: string, priority = 0, weight = 1, enabled = true) =>
+  ({ modelId: 'sim/m', channelId: id, upstreamModel: null, channel: { id, name: id, priority, weight, enabled } }) as unknown as CatalogRoute;
+
+describe('orderRoutes', () => {
+  it('puts higher priority first and skips disabled channels', () => {
+    const order = orderRoutes([route('low', 0), route('off', 9, 1, false), route('high', 5)]).map((r) => r.channel.id);
+    expect(order).toEqual(['high', 'low']);
+  });
+
+  it('orders one priority by weight', () => {
+    let seed = 1;
+    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const first = { a: 0, b: 0 };
+    for (let i = 0; i < 4000; i++) first[orderRoutes([route('a', 0, 3), route('b', 0, 1)], random)[0]!.channel.id as 'a' | 'b']++;
+    expect(first.a / first.b).toBeGreaterThan(2.5);
+    expect(first.a / first.b).toBeLessThan(3.5);
+  });
+});
+
+describe('withFailover', () => {
+  const failing = (status: number) => new UpstreamFailure(`status ${status}`, 'status', status >= 500 || status === 429, status);
+
+  it('moves to the next channel on 5xx and connection errors, and stops on a 4xx', async () => {
+    const breaker = new CircuitBreaker();
+    const calls: string[] = [];
+    const result = await withFailover({
+      routes: [route('a', 3), route('b', 2), route('c', 1)],
+      breaker,
+      call: async (r) => {
+        calls.push(r.channel.id);
+        if (r.channel.id === 'a') throw failing(503);
+        if (r.channel.id === 'b') throw new UpstreamFailure('reset', 'connection', true);
+        return 'ok';
+      },
+    });
+    expect(result).toBe('ok');
+    expect(calls).toEqual(['a', 'b', 'c']);
+
+    calls.length = 0;
+    await expect(
+      withFailover({ routes: [route('a', 3), route('c', 1)], breaker, call: async (r) => { calls.push(r.channel.id); throw failing(400); } }),
+    ).rejects.toMatchObject({ status: 502 });
+    expect(calls).toEqual(['a']);
+  });
+
+  it('opens a failing channel for a while, then lets one trial through', async () => {
+    let now = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 1000, now: () => now });
+    const calls: string[] = [];
+    const call = async (r: CatalogRoute) => {
+      calls.push(r.channel.id);
+      if (r.channel.id === 'a' && now < 5000) throw failing(500);
+      return r.channel.id;
+    };
+    const routes = [route('a', 1), route('b', 0)];
+    for (let i = 0; i < 3; i++) expect(await withFailover({ routes, breaker, call })).toBe('b');
+    calls.length = 0;
+    expect(await withFailover({ routes, breaker, call })).toBe('b');
+    expect(calls).toEqual(['b']); // a is open: skipped
+    now = 1500;
+    calls.length = 0;
+    expect(await withFailover({ routes, breaker, call })).toBe('b');
+    expect(calls).toEqual(['a', 'b']); // the trial failed: open again
+    now = 1600;
+    calls.length = 0;
+    await withFailover({ routes, breaker, call });
+    expect(calls).toEqual(['b']);
+    now = 5000;
+    calls.length = 0;
+    expect(await withFailover({ routes, breaker, call })).toBe('a'); // recovered by itself
+    expect(breaker.isOpen('a')).toBe(false);
+  });
+
+  it('still tries when every channel is open, and reports the last failure', async () => {
+    const breaker = new CircuitBreaker({ failureThreshold: 1 });
+    breaker.failure('a');
+    await expect(withFailover({ routes: [route('a')], breaker, call: async () => { throw new UpstreamFailure('slow', 'timeout', true); } }))
+      .rejects.toMatchObject({ status: 504, code: 'upstream_timeout' });
+    await expect(withFailover({ routes: [], breaker, call: async () => 1 })).rejects.toMatchObject({ status: 503 });
+  });
+});
+
+describe('pricing', () => {
+  const model = { inputPricePerMTok: 2_000_000n, outputPricePerMTok: 8_000_000n, inputOnly: false, maxOutputTokens: 1000 };
+  it('charges per million tokens, rounded up to the micro-unit', () => {
+    expect(costOf(model, { inputTokens: 1_000_000, outputTokens: 0 })).toBe(2_000_000n);
+    expect(costOf(model, { inputTokens: 1, outputTokens: 1 })).toBe(10n);
+    expect(costOf({ ...model, inputPricePerMTok: 1n, outputPricePerMTok: 0n }, { inputTokens: 1, outputTokens: 0 })).toBe(1n);
+    expect(costOf({ ...model, inputOnly: true }, { inputTokens: 10, outputTokens: 1_000_000 })).toBe(20n);
+  });
+  it('reserves an upper bound from the request size and the output cap', () => {
+    expect(reservationFor(model, { inputBytes: 500 })).toBe(costOf(model, { inputTokens: 500, outputTokens: 1000 }));
+    expect(reservationFor(model, { inputBytes: 500, maxOutputTokens: 10 })).toBe(costOf(model, { inputTokens: 500, outputTokens: 10 }));
+    expect(reservationFor(model, { inputBytes: 500, maxOutputTokens: 1e9 })).toBe(costOf(model, { inputTokens: 500, outputTokens: 1000 }));
+  });
+});

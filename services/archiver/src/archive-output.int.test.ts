@@ -1,0 +1,345 @@
+// archive.output in-process, with a real worker on a real queue, real Postgres and S3, and a real HTTPS "provider"
+// on 127.0.0.1 (let through by OUTBOUND_ALLOW_CIDRS, its certificate from the test CA handed to the client).
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { crc32, deflateSync } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { newId, type Tier } from '@gensvc/db';
+import { createLogger } from '@gensvc/observability';
+import { startTlsServer, type TlsTestServer } from '@gensvc/outbound';
+import { closeWorkers, createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
+import { createS3, fileObjectKey } from '@gensvc/storage';
+import { makeWorkspace, useTestContext } from '@gensvc/testing';
+import type { Job, QueueEvents, Worker } from 'bullmq';
+import type { Readable } from 'node:stream';
+import { startArchiveWorker } from './archive-worker';
+import type { ArchiverDeps } from './deps';
+import type { ArchiveOutcome } from './handlers/archive-output';
+
+const FILE_BASE_URL = 'https://files.gensvc.test';
+const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL });
+const MiB = 1024 * 1024;
+const DAY = 86_400_000;
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** A real PNG: signature, IHDR, one zlib IDAT of noise (incompressible, so it is big), IEND. */
+function makePng(side: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(side, 0);
+  ihdr.writeUInt32BE(side, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows = Buffer.concat(Array.from({ length: side }, () => Buffer.concat([Buffer.from([0]), randomBytes(side * 3)])));
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** Streams `total` bytes starting with `head`, honouring backpressure, hashing what it sends; chunked (no length). */
+function streamGenerated(res: ServerResponse, head: Buffer, total: number, onWrite?: (sent: number) => void): Promise<string> {
+  const hash = createHash('sha256');
+  const block = randomBytes(256 * 1024);
+  let sent = 0;
+  let digest: string | undefined;
+  const done = () => (digest ??= hash.digest('hex'));
+  return new Promise((resolve) => {
+    const pump = () => {
+      while (sent < total) {
+        let chunk = sent === 0 ? Buffer.concat([head, block.subarray(head.length)]) : block;
+        // Vary the content so a repeated block cannot hide a misordered part.
+        chunk = Buffer.from(chunk.subarray(0, Math.min(chunk.length, total - sent)));
+        chunk.writeUInt32BE(sent >>> 0, chunk.length >= 1024 ? 512 : 0);
+        hash.update(chunk);
+        sent += chunk.length;
+        onWrite?.(sent);
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end(() => resolve(done()));
+    };
+    res.on('close', () => resolve(done()));
+    pump();
+  });
+}
+
+const MP4_HEAD = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2', 'latin1')]);
+
+/** Counts the bytes S3 has acknowledged (each part once its UploadPart or PutObject returned), and every command. */
+function countUploaded(s3: S3Client) {
+  const counter = { bytes: 0, commands: [] as string[] };
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      counter.commands.push(context.commandName ?? '?');
+      const out = await next(args);
+      if (context.commandName === 'UploadPartCommand' || context.commandName === 'PutObjectCommand') {
+        const body = (args.input as { Body?: unknown }).Body;
+        if (body instanceof Uint8Array) counter.bytes += body.byteLength;
+      }
+      return out;
+    },
+    { step: 'initialize', name: 'countUploadedBytes' },
+  );
+  return counter;
+}
+
+describe('archive.output', () => {
+  let provider: TlsTestServer;
+  const routes = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
+  let s3: S3Client;
+  let uploaded: ReturnType<typeof countUploaded>;
+  let queues: Queues;
+  let events: QueueEvents;
+  let worker: Worker;
+
+  beforeAll(async () => {
+    provider = await startTlsServer((req, res) => {
+      const route = routes.get(new URL(req.url ?? '/', 'https://x').pathname);
+      if (route) return route(req, res);
+      res.statusCode = 404;
+      res.end('not found');
+    });
+    s3 = createS3(ctx.config.s3);
+    uploaded = countUploaded(s3);
+    queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
+    events = createQueueEvents({ queue: 'archive', connection: ctx.redis, prefix: ctx.config.queuePrefix });
+    await events.waitUntilReady();
+    const deps: ArchiverDeps = {
+      config: ctx.config,
+      db: ctx.db,
+      s3,
+      logger: createLogger({ service: 'archiver-test', level: 'silent' }),
+      outbound: { ca: provider.caPem },
+    };
+    worker = startArchiveWorker(deps, { connection: ctx.redis, prefix: ctx.config.queuePrefix }, 4);
+  });
+
+  afterAll(async () => {
+    await closeWorkers([worker], 10_000);
+    await events.close();
+    await queues.close();
+    s3.destroy();
+    await provider.close();
+  });
+
+  async function makeTask(tier: Tier, outputs: Pick<TaskOutputEntry, 'kind' | 'url'>[]) {
+    const ws = await makeWorkspace(ctx.db, { tier });
+    return ctx.db.task.create({
+      data: {
+        id: newId('tsk'),
+        workspaceId: ws.id,
+        model: 'sim/gen',
+        operation: 'text-to-image',
+        status: 'completed',
+        input: { prompt: 'a lighthouse' },
+        output: { outputs: outputs.map((o, i) => ({ ...o, seed: 40 + i, archive_status: 'pending' })), provider_id: 'pred_1' },
+        completedAt: new Date(),
+      },
+    });
+  }
+
+  async function archive(taskId: string, outputIndex: number, opts: { attempts?: number } = {}): Promise<ArchiveOutcome> {
+    const job = (await enqueue(queues, ArchiveOutput, { taskId, outputIndex }, { attempts: opts.attempts ?? 1 })) as Job;
+    return job.waitUntilFinished(events, 60_000);
+  }
+
+  async function entryOf(taskId: string, i: number) {
+    const task = await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
+    return (task.output as { outputs: Record<string, unknown>[] }).outputs[i]!;
+  }
+
+  async function objectSha(key: string): Promise<{ sha: string; contentType: string | undefined; bytes: number }> {
+    const out = await ctx.s3.send(new GetObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of out.Body as Readable) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    return { sha: hash.digest('hex'), contentType: out.ContentType, bytes };
+  }
+
+  async function objectsOf(workspaceId: string): Promise<string[]> {
+    const page = await ctx.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.s3.bucket, Prefix: `workspaces/${workspaceId}/` }));
+    return (page.Contents ?? []).map((o) => o.Key!);
+  }
+
+  it('archives an image byte-exact as a generated file, and records it in the output entry only', async () => {
+    const png = makePng(300);
+    routes.set('/out/image.png', (_req, res) => {
+      res.setHeader('content-type', 'application/octet-stream'); // the bytes decide, not this
+      res.end(png);
+    });
+    const url = `${provider.url}/out/image.png?token=abc`;
+    const task = await makeTask('payg', [{ kind: 'image', url }]);
+    const before = Date.now();
+
+    const outcome = await archive(task.id, 0);
+    expect(outcome).toMatchObject({ outcome: 'archived', bytes: png.length, already: false });
+
+    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } } });
+    expect(file).toMatchObject({
+      workspaceId: task.workspaceId,
+      source: 'generated',
+      purpose: 'output',
+      contentType: 'image/png',
+      bytes: BigInt(png.length),
+      sha256: sha256(png),
+      storageKey: fileObjectKey(task.workspaceId, file.id),
+      archiveStatus: 'archived',
+      filename: `${task.id}-0.png`,
+    });
+    expect(file.id).toMatch(/^file_[0-9A-Za-z]{22}$/);
+    // Pay-as-you-go: public copy 90 days, library entry 30 days (the earlier of 30 d and the copy's life).
+    expect(file.publicExpiresAt!.getTime() - before).toBeGreaterThanOrEqual(90 * DAY - 1000);
+    expect(file.publicExpiresAt!.getTime() - before).toBeLessThan(90 * DAY + 60_000);
+    expect(file.expiresAt.getTime() - file.createdAt.getTime()).toBe(30 * DAY);
+
+    expect(await objectSha(file.storageKey)).toEqual({ sha: sha256(png), contentType: 'image/png', bytes: png.length });
+
+    const after = await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } });
+    expect(after.output).toEqual({
+      outputs: [
+        { kind: 'image', url, seed: 40, archive_status: 'archived', svc_file_id: file.id, svc_url: `${FILE_BASE_URL}/${file.storageKey}` },
+      ],
+      provider_id: 'pred_1',
+    });
+    const { output: _o, ...rest } = after;
+    const { output: _p, ...restBefore } = task;
+    expect(rest).toEqual(restBefore);
+  });
+
+  it('a re-run, or the same job delivered three times at once, leaves one row and one object', async () => {
+    const png = makePng(64);
+    routes.set('/out/again.png', (_req, res) => res.end(png));
+    const task = await makeTask('team', [{ kind: 'image', url: `${provider.url}/out/again.png` }]);
+    const outcomes = await Promise.all([archive(task.id, 0), archive(task.id, 0), archive(task.id, 0)]);
+    expect(outcomes.map((o) => o.outcome)).toEqual(['archived', 'archived', 'archived']);
+    const fileIds = new Set(outcomes.map((o) => (o as { fileId: string }).fileId));
+    expect(fileIds.size).toBe(1);
+    const rerun = await archive(task.id, 0);
+    expect(rerun).toMatchObject({ outcome: 'archived', already: true, fileId: [...fileIds][0] });
+
+    expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(1);
+    const keys = await objectsOf(task.workspaceId);
+    expect(keys).toHaveLength(1);
+    expect((await objectSha(keys[0]!)).sha).toBe(sha256(png));
+    expect(await entryOf(task.id, 0)).toMatchObject({ archive_status: 'archived', svc_file_id: [...fileIds][0] });
+  });
+
+  it('streams a 64 MiB video with bounded memory: never more than a few parts ahead of S3', async () => {
+    const total = 64 * MiB;
+    let maxLead = 0;
+    let served: Promise<string> = Promise.resolve('');
+    routes.set('/out/video.mp4', (_req, res) => {
+      res.setHeader('content-type', 'video/mp4');
+      served = streamGenerated(res, MP4_HEAD, total, (sent) => {
+        maxLead = Math.max(maxLead, sent - uploaded.bytes);
+      });
+    });
+    const task = await makeTask('free', [
+      { kind: 'image', url: `${provider.url}/out/unused.png` },
+      { kind: 'video', url: `${provider.url}/out/video.mp4` },
+    ]);
+    const start = uploaded.bytes;
+    const outcome = await archive(task.id, 1);
+    expect(outcome).toMatchObject({ outcome: 'archived', bytes: total });
+    expect(uploaded.bytes - start).toBe(total);
+
+    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 1 } } });
+    const sent = await served;
+    expect(file).toMatchObject({ contentType: 'video/mp4', bytes: BigInt(total), sha256: sent, filename: `${task.id}-1.mp4` });
+    expect(await objectSha(file.storageKey)).toEqual({ sha: sent, contentType: 'video/mp4', bytes: total });
+    // Held whole, the lead would reach 64 MiB. Streaming, it is bounded by the parts in flight (queueSize 2 ×
+    // 5 MiB), the part being filled, and socket buffers.
+    expect(maxLead).toBeLessThan(24 * MiB);
+    // Free tier: the public copy lives 7 days, so the library entry does too.
+    expect(file.publicExpiresAt!.getTime() - file.createdAt.getTime()).toBe(7 * DAY);
+    expect(file.expiresAt.getTime()).toBe(file.publicExpiresAt!.getTime());
+    // The other output was not touched.
+    expect(await entryOf(task.id, 0)).toEqual({ kind: 'image', url: `${provider.url}/out/unused.png`, seed: 40, archive_status: 'pending' });
+    expect(await entryOf(task.id, 1)).toMatchObject({ archive_status: 'archived', svc_file_id: file.id });
+  }, 120_000);
+
+  it('an image over 30 MB is too_large: the upload is aborted mid-way, no object, no row, the task keeps its URL', async () => {
+    let finished = false;
+    routes.set('/out/huge.png', (_req, res) => {
+      // No Content-Length: the limit is found while streaming, after several parts were uploaded.
+      void streamGenerated(res, makePng(8), 40 * MiB).then(() => (finished = res.writableFinished));
+    });
+    const url = `${provider.url}/out/huge.png`;
+    const task = await makeTask('payg', [{ kind: 'image', url }]);
+    const partsBefore = uploaded.bytes;
+    const commandsBefore = uploaded.commands.length;
+    const outcome = await archive(task.id, 0);
+    expect(outcome).toMatchObject({ outcome: 'too_large', reason: expect.stringMatching(/^too_large: /) });
+    // Parts did reach S3 before the limit...
+    expect(uploaded.bytes - partsBefore).toBeGreaterThan(0);
+    // ...yet nothing is left: the multipart upload was aborted, never completed.
+    const commands = uploaded.commands.slice(commandsBefore);
+    expect(commands).toEqual(expect.arrayContaining(['CreateMultipartUploadCommand', 'UploadPartCommand', 'AbortMultipartUploadCommand']));
+    expect(commands).not.toContain('CompleteMultipartUploadCommand');
+    expect(await objectsOf(task.workspaceId)).toEqual([]);
+    expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(0);
+    expect(await entryOf(task.id, 0)).toEqual({ kind: 'image', url, seed: 40, archive_status: 'too_large' });
+    expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).status).toBe('completed');
+    expect(finished).toBe(false);
+  }, 60_000);
+
+  it('an output that cannot be fetched is failed; the task is not failed and keeps the provider URL', async () => {
+    const missing = `${provider.url}/out/missing.png`;
+    routes.set('/out/page.png', (_req, res) => {
+      res.setHeader('content-type', 'image/png');
+      res.end('<html>not an image</html>');
+    });
+    const task = await makeTask('payg', [
+      { kind: 'image', url: missing },
+      { kind: 'image', url: `${provider.url}/out/page.png` },
+      { kind: 'image', url: `https://127.0.0.2:${provider.port}/out/image.png` },
+      { kind: 'image', url: `http://127.0.0.1:${provider.port}/out/image.png` },
+    ]);
+    const seen = provider.requests.length;
+    expect(await archive(task.id, 0)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('http_status') });
+    expect(await archive(task.id, 1)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('unsupported_type') });
+    expect(await archive(task.id, 2)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('private_address') });
+    expect(await archive(task.id, 3)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('scheme') });
+    // Only the first two reached the provider: the private address and plain http were refused before connecting.
+    expect(provider.requests.slice(seen).map((r) => r.url)).toEqual(['/out/missing.png', '/out/page.png']);
+    expect(await entryOf(task.id, 0)).toEqual({ kind: 'image', url: missing, seed: 40, archive_status: 'failed' });
+    expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(0);
+    expect(await objectsOf(task.workspaceId)).toEqual([]);
+    expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).status).toBe('completed');
+  });
+
+  it('retries a transient failure while attempts remain', async () => {
+    const png = makePng(32);
+    let calls = 0;
+    routes.set('/out/flaky.png', (_req, res) => {
+      if (calls++ === 0) {
+        res.statusCode = 503;
+        return res.end('busy');
+      }
+      res.end(png);
+    });
+    const task = await makeTask('payg', [{ kind: 'image', url: `${provider.url}/out/flaky.png` }]);
+    expect(await archive(task.id, 0, { attempts: 2 })).toMatchObject({ outcome: 'archived', bytes: png.length });
+    expect(calls).toBe(2);
+  });
+
+  it('does nothing for a task that is gone or an output that does not exist', async () => {
+    expect(await archive('tsk_gone', 0)).toEqual({ outcome: 'skipped', reason: 'task_gone' });
+    const task = await makeTask('payg', [{ kind: 'image', url: `${provider.url}/out/x.png` }]);
+    expect(await archive(task.id, 5)).toEqual({ outcome: 'skipped', reason: 'no_such_output' });
+    expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).output).toEqual(task.output);
+  });
+});

@@ -1,0 +1,64 @@
+// Boot only: config → telemetry → deps → start → shutdown phases. Telemetry starts before ioredis, pg and the AWS
+// SDK are loaded, so their instrumentation takes; everything else is required after it.
+import { loadConfigOrExit } from '@gensvc/config';
+import { startTelemetry } from '@gensvc/observability';
+
+const SERVICE = 'archiver';
+const config = loadConfigOrExit(SERVICE);
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+
+async function main() {
+  const { createRedisConnection, createQueues, closeWorkers } = await import('@gensvc/queue');
+  const { createDb } = await import('@gensvc/db');
+  const { createS3, checkBucket } = await import('@gensvc/storage');
+  const { createLogger } = await import('@gensvc/observability');
+  const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
+  const { startArchiveWorker } = await import('./archive-worker');
+  const { startMaintenanceWorker } = await import('./maintenance-worker');
+  const { scheduleRetentionSweep } = await import('./retention-schedule');
+
+  const logger = createLogger({ service: SERVICE, level: config.logLevel });
+  const db = createDb(config.databaseUrl);
+  const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
+  const s3 = createS3(config.s3);
+  await checkBucket(s3, config.s3.bucket);
+  const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
+
+  const deps = { config, db, s3, logger };
+  const conn = { connection: redis, prefix: config.queuePrefix, logger };
+  const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
+  await scheduleRetentionSweep(queues);
+  logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs }, 'archiver started');
+
+  const shutdown = createShutdown(
+    [
+      {
+        // In-flight archives get 25 s to finish; past that they are aborted and go back to the queue unspent.
+        name: 'close workers',
+        timeoutMs: 35_000,
+        run: async () => {
+          const { forced } = await closeWorkers(workers, 25_000, { abortGraceMs: 5_000 });
+          if (forced) logger.warn({}, 'archive jobs still running at shutdown were handed back to the queue');
+        },
+      },
+      {
+        name: 'close clients',
+        timeoutMs: 5_000,
+        run: async () => {
+          await queues.close();
+          redis.disconnect();
+          s3.destroy();
+          await db.$disconnect();
+        },
+      },
+      { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
+    ],
+    logger,
+  );
+  exitOnSignals(shutdown);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

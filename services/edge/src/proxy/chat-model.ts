@@ -1,0 +1,50 @@
+import type { ChannelKind } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Catalog, CatalogModel, CatalogRoute } from '@gensvc/upstream';
+import type { ChatProtocol } from './protocol';
+
+const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
+  openai: 'OpenAI chat completions (/api/v1/chat/completions, /v1/chat/completions)',
+  anthropic: 'Anthropic messages (/v1/messages)',
+  gemini: 'Gemini generateContent (/v1beta/models/{model}:generateContent)',
+};
+
+/**
+ * The chat model a caller named and its channels that speak the route's protocol: 404 for an unknown or disabled
+ * model, 400 model_not_supported for a model that is not a chat model (spec §7: chat rejects evaluation models) or
+ * has no channel of this protocol. Requests are not translated between protocols.
+ */
+export class ChatModels {
+  /** Routes by protocol for each model object the catalog hands out (the same object for its cache lifetime). */
+  private readonly routesByModel = new WeakMap<CatalogModel, Map<ChannelKind, CatalogRoute[]>>();
+
+  constructor(private readonly catalog: Catalog) {}
+
+  async resolve(id: string, protocol: ChatProtocol): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
+    const model = await this.catalog.model(id);
+    if (!model || !model.enabled) throw errors.modelNotFound(id);
+    if (model.kind !== 'chat') {
+      throw errors.modelNotSupported(
+        model.kind === 'evaluation'
+          ? `"${id}" is an evaluation model, not a language model: use POST /api/v1/evaluate.`
+          : `"${id}" is a${model.kind === 'image' ? 'n image' : ` ${model.kind}`} generation model, not a chat model.`,
+      );
+    }
+    const routes = this.routesOf(model, protocol.kind);
+    if (routes.length === 0) {
+      const elsewhere = [...new Set(model.routes.map((r) => r.channel.kind))].flatMap((k) => PROTOCOL_NAMES[k] ?? []);
+      throw errors.modelNotSupported(
+        `"${id}" is not served over the ${protocol.label} protocol${elsewhere.length ? `; it is available on: ${elsewhere.join('; ')}` : ''}. Requests are not translated between protocols.`,
+      );
+    }
+    return { model, routes };
+  }
+
+  private routesOf(model: CatalogModel, kind: ChannelKind): CatalogRoute[] {
+    let byKind = this.routesByModel.get(model);
+    if (!byKind) this.routesByModel.set(model, (byKind = new Map()));
+    let routes = byKind.get(kind);
+    if (!routes) byKind.set(kind, (routes = model.routes.filter((r) => r.channel.kind === kind)));
+    return routes;
+  }
+}

@@ -1,0 +1,118 @@
+// What each vendor protocol (OpenAI chat completions, Anthropic messages, Gemini generateContent) tells the proxy:
+// how to address the upstream, how to read usage from its answers, and how to pass its stream on to the caller.
+import type { ChannelKind } from '@gensvc/db';
+import { AppError } from '@gensvc/errors';
+import { failsOverOnStatus, UpstreamFailure, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** One caller request, validated, with the model it names and that model's routes of this protocol. */
+export interface ChatCall {
+  model: CatalogModel;
+  routes: CatalogRoute[];
+  /** The caller's JSON body; the upstream request is made from it, with the model name replaced. */
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** The caller's output cap (max_tokens and the like), which bounds the reservation. */
+  maxOutputTokens: number | undefined;
+  /** How many answers one call asks for (OpenAI `n`, Gemini `candidateCount`): each may use maxOutputTokens. */
+  choices: number;
+  /** OpenAI: the caller asked for the usage chunk at the end of a stream (stream_options.include_usage). */
+  includeUsage?: boolean;
+  /** Anthropic: the caller's anthropic-version and anthropic-beta headers, passed on. */
+  anthropicVersion?: string;
+  anthropicBeta?: string;
+  /** Gemini: the caller asked for SSE (alt=sse) rather than Google's streamed JSON array. */
+  sse?: boolean;
+}
+
+export interface UpstreamRequest {
+  /** Path after the channel's base URL, with its query. */
+  path: string;
+  headers: Record<string, string>;
+}
+
+/** Turns one upstream event stream into the caller's, event by event, keeping the reported usage. */
+export interface StreamTranslator {
+  readonly contentType: string;
+  /**
+   * One upstream SSE event (its raw text) → what the caller gets ('' to drop it). Throws UpstreamFailure
+   * invalid_response on an event that cannot be read.
+   */
+  event(raw: string): string;
+  /**
+   * Called when the upstream ends its body cleanly: what to write last, or null when the protocol's end marker
+   * never came (the stream was cut) and the caller must get cut() instead.
+   */
+  end(): string | null;
+  /** The protocol's in-stream error event, sent when the upstream fails after the first byte went out. */
+  cut(message: string): string;
+  /** The usage reported so far (Anthropic and Gemini report it as they go; OpenAI in its last chunk). */
+  usage(): Usage | null;
+}
+
+export interface ChatProtocol {
+  readonly kind: ChannelKind & ('openai' | 'anthropic' | 'gemini');
+  /** How callers name the protocol in messages. */
+  readonly label: string;
+  request(call: ChatCall, upstreamModel: string, channel: CatalogRoute['channel']): UpstreamRequest;
+  /** The JSON body sent upstream for this upstream model name (serialised once per name). */
+  body(call: ChatCall, upstreamModel: string): string;
+  /** Rewrites a complete JSON answer for the caller (model name) and returns its usage, or null if it has none. */
+  answer(json: Record<string, unknown>, call: ChatCall): Usage | null;
+  translator(call: ChatCall): StreamTranslator;
+}
+
+/** The provider's name for the model: the route's upstreamModel, else the part of the id after the slash. */
+export const upstreamModelOf = (route: CatalogRoute, model: CatalogModel) => route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1);
+
+/** A JSON event or answer the proxy cannot read: another channel may still answer before the first byte. */
+export const invalidResponse = (what: string) => new UpstreamFailure(what, 'invalid_response', true);
+
+export function parseObject(text: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidResponse(`${what} is not valid JSON`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidResponse(`${what} is not a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** A token count as providers send it: a non-negative integer, or absent (0). */
+export function tokens(v: unknown): number | null {
+  if (v === undefined || v === null) return 0;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
+}
+
+const upstreamMessage = (text: string): string | null => {
+  try {
+    const error = (JSON.parse(text) as { error?: { message?: unknown } }).error;
+    return typeof error?.message === 'string' ? error.message.slice(0, 500) : null;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * A non-2xx upstream answer. 429, 5xx and the statuses that say the channel itself is wrong (401/403: its
+ * credential; 404: its model name; 408) fail over to the next channel. The others judge the caller's request and
+ * are answered to the caller, as 400 (or the provider's 413/422), with the provider's message.
+ */
+export function failureFromStatus(status: number, text: string, channelName: string): UpstreamFailure {
+  const message = upstreamMessage(text);
+  const detail = `channel ${channelName} answered ${status}${message ? `: ${message}` : ''}`;
+  if (failsOverOnStatus(status) || status === 401 || status === 403 || status === 404 || status === 408 || status < 400) {
+    return new UpstreamFailure(detail, 'status', true, status);
+  }
+  const answer = new AppError({
+    status: status === 413 || status === 422 ? status : 400,
+    code: 'upstream_rejected_request',
+    message: `The model provider rejected the request${message ? `: ${message}` : '.'}`,
+  });
+  return new UpstreamFailure(detail, 'status', false, status, answer);
+}

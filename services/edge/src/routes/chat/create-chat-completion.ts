@@ -1,0 +1,25 @@
+import type { Request, Response } from 'express';
+import type { ChatProxy } from '../../proxy/chat-proxy';
+import { openAiProtocol } from '../../proxy/openai-protocol';
+import { chatCompletionBody, parseBody } from './schema';
+
+/** POST /api/v1/chat/completions and /v1/chat/completions — OpenAI-compatible, streamed when `stream` is true. */
+export function createChatCompletion(proxy: ChatProxy) {
+  return async (req: Request, res: Response) => {
+    const body = parseBody(chatCompletionBody, req.body);
+    const { model, routes } = await proxy.models.resolve(body.model, openAiProtocol);
+    await proxy.handle(
+      openAiProtocol,
+      {
+        model,
+        routes,
+        body: req.body as Record<string, unknown>,
+        stream: body.stream === true,
+        maxOutputTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+        choices: body.n ?? 1,
+        includeUsage: body.stream_options?.include_usage === true,
+      },
+      res,
+    );
+  };
+}

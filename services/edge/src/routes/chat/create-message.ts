@@ -1,0 +1,29 @@
+import { errors } from '@gensvc/errors';
+import type { Request, Response } from 'express';
+import { anthropicProtocol } from '../../proxy/anthropic-protocol';
+import type { ChatProxy } from '../../proxy/chat-proxy';
+import { messageBody, parseBody } from './schema';
+
+/** POST /v1/messages — Anthropic-compatible (x-api-key, anthropic-version required as Anthropic requires it). */
+export function createMessage(proxy: ChatProxy) {
+  return async (req: Request, res: Response) => {
+    const version = req.get('anthropic-version');
+    if (!version) throw errors.invalidRequest('anthropic-version: header is required', 'anthropic-version');
+    const body = parseBody(messageBody, req.body);
+    const { model, routes } = await proxy.models.resolve(body.model, anthropicProtocol);
+    await proxy.handle(
+      anthropicProtocol,
+      {
+        model,
+        routes,
+        body: req.body as Record<string, unknown>,
+        stream: body.stream === true,
+        maxOutputTokens: body.max_tokens,
+        choices: 1,
+        anthropicVersion: version,
+        anthropicBeta: req.get('anthropic-beta'),
+      },
+      res,
+    );
+  };
+}

@@ -1,0 +1,34 @@
+import { fileRepository } from '@gensvc/db';
+import { AppError } from '@gensvc/errors';
+import { deleteObject } from '@gensvc/storage';
+import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
+import type { EdgeDeps } from '../../deps';
+import { noSuchFile } from './get-file';
+import { FILE_ID } from './schema';
+
+/**
+ * DELETE /v1/files/{file_id} — row and bytes at once. Hide, remove bytes, remove row: a failure between the steps
+ * leaves a hidden, expired row that the retention sweep completes; never a listed file without bytes.
+ */
+export function deleteFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
+  return async (req: Request<{ fileId: string }>, res: Response) => {
+    const { workspace } = authOf(res);
+    const id = req.params.fileId;
+    const marked = FILE_ID.test(id) ? await fileRepository.markDeleted(deps.db, workspace.id, id) : null;
+    if (!marked) throw noSuchFile(id);
+    try {
+      await deleteObject(deps.s3, deps.config.s3.bucket, marked.storageKey);
+    } catch (cause) {
+      throw new AppError({
+        status: 503,
+        code: 'storage_unavailable',
+        message: 'The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.',
+        cause,
+        expose: true,
+      });
+    }
+    await fileRepository.remove(deps.db, workspace.id, id);
+    res.json({ id, object: 'file', deleted: true });
+  };
+}

@@ -1,0 +1,32 @@
+import { createPresignS3 } from '@gensvc/storage';
+import express from 'express';
+import { authenticate, requireScope } from '../../auth/authenticate';
+import type { EdgeDeps } from '../../deps';
+import { rateLimit } from '../../limits/rate-limit';
+import { deleteFile } from './delete-file';
+import { getFile } from './get-file';
+import { getFileContent } from './get-file-content';
+import { getSignedUrl } from './get-signed-url';
+import { listFiles } from './list-files';
+import { uploadFile } from './upload-file';
+
+/** The Files API (spec §4.4), under both /v1/files and /api/v1/files: the same operations either way. */
+export function fileRoutes(deps: EdgeDeps): express.Router {
+  const router = express.Router({ caseSensitive: true });
+  const bearer = authenticate(deps, 'bearer');
+  const scope = requireScope('files.write');
+  const uploadRate = rateLimit(deps, { bucket: 'uploads', limitOf: (auth) => auth.workspace.uploadRpm });
+  // Delivery links point at the public file host when FILE_BASE_URL names one, else at S3 itself.
+  const fileHost = deps.config.fileBaseUrl !== deps.config.publicBaseUrl ? deps.config.fileBaseUrl : undefined;
+  const presignS3 = createPresignS3(deps.config.s3, fileHost);
+
+  for (const base of ['/v1/files', '/api/v1/files']) {
+    router.post(base, bearer, scope, uploadRate, uploadFile(deps));
+    router.get(base, bearer, scope, listFiles(deps));
+    router.get(`${base}/:fileId`, bearer, scope, getFile(deps));
+    router.delete(`${base}/:fileId`, bearer, scope, deleteFile(deps));
+    router.get(`${base}/:fileId/content`, getFileContent(deps));
+    router.get(`${base}/:fileId/signed_url`, bearer, scope, getSignedUrl(deps, presignS3));
+  }
+  return router;
+}

@@ -1,0 +1,209 @@
+// Streams one multipart upload into S3 without holding it in memory: the first bytes are looked at to decide the
+// type (and the header limits) while the rest waits in the socket, then everything flows on into a lib-storage
+// Upload. Whatever goes wrong, the promise settles only after every byte stored for this request is gone again.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { AppError, errors, isAppError } from '@gensvc/errors';
+import { deleteObject, putObjectStream } from '@gensvc/storage';
+import busboy from 'busboy';
+import { formatBytes } from '../../http/errors';
+import { checkMediaLimits } from '../../media/limits';
+import { ACCEPTED_FORMATS, SNIFF_BYTES, type SniffedMedia } from '../../media/media-type';
+import { sniffMedia } from '../../media/sniff';
+
+export interface ReceiveUploadOptions {
+  s3: S3Client;
+  bucket: string;
+  /** Where the bytes go; the caller names it before the row exists. */
+  key: string;
+  maxBytes: number;
+  purposes: readonly string[];
+}
+
+export interface ReceivedUpload {
+  purpose: string;
+  /** As the client sent it; sanitised by the caller once the type is known. */
+  filename: string | undefined;
+  media: SniffedMedia;
+  bytes: number;
+  sha256: string;
+}
+
+/** Room for the form's other parts (purpose, part headers) beyond the file itself. */
+const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+/** The request's own declared length already rules it out: answer without reading it. */
+export function declaredTooLarge(req: IncomingMessage, maxBytes: number): boolean {
+  const declared = Number(req.headers['content-length']);
+  return Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES;
+}
+
+/**
+ * Holds back the first `size` bytes, decides on them (decide may throw to refuse the file), then passes every byte
+ * through; counts and hashes what passes.
+ */
+class HeadPeek extends Transform {
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  private head: Buffer[] = [];
+  private headLength = 0;
+  private decided = false;
+
+  // Not named size, length or byteLength: lib-storage reads those off a Body to guess its total length.
+  constructor(
+    private readonly headBytes: number,
+    private readonly decide: (head: Buffer, complete: boolean) => void,
+  ) {
+    super();
+  }
+
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) {
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    if (this.decided) return cb(null, chunk);
+    this.head.push(chunk);
+    this.headLength += chunk.length;
+    if (this.headLength < this.headBytes) return cb();
+    this.release(false, cb);
+  }
+
+  override _flush(cb: TransformCallback) {
+    if (this.decided) return cb();
+    this.release(true, cb);
+  }
+
+  private release(complete: boolean, cb: TransformCallback) {
+    this.decided = true;
+    const head = Buffer.concat(this.head);
+    this.head = [];
+    try {
+      this.decide(head, complete);
+    } catch (e) {
+      return cb(e as Error);
+    }
+    cb(null, head);
+  }
+}
+
+type Stored = { ok: true; media: SniffedMedia; bytes: number; sha256: string } | { ok: false; error: AppError };
+
+const storageError = (cause: unknown) =>
+  new AppError({ status: 503, code: 'storage_unavailable', message: 'The file could not be stored; try again.', cause, expose: true });
+
+export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Promise<ReceivedUpload> {
+  return new Promise<ReceivedUpload>((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8',
+        // busboy reports the limit once a file reaches fileSize bytes, so one more than allowed: a file of exactly
+        // maxBytes is accepted and a truncated one is always one that had more.
+        limits: { fileSize: o.maxBytes + 1, files: 1, fields: 8, fieldSize: 1024, parts: 10, headerPairs: 16 },
+      });
+    } catch {
+      reject(errors.unsupportedMediaType('Send the upload as multipart/form-data (with a boundary), fields "file" and "purpose".'));
+      return;
+    }
+
+    let failure: AppError | null = null;
+    const fail = (e: AppError) => {
+      failure ??= e;
+    };
+    let purpose: string | undefined;
+    let filename: string | undefined;
+    let stored: Promise<Stored> | null = null;
+    let finished = false;
+    let seen = 0;
+
+    const finish = async (parseError: AppError | null) => {
+      if (finished) return;
+      finished = true;
+      req.unpipe(bb);
+      if (parseError) fail(parseError);
+      const outcome = stored ? await stored : null;
+      if (outcome && !outcome.ok) fail(outcome.error);
+      if (!stored) fail(errors.invalidRequest('The form has no file: send it in the field "file".', 'file'));
+      if (purpose === undefined) fail(errors.invalidRequest(`The form has no purpose: send the field "purpose" (${o.purposes.join(' or ')}).`, 'purpose'));
+      if (failure) {
+        // A file that arrived whole but whose form was refused (a purpose after it, say) is removed again.
+        if (outcome?.ok) await deleteObject(o.s3, o.bucket, o.key).catch(() => {});
+        reject(failure);
+        return;
+      }
+      const ok = outcome as Extract<Stored, { ok: true }>;
+      resolve({ purpose: purpose!, filename, media: ok.media, bytes: ok.bytes, sha256: ok.sha256 });
+    };
+
+    const store = (file: Readable): Promise<Stored> =>
+      new Promise<Stored>((settle) => {
+        let upload: Promise<void> | null = null;
+        const drain = () => {
+          file.unpipe(peek);
+          file.resume();
+        };
+        const give = (error: unknown) => {
+          drain();
+          settle({ ok: false, error: failure ?? (isAppError(error) ? error : storageError(error)) });
+        };
+        const peek = new HeadPeek(SNIFF_BYTES, (head, complete) => {
+          const m = sniffMedia(head, complete);
+          if (!m) {
+            throw errors.unsupportedMediaType(`The file is not of a supported type (${ACCEPTED_FORMATS}). The type is read from the file's bytes, not its name or Content-Type.`, { param: 'file' });
+          }
+          checkMediaLimits(m);
+          upload = putObjectStream(o.s3, { bucket: o.bucket, key: o.key, body: peek, contentType: m.contentType });
+          upload.then(() => settle({ ok: true, media: m, bytes: peek.bytes, sha256: peek.digest() }), give);
+        });
+        // Before a decision the refusal comes from here; after it, the Upload fails on the destroyed stream and
+        // settles (once its multipart upload is aborted) through `give`.
+        peek.on('error', (e) => (upload ? drain() : give(e)));
+        file.on('limit', () => {
+          fail(errors.payloadTooLarge(formatBytes(o.maxBytes)));
+          peek.destroy(failure!);
+        });
+        file.on('error', (e) => peek.destroy(e));
+        file.pipe(peek);
+      });
+
+    bb.on('field', (name, value, info) => {
+      if (name !== 'purpose') return;
+      purpose = value;
+      if (info.valueTruncated || !o.purposes.includes(value)) {
+        fail(errors.invalidRequest(`purpose must be one of: ${o.purposes.join(', ')}.`, 'purpose'));
+      }
+    });
+    bb.on('file', (name, file, info) => {
+      if (name !== 'file') fail(errors.invalidRequest(`Unexpected file field "${name}": send the file in the field "file".`, name));
+      // Refused before its first byte (a bad purpose came first, or the wrong field): nothing is stored.
+      if (failure) return void file.resume();
+      filename = info.filename;
+      stored = store(file);
+    });
+    bb.on('filesLimit', () => fail(errors.invalidRequest('Send exactly one file, in the field "file".', 'file')));
+    bb.on('fieldsLimit', () => fail(errors.invalidRequest('The form has too many fields.')));
+    bb.on('partsLimit', () => fail(errors.invalidRequest('The form has too many parts.')));
+    bb.on('error', (e) => void finish(errors.invalidRequest(`The multipart body is malformed: ${(e as Error).message}.`)));
+    bb.on('close', () => void finish(null));
+
+    // A refused upload is read to its end so the client gets the answer, but only up to a bound.
+    req.on('data', (chunk: Buffer) => {
+      seen += chunk.length;
+      if (failure && seen > o.maxBytes + FORM_OVERHEAD_BYTES) {
+        req.unpipe(bb);
+        bb.destroy(failure);
+      }
+    });
+    req.on('error', (e) => bb.destroy(e));
+    req.on('close', () => {
+      if (!req.complete) bb.destroy(new Error('the client closed the connection'));
+    });
+    req.pipe(bb);
+  });
+}

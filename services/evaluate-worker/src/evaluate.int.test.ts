@@ -1,0 +1,331 @@
+// POST /api/v1/evaluate end to end: the real edge app on a socket, the real worker, real Postgres and Redis, and
+// the upstream-sim as the provider. Answers, usage and cost are predicted with the sim's own deterministic functions.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
+import { billingRepository, toAmount, type Db } from '@gensvc/db';
+import { enqueue } from '@gensvc/queue';
+import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { costOf } from '@gensvc/upstream';
+import express from 'express';
+import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
+import { errorHandler, notFound } from '../../edge/src/http/errors';
+import { requestContext } from '../../edge/src/http/request-context';
+import { evaluateRoutes } from '../../edge/src/routes/evaluate';
+import { expectedAnswers, startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
+import type { EvaluateWorker } from './evaluate-worker';
+import { addSimModel, startWorker } from './worker-under-test';
+
+const ctx = useTestContext();
+let sim: Sim;
+let edge: EdgeUnderTest;
+let worker: EvaluateWorker;
+const OPEN_MS = 400;
+
+beforeAll(async () => {
+  sim = await startSim();
+  edge = await startEdge(ctx);
+  worker = await startWorker(ctx, { breaker: { failureThreshold: 3, openMs: OPEN_MS } });
+});
+afterAll(async () => {
+  await worker?.close();
+  await edge?.close();
+  await sim?.close();
+});
+afterEach(() => sim.faults.clear());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function customer(opts: { balance?: bigint; spendCap?: bigint | null } = {}) {
+  const ws = await makeWorkspace(ctx.db, { balance: opts.balance ?? 50_000_000n });
+  const { key, secret } = await makeKey(ctx.db, ws.id, { spendCap: opts.spendCap ?? null });
+  return { ws, key, secret };
+}
+
+function post(url: string, secret: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
+  return fetch(`${url}/api/v1/evaluate`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    ...(signal && { signal }),
+  });
+}
+
+/** Charges, key and balance of one customer, to compare before and after. */
+async function money(db: Db, workspaceId: string, keyId: string) {
+  const [charges, key, ws, held] = await Promise.all([
+    db.ledgerEntry.findMany({ where: { workspaceId, kind: 'charge' }, orderBy: { createdAt: 'asc' } }),
+    db.apiKey.findUniqueOrThrow({ where: { id: keyId } }),
+    db.workspace.findUniqueOrThrow({ where: { id: workspaceId } }),
+    db.reservation.count({ where: { workspaceId, state: 'held' } }),
+  ]);
+  return { charges, spent: key.spent, reserved: key.reserved, balance: ws.balance, held };
+}
+
+/**
+ * Deep equality, numbers within 1e-15 relative: the idempotency store (Prisma Json → jsonb) keeps 16 significant
+ * digits of a double, not the 17 that round-trip it (reported to the lead; a raw `::jsonb` write keeps them all).
+ */
+function expectSameNumbers(actual: unknown, expected: unknown, at = '$'): void {
+  if (typeof expected === 'number') {
+    expect(typeof actual).toBe('number');
+    if (Math.abs((actual as number) - expected) > 1e-15 * Math.max(1, Math.abs(expected))) throw new Error(`${at}: ${String(actual)} is not ${expected}`);
+  } else if (expected !== null && typeof expected === 'object') {
+    expect(Object.keys(actual as object).sort()).toEqual(Object.keys(expected).sort());
+    for (const [k, v] of Object.entries(expected)) expectSameNumbers((actual as Record<string, unknown>)[k], v, `${at}.${k}`);
+  } else expect(actual).toEqual(expected);
+}
+
+const calls = (channels: string[]) => sim.requests().filter((r) => channels.includes(r.channel)).map((r) => `${r.channel}:${r.status ?? r.outcome}`);
+
+const questions: Record<string, Question> = {
+  relevant: { type: 'boolean', instructions: 'Does the reply answer the question?' },
+  quality: { type: 'score', instructions: 'How good is the reply?', criteria: ['poor', 'fair', 'good', 'excellent'] },
+  tone: { type: 'choice', instructions: 'What is the tone?', choices: ['formal', 'casual', 'rude'] },
+};
+const state = { question: 'What is the capital of France?', reply: 'Paris, of course.', turns: [1, 2, 3] };
+
+describe('answers', () => {
+  it('answers boolean, score and choice questions with the provider answers, usage and exact cost, charged once', async () => {
+    const model = await addSimModel(ctx.db, sim.url, { id: 'sim/judge', channels: [{ name: 'main' }] });
+    const { ws, key, secret } = await customer();
+    const res = await post(edge.url, secret, { model: 'sim/judge', state, questions });
+    const body = await jsonOf(res);
+    expect(res.status).toBe(200);
+
+    const sent = { state, questions };
+    const usage = usageFor(sent);
+    const cost = costOf(model, usage);
+    expect(cost).toBeGreaterThan(0n);
+    expect(body).toEqual({ model: 'sim/judge', answers: expectedAnswers(sent), usage, cost: { amount: toAmount(cost), currency: 'USD' } });
+    expect(res.headers.get('x-ratelimit-limit-rpm')).toBe('300');
+
+    const after = await money(ctx.db, ws.id, key.id);
+    expect(after.charges).toHaveLength(1);
+    expect(after.charges[0]).toMatchObject({
+      requestId: res.headers.get('x-request-id'),
+      amount: -cost,
+      apiKeyId: key.id,
+      model: 'sim/judge',
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+    });
+    expect(after).toMatchObject({ spent: cost, reserved: 0n, balance: 50_000_000n - cost, held: 0 });
+    // The provider got the model's name at the provider (the part after the slash) and the channel's secret.
+    expect(sim.requests().filter((r) => r.channel === 'main').map((r) => [r.model, r.status, r.path])).toEqual([['judge', 200, '/evaluate']]);
+  });
+
+  it('charges input tokens only for an input-only model, and sends the route\'s upstream model name', async () => {
+    const model = await addSimModel(ctx.db, sim.url, {
+      id: 'sim/eval-input-only',
+      inputOnly: true,
+      inputPricePerMTok: 7_000_000n,
+      outputPricePerMTok: 90_000_000n,
+      channels: [{ name: 'inonly', upstreamModel: 'scorer-v2', evaluatePath: '/v2/evaluate' }],
+    });
+    const { ws, key, secret } = await customer();
+    const q: Record<string, Question> = { ok: { type: 'boolean', instructions: 'Is it fine?' } };
+    const res = await post(edge.url, secret, { model: model.id, state: 'a plain string state', questions: q });
+    const body = await jsonOf(res);
+    expect(res.status).toBe(200);
+    const usage = usageFor({ state: 'a plain string state', questions: q });
+    const inputOnlyCost = (BigInt(usage.inputTokens) * 7_000_000n + 999_999n) / 1_000_000n;
+    expect(costOf(model, usage)).toBe(inputOnlyCost);
+    expect(body.usage).toEqual(usage);
+    expect(body.cost).toEqual({ amount: toAmount(inputOnlyCost), currency: 'USD' });
+    expect((await money(ctx.db, ws.id, key.id)).spent).toBe(inputOnlyCost);
+    expect(sim.requests().filter((r) => r.channel === 'inonly').map((r) => [r.model, r.path])).toEqual([['scorer-v2', '/v2/evaluate']]);
+  });
+
+  it('replays an Idempotency-Key with the same body, charging once; another body under the key is a 409', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/idem', channels: [{ name: 'idem' }] });
+    const { ws, key, secret } = await customer();
+    const body = { model: 'sim/idem', state, questions };
+    const first = await post(edge.url, secret, body, { 'idempotency-key': 'eval-1' });
+    const second = await post(edge.url, secret, body, { 'idempotency-key': 'eval-1' });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const [a, b] = [await jsonOf(first), await jsonOf(second)];
+    expectSameNumbers(b, a);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const other = await post(edge.url, secret, { ...body, state: 'something else' }, { 'idempotency-key': 'eval-1' });
+    expect(other.status).toBe(409);
+    expect((await jsonOf(other)).error).toMatchObject({ code: 'idempotency_key_reused', param: 'Idempotency-Key' });
+
+    const after = await money(ctx.db, ws.id, key.id);
+    expect(after.charges).toHaveLength(1);
+    expect(after.charges[0]!.requestId).toBe(first.headers.get('x-request-id'));
+    expect(after.spent).toBe(-after.charges[0]!.amount);
+    expect(calls(['idem'])).toEqual(['idem:200']);
+  });
+});
+
+describe('failover', () => {
+  const twoChannels = (id: string, a: string, b: string, timeoutMs = 10_000) =>
+    addSimModel(ctx.db, sim.url, { id, channels: [{ name: a, priority: 10, timeoutMs }, { name: b, priority: 0 }] });
+
+  it.each([
+    ['a 500', 'f1', { status: 500 }, '500'],
+    ['a 429', 'f2', { status: 429 }, '429'],
+    ['a reset connection', 'f3', { reset: true as const }, 'reset'],
+    ['a hang past the channel timeout', 'f4', { hang: true as const }, 'hang'],
+  ])('answers from the second channel after %s on the first, charged once', async (_what, name, fault, firstCall) => {
+    const [a, b] = [`${name}a`, `${name}b`];
+    await twoChannels(`sim/${a}`, a, b, 300);
+    sim.faults.add({ channel: a, ...fault });
+    const { ws, key, secret } = await customer();
+    const res = await post(edge.url, secret, { model: `sim/${a}`, state, questions });
+    expect(res.status).toBe(200);
+    expect((await jsonOf(res)).answers).toEqual(expectedAnswers({ state, questions }));
+    // The request log shows the order: the higher-priority channel first, then the other.
+    await sleep(50);
+    expect(calls([a, b])).toEqual([`${a}:${firstCall}`, `${b}:200`]);
+    const after = await money(ctx.db, ws.id, key.id);
+    expect(after.charges).toHaveLength(1);
+    expect(after.reserved).toBe(0n);
+  });
+
+  it('opens the circuit of a failing channel after repeated failures, and closes it by itself', async () => {
+    await twoChannels('sim/breaker', 'ba', 'bb');
+    const { secret } = await customer();
+    sim.faults.add({ channel: 'ba', status: 503 });
+    for (let i = 0; i < 3; i++) expect((await post(edge.url, secret, { model: 'sim/breaker', state: `s${i}`, questions: { q: questions.relevant } })).status).toBe(200);
+    expect(calls(['ba', 'bb'])).toEqual(['ba:503', 'bb:200', 'ba:503', 'bb:200', 'ba:503', 'bb:200']);
+    sim.resetRequests();
+    // Open: the failing channel is not even tried.
+    expect((await post(edge.url, secret, { model: 'sim/breaker', state: 's3', questions: { q: questions.relevant } })).status).toBe(200);
+    expect(calls(['ba', 'bb'])).toEqual(['bb:200']);
+    expect(worker.breaker.isOpen((await ctx.db.channel.findUniqueOrThrow({ where: { name: 'ba' } })).id)).toBe(true);
+    // The channel recovers; after openMs one trial call goes to it, succeeds, and the circuit is closed again.
+    sim.faults.clear();
+    await sleep(OPEN_MS + 50);
+    sim.resetRequests();
+    for (let i = 0; i < 2; i++) expect((await post(edge.url, secret, { model: 'sim/breaker', state: `s${10 + i}`, questions: { q: questions.relevant } })).status).toBe(200);
+    expect(calls(['ba', 'bb'])).toEqual(['ba:200', 'ba:200']);
+  });
+});
+
+describe('invalid upstream answers', () => {
+  it.each([
+    ['invalid JSON', 'm1', { malformed: 'json' as const }],
+    ['a missing answer', 'm2', { malformed: 'shape' as const, shape: 'missing-answer' as const }],
+    ['a probability out of range', 'm3', { malformed: 'shape' as const, shape: 'out-of-range' as const }],
+    ['probabilities not summing to 1', 'm4', { malformed: 'shape' as const, shape: 'bad-sum' as const }],
+    ['an answer of the wrong type', 'm5', { malformed: 'shape' as const, shape: 'wrong-type' as const }],
+  ])('%s is a 502 upstream_invalid_response, not charged and not failed over', async (_what, name, fault) => {
+    const [a, b] = [`${name}a`, `${name}b`];
+    await addSimModel(ctx.db, sim.url, { id: `sim/${a}`, channels: [{ name: a, priority: 10 }, { name: b, priority: 0 }] });
+    sim.faults.add({ channel: a, ...fault });
+    const { ws, key, secret } = await customer();
+    const before = await money(ctx.db, ws.id, key.id);
+    const res = await post(edge.url, secret, { model: `sim/${a}`, state, questions });
+    expect(res.status).toBe(502);
+    expect((await jsonOf(res)).error).toMatchObject({ type: 'upstream_error', code: 'upstream_invalid_response', request_id: res.headers.get('x-request-id') });
+    expect(calls([a, b])).toEqual([`${a}:200`]);
+    expect(await money(ctx.db, ws.id, key.id)).toEqual({ ...before, charges: [] });
+    expect(before).toMatchObject({ spent: 0n, reserved: 0n, held: 0 });
+    expect(await ctx.db.reservation.findMany({ where: { workspaceId: ws.id }, select: { state: true } })).toEqual([{ state: 'released' }]);
+  });
+
+  it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/mal-breaker', channels: [{ name: 'mba', priority: 10 }, { name: 'mbb', priority: 0 }] });
+    sim.faults.add({ channel: 'mba', malformed: 'shape', shape: 'out-of-range' });
+    const { secret } = await customer();
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await post(edge.url, secret, { model: 'sim/mal-breaker', state: `s${i}`, questions })).status);
+    expect(statuses).toEqual([502, 502, 502, 200]);
+    expect(calls(['mba', 'mbb'])).toEqual(['mba:200', 'mba:200', 'mba:200', 'mbb:200']);
+  });
+});
+
+describe('deadlines: nothing is charged for an answer the caller never got', () => {
+  let short: { url: string; close(): Promise<void> };
+  beforeAll(async () => {
+    const app = express();
+    app.use(requestContext(edge.deps.logger));
+    app.use(evaluateRoutes(edge.deps, { waitMs: 400, graceMs: 2_000 }));
+    app.use(notFound);
+    app.use(errorHandler);
+    const server: Server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    short = {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+    };
+  });
+  afterAll(() => short.close());
+
+  it('answers 504 when the answer is late; the worker stops at the deadline and nothing is charged', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/slow', channels: [{ name: 'slow' }] });
+    sim.faults.add({ channel: 'slow', latencyMs: 1_500 });
+    const { ws, key, secret } = await customer();
+    const started = Date.now();
+    const res = await post(short.url, secret, { model: 'sim/slow', state, questions });
+    expect(res.status).toBe(504);
+    expect(Date.now() - started).toBeLessThan(1_400);
+    expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringMatching(/nothing was charged/) });
+    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${(await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } })).id}`);
+    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
+    expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: 50_000_000n, held: 0 });
+  });
+
+  it('a job that waited in the queue past its deadline calls no provider and charges nothing', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/queued', channels: [{ name: 'queued' }] });
+    const { ws, key, secret } = await customer();
+    // Paused at the queue: every worker stops taking jobs, as when all are busy.
+    const queue = edge.deps.queues.get('evaluate');
+    await queue.pause();
+    try {
+      const res = await post(short.url, secret, { model: 'sim/queued', state, questions });
+      expect(res.status).toBe(504);
+      expect((await money(ctx.db, ws.id, key.id)).reserved).toBe(0n);
+    } finally {
+      await queue.resume();
+    }
+    const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } });
+    expect(reservation.state).toBe('released');
+    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation.id}`);
+    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
+    expect(result).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
+    expect(calls(['queued'])).toEqual([]);
+    expect((await money(ctx.db, ws.id, key.id)).charges).toEqual([]);
+  });
+
+  it('a caller who hangs up gets the reservation released; the answer that arrives later is not charged', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/hangup', channels: [{ name: 'hangup' }] });
+    sim.faults.add({ channel: 'hangup', latencyMs: 600 });
+    const { ws, key, secret } = await customer();
+    const abort = new AbortController();
+    const pending = post(edge.url, secret, { model: 'sim/hangup', state, questions }, {}, abort.signal);
+    await sleep(200);
+    abort.abort();
+    await expect(pending).rejects.toThrow();
+    // The worker still gets its answer from the provider, finds the reservation released, and charges nothing.
+    for (let i = 0; i < 50 && !calls(['hangup']).includes('hangup:200'); i++) await sleep(50);
+    expect(calls(['hangup'])).toEqual(['hangup:200']);
+    const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } });
+    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation.id}`);
+    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
+    expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout', message: expect.stringMatching(/after the caller stopped waiting/) } });
+    expect(reservation.state).toBe('released');
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: 50_000_000n, held: 0 });
+  });
+
+  it('the worker settles a job whose reservation is still held, exactly once even if run twice', async () => {
+    const model = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
+    const { ws, key } = await customer();
+    const reservation = await billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_direct', amount: 1_000_000n, ttlMs: 60_000 });
+    const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions } };
+    // Enqueued twice under the same deterministic job id: one job.
+    const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
+    const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
+    expect(again.id).toBe(first.id);
+    const result = (await first.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
+    const usage = usageFor({ state, questions });
+    expect(result).toEqual({ ok: true, answers: expectedAnswers({ state, questions }), usage, charged: costOf(model, usage).toString() });
+    const after = await money(ctx.db, ws.id, key.id);
+    expect(after.charges.map((c) => [c.requestId, c.amount])).toEqual([['req_direct', -costOf(model, usage)]]);
+    expect(after).toMatchObject({ reserved: 0n, held: 0 });
+    expect(calls(['direct'])).toEqual(['direct:200']);
+  });
+});

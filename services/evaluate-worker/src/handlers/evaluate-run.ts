@@ -1,0 +1,159 @@
+// evaluate.run: ask the model's channels (withFailover), check the answer, then settle the reservation to the cost
+// of the reported usage, or release it. Settling is the commit point shared with the edge (see the edge's
+// routes/evaluate/evaluate.ts): when the edge has already given the reservation back because it stopped waiting,
+// the settle finds nothing held and the answer is dropped uncharged.
+//
+// Outcomes the caller should hear (the provider failed, the model went away, the deadline passed) are returned as
+// results, so their status and code reach the edge intact. Only a broken worker fails the job; it releases first.
+import { EvaluateRun, type EvaluateRunResult, type JobPayload } from '@gensvc/contracts';
+import { billingRepository, type Db } from '@gensvc/db';
+import { AppError, errors } from '@gensvc/errors';
+import type { Logger } from '@gensvc/observability';
+import type { HandlerContext } from '@gensvc/queue';
+import { CircuitBreaker, UpstreamFailure, costOf, toAppError, withFailover, type Catalog, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { InvalidAnswer, checkAnswer } from '../upstream/answer-check';
+import { evaluateUrl, type EvaluateClient } from '../upstream/evaluate-client';
+
+export interface EvaluateRunDeps {
+  db: Db;
+  catalog: Catalog;
+  /** Per process: every job of this worker shares what it learns about the channels. */
+  breaker: CircuitBreaker;
+  client: EvaluateClient;
+  logger: Logger;
+  now?: () => number;
+}
+
+type Payload = JobPayload<typeof EvaluateRun>;
+type Answered = { ok: true; model: CatalogModel } & ReturnType<typeof checkAnswer>;
+
+/** The caller's deadline passed before (or while) a channel was called: says nothing about the channel. */
+class DeadlinePassed extends UpstreamFailure {
+  constructor() {
+    super("the caller's deadline passed", 'timeout', false);
+  }
+}
+
+export function evaluateRun(deps: EvaluateRunDeps) {
+  const now = deps.now ?? Date.now;
+  return async (payload: Payload, ctx: HandlerContext): Promise<EvaluateRunResult> => {
+    const log = deps.logger.child({ request_id: payload.requestId, reservation_id: payload.reservationId, model: payload.model });
+    let outcome: Answered | AppError;
+    try {
+      outcome = await ask(deps, payload, now, log, ctx.signal);
+    } catch (e) {
+      // Shutdown: the job goes back to the queue and its reservation stays held for the worker that re-runs it.
+      if (ctx.signal?.aborted) throw e;
+      await billingRepository.release(deps.db, payload.reservationId).catch((err) => log.error({ err }, 'could not release'));
+      throw e;
+    }
+    if (outcome instanceof AppError) {
+      await billingRepository.release(deps.db, payload.reservationId);
+      return failed(outcome);
+    }
+    const { model, answers, usage } = outcome;
+    const settled = await billingRepository.settle(deps.db, payload.reservationId, {
+      cost: costOf(model, usage),
+      model: model.id,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+    });
+    if (!settled) {
+      log.warn({}, 'answer arrived after the caller stopped waiting; not charged');
+      return failed(new AppError({ status: 504, code: 'upstream_timeout', message: 'The answer arrived after the caller stopped waiting; nothing was charged.' }));
+    }
+    return { ok: true, answers, usage, charged: settled.charged.toString() };
+  };
+}
+
+async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: Logger, signal?: AbortSignal): Promise<Answered | AppError> {
+  if (now() >= payload.deadlineAt) {
+    return new AppError({ status: 504, code: 'upstream_timeout', message: 'The evaluation waited past its deadline before it could run; nothing was charged.' });
+  }
+  const model = await deps.catalog.model(payload.model);
+  if (!model) return new AppError({ status: 400, code: 'model_not_found', message: `There is no model "${payload.model}".`, param: 'model' });
+  if (model.kind !== 'evaluation' || !model.enabled) return errors.modelNotSupported(`The model "${model.id}" no longer serves evaluations.`);
+
+  const { questions } = payload.request;
+  const breaker = new HeldBreaker(deps.breaker);
+  const call = async (route: CatalogRoute) => {
+    const remaining = payload.deadlineAt - now();
+    if (remaining <= 0) throw new DeadlinePassed();
+    const { channel } = route;
+    const body = JSON.stringify({ model: route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1), ...payload.request });
+    const timeoutMs = Math.min(channel.timeoutMs, remaining);
+    let raw: unknown;
+    try {
+      raw = await deps.client.call({ url: evaluateUrl(channel.baseUrl, channel.evaluatePath), secret: channel.secret, body, timeoutMs, ...(signal && { signal }) });
+    } catch (e) {
+      if (e instanceof UpstreamFailure && e.kind === 'timeout' && timeoutMs < channel.timeoutMs) throw new DeadlinePassed();
+      throw e;
+    }
+    try {
+      return checkAnswer(questions, raw);
+    } catch (e) {
+      if (!(e instanceof InvalidAnswer)) throw e;
+      // The channel answered, wrongly: no other channel is asked, but the channel's health suffers (HeldBreaker).
+      throw new UpstreamFailure(e.message, 'invalid_response', false);
+    }
+  };
+  try {
+    const checked = await withFailover({
+      routes: model.routes,
+      breaker,
+      call,
+      onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
+    });
+    breaker.report(null);
+    return { ok: true, model, ...checked };
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    breaker.report(e);
+    return toAppError(e);
+  }
+}
+
+/**
+ * withFailover reports a channel healthy as soon as its call returns, or fails in a way that does not fail over.
+ * This view of the worker's breaker holds that report back until the outcome is known: an invalid answer does not
+ * fail over (the channel did answer) yet counts against the channel, and a deadline says nothing about it.
+ */
+class HeldBreaker extends CircuitBreaker {
+  private answered: string | null = null;
+
+  constructor(private readonly inner: CircuitBreaker) {
+    super();
+  }
+
+  override tryAcquire(channelId: string): boolean {
+    return this.inner.tryAcquire(channelId);
+  }
+
+  override isOpen(channelId: string): boolean {
+    return this.inner.isOpen(channelId);
+  }
+
+  override failure(channelId: string): void {
+    this.inner.failure(channelId);
+  }
+
+  override success(channelId: string): void {
+    this.answered = channelId;
+  }
+
+  report(error: unknown): void {
+    const id = this.answered;
+    if (id === null) return;
+    if (error instanceof DeadlinePassed) {
+      // A half-open trial that was claimed but not decided would keep the channel out for good: call it failed.
+      if (this.inner.isOpen(id)) this.inner.failure(id);
+    } else if (error instanceof UpstreamFailure && error.kind === 'invalid_response') this.inner.failure(id);
+    else this.inner.success(id);
+  }
+}
+
+function failed(error: AppError): EvaluateRunResult {
+  trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
+  return { ok: false, error: { status: error.status, code: error.code, message: error.message, param: error.param } };
+}

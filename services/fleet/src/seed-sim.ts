@@ -1,0 +1,57 @@
+// The upstream-sim channels and models `npm start` serves, so that a fresh start can evaluate and chat at once.
+// Channels are upserted by name: the sim may listen on another port at the next start.
+import { withTx, type ChannelKind, type Db, type ModelKind } from '@gensvc/db';
+
+interface SimModel {
+  id: string;
+  kind: ModelKind;
+  /** Micro-units per million tokens. */
+  input: bigint;
+  output: bigint;
+  inputOnly?: boolean;
+  unitPrice?: bigint;
+  channels: string[];
+}
+
+/** One channel per protocol the sim speaks; all point at the same sim under their own /ch/<name> prefix. */
+export const SIM_CHANNELS: { name: string; kind: ChannelKind }[] = [
+  { name: 'sim-evaluate', kind: 'evaluate' },
+  { name: 'sim-openai', kind: 'openai' },
+  { name: 'sim-anthropic', kind: 'anthropic' },
+  { name: 'sim-gemini', kind: 'gemini' },
+];
+
+export const SIM_MODELS: SimModel[] = [
+  { id: 'sim/eval-1', kind: 'evaluation', input: 1_000_000n, output: 4_000_000n, channels: ['sim-evaluate'] },
+  { id: 'sim/eval-input-only', kind: 'evaluation', input: 2_000_000n, output: 0n, inputOnly: true, channels: ['sim-evaluate'] },
+  { id: 'sim/chat-1', kind: 'chat', input: 500_000n, output: 1_500_000n, channels: ['sim-openai', 'sim-anthropic', 'sim-gemini'] },
+];
+
+export async function seedSim(db: Db, simUrl: string): Promise<void> {
+  await withTx(db, async (tx) => {
+    const ids = new Map<string, string>();
+    for (const c of SIM_CHANNELS) {
+      const baseUrl = `${simUrl}/ch/${c.name}`;
+      const row = await tx.channel.upsert({
+        where: { name: c.name },
+        create: { id: `ch_${c.name.replace(/-/g, '_')}`, name: c.name, kind: c.kind, baseUrl, secret: 'sim-secret' },
+        update: { baseUrl },
+      });
+      ids.set(c.name, row.id);
+    }
+    for (const m of SIM_MODELS) {
+      const data = {
+        kind: m.kind,
+        inputPricePerMTok: m.input,
+        outputPricePerMTok: m.output,
+        inputOnly: m.inputOnly ?? false,
+        unitPrice: m.unitPrice ?? 0n,
+      };
+      await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: {} });
+      for (const name of m.channels) {
+        const channelId = ids.get(name)!;
+        await tx.modelRoute.upsert({ where: { modelId_channelId: { modelId: m.id, channelId } }, create: { modelId: m.id, channelId }, update: {} });
+      }
+    }
+  });
+}

@@ -1,0 +1,104 @@
+// Real PNG bytes (signature, IHDR, one IDAT, IEND, every chunk CRC-checked), written with node:zlib only, and
+// a strict reader so tests can prove that what travelled through gensvc is still a decodable image.
+import { crc32, deflateSync, inflateSync } from 'node:zlib';
+
+const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const RGB = 2;
+const BYTES_PER_PIXEL: Record<number, number> = { 0: 1, 2: 3, 4: 2, 6: 4 };
+
+function chunk(type: string, data: Buffer): Buffer {
+  const out = Buffer.alloc(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, 'latin1');
+  data.copy(out, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
+}
+
+/** Encodes 8-bit RGB pixels (`width * height * 3` bytes, rows top to bottom) as a PNG. */
+export function encodePngRgb(width: number, height: number, rgb: Buffer): Buffer {
+  if (rgb.length !== width * height * 3) throw new RangeError(`expected ${width * height * 3} pixel bytes, got ${rgb.length}`);
+  const stride = width * 3;
+  const raw = Buffer.alloc((stride + 1) * height);
+  for (let y = 0; y < height; y++) {
+    // Filter type 0 (None) leads every scanline.
+    rgb.copy(raw, y * (stride + 1) + 1, y * stride, (y + 1) * stride);
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8;
+  ihdr[9] = RGB;
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+export interface PngInfo {
+  width: number;
+  height: number;
+  bitDepth: number;
+  colorType: number;
+  /** Decompressed scanlines, each led by its filter byte. */
+  scanlines: Buffer;
+  /** The RGB triple at (x, y) for 8-bit RGB images whose scanlines use filter 0, as encodePngRgb writes them. */
+  rgbAt(x: number, y: number): [number, number, number];
+}
+
+/** Parses and checks a PNG: signature, chunk CRCs, IHDR first, IEND last, and the inflated size of the IDAT data. */
+export function pngInfo(buffer: Buffer): PngInfo {
+  if (buffer.length < 8 || !buffer.subarray(0, 8).equals(SIGNATURE)) throw new Error('not a PNG: bad signature');
+  let offset = 8;
+  let header: Buffer | undefined;
+  const idat: Buffer[] = [];
+  let ended = false;
+  while (offset < buffer.length) {
+    if (offset + 12 > buffer.length) throw new Error('truncated chunk header');
+    const length = buffer.readUInt32BE(offset);
+    const type = buffer.toString('latin1', offset + 4, offset + 8);
+    const end = offset + 8 + length;
+    if (end + 4 > buffer.length) throw new Error(`truncated ${type} chunk`);
+    if (crc32(buffer.subarray(offset + 4, end)) !== buffer.readUInt32BE(end)) throw new Error(`bad CRC in ${type} chunk`);
+    const data = buffer.subarray(offset + 8, end);
+    if (!header && type !== 'IHDR') throw new Error('first chunk is not IHDR');
+    if (type === 'IHDR') header = data;
+    else if (type === 'IDAT') idat.push(data);
+    else if (type === 'IEND') {
+      ended = true;
+      offset = end + 4;
+      break;
+    }
+    offset = end + 4;
+  }
+  if (!header || header.length !== 13) throw new Error('missing or bad IHDR');
+  if (!ended || offset !== buffer.length) throw new Error('IEND missing or not last');
+  const width = header.readUInt32BE(0);
+  const height = header.readUInt32BE(4);
+  const bitDepth = header[8]!;
+  const colorType = header[9]!;
+  const channels = BYTES_PER_PIXEL[colorType];
+  if (bitDepth !== 8 || channels === undefined) throw new Error(`unsupported PNG format: depth ${bitDepth}, color type ${colorType}`);
+  const scanlines = inflateSync(Buffer.concat(idat));
+  const stride = width * channels + 1;
+  if (scanlines.length !== stride * height) throw new Error(`IDAT holds ${scanlines.length} bytes, expected ${stride * height}`);
+  return {
+    width,
+    height,
+    bitDepth,
+    colorType,
+    scanlines,
+    rgbAt(x, y) {
+      if (colorType !== RGB) throw new Error('rgbAt reads 8-bit RGB images only');
+      if (scanlines[y * stride] !== 0) throw new Error(`scanline ${y} is filtered; rgbAt reads unfiltered rows only`);
+      const at = y * stride + 1 + x * 3;
+      return [scanlines[at]!, scanlines[at + 1]!, scanlines[at + 2]!];
+    },
+  };
+}
+
+/** The image type decided from the first bytes, never from a declared content type. */
+export function sniffImageType(bytes: Buffer): 'image/png' | 'image/jpeg' | 'image/webp' | 'image/gif' | null {
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(SIGNATURE)) return 'image/png';
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'image/webp';
+  if (bytes.length >= 6 && /^GIF8[79]a$/.test(bytes.toString('latin1', 0, 6))) return 'image/gif';
+  return null;
+}
