@@ -12,7 +12,8 @@ describe('loadConfig', () => {
     const c = loadConfig(base);
     expect(c.port).toBe(8080);
     expect(c.publicBaseUrl).toBe('http://localhost:8080');
-    expect(c.fileBaseUrl).toBe(c.publicBaseUrl);
+    expect(c.fileBaseUrl).toBe('https://s3.us-east-1.amazonaws.com'); // no S3_ENDPOINT: AWS itself
+    expect(loadConfig({ ...base, S3_ENDPOINT: 'http://127.0.0.1:9000/' }).fileBaseUrl).toBe('http://127.0.0.1:9000');
     expect(c.callbacks).toEqual({ retryScheduleMs: [0, 30_000, 120_000, 600_000, 3_600_000], timeoutMs: 10_000 });
     expect(c.outbound.allowCidrs).toEqual([]);
     expect(c.s3.forcePathStyle).toBe(false);

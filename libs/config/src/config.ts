@@ -124,7 +124,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   return {
     port: e.PORT,
     publicBaseUrl,
-    fileBaseUrl: (e.FILE_BASE_URL ?? publicBaseUrl).replace(/\/+$/, ''),
+    // {file_url}: the public, path-style address of the object store (a CDN or the store itself).
+    fileBaseUrl: (e.FILE_BASE_URL ?? e.S3_ENDPOINT ?? `https://s3.${e.S3_REGION}.amazonaws.com`).replace(/\/+$/, ''),
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     queuePrefix: e.QUEUE_PREFIX,

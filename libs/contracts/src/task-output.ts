@@ -4,7 +4,7 @@
 //   { "outputs": [ { "kind": "image" | "video", "url": "https://provider.example/out.png",
 //                    ...provider result fields (duration, width, ...), kept as they came,
 //                    "archive_status": "pending" | "archived" | "failed" | "too_large",
-//                    "svc_file_id": "file_...", "svc_url": "<FILE_BASE_URL>/<storage key>" } ],
+//                    "svc_file_id": "file_...", "svc_url": "<FILE_BASE_URL>/<bucket>/<storage key>" } ],
 //     ...other task-level fields }
 //
 // `url` stays the provider's URL whatever the archive's outcome (spec §7: an output that cannot be archived does

@@ -107,13 +107,15 @@ export const errors = {
     new AppError({ status: 413, code: 'payload_too_large', message: `The request body exceeds the limit of ${limit}.` }),
   unsupportedMediaType: make(415, 'unsupported_media_type'),
   /** A file's header shows it beyond a limit of spec §8 (pixels per side, minutes). */
-  mediaLimitExceeded: (message: string) => new AppError({ status: 400, code: 'media_limit_exceeded', message, param: 'file' }),
+  mediaLimitExceeded: (message: string, param = 'file') => new AppError({ status: 400, code: 'media_limit_exceeded', message, param }),
   invalidFileToken: () =>
     new AppError({ status: 401, code: 'invalid_file_token', message: 'The file link is invalid or has expired. Get a fresh one with GET /v1/files/{file_id}.' }),
   tierNotAllowed: (what: string, tiers: string[]) =>
     new AppError({ status: 403, code: 'tier_not_allowed', message: `${what} is available to ${tiers.join(' and ')} workspaces only.` }),
   rangeNotSatisfiable: (size: number) =>
     new AppError({ status: 416, code: 'range_not_satisfiable', message: `The requested range is not satisfiable: the content is ${size} bytes.`, headers: { 'Content-Range': `bytes */${size}` } }),
+  /** S3 failed: not the caller's fault, and worth a retry. */
+  storageUnavailable: (message: string, cause?: unknown) => new AppError({ status: 503, code: 'storage_unavailable', message, cause, expose: true }),
   modelNotFound: (model: string) =>
     new AppError({ status: 404, code: 'model_not_found', message: `The model "${model}" does not exist or is not enabled.`, param: 'model' }),
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
@@ -121,6 +123,14 @@ export const errors = {
   /** A caller's URL broke a rule of DESIGN.md §5; `message` is the OutboundError's, which names the rule. */
   invalidCallbackUrl: (message: string) => new AppError({ status: 400, code: 'invalid_callback_url', message, param: 'callback_url' }),
   invalidImageUrl: (message: string, param = 'image_url') => new AppError({ status: 400, code: 'invalid_image_url', message, param }),
+  /** An image input whose bytes are not a supported image (or not an image at all); `param` names the field. */
+  invalidImage: (message: string, param: string) => new AppError({ status: 400, code: 'invalid_image', message, param }),
+  /** Images gathered from several sources (uploads, URLs, files) together exceed a request's limit. */
+  imagesTooLarge: (message: string, param: string) => new AppError({ status: 413, code: 'payload_too_large', message, param }),
+  idempotencyKeyReused: (message = 'This Idempotency-Key was used with a different request in the last 24 hours.') =>
+    new AppError({ status: 409, code: 'idempotency_key_reused', param: 'Idempotency-Key', message }),
+  idempotencyInProgress: () =>
+    new AppError({ status: 409, code: 'idempotency_in_progress', param: 'Idempotency-Key', message: 'A request with this Idempotency-Key is still being processed; retry shortly.', headers: { 'Retry-After': '1' } }),
   rateLimited: (message: string, headers: Record<string, string>) =>
     new AppError({ status: 429, code: 'rate_limit_exceeded', message, headers }),
   internal: (cause?: unknown) =>

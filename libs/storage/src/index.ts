@@ -1,2 +1,3 @@
 export * from './s3';
 export * from './objects';
+export * from './generated-output';

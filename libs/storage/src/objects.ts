@@ -119,7 +119,7 @@ export function presignGetObject(s3: S3Client, bucket: string, key: string, opti
  * links point there (the signature covers the host), else the S3 endpoint itself.
  */
 export function createPresignS3(s: S3Settings, fileHost: string | undefined): S3Client {
-  return createS3(fileHost ? { ...s, endpoint: fileHost } : s);
+  return createS3(fileHost ? { ...s, endpoint: fileHost, forcePathStyle: true } : s);
 }
 
 function isMissing(e: unknown): boolean {

@@ -43,6 +43,12 @@ export class CircuitBreaker {
     return !!h && h.openedAt !== null && (h.trial || this.now() - h.openedAt < this.openMs);
   }
 
+  /** Gives back a claimed half-open trial without judging the channel (the call was never made, or was cut short by the caller). */
+  release(channelId: string): void {
+    const h = this.health.get(channelId);
+    if (h) h.trial = false;
+  }
+
   success(channelId: string): void {
     this.health.delete(channelId);
   }

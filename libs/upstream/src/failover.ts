@@ -51,43 +51,70 @@ export interface FailoverOptions<T> {
   random?: () => number;
   /** Told of every failed attempt (for logs and metrics). */
   onFailure?: (route: CatalogRoute, error: unknown) => void;
+  /** Errors that end the whole call without judging the channel (the caller's deadline passed, shutdown). */
+  isAbort?: (error: unknown) => boolean;
 }
 
 /**
  * Calls the model's channels in order until one answers. Channels with an open circuit are skipped while another
- * can be tried; when every channel is open, they are tried anyway rather than failing without a call.
+ * can be tried; when every channel is open, they are tried anyway rather than failing without a call. A channel's
+ * health is judged by what it did: a caller's 4xx (`status`, no failover) is healthy; an invalid answer
+ * (`invalid_response`, no failover) is not, though no other channel is asked.
  */
 export async function withFailover<T>(opts: FailoverOptions<T>): Promise<T> {
   const ordered = orderRoutes(opts.routes, opts.random);
   if (ordered.length === 0) {
     throw new AppError({ status: 503, code: 'no_channel_available', message: 'No enabled channel serves this model.' });
   }
-  const admitted = ordered.filter((r) => opts.breaker.tryAcquire(r.channel.id));
-  const tryList = admitted.length ? admitted : ordered;
   let last: unknown;
-  for (const route of tryList) {
+  const attempt = async (route: CatalogRoute): Promise<{ value: T } | null> => {
+    const id = route.channel.id;
     try {
-      const result = await opts.call(route);
-      opts.breaker.success(route.channel.id);
-      return result;
+      const value = await opts.call(route);
+      opts.breaker.success(id);
+      return { value };
     } catch (e) {
       last = e;
+      if (opts.isAbort?.(e)) {
+        opts.breaker.release(id);
+        throw toAppError(e);
+      }
       opts.onFailure?.(route, e);
       if (e instanceof UpstreamFailure && !e.failover) {
-        // The provider judged the request itself: that says nothing about the channel's health.
-        opts.breaker.success(route.channel.id);
-        throw e.answer ?? toAppError(e);
+        if (e.kind === 'invalid_response') opts.breaker.failure(id);
+        else opts.breaker.success(id); // the provider judged the request itself: the channel is fine
+        throw toAppError(e);
       }
-      opts.breaker.failure(route.channel.id);
+      opts.breaker.failure(id);
+      return null;
+    }
+  };
+  const skipped: CatalogRoute[] = [];
+  for (const route of ordered) {
+    // Claimed one at a time: a half-open trial is taken only for a channel that is really called.
+    if (!opts.breaker.tryAcquire(route.channel.id)) {
+      skipped.push(route);
+      continue;
+    }
+    const done = await attempt(route);
+    if (done) return done.value;
+  }
+  if (skipped.length === ordered.length) {
+    for (const route of skipped) {
+      const done = await attempt(route);
+      if (done) return done.value;
     }
   }
-  throw toAppError(last);
+  throw toAppError(last ?? new UpstreamFailure('every channel of the model is failing', 'connection', true));
 }
 
 export function toAppError(e: unknown): AppError {
   if (e instanceof AppError) return e;
   if (e instanceof UpstreamFailure) {
     if (e.answer) return e.answer;
+    if (e.kind === 'status' && !e.failover && e.status !== undefined && e.status < 500) {
+      return new AppError({ status: 400, code: 'upstream_rejected', message: `The model provider refused the request: ${e.message}`, cause: e });
+    }
     if (e.kind === 'timeout') return new AppError({ status: 504, code: 'upstream_timeout', message: 'The model provider did not answer in time.', cause: e });
     if (e.kind === 'invalid_response') return new AppError({ status: 502, code: 'upstream_invalid_response', message: `The model provider gave an invalid answer: ${e.message}`, cause: e });
     return new AppError({ status: 502, code: 'upstream_error', message: 'The model provider failed to answer.', cause: e });

@@ -44,8 +44,43 @@ describe('withFailover', () => {
     calls.length = 0;
     await expect(
       withFailover({ routes: [route('a', 3), route('c', 1)], breaker, call: async (r) => { calls.push(r.channel.id); throw failing(400); } }),
-    ).rejects.toMatchObject({ status: 502 });
+    ).rejects.toMatchObject({ status: 400, code: 'upstream_rejected' });
     expect(calls).toEqual(['a']);
+    expect(breaker.isOpen('a')).toBe(false);
+  });
+
+  it('counts an invalid answer against the channel without asking another', async () => {
+    const breaker = new CircuitBreaker({ failureThreshold: 2 });
+    const calls: string[] = [];
+    const call = async (r: CatalogRoute) => {
+      calls.push(r.channel.id);
+      throw new UpstreamFailure('probabilities do not sum to 1', 'invalid_response', false);
+    };
+    for (let i = 0; i < 2; i++) {
+      await expect(withFailover({ routes: [route('a', 1), route('b', 0)], breaker, call })).rejects.toMatchObject({ status: 502, code: 'upstream_invalid_response' });
+    }
+    expect(calls).toEqual(['a', 'a']);
+    expect(breaker.isOpen('a')).toBe(true);
+  });
+
+  it('claims a half-open trial only for a channel it really calls, and gives it back on an abort', async () => {
+    let now = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 100, now: () => now });
+    breaker.failure('b');
+    now = 200; // b may have its trial now, but a answers first
+    expect(await withFailover({ routes: [route('a', 1), route('b', 0)], breaker, call: async (r) => r.channel.id })).toBe('a');
+    const failA = async (r: CatalogRoute) => {
+      if (r.channel.id === 'a') throw new UpstreamFailure('down', 'status', true, 503);
+      return r.channel.id;
+    };
+    expect(await withFailover({ routes: [route('a', 1), route('b', 0)], breaker, call: failA })).toBe('b'); // the trial closes b
+    expect(breaker.isOpen('b')).toBe(false);
+
+    breaker.failure('c');
+    now = 400;
+    class Aborted extends Error {}
+    await expect(withFailover({ routes: [route('c')], breaker, call: async () => { throw new Aborted(); }, isAbort: (e) => e instanceof Aborted })).rejects.toBeDefined();
+    expect(breaker.tryAcquire('c')).toBe(true); // the trial was given back, not left claimed
   });
 
   it('opens a failing channel for a while, then lets one trial through', async () => {

@@ -210,7 +210,7 @@ describe('archive.output', () => {
     const after = await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } });
     expect(after.output).toEqual({
       outputs: [
-        { kind: 'image', url, seed: 40, archive_status: 'archived', svc_file_id: file.id, svc_url: `${FILE_BASE_URL}/${file.storageKey}` },
+        { kind: 'image', url, seed: 40, archive_status: 'archived', svc_file_id: file.id, svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${file.storageKey}` },
       ],
       provider_id: 'pred_1',
     });

@@ -9,6 +9,7 @@ import { healthz } from './routes/health/healthz';
 import { readyz } from './routes/health/readyz';
 import { evaluateRoutes } from './routes/evaluate';
 import { fileRoutes } from './routes/files';
+import { imageRoutes } from './routes/images';
 import { getBalance } from './routes/me/get-balance';
 import { metricsRoute } from './routes/metrics';
 
@@ -33,6 +34,7 @@ export function buildApp(deps: EdgeDeps): express.Express {
   app.use(evaluateRoutes(deps));
   app.use(fileRoutes(deps));
   app.use(chatRoutes(deps));
+  app.use(imageRoutes(deps));
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -2,6 +2,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
+import type { RequestOptions } from '@gensvc/outbound';
 import type { Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { QueueEvents } from 'bullmq';
@@ -24,4 +25,9 @@ export interface EdgeDeps {
   queues: Queues;
   /** Completion events of the evaluate queue, to wait on a job's result. */
   evaluateEvents: QueueEvents;
+  /**
+   * Outbound client settings beyond config.outbound for caller-given URLs (image_url): none in production (Node
+   * trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
+   */
+  outbound?: Pick<RequestOptions, 'ca' | 'lookup'>;
 }

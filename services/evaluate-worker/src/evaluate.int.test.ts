@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
 import { billingRepository, toAmount, type Db } from '@gensvc/db';
+import { createLogger } from '@gensvc/observability';
 import { enqueue } from '@gensvc/queue';
 import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
@@ -13,7 +14,7 @@ import { errorHandler, notFound } from '../../edge/src/http/errors';
 import { requestContext } from '../../edge/src/http/request-context';
 import { evaluateRoutes } from '../../edge/src/routes/evaluate';
 import { expectedAnswers, startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
-import type { EvaluateWorker } from './evaluate-worker';
+import { startReservationSweep, type EvaluateWorker } from './evaluate-worker';
 import { addSimModel, startWorker } from './worker-under-test';
 
 const ctx = useTestContext();
@@ -62,18 +63,9 @@ async function money(db: Db, workspaceId: string, keyId: string) {
   return { charges, spent: key.spent, reserved: key.reserved, balance: ws.balance, held };
 }
 
-/**
- * Deep equality, numbers within 1e-15 relative: the idempotency store (Prisma Json → jsonb) keeps 16 significant
- * digits of a double, not the 17 that round-trip it (reported to the lead; a raw `::jsonb` write keeps them all).
- */
-function expectSameNumbers(actual: unknown, expected: unknown, at = '$'): void {
-  if (typeof expected === 'number') {
-    expect(typeof actual).toBe('number');
-    if (Math.abs((actual as number) - expected) > 1e-15 * Math.max(1, Math.abs(expected))) throw new Error(`${at}: ${String(actual)} is not ${expected}`);
-  } else if (expected !== null && typeof expected === 'object') {
-    expect(Object.keys(actual as object).sort()).toEqual(Object.keys(expected).sort());
-    for (const [k, v] of Object.entries(expected)) expectSameNumbers((actual as Record<string, unknown>)[k], v, `${at}.${k}`);
-  } else expect(actual).toEqual(expected);
+/** Exact deep equality (every digit of every number; jsonb keeps no key order): a replay answers the first answer. */
+function expectSameNumbers(actual: unknown, expected: unknown): void {
+  expect(actual).toEqual(expected);
 }
 
 const calls = (channels: string[]) => sim.requests().filter((r) => channels.includes(r.channel)).map((r) => `${r.channel}:${r.status ?? r.outcome}`);
@@ -327,5 +319,26 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     expect(after.charges.map((c) => [c.requestId, c.amount])).toEqual([['req_direct', -costOf(model, usage)]]);
     expect(after).toMatchObject({ reserved: 0n, held: 0 });
     expect(calls(['direct'])).toEqual(['direct:200']);
+  });
+});
+
+describe('reservation sweep', () => {
+  it('releases holds whose owner died (past their expiry), and leaves live ones alone', async () => {
+    const { ws, key } = await customer();
+    const hold = (ttlMs: number) => billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_sweep', amount: 70_000n, ttlMs });
+    const dead = await hold(1);
+    const live = await hold(60_000);
+    await sleep(5);
+    const sweep = startReservationSweep(ctx.db, createLogger({ service: 'sweep-test', level: 'silent' }), 20);
+    try {
+      for (let i = 0; i < 100 && (await ctx.db.reservation.findUniqueOrThrow({ where: { id: dead.id } })).state === 'held'; i++) await sleep(20);
+    } finally {
+      sweep.stop();
+      await sweep.idle();
+    }
+    const states = await ctx.db.reservation.findMany({ where: { id: { in: [dead.id, live.id] } }, select: { id: true, state: true } });
+    expect(Object.fromEntries(states.map((r) => [r.id, r.state]))).toEqual({ [dead.id]: 'released', [live.id]: 'held' });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ reserved: 70_000n, balance: 50_000_000n - 70_000n, charges: [] });
+    await billingRepository.release(ctx.db, live.id);
   });
 });

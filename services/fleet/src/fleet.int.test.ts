@@ -20,13 +20,15 @@ function startFleet(port: number, stores: Record<string, string> = {}, dir = dat
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const printed = new Promise<{ key: string; curl: string }>((resolve, reject) => {
+  const printed = new Promise<{ key: string; evaluate: string; curl: string }>((resolve, reject) => {
     const timer = setInterval(() => {
-      const curl = /^\s*(curl -s .*)$/m.exec(out)?.[1];
+      const curls = printedCurls(out);
       const key = /API key\s+(gsk_[A-Za-z0-9_-]{43})/.exec(out)?.[1];
-      if (curl && key) {
+      const evaluate = curls.find((c) => c.includes('/api/v1/evaluate'));
+      const curl = curls.find((c) => c.includes('/api/v1/me/balance'));
+      if (evaluate && curl && key) {
         clearInterval(timer);
-        resolve({ key, curl });
+        resolve({ key, evaluate, curl });
       } else if (child.exitCode !== null) {
         clearInterval(timer);
         reject(new Error(`fleet exited ${child.exitCode}:\n${out}`));
@@ -41,16 +43,40 @@ function startFleet(port: number, stores: Record<string, string> = {}, dir = dat
   return { child, printed, exited, ctrlC, output: () => out };
 }
 
+/** The commands printed under "First request:", continuation lines joined as a shell would. */
+function printedCurls(out: string): string[] {
+  const block = /First request:\n((?: {2}.*\n)+)/.exec(out)?.[1];
+  if (!block) return [];
+  return block
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('curl '));
+}
+
 /** Runs the printed curl command itself (it must work as printed). */
 const runCurl = (curl: string) => JSON.parse(execFileSync('sh', ['-c', curl], { encoding: 'utf8' }));
 
 it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data for the next start', async () => {
   const port = await freePort();
   const first = startFleet(port);
-  const { key, curl } = await first.printed;
+  const { key, evaluate, curl } = await first.printed;
   expect(curl).toContain(`http://localhost:${port}/api/v1/me/balance`);
+  // The first request is an evaluation, answered by the seeded sim channel through the queue and the worker.
+  const answer = runCurl(evaluate);
+  expect(answer).toMatchObject({ model: 'sim/eval-1', answers: { true: { type: 'boolean' } }, cost: { currency: 'USD' } });
+  expect(answer.cost.amount).toBeGreaterThan(0);
   const balance = runCurl(curl);
-  expect(balance).toMatchObject({ object: 'balance', amount: 10, currency: 'USD', key: { spend_cap: null, spent: 0 } });
+  expect(balance).toMatchObject({ object: 'balance', currency: 'USD', key: { spend_cap: null } });
+  expect(balance.amount).toBeCloseTo(10 - answer.cost.amount, 6);
+  expect(balance.key.spent).toBeCloseTo(answer.cost.amount, 6);
+  const chat = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sim/chat-1', messages: [{ role: 'user', content: 'hello' }] }),
+  });
+  expect(chat.status).toBe(200);
+  expect((await jsonOf(chat)).choices[0].message.content).toMatch(/^sim reply/);
   expect(existsSync(join(dataDir, 'stack.json'))).toBe(true);
 
   first.ctrlC();
@@ -79,6 +105,7 @@ it('uses the stores the variables name instead of embedded ones', async () => {
     const { key, curl } = await fleet.printed;
     const balance = runCurl(curl);
     expect(balance.amount).toBe(10);
+    expect(await ctx.db.channel.count({ where: { name: { startsWith: 'sim-' } } })).toBe(4);
     expect(await ctx.db.workspace.findUnique({ where: { id: balance.workspace_id } })).not.toBeNull();
     expect(existsSync(join(dir, 'pg'))).toBe(false);
     expect(existsSync(join(dir, 'redis'))).toBe(false);

@@ -1,6 +1,5 @@
 import type { DbClient } from '../client';
 import { newId } from '../ids';
-import { Prisma } from '../generated/prisma/client';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** A first request still "in flight" after this long died with its process: a retry may take its key over. */
@@ -40,10 +39,9 @@ export const idempotencyRepository = {
 
   /** Stores the answer the first request gave, for replays. */
   async complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
-    await db.idempotencyRecord.updateMany({
-      where: { id },
-      data: { responseStatus: status, responseBody: body === undefined ? Prisma.JsonNull : (body as Prisma.InputJsonValue) },
-    });
+    // Raw jsonb from the exact text: Prisma's Json writes round numbers to 16 significant digits, and a replay must
+    // answer the very same bytes' worth of numbers as the first answer.
+    await db.$executeRaw`UPDATE "IdempotencyRecord" SET "responseStatus" = ${status}, "responseBody" = ${JSON.stringify(body ?? null)}::jsonb WHERE "id" = ${id}`;
   },
 
   /** Forgets a first request that did not succeed, so that a retry runs again (it was not charged). */

@@ -5,15 +5,16 @@
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
 // object and one row. The bytes stream from the provider through the outbound client into a multipart upload and
 // are never held whole; a failure mid-way aborts the upload and leaves no object.
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ARCHIVE_LIMIT_BYTES, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { fileRepository, generatedExpiry, isUniqueViolation, withTx, type DbClient } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import type { HandlerContext } from '@gensvc/queue';
-import { deleteObject, fileObjectKey, putObjectStream } from '@gensvc/storage';
+import { deleteObject, fileObjectKey, outputFileId, publicFileUrl, putObjectStream } from '@gensvc/storage';
+import type { Config } from '@gensvc/config';
 import type { ArchiverDeps } from '../deps';
-import { OUTPUT_HEAD_BYTES, detectOutputType } from '../output-type';
+import { SNIFF_BYTES, sniffMedia } from '@gensvc/media';
 
 export type ArchiveOutcome =
   | { outcome: 'archived'; fileId: string; bytes: number; already: boolean }
@@ -25,19 +26,6 @@ const TIMEOUTS = {
   image: { timeoutMs: 2 * 60_000, idleTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
   video: { timeoutMs: 20 * 60_000, idleTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
 };
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-/**
- * The file id of a task's output: `file_` and 22 base62 characters of an HMAC under the server secret, so the same
- * output always gets the same id (and storage key) while nobody without the secret can derive it from a task id.
- */
-export function outputFileId(secret: string, taskId: string, outputIndex: number): string {
-  const mac = createHmac('sha256', secret).update(`archive/${taskId}/${outputIndex}`).digest();
-  let out = '';
-  for (let i = 0; i < 22; i++) out += BASE62[mac[i]! % 62];
-  return `file_${out}`;
-}
 
 export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
@@ -60,7 +48,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     const existing = await db.file.findUnique({ where: { taskId_outputIndex: { taskId, outputIndex } } });
     if (existing) {
       // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so.
-      await writeEntry(db, taskId, outputIndex, archivedEntry(config.fileBaseUrl, existing.id, existing.storageKey));
+      await writeEntry(db, taskId, outputIndex, archivedEntry(config, existing.id, existing.storageKey));
       return { outcome: 'archived', fileId: existing.id, bytes: Number(existing.bytes), already: true };
     }
 
@@ -103,7 +91,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     let headBytes = 0;
     let ended = false;
     try {
-      while (headBytes < OUTPUT_HEAD_BYTES) {
+      while (headBytes < SNIFF_BYTES) {
         const next = await chunks.next();
         if (next.done) {
           ended = true;
@@ -115,7 +103,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     } catch (e) {
       return giveUp(e);
     }
-    const type = detectOutputType(Buffer.concat(head));
+    const type = sniffMedia(Buffer.concat(head), ended);
     if (!type || type.kind !== entry.kind) {
       source.destroy();
       const what = type ? `a ${type.kind} (${type.contentType})` : 'not a supported image or video format';
@@ -160,7 +148,7 @@ export function archiveOutput(deps: ArchiverDeps) {
 
     const now = new Date();
     const expiry = generatedExpiry(now, task.workspace.tier, task.workspace.retentionDays);
-    const result = archivedEntry(config.fileBaseUrl, fileId, storageKey);
+    const result = archivedEntry(config, fileId, storageKey);
     try {
       await withTx(db, async (tx) => {
         await fileRepository.create(tx, {
@@ -168,7 +156,7 @@ export function archiveOutput(deps: ArchiverDeps) {
           workspaceId: task.workspaceId,
           source: 'generated',
           purpose: 'output',
-          filename: `${taskId}-${outputIndex}.${type.extension}`,
+          filename: `${taskId}-${outputIndex}.${type.extensions[0]}`,
           contentType: type.contentType,
           bytes: BigInt(bytes),
           sha256: hash.digest('hex'),
@@ -193,9 +181,8 @@ export function archiveOutput(deps: ArchiverDeps) {
   };
 }
 
-/** The public copy's URL is the storage key on FILE_BASE_URL. */
-function archivedEntry(fileBaseUrl: string, fileId: string, storageKey: string): Partial<TaskOutputEntry> {
-  return { archive_status: 'archived', svc_file_id: fileId, svc_url: `${fileBaseUrl}/${storageKey}` };
+function archivedEntry(config: Pick<Config, 'fileBaseUrl' | 's3'>, fileId: string, storageKey: string): Partial<TaskOutputEntry> {
+  return { archive_status: 'archived', svc_file_id: fileId, svc_url: publicFileUrl(config.fileBaseUrl, config.s3.bucket, storageKey) };
 }
 
 /**

@@ -3,7 +3,7 @@
 // failed first request was not charged, so its retry runs again.
 import { createHash } from 'node:crypto';
 import { idempotencyRepository, type Db } from '@gensvc/db';
-import { AppError, errors } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import { authOf } from '../auth/authenticate';
 import { locals } from '../http/request-context';
@@ -13,31 +13,43 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
 /** Marks a stored success that was streamed: its bytes were not kept, so it cannot be replayed. */
 const STREAMED = { streamed: true } as const;
 
+/**
+ * Starts the request under its Idempotency-Key: 'new' (this request runs; record its answer), or the stored answer
+ * to replay; another request under the key, or one still in flight, is a 409.
+ */
+export async function beginIdempotent(db: Db, workspaceId: string, key: string, requestHash: string): Promise<{ state: 'new'; id: string } | { state: 'replay'; status: number; body: unknown }> {
+  if (!KEY.test(key)) throw errors.invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'Idempotency-Key');
+  const begun = await idempotencyRepository.begin(db, workspaceId, key, requestHash);
+  switch (begun.state) {
+    case 'mismatch':
+      throw errors.idempotencyKeyReused();
+    case 'in_flight':
+      throw errors.idempotencyInProgress();
+    case 'replay':
+      if (isStreamed(begun.body)) {
+        throw errors.idempotencyKeyReused('The request with this Idempotency-Key was streamed and has completed; a streamed answer cannot be replayed.');
+      }
+      return begun;
+    case 'new':
+      return begun;
+  }
+}
+
 export function idempotency(deps: { db: Db }) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const key = req.get('idempotency-key');
     if (key === undefined) return next();
     try {
-      if (!KEY.test(key)) throw errors.invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'Idempotency-Key');
       const { workspace } = authOf(res);
       const hash = createHash('sha256').update(`${req.method} ${req.path}\n`).update(JSON.stringify(req.body ?? null)).digest('hex');
-      const begun = await idempotencyRepository.begin(deps.db, workspace.id, key, hash);
-      switch (begun.state) {
-        case 'mismatch':
-          throw new AppError({ status: 409, code: 'idempotency_key_reused', param: 'Idempotency-Key', message: 'This Idempotency-Key was used with a different request in the last 24 hours.' });
-        case 'in_flight':
-          throw new AppError({ status: 409, code: 'idempotency_in_progress', param: 'Idempotency-Key', message: 'A request with this Idempotency-Key is still being processed; retry shortly.', headers: { 'Retry-After': '1' } });
-        case 'replay':
-          if (isStreamed(begun.body)) {
-            throw new AppError({ status: 409, code: 'idempotency_key_reused', param: 'Idempotency-Key', message: 'The request with this Idempotency-Key was streamed and has completed; a streamed answer cannot be replayed.' });
-          }
-          res.setHeader('Idempotent-Replayed', 'true');
-          res.status(begun.status).json(begun.body);
-          return;
-        case 'new':
-          record(deps.db, begun.id, res);
-          return next();
+      const begun = await beginIdempotent(deps.db, workspace.id, key, hash);
+      if (begun.state === 'replay') {
+        res.setHeader('Idempotent-Replayed', 'true');
+        res.status(begun.status).json(begun.body);
+        return;
       }
+      record(deps.db, begun.id, res);
+      next();
     } catch (e) {
       next(e);
     }

@@ -3,7 +3,8 @@
 //
 // Billing rule:
 //  - The hold is the upper bound reservationFor(model, {request bytes, the caller's output cap}), times the number
-//    of answers asked for (n / candidateCount). Nothing is called upstream unless it is held.
+//    of answers asked for (n / candidateCount). It is taken while the upstream call is on its way; nothing reaches
+//    the caller unless it is held, and a refused hold (402) aborts the upstream call.
 //  - A complete answer is charged costOf(model, reported usage) (settle charges at most the hold). A JSON answer
 //    without usage is an invalid answer (failed over, else 502): an answer is never given away uncharged.
 //  - Failover happens only before the first byte reaches the caller; if every channel fails the hold is released.
@@ -13,27 +14,26 @@
 //    when none was reported the hold is released.
 //  - A caller who disconnects mid-stream does not stop the bill: the upstream stream is read to its end (without
 //    writing) and its reported usage charged, as the provider charges it.
-import { costOf, reservationFor, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker } from '@gensvc/upstream';
+import { isAppError } from '@gensvc/errors';
+import { costOf, reservationFor, toAppError, UpstreamFailure, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker } from '@gensvc/upstream';
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Response } from 'express';
-import type { Dispatcher } from 'undici';
+import { authOf } from '../auth/authenticate';
 import { reserveFor } from '../billing/paid-call';
 import { locals } from '../http/request-context';
 import { ChatModels } from './chat-model';
-import { failureFromStatus, invalidResponse, parseObject, upstreamModelOf, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import { failureFromStatus, invalidResponse, parseObject, upstreamModelOf, type ChatCall, type ChatProtocol, type Usage } from './protocol';
 import { Settlements } from './settlements';
-import { SseSplitter } from './sse-splitter';
-import { nextChunk, readBody, UpstreamClient } from './upstream-http';
+import { StreamRelay } from './stream-relay';
+import { readBody, UpstreamClient } from './upstream-http';
 
 /** Largest non-streamed upstream answer read into memory. */
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 const MAX_ERROR_BYTES = 64 * 1024;
-const CUT_MESSAGE = "The model provider's stream was interrupted before it finished.";
+const REFUSAL_MEMORY_MS = 60_000;
 
-type Opened =
-  | { kind: 'json'; json: Record<string, unknown>; usage: Usage }
-  | { kind: 'stream'; body: Dispatcher.ResponseData['body']; translator: StreamTranslator; splitter: SseSplitter; head: string; ended: boolean };
+type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage } | { kind: 'stream'; relay: StreamRelay };
 
 export interface ChatProxyDeps {
   db: Db;
@@ -45,6 +45,8 @@ export class ChatProxy {
   readonly models: ChatModels;
   readonly settlements: Settlements;
   private readonly client = new UpstreamClient();
+  /** Keys and workspaces whose hold was refused, until when they are held before calling. */
+  private readonly refusals = new Map<string, number>();
 
   constructor(private readonly deps: ChatProxyDeps) {
     this.models = new ChatModels(deps.catalog);
@@ -54,25 +56,53 @@ export class ChatProxy {
   /** Answers the call on `res`; throws AppErrors (for the error handler) only before the first byte is written. */
   async handle(protocol: ChatProtocol, call: ChatCall, res: Response): Promise<void> {
     const log = locals(res).log;
-    const bodies = new Map<string, Buffer>();
-    const bodyFor = (upstreamModel: string) => {
-      let body = bodies.get(upstreamModel);
-      if (!body) bodies.set(upstreamModel, (body = Buffer.from(protocol.body(call, upstreamModel))));
-      return body;
-    };
-    const inputBytes = bodyFor(upstreamModelOf(call.routes[0]!, call.model)).length;
-    const hold = await reserveFor(this.deps, res, holdFor(call, inputBytes));
+    const upstream = new UpstreamBodies(protocol, call);
+    const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
+    const { key, workspace } = authOf(res);
+    const open = (signal?: AbortSignal) =>
+      withFailover({
+        routes: call.routes,
+        breaker: this.deps.breaker,
+        call: (route) => this.open(protocol, call, route, upstream, signal),
+        onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
+      });
+    // The hold is taken while the upstream call is already on its way (sent first, so the hold's work delays it
+    // least), so its round trip costs the caller no latency; nothing reaches the caller before it is held, and a
+    // refused hold aborts the call at once. A key or workspace refused recently is held first and called after,
+    // so a spent one cannot keep making calls that are aborted.
+    let holding: Promise<{ id: string }>;
+    let opening: Promise<Opened>;
+    if (this.refusedRecently(key.id) || this.refusedRecently(workspace.id)) {
+      holding = reserveFor(this.deps, res, amount);
+      await holding.catch((e) => {
+        this.noteRefusal(key.id, workspace.id, e);
+        throw e;
+      });
+      opening = open();
+    } else {
+      const controller = new AbortController();
+      opening = open(controller.signal);
+      holding = reserveFor(this.deps, res, amount);
+      holding.catch((e) => {
+        this.noteRefusal(key.id, workspace.id, e);
+        controller.abort(e);
+      });
+    }
 
     let opened: Opened;
     try {
-      opened = await withFailover({
-        routes: call.routes,
-        breaker: this.deps.breaker,
-        call: (route) => this.open(protocol, call, route, bodyFor),
-        onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
-      });
+      opened = await opening;
     } catch (e) {
+      // A refused hold is the answer (402) whatever the aborted call reported.
+      const hold = await holding;
       this.settlements.release(hold.id, log);
+      throw e;
+    }
+    let hold: { id: string };
+    try {
+      hold = await holding;
+    } catch (e) {
+      if (opened.kind === 'stream') opened.relay.abandon();
       throw e;
     }
 
@@ -84,7 +114,28 @@ export class ChatProxy {
       }
       return;
     }
-    await this.pump(opened, hold.id, call, res, log);
+    await new Promise<void>((resolve) =>
+      opened.relay.attach(res, log, (usage) => {
+        if (usage) this.charge(hold.id, call, usage, log);
+        else this.settlements.release(hold.id, log);
+        resolve();
+      }),
+    );
+  }
+
+  private refusedRecently(id: string): boolean {
+    const until = this.refusals.get(id);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.refusals.delete(id);
+    return false;
+  }
+
+  /** Remembers a refused hold (402): by key when its cap refused it, else by workspace (its balance). */
+  private noteRefusal(keyId: string, workspaceId: string, e: unknown): void {
+    if (!isAppError(e) || e.status !== 402) return;
+    if (this.refusals.size >= 10_000) this.refusals.clear();
+    this.refusals.set(e.code === 'spending_cap_exhausted' ? keyId : workspaceId, Date.now() + REFUSAL_MEMORY_MS);
   }
 
   /** Waits for settlements and releases in flight (shutdown), then closes the upstream connections. */
@@ -93,7 +144,17 @@ export class ChatProxy {
     await this.client.close();
   }
 
-  private async open(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, bodyFor: (m: string) => Buffer): Promise<Opened> {
+  private async open(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined): Promise<Opened> {
+    try {
+      return await this.attempt(protocol, call, route, upstream, signal);
+    } catch (e) {
+      // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
+      if (signal?.aborted) throw new UpstreamFailure('the hold was refused', 'connection', false, undefined, toAppError(signal.reason));
+      throw e;
+    }
+  }
+
+  private async attempt(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined): Promise<Opened> {
     const { channel } = route;
     const upstreamModel = upstreamModelOf(route, call.model);
     const request = protocol.request(call, upstreamModel, channel);
@@ -101,8 +162,9 @@ export class ChatProxy {
       baseUrl: channel.baseUrl,
       path: request.path,
       headers: request.headers,
-      body: bodyFor(upstreamModel),
+      body: upstream.body(upstreamModel),
       timeoutMs: channel.timeoutMs,
+      signal,
     });
     // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
     // becoming an uncaught 'error' event.
@@ -118,96 +180,9 @@ export class ChatProxy {
       return { kind: 'json', json, usage };
     }
     // The stream is committed to the caller only once it has produced something to send.
-    const translator = protocol.translator(call);
-    const splitter = new SseSplitter();
-    let head = '';
-    try {
-      for (;;) {
-        const chunk = await nextChunk(answer.body);
-        if (chunk === null) {
-          const rest = splitter.end();
-          if (rest !== null) head += translator.event(rest);
-          if (head === '') throw invalidResponse('the stream ended before its first event');
-          return { kind: 'stream', body: answer.body, translator, splitter, head, ended: true };
-        }
-        for (const raw of splitter.push(chunk)) head += translator.event(raw);
-        if (head !== '') return { kind: 'stream', body: answer.body, translator, splitter, head, ended: false };
-      }
-    } catch (e) {
-      answer.body.destroy();
-      throw e;
-    }
-  }
-
-  private pump(opened: Extract<Opened, { kind: 'stream' }>, holdId: string, call: ChatCall, res: Response, log: Logger): Promise<void> {
-    const { body, translator, splitter } = opened;
-    return new Promise<void>((resolve) => {
-      let callerGone = false;
-      let finished = false;
-      res.status(200);
-      res.setHeader('Content-Type', translator.contentType);
-      res.setHeader('X-Accel-Buffering', 'no');
-
-      const write = (text: string) => {
-        // A slow caller pauses the upstream rather than letting its events pile up here.
-        if (text !== '' && !callerGone && !res.write(text)) body.pause();
-      };
-      const onDrain = () => body.resume();
-      const onClose = () => {
-        if (finished) return;
-        // The caller left: keep reading the upstream, without writing, to learn the usage it reports.
-        callerGone = true;
-        body.resume();
-      };
-      const finish = (clean: boolean, reason?: unknown) => {
-        if (finished) return;
-        finished = true;
-        body.off('data', onData);
-        body.off('end', onEnd);
-        body.off('error', onError);
-        res.off('drain', onDrain);
-        res.off('close', onClose);
-        if (!clean) {
-          log.warn({ err: reason instanceof Error ? reason.message : reason, caller_gone: callerGone }, 'upstream stream failed after its first byte');
-          write(translator.cut(CUT_MESSAGE));
-          if (!body.destroyed) body.destroy();
-        }
-        if (!callerGone) res.end();
-        const usage = translator.usage();
-        if (usage) this.charge(holdId, call, usage, log);
-        else this.settlements.release(holdId, log);
-        resolve();
-      };
-      const onData = (chunk: Buffer) => {
-        try {
-          for (const raw of splitter.push(chunk)) write(translator.event(raw));
-        } catch (e) {
-          finish(false, e);
-        }
-      };
-      const onEnd = () => {
-        try {
-          const rest = splitter.end();
-          if (rest !== null) write(translator.event(rest));
-        } catch (e) {
-          return finish(false, e);
-        }
-        const tail = translator.end();
-        if (tail === null) return finish(false, 'the stream ended without its end marker');
-        write(tail);
-        finish(true);
-      };
-      const onError = (e: unknown) => finish(false, e);
-
-      res.on('drain', onDrain);
-      res.on('close', onClose);
-      write(opened.head);
-      if (opened.ended) return onEnd();
-      body.on('data', onData);
-      body.on('end', onEnd);
-      body.on('error', onError);
-      body.resume();
-    });
+    const relay = new StreamRelay(answer.body, protocol.translator(call));
+    await relay.ready;
+    return { kind: 'stream', relay };
   }
 
   private charge(holdId: string, call: ChatCall, usage: Usage, log: Logger) {
@@ -217,6 +192,30 @@ export class ChatProxy {
 }
 
 const ignore = () => {};
+
+/** The upstream request body per upstream model name, serialised once (almost always one name per call). */
+class UpstreamBodies {
+  private model: string | undefined;
+  private bytes: Buffer | undefined;
+  private others: Map<string, Buffer> | undefined;
+
+  constructor(
+    private readonly protocol: ChatProtocol,
+    private readonly call: ChatCall,
+  ) {}
+
+  body(upstreamModel: string): Buffer {
+    if (this.bytes === undefined) {
+      this.model = upstreamModel;
+      return (this.bytes = Buffer.from(this.protocol.body(this.call, upstreamModel)));
+    }
+    if (upstreamModel === this.model) return this.bytes;
+    this.others ??= new Map();
+    let bytes = this.others.get(upstreamModel);
+    if (!bytes) this.others.set(upstreamModel, (bytes = Buffer.from(this.protocol.body(this.call, upstreamModel))));
+    return bytes;
+  }
+}
 
 /** The upper bound of the call's cost: input bounded by its bytes, each answer by the output cap. */
 export function holdFor(call: Pick<ChatCall, 'model' | 'maxOutputTokens' | 'choices'>, inputBytes: number): bigint {

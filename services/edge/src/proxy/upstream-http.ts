@@ -11,6 +11,8 @@ export interface UpstreamCall {
   body: Buffer;
   /** Time to the answer's headers, and the longest silence while its body streams. */
   timeoutMs: number;
+  /** Aborts the request and its body. */
+  signal?: AbortSignal;
 }
 
 export class UpstreamClient {
@@ -34,6 +36,7 @@ export class UpstreamClient {
         body: call.body,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
+        signal: call.signal,
       });
     } catch (e) {
       throw failureOf(e);
@@ -84,37 +87,4 @@ export async function readBody(body: Dispatcher.ResponseData['body'], limit: num
     throw failureOf(e);
   }
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
-}
-
-/**
- * The next chunk of a streamed body, leaving the body paused after it; null when the body has ended. Used until
- * the stream has produced something for the caller, so that a channel failing before that can be failed over.
- */
-export function nextChunk(body: Dispatcher.ResponseData['body']): Promise<Buffer | null> {
-  if (body.readableEnded) return Promise.resolve(null);
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      body.pause();
-      done();
-      resolve(chunk);
-    };
-    const onEnd = () => {
-      done();
-      resolve(null);
-    };
-    const onError = (e: unknown) => {
-      done();
-      reject(failureOf(e));
-    };
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.once('error', onError);
-    // An earlier firstChunk left the body explicitly paused, and a new 'data' listener does not undo that.
-    body.resume();
-  });
 }

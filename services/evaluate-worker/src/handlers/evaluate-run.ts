@@ -53,12 +53,14 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       return failed(outcome);
     }
     const { model, answers, usage } = outcome;
-    const settled = await billingRepository.settle(deps.db, payload.reservationId, {
-      cost: costOf(model, usage),
-      model: model.id,
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-    });
+    const settled = await billingRepository
+      .settle(deps.db, payload.reservationId, { cost: costOf(model, usage), model: model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens })
+      .catch(async (e: unknown) => {
+        // Not settled (or not known to be): give the hold back rather than leave it to expire; a settle that did
+        // commit makes this release a no-op.
+        await billingRepository.release(deps.db, payload.reservationId).catch((err) => log.error({ err }, 'could not release'));
+        throw e;
+      });
     if (!settled) {
       log.warn({}, 'answer arrived after the caller stopped waiting; not charged');
       return failed(new AppError({ status: 504, code: 'upstream_timeout', message: 'The answer arrived after the caller stopped waiting; nothing was charged.' }));
@@ -68,15 +70,12 @@ export function evaluateRun(deps: EvaluateRunDeps) {
 }
 
 async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: Logger, signal?: AbortSignal): Promise<Answered | AppError> {
-  if (now() >= payload.deadlineAt) {
-    return new AppError({ status: 504, code: 'upstream_timeout', message: 'The evaluation waited past its deadline before it could run; nothing was charged.' });
-  }
+  if (now() >= payload.deadlineAt) return pastDeadline('waited past its deadline before it could run');
   const model = await deps.catalog.model(payload.model);
   if (!model) return new AppError({ status: 400, code: 'model_not_found', message: `There is no model "${payload.model}".`, param: 'model' });
   if (model.kind !== 'evaluation' || !model.enabled) return errors.modelNotSupported(`The model "${model.id}" no longer serves evaluations.`);
 
   const { questions } = payload.request;
-  const breaker = new HeldBreaker(deps.breaker);
   const call = async (route: CatalogRoute) => {
     const remaining = payload.deadlineAt - now();
     if (remaining <= 0) throw new DeadlinePassed();
@@ -94,64 +93,28 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
       return checkAnswer(questions, raw);
     } catch (e) {
       if (!(e instanceof InvalidAnswer)) throw e;
-      // The channel answered, wrongly: no other channel is asked, but the channel's health suffers (HeldBreaker).
+      // The channel answered, wrongly: no other channel is asked, but the channel's health suffers.
       throw new UpstreamFailure(e.message, 'invalid_response', false);
     }
   };
   try {
     const checked = await withFailover({
       routes: model.routes,
-      breaker,
+      breaker: deps.breaker,
       call,
+      isAbort: (e) => e instanceof DeadlinePassed,
       onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
     });
-    breaker.report(null);
     return { ok: true, model, ...checked };
   } catch (e) {
     if (signal?.aborted) throw e;
-    breaker.report(e);
-    return toAppError(e);
+    const error = toAppError(e);
+    return error.cause instanceof DeadlinePassed ? pastDeadline('did not finish before its deadline') : error;
   }
 }
 
-/**
- * withFailover reports a channel healthy as soon as its call returns, or fails in a way that does not fail over.
- * This view of the worker's breaker holds that report back until the outcome is known: an invalid answer does not
- * fail over (the channel did answer) yet counts against the channel, and a deadline says nothing about it.
- */
-class HeldBreaker extends CircuitBreaker {
-  private answered: string | null = null;
-
-  constructor(private readonly inner: CircuitBreaker) {
-    super();
-  }
-
-  override tryAcquire(channelId: string): boolean {
-    return this.inner.tryAcquire(channelId);
-  }
-
-  override isOpen(channelId: string): boolean {
-    return this.inner.isOpen(channelId);
-  }
-
-  override failure(channelId: string): void {
-    this.inner.failure(channelId);
-  }
-
-  override success(channelId: string): void {
-    this.answered = channelId;
-  }
-
-  report(error: unknown): void {
-    const id = this.answered;
-    if (id === null) return;
-    if (error instanceof DeadlinePassed) {
-      // A half-open trial that was claimed but not decided would keep the channel out for good: call it failed.
-      if (this.inner.isOpen(id)) this.inner.failure(id);
-    } else if (error instanceof UpstreamFailure && error.kind === 'invalid_response') this.inner.failure(id);
-    else this.inner.success(id);
-  }
-}
+const pastDeadline = (what: string) =>
+  new AppError({ status: 504, code: 'upstream_timeout', message: `The evaluation ${what}; nothing was charged.` });
 
 function failed(error: AppError): EvaluateRunResult {
   trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });

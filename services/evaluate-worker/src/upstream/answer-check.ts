@@ -15,7 +15,9 @@ export class InvalidAnswer extends Error {
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isProbability = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1;
-const isTokenCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+/** Stored as a Postgres integer in the ledger: a count past it is no real usage. */
+export const MAX_TOKENS = 2_147_483_647;
+const isTokenCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOKENS;
 const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 60));
 
 /** The answers and usage, rebuilt with only the fields of spec 2.3; throws InvalidAnswer naming what is wrong. */

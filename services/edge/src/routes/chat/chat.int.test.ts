@@ -193,18 +193,30 @@ describe('OpenAI chat completions', () => {
     expect(err.error).toMatchObject({ type: 'authentication_error', code: expect.stringMatching(/api_key/) });
   });
 
-  it('answers 402 when the key cap or the balance cannot hold the call, before any upstream call', async () => {
+  it('answers 402 when the key cap or the balance cannot hold the call, and charges nothing', async () => {
+    // The hold is taken while the first call is on its way; once refused, the key (cap) or workspace (balance) is
+    // held before calling, so its next calls never reach the upstream.
     const capped = await makeKey(ctx.db, workspaceId, { spendCap: 5n });
-    const err = await openai(capped.secret).chat.completions.create({ model: CHAT, messages }).catch((e) => e);
-    expect(err.status).toBe(402);
-    expect(err.error).toMatchObject({ type: 'billing_error', code: 'spending_cap_exhausted' });
-
     const poor = await makeWorkspace(ctx.db, { balance: 10n });
     const poorKey = await makeKey(ctx.db, poor.id);
-    const broke = await openai(poorKey.secret).chat.completions.create({ model: CHAT, messages }).catch((e) => e);
-    expect(broke.status).toBe(402);
-    expect(broke.error).toMatchObject({ code: 'insufficient_balance' });
-    expect(sim.requests()).toEqual([]);
+    for (const [key, code] of [
+      [capped.secret, 'spending_cap_exhausted'],
+      [poorKey.secret, 'insufficient_balance'],
+    ] as const) {
+      const first = await openai(key).chat.completions.create({ model: CHAT, messages }).catch((e) => e);
+      expect(first.status).toBe(402);
+      expect(first.error).toMatchObject({ type: 'billing_error', code });
+      const seen = sim.requests().length;
+      const again = await openai(key).chat.completions.create({ model: CHAT, messages, stream: true }).catch((e) => e);
+      expect(again.status).toBe(402);
+      expect(again.error).toMatchObject({ code });
+      expect(sim.requests()).toHaveLength(seen);
+    }
+    expect(await ctx.db.reservation.count({ where: { apiKeyId: { in: [capped.key.id, poorKey.key.id] } } })).toBe(0);
+    expect(await ctx.db.ledgerEntry.count({ where: { apiKeyId: { in: [capped.key.id, poorKey.key.id] } } })).toBe(0);
+    // The workspace's other keys are not held back by one key's cap.
+    const { data } = await openai().chat.completions.create({ model: CHAT, messages }).withResponse();
+    expect(data.choices[0]!.message.content).toBe(expected.text);
   });
 
   it('fails over to the next channel on a 500 before the first byte, streaming or not', async () => {
@@ -368,6 +380,20 @@ describe('Anthropic messages', () => {
     expect(err).toBeInstanceOf(Anthropic.APIError);
     const requestId = streamed.response.headers.get('x-request-id')!;
     await expectCharged(requestId, { inputTokens: usage.inputTokens, outputTokens: 1 });
+
+    // Cut right after its first event: the cut usually lands while the hold is still being confirmed, before the
+    // caller is attached, and must still reach the caller as an error after that event.
+    sim.faults.add({ channel: 'an', cutAfterChunks: 1 });
+    const early = await fetch(`${edge.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: CHAT, max_tokens: 200, messages, stream: true }),
+    });
+    const text = await early.text();
+    expect(text).toMatch(/^event: message_start\ndata: \{[^\n]*"model":"sim\/chat-1"/);
+    expect(text).toMatch(/\n\nevent: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]*interrupted/);
+    expect(text).not.toContain('message_stop');
+    await expectCharged(early.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 1 });
   });
 });
 

@@ -79,7 +79,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
         throw new AppError({
           status: 504,
           code: 'upstream_timeout',
-          message: `The evaluation did not finish within ${Math.round(options.waitMs / 1000)} s; nothing was charged.`,
+          message: `The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`,
           expose: true,
         });
       }
@@ -90,8 +90,8 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     if (waited.kind !== 'finished') {
       // The worker broke, or its result never came: whatever it held is given back unless it was charged.
       const released = await billingRepository.release(deps.db, reservation.id).catch(() => false);
-      log.error({ err: waited.kind === 'failed' ? waited.error : undefined, reservationId: reservation.id, released }, 'evaluate.run gave no result');
-      throw errors.internal(waited.kind === 'failed' ? waited.error : undefined);
+      const why = waited.kind === 'failed' ? waited.error : undefined;
+      throw errors.internal(new Error(`evaluate.run gave no result (reservation ${reservation.id}, released: ${released})`, { cause: why }));
     }
 
     const result = evaluateRunResultSchema.safeParse(waited.value);

@@ -1,9 +1,10 @@
 import { fileRepository } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { deleteObject } from '@gensvc/storage';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
 import { noSuchFile } from './get-file';
 import { FILE_ID } from './schema';
 
@@ -20,13 +21,8 @@ export function deleteFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     try {
       await deleteObject(deps.s3, deps.config.s3.bucket, marked.storageKey);
     } catch (cause) {
-      throw new AppError({
-        status: 503,
-        code: 'storage_unavailable',
-        message: 'The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.',
-        cause,
-        expose: true,
-      });
+      locals(res).log.error({ err: cause, file_id: id }, 'file delete: the object could not be removed');
+      throw errors.storageUnavailable('The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.', cause);
     }
     await fileRepository.remove(deps.db, workspace.id, id);
     res.json({ id, object: 'file', deleted: true });

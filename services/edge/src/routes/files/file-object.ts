@@ -1,7 +1,7 @@
 import { signFileToken } from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
 import type { FileRow } from '@gensvc/db';
-import { contentDisposition } from '../../media/filename';
+import { contentDisposition } from '@gensvc/media';
 
 /** The signed, one-hour content link of spec §2.4: {base_url}/api/v1/files/<id>/content?token=<jws>. */
 export async function contentUrl(config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>, file: Pick<FileRow, 'id' | 'workspaceId'>) {

@@ -25,25 +25,34 @@ export function getFileContent(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     const size = Number(file.bytes);
     const range = parseByteRange(req.get('range'), size);
     if (range === 'unsatisfiable') throw errors.rangeNotSatisfiable(size);
-    res.setHeader('Accept-Ranges', 'bytes');
-    res.setHeader('Content-Type', file.contentType);
-    res.setHeader('Content-Disposition', dispositionFor(file));
-    if (req.method === 'HEAD') {
-      res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : size));
+    // Headers of the content go on only once the bytes are in hand: an error answer must stay plain JSON.
+    const contentHeaders = (length: number) => {
+      res.status(range ? 206 : 200);
+      res.setHeader('Accept-Ranges', 'bytes');
+      res.setHeader('Content-Type', file.contentType);
+      res.setHeader('Content-Disposition', dispositionFor(file));
+      res.setHeader('Content-Length', String(length));
       if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
-      res.status(range ? 206 : 200).end();
+    };
+    if (req.method === 'HEAD') {
+      contentHeaders(range ? range.end - range.start + 1 : size);
+      res.end();
       return;
     }
 
     const abort = new AbortController();
     res.once('close', () => abort.abort());
-    const object = await getObjectStream(deps.s3, deps.config.s3.bucket, file.storageKey, range ?? undefined, abort.signal);
+    const object = await getObjectStream(deps.s3, deps.config.s3.bucket, file.storageKey, range ?? undefined, abort.signal).catch((cause) => {
+      locals(res).log.error({ err: cause, file_id: file.id }, 'file content: the object could not be read');
+      throw errors.storageUnavailable('The file cannot be read right now; try again.', cause);
+    });
     if (!object) throw noSuchFile(file.id); // deleted between the row read and the get
-    res.status(range ? 206 : 200);
-    res.setHeader('Content-Length', String(object.contentLength));
-    if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+    contentHeaders(object.contentLength);
     pipeline(object.body, res, (err) => {
-      if (err && !res.destroyed) locals(res).log.warn({ err, file_id: file.id }, 'file content stream failed');
+      // A caller that hangs up mid-way is routine; anything else (S3 failing mid-stream) is worth a line.
+      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
+        locals(res).log.warn({ err, file_id: file.id }, 'file content stream failed');
+      }
     });
   };
 }

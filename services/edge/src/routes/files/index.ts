@@ -16,9 +16,8 @@ export function fileRoutes(deps: EdgeDeps): express.Router {
   const bearer = authenticate(deps, 'bearer');
   const scope = requireScope('files.write');
   const uploadRate = rateLimit(deps, { bucket: 'uploads', limitOf: (auth) => auth.workspace.uploadRpm });
-  // Delivery links point at the public file host when FILE_BASE_URL names one, else at S3 itself.
-  const fileHost = deps.config.fileBaseUrl !== deps.config.publicBaseUrl ? deps.config.fileBaseUrl : undefined;
-  const presignS3 = createPresignS3(deps.config.s3, fileHost);
+  // Delivery links are signed for {file_url} itself (FILE_BASE_URL, by default the S3 endpoint): the signature covers the host.
+  const presignS3 = createPresignS3(deps.config.s3, deps.config.fileBaseUrl);
 
   for (const base of ['/v1/files', '/api/v1/files']) {
     router.post(base, bearer, scope, uploadRate, uploadFile(deps));

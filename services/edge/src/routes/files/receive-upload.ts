@@ -9,9 +9,7 @@ import { AppError, errors, isAppError } from '@gensvc/errors';
 import { deleteObject, putObjectStream } from '@gensvc/storage';
 import busboy from 'busboy';
 import { formatBytes } from '../../http/errors';
-import { checkMediaLimits } from '../../media/limits';
-import { ACCEPTED_FORMATS, SNIFF_BYTES, type SniffedMedia } from '../../media/media-type';
-import { sniffMedia } from '../../media/sniff';
+import { checkMediaLimits, ACCEPTED_FORMATS, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 
 export interface ReceiveUploadOptions {
   s3: S3Client;
@@ -33,6 +31,25 @@ export interface ReceivedUpload {
 
 /** Room for the form's other parts (purpose, part headers) beyond the file itself. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+/** How long, and for how many more bytes, a cut-short upload is still read and dropped after its answer. */
+const LINGER_MS = 5_000;
+
+function linger(req: IncomingMessage, maxBytes: number) {
+  let extra = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  req.on('data', (chunk: Buffer) => {
+    extra += chunk.length;
+    if (extra > maxBytes) {
+      clearTimeout(timer);
+      cut();
+    }
+  });
+  req.on('end', () => clearTimeout(timer));
+  req.on('close', () => clearTimeout(timer));
+  req.resume();
+}
 
 /** The request's own declared length already rules it out: answer without reading it. */
 export function declaredTooLarge(req: IncomingMessage, maxBytes: number): boolean {
@@ -93,8 +110,7 @@ class HeadPeek extends Transform {
 
 type Stored = { ok: true; media: SniffedMedia; bytes: number; sha256: string } | { ok: false; error: AppError };
 
-const storageError = (cause: unknown) =>
-  new AppError({ status: 503, code: 'storage_unavailable', message: 'The file could not be stored; try again.', cause, expose: true });
+const storageError = (cause: unknown) => errors.storageUnavailable('The file could not be stored; try again.', cause);
 
 export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Promise<ReceivedUpload> {
   return new Promise<ReceivedUpload>((resolve, reject) => {
@@ -182,7 +198,10 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
     bb.on('file', (name, file, info) => {
       if (name !== 'file') fail(errors.invalidRequest(`Unexpected file field "${name}": send the file in the field "file".`, name));
       // Refused before its first byte (a bad purpose came first, or the wrong field): nothing is stored.
-      if (failure) return void file.resume();
+      if (failure) {
+        file.on('error', () => {}); // destroyed with the form when a refused body is cut short
+        return void file.resume();
+      }
       filename = info.filename;
       stored = store(file);
     });
@@ -192,14 +211,19 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
     bb.on('error', (e) => void finish(errors.invalidRequest(`The multipart body is malformed: ${(e as Error).message}.`)));
     bb.on('close', () => void finish(null));
 
-    // A refused upload is read to its end so the client gets the answer, but only up to a bound.
-    req.on('data', (chunk: Buffer) => {
+    // A refused upload is read to its end so the client gets the answer, but only up to a bound. Past it the
+    // answer goes out at once; the connection lingers (reading and dropping) a little longer so the client, still
+    // sending, reads the answer rather than a reset, and is then cut.
+    const count = (chunk: Buffer) => {
       seen += chunk.length;
       if (failure && seen > o.maxBytes + FORM_OVERHEAD_BYTES) {
+        req.off('data', count);
         req.unpipe(bb);
         bb.destroy(failure);
+        linger(req, o.maxBytes);
       }
-    });
+    };
+    req.on('data', count);
     req.on('error', (e) => bb.destroy(e));
     req.on('close', () => {
       if (!req.complete) bb.destroy(new Error('the client closed the connection'));

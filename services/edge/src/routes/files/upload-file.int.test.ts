@@ -3,7 +3,7 @@
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { makeKey, makeWorkspace, jsonOf, useTestContext } from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import * as sample from '../../media/sample-media';
+import { sampleMedia as sample } from '@gensvc/testing';
 import { bearer, objectKeys, sha256, upload } from './files-test-support';
 import { MAX_UPLOAD_BYTES } from './schema';
 
@@ -190,6 +190,36 @@ describe('refusals leave nothing behind', () => {
     expect((await jsonOf(broken)).error.code).toBe('invalid_request');
     expect(await stores()).toEqual(before);
   });
+
+  it('a refused upload is read only up to a bound: a huge body gets its answer without being read whole', async () => {
+    const before = await stores();
+    const { request } = await import('node:http');
+    let written = 0;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' } });
+      req.on('response', (r) => {
+        let text = '';
+        r.on('data', (d) => (text += d));
+        r.on('end', () => resolve({ status: r.statusCode!, body: text }));
+      });
+      // The server cuts the connection once it has answered and lingered: an error after the answer is expected.
+      req.on('error', (e) => setTimeout(() => reject(e), 1000));
+      // A bad purpose first, then a file that never ends (chunked, no Content-Length).
+      req.write('--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nfine-tune\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n');
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      const pump = () => {
+        while (written < 200 * 1024 * 1024) {
+          written += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+      };
+      pump();
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body).error).toMatchObject({ code: 'invalid_request', param: 'purpose' });
+    expect(written).toBeLessThan(100 * 1024 * 1024);
+    expect(await stores()).toEqual(before);
+  }, 30_000);
 
   it('a client that goes away mid-upload leaves nothing', async () => {
     const before = await stores();

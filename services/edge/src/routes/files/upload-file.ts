@@ -6,7 +6,7 @@ import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 import { formatBytes } from '../../http/errors';
 import { locals } from '../../http/request-context';
-import { sanitizeFilename } from '../../media/filename';
+import { sanitizeFilename } from '@gensvc/media';
 import { fileObject } from './file-object';
 import { declaredTooLarge, receiveUpload } from './receive-upload';
 import { MAX_UPLOAD_BYTES, UPLOAD_PURPOSES } from './schema';
@@ -28,8 +28,6 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     try {
       upload = await receiveUpload(req, { s3: deps.s3, bucket: deps.config.s3.bucket, key: storageKey, maxBytes: MAX_UPLOAD_BYTES, purposes: UPLOAD_PURPOSES });
     } catch (e) {
-      // The rest of a refused body was not read: close rather than read it for the next request on this socket.
-      if (!req.complete) res.setHeader('Connection', 'close');
       if (isAppError(e) && e.status >= 500) locals(res).log.error({ err: e.cause ?? e }, 'upload could not be stored');
       throw e;
     }

@@ -2,7 +2,7 @@ import { inflateSync } from 'node:zlib';
 import { AppError } from '@gensvc/errors';
 import { contentDisposition, sanitizeFilename } from './filename';
 import { checkMediaLimits } from './limits';
-import * as sample from './sample-media';
+import { sampleMedia as sample } from '@gensvc/testing';
 import { sniffMedia } from './sniff';
 
 const sniff = (b: Buffer) => sniffMedia(b, true);

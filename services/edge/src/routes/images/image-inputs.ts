@@ -1,0 +1,146 @@
+// Turns an edit's image sources into checked bytes: uploads as they came, image_url entries fetched through the
+// outbound client (public HTTPS on the default port only, DESIGN.md §5) or read from the workspace's files. Every
+// image is typed from its bytes and held to spec §8; together they stay within the request's 25 MiB.
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { fileRepository } from '@gensvc/db';
+import { errors, isAppError } from '@gensvc/errors';
+import { fetchChecked, isOutboundError } from '@gensvc/outbound';
+import { getObjectStream } from '@gensvc/storage';
+import type { EdgeDeps } from '../../deps';
+import { formatBytes } from '../../http/errors';
+import { checkMediaLimits, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import type { ImageSource, UploadedImage } from './read-edit-request';
+import { IMAGE_FORMATS, IMAGE_TYPES, MAX_EDIT_REQUEST_BYTES, MAX_IMAGE_BYTES } from './schema';
+
+export type ImageOrigin = { source: 'upload' } | { source: 'url'; url: string } | { source: 'file'; file_id: string };
+
+export interface EditImage {
+  bytes: Buffer;
+  media: SniffedMedia;
+  sha256: string;
+  origin: ImageOrigin;
+}
+
+/** A caller's image_url is given this long to answer in full. */
+const FETCH_TIMEOUT_MS = 30_000;
+
+export const sha256Of = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** The bytes' image type, or a 400 naming `param`; beyond spec §8's limits, 400 media_limit_exceeded. */
+export function checkImage(bytes: Buffer, param: string, what: string): SniffedMedia {
+  const media = sniffMedia(bytes, true);
+  if (!media || media.kind !== 'image' || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) {
+    throw errors.invalidImage(`${what} is not a supported image (${IMAGE_FORMATS}); the type is read from its bytes, not its name or Content-Type.`, param);
+  }
+  if (bytes.length > MAX_IMAGE_BYTES) {
+    throw errors.mediaLimitExceeded(`${what} is ${bytes.length} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`, param);
+  }
+  try {
+    checkMediaLimits(media);
+  } catch (e) {
+    if (isAppError(e) && e.code === 'media_limit_exceeded') throw errors.mediaLimitExceeded(`${what}: ${e.message}`, param);
+    throw e;
+  }
+  return media;
+}
+
+export function uploadedImage(upload: UploadedImage, what: string): EditImage {
+  return { bytes: upload.bytes, media: checkImage(upload.bytes, upload.field, what), sha256: upload.sha256, origin: { source: 'upload' } };
+}
+
+const combinedTooLarge = () =>
+  errors.imagesTooLarge(
+    `The images of an edit request (uploaded, fetched from image_url and read from files) may total at most ${formatBytes(MAX_EDIT_REQUEST_BYTES)}.`,
+    'image_url',
+  );
+
+export interface ResolveDeps extends Pick<EdgeDeps, 'config' | 'db' | 's3' | 'outbound'> {}
+
+/**
+ * Every source in order, checked. Uploads were bounded with the request body; references are read one after the
+ * other, each bounded by what is left of the 25 MiB, so memory stays within it whatever the references point at.
+ */
+export async function resolveImages(deps: ResolveDeps, workspaceId: string, sources: ImageSource[], mask: UploadedImage | null): Promise<{ images: EditImage[]; mask: EditImage | null }> {
+  const many = sources.length > 1;
+  const label = (i: number) => (many ? `image ${i + 1}` : 'The image');
+  const images: (EditImage | null)[] = sources.map((s, i) => (s.kind === 'upload' ? uploadedImage(s, label(i)) : null));
+  const checkedMask = mask ? uploadedImage(mask, 'The mask') : null;
+  let budget = MAX_EDIT_REQUEST_BYTES - images.reduce((sum, img) => sum + (img?.bytes.length ?? 0), 0) - (checkedMask?.bytes.length ?? 0);
+  let refIndex = 0;
+  for (const [i, source] of sources.entries()) {
+    if (source.kind === 'upload') continue;
+    const what = `image_url${many ? `[${refIndex}]` : ''}`;
+    refIndex++;
+    const image = source.kind === 'url' ? await fetchImage(deps, source.url, what, budget) : await readFileImage(deps, workspaceId, source.fileId, what, budget);
+    budget -= image.bytes.length;
+    images[i] = image;
+  }
+  return { images: images as EditImage[], mask: checkedMask };
+}
+
+async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: number): Promise<EditImage> {
+  if (budget <= 0) throw combinedTooLarge();
+  const shown = url.length > 200 ? `${url.slice(0, 200)}…` : url;
+  let bytes: Buffer;
+  try {
+    const answer = await fetchChecked(url, {
+      allowCidrs: deps.config.outbound.allowCidrs,
+      ...deps.outbound,
+      defaultPortOnly: true,
+      maxBytes: Math.min(budget, MAX_IMAGE_BYTES),
+      timeoutMs: FETCH_TIMEOUT_MS,
+      headers: { accept: 'image/png, image/jpeg, image/webp, image/gif' },
+    });
+    bytes = await readAll(answer.body);
+  } catch (e) {
+    if (!isOutboundError(e)) throw e;
+    if (e.reason === 'too_large') throw combinedTooLarge();
+    throw errors.invalidImageUrl(`${what} (${shown}) was refused [${e.reason}]: ${e.message}`);
+  }
+  const media = checkImageOr(bytes, what, () => errors.invalidImageUrl(`${what} (${shown}) does not return a supported image (${IMAGE_FORMATS}); the type is read from the bytes.`));
+  return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'url', url } };
+}
+
+async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: string, what: string, budget: number): Promise<EditImage> {
+  // Another workspace's file is answered exactly as a missing one (DESIGN.md §4).
+  const notFound = () => errors.notFound(`No file "${fileId}" exists in this workspace.`, { param: 'image_url' });
+  const file = await fileRepository.get(deps.db, workspaceId, fileId);
+  if (!file) throw notFound();
+  if (!(IMAGE_TYPES as readonly string[]).includes(file.contentType)) {
+    throw errors.invalidImage(`${what}: file ${fileId} is ${file.contentType}, not an image (${IMAGE_FORMATS}).`, 'image_url');
+  }
+  if (Number(file.bytes) > budget) throw combinedTooLarge();
+  const object = await getObjectStream(deps.s3, deps.config.s3.bucket, file.storageKey).catch((e) => {
+    throw errors.storageUnavailable('The file could not be read; try again.', e);
+  });
+  if (!object) throw notFound();
+  const bytes = await readAll(object.body, budget).catch((e) => {
+    throw isAppError(e) ? e : errors.storageUnavailable('The file could not be read; try again.', e);
+  });
+  const media = checkImage(bytes, 'image_url', `${what} (file ${fileId})`);
+  return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'file', file_id: fileId } };
+}
+
+function checkImageOr(bytes: Buffer, what: string, notImage: () => Error): SniffedMedia {
+  try {
+    return checkImage(bytes, 'image_url', what);
+  } catch (e) {
+    if (isAppError(e) && e.code === 'invalid_image') throw notImage();
+    throw e;
+  }
+}
+
+async function readAll(body: Readable, limit = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      body.destroy();
+      throw combinedTooLarge();
+    }
+    parts.push(chunk as Buffer);
+  }
+  return Buffer.concat(parts, size);
+}

@@ -1,0 +1,167 @@
+// What a successful edit leaves behind, all or nothing: its outputs archived as workspace files, one Task row
+// (operation images.edits, completed) that owns them, and one charge. b64_json results are stored in S3 at once
+// (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
+// because it derives from (task, output index) exactly as the archiver derives it.
+import { Readable } from 'node:stream';
+import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { billingRepository, fileRepository, generatedExpiry, withTx, type Prisma } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Logger } from '@gensvc/observability';
+import { enqueue } from '@gensvc/queue';
+import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
+import type { EdgeDeps } from '../../deps';
+import { sha256Of, type EditImage } from './image-inputs';
+import { PASS_THROUGH_FIELDS, type EditFields } from './schema';
+import type { EditAnswer, EditOutput } from './upstream-edit';
+
+export const EDIT_OPERATION = 'images.edits';
+
+/** Attempts of an archive.output job for a url result; the archiver gives up early on failures that would repeat. */
+const ARCHIVE_JOB = { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } } as const;
+
+export interface RecordEditInput {
+  taskId: string;
+  requestId: string;
+  workspaceId: string;
+  apiKeyId: string;
+  modelId: string;
+  fields: EditFields;
+  images: EditImage[];
+  mask: EditImage | null;
+  answer: EditAnswer;
+  hold: { id: string; amount: bigint };
+  /** unitPrice × the results charged for. */
+  cost: bigint;
+  startedAt: Date;
+}
+
+type RecordDeps = Pick<EdgeDeps, 'config' | 'db' | 's3' | 'queues'>;
+
+/**
+ * Archives, records and charges; returns the caller's answer. On failure nothing it wrote is left (objects
+ * removed, the transaction rolled back) and the hold is still held, for the caller to release.
+ */
+export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: Logger): Promise<Record<string, unknown>> {
+  const { config } = deps;
+  const { answer, taskId } = input;
+  const locations = answer.outputs.map((o) =>
+    generatedOutputLocation({ secret: config.signingSecret, fileBaseUrl: config.fileBaseUrl, bucket: config.s3.bucket, workspaceId: input.workspaceId, taskId, outputIndex: o.index }),
+  );
+  const stored = answer.outputs.filter((o): o is Extract<EditOutput, { kind: 'b64' }> => o.kind === 'b64');
+  const removeStored = () =>
+    Promise.all(stored.map((o) => deleteObject(deps.s3, config.s3.bucket, locations[o.index]!.storageKey).catch((err) => log.error({ err }, 'could not remove an archived edit output'))));
+
+  const puts = await Promise.allSettled(
+    stored.map((o) =>
+      putObjectStream(deps.s3, { bucket: config.s3.bucket, key: locations[o.index]!.storageKey, body: Readable.from([o.bytes]), contentType: o.media.contentType }),
+    ),
+  );
+  const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+  if (failed) {
+    await removeStored();
+    throw errors.storageUnavailable('The edited images could not be stored; try again.', failed.reason);
+  }
+
+  const completedAt = new Date();
+  try {
+    await withTx(deps.db, async (tx) => {
+      const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: input.workspaceId }, select: { tier: true, retentionDays: true } });
+      const expiry = generatedExpiry(completedAt, workspace.tier, workspace.retentionDays);
+      await tx.task.create({
+        data: {
+          id: taskId,
+          workspaceId: input.workspaceId,
+          apiKeyId: input.apiKeyId,
+          model: input.modelId,
+          operation: EDIT_OPERATION,
+          status: 'completed',
+          input: taskInput(input) as Prisma.InputJsonValue,
+          channelId: answer.route.channel.id,
+          output: { outputs: answer.outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) } as Prisma.InputJsonValue,
+          requestId: input.requestId,
+          reserved: input.hold.amount,
+          cost: input.cost,
+          attempts: 1,
+          startedAt: input.startedAt,
+          completedAt,
+        },
+      });
+      for (const o of stored) {
+        const location = locations[o.index]!;
+        await fileRepository.create(tx, {
+          id: location.fileId,
+          workspaceId: input.workspaceId,
+          source: 'generated',
+          purpose: 'output',
+          filename: `${taskId}-${o.index}.${o.media.extensions[0]}`,
+          contentType: o.media.contentType,
+          bytes: BigInt(o.bytes.length),
+          sha256: sha256Of(o.bytes),
+          storageKey: location.storageKey,
+          createdAt: completedAt,
+          expiresAt: expiry.expiresAt,
+          publicExpiresAt: expiry.publicExpiresAt,
+          taskId,
+          outputIndex: o.index,
+          archiveStatus: 'archived',
+        });
+      }
+      const usage = usageOf(answer.json);
+      const settled = await billingRepository.settle(tx, input.hold.id, { cost: input.cost, model: input.modelId, taskId, ...usage });
+      // Held for longer than its TTL (released as abandoned): the edit cannot be charged, so it is not recorded.
+      if (!settled) throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
+    });
+  } catch (e) {
+    await removeStored();
+    throw e;
+  }
+
+  // After the commit (STYLE.md convention 8): the job re-reads the task, which now exists.
+  for (const o of answer.outputs) {
+    if (o.kind !== 'url') continue;
+    await enqueue(deps.queues, ArchiveOutput, { taskId, outputIndex: o.index, workspaceId: input.workspaceId, requestId: input.requestId }, { ...ARCHIVE_JOB, jobId: [taskId, o.index] }).catch(
+      (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an edit output; it stays pending'),
+    );
+  }
+
+  return {
+    ...answer.json,
+    data: answer.outputs.map((o) => ({
+      ...o.item,
+      svc_file_id: locations[o.index]!.fileId,
+      svc_url: locations[o.index]!.url,
+      archive_status: o.kind === 'b64' ? 'archived' : 'pending',
+    })),
+    svc_task_id: taskId,
+  };
+}
+
+/** What the task remembers of its input: the fields and where each image came from, never the bytes. */
+function taskInput(input: RecordEditInput) {
+  const image = (img: EditImage) => ({ ...img.origin, sha256: img.sha256, bytes: img.bytes.length, content_type: img.media.contentType });
+  const passed = Object.fromEntries(PASS_THROUGH_FIELDS.flatMap((f) => (input.fields[f] !== undefined ? [[f, input.fields[f]]] : [])));
+  return {
+    prompt: input.fields.prompt,
+    n: Number(input.fields.n ?? 1),
+    ...passed,
+    images: input.images.map(image),
+    ...(input.mask ? { mask: image(input.mask) } : {}),
+  };
+}
+
+/**
+ * The output entry of task-output.ts. A stored b64 result has no provider URL: its url is the archived public copy.
+ * A url result keeps the provider's URL and is pending until the archiver records its svc_* fields.
+ */
+function taskOutputEntry(o: EditOutput, location: GeneratedOutputLocation): TaskOutputEntry {
+  const { b64_json: _bytes, url: _url, ...rest } = o.item;
+  if (o.kind === 'b64') return { ...rest, kind: 'image', url: location.url, archive_status: 'archived', svc_file_id: location.fileId, svc_url: location.url };
+  return { ...rest, kind: 'image', url: o.url, archive_status: 'pending' };
+}
+
+/** Token usage as gpt-image models report it; recorded on the ledger entry when present. */
+function usageOf(json: Record<string, unknown>): { inputTokens?: number; outputTokens?: number } {
+  const usage = json.usage as { input_tokens?: unknown; output_tokens?: unknown } | undefined;
+  const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2_147_483_647 ? v : undefined);
+  return { inputTokens: count(usage?.input_tokens), outputTokens: count(usage?.output_tokens) };
+}
