@@ -125,6 +125,8 @@ export const errors = {
   invalidImageUrl: (message: string, param = 'image_url') => new AppError({ status: 400, code: 'invalid_image_url', message, param }),
   /** An image input whose bytes are not a supported image (or not an image at all); `param` names the field. */
   invalidImage: (message: string, param: string) => new AppError({ status: 400, code: 'invalid_image', message, param }),
+  /** A file id given as a model input that names no visible file of the caller's workspace (another's included). */
+  fileNotFound: (message: string, param: string) => new AppError({ status: 404, code: 'file_not_found', message, param }),
   /** Images gathered from several sources (uploads, URLs, files) together exceed a request's limit. */
   imagesTooLarge: (message: string, param: string) => new AppError({ status: 413, code: 'payload_too_large', message, param }),
   idempotencyKeyReused: (message = 'This Idempotency-Key was used with a different request in the last 24 hours.') =>

@@ -13,8 +13,13 @@ import { imageRoutes } from './routes/images';
 import { getBalance } from './routes/me/get-balance';
 import { metricsRoute } from './routes/metrics';
 
+export type EdgeApp = express.Express & {
+  /** Finishes what routes still do after their answers (settlements) and closes upstream connections: after HTTP stops. */
+  closeRoutes(): Promise<void>;
+};
+
 /** The edge's Express app, without listening: main.ts listens, tests listen on port 0. */
-export function buildApp(deps: EdgeDeps): express.Express {
+export function buildApp(deps: EdgeDeps): EdgeApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -33,9 +38,11 @@ export function buildApp(deps: EdgeDeps): express.Express {
 
   app.use(evaluateRoutes(deps));
   app.use(fileRoutes(deps));
-  app.use(chatRoutes(deps));
-  app.use(imageRoutes(deps));
+  const chat = chatRoutes(deps);
+  const images = imageRoutes(deps);
+  app.use(chat);
+  app.use(images);
   app.use(notFound);
   app.use(errorHandler);
-  return app;
+  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([chat.close(), images.close()])) });
 }

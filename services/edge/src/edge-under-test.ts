@@ -38,7 +38,8 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
     evaluateEvents,
     ...overrides,
   };
-  const server: Server = createServer(buildApp(deps));
+  const app = buildApp(deps);
+  const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -50,6 +51,7 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
       await queues.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.closeRoutes();
     },
   };
 }

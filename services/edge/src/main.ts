@@ -49,6 +49,7 @@ async function main() {
           server.closeIdleConnections();
         }),
       },
+      { name: 'finish settlements', timeoutMs: 10_000, run: () => app.closeRoutes() },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
         await unsubscribe();
         await evaluateEvents.close();

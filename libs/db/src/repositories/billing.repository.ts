@@ -1,6 +1,10 @@
 import { errors } from '@gensvc/errors';
-import type { DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import { newId } from '../ids';
+
+const RESERVE = 'SELECT gensvc_reserve($1, $2, $3, $4, $5::bigint, $6::timestamp(3)) AS outcome';
+const SETTLE = 'SELECT charged::text, balance_after::text FROM gensvc_settle($1, $2::bigint, $3, $4, $5::integer, $6::integer, $7)';
+const RELEASE = 'SELECT gensvc_release($1) AS released';
 
 export interface ReserveInput {
   workspaceId: string;
@@ -33,9 +37,9 @@ export const billingRepository = {
   async reserve(db: DbClient, input: ReserveInput): Promise<{ id: string; amount: bigint }> {
     if (input.amount < 0n) throw new Error('A reservation cannot be negative.');
     const id = newId('res');
-    const expires = new Date(Date.now() + input.ttlMs);
-    const [row] = await db.$queryRaw<{ outcome: string }[]>`
-      SELECT gensvc_reserve(${id}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.amount}::bigint, ${expires}::timestamp(3)) AS outcome`;
+    // An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone.
+    const expires = new Date(Date.now() + input.ttlMs).toISOString();
+    const [row] = await queryPrepared<{ outcome: string }>(db, 'gensvc_reserve', RESERVE, [id, input.workspaceId, input.apiKeyId, input.requestId, input.amount.toString(), expires]);
     switch (row?.outcome) {
       case 'ok':
         return { id, amount: input.amount };
@@ -53,16 +57,21 @@ export const billingRepository = {
    * was already settled or released, so a retried settlement never charges twice.
    */
   async settle(db: DbClient, reservationId: string, input: SettleInput): Promise<{ charged: bigint; balanceAfter: bigint } | null> {
-    const rows = await db.$queryRaw<{ charged: bigint; balance_after: bigint }[]>`
-      SELECT charged, balance_after FROM gensvc_settle(${reservationId}, ${input.cost}::bigint, ${newId('led')},
-        ${input.model ?? null}, ${input.inputTokens ?? null}::integer, ${input.outputTokens ?? null}::integer, ${input.taskId ?? null})`;
-    const row = rows[0];
+    const [row] = await queryPrepared<{ charged: bigint | string; balance_after: bigint | string }>(db, 'gensvc_settle', SETTLE, [
+      reservationId,
+      input.cost.toString(),
+      newId('led'),
+      input.model ?? null,
+      input.inputTokens ?? null,
+      input.outputTokens ?? null,
+      input.taskId ?? null,
+    ]);
     return row ? { charged: BigInt(row.charged), balanceAfter: BigInt(row.balance_after) } : null;
   },
 
   /** Gives the hold back in full; false when it was no longer held. */
   async release(db: DbClient, reservationId: string): Promise<boolean> {
-    const [row] = await db.$queryRaw<{ released: boolean }[]>`SELECT gensvc_release(${reservationId}) AS released`;
+    const [row] = await queryPrepared<{ released: boolean }>(db, 'gensvc_release', RELEASE, [reservationId]);
     return row?.released === true;
   },
 

@@ -110,15 +110,17 @@ describe('vendor credential conventions', () => {
   });
   afterAll(() => close());
 
-  it('Anthropic-style routes read x-api-key and answer errors in Anthropic\'s shape', async () => {
+  it('Anthropic-style routes read x-api-key (or a bearer key, as Anthropic and its SDK do) and answer errors in Anthropic\'s shape', async () => {
     const ws = await makeWorkspace(ctx.db);
     const { secret } = await makeKey(ctx.db, ws.id);
     const noChat = await makeKey(ctx.db, ws.id, { scopes: ['account.read'] });
     const post = (headers: Record<string, string>) => fetch(`${url}/v1/messages`, { method: 'POST', headers });
     expect((await post({ 'x-api-key': secret })).status).toBe(200);
-    const bearerOnly = await post({ authorization: `Bearer ${secret}` });
-    expect(bearerOnly.status).toBe(401);
-    expect(await jsonOf(bearerOnly)).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } });
+    expect((await post({ authorization: `Bearer ${secret}` })).status).toBe(200);
+    expect((await post({ 'x-api-key': 'gsk_' + 'x'.repeat(43), authorization: `Bearer ${secret}` })).status).toBe(401); // x-api-key wins
+    const none = await post({});
+    expect(none.status).toBe(401);
+    expect(await jsonOf(none)).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } });
     const malformed = await post({ 'x-api-key': 'sk-ant-nope' });
     expect(await jsonOf(malformed)).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.any(String) } });
     const forbidden = await post({ 'x-api-key': noChat.secret });

@@ -21,8 +21,11 @@ export const authOf = (res: Response): AuthContext => {
 
 function credential(req: Request, style: CredentialStyle): { key: string } | { problem: CredentialProblem } {
   switch (style) {
-    case 'anthropic':
-      return parseBareKey(req.get('x-api-key'));
+    case 'anthropic': {
+      // Anthropic accepts "Authorization: Bearer" beside x-api-key, and its official SDK (1.x) sends that.
+      const key = req.get('x-api-key');
+      return key === undefined && req.get('authorization') !== undefined ? parseBearer(req.get('authorization')) : parseBareKey(key);
+    }
     case 'google': {
       const goog = req.get('x-goog-api-key');
       return goog !== undefined ? parseBareKey(goog) : parseBearer(req.get('authorization'));

@@ -2,7 +2,7 @@
 // (and anthropic-beta). The stream is named events; usage arrives as it goes: input tokens in message_start,
 // the running output count in each message_delta. Only message_start carries the model, so it is the one event
 // rewritten; every other event is passed on byte for byte.
-import { parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import { capOutput, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 interface Counted {
@@ -87,7 +87,7 @@ export const anthropicProtocol: ChatProtocol = {
     return { path: '/v1/messages', headers };
   },
   body(call, upstreamModel) {
-    return JSON.stringify({ ...call.body, model: upstreamModel });
+    return JSON.stringify({ ...capOutput(call.body, ['max_tokens'], call.model), model: upstreamModel });
   },
   answer(json, call) {
     json.model = call.model.id;

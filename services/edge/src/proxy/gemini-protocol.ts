@@ -2,7 +2,7 @@
 // the channel's x-goog-api-key. The upstream stream is always asked for as SSE (one event per JSON chunk, easy to
 // cut), and given to the caller in the form they asked for: SSE with alt=sse, else Google's streamed JSON array.
 // Every chunk carries usageMetadata so far; the answer's modelVersion becomes the caller's model id.
-import { parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import { capOutput, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 /** Thinking tokens are output the model generated (Google bills them as output); tool-use prompt tokens are input. */
@@ -74,7 +74,10 @@ export const geminiProtocol: ChatProtocol = {
     };
   },
   body(call) {
-    return JSON.stringify(call.body);
+    const config = call.body.generationConfig;
+    const base = config !== null && typeof config === 'object' ? (config as Record<string, unknown>) : {};
+    const capped = capOutput(base, ['maxOutputTokens'], call.model);
+    return JSON.stringify(capped === config ? call.body : { ...call.body, generationConfig: capped });
   },
   answer(json, call) {
     if (json.modelVersion !== undefined) json.modelVersion = call.model.id;

@@ -69,6 +69,26 @@ export interface ChatProtocol {
 /** The provider's name for the model: the route's upstreamModel, else the part of the id after the slash. */
 export const upstreamModelOf = (route: CatalogRoute, model: CatalogModel) => route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1);
 
+/**
+ * The request body with the caller's output caps (the named fields of `target`) lowered to the model's
+ * maxOutputTokens where they are above it, and `fill` set to it when the caller gave no cap: the hold covers no
+ * more output than that, so the provider is never asked for more than was reserved (and charged at most the hold).
+ */
+export function capOutput(target: Record<string, unknown>, fields: readonly string[], model: CatalogModel, fill: string = fields[0]!): Record<string, unknown> {
+  let out = target;
+  let capped = false;
+  for (const f of fields) {
+    const v = target[f];
+    if (typeof v !== 'number') continue;
+    capped = true;
+    if (v > model.maxOutputTokens) {
+      if (out === target) out = { ...target };
+      out[f] = model.maxOutputTokens;
+    }
+  }
+  return capped ? out : { ...target, [fill]: model.maxOutputTokens };
+}
+
 /** A JSON event or answer the proxy cannot read: another channel may still answer before the first byte. */
 export const invalidResponse = (what: string) => new UpstreamFailure(what, 'invalid_response', true);
 

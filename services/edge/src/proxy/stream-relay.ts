@@ -114,8 +114,15 @@ export class StreamRelay {
   }
 
   private write(text: string) {
+    if (text === '' || this.callerGone) return;
+    const res = this.res!;
+    // Gone before it was attached (no 'close' to come): read on without writing, as onClose does.
+    if (res.destroyed) {
+      this.callerGone = true;
+      return;
+    }
     // A slow caller pauses the upstream rather than letting its events pile up here.
-    if (text !== '' && !this.callerGone && !this.res!.write(text)) this.body.pause();
+    if (!res.write(text)) this.body.pause();
   }
 
   private fail(reason: unknown) {
