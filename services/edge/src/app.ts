@@ -4,6 +4,7 @@ import type { EdgeDeps } from './deps';
 import { errorHandler, notFound } from './http/errors';
 import { httpMetrics } from './http/metrics';
 import { requestContext } from './http/request-context';
+import { ChatProxy } from './proxy/chat-proxy';
 import { chatRoutes } from './routes/chat';
 import { healthz } from './routes/health/healthz';
 import { readyz } from './routes/health/readyz';
@@ -12,6 +13,7 @@ import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { getBalance } from './routes/me/get-balance';
 import { metricsRoute } from './routes/metrics';
+import { responseRoutes } from './routes/responses';
 
 export type EdgeApp = express.Express & {
   /** Finishes what routes still do after their answers (settlements) and closes upstream connections: after HTTP stops. */
@@ -38,11 +40,13 @@ export function buildApp(deps: EdgeDeps): EdgeApp {
 
   app.use(evaluateRoutes(deps));
   app.use(fileRoutes(deps));
-  const chat = chatRoutes(deps);
+  // One proxy for every streamed provider route: one upstream connection pool, one settlement queue to drain.
+  const proxy = new ChatProxy(deps);
   const images = imageRoutes(deps);
-  app.use(chat);
+  app.use(chatRoutes(deps, proxy));
   app.use(images);
+  app.use(responseRoutes(deps, proxy));
   app.use(notFound);
   app.use(errorHandler);
-  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([chat.close(), images.close()])) });
+  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([proxy.close(), images.close()])) });
 }

@@ -4,7 +4,7 @@ import type { Catalog, CatalogModel, CatalogRoute } from '@gensvc/upstream';
 import type { ChatProtocol } from './protocol';
 
 const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
-  openai: 'OpenAI chat completions (/api/v1/chat/completions, /v1/chat/completions)',
+  openai: 'OpenAI chat completions (/api/v1/chat/completions, /v1/chat/completions) and Responses (/v1/responses)',
   anthropic: 'Anthropic messages (/v1/messages)',
   gemini: 'Gemini generateContent (/v1beta/models/{model}:generateContent)',
 };
