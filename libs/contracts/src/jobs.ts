@@ -67,7 +67,18 @@ export const FilesRetentionSweep = defineJob({
   schema: z.object({}),
 });
 
-export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, ArchiveOutput, CallbackDeliver, FilesRetentionSweep } as const;
+/**
+ * Gives back what requests that died left behind (every minute): billing holds past their expiry (an edge or worker
+ * died between reserve and settle, whatever the route) and Idempotency-Key records past their 24 h.
+ */
+export const BillingReleaseExpired = defineJob({
+  queue: 'maintenance',
+  name: 'billing.release-expired',
+  version: 1,
+  schema: z.object({}),
+});
+
+export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, ArchiveOutput, CallbackDeliver, FilesRetentionSweep, BillingReleaseExpired } as const;
 
 export type AnyJob = (typeof jobs)[keyof typeof jobs];
 export type JobName = AnyJob['name'];

@@ -1,7 +1,7 @@
 // How long files live (spec §8, DESIGN.md §4 "Retention"). Uploads: 30 days. A generated output has two lives: its
 // public copy on {file_url}, kept by tier, and its workspace-library entry, which lives 30 days or until the public
 // copy goes, whichever is first. The row is hidden from the library at `expiresAt`; row and bytes are removed once
-// both lives are over (purgeAt).
+// both lives are over (fileRepository.purgeable).
 import type { Tier } from './generated/prisma/enums';
 
 const DAY_MS = 86_400_000;
@@ -33,9 +33,4 @@ export function generatedExpiry(createdAt: Date, tier: Tier, workspaceRetentionD
   const publicExpiresAt = plusDays(createdAt, publicRetentionDays(tier, workspaceRetentionDays));
   const library = plusDays(createdAt, LIBRARY_RETENTION_DAYS);
   return { expiresAt: library < publicExpiresAt ? library : publicExpiresAt, publicExpiresAt };
-}
-
-/** When row and bytes may be removed: after the later of the two lives. */
-export function purgeAt(file: FileExpiry): Date {
-  return file.publicExpiresAt && file.publicExpiresAt > file.expiresAt ? file.publicExpiresAt : file.expiresAt;
 }

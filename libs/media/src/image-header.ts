@@ -12,10 +12,11 @@ export function readPng(b: Buffer): SniffedMedia | null {
 }
 
 export function readGif(b: Buffer): SniffedMedia | null {
-  if (b.length < 10) return null;
+  if (b.length < 6) return null;
   const sig = b.toString('latin1', 0, 6);
   if (sig !== 'GIF87a' && sig !== 'GIF89a') return null;
-  return { kind: 'image', contentType: 'image/gif', extensions: ['gif'], width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
+  const info: SniffedMedia = { kind: 'image', contentType: 'image/gif', extensions: ['gif'] };
+  return b.length < 10 ? info : { ...info, width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
 }
 
 /** Start-of-frame markers carry the size; C4 (DHT), C8 (JPG) and CC (DAC) share the range but are not frames. */

@@ -5,14 +5,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import type { TLSSocket } from 'node:tls';
+import { createTestCa, eventually, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import type { LookupFn } from './check-url';
 import { fetchChecked, postChecked, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
-import { createTestCa, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from './testing';
 
 const ALLOW = ['127.0.0.1/32'];
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 let route: Handler = (_req, res) => res.end('unset');
@@ -238,7 +237,7 @@ describe('answers', () => {
     const res = await fetchChecked(`${server.url}/chunked`, limit);
     expect((await failure(buffer(res.body))).reason).toBe('too_large');
     // The download stopped: the server could not finish sending (-1 would mean it did).
-    for (let i = 0; i < 50 && sentWhenClosed.length === 0; i++) await sleep(20);
+    await eventually(() => sentWhenClosed.length > 0, 'the server to see the response closed', 1_000);
     expect(sentWhenClosed).toHaveLength(1);
     expect(sentWhenClosed[0]).toBeGreaterThan(0);
     expect(sentWhenClosed[0]).toBeLessThan(big.length);

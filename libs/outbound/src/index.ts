@@ -2,4 +2,3 @@ export * from './address-policy';
 export * from './check-url';
 export * from './fetch-checked';
 export * from './outbound-error';
-export * from './testing';

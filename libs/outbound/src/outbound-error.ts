@@ -15,20 +15,6 @@ export type OutboundReason =
   | 'http_status'
   | 'connection';
 
-export const OUTBOUND_REASONS: readonly OutboundReason[] = [
-  'scheme',
-  'userinfo',
-  'port',
-  'private_address',
-  'dns',
-  'tls',
-  'timeout',
-  'redirect',
-  'too_large',
-  'http_status',
-  'connection',
-];
-
 export class OutboundError extends Error {
   readonly reason: OutboundReason;
   /** The HTTP status, for `redirect` and `http_status`. */

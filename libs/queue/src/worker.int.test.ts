@@ -1,6 +1,6 @@
 import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit, type QueueName } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
-import { useTestContext } from '@gensvc/testing';
+import { eventually, useTestContext } from '@gensvc/testing';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SCHEDULED_BACKOFF, scheduleBackoff } from './backoff';
@@ -17,17 +17,6 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** For what the worker does after the queue has already reported a job finished (its own events, logging). */
-async function eventually(check: () => void, timeoutMs = 2_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; ; await sleep(10)) {
-    try {
-      return check();
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-    }
-  }
-}
 
 describe('queues and workers against Redis', () => {
   let connection: Redis;
@@ -205,11 +194,13 @@ describe('queues and workers against Redis', () => {
     }
     // Each failure is logged once: a warning while a retry remains, an error when it is final.
     const about = (id: string) => logged.filter((l) => l.obj.queue === 'callbacks' && l.obj.jobId === id).map((l) => l.level);
+    // The worker logs after the queue has already reported the job finished.
     await eventually(() => {
       expect(about(refused.id!)).toEqual(['error']);
       expect(about(flaky.id!)).toEqual(['warn', 'warn', 'error']);
       expect(about(long.id!)).toEqual(['warn', 'warn', 'error']);
-    });
+      return true;
+    }, 'each failure to be logged', 2_000);
   });
 
   describe('closeWorkers', () => {

@@ -21,7 +21,7 @@ export function outputFileId(secret: string, taskId: string, outputIndex: number
  * The public copy of an archived output: its object on FILE_BASE_URL, the public (path-style) address of the
  * S3-compatible store, the same host and path shape as the presigned delivery links.
  */
-export function publicFileUrl(fileBaseUrl: string, bucket: string, storageKey: string): string {
+function publicFileUrl(fileBaseUrl: string, bucket: string, storageKey: string): string {
   return `${fileBaseUrl}/${bucket}/${storageKey}`;
 }
 

@@ -1,7 +1,7 @@
 // Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
 // are; S3 holds only the bytes, under keys that name their workspace.
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createS3, type S3Settings } from './s3';
@@ -73,17 +73,6 @@ export async function getObjectStream(s3: S3Client, bucket: string, key: string,
   }
 }
 
-/** The object's size, or null when there is no such object. */
-export async function headObject(s3: S3Client, bucket: string, key: string): Promise<{ bytes: number; contentType: string | undefined } | null> {
-  try {
-    const out = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    return { bytes: out.ContentLength ?? 0, contentType: out.ContentType };
-  } catch (e) {
-    if (isMissing(e)) return null;
-    throw e;
-  }
-}
-
 /** Deletes the object; deleting a missing object succeeds (S3 semantics), so a retried delete is harmless. */
 export async function deleteObject(s3: S3Client, bucket: string, key: string): Promise<void> {
   try {
@@ -115,16 +104,14 @@ export function presignGetObject(s3: S3Client, bucket: string, key: string, opti
 }
 
 /**
- * The client presigned delivery links are made with: its endpoint is the public file host when one is set, so
- * links point there (the signature covers the host), else the S3 endpoint itself.
+ * The client presigned delivery links are made with: its endpoint is the public file host (FILE_BASE_URL, which
+ * defaults to the S3 endpoint), so links point there; the signature covers the host.
  */
-export function createPresignS3(s: S3Settings, fileHost: string | undefined): S3Client {
-  return createS3(fileHost ? { ...s, endpoint: fileHost, forcePathStyle: true } : s);
+export function createPresignS3(s: S3Settings, fileHost: string): S3Client {
+  return createS3({ ...s, endpoint: fileHost, forcePathStyle: true });
 }
 
 function isMissing(e: unknown): boolean {
-  // Not any 404: a missing bucket (NoSuchBucket) is a configuration fault and must surface. HEAD answers carry no
-  // body, so their 404 arrives as NotFound.
-  const name = (e as { name?: string })?.name;
-  return name === 'NoSuchKey' || name === 'NotFound';
+  // Not any 404: a missing bucket (NoSuchBucket) is a configuration fault and must surface.
+  return (e as { name?: string })?.name === 'NoSuchKey';
 }

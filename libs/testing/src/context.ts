@@ -1,13 +1,14 @@
 // Per test file isolation: its own database (cloned from the migrated template), queue prefix and bucket, all
 // removed in afterAll. The stores themselves come from global-setup (embedded or named by the environment).
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { loadConfig, type Config } from '@gensvc/config';
 import { createDb, type Db } from '@gensvc/db';
 import { createRedisConnection } from '@gensvc/queue';
 import { createS3 } from '@gensvc/storage';
 import type { Redis } from 'ioredis';
 import { adminUrl, withAdmin } from './databases';
+import { objectKeys } from './s3';
 
 export interface TestContext {
   /** The full environment a service of this test file would get. */
@@ -95,10 +96,9 @@ export async function deleteKeys(redis: Redis, pattern: string) {
 }
 
 async function emptyBucket(s3: S3Client, bucket: string) {
-  for (;;) {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
-    if (keys.length === 0) return;
-    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+  const keys = await objectKeys(s3, bucket);
+  // DeleteObjects takes at most 1000 keys.
+  for (let i = 0; i < keys.length; i += 1000) {
+    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })) } }));
   }
 }

@@ -1,5 +1,10 @@
 export * from './context';
 export * from './databases';
+export * from './eventually';
 export * from './factories';
+export * from './hashes';
 export * from './processes';
+export * from './s3';
+export * from './sim-channels';
 export * as sampleMedia from './sample-media';
+export * from './tls';

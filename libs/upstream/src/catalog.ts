@@ -37,9 +37,4 @@ export class Catalog {
     if (this.entries.size > 10_000) this.entries.delete(this.entries.keys().next().value!);
     return value;
   }
-
-  invalidate(id?: string): void {
-    if (id === undefined) this.entries.clear();
-    else this.entries.delete(id);
-  }
 }

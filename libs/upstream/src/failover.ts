@@ -41,8 +41,40 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** Connection errors, timeouts, 429 and 5xx move on to the next channel; other answers are the caller's. */
-export const failsOverOnStatus = (status: number) => status === 429 || status >= 500;
+/**
+ * Whether a non-2xx answer moves on to the next channel: 429 and 5xx do, and so do the statuses that say the
+ * channel itself is wrong (401/403: its credential; 404: its model name or path; 408) and answers that are not
+ * errors at all (1xx, 3xx: redirects are not followed). The other 4xx judge the caller's request.
+ */
+const failsOverOnStatus = (status: number) =>
+  status < 400 || status === 401 || status === 403 || status === 404 || status === 408 || status === 429 || status >= 500;
+
+/** The provider's own error message in the common shapes ({error: {message}}, {error: "…"}, {message}), on one line. */
+function providerMessage(text: string): string | null {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown } | null;
+    const message = typeof body?.error === 'string' ? body.error : (body?.error?.message ?? body?.message);
+    return typeof message === 'string' ? message.replace(/\s+/g, ' ').trim().slice(0, 500) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The failure of a non-2xx upstream answer, `text` being its body (as far as read). One that does not fail over
+ * is answered to the caller as 400 (or the provider's 413/422) upstream_rejected_request, with the provider's message.
+ */
+export function failureFromStatus(status: number, text: string): UpstreamFailure {
+  const message = providerMessage(text);
+  const detail = `the channel answered ${status}${message ? `: ${message}` : ''}`;
+  if (failsOverOnStatus(status)) return new UpstreamFailure(detail, 'status', true, status);
+  const answer = new AppError({
+    status: status === 413 || status === 422 ? status : 400,
+    code: 'upstream_rejected_request',
+    message: `The model provider rejected the request${message ? `: ${message}` : '.'}`,
+  });
+  return new UpstreamFailure(detail, 'status', false, status, answer);
+}
 
 export interface FailoverOptions<T> {
   routes: readonly CatalogRoute[];

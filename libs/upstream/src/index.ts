@@ -2,3 +2,4 @@ export * from './breaker';
 export * from './catalog';
 export * from './failover';
 export * from './pricing';
+export * from './upstream-http';

@@ -1,6 +1,6 @@
 import { CircuitBreaker } from './breaker';
 import type { CatalogRoute } from './catalog';
-import { orderRoutes, UpstreamFailure, withFailover } from './failover';
+import { failureFromStatus, orderRoutes, UpstreamFailure, withFailover } from './failover';
 import { costOf, reservationFor } from './pricing';
 
 const route = (id: string, priority = 0, weight = 1, enabled = true) =>
@@ -79,7 +79,8 @@ describe('withFailover', () => {
     breaker.failure('c');
     now = 400;
     class Aborted extends Error {}
-    await expect(withFailover({ routes: [route('c')], breaker, call: async () => { throw new Aborted(); }, isAbort: (e) => e instanceof Aborted })).rejects.toBeDefined();
+    await expect(withFailover({ routes: [route('c')], breaker, call: async () => { throw new Aborted(); }, isAbort: (e) => e instanceof Aborted }))
+      .rejects.toMatchObject({ status: 502, code: 'upstream_error', cause: expect.any(Aborted) });
     expect(breaker.tryAcquire('c')).toBe(true); // the trial was given back, not left claimed
   });
 
@@ -117,6 +118,25 @@ describe('withFailover', () => {
     await expect(withFailover({ routes: [route('a')], breaker, call: async () => { throw new UpstreamFailure('slow', 'timeout', true); } }))
       .rejects.toMatchObject({ status: 504, code: 'upstream_timeout' });
     await expect(withFailover({ routes: [], breaker, call: async () => 1 })).rejects.toMatchObject({ status: 503 });
+  });
+});
+
+describe('failureFromStatus', () => {
+  it('fails over on 429, 5xx, the channel-side 4xx and non-error statuses', () => {
+    for (const status of [302, 401, 403, 404, 408, 429, 500, 503]) {
+      expect(failureFromStatus(status, '')).toMatchObject({ kind: 'status', failover: true, status, answer: undefined });
+    }
+  });
+
+  it("answers the caller's other 4xx with the provider's message, keeping 413 and 422", () => {
+    expect(failureFromStatus(400, JSON.stringify({ error: { message: 'messages[0]\n is  too long' } })).answer).toMatchObject({
+      status: 400,
+      code: 'upstream_rejected_request',
+      message: 'The model provider rejected the request: messages[0] is too long',
+    });
+    expect(failureFromStatus(422, JSON.stringify({ error: 'bad state' })).answer).toMatchObject({ status: 422, message: expect.stringContaining('bad state') });
+    expect(failureFromStatus(413, JSON.stringify({ message: 'too big' })).answer).toMatchObject({ status: 413, message: expect.stringContaining('too big') });
+    expect(failureFromStatus(409, 'not json')).toMatchObject({ failover: false, answer: { status: 400, message: 'The model provider rejected the request.' } });
   });
 });
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { API_KEY_PATTERN, hashApiKey, SCOPES } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
 import { apiKeyRepository } from '@gensvc/db';
-import { REPO_ROOT, useTestContext } from '@gensvc/testing';
+import { eventually, REPO_ROOT, useTestContext } from '@gensvc/testing';
 import { Redis } from 'ioredis';
 
 const CLI = join(REPO_ROOT, 'services', 'admin-cli', 'dist', 'main.js');
@@ -61,11 +61,7 @@ async function invalidations() {
   sub.on('message', (_channel: string, message: string) => seen.push(message));
   await sub.subscribe(keyInvalidationChannel(ctx.env.QUEUE_PREFIX!));
   return {
-    async next(timeoutMs = 2_000): Promise<string | undefined> {
-      const deadline = Date.now() + timeoutMs;
-      while (seen.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      return seen.shift();
-    },
+    next: (timeoutMs = 2_000) => eventually(() => seen.shift(), 'a key invalidation', timeoutMs),
     close: () => sub.disconnect(),
   };
 }

@@ -3,14 +3,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { crc32, deflateSync } from 'node:zlib';
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { newId, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
-import { startTlsServer, type TlsTestServer } from '@gensvc/outbound';
 import { closeWorkers, createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
 import { createS3, fileObjectKey } from '@gensvc/storage';
-import { makeWorkspace, useTestContext } from '@gensvc/testing';
+import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
 import type { Readable } from 'node:stream';
 import { startArchiveWorker } from './archive-worker';
@@ -21,8 +20,6 @@ const FILE_BASE_URL = 'https://files.gensvc.test';
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL });
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
-
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** A real PNG: signature, IHDR, one zlib IDAT of noise (incompressible, so it is big), IEND. */
 function makePng(side: number): Buffer {
@@ -75,29 +72,11 @@ function streamGenerated(res: ServerResponse, head: Buffer, total: number, onWri
 
 const MP4_HEAD = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2', 'latin1')]);
 
-/** Counts the bytes S3 has acknowledged (each part once its UploadPart or PutObject returned), and every command. */
-function countUploaded(s3: S3Client) {
-  const counter = { bytes: 0, commands: [] as string[] };
-  s3.middlewareStack.add(
-    (next, context) => async (args) => {
-      counter.commands.push(context.commandName ?? '?');
-      const out = await next(args);
-      if (context.commandName === 'UploadPartCommand' || context.commandName === 'PutObjectCommand') {
-        const body = (args.input as { Body?: unknown }).Body;
-        if (body instanceof Uint8Array) counter.bytes += body.byteLength;
-      }
-      return out;
-    },
-    { step: 'initialize', name: 'countUploadedBytes' },
-  );
-  return counter;
-}
-
 describe('archive.output', () => {
   let provider: TlsTestServer;
   const routes = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
   let s3: S3Client;
-  let uploaded: ReturnType<typeof countUploaded>;
+  let uploaded: S3Counter;
   let queues: Queues;
   let events: QueueEvents;
   let worker: Worker;
@@ -110,7 +89,7 @@ describe('archive.output', () => {
       res.end('not found');
     });
     s3 = createS3(ctx.config.s3);
-    uploaded = countUploaded(s3);
+    uploaded = countS3Commands(s3);
     queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
     events = createQueueEvents({ queue: 'archive', connection: ctx.redis, prefix: ctx.config.queuePrefix });
     await events.waitUntilReady();
@@ -169,10 +148,7 @@ describe('archive.output', () => {
     return { sha: hash.digest('hex'), contentType: out.ContentType, bytes };
   }
 
-  async function objectsOf(workspaceId: string): Promise<string[]> {
-    const page = await ctx.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.s3.bucket, Prefix: `workspaces/${workspaceId}/` }));
-    return (page.Contents ?? []).map((o) => o.Key!);
-  }
+  const objectsOf = (workspaceId: string) => objectKeys(ctx.s3, ctx.config.s3.bucket, `workspaces/${workspaceId}/`);
 
   it('archives an image byte-exact as a generated file, and records it in the output entry only', async () => {
     const png = makePng(300);

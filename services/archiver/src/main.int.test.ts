@@ -1,5 +1,5 @@
 // The built archiver as a real process: it trusts extra CAs through NODE_EXTRA_CA_CERTS (as in production, no
-// client option), registers the hourly sweep, archives a job, and shuts down cleanly on SIGTERM.
+// client option), registers its maintenance schedules, archives a job, and shuts down cleanly on SIGTERM.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,11 +8,10 @@ import type { Readable } from 'node:stream';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ArchiveOutput } from '@gensvc/contracts';
 import { newId } from '@gensvc/db';
-import { startTlsServer, type TlsTestServer } from '@gensvc/outbound';
 import { createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { makeWorkspace, spawnService, useTestContext, type ServiceProcess } from '@gensvc/testing';
+import { makeWorkspace, spawnService, startTlsServer, useTestContext, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
 import type { QueueEvents } from 'bullmq';
-import { RETENTION_SWEEP_SCHEDULER_ID } from './retention-schedule';
+import { RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID } from './maintenance-schedule';
 
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', LOG_LEVEL: 'info' });
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -50,7 +49,7 @@ async function archive(taskId: string, outputIndex: number) {
   return job.waitUntilFinished(events, 30_000);
 }
 
-it('archives through NODE_EXTRA_CA_CERTS only, schedules the sweep, and exits 0 on SIGTERM', async () => {
+it('archives through NODE_EXTRA_CA_CERTS only, schedules the maintenance jobs, and exits 0 on SIGTERM', async () => {
   const ws = await makeWorkspace(ctx.db);
   const url = `${provider.url}/image.gif`;
   const task = await ctx.db.task.create({
@@ -83,7 +82,7 @@ it('archives through NODE_EXTRA_CA_CERTS only, schedules the sweep, and exits 0 
   expect(hash.digest('hex')).toBe(sha256(image));
 
   const schedulers = await queues.get('maintenance').getJobSchedulers();
-  expect(schedulers.map((s) => s.key)).toEqual([RETENTION_SWEEP_SCHEDULER_ID]);
+  expect(schedulers.map((s) => s.key).sort()).toEqual([RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID].sort());
 
   expect(await trusting.stop()).toBe(0);
   expect(trusting.output()).toContain('shutdown phase done');

@@ -15,7 +15,7 @@ async function main() {
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { startArchiveWorker } = await import('./archive-worker');
   const { startMaintenanceWorker } = await import('./maintenance-worker');
-  const { scheduleRetentionSweep } = await import('./retention-schedule');
+  const { scheduleMaintenance } = await import('./maintenance-schedule');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const db = createDb(config.databaseUrl);
@@ -27,7 +27,7 @@ async function main() {
   const deps = { config, db, s3, logger };
   const conn = { connection: redis, prefix: config.queuePrefix, logger };
   const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
-  await scheduleRetentionSweep(queues);
+  await scheduleMaintenance(queues);
   logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs }, 'archiver started');
 
   const shutdown = createShutdown(

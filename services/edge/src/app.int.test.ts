@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '@gensvc/local-stack';
 import { createLogger } from '@gensvc/observability';
-import { useTestContext, jsonOf } from '@gensvc/testing';
+import { jsonOf, useTestContext, waitForHttp } from '@gensvc/testing';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { startEdge, type EdgeUnderTest } from './edge-under-test';
@@ -113,11 +113,7 @@ describe('/readyz with Redis stopped', () => {
       expect(body.error).toMatchObject({ type: 'api_error', code: 'service_unavailable', message: expect.stringContaining('redis') });
       expect(body.error.message).not.toContain('postgres');
       server = start();
-      const deadline = Date.now() + 10_000;
-      while ((await fetch(`${own.url}/readyz`)).status !== 200) {
-        if (Date.now() > deadline) throw new Error('never ready again');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForHttp(`${own.url}/readyz`, undefined, 10_000);
     } finally {
       await own.close();
       redis.disconnect();

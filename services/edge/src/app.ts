@@ -1,3 +1,4 @@
+import { UpstreamClient } from '@gensvc/upstream';
 import express from 'express';
 import { authenticate, requireScope } from './auth/authenticate';
 import type { EdgeDeps } from './deps';
@@ -9,6 +10,7 @@ import { chatRoutes } from './routes/chat';
 import { healthz } from './routes/health/healthz';
 import { readyz } from './routes/health/readyz';
 import { evaluateRoutes } from './routes/evaluate';
+import type { EvaluateOptions } from './routes/evaluate/evaluate';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { getBalance } from './routes/me/get-balance';
@@ -20,8 +22,13 @@ export type EdgeApp = express.Express & {
   closeRoutes(): Promise<void>;
 };
 
+export interface AppOptions {
+  /** How long POST /api/v1/evaluate waits for its answer; DEFAULT_EVALUATE_OPTIONS where not given (tests shorten it). */
+  evaluate?: Partial<EvaluateOptions>;
+}
+
 /** The edge's Express app, without listening: main.ts listens, tests listen on port 0. */
-export function buildApp(deps: EdgeDeps): EdgeApp {
+export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -38,15 +45,16 @@ export function buildApp(deps: EdgeDeps): EdgeApp {
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
 
-  app.use(evaluateRoutes(deps));
+  app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
-  // One proxy for every streamed provider route: one upstream connection pool, one settlement queue to drain.
-  const proxy = new ChatProxy(deps);
-  const images = imageRoutes(deps);
+  // One upstream connection pool for every route that calls channels; one chat proxy (one settlement queue to
+  // drain) for every streamed provider route.
+  const upstream = new UpstreamClient();
+  const proxy = new ChatProxy(deps, upstream);
   app.use(chatRoutes(deps, proxy));
-  app.use(images);
+  app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
   app.use(notFound);
   app.use(errorHandler);
-  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([proxy.close(), images.close()])) });
+  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([proxy.settlements.drain(), upstream.close()])) });
 }

@@ -3,13 +3,13 @@ import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import type { RequestOptions } from '@gensvc/outbound';
-import type { Queues } from '@gensvc/queue';
-import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
+import { createQueueEvents, createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
+import { Catalog, CircuitBreaker, type CatalogOptions } from '@gensvc/upstream';
 import type { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { KeyCache } from './auth/key-cache';
+import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 
-/** Everything the edge's routes use, made in main.ts (or by a test) and passed in: no module-level singletons. */
+/** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
   config: Config;
   db: Db;
@@ -30,4 +30,35 @@ export interface EdgeDeps {
    * trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
    */
   outbound?: Pick<RequestOptions, 'ca' | 'lookup'>;
+}
+
+/** The clients the caller makes (and closes, after close() below): from config in main.ts, from the test context in tests. */
+export type EdgeClients = Pick<EdgeDeps, 'config' | 'db' | 'redis' | 's3' | 'logger' | 'metrics'>;
+
+export interface EdgeDepsOptions {
+  /** Tests read the catalog afresh on every request (ttlMs 0), so that models they change show at once. */
+  catalog?: CatalogOptions;
+}
+
+/**
+ * The rest of the deps over the caller's clients: the key cache with its invalidation subscription, the queues, the
+ * evaluate queue's events, the catalog and the breaker. close() closes what was made here, once HTTP has stopped
+ * and the routes have finished (EdgeApp.closeRoutes), before the caller closes its clients.
+ */
+export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOptions = {}): Promise<{ deps: EdgeDeps; close(): Promise<void> }> {
+  const { config, db, redis, logger } = clients;
+  const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
+  const subscriber = createRedisConnection(config.redisUrl, { name: 'edge:key-invalidation' });
+  const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix, logger);
+  const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
+  const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: redis, prefix: config.queuePrefix, logger });
+  await evaluateEvents.waitUntilReady();
+  return {
+    deps: { ...clients, keyCache, catalog: new Catalog(db, options.catalog), breaker: new CircuitBreaker(), queues, evaluateEvents },
+    close: async () => {
+      await unsubscribe();
+      await evaluateEvents.close();
+      await queues.close();
+    },
+  };
 }

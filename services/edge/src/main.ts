@@ -9,31 +9,21 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createServer } = await import('node:http');
-  const { createRedisConnection, createQueues, createQueueEvents } = await import('@gensvc/queue');
-  const { Catalog, CircuitBreaker } = await import('@gensvc/upstream');
+  const { createRedisConnection } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { buildApp } = await import('./app');
-  const { KeyCache, subscribeInvalidations } = await import('./auth/key-cache');
+  const { createEdgeDeps } = await import('./deps');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const db = createDb(config.databaseUrl);
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
-  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:key-invalidation` });
   const s3 = createS3(config.s3);
   await checkBucket(s3, config.s3.bucket);
-  const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
-  const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix, logger);
-
-  const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
-  const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: redis, prefix: config.queuePrefix, logger });
-  await evaluateEvents.waitUntilReady();
-  const app = buildApp({
-    config, db, redis, s3, keyCache, logger, metrics: createMetrics(SERVICE),
-    catalog: new Catalog(db), breaker: new CircuitBreaker(), queues, evaluateEvents,
-  });
+  const edge = await createEdgeDeps({ config, db, redis, s3, logger, metrics: createMetrics(SERVICE) });
+  const app = buildApp(edge.deps);
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
@@ -51,9 +41,7 @@ async function main() {
       },
       { name: 'finish settlements', timeoutMs: 10_000, run: () => app.closeRoutes() },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
-        await unsubscribe();
-        await evaluateEvents.close();
-        await queues.close();
+        await edge.close();
         redis.disconnect();
         s3.destroy();
         await db.$disconnect();

@@ -1,20 +1,13 @@
 // POST /api/v1/evaluate end to end: the real edge app on a socket, the real worker, real Postgres and Redis, and
 // the upstream-sim as the provider. Answers, usage and cost are predicted with the sim's own deterministic functions.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
 import { billingRepository, toAmount, type Db } from '@gensvc/db';
-import { createLogger } from '@gensvc/observability';
 import { enqueue } from '@gensvc/queue';
 import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
-import express from 'express';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
-import { errorHandler, notFound } from '../../edge/src/http/errors';
-import { requestContext } from '../../edge/src/http/request-context';
-import { evaluateRoutes } from '../../edge/src/routes/evaluate';
 import { expectedAnswers, startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
-import { startReservationSweep, type EvaluateWorker } from './evaluate-worker';
+import type { EvaluateWorker } from './evaluate-worker';
 import { addSimModel, startWorker } from './worker-under-test';
 
 const ctx = useTestContext();
@@ -230,19 +223,9 @@ describe('invalid upstream answers', () => {
 });
 
 describe('deadlines: nothing is charged for an answer the caller never got', () => {
-  let short: { url: string; close(): Promise<void> };
+  let short: EdgeUnderTest;
   beforeAll(async () => {
-    const app = express();
-    app.use(requestContext(edge.deps.logger));
-    app.use(evaluateRoutes(edge.deps, { waitMs: 400, graceMs: 2_000 }));
-    app.use(notFound);
-    app.use(errorHandler);
-    const server: Server = createServer(app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    short = {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-    };
+    short = await startEdge(ctx, {}, { evaluate: { waitMs: 400, graceMs: 2_000 } });
   });
   afterAll(() => short.close());
 
@@ -319,26 +302,5 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     expect(after.charges.map((c) => [c.requestId, c.amount])).toEqual([['req_direct', -costOf(model, usage)]]);
     expect(after).toMatchObject({ reserved: 0n, held: 0 });
     expect(calls(['direct'])).toEqual(['direct:200']);
-  });
-});
-
-describe('reservation sweep', () => {
-  it('releases holds whose owner died (past their expiry), and leaves live ones alone', async () => {
-    const { ws, key } = await customer();
-    const hold = (ttlMs: number) => billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_sweep', amount: 70_000n, ttlMs });
-    const dead = await hold(1);
-    const live = await hold(60_000);
-    await sleep(5);
-    const sweep = startReservationSweep(ctx.db, createLogger({ service: 'sweep-test', level: 'silent' }), 20);
-    try {
-      for (let i = 0; i < 100 && (await ctx.db.reservation.findUniqueOrThrow({ where: { id: dead.id } })).state === 'held'; i++) await sleep(20);
-    } finally {
-      sweep.stop();
-      await sweep.idle();
-    }
-    const states = await ctx.db.reservation.findMany({ where: { id: { in: [dead.id, live.id] } }, select: { id: true, state: true } });
-    expect(Object.fromEntries(states.map((r) => [r.id, r.state]))).toEqual({ [dead.id]: 'released', [live.id]: 'held' });
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ reserved: 70_000n, balance: 50_000_000n - 70_000n, charges: [] });
-    await billingRepository.release(ctx.db, live.id);
   });
 });

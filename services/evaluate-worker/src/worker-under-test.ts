@@ -1,9 +1,9 @@
 // Test support: the real evaluate worker in the test process, on the test file's Postgres and Redis, and the
 // channels and models that point evaluate at an upstream-sim.
-import { channelRepository, modelRepository, type Db, type ModelKind } from '@gensvc/db';
+import { modelRepository, type Db, type ModelKind } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createRedisConnection } from '@gensvc/queue';
-import type { TestContext } from '@gensvc/testing';
+import { addSimChannel, type SimChannelSpec, type TestContext } from '@gensvc/testing';
 import { Catalog, type BreakerOptions } from '@gensvc/upstream';
 import { startEvaluateWorker, type EvaluateWorker } from './evaluate-worker';
 
@@ -29,13 +29,7 @@ export async function startWorker(ctx: TestContext, opts: { breaker?: BreakerOpt
   };
 }
 
-export interface SimChannel {
-  /** Also the sim's channel prefix: requests to it are logged under this name. */
-  name: string;
-  priority?: number;
-  weight?: number;
-  timeoutMs?: number;
-  evaluatePath?: string;
+export interface SimChannel extends Omit<SimChannelSpec, 'kind'> {
   upstreamModel?: string;
 }
 
@@ -54,16 +48,7 @@ export interface EvaluateModelSpec {
 export async function addSimModel(db: Db, simUrl: string, spec: EvaluateModelSpec) {
   const routes: { channelId: string; upstreamModel: string | null }[] = [];
   for (const c of spec.channels) {
-    const channel = await channelRepository.create(db, {
-      name: c.name,
-      kind: 'evaluate',
-      baseUrl: `${simUrl}/ch/${c.name}`,
-      secret: `sk-sim-${c.name}`,
-      priority: c.priority ?? 0,
-      weight: c.weight ?? 1,
-      timeoutMs: c.timeoutMs ?? 10_000,
-      ...(c.evaluatePath !== undefined && { evaluatePath: c.evaluatePath }),
-    });
+    const channel = await addSimChannel(db, simUrl, { ...c, kind: 'evaluate' });
     routes.push({ channelId: channel.id, upstreamModel: c.upstreamModel ?? null });
   }
   const model = await modelRepository.create(db, {

@@ -4,12 +4,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer as createHttpsServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { jsonOf, spawnService, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import { jsonOf, spawnService, startTlsServer, waitForHttp, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
 import { editedImagePng, sha256Hex } from './index';
 
 const children: ServiceProcess[] = [];
@@ -59,21 +57,15 @@ describe('upstream-sim process', () => {
 
   describe('https image URLs in responses', () => {
     let dir: string;
-    let server: Server;
+    let server: TlsTestServer;
     const png = editedImagePng({ prompt: 'over tls', images: [], index: 0, size: '256x256' });
     beforeAll(async () => {
+      server = await startTlsServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
       dir = mkdtempSync(join(tmpdir(), 'sim-tls-'));
-      execFileSync('openssl', [
-        'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-      ], { stdio: 'ignore' });
-      server = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_req, res) =>
-        res.writeHead(200, { 'content-type': 'image/png' }).end(png),
-      );
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      writeFileSync(join(dir, 'ca.pem'), server.caPem);
     });
     afterAll(async () => {
-      await new Promise<void>((r) => server.close(() => r()));
+      await server?.close();
       rmSync(dir, { recursive: true, force: true });
     });
 
@@ -85,13 +77,13 @@ describe('upstream-sim process', () => {
       });
 
     it('fetches an https image with verified TLS and names its sha256', async () => {
-      const imageUrl = `https://127.0.0.1:${(server.address() as AddressInfo).port}/p.png`;
-      const trusting = await startProcess({ NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') });
+      const imageUrl = `${server.url}/p.png`;
+      const trusting = await startProcess({ NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem') });
       const res = await ask(trusting.url, imageUrl);
       expect(res.status).toBe(200);
       expect((await jsonOf(res)).output[0].content[0].text).toContain(`input_image[0] sha256=${sha256Hex(png)}`);
 
-      // Without the test CA the self-signed certificate is refused, as OpenAI would refuse it.
+      // Without the test CA the server's certificate is refused, as OpenAI would refuse it.
       const plain = await startProcess({});
       const refused = await ask(plain.url, imageUrl);
       expect(refused.status).toBe(400);

@@ -1,6 +1,7 @@
 // Real PNG bytes (signature, IHDR, one IDAT, IEND, every chunk CRC-checked), written with node:zlib only, and
 // a strict reader so tests can prove that what travelled through gensvc is still a decodable image.
 import { crc32, deflateSync, inflateSync } from 'node:zlib';
+import { sniffMedia } from '@gensvc/media';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const RGB = 2;
@@ -94,11 +95,8 @@ export function pngInfo(buffer: Buffer): PngInfo {
   };
 }
 
-/** The image type decided from the first bytes, never from a declared content type. */
-export function sniffImageType(bytes: Buffer): 'image/png' | 'image/jpeg' | 'image/webp' | 'image/gif' | null {
-  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(SIGNATURE)) return 'image/png';
-  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
-  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'image/webp';
-  if (bytes.length >= 6 && /^GIF8[79]a$/.test(bytes.toString('latin1', 0, 6))) return 'image/gif';
-  return null;
+/** The image type decided from the first bytes, never from a declared content type; null for anything else. */
+export function sniffImageType(bytes: Buffer): string | null {
+  const media = sniffMedia(bytes, true);
+  return media?.kind === 'image' ? media.contentType : null;
 }

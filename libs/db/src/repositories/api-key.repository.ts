@@ -1,4 +1,5 @@
 import type { DbClient } from '../client';
+import type { ApiKey } from '../generated/prisma/client';
 import { newId } from '../ids';
 
 export interface CreateApiKeyInput {
@@ -74,7 +75,7 @@ export const apiKeyRepository = {
     // One statement: the old secret is read and replaced under the row lock, so two rotations racing cannot both
     // keep the same "previous" secret and silently drop the other's new one.
     const keep = graceMs > 0;
-    const rows = await db.$queryRaw<{ id: string }[]>`
+    const rows = await db.$queryRaw<ApiKey[]>`
       UPDATE "ApiKey" SET
         "previousHash" = CASE WHEN ${keep} THEN hash END,
         "previousPrefix" = CASE WHEN ${keep} THEN prefix END,
@@ -83,8 +84,8 @@ export const apiKeyRepository = {
         prefix = ${next.prefix},
         "rotatedAt" = now()
       WHERE id = ${id} AND "revokedAt" IS NULL AND (${workspaceId ?? null}::text IS NULL OR "workspaceId" = ${workspaceId ?? null})
-      RETURNING id`;
-    return rows.length ? db.apiKey.findUnique({ where: { id } }) : null;
+      RETURNING *`;
+    return rows[0] ?? null;
   },
 
   /** Records use; callers throttle it so a busy key does not write on every request. */

@@ -109,13 +109,14 @@ export const fileRepository = {
    * there is no visible file of this workspace by that id (so of two racing deletes, one wins).
    */
   async markDeleted(db: DbClient, workspaceId: string, id: string, now = new Date()): Promise<{ storageKey: string } | null> {
-    const file = await db.file.findUnique({ where: { id }, select: { workspaceId: true, storageKey: true, publicExpiresAt: true } });
-    if (!file || file.workspaceId !== workspaceId) return null;
-    const { count } = await db.file.updateMany({
-      where: { id, workspaceId, ...visible(now) },
-      data: { expiresAt: now, ...(file.publicExpiresAt ? { publicExpiresAt: now } : {}) },
-    });
-    return count === 1 ? { storageKey: file.storageKey } : null;
+    // One conditional update: an upload keeps its null public expiry (it has no public copy).
+    const rows = await db.$queryRaw<{ storageKey: string }[]>`
+      UPDATE "File" SET
+        "expiresAt" = ${now}::timestamp(3),
+        "publicExpiresAt" = CASE WHEN "publicExpiresAt" IS NULL THEN NULL ELSE ${now}::timestamp(3) END
+      WHERE id = ${id} AND "workspaceId" = ${workspaceId} AND "expiresAt" > ${now}::timestamp(3)
+      RETURNING "storageKey"`;
+    return rows[0] ?? null;
   },
 
   /** Last step of a delete, once the bytes are gone. */

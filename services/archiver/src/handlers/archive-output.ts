@@ -5,16 +5,13 @@
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
 // object and one row. The bytes stream from the provider through the outbound client into a multipart upload and
 // are never held whole; a failure mid-way aborts the upload and leaves no object.
-import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { ARCHIVE_LIMIT_BYTES, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { fileRepository, generatedExpiry, isUniqueViolation, withTx, type DbClient } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import type { HandlerContext } from '@gensvc/queue';
-import { deleteObject, fileObjectKey, outputFileId, publicFileUrl, putObjectStream } from '@gensvc/storage';
-import type { Config } from '@gensvc/config';
+import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
+import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
-import { SNIFF_BYTES, sniffMedia } from '@gensvc/media';
 
 export type ArchiveOutcome =
   | { outcome: 'archived'; fileId: string; bytes: number; already: boolean }
@@ -45,15 +42,25 @@ export function archiveOutput(deps: ArchiverDeps) {
       return { outcome: 'skipped', reason: 'no_such_output' };
     }
 
+    const location = generatedOutputLocation({
+      secret: config.signingSecret,
+      fileBaseUrl: config.fileBaseUrl,
+      bucket: config.s3.bucket,
+      workspaceId: task.workspaceId,
+      taskId,
+      outputIndex,
+    });
+    const { fileId, storageKey } = location;
+    const result = archivedEntry(location);
+
     const existing = await db.file.findUnique({ where: { taskId_outputIndex: { taskId, outputIndex } } });
     if (existing) {
-      // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so.
-      await writeEntry(db, taskId, outputIndex, archivedEntry(config, existing.id, existing.storageKey));
+      // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so. The
+      // row is at the location derived above: every writer of an output derives it the same way.
+      await writeEntry(db, taskId, outputIndex, result);
       return { outcome: 'archived', fileId: existing.id, bytes: Number(existing.bytes), already: true };
     }
 
-    const fileId = outputFileId(config.signingSecret, taskId, outputIndex);
-    const storageKey = fileObjectKey(task.workspaceId, fileId);
     const notArchived = async (status: ArchiveStatusValue, reason: string): Promise<ArchiveOutcome> => {
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
@@ -83,64 +90,37 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     const source = response.body;
-    const hash = createHash('sha256');
-    let bytes = 0;
+    // The download's own failure (too large, stalled, cut off), as opposed to the upload's.
     let streamError: unknown;
-    const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const head: Buffer[] = [];
-    let headBytes = 0;
-    let ended = false;
+    let peek!: HeadPeek;
+    const sniffed = new Promise<SniffedMedia | null>((resolve, reject) => {
+      peek = new HeadPeek(SNIFF_BYTES, (head, complete) => resolve(sniffMedia(head, complete)));
+      peek.on('error', reject);
+    });
+    source.on('error', (e) => {
+      streamError = e;
+      // Before the type is known this rejects `sniffed`; after, it makes the upload abort and fail.
+      peek.destroy(e);
+    });
+    source.pipe(peek);
+
+    let type: SniffedMedia | null;
     try {
-      while (headBytes < SNIFF_BYTES) {
-        const next = await chunks.next();
-        if (next.done) {
-          ended = true;
-          break;
-        }
-        head.push(next.value);
-        headBytes += next.value.length;
-      }
+      type = await sniffed;
     } catch (e) {
       return giveUp(e);
     }
-    const type = sniffMedia(Buffer.concat(head), ended);
     if (!type || type.kind !== entry.kind) {
       source.destroy();
+      peek.destroy();
       const what = type ? `a ${type.kind} (${type.contentType})` : 'not a supported image or video format';
       return notArchived('failed', `unsupported_type: the ${entry.kind} output's bytes are ${what}`);
     }
 
-    async function* all(): AsyncGenerator<Buffer> {
-      try {
-        for (const chunk of head) {
-          hash.update(chunk);
-          bytes += chunk.length;
-          yield chunk;
-        }
-        while (!ended) {
-          const next = await chunks.next();
-          if (next.done) break;
-          hash.update(next.value);
-          bytes += next.value.length;
-          yield next.value;
-        }
-      } catch (e) {
-        streamError = e;
-        throw e;
-      } finally {
-        // Stopped early (the upload failed): stop the download as well.
-        if (!source.readableEnded) source.destroy();
-      }
-    }
-
     try {
-      await putObjectStream(s3, {
-        bucket: config.s3.bucket,
-        key: storageKey,
-        body: Readable.from(all(), { objectMode: false }),
-        contentType: type.contentType,
-      });
+      await putObjectStream(s3, { bucket: config.s3.bucket, key: storageKey, body: peek, contentType: type.contentType });
     } catch (e) {
+      // Stopped early (the upload failed): stop the download as well.
       source.destroy();
       if (streamError !== undefined) return giveUp(streamError);
       throw e;
@@ -148,7 +128,7 @@ export function archiveOutput(deps: ArchiverDeps) {
 
     const now = new Date();
     const expiry = generatedExpiry(now, task.workspace.tier, task.workspace.retentionDays);
-    const result = archivedEntry(config, fileId, storageKey);
+    const bytes = peek.bytes;
     try {
       await withTx(db, async (tx) => {
         await fileRepository.create(tx, {
@@ -159,7 +139,7 @@ export function archiveOutput(deps: ArchiverDeps) {
           filename: `${taskId}-${outputIndex}.${type.extensions[0]}`,
           contentType: type.contentType,
           bytes: BigInt(bytes),
-          sha256: hash.digest('hex'),
+          sha256: peek.digest(),
           storageKey,
           createdAt: now,
           expiresAt: expiry.expiresAt,
@@ -181,8 +161,8 @@ export function archiveOutput(deps: ArchiverDeps) {
   };
 }
 
-function archivedEntry(config: Pick<Config, 'fileBaseUrl' | 's3'>, fileId: string, storageKey: string): Partial<TaskOutputEntry> {
-  return { archive_status: 'archived', svc_file_id: fileId, svc_url: publicFileUrl(config.fileBaseUrl, config.s3.bucket, storageKey) };
+function archivedEntry(location: GeneratedOutputLocation): Partial<TaskOutputEntry> {
+  return { archive_status: 'archived', svc_file_id: location.fileId, svc_url: location.url };
 }
 
 /**

@@ -1,26 +1,17 @@
 // The retention sweep against real Postgres and S3 (s3rver): it removes exactly the files whose retention is over,
 // row and bytes, and a run killed half-way leaves a state that is consistent and that the next run completes.
-import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { fileRepository, newId } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { fileObjectKey } from '@gensvc/storage';
-import { makeWorkspace, useTestContext } from '@gensvc/testing';
+import { eventually, makeWorkspace, objectKeys, useTestContext } from '@gensvc/testing';
 import { filesRetentionSweep } from './files-retention-sweep';
 
 const ctx = useTestContext();
 const logger = createLogger({ service: 'sweep-test', level: 'silent' });
 const DAY = 86_400_000;
 
-async function objectKeys(): Promise<string[]> {
-  const keys: string[] = [];
-  let token: string | undefined;
-  do {
-    const page = await ctx.s3.send(new ListObjectsV2Command({ Bucket: ctx.config.s3.bucket, ContinuationToken: token }));
-    keys.push(...(page.Contents ?? []).map((o) => o.Key!));
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-  return keys.sort();
-}
+const objectsInBucket = () => objectKeys(ctx.s3, ctx.config.s3.bucket);
 
 interface Made {
   id: string;
@@ -53,7 +44,7 @@ async function makeFile(workspaceId: string, o: { expiresInMs: number; publicExp
 /** Consistency that must hold at every instant, killed or not: no object without a row, no visible row without its object. */
 async function checkConsistent() {
   const rows = await ctx.db.file.findMany({ select: { storageKey: true, expiresAt: true } });
-  const objects = new Set(await objectKeys());
+  const objects = new Set(await objectsInBucket());
   const keys = new Set(rows.map((r) => r.storageKey));
   expect([...objects].filter((k) => !keys.has(k))).toEqual([]);
   const now = new Date();
@@ -86,7 +77,7 @@ function freezingAfter(s3: S3Client, k: number) {
 
 beforeEach(async () => {
   await ctx.db.file.deleteMany({});
-  for (const key of await objectKeys()) await ctx.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
+  for (const key of await objectsInBucket()) await ctx.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
 });
 
 it('removes exactly the files whose retention is over, and survives a kill half-way', async () => {
@@ -107,7 +98,7 @@ it('removes exactly the files whose retention is over, and survives a kill half-
   // Killed after 7 object deletions with batches of 5: one batch completed (5 rows gone), 2 more objects gone.
   const killed = freezingAfter(ctx.s3, 7);
   void filesRetentionSweep({ db: ctx.db, s3: killed.s3, config: ctx.config, logger }, { batchSize: 5 });
-  for (let i = 0; i < 100 && killed.deleted() < 7; i++) await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => killed.deleted() >= 7, 'the killed run to delete 7 objects', 2_000);
   await new Promise((r) => setTimeout(r, 200));
   expect(killed.deleted()).toBe(7);
   expect(await checkConsistent()).toEqual({ rows: 21 - 5, objects: 20 - 7 });
@@ -119,7 +110,7 @@ it('removes exactly the files whose retention is over, and survives a kill half-
   expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger }, { batchSize: 5 })).toEqual({ removed: 16 - 5 });
   expect(await checkConsistent()).toEqual({ rows: 5, objects: 5 });
   expect(await ctx.db.file.count({ where: { id: { in: expired.map((f) => f.id) } } })).toBe(0);
-  expect(await objectKeys()).toEqual(kept.map((f) => f.storageKey).sort());
+  expect(await objectsInBucket()).toEqual(kept.map((f) => f.storageKey).sort());
   expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger })).toEqual({ removed: 0 });
 });
 

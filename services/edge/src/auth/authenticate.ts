@@ -35,8 +35,6 @@ function credential(req: Request, style: CredentialStyle): { key: string } | { p
   }
 }
 
-const LAST_USED_RESOLUTION_MS = 60_000;
-
 export interface AuthenticateDeps {
   db: Db;
   keyCache: KeyCache;
@@ -47,7 +45,6 @@ export interface AuthenticateDeps {
  * 402 (the key's spending cap is used up). Hashes are compared in constant time after the indexed look-up.
  */
 export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'bearer') {
-  const lastTouched = new Map<string, number>();
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const cred = credential(req, style);
@@ -73,8 +70,7 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
       }
       if (key.spendCap !== null && key.spent >= key.spendCap) throw errors.spendingCapExhausted();
       locals(res).auth = { key, workspace: key.workspace } satisfies AuthContext;
-      if (now - (lastTouched.get(key.id) ?? 0) >= LAST_USED_RESOLUTION_MS) {
-        lastTouched.set(key.id, now);
+      if (deps.keyCache.touchDue(key.id)) {
         apiKeyRepository.touch(deps.db, key.id).catch((err) => locals(res).log.warn({ err }, 'could not record key use'));
       }
       next();

@@ -13,6 +13,9 @@ interface Entry {
   at: number;
 }
 
+/** A key's lastUsedAt is written at most once per this long per process. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
 export interface KeyCacheOptions {
   ttlMs: number;
   maxEntries?: number;
@@ -21,6 +24,8 @@ export interface KeyCacheOptions {
 
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
+  /** When this process last recorded each key's use; one map per process, shared by every route's authenticate(). */
+  private readonly touched = new Map<string, number>();
   private live = false;
   /**
    * Bumped by every invalidation. A look-up notes it before reading Postgres and may cache its answer only if no
@@ -71,6 +76,14 @@ export class KeyCache {
     this.epoch++;
     this.live = live;
     this.entries.clear();
+  }
+
+  /** Whether this use of the key is to be recorded (its lastUsedAt written); if so, it is noted as recorded now. */
+  touchDue(keyId: string): boolean {
+    const now = this.now();
+    if (now - (this.touched.get(keyId) ?? Number.NEGATIVE_INFINITY) < LAST_USED_RESOLUTION_MS) return false;
+    this.touched.set(keyId, now);
+    return true;
   }
 
   get size() {

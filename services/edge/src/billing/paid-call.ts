@@ -19,6 +19,11 @@ export interface PaidCallOptions {
   scope: Scope;
   /** JSON body limit in bytes. */
   bodyLimit: number;
+  /**
+   * Whether the chain ends with the Idempotency-Key step (default true). That step parses JSON bodies only; a route
+   * that also takes multipart handles the key itself.
+   */
+  idempotency?: boolean;
 }
 
 export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandler[] {
@@ -27,7 +32,7 @@ export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandl
     requireScope(options.scope),
     rateLimit(deps, { bucket: 'paid', limitOf: (auth) => auth.workspace.rpm }),
     jsonBody(options.bodyLimit),
-    idempotency(deps),
+    ...(options.idempotency === false ? [] : [idempotency(deps)]),
   ];
 }
 

@@ -33,7 +33,6 @@ type WithWindow = Redis & {
 
 export interface WindowDecision {
   accepted: boolean;
-  limit: number;
   /** Calls still accepted in the current window after this one. */
   remaining: number;
   /** Unix milliseconds (Redis clock) when the oldest counted call leaves the window, freeing a slot. */
@@ -51,7 +50,7 @@ export async function takeSlot(redis: Redis, key: string, limit: number, windowM
   if (typeof r.gensvcSlidingWindow !== 'function') r.defineCommand('gensvcSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
   const member = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}`;
   const [accepted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(key, limit, windowMs, member);
-  return { accepted: accepted === 1, limit, remaining: Math.max(0, remaining), resetAtMs, nowMs };
+  return { accepted: accepted === 1, remaining: Math.max(0, remaining), resetAtMs, nowMs };
 }
 
 export interface RateLimitDeps {

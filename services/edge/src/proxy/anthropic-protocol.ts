@@ -81,7 +81,8 @@ export const anthropicProtocol: ChatProtocol = {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'x-api-key': channel.secret,
-      'anthropic-version': call.anthropicVersion ?? '2023-06-01',
+      // Required of the caller by POST /v1/messages, the protocol's only route.
+      'anthropic-version': call.anthropicVersion!,
     };
     if (call.anthropicBeta) headers['anthropic-beta'] = call.anthropicBeta;
     return { path: '/v1/messages', headers };

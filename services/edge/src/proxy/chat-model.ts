@@ -15,9 +15,6 @@ const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
  * has no channel of this protocol. Requests are not translated between protocols.
  */
 export class ChatModels {
-  /** Routes by protocol for each model object the catalog hands out (the same object for its cache lifetime). */
-  private readonly routesByModel = new WeakMap<CatalogModel, Map<ChannelKind, CatalogRoute[]>>();
-
   constructor(private readonly catalog: Catalog) {}
 
   async resolve(id: string, protocol: ChatProtocol): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
@@ -30,7 +27,7 @@ export class ChatModels {
           : `"${id}" is a${model.kind === 'image' ? 'n image' : ` ${model.kind}`} generation model, not a chat model.`,
       );
     }
-    const routes = this.routesOf(model, protocol.kind);
+    const routes = model.routes.filter((r) => r.channel.kind === protocol.kind);
     if (routes.length === 0) {
       const elsewhere = [...new Set(model.routes.map((r) => r.channel.kind))].flatMap((k) => PROTOCOL_NAMES[k] ?? []);
       throw errors.modelNotSupported(
@@ -38,13 +35,5 @@ export class ChatModels {
       );
     }
     return { model, routes };
-  }
-
-  private routesOf(model: CatalogModel, kind: ChannelKind): CatalogRoute[] {
-    let byKind = this.routesByModel.get(model);
-    if (!byKind) this.routesByModel.set(model, (byKind = new Map()));
-    let routes = byKind.get(kind);
-    if (!routes) byKind.set(kind, (routes = model.routes.filter((r) => r.channel.kind === kind)));
-    return routes;
   }
 }

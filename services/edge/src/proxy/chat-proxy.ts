@@ -15,7 +15,7 @@
 //  - A caller who disconnects mid-stream does not stop the bill: the upstream stream is read to its end (without
 //    writing) and its reported usage charged, as the provider charges it.
 import { isAppError } from '@gensvc/errors';
-import { costOf, reservationFor, toAppError, UpstreamFailure, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker } from '@gensvc/upstream';
+import { costOf, readBody, reservationFor, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Response } from 'express';
@@ -23,14 +23,12 @@ import { authOf } from '../auth/authenticate';
 import { reserveFor } from '../billing/paid-call';
 import { locals } from '../http/request-context';
 import { ChatModels } from './chat-model';
-import { failureFromStatus, invalidResponse, parseObject, upstreamModelOf, type ChatCall, type ChatProtocol, type Usage } from './protocol';
+import { invalidResponse, parseObject, upstreamModelOf, type ChatCall, type ChatProtocol, type Usage } from './protocol';
 import { Settlements } from './settlements';
 import { StreamRelay } from './stream-relay';
-import { readBody, UpstreamClient } from './upstream-http';
 
 /** Largest non-streamed upstream answer read into memory. */
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
-const MAX_ERROR_BYTES = 64 * 1024;
 const REFUSAL_MEMORY_MS = 60_000;
 
 type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage } | { kind: 'stream'; relay: StreamRelay };
@@ -44,11 +42,14 @@ export interface ChatProxyDeps {
 export class ChatProxy {
   readonly models: ChatModels;
   readonly settlements: Settlements;
-  private readonly client = new UpstreamClient();
   /** Keys and workspaces whose hold was refused, until when they are held before calling. */
   private readonly refusals = new Map<string, number>();
 
-  constructor(private readonly deps: ChatProxyDeps) {
+  constructor(
+    private readonly deps: ChatProxyDeps,
+    /** The edge's one upstream connection pool; its owner closes it. */
+    private readonly client: UpstreamClient,
+  ) {
     this.models = new ChatModels(deps.catalog);
     this.settlements = new Settlements(deps.db);
   }
@@ -63,7 +64,9 @@ export class ChatProxy {
       withFailover({
         routes: call.routes,
         breaker: this.deps.breaker,
-        call: (route) => this.open(protocol, call, route, upstream, signal),
+        call: (route) => this.attempt(protocol, call, route, upstream, signal),
+        // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
+        isAbort: () => signal?.aborted === true,
         onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
       });
     // The hold is taken while the upstream call is already on its way (sent first, so the hold's work delays it
@@ -138,22 +141,6 @@ export class ChatProxy {
     this.refusals.set(e.code === 'spending_cap_exhausted' ? keyId : workspaceId, Date.now() + REFUSAL_MEMORY_MS);
   }
 
-  /** Waits for settlements and releases in flight (shutdown), then closes the upstream connections. */
-  async close(): Promise<void> {
-    await this.settlements.drain();
-    await this.client.close();
-  }
-
-  private async open(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined): Promise<Opened> {
-    try {
-      return await this.attempt(protocol, call, route, upstream, signal);
-    } catch (e) {
-      // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
-      if (signal?.aborted) throw new UpstreamFailure('the hold was refused', 'connection', false, undefined, toAppError(signal.reason));
-      throw e;
-    }
-  }
-
   private async attempt(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined): Promise<Opened> {
     const { channel } = route;
     const upstreamModel = upstreamModelOf(route, call.model);
@@ -166,13 +153,6 @@ export class ChatProxy {
       timeoutMs: channel.timeoutMs,
       signal,
     });
-    // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
-    // becoming an uncaught 'error' event.
-    answer.body.on('error', ignore);
-    if (answer.statusCode < 200 || answer.statusCode >= 300) {
-      const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
-      throw failureFromStatus(answer.statusCode, text, channel.name);
-    }
     if (!call.stream) {
       const json = parseObject((await readBody(answer.body, MAX_ANSWER_BYTES)).toString('utf8'), 'the answer');
       const usage = protocol.answer(json, call);
@@ -190,8 +170,6 @@ export class ChatProxy {
     this.settlements.settle(holdId, { cost, model: call.model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }, log);
   }
 }
-
-const ignore = () => {};
 
 /** The upstream request body per upstream model name, serialised once (almost always one name per call). */
 class UpstreamBodies {

@@ -1,8 +1,7 @@
 // What each vendor protocol (OpenAI chat completions, Anthropic messages, Gemini generateContent) tells the proxy:
 // how to address the upstream, how to read usage from its answers, and how to pass its stream on to the caller.
 import type { ChannelKind } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
-import { failsOverOnStatus, UpstreamFailure, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
+import { UpstreamFailure, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
 
 export interface Usage {
   inputTokens: number;
@@ -107,32 +106,4 @@ export function parseObject(text: string, what: string): Record<string, unknown>
 export function tokens(v: unknown): number | null {
   if (v === undefined || v === null) return 0;
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
-}
-
-const upstreamMessage = (text: string): string | null => {
-  try {
-    const error = (JSON.parse(text) as { error?: { message?: unknown } }).error;
-    return typeof error?.message === 'string' ? error.message.slice(0, 500) : null;
-  } catch {
-    return null;
-  }
-};
-
-/**
- * A non-2xx upstream answer. 429, 5xx and the statuses that say the channel itself is wrong (401/403: its
- * credential; 404: its model name; 408) fail over to the next channel. The others judge the caller's request and
- * are answered to the caller, as 400 (or the provider's 413/422), with the provider's message.
- */
-export function failureFromStatus(status: number, text: string, channelName: string): UpstreamFailure {
-  const message = upstreamMessage(text);
-  const detail = `channel ${channelName} answered ${status}${message ? `: ${message}` : ''}`;
-  if (failsOverOnStatus(status) || status === 401 || status === 403 || status === 404 || status === 408 || status < 400) {
-    return new UpstreamFailure(detail, 'status', true, status);
-  }
-  const answer = new AppError({
-    status: status === 413 || status === 422 ? status : 400,
-    code: 'upstream_rejected_request',
-    message: `The model provider rejected the request${message ? `: ${message}` : '.'}`,
-  });
-  return new UpstreamFailure(detail, 'status', false, status, answer);
 }

@@ -10,10 +10,7 @@ const RETRY_DELAYS_MS = [50, 250, 1_000, 5_000, 15_000, 30_000, 60_000, 120_000]
 export class Settlements {
   private readonly pending = new Set<Promise<void>>();
 
-  constructor(
-    private readonly db: Db,
-    private readonly delays: readonly number[] = RETRY_DELAYS_MS,
-  ) {}
+  constructor(private readonly db: Db) {}
 
   settle(reservationId: string, input: SettleInput, log: Logger): void {
     this.track(() => billingRepository.settle(this.db, reservationId, input), { reservationId, action: 'settle', cost: String(input.cost) }, log);
@@ -28,10 +25,6 @@ export class Settlements {
     while (this.pending.size) await Promise.allSettled([...this.pending]);
   }
 
-  get size(): number {
-    return this.pending.size;
-  }
-
   private track(run: () => Promise<unknown>, what: Record<string, string>, log: Logger) {
     const p = this.retry(run, what, log).finally(() => this.pending.delete(p));
     this.pending.add(p);
@@ -43,7 +36,7 @@ export class Settlements {
         await run();
         return;
       } catch (err) {
-        const delay = this.delays[attempt];
+        const delay = RETRY_DELAYS_MS[attempt];
         if (delay === undefined) {
           // The hold stays held until releaseExpired gives it back: the caller is not charged.
           log.error({ err, ...what, attempts: attempt + 1 }, 'billing call failed for good');

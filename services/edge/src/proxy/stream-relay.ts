@@ -5,17 +5,13 @@
 // missed, because the body is never left unread.
 import type { Response } from 'express';
 import type { Logger } from '@gensvc/observability';
-import { UpstreamFailure } from '@gensvc/upstream';
-import type { Dispatcher } from 'undici';
+import { failureOf, UpstreamFailure, type UpstreamBody } from '@gensvc/upstream';
 import { invalidResponse, type StreamTranslator, type Usage } from './protocol';
 import { SseSplitter } from './sse-splitter';
-import { failureOf } from './upstream-http';
 
 const CUT_MESSAGE = "The model provider's stream was interrupted before it finished.";
 /** Output held while the caller is not attached yet, beyond which the upstream is paused. */
 const PENDING_LIMIT = 256 * 1024;
-
-type Body = Dispatcher.ResponseData['body'];
 
 export class StreamRelay {
   /** Resolves once there is something to send; rejects with an UpstreamFailure if the stream fails before. */
@@ -33,7 +29,7 @@ export class StreamRelay {
   private finished = false;
 
   constructor(
-    private readonly body: Body,
+    private readonly body: UpstreamBody,
     private readonly translator: StreamTranslator,
   ) {
     this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));

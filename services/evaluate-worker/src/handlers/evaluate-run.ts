@@ -10,17 +10,17 @@ import { billingRepository, type Db } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import type { HandlerContext } from '@gensvc/queue';
-import { CircuitBreaker, UpstreamFailure, costOf, toAppError, withFailover, type Catalog, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
+import { CircuitBreaker, UpstreamFailure, costOf, toAppError, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { InvalidAnswer, checkAnswer } from '../upstream/answer-check';
-import { evaluateUrl, type EvaluateClient } from '../upstream/evaluate-client';
+import { callEvaluate } from '../upstream/evaluate-client';
 
 export interface EvaluateRunDeps {
   db: Db;
   catalog: Catalog;
   /** Per process: every job of this worker shares what it learns about the channels. */
   breaker: CircuitBreaker;
-  client: EvaluateClient;
+  client: UpstreamClient;
   logger: Logger;
   now?: () => number;
 }
@@ -84,7 +84,7 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
     const timeoutMs = Math.min(channel.timeoutMs, remaining);
     let raw: unknown;
     try {
-      raw = await deps.client.call({ url: evaluateUrl(channel.baseUrl, channel.evaluatePath), secret: channel.secret, body, timeoutMs, ...(signal && { signal }) });
+      raw = await callEvaluate(deps.client, { channel, body, timeoutMs, signal });
     } catch (e) {
       if (e instanceof UpstreamFailure && e.kind === 'timeout' && timeoutMs < channel.timeoutMs) throw new DeadlinePassed();
       throw e;
@@ -102,7 +102,8 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
       routes: model.routes,
       breaker: deps.breaker,
       call,
-      isAbort: (e) => e instanceof DeadlinePassed,
+      // Neither the deadline nor shutdown says anything about the channel: its half-open trial is given back.
+      isAbort: (e) => e instanceof DeadlinePassed || signal?.aborted === true,
       onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
     });
     return { ok: true, model, ...checked };

@@ -3,11 +3,12 @@
 // reply, and every call's money against the ledger.
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
-import { billingRepository, channelRepository, modelRepository, type Db } from '@gensvc/db';
-import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { modelRepository, type ChannelKind } from '@gensvc/db';
+import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import OpenAI from 'openai';
 import { chatReply, startSim, tokensOf, type Sim } from '../../../../upstream-sim/src';
+import { chargeOf, expectBalanced, expectCharged, type Usage } from '../../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const ctx = useTestContext();
@@ -21,8 +22,7 @@ const CHAT = 'sim/chat-1';
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, kind: 'openai' | 'anthropic' | 'gemini' | 'evaluate', priority = 0, timeoutMs = 10_000) =>
-    channelRepository.create(ctx.db, { name, kind, baseUrl: `${sim.url}/ch/${name}`, secret: `upstream-secret-${name}`, priority, timeoutMs });
+  const channel = (name: string, kind: ChannelKind, priority = 0, timeoutMs = 10_000) => addSimChannel(ctx.db, sim.url, { name, kind, priority, timeoutMs });
   const [oaA, oaB, an, gm, ev, slow] = await Promise.all([
     channel('oa-a', 'openai', 2),
     channel('oa-b', 'openai', 1),
@@ -61,50 +61,8 @@ const openai = (key = secret, base = '/v1') => new OpenAI({ apiKey: key, baseURL
 const anthropic = (key = secret) => new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
 const google = (key = secret) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: edge.url } });
 
-async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The reservation of a request, once it is no longer held (settled or released). */
-const finalReservation = (db: Db, requestId: string) =>
-  waitFor(async () => {
-    const r = await db.reservation.findFirst({ where: { requestId } });
-    return r && r.state !== 'held' ? r : null;
-  }, `the reservation of ${requestId} to settle`);
-
-/** The one charge of a request, after its settlement. */
-async function chargeOf(requestId: string) {
-  const reservation = await finalReservation(ctx.db, requestId);
-  const entries = await ctx.db.ledgerEntry.findMany({ where: { requestId } });
-  return { reservation, entries };
-}
-
-async function expectCharged(requestId: string | null, usage: { inputTokens: number; outputTokens: number }) {
-  expect(requestId).toBeTruthy();
-  const { reservation, entries } = await chargeOf(requestId!);
-  expect(reservation.state).toBe('settled');
-  expect(entries).toHaveLength(1);
-  expect(entries[0]).toMatchObject({
-    kind: 'charge',
-    amount: -costOf(PRICES, usage),
-    model: CHAT,
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
-    workspaceId,
-  });
-}
-
-async function expectBalanced() {
-  const ws = await ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
-  const held = await ctx.db.reservation.aggregate({ where: { workspaceId, state: 'held' }, _sum: { amount: true } });
-  expect(ws.balance + (held._sum.amount ?? 0n)).toBe(await billingRepository.ledgerTotal(ctx.db, workspaceId));
-}
+/** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
+const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage });
 
 describe('OpenAI chat completions', () => {
   const messages = [{ role: 'user' as const, content: 'Say something deterministic.' }];
@@ -120,7 +78,7 @@ describe('OpenAI chat completions', () => {
       expect(response.headers.get('x-ratelimit-limit-rpm')).toBe('300');
       expect(Number(response.headers.get('x-ratelimit-remaining-rpm'))).toBeLessThan(300);
       expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 - 1);
-      await expectCharged(response.headers.get('x-request-id'), usage);
+      await charged(response.headers.get('x-request-id'), usage);
     }
     // The upstream got its own credential and model name, never the caller's key.
     const calls = sim.requests();
@@ -141,7 +99,7 @@ describe('OpenAI chat completions', () => {
     }
     expect(text).toBe(expected.text);
     expect(chunks.every((c) => c.model === CHAT && c.choices.length === 1 && !('usage' in c))).toBe(true);
-    await expectCharged(response.headers.get('x-request-id'), usage);
+    await charged(response.headers.get('x-request-id'), usage);
 
     const withUsage = await openai().chat.completions.create({ model: CHAT, messages, stream: true, stream_options: { include_usage: true } }).withResponse();
     const all = [];
@@ -149,7 +107,7 @@ describe('OpenAI chat completions', () => {
     const last = all.at(-1)!;
     expect(last.choices).toEqual([]);
     expect(last.usage).toMatchObject({ prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens });
-    await expectCharged(withUsage.response.headers.get('x-request-id'), usage);
+    await charged(withUsage.response.headers.get('x-request-id'), usage);
   });
 
   it('honours max_tokens in the reservation and the answer, and renames the model both ways', async () => {
@@ -159,7 +117,7 @@ describe('OpenAI chat completions', () => {
     expect(data.usage!.completion_tokens).toBe(3);
     expect(sim.requests()[0]).toMatchObject({ channel: 'oa-b', model: 'provider-name-7' });
     const requestId = response.headers.get('x-request-id')!;
-    const { reservation, entries } = await chargeOf(requestId);
+    const { reservation, entries } = await chargeOf(ctx.db, requestId);
     // The hold is bounded by the bytes sent upstream (as input tokens) and max_tokens (as output tokens).
     const bytes = Buffer.byteLength(JSON.stringify({ model: 'provider-name-7', messages, max_tokens: 3 }));
     expect(reservation.amount).toBe(costOf(PRICES, { inputTokens: bytes, outputTokens: 3 }));
@@ -223,13 +181,13 @@ describe('OpenAI chat completions', () => {
     sim.faults.add({ channel: 'oa-a', status: 500, times: 2 });
     const { data, response } = await openai().chat.completions.create({ model: CHAT, messages }).withResponse();
     expect(data.choices[0]!.message.content).toBe(expected.text);
-    await expectCharged(response.headers.get('x-request-id'), usage);
+    await charged(response.headers.get('x-request-id'), usage);
 
     const streamed = await openai().chat.completions.create({ model: CHAT, messages, stream: true }).withResponse();
     let text = '';
     for await (const chunk of streamed.data) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe(expected.text);
-    await expectCharged(streamed.response.headers.get('x-request-id'), usage);
+    await charged(streamed.response.headers.get('x-request-id'), usage);
     expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([
       ['oa-a', 500],
       ['oa-b', 200],
@@ -257,7 +215,7 @@ describe('OpenAI chat completions', () => {
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_rejected_request', message: expect.stringContaining('too long') });
     expect(sim.requests().map((r) => r.channel)).toEqual(['oa-a']);
-    const { reservation, entries } = await chargeOf(res.headers.get('x-request-id')!);
+    const { reservation, entries } = await chargeOf(ctx.db, res.headers.get('x-request-id')!);
     expect(reservation.state).toBe('released');
     expect(entries).toEqual([]);
   });
@@ -274,7 +232,7 @@ describe('OpenAI chat completions', () => {
     expect(text).toBe(expected.pieces.slice(0, 2).join(''));
     // No failover after the first byte: only the cut channel was called.
     expect(sim.requests().map((r) => [r.channel, r.outcome])).toEqual([['oa-a', 'cut']]);
-    const { reservation, entries } = await chargeOf(response.headers.get('x-request-id')!);
+    const { reservation, entries } = await chargeOf(ctx.db, response.headers.get('x-request-id')!);
     expect(reservation.state).toBe('released');
     expect(entries).toEqual([]);
 
@@ -301,7 +259,7 @@ describe('OpenAI chat completions', () => {
     const reader = res.body!.getReader();
     await reader.read();
     abort.abort();
-    await expectCharged(res.headers.get('x-request-id'), usage);
+    await charged(res.headers.get('x-request-id'), usage);
   });
 
   it('replays a non-streamed answer for a repeated Idempotency-Key and charges once', async () => {
@@ -311,7 +269,7 @@ describe('OpenAI chat completions', () => {
     expect(again.data).toEqual(first.data);
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(sim.requests()).toHaveLength(1);
-    await expectCharged(first.response.headers.get('x-request-id'), usage);
+    await charged(first.response.headers.get('x-request-id'), usage);
     expect(await ctx.db.reservation.count({ where: { requestId: again.response.headers.get('x-request-id')! } })).toBe(0);
   });
 });
@@ -327,7 +285,7 @@ describe('Anthropic messages', () => {
     expect(data.content).toEqual([{ type: 'text', text: expected.text }]);
     expect(data.usage).toMatchObject({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });
     expect(response.headers.get('x-ratelimit-limit-rpm')).toBe('300');
-    await expectCharged(response.headers.get('x-request-id'), usage);
+    await charged(response.headers.get('x-request-id'), usage);
 
     const streamed = await anthropic().messages.create({ model: CHAT, max_tokens: 200, messages, stream: true }).withResponse();
     let text = '';
@@ -340,7 +298,7 @@ describe('Anthropic messages', () => {
     expect(text).toBe(expected.text);
     expect(types[0]).toBe('message_start');
     expect(types.at(-1)).toBe('message_stop');
-    await expectCharged(streamed.response.headers.get('x-request-id'), usage);
+    await charged(streamed.response.headers.get('x-request-id'), usage);
     expect(sim.requests().map((r) => [r.channel, r.model])).toEqual([
       ['an', 'chat-1'],
       ['an', 'chat-1'],
@@ -379,7 +337,7 @@ describe('Anthropic messages', () => {
     })().catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
     const requestId = streamed.response.headers.get('x-request-id')!;
-    await expectCharged(requestId, { inputTokens: usage.inputTokens, outputTokens: 1 });
+    await charged(requestId, { inputTokens: usage.inputTokens, outputTokens: 1 });
 
     // Cut right after its first event: the cut usually lands while the hold is still being confirmed, before the
     // caller is attached, and must still reach the caller as an error after that event.
@@ -393,7 +351,7 @@ describe('Anthropic messages', () => {
     expect(text).toMatch(/^event: message_start\ndata: \{[^\n]*"model":"sim\/chat-1"/);
     expect(text).toMatch(/\n\nevent: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]*interrupted/);
     expect(text).not.toContain('message_stop');
-    await expectCharged(early.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 1 });
+    await charged(early.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 1 });
   });
 });
 
@@ -409,7 +367,7 @@ describe('Gemini generateContent', () => {
     expect(answer.usageMetadata).toMatchObject({ promptTokenCount: usage.inputTokens, candidatesTokenCount: usage.outputTokens });
     const headers = answer.sdkHttpResponse!.headers!;
     expect(headers['x-ratelimit-limit-rpm']).toBe('300');
-    await expectCharged(headers['x-request-id']!, usage);
+    await charged(headers['x-request-id']!, usage);
 
     let text = '';
     let requestId: string | undefined;
@@ -419,7 +377,7 @@ describe('Gemini generateContent', () => {
       expect(chunk.modelVersion).toBe(CHAT);
     }
     expect(text).toBe(expected.text);
-    await expectCharged(requestId!, usage);
+    await charged(requestId!, usage);
     expect(sim.requests().map((r) => [r.channel, r.model])).toEqual([
       ['gm', 'chat-1'],
       ['gm', 'chat-1'],
@@ -438,7 +396,7 @@ describe('Gemini generateContent', () => {
       const items = JSON.parse(await res.text()) as { candidates: { content: { parts: { text: string }[] } }[]; modelVersion: string }[];
       expect(items.map((i) => i.candidates[0]!.content.parts[0]!.text).join('')).toBe(expected.text);
       expect(items.every((i) => i.modelVersion === CHAT)).toBe(true);
-      await expectCharged(res.headers.get('x-request-id'), usage);
+      await charged(res.headers.get('x-request-id'), usage);
     }
   });
 
@@ -471,7 +429,7 @@ describe('Gemini generateContent', () => {
     expect(text).toMatch(/,\r\n\{"error":\{"code":502,"message":"[^"]*interrupted[^"]*","status":"UNAVAILABLE"\}\}$/);
     expect(() => JSON.parse(text)).toThrow();
     // Gemini's usage is cumulative per chunk: two chunks carried two output tokens.
-    await expectCharged(res.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 2 });
+    await charged(res.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 2 });
 
     sim.faults.add({ channel: 'gm', cutAfterChunks: 2 });
     const err = await (async () => {
@@ -483,7 +441,7 @@ describe('Gemini generateContent', () => {
 
 describe('the books', () => {
   it('balance + held = ledger after everything above', async () => {
-    await waitFor(async () => (await ctx.db.reservation.count({ where: { workspaceId, state: 'held' } })) === 0, 'every hold to settle');
-    await expectBalanced();
+    await eventually(async () => (await ctx.db.reservation.count({ where: { workspaceId, state: 'held' } })) === 0, 'every hold to settle');
+    await expectBalanced(ctx.db, workspaceId);
   });
 });

@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { openAiProtocol } from '../../proxy/openai-protocol';
-import { chatCompletionBody, parseBody } from './schema';
+import { parseBody } from '../../http/parse-body';
+import { chatCompletionBody } from './schema';
 
 /** POST /api/v1/chat/completions and /v1/chat/completions — OpenAI-compatible, streamed when `stream` is true. */
 export function createChatCompletion(proxy: ChatProxy) {

@@ -2,7 +2,8 @@ import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { anthropicProtocol } from '../../proxy/anthropic-protocol';
 import type { ChatProxy } from '../../proxy/chat-proxy';
-import { messageBody, parseBody } from './schema';
+import { parseBody } from '../../http/parse-body';
+import { messageBody } from './schema';
 
 /** POST /v1/messages — Anthropic-compatible (x-api-key, anthropic-version required as Anthropic requires it). */
 export function createMessage(proxy: ChatProxy) {

@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { geminiProtocol } from '../../proxy/gemini-protocol';
-import { generateContentBody, parseBody } from './schema';
+import { parseBody } from '../../http/parse-body';
+import { generateContentBody } from './schema';
 
 /**
  * POST /v1beta/models/{model}:generateContent and :streamGenerateContent — Gemini-compatible. Model ids hold a

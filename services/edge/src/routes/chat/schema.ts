@@ -1,6 +1,5 @@
 // Request bodies of the chat and vendor-compatible routes. Only the fields the gateway itself reads are checked;
 // every other field is the provider's business and is passed on untouched.
-import { errors } from '@gensvc/errors';
 import { z } from 'zod';
 
 const outputCap = z.number().int().min(1);
@@ -34,15 +33,3 @@ export const generateContentBody = z.looseObject({
     })
     .nullish(),
 });
-
-/** The body checked against `schema`, or 400 invalid_request naming the first field at fault. */
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw errors.invalidRequest('The request body must be a JSON object sent with Content-Type: application/json.');
-  }
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const param = issue.path.map(String).join('.') || null;
-  throw errors.invalidRequest(param ? `${param}: ${issue.message}` : issue.message, param);
-}

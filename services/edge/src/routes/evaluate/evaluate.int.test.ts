@@ -1,17 +1,11 @@
 // What the edge refuses before anything is reserved or queued, and what it does when no answer comes. No worker
 // runs here: every request that got as far as the queue would show up as a waiting job.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { channelRepository, modelRepository } from '@gensvc/db';
 import { createQueues } from '@gensvc/queue';
 import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { reservationFor } from '@gensvc/upstream';
-import express from 'express';
 import type { EdgeDeps } from '../../deps';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { errorHandler, notFound } from '../../http/errors';
-import { requestContext } from '../../http/request-context';
-import { evaluateRoutes } from '.';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
@@ -196,17 +190,5 @@ describe('the queue cannot take the job', () => {
   });
 });
 
-/** The evaluate route alone, waiting `waitMs` for an answer. */
-async function shortWaitEdge(waitMs: number, overrides: Partial<EdgeDeps> = {}) {
-  const app = express();
-  app.use(requestContext(edge.deps.logger));
-  app.use(evaluateRoutes({ ...edge.deps, ...overrides }, { waitMs, graceMs: 1_000 }));
-  app.use(notFound);
-  app.use(errorHandler);
-  const server = createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
-}
+/** Another edge whose evaluate route waits `waitMs` for an answer. */
+const shortWaitEdge = (waitMs: number, overrides: Partial<EdgeDeps> = {}) => startEdge(ctx, overrides, { evaluate: { waitMs, graceMs: 1_000 } });

@@ -3,15 +3,12 @@ import type { Config } from '@gensvc/config';
 import type { FileRow } from '@gensvc/db';
 import { contentDisposition } from '@gensvc/media';
 
-/** The signed, one-hour content link of spec §2.4: {base_url}/api/v1/files/<id>/content?token=<jws>. */
-export async function contentUrl(config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>, file: Pick<FileRow, 'id' | 'workspaceId'>) {
-  const { token, expiresAt } = await signFileToken(config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
-  return { url: `${config.publicBaseUrl}/api/v1/files/${file.id}/content?token=${token}`, expiresAt };
-}
-
-/** The file as every answer shows it (spec §2.4 plus created_at, expires_at, source and, for outputs, archive_status). */
+/**
+ * The file as every answer shows it (spec §2.4 plus created_at, expires_at, source and, for outputs, archive_status).
+ * Its url is the signed, one-hour content link of spec §2.4: {base_url}/api/v1/files/<id>/content?token=<jws>.
+ */
 export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>, file: FileRow) {
-  const { url } = await contentUrl(config, file);
+  const { token } = await signFileToken(config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
   return {
     id: file.id,
     object: 'file' as const,
@@ -19,7 +16,7 @@ export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signing
     filename: file.filename,
     purpose: file.purpose,
     content_type: file.contentType,
-    url,
+    url: `${config.publicBaseUrl}/api/v1/files/${file.id}/content?token=${token}`,
     created_at: file.createdAt.toISOString(),
     expires_at: file.expiresAt.toISOString(),
     source: file.source,

@@ -6,10 +6,9 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { signFileToken } from '@gensvc/auth';
 import { fileRepository, newId, type Tier } from '@gensvc/db';
 import { fileObjectKey } from '@gensvc/storage';
-import { makeKey, makeWorkspace, jsonOf, useTestContext } from '@gensvc/testing';
+import { jsonOf, makeKey, makeWorkspace, objectKeys, sampleMedia as sample, sha256, useTestContext } from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { sampleMedia as sample } from '@gensvc/testing';
-import { bearer, objectKeys, sha256, upload, validPresignedGet } from './files-test-support';
+import { bearer, upload, validPresignedGet } from './files-test-support';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;

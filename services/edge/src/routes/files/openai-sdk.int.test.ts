@@ -1,10 +1,8 @@
 // The official openai package against the edge over a real socket: files.create/list/retrieve/delete work as they
 // do against OpenAI's own /v1/files.
-import { makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { makeKey, makeWorkspace, objectKeys, sampleMedia as sample, sha256, useTestContext } from '@gensvc/testing';
 import OpenAI, { toFile } from 'openai';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { sampleMedia as sample } from '@gensvc/testing';
-import { objectKeys, sha256 } from './files-test-support';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;

@@ -1,15 +1,14 @@
 // Streams one multipart upload into S3 without holding it in memory: the first bytes are looked at to decide the
 // type (and the header limits) while the rest waits in the socket, then everything flows on into a lib-storage
 // Upload. Whatever goes wrong, the promise settles only after every byte stored for this request is gone again.
-import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { AppError, errors, isAppError } from '@gensvc/errors';
 import { deleteObject, putObjectStream } from '@gensvc/storage';
 import busboy from 'busboy';
 import { formatBytes } from '../../http/errors';
-import { checkMediaLimits, ACCEPTED_FORMATS, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import { checkMediaLimits, ACCEPTED_FORMATS, HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 
 export interface ReceiveUploadOptions {
   s3: S3Client;
@@ -30,7 +29,7 @@ export interface ReceivedUpload {
 }
 
 /** Room for the form's other parts (purpose, part headers) beyond the file itself. */
-const FORM_OVERHEAD_BYTES = 1024 * 1024;
+export const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 /** How long, and for how many more bytes, a cut-short upload is still read and dropped after its answer. */
 const LINGER_MS = 5_000;
@@ -49,63 +48,6 @@ function linger(req: IncomingMessage, maxBytes: number) {
   req.on('end', () => clearTimeout(timer));
   req.on('close', () => clearTimeout(timer));
   req.resume();
-}
-
-/** The request's own declared length already rules it out: answer without reading it. */
-export function declaredTooLarge(req: IncomingMessage, maxBytes: number): boolean {
-  const declared = Number(req.headers['content-length']);
-  return Number.isFinite(declared) && declared > maxBytes + FORM_OVERHEAD_BYTES;
-}
-
-/**
- * Holds back the first `size` bytes, decides on them (decide may throw to refuse the file), then passes every byte
- * through; counts and hashes what passes.
- */
-class HeadPeek extends Transform {
-  bytes = 0;
-  private readonly hash = createHash('sha256');
-  private head: Buffer[] = [];
-  private headLength = 0;
-  private decided = false;
-
-  // Not named size, length or byteLength: lib-storage reads those off a Body to guess its total length.
-  constructor(
-    private readonly headBytes: number,
-    private readonly decide: (head: Buffer, complete: boolean) => void,
-  ) {
-    super();
-  }
-
-  digest(): string {
-    return this.hash.digest('hex');
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) {
-    this.bytes += chunk.length;
-    this.hash.update(chunk);
-    if (this.decided) return cb(null, chunk);
-    this.head.push(chunk);
-    this.headLength += chunk.length;
-    if (this.headLength < this.headBytes) return cb();
-    this.release(false, cb);
-  }
-
-  override _flush(cb: TransformCallback) {
-    if (this.decided) return cb();
-    this.release(true, cb);
-  }
-
-  private release(complete: boolean, cb: TransformCallback) {
-    this.decided = true;
-    const head = Buffer.concat(this.head);
-    this.head = [];
-    try {
-      this.decide(head, complete);
-    } catch (e) {
-      return cb(e as Error);
-    }
-    cb(null, head);
-  }
 }
 
 type Stored = { ok: true; media: SniffedMedia; bytes: number; sha256: string } | { ok: false; error: AppError };

@@ -1,5 +1,6 @@
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
+import { parseFields } from '../../http/parse-body';
 
 /** Values of the upload's purpose field (spec §4.4). */
 export const UPLOAD_PURPOSES = ['vision', 'input'] as const;
@@ -10,7 +11,7 @@ export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 /** Ids made by newId('file'); anything else names no file. */
 export const FILE_ID = /^file_[0-9A-Za-z]{22}$/;
 
-const LIMIT_MESSAGE = 'limit must be an integer from 1 to 100';
+const LIMIT_MESSAGE = 'must be an integer from 1 to 100';
 
 export const listFilesQuery = z.object({
   limit: z
@@ -20,22 +21,18 @@ export const listFilesQuery = z.object({
     .refine((n) => n >= 1 && n <= 100, LIMIT_MESSAGE)
     .optional()
     .transform((n) => n ?? 20),
-  after: z.string().regex(FILE_ID, 'after must be a file id (file_...)').optional(),
-  order: z.enum(['asc', 'desc'], { message: 'order must be "asc" or "desc"' }).optional().transform((o) => o ?? 'desc'),
-  purpose: z.string().min(1, 'purpose must not be empty').max(64, 'purpose is at most 64 characters').optional(),
-  source: z.enum(['upload', 'generated'], { message: 'source must be "upload" or "generated"' }).optional(),
+  after: z.string().regex(FILE_ID, 'must be a file id (file_...)').optional(),
+  order: z.enum(['asc', 'desc'], { message: 'must be "asc" or "desc"' }).optional().transform((o) => o ?? 'desc'),
+  purpose: z.string().min(1, 'must not be empty').max(64, 'is at most 64 characters').optional(),
+  source: z.enum(['upload', 'generated'], { message: 'must be "upload" or "generated"' }).optional(),
 });
 
 export type ListFilesQuery = z.output<typeof listFilesQuery>;
 
-/** The query, or a 400 naming every bad parameter (param: the first). */
+/** The query, or a 400 naming the first bad parameter. */
 export function parseListQuery(query: unknown): ListFilesQuery {
   const q = (query ?? {}) as Record<string, unknown>;
   const repeated = Object.keys(listFilesQuery.shape).filter((k) => Array.isArray(q[k]));
   if (repeated.length) throw errors.invalidRequest(`Query parameters may be given once: ${repeated.join(', ')}.`, repeated[0]);
-  const parsed = listFilesQuery.safeParse(q);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues;
-  const names = [...new Set(issues.map((i) => String(i.path[0])))];
-  throw errors.invalidRequest(`Invalid query parameter${names.length > 1 ? 's' : ''}: ${issues.map((i) => i.message).join('; ')}.`, names[0]);
+  return parseFields(listFilesQuery, q);
 }

@@ -1,26 +1,34 @@
 // Uploads over a real socket into real S3 (s3rver) and Postgres: every accepted type round-trips byte for byte
 // through the content link and a presigned URL; every refusal leaves nothing behind in either store.
-import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { makeKey, makeWorkspace, jsonOf, useTestContext } from '@gensvc/testing';
+import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { createS3 } from '@gensvc/storage';
+import { countS3Commands, eventually, jsonOf, makeKey, makeWorkspace, objectKeys, sampleMedia as sample, sha256, useTestContext, type S3Counter } from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { sampleMedia as sample } from '@gensvc/testing';
-import { bearer, objectKeys, sha256, upload } from './files-test-support';
+import { bearer, upload } from './files-test-support';
 import { MAX_UPLOAD_BYTES } from './schema';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
 let secret = '';
 let workspaceId = '';
+/** The edge's own S3 client, counted: a multipart upload left dangling lists no object, only its commands show it. */
+let edgeS3: S3Client;
+let sent: S3Counter;
 
 beforeAll(async () => {
-  edge = await startEdge(ctx);
+  edgeS3 = createS3(ctx.config.s3);
+  sent = countS3Commands(edgeS3);
+  edge = await startEdge(ctx, { s3: edgeS3 });
   // Team: signed delivery links are allowed. A generous upload rate: this file uploads more than 60 times a minute.
   const ws = await makeWorkspace(ctx.db, { tier: 'team' });
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { uploadRpm: 10_000 } });
   workspaceId = ws.id;
   secret = (await makeKey(ctx.db, ws.id, { scopes: ['files.write'] })).secret;
 });
-afterAll(() => edge.close());
+afterAll(async () => {
+  await edge.close();
+  edgeS3.destroy();
+});
 
 /** Objects in the bucket and File rows: what a refused upload must not change. */
 const stores = async () => ({ objects: (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length, rows: await ctx.db.file.count() });
@@ -223,6 +231,7 @@ describe('refusals leave nothing behind', () => {
 
   it('a client that goes away mid-upload leaves nothing', async () => {
     const before = await stores();
+    const commandsBefore = sent.commands.length;
     const { request } = await import('node:http');
     const req = request(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' } });
     req.on('error', () => {});
@@ -230,8 +239,13 @@ describe('refusals leave nothing behind', () => {
     req.write(Buffer.concat([sample.pdf(), Buffer.alloc(7 * 1024 * 1024, 0x20)])); // beyond one part: a multipart upload is under way
     await new Promise((r) => setTimeout(r, 700));
     req.destroy();
-    // The server aborts the multipart upload; give it a moment, then nothing is there.
-    for (let i = 0; i < 50 && JSON.stringify(await stores()) !== JSON.stringify(before); i++) await new Promise((r) => setTimeout(r, 100));
+    // The server aborts the multipart upload (it never completes it); give it a moment, then nothing is there.
+    const commands = await eventually(() => {
+      const since = sent.commands.slice(commandsBefore);
+      return since.includes('AbortMultipartUploadCommand') && since;
+    }, 'the edge to abort the multipart upload');
+    expect(commands).toEqual(expect.arrayContaining(['CreateMultipartUploadCommand', 'AbortMultipartUploadCommand']));
+    expect(commands).not.toContain('CompleteMultipartUploadCommand');
     expect(await stores()).toEqual(before);
   });
 });

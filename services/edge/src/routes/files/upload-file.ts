@@ -4,11 +4,12 @@ import { deleteObject, fileObjectKey } from '@gensvc/storage';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
+import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
 import { locals } from '../../http/request-context';
 import { sanitizeFilename } from '@gensvc/media';
 import { fileObject } from './file-object';
-import { declaredTooLarge, receiveUpload } from './receive-upload';
+import { FORM_OVERHEAD_BYTES, receiveUpload } from './receive-upload';
 import { MAX_UPLOAD_BYTES, UPLOAD_PURPOSES } from './schema';
 
 /**
@@ -18,7 +19,7 @@ import { MAX_UPLOAD_BYTES, UPLOAD_PURPOSES } from './schema';
 export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
   return async (req: Request, res: Response) => {
     const { key: apiKey, workspace } = authOf(res);
-    if (declaredTooLarge(req, MAX_UPLOAD_BYTES)) {
+    if (declaredTooLarge(req, MAX_UPLOAD_BYTES + FORM_OVERHEAD_BYTES)) {
       res.setHeader('Connection', 'close');
       throw errors.payloadTooLarge(formatBytes(MAX_UPLOAD_BYTES));
     }

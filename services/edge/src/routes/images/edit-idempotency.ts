@@ -9,6 +9,7 @@ import { errors } from '@gensvc/errors';
 import { beginIdempotent } from '../../billing/idempotency';
 import { fileObjectKey, getObjectStream } from '@gensvc/storage';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { readAll } from './image-inputs';
 import type { ImageSource, RawEditRequest } from './read-edit-request';
 
 export type EditIdempotency = { state: 'off' } | { state: 'new'; id: string } | { state: 'replay'; status: number; body: unknown };
@@ -44,9 +45,7 @@ export async function replayedAnswer(deps: { s3: S3Client; bucket: string }, wor
       if (!object) {
         throw errors.idempotencyKeyReused('The request with this Idempotency-Key has completed, but an image of its answer has since been deleted, so it cannot be replayed.');
       }
-      const parts: Buffer[] = [];
-      for await (const chunk of object.body) parts.push(chunk as Buffer);
-      return { ...d, b64_json: Buffer.concat(parts).toString('base64') };
+      return { ...d, b64_json: (await readAll(object.body)).toString('base64') };
     }),
   );
   return { ...answer, data };

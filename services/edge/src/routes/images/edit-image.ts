@@ -1,16 +1,17 @@
 import { billingRepository, idempotencyRepository, newId } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
+import type { UpstreamClient } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import { reserveFor } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
+import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
 import { locals } from '../../http/request-context';
-import type { UpstreamClient } from '../../proxy/upstream-http';
 import { editRequestHash, replayedAnswer, startIdempotency, storedAnswer } from './edit-idempotency';
 import { resolveImages } from './image-inputs';
-import { declaredTooLarge, readEditRequest } from './read-edit-request';
+import { readEditRequest } from './read-edit-request';
 import { recordEdit } from './record-edit';
 import { MAX_EDIT_REQUEST_BYTES, MAX_IMAGES, parseEditFields } from './schema';
 import { callEdit, resolveImageModel } from './upstream-edit';
@@ -26,7 +27,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
   return async (req: Request, res: Response) => {
     const { key, workspace } = authOf(res);
     const { log, requestId } = locals(res);
-    if (declaredTooLarge(req)) {
+    if (declaredTooLarge(req, MAX_EDIT_REQUEST_BYTES)) {
       res.setHeader('Connection', 'close');
       throw errors.payloadTooLarge(formatBytes(MAX_EDIT_REQUEST_BYTES));
     }

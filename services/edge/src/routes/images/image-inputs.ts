@@ -3,13 +3,14 @@
 // image is typed from its bytes and held to spec §8; together they stay within the request's 25 MiB.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { fileRepository } from '@gensvc/db';
-import { errors, isAppError } from '@gensvc/errors';
+import { fileRepository, type FileRow } from '@gensvc/db';
+import { errors, isAppError, type AppError } from '@gensvc/errors';
 import { fetchChecked, isOutboundError } from '@gensvc/outbound';
 import { getObjectStream } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
 import { formatBytes } from '../../http/errors';
 import { checkMediaLimits, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import { FILE_ID } from '../files/schema';
 import type { ImageSource, UploadedImage } from './read-edit-request';
 import { IMAGE_FORMATS, IMAGE_TYPES, MAX_EDIT_REQUEST_BYTES, MAX_IMAGE_BYTES } from './schema';
 
@@ -103,23 +104,64 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
 }
 
 async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: string, what: string, budget: number): Promise<EditImage> {
-  // Another workspace's file is answered exactly as a missing one (DESIGN.md §4).
-  const notFound = () => errors.notFound(`No file "${fileId}" exists in this workspace.`, { param: 'image_url' });
-  const file = await fileRepository.get(deps.db, workspaceId, fileId);
-  if (!file) throw notFound();
-  if (!(IMAGE_TYPES as readonly string[]).includes(file.contentType)) {
-    throw errors.invalidImage(`${what}: file ${fileId} is ${file.contentType}, not an image (${IMAGE_FORMATS}).`, 'image_url');
-  }
-  if (Number(file.bytes) > budget) throw combinedTooLarge();
-  const object = await getObjectStream(deps.s3, deps.config.s3.bucket, file.storageKey).catch((e) => {
-    throw errors.storageUnavailable('The file could not be read; try again.', e);
-  });
-  if (!object) throw notFound();
-  const bytes = await readAll(object.body, budget).catch((e) => {
-    throw isAppError(e) ? e : errors.storageUnavailable('The file could not be read; try again.', e);
-  });
-  const media = checkImage(bytes, 'image_url', `${what} (file ${fileId})`);
+  const ref: WorkspaceImageRef = {
+    fileId,
+    param: 'image_url',
+    what,
+    notFound: () => errors.notFound(`No file "${fileId}" exists in this workspace.`, { param: 'image_url' }),
+  };
+  const row = await workspaceImageRow(deps, workspaceId, ref);
+  if (Number(row.bytes) > budget) throw combinedTooLarge();
+  const { bytes, media } = await readWorkspaceImage(deps, row, ref);
   return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'file', file_id: fileId } };
+}
+
+export type WorkspaceImageDeps = Pick<EdgeDeps, 'config' | 'db' | 's3'>;
+
+/** A workspace file named as an image input (spec §4.4), and how the request names it. */
+export interface WorkspaceImageRef {
+  fileId: string;
+  /** The field errors name. */
+  param: string;
+  /** How messages name the image, e.g. "image_url[1]". */
+  what: string;
+  /** The answer for a missing file, and so for another workspace's (DESIGN.md §4): each route keeps its own code. */
+  notFound: () => AppError;
+}
+
+/**
+ * The file's row, checked before any byte is read: a visible file of the workspace, an image by its stored type
+ * and within spec §8's 30 MB.
+ */
+export async function workspaceImageRow(deps: WorkspaceImageDeps, workspaceId: string, ref: WorkspaceImageRef): Promise<FileRow> {
+  const row = FILE_ID.test(ref.fileId) ? await fileRepository.get(deps.db, workspaceId, ref.fileId) : null;
+  if (!row) throw ref.notFound();
+  if (!(IMAGE_TYPES as readonly string[]).includes(row.contentType)) {
+    throw errors.invalidImage(`${ref.what}: file ${ref.fileId} is ${row.contentType}, not an image (${IMAGE_FORMATS}).`, ref.param);
+  }
+  if (row.bytes > BigInt(MAX_IMAGE_BYTES)) {
+    throw errors.mediaLimitExceeded(`${ref.what}: file ${ref.fileId} is ${row.bytes} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`, ref.param);
+  }
+  return row;
+}
+
+/**
+ * The row's bytes from S3, exactly as many as it records (no more is ever held), typed again from them (the stored
+ * type was decided from them at upload) and held to spec §8's pixel limit.
+ */
+export async function readWorkspaceImage(deps: WorkspaceImageDeps, row: FileRow, ref: WorkspaceImageRef): Promise<{ bytes: Buffer; media: SniffedMedia }> {
+  const unreadable = (cause: unknown) => errors.storageUnavailable(`${ref.what}: file ${ref.fileId} could not be read; try again.`, cause);
+  const object = await getObjectStream(deps.s3, deps.config.s3.bucket, row.storageKey).catch((e) => {
+    throw unreadable(e);
+  });
+  // The row is visible but its bytes are gone: a delete in progress.
+  if (!object) throw ref.notFound();
+  const expected = Number(row.bytes);
+  const bytes = await readAll(object.body, expected).catch((e) => {
+    throw unreadable(e);
+  });
+  if (bytes.length !== expected) throw unreadable(new Error(`stored object holds ${bytes.length} bytes; its row records ${expected}`));
+  return { bytes, media: checkImage(bytes, ref.param, `${ref.what} (file ${ref.fileId})`) };
 }
 
 function checkImageOr(bytes: Buffer, what: string, notImage: () => Error): SniffedMedia {
@@ -131,14 +173,15 @@ function checkImageOr(bytes: Buffer, what: string, notImage: () => Error): Sniff
   }
 }
 
-async function readAll(body: Readable, limit = Number.POSITIVE_INFINITY): Promise<Buffer> {
+/** The stream's bytes; past `limit` bytes it is destroyed and this throws. */
+export async function readAll(body: Readable, limit = Number.POSITIVE_INFINITY): Promise<Buffer> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += (chunk as Buffer).length;
     if (size > limit) {
       body.destroy();
-      throw combinedTooLarge();
+      throw new Error(`the stream holds more than ${limit} bytes`);
     }
     parts.push(chunk as Buffer);
   }

@@ -2,20 +2,20 @@
 // images protocol over real sockets, and a real HTTPS server (test CA, 443 on a loopback address let through by
 // OUTBOUND_ALLOW_CIDRS) serving image_url references. Every result is checked against the sim's deterministic PNG,
 // every archived object byte for byte, and every call's money against the ledger.
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ArchiveOutput } from '@gensvc/contracts';
-import { billingRepository, channelRepository, modelRepository } from '@gensvc/db';
-import { sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/outbound';
+import { modelRepository } from '@gensvc/db';
 import { jobIdFor } from '@gensvc/queue';
 import { fileObjectKey, outputFileId } from '@gensvc/storage';
-import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimChannel, jsonOf, makeKey, makeWorkspace, objectKeys, sha256, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import OpenAI, { toFile } from 'openai';
 import { editedImagePng, startSim, type Sim } from '../../../../upstream-sim/src';
+import { expectBalanced } from '../../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { sampleMedia as sample } from '@gensvc/testing';
-import { objectKeys, upload } from '../files/files-test-support';
+import { upload } from '../files/files-test-support';
 
 /** A loopback address of its own, so that port 443 (the only port an image_url may use) is free for this file. */
 const TLS_HOST = `127.${randomInt(64, 250)}.${randomInt(1, 250)}.${randomInt(2, 250)}`;
@@ -34,15 +34,13 @@ let secret: string;
 let workspaceId: string;
 const served = new Map<string, { type: string; body: Buffer }>();
 
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const bearer = (key = secret) => ({ authorization: `Bearer ${key}` });
 const png = sample.png(24, 16);
 const jpg = sample.jpeg(32, 24);
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, priority: number) =>
-    channelRepository.create(ctx.db, { name, kind: 'openai', baseUrl: `${sim.url}/ch/${name}`, secret: `upstream-secret-${name}`, priority, timeoutMs: 10_000 });
+  const channel = (name: string, priority: number) => addSimChannel(ctx.db, sim.url, { name, kind: 'openai', priority });
   const [a, b, chat] = await Promise.all([channel('img-a', 2), channel('img-b', 1), channel('chat-a', 0)]);
   await modelRepository.create(ctx.db, {
     id: MODEL,
@@ -166,14 +164,8 @@ async function expectArchivedEdit(res: Response, prompt: string, inputs: Buffer[
   const charges = await ctx.db.ledgerEntry.findMany({ where: { requestId } });
   expect(charges).toHaveLength(1);
   expect(charges[0]).toMatchObject({ kind: 'charge', amount: -UNIT_PRICE * BigInt(n), model: MODEL, taskId: task.id, reservationId: reservation.id });
-  await expectBalanced();
+  await expectBalanced(ctx.db, workspaceId);
   return body;
-}
-
-async function expectBalanced() {
-  const ws = await ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
-  const held = await ctx.db.reservation.aggregate({ where: { workspaceId, state: 'held' }, _sum: { amount: true } });
-  expect(ws.balance + (held._sum.amount ?? 0n)).toBe(await billingRepository.ledgerTotal(ctx.db, workspaceId));
 }
 
 describe('multipart edits', () => {
@@ -346,7 +338,7 @@ describe('upstream and billing', () => {
     const after = await stores();
     expect({ ...after, reservations: before.reservations }).toEqual(before);
     expect(await ctx.db.reservation.count({ where: { workspaceId, state: 'held' } })).toBe(0);
-    await expectBalanced();
+    await expectBalanced(ctx.db, workspaceId);
   });
 
   it('url results are pending archive jobs whose file ids are known in advance', async () => {
@@ -403,6 +395,6 @@ describe('the official openai SDK', () => {
     });
     expect(two.data).toHaveLength(2);
     for (const [i, d] of two.data!.entries()) expect(Buffer.from(d.b64_json!, 'base64').equals(expectedPng('sdk pair', [png, jpg], i))).toBe(true);
-    await expectBalanced();
+    await expectBalanced(ctx.db, workspaceId);
   });
 });

@@ -2,7 +2,6 @@
 // whole multipart body is bounded while it streams (spec §8: 25 MiB) and kept in memory: the images are sent
 // upstream whole, and again to the next channel on failover. A refused body is drained only up to a bound.
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { AppError, errors } from '@gensvc/errors';
 import busboy from 'busboy';
 import type { Request } from 'express';
@@ -33,12 +32,6 @@ const URL_FIELDS = new Set(['image_url', 'image_url[]']);
 const DRAIN_BYTES = 8 * 1024 * 1024;
 
 const tooLarge = () => errors.payloadTooLarge(formatBytes(MAX_EDIT_REQUEST_BYTES));
-
-/** The request's own declared length already rules it out: answer without reading it. */
-export function declaredTooLarge(req: IncomingMessage): boolean {
-  const declared = Number(req.headers['content-length']);
-  return Number.isFinite(declared) && declared > MAX_EDIT_REQUEST_BYTES;
-}
 
 export async function readEditRequest(req: Request): Promise<RawEditRequest> {
   if (req.is('multipart/form-data')) return readMultipart(req);

@@ -4,7 +4,7 @@
 // because it derives from (task, output index) exactly as the archiver derives it.
 import { Readable } from 'node:stream';
 import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { billingRepository, fileRepository, generatedExpiry, withTx, type Prisma } from '@gensvc/db';
+import { billingRepository, fileRepository, generatedExpiry, withTx, workspaceRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import { enqueue } from '@gensvc/queue';
@@ -65,7 +65,8 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
   const completedAt = new Date();
   try {
     await withTx(deps.db, async (tx) => {
-      const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: input.workspaceId }, select: { tier: true, retentionDays: true } });
+      const workspace = await workspaceRepository.get(tx, input.workspaceId);
+      if (!workspace) throw errors.internal(new Error(`workspace ${input.workspaceId} is gone`));
       const expiry = generatedExpiry(completedAt, workspace.tier, workspace.retentionDays);
       await tx.task.create({
         data: {

@@ -2,6 +2,7 @@
 // values as JSON; both are normalised to the strings the OpenAI images protocol sends upstream.
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
+import { parseFields } from '../../http/parse-body';
 import { FILE_ID } from '../files/schema';
 
 /** Spec §8: 25 MiB bounds the whole edit request, and the images it names (fetched or read from files) combined. */
@@ -51,17 +52,7 @@ export type EditFields = z.output<typeof editFields>;
 export const PASS_THROUGH_FIELDS = ['size', 'response_format', 'quality', 'background', 'output_format', 'output_compression', 'input_fidelity', 'user'] as const;
 
 /** The fields, or a 400 naming the first bad one (an unknown field included). */
-export function parseEditFields(raw: Record<string, string>): EditFields {
-  const parsed = editFields.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys;
-    throw errors.invalidRequest(`Unknown field${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}.`, keys[0]);
-  }
-  const name = String(issue.path[0]);
-  throw errors.invalidRequest(`${name} ${issue.message}.`, name);
-}
+export const parseEditFields = (raw: Record<string, string>): EditFields => parseFields(editFields, raw);
 
 /** One entry of image_url: a file id of the workspace, or an HTTPS URL (checked when it is fetched). */
 export type ImageRef = { kind: 'file'; fileId: string } | { kind: 'url'; url: string };

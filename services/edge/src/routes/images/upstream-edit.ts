@@ -4,16 +4,14 @@
 // failed over like one answering 5xx, and the caller is never charged for it.
 import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
-import { withFailover, type Catalog, type CatalogModel, type CatalogRoute, type CircuitBreaker } from '@gensvc/upstream';
+import { readBody, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import { sniffMedia, type SniffedMedia } from '@gensvc/media';
-import { failureFromStatus, invalidResponse, parseObject, upstreamModelOf } from '../../proxy/protocol';
-import { readBody, type UpstreamClient } from '../../proxy/upstream-http';
+import { invalidResponse, parseObject, upstreamModelOf } from '../../proxy/protocol';
 import type { EditImage } from './image-inputs';
 import { IMAGE_TYPES, PASS_THROUGH_FIELDS, type EditFields } from './schema';
 
 /** Largest upstream answer read: n base64 images of a few MiB each. */
 const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
-const MAX_ERROR_BYTES = 64 * 1024;
 
 export interface EditCall {
   model: CatalogModel;
@@ -85,10 +83,6 @@ export async function callEdit(client: UpstreamClient, breaker: CircuitBreaker, 
         body: form.body,
         timeoutMs: channel.timeoutMs,
       });
-      if (answer.statusCode < 200 || answer.statusCode >= 300) {
-        const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
-        throw failureFromStatus(answer.statusCode, text, channel.name);
-      }
       const json = parseObject((await readBody(answer.body, MAX_ANSWER_BYTES)).toString('utf8'), 'the answer');
       return { route, json, outputs: outputsOf(json) };
     },

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { openAiResponsesProtocol } from '../../proxy/openai-responses-protocol';
-import { parseBody } from '../chat/schema';
+import { parseBody } from '../../http/parse-body';
 import { inlineFileImages, type FileImageDeps } from './file-images';
 import { fileImageRefs, responseBody } from './schema';
 

@@ -3,21 +3,19 @@
 // stored type and within spec §8's image limits. Its bytes are read from S3 and sent to the provider inline, as a
 // data URL in image_url, since the provider cannot reach our S3. Every check that needs no bytes (existence, type,
 // size, the upstream body bound) is made before any byte is read; the files are then read in parallel.
-import type { Readable } from 'node:stream';
-import { fileRepository, type FileRow } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { getObjectStream } from '@gensvc/storage';
-import type { EdgeDeps } from '../../deps';
 import { formatBytes } from '../../http/errors';
-import { FILE_ID } from '../files/schema';
-import { checkImage } from '../images/image-inputs';
-import { IMAGE_FORMATS, IMAGE_TYPES, MAX_IMAGE_BYTES } from '../images/schema';
+import { readWorkspaceImage, workspaceImageRow, type WorkspaceImageDeps, type WorkspaceImageRef } from '../images/image-inputs';
 import { MAX_UPSTREAM_BYTES, type FileImageRef } from './schema';
 
-export type FileImageDeps = Pick<EdgeDeps, 'config' | 'db' | 's3'>;
+export type FileImageDeps = WorkspaceImageDeps;
 
-const notFound = (ref: FileImageRef) => errors.fileNotFound(`${ref.param}: no file "${ref.fileId}" exists in this workspace.`, ref.param);
-const unreadable = (cause: unknown) => errors.storageUnavailable('A file named by file_id could not be read; try again.', cause);
+const imageRef = (ref: FileImageRef): WorkspaceImageRef => ({
+  fileId: ref.fileId,
+  param: ref.param,
+  what: ref.param,
+  notFound: () => errors.fileNotFound(`${ref.param}: no file "${ref.fileId}" exists in this workspace.`, ref.param),
+});
 
 /** Length of `data:<type>;base64,<bytes>` for a file of `bytes` bytes. */
 const dataUrlLength = (contentType: string, bytes: number) => `data:${contentType};base64,`.length + 4 * Math.ceil(bytes / 3);
@@ -34,7 +32,8 @@ export async function inlineFileImages(deps: FileImageDeps, workspaceId: string,
   for (const ref of refs) if (!named.has(ref.fileId)) named.set(ref.fileId, ref);
   const firsts = [...named.values()];
 
-  const rows = firstFailure(await Promise.allSettled(firsts.map((ref) => checkedRow(deps, workspaceId, ref))));
+  const imageRefs = firsts.map(imageRef);
+  const rows = firstFailure(await Promise.allSettled(imageRefs.map((ref) => workspaceImageRow(deps, workspaceId, ref))));
   const rowOf = new Map(rows.map((row) => [row.id, row]));
   let total = Buffer.byteLength(JSON.stringify(body));
   for (const ref of refs) {
@@ -48,7 +47,14 @@ export async function inlineFileImages(deps: FileImageDeps, workspaceId: string,
     );
   }
 
-  const urls = firstFailure(await Promise.allSettled(firsts.map((ref, i) => dataUrlOf(deps, rows[i]!, ref))));
+  const urls = firstFailure(
+    await Promise.allSettled(
+      imageRefs.map(async (ref, i) => {
+        const { bytes, media } = await readWorkspaceImage(deps, rows[i]!, ref);
+        return `data:${media.contentType};base64,${bytes.toString('base64')}`;
+      }),
+    ),
+  );
   const urlOf = new Map(firsts.map((ref, i) => [ref.fileId, urls[i]!]));
   let out: unknown = body;
   for (const ref of refs) {
@@ -58,50 +64,6 @@ export async function inlineFileImages(deps: FileImageDeps, workspaceId: string,
     });
   }
   return out as Record<string, unknown>;
-}
-
-async function checkedRow(deps: FileImageDeps, workspaceId: string, ref: FileImageRef): Promise<FileRow> {
-  const row = FILE_ID.test(ref.fileId) ? await fileRepository.get(deps.db, workspaceId, ref.fileId) : null;
-  if (!row) throw notFound(ref);
-  if (!(IMAGE_TYPES as readonly string[]).includes(row.contentType)) {
-    throw errors.invalidImage(`${ref.param}: file ${ref.fileId} is ${row.contentType}, not an image (${IMAGE_FORMATS}).`, ref.param);
-  }
-  if (row.bytes > BigInt(MAX_IMAGE_BYTES)) {
-    throw errors.mediaLimitExceeded(`${ref.param}: file ${ref.fileId} is ${row.bytes} bytes; an image input may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`, ref.param);
-  }
-  return row;
-}
-
-async function dataUrlOf(deps: FileImageDeps, row: FileRow, ref: FileImageRef): Promise<string> {
-  const object = await getObjectStream(deps.s3, deps.config.s3.bucket, row.storageKey).catch((e) => {
-    throw unreadable(e);
-  });
-  // The row is visible but its bytes are gone: a delete in progress.
-  if (!object) throw notFound(ref);
-  const bytes = await readAll(object.body, Number(row.bytes));
-  // The bytes are typed again (the stored type was decided from them at upload) and held to the pixel limit.
-  const media = checkImage(bytes, ref.param, `${ref.param} (file ${ref.fileId})`);
-  return `data:${media.contentType};base64,${bytes.toString('base64')}`;
-}
-
-/** The object's bytes, which must be the `expected` count the row records (no more is ever held). */
-async function readAll(body: Readable, expected: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length;
-      if (size > expected) break;
-      parts.push(chunk as Buffer);
-    }
-  } catch (e) {
-    throw unreadable(e);
-  }
-  if (size !== expected) {
-    body.destroy();
-    throw unreadable(new Error(`stored object holds ${size > expected ? 'more' : 'fewer'} bytes than its row records (${expected})`));
-  }
-  return Buffer.concat(parts, size);
 }
 
 /** The values, or the first failure in input order (so which one is answered does not depend on timing). */

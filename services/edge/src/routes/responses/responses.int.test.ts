@@ -2,12 +2,13 @@
 // proxies to the upstream-sim over real sockets. The sim's answer lists the sha256 of every image it received, so
 // the tests prove which bytes reached the provider; every call's money is checked against the ledger.
 import { Readable } from 'node:stream';
-import { billingRepository, channelRepository, fileRepository, modelRepository, newId, type Db } from '@gensvc/db';
+import { fileRepository, modelRepository, newId } from '@gensvc/db';
 import { fileObjectKey, putObjectStream } from '@gensvc/storage';
-import { jsonOf, makeKey, makeWorkspace, sampleMedia, useTestContext } from '@gensvc/testing';
+import { addSimChannel, jsonOf, makeKey, makeWorkspace, sampleMedia, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import OpenAI from 'openai';
 import { chatReply, sha256Hex, sniffImageType, startSim, tokensOf, type Sim } from '../../../../upstream-sim/src';
+import { chargeOf, expectBalanced, expectCharged, type Usage } from '../../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { upload } from '../files/files-test-support';
 
@@ -23,9 +24,11 @@ const CHAT = 'sim/chat-1';
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, kind: 'openai' | 'anthropic', priority = 0) =>
-    channelRepository.create(ctx.db, { name, kind, baseUrl: `${sim.url}/ch/${name}`, secret: `upstream-secret-${name}`, priority, timeoutMs: 10_000 });
-  const [oaA, oaB, an] = await Promise.all([channel('oa-a', 'openai', 2), channel('oa-b', 'openai', 1), channel('an', 'anthropic')]);
+  const [oaA, oaB, an] = await Promise.all([
+    addSimChannel(ctx.db, sim.url, { name: 'oa-a', kind: 'openai', priority: 2 }),
+    addSimChannel(ctx.db, sim.url, { name: 'oa-b', kind: 'openai', priority: 1 }),
+    addSimChannel(ctx.db, sim.url, { name: 'an', kind: 'anthropic' }),
+  ]);
   await modelRepository.create(ctx.db, { id: CHAT, kind: 'chat', ...PRICES, routes: [oaA, oaB].map((c) => ({ channelId: c.id })) });
   await modelRepository.create(ctx.db, { id: 'sim/claude-only', kind: 'chat', ...PRICES, routes: [{ channelId: an.id }] });
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
@@ -89,38 +92,8 @@ function expectedAnswer(input: unknown, images: Buffer[], opts: { instructions?:
   return { text: reply.text + lines.join(''), usage: { inputTokens: tokensOf(conversation), outputTokens: reply.outputTokens + lines.length } };
 }
 
-async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function chargeOf(db: Db, requestId: string) {
-  const reservation = await waitFor(async () => {
-    const r = await db.reservation.findFirst({ where: { requestId } });
-    return r && r.state !== 'held' ? r : null;
-  }, `the reservation of ${requestId} to settle`);
-  return { reservation, entries: await db.ledgerEntry.findMany({ where: { requestId } }) };
-}
-
-async function expectCharged(requestId: string | null, usage: { inputTokens: number; outputTokens: number }) {
-  expect(requestId).toBeTruthy();
-  const { reservation, entries } = await chargeOf(ctx.db, requestId!);
-  expect(reservation.state).toBe('settled');
-  expect(entries).toHaveLength(1);
-  expect(entries[0]).toMatchObject({ kind: 'charge', amount: -costOf(PRICES, usage), model: CHAT, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, workspaceId });
-  return reservation;
-}
-
-async function expectBalanced(ws: string) {
-  const row = await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws } });
-  const held = await ctx.db.reservation.aggregate({ where: { workspaceId: ws, state: 'held' }, _sum: { amount: true } });
-  expect(row.balance + (held._sum.amount ?? 0n)).toBe(await billingRepository.ledgerTotal(ctx.db, ws));
-}
+/** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
+const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage });
 
 /** Nothing reached the provider and nothing was held for the request. */
 async function expectNoCall(res: Response) {
@@ -152,7 +125,7 @@ describe('POST /v1/responses with input_image file_id', () => {
       expect(response.headers.get('x-ratelimit-limit-rpm')).toBe('300');
       expect(Number(response.headers.get('x-ratelimit-remaining-rpm'))).toBeLessThan(300);
       expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 - 1);
-      const reservation = await expectCharged(response.headers.get('x-request-id'), expected.usage);
+      const reservation = await charged(response.headers.get('x-request-id'), expected.usage);
       // The hold covered the body the provider got (the image inlined) and the model's output cap.
       const sentBytes = Buffer.byteLength(JSON.stringify({ model: 'chat-1', input: imageInputSent(png), max_output_tokens: PRICES.maxOutputTokens }));
       expect(reservation.amount).toBe(costOf(PRICES, { inputTokens: sentBytes, outputTokens: PRICES.maxOutputTokens }));
@@ -162,7 +135,7 @@ describe('POST /v1/responses with input_image file_id', () => {
       ['oa-a', 'openai-responses', '/v1/responses', 'chat-1', 200],
       ['oa-a', 'openai-responses', '/v1/responses', 'chat-1', 200],
     ]);
-    await expectBalanced(workspaceId);
+    await expectBalanced(ctx.db, workspaceId);
   });
 
   it('streams the response events with the model renamed, and charges the usage of response.completed', async () => {
@@ -184,7 +157,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     expect(text).toBe(expected.text);
     expect(completed!.model).toBe(CHAT);
     expect(completed!.usage).toMatchObject({ input_tokens: expected.usage.inputTokens, output_tokens: expected.usage.outputTokens });
-    await expectCharged(response.headers.get('x-request-id'), expected.usage);
+    await charged(response.headers.get('x-request-id'), expected.usage);
   });
 
   it('inlines every named file in place (a file named twice is sent twice) beside the caller\'s own data URLs, and honours max_output_tokens', async () => {
@@ -203,7 +176,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     const { data, response } = await openai().responses.create({ model: CHAT, input, instructions: 'Be exact.', max_output_tokens: 5 }).withResponse();
     expect(data.output_text).toBe(expected.text);
     expect(data.status).toBe('incomplete');
-    const reservation = await expectCharged(response.headers.get('x-request-id'), expected.usage);
+    const reservation = await charged(response.headers.get('x-request-id'), expected.usage);
     const sentBytes = Buffer.byteLength(JSON.stringify({ model: 'chat-1', input: sent, instructions: 'Be exact.', max_output_tokens: 5 }));
     expect(reservation.amount).toBe(costOf(PRICES, { inputTokens: sentBytes, outputTokens: 5 }));
   });
@@ -316,19 +289,19 @@ describe('POST /v1/responses', () => {
     expect(sim.requests()).toHaveLength(seen);
     expect(await ctx.db.reservation.count({ where: { apiKeyId: capped.key.id } })).toBe(0);
     expect(await ctx.db.ledgerEntry.count({ where: { apiKeyId: capped.key.id } })).toBe(0);
-    await expectBalanced(workspaceId);
+    await expectBalanced(ctx.db, workspaceId);
   });
 
   it('fails over to the next channel on a 500 before the first byte, streaming or not', async () => {
     sim.faults.add({ channel: 'oa-a', status: 500, times: 2 });
     const { data, response } = await openai().responses.create({ model: CHAT, input }).withResponse();
     expect(data.output_text).toBe(expected.text);
-    await expectCharged(response.headers.get('x-request-id'), expected.usage);
+    await charged(response.headers.get('x-request-id'), expected.usage);
     const streamed = await openai().responses.create({ model: CHAT, input, stream: true }).withResponse();
     let text = '';
     for await (const event of streamed.data) if (event.type === 'response.output_text.delta') text += event.delta;
     expect(text).toBe(expected.text);
-    await expectCharged(streamed.response.headers.get('x-request-id'), expected.usage);
+    await charged(streamed.response.headers.get('x-request-id'), expected.usage);
     expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([
       ['oa-a', 500],
       ['oa-b', 200],
@@ -342,7 +315,7 @@ describe('POST /v1/responses', () => {
     const { data, response } = await openai().responses.create({ model: CHAT, input }).withResponse();
     expect(data.output_text).toBe(expected.text);
     expect(sim.requests().map((r) => r.channel)).toEqual(['oa-a', 'oa-b']);
-    await expectCharged(response.headers.get('x-request-id'), expected.usage);
+    await charged(response.headers.get('x-request-id'), expected.usage);
   });
 
   it('ends a stream the upstream cuts with an error event the SDK throws, and releases the hold (no usage was reported)', async () => {
@@ -360,7 +333,7 @@ describe('POST /v1/responses', () => {
     const { reservation, entries } = await chargeOf(ctx.db, response.headers.get('x-request-id')!);
     expect(reservation.state).toBe('released');
     expect(entries).toEqual([]);
-    await expectBalanced(workspaceId);
+    await expectBalanced(ctx.db, workspaceId);
   });
 
   it('replays a non-streamed answer for a repeated Idempotency-Key and charges once', async () => {
@@ -370,6 +343,6 @@ describe('POST /v1/responses', () => {
     expect(again.data).toEqual(first.data);
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(sim.requests()).toHaveLength(1);
-    await expectCharged(first.response.headers.get('x-request-id'), expected.usage);
+    await charged(first.response.headers.get('x-request-id'), expected.usage);
   });
 });

@@ -20,8 +20,6 @@ export const responseBody = z.looseObject({
   background: z.boolean().nullish(),
 });
 
-export type ResponseBody = z.output<typeof responseBody>;
-
 /** An input_image item that names a workspace file: where it is in the body, and how to name it to the caller. */
 export interface FileImageRef {
   /** Path from the body to the item (e.g. ['input', 0, 'content', 1]). */

@@ -1,6 +1,7 @@
-// Test support: a test CA, certificates it issues (valid, expired) or that sign themselves, and a local HTTPS
-// server using them. Tests trust the CA through the client's `ca` option (the stand-in for NODE_EXTRA_CA_CERTS) and
-// let 127.0.0.1 through OUTBOUND_ALLOW_CIDRS. node-forge is loaded on first use, so production never loads it.
+// TLS for tests: a test CA, certificates it issues (valid, expired) or that sign themselves, and a local HTTPS server
+// using them. Tests trust the CA through the client's `ca` option (the stand-in for NODE_EXTRA_CA_CERTS) or write it
+// to a file for NODE_EXTRA_CA_CERTS, and let 127.0.0.1 through OUTBOUND_ALLOW_CIDRS. node-forge is loaded on first
+// use, so test files that make no certificate never load it.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';

@@ -1,0 +1,95 @@
+// The HTTP client for channels: one undici Agent (a keep-alive connection pool per upstream origin), so a call
+// costs no TCP or TLS handshake once warm. One per process, shared by every route or job that calls channels.
+// Channels are configured by platform admins, so they are not subject to the SSRF rules of caller-given URLs.
+import { Agent, type Dispatcher } from 'undici';
+import { failureFromStatus, UpstreamFailure } from './failover';
+
+/** An upstream answer's body: read whole with readBody, or streamed. */
+export type UpstreamBody = Dispatcher.ResponseData['body'];
+
+/** Largest error answer read for the provider's message. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+export interface UpstreamCall {
+  /** The channel's base URL, which may carry a path of its own. */
+  baseUrl: string;
+  /** Path after the base URL, with its query. */
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Time to the answer's headers, and the longest silence while its body streams. */
+  timeoutMs: number;
+  /** Aborts the request and its body. */
+  signal?: AbortSignal;
+}
+
+export class UpstreamClient {
+  private readonly agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
+
+  /**
+   * Sends the request and returns its 2xx answer. Connection failures and timeouts become failover-able
+   * UpstreamFailures; any other status becomes failureFromStatus's, with the provider's message.
+   */
+  async send(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    let answer: Dispatcher.ResponseData;
+    try {
+      const url = new URL(call.baseUrl);
+      answer = await this.agent.request({
+        origin: url.origin,
+        path: url.pathname.replace(/\/+$/, '') + (call.path.startsWith('/') ? '' : '/') + call.path,
+        method: 'POST',
+        headers: call.headers,
+        body: call.body,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+        signal: call.signal,
+      });
+    } catch (e) {
+      throw failureOf(e);
+    }
+    if (answer.statusCode >= 200 && answer.statusCode < 300) {
+      // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
+      // becoming an uncaught 'error' event.
+      answer.body.on('error', ignore);
+      return answer;
+    }
+    const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
+    throw failureFromStatus(answer.statusCode, text);
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+const ignore = () => {};
+
+/** What an error while calling or reading an upstream means for failover. */
+export function failureOf(e: unknown): UpstreamFailure {
+  if (e instanceof UpstreamFailure) return e;
+  const code = (e as { code?: string } | null)?.code;
+  const message = (e as Error)?.message ?? String(e);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return new UpstreamFailure(`upstream timed out (${code})`, 'timeout', true);
+  }
+  return new UpstreamFailure(`upstream connection failed: ${code ?? ''} ${message}`.trim(), 'connection', true);
+}
+
+/** The whole body, or an UpstreamFailure past `limit` bytes or when the connection fails while reading. */
+export async function readBody(body: UpstreamBody, limit: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        body.destroy();
+        throw new UpstreamFailure(`upstream answer exceeds ${limit} bytes`, 'invalid_response', true);
+      }
+      parts.push(chunk as Buffer);
+    }
+  } catch (e) {
+    throw failureOf(e);
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+}

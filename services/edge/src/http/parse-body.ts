@@ -1,0 +1,27 @@
+// The one way a zod refusal of what a caller sent becomes 400 invalid_request: the first issue, named by its
+// field's path (`questions.q1.criteria`), an unknown field by its own name rather than its parent's.
+import { AppError, errors } from '@gensvc/errors';
+import type { z } from 'zod';
+
+/** The body checked against `schema`; it must be a JSON object, and 400 invalid_request names the first field at fault. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw errors.invalidRequest('The request body must be a JSON object sent with Content-Type: application/json.');
+  }
+  return parseFields(schema, body);
+}
+
+/** `value` (a body, form fields, a query) checked against `schema`, or 400 invalid_request naming the first field at fault. */
+export function parseFields<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw invalidField(parsed.error.issues[0]!);
+}
+
+function invalidField(issue: z.core.$ZodIssue): AppError {
+  const unknown = issue.code === 'unrecognized_keys';
+  const path = unknown ? [...issue.path, issue.keys[0]!] : issue.path;
+  const param = path.map(String).join('.') || null;
+  const message = unknown ? 'is not a field of this request' : issue.message;
+  return errors.invalidRequest(param ? `${param}: ${message}` : message, param);
+}
