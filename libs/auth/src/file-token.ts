@@ -34,3 +34,9 @@ export async function verifyFileToken(secret: string, token: string): Promise<Fi
     throw e;
   }
 }
+
+/** The signed content link of spec §2.4: `{base_url}/api/v1/files/<id>/content?token=<jws>`, valid one hour. */
+export async function fileContentLink(publicBaseUrl: string, secret: string, claims: FileTokenClaims): Promise<{ url: string; expiresAt: Date }> {
+  const { token, expiresAt } = await signFileToken(secret, claims);
+  return { url: `${publicBaseUrl}/api/v1/files/${encodeURIComponent(claims.fileId)}/content?token=${token}`, expiresAt };
+}

@@ -33,6 +33,15 @@ const durations = z.string().transform((value, ctx) => {
   return ms as number[];
 });
 
+const duration = z.string().transform((value, ctx) => {
+  const ms = parseDuration(value.trim());
+  if (ms === null) {
+    ctx.addIssue({ code: 'custom', message: 'must be a duration such as "500ms", "30s", "2m" or "1h"' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
 const cidrs = z.string().transform((value, ctx) => {
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
   for (const cidr of list) {
@@ -62,6 +71,12 @@ export const envSchema = z.object({
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters'),
   CALLBACK_RETRY_SCHEDULE: durations.default([0, 30_000, 120_000, 600_000, 3_600_000]),
   CALLBACK_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
+  /** A generation task not finished this long after creation fails with upstream_timeout. */
+  TASK_DEADLINE: duration.default(30 * 60_000),
+  /** Waits between polls of a running task: the n-th poll waits the n-th value, the last repeats. */
+  TASK_POLL_SCHEDULE: durations.default([1_000, 1_000, 2_000, 2_000, 5_000]),
+  /** How often the task-runner looks for tasks and callbacks whose job vanished (Redis flushed or restarted). */
+  RECONCILE_INTERVAL: duration.default(30_000),
   OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
   EVALUATE_CONCURRENCY: concurrency.default(50),
   TASK_RUNNER_CONCURRENCY: concurrency.default(20),
@@ -92,6 +107,7 @@ export interface Config {
   };
   signingSecret: string;
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
+  tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
   outbound: { allowCidrs: string[] };
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
   otel: { endpoint: string | undefined };
@@ -139,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     },
     signingSecret: e.SIGNING_SECRET,
     callbacks: { retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE, timeoutMs: e.CALLBACK_TIMEOUT_MS },
+    tasks: { deadlineMs: e.TASK_DEADLINE, pollScheduleMs: e.TASK_POLL_SCHEDULE, reconcileIntervalMs: e.RECONCILE_INTERVAL },
     outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },
     concurrency: {
       evaluate: e.EVALUATE_CONCURRENCY,

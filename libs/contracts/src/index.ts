@@ -3,3 +3,5 @@ export * from './evaluate';
 export * from './job-contract';
 export * from './jobs';
 export * from './task-output';
+export * from './task-envelope';
+export * from './task-operations';

@@ -12,7 +12,7 @@ describe('job contracts', () => {
       expect(jobByName(job.name)).toBe(job);
     }
     for (const queue of QUEUE_NAMES) expect(jobsOnQueue(queue).length).toBeGreaterThan(0);
-    expect(jobsOnQueue('tasks').map((j) => j.name).sort()).toEqual(['task.poll', 'task.submit']);
+    expect(jobsOnQueue('tasks').map((j) => j.name).sort()).toEqual(['task.cancel', 'task.poll', 'task.submit']);
   });
 
   it('puts the envelope in every payload and strips what the contract does not declare', () => {

@@ -37,12 +37,24 @@ export const TaskSubmit = defineJob({
   schema: z.object({ taskId: id }),
 });
 
-/** One poll of the provider; the next poll is a new delayed job, so no worker slot is held while waiting. */
+/**
+ * One poll of the provider; the next poll is a new delayed job, so no worker slot is held while waiting. `attempt`
+ * is the task's poll count when the job was made: a job whose count is no longer the task's is stale and does
+ * nothing, so at most one chain of polls lives per task however often the reconciler re-adds one.
+ */
 export const TaskPoll = defineJob({
   queue: 'tasks',
   name: 'task.poll',
   version: 1,
   schema: z.object({ taskId: id, attempt }),
+});
+
+/** Cancels the provider's job of a task the caller canceled (or that ran past its deadline); best effort. */
+export const TaskCancel = defineJob({
+  queue: 'tasks',
+  name: 'task.cancel',
+  version: 1,
+  schema: z.object({ taskId: id }),
 });
 
 export const ArchiveOutput = defineJob({
@@ -52,7 +64,10 @@ export const ArchiveOutput = defineJob({
   schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
 });
 
-/** One delivery attempt; `attempt` is part of the delivery id, so a re-run of an attempt re-sends the same id. */
+/**
+ * One delivery attempt; `attempt` (1-based, increasing across redeliveries) is part of the delivery id, so a re-run
+ * of an attempt re-sends the same id.
+ */
 export const CallbackDeliver = defineJob({
   queue: 'callbacks',
   name: 'callback.deliver',
@@ -78,7 +93,7 @@ export const BillingReleaseExpired = defineJob({
   schema: z.object({}),
 });
 
-export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, ArchiveOutput, CallbackDeliver, FilesRetentionSweep, BillingReleaseExpired } as const;
+export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, TaskCancel, ArchiveOutput, CallbackDeliver, FilesRetentionSweep, BillingReleaseExpired } as const;
 
 export type AnyJob = (typeof jobs)[keyof typeof jobs];
 export type JobName = AnyJob['name'];

@@ -14,3 +14,5 @@ export type * from './generated/prisma/models';
 export * from './generated/prisma/enums';
 export * from './repositories/billing.repository';
 export * from './repositories/idempotency.repository';
+export * from './repositories/task.repository';
+export * from './repositories/callback.repository';

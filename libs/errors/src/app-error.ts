@@ -127,6 +127,10 @@ export const errors = {
   invalidImage: (message: string, param: string) => new AppError({ status: 400, code: 'invalid_image', message, param }),
   /** A file id given as a model input that names no visible file of the caller's workspace (another's included). */
   fileNotFound: (message: string, param: string) => new AppError({ status: 404, code: 'file_not_found', message, param }),
+  taskNotFound: (id: string) => new AppError({ status: 404, code: 'task_not_found', message: `No task ${id} in this workspace.`, param: 'task_id' }),
+  taskNotCancelable: (status: string) =>
+    new AppError({ status: 409, code: 'task_not_cancelable', message: `The task is ${status}: only a queued or running task whose result is not in yet can be canceled.` }),
+  notRedeliverable: (message: string) => new AppError({ status: 409, code: 'callback_not_redeliverable', message }),
   /** Images gathered from several sources (uploads, URLs, files) together exceed a request's limit. */
   imagesTooLarge: (message: string, param: string) => new AppError({ status: 413, code: 'payload_too_large', message, param }),
   idempotencyKeyReused: (message = 'This Idempotency-Key was used with a different request in the last 24 hours.') =>

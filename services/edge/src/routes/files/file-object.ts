@@ -1,4 +1,4 @@
-import { signFileToken } from '@gensvc/auth';
+import { fileContentLink } from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
 import type { FileRow } from '@gensvc/db';
 import { contentDisposition } from '@gensvc/media';
@@ -8,7 +8,7 @@ import { contentDisposition } from '@gensvc/media';
  * Its url is the signed, one-hour content link of spec §2.4: {base_url}/api/v1/files/<id>/content?token=<jws>.
  */
 export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>, file: FileRow) {
-  const { token } = await signFileToken(config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
+  const link = await fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
   return {
     id: file.id,
     object: 'file' as const,
@@ -16,7 +16,7 @@ export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signing
     filename: file.filename,
     purpose: file.purpose,
     content_type: file.contentType,
-    url: `${config.publicBaseUrl}/api/v1/files/${file.id}/content?token=${token}`,
+    url: link.url,
     created_at: file.createdAt.toISOString(),
     expires_at: file.expiresAt.toISOString(),
     source: file.source,

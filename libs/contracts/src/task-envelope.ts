@@ -1,0 +1,87 @@
+// The task result envelope (spec §2.5): what GET /api/v1/tasks/{id} answers and what a callback carries, built by
+// one function so the two cannot differ ("one handler can serve both", spec §4.3).
+//
+//   { object: "task", task_id, status, model, operation,
+//     output: { url, duration?, file_id?, download_url?, download_expires_at?, archive_status, provider_url?,
+//               content_type?, width?, height? } | null,
+//     cost: { amount, currency }, error: { code, message } | null,
+//     created_at, started_at, completed_at, callback: { url, state } | null, delivered_at? }
+//
+// output.url is the archived public copy on {file_url} once archived, else the provider's URL (spec §7: an output
+// that cannot be archived does not fail the task). download_url is a fresh signed content link (one hour), made by
+// the caller of this function at every read.
+import { taskOutputSchema } from './task-output';
+
+export interface TaskEnvelopeSource {
+  id: string;
+  status: string;
+  model: string;
+  operation: string;
+  output: unknown;
+  /** Micro-units charged; null until settled. */
+  cost: bigint | null;
+  /** Micro-units held at creation. */
+  reserved: bigint;
+  errorCode: string | null;
+  errorMessage: string | null;
+  callbackUrl: string | null;
+  callbackState: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+}
+
+export interface DownloadLink {
+  url: string;
+  expiresAt: Date;
+}
+
+export interface TaskEnvelopeOptions {
+  currency: string;
+  /** The signed content link of the archived output, when there is one. */
+  download?: DownloadLink | null;
+  /** Set in callbacks only (spec §2.5). */
+  deliveredAt?: Date;
+}
+
+const MICROS = 1_000_000;
+
+/** The output entry the envelope shows: the first output (a generation task makes one). */
+export function primaryOutput(output: unknown) {
+  const parsed = taskOutputSchema.safeParse(output);
+  return parsed.success ? (parsed.data.outputs[0] ?? null) : null;
+}
+
+export function taskEnvelope(task: TaskEnvelopeSource, opts: TaskEnvelopeOptions) {
+  const entry = primaryOutput(task.output);
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const output = entry && {
+    url: entry.archive_status === 'archived' && entry.svc_url ? entry.svc_url : entry.url,
+    ...(entry.kind === 'video' && num(entry.duration) !== undefined ? { duration: num(entry.duration) } : {}),
+    ...(num(entry.width) !== undefined ? { width: num(entry.width), height: num(entry.height) } : {}),
+    ...(typeof entry.content_type === 'string' ? { content_type: entry.content_type } : {}),
+    archive_status: entry.archive_status ?? 'pending',
+    ...(entry.svc_file_id && entry.archive_status === 'archived' ? { file_id: entry.svc_file_id } : {}),
+    ...(opts.download ? { download_url: opts.download.url, download_expires_at: opts.download.expiresAt.toISOString() } : {}),
+    ...(entry.archive_status === 'archived' && entry.url !== entry.svc_url ? { provider_url: entry.url } : {}),
+  };
+  // What the task costs the caller: the charge once settled, the hold while it runs, nothing when it did not finish.
+  const micros = task.cost ?? (task.status === 'queued' || task.status === 'running' ? task.reserved : 0n);
+  return {
+    object: 'task' as const,
+    task_id: task.id,
+    status: task.status,
+    model: task.model,
+    operation: task.operation,
+    output: output ?? null,
+    cost: { amount: Number(micros) / MICROS, currency: opts.currency },
+    error: task.errorCode ? { code: task.errorCode, message: task.errorMessage ?? '' } : null,
+    created_at: task.createdAt.toISOString(),
+    started_at: task.startedAt?.toISOString() ?? null,
+    completed_at: task.completedAt?.toISOString() ?? null,
+    callback: task.callbackUrl ? { url: task.callbackUrl, state: task.callbackState } : null,
+    ...(opts.deliveredAt ? { delivered_at: opts.deliveredAt.toISOString() } : {}),
+  };
+}
+
+export type TaskEnvelope = ReturnType<typeof taskEnvelope>;
