@@ -98,6 +98,7 @@ describe('archive.output', () => {
       db: ctx.db,
       s3,
       logger: createLogger({ service: 'archiver-test', level: 'silent' }),
+      queues,
       outbound: { ca: provider.caPem },
     };
     worker = startArchiveWorker(deps, { connection: ctx.redis, prefix: ctx.config.queuePrefix }, 4);
@@ -317,5 +318,32 @@ describe('archive.output', () => {
     const task = await makeTask('payg', [{ kind: 'image', url: `${provider.url}/out/x.png` }]);
     expect(await archive(task.id, 5)).toEqual({ outcome: 'skipped', reason: 'no_such_output' });
     expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).output).toEqual(task.output);
+  });
+
+  it('completes a running task once its last output is dealt with, and schedules its callback once', async () => {
+    const png = makePng(32);
+    routes.set('/out/done.png', (_req, res) => res.end(png));
+    const task = await makeTask('payg', [
+      { kind: 'image', url: `${provider.url}/out/done.png` },
+      { kind: 'image', url: `${provider.url}/out/missing.png` },
+    ]);
+    await ctx.db.task.update({ where: { id: task.id }, data: { status: 'running', completedAt: null, callbackUrl: 'https://hooks.example/cb' } });
+
+    await archive(task.id, 0);
+    // One output is still pending: the task is not complete and no callback is due.
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({ status: 'running', callbackState: 'none', completedAt: null });
+    const callbackJob = () => queues.get('callbacks').getJob(`callback.deliver/${task.id}/1`);
+    expect(await callbackJob()).toBeUndefined();
+
+    // The second output cannot be fetched: given up on, which does not fail the task (spec §7).
+    await archive(task.id, 1);
+    const done = await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } });
+    expect(done).toMatchObject({ status: 'completed', callbackState: 'pending' });
+    expect(done.completedAt).not.toBeNull();
+    expect((await callbackJob())?.data).toMatchObject({ taskId: task.id, attempt: 1 });
+
+    // A re-run completes nothing again and adds no second callback job.
+    await archive(task.id, 1);
+    expect((await queues.get('callbacks').getJobs(['waiting', 'delayed'])).filter((j) => j.data.taskId === task.id)).toHaveLength(1);
   });
 });

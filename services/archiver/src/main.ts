@@ -4,6 +4,7 @@ import { loadConfigOrExit } from '@gensvc/config';
 import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'archiver';
+const RESCHEDULE_EVERY_MS = 5 * 60_000;
 const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
 
@@ -24,10 +25,16 @@ async function main() {
   await checkBucket(s3, config.s3.bucket);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
-  const deps = { config, db, s3, logger };
+  const deps = { config, db, s3, logger, queues };
   const conn = { connection: redis, prefix: config.queuePrefix, logger };
   const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
   await scheduleMaintenance(queues);
+  // Schedules live in Redis: re-registered every few minutes, so a Redis that lost them (flushed, restarted
+  // without persistence) gets them back without an archiver restart. Upserting an unchanged schedule is a no-op.
+  const reschedule = setInterval(() => {
+    scheduleMaintenance(queues).catch((err: unknown) => logger.error({ err }, 'could not re-register the maintenance schedules'));
+  }, RESCHEDULE_EVERY_MS);
+  reschedule.unref();
   logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs }, 'archiver started');
 
   const shutdown = createShutdown(
@@ -37,6 +44,7 @@ async function main() {
         name: 'close workers',
         timeoutMs: 35_000,
         run: async () => {
+          clearInterval(reschedule);
           const { forced } = await closeWorkers(workers, 25_000, { abortGraceMs: 5_000 });
           if (forced) logger.warn({}, 'archive jobs still running at shutdown were handed back to the queue');
         },

@@ -5,10 +5,10 @@
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
 // object and one row. The bytes stream from the provider through the outbound client into a multipart upload and
 // are never held whole; a failure mid-way aborts the upload and leaves no object.
-import { ARCHIVE_LIMIT_BYTES, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { fileRepository, generatedExpiry, isUniqueViolation, withTx, type DbClient } from '@gensvc/db';
+import { ARCHIVE_LIMIT_BYTES, CallbackDeliver, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { fileRepository, generatedExpiry, isUniqueViolation, taskRepository, withTx, type DbClient } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
-import type { HandlerContext } from '@gensvc/queue';
+import { ensureJob, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
@@ -25,6 +25,32 @@ const TIMEOUTS = {
 };
 
 export function archiveOutput(deps: ArchiverDeps) {
+  const archive = archiveOne(deps);
+  return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
+    const outcome = await archive(payload, ctx);
+    if (outcome.outcome !== 'skipped') await completeTask(deps, payload.taskId);
+    return outcome;
+  };
+}
+
+/**
+ * A generation task is completed once every output is archived or given up on (spec §7: an output that cannot be
+ * archived does not fail the task), so its envelope and callback point at {file_url}. Of archives finishing side
+ * by side exactly one completes it (a conditional update); that one schedules the callback. A task completed
+ * already (an image edit, or a re-run) is left as it is.
+ */
+async function completeTask(deps: ArchiverDeps, taskId: string): Promise<void> {
+  const done = await taskRepository.completeIfArchived(deps.db, taskId);
+  if (!done) return;
+  deps.logger.info({ taskId, callback: done.callback }, 'task completed');
+  if (!done.callback) return;
+  const task = await taskRepository.find(deps.db, taskId);
+  if (!task) return;
+  const attempt = task.callbackRoundStart;
+  await ensureJob(deps.queues, CallbackDeliver, { taskId, workspaceId: task.workspaceId, attempt }, { jobId: [taskId, attempt] });
+}
+
+function archiveOne(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {

@@ -18,7 +18,7 @@ beforeAll(async () => {
   events = createQueueEvents({ queue: 'maintenance', connection: ctx.redis, prefix: ctx.config.queuePrefix });
   await events.waitUntilReady();
   const logger = createLogger({ service: 'release-expired-test', level: 'silent' });
-  worker = startMaintenanceWorker({ config: ctx.config, db: ctx.db, s3: ctx.s3, logger }, { connection: ctx.redis, prefix: ctx.config.queuePrefix });
+  worker = startMaintenanceWorker({ config: ctx.config, db: ctx.db, s3: ctx.s3, logger, queues }, { connection: ctx.redis, prefix: ctx.config.queuePrefix });
 });
 afterAll(async () => {
   await closeWorkers([worker], 10_000);

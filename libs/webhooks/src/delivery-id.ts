@@ -1,0 +1,16 @@
+import { createHash } from 'node:crypto';
+
+export const DELIVERY_ID_PREFIX = 'dlv_';
+
+/**
+ * The SVC-Delivery-Id of one attempt: `dlv_` and base64url of the first 16 bytes of sha256(`<taskId>:<attempt>`).
+ *
+ * Deterministic rather than random so that a dispatcher that dies after sending but before recording the attempt
+ * re-sends that attempt under the same id, and the receiver's de-duplication by id still holds (DESIGN.md §4).
+ * Distinct attempts of one task get distinct ids; 128 bits keep ids of different tasks from colliding.
+ */
+export function deliveryIdFor(taskId: string, attempt: number): string {
+  if (taskId === '') throw new TypeError('deliveryIdFor: taskId is empty');
+  if (!Number.isSafeInteger(attempt) || attempt < 1) throw new TypeError(`deliveryIdFor: attempt must be an integer >= 1, got ${attempt}`);
+  return DELIVERY_ID_PREFIX + createHash('sha256').update(`${taskId}:${attempt}`).digest().subarray(0, 16).toString('base64url');
+}
