@@ -13,9 +13,11 @@ import { evaluateRoutes } from './routes/evaluate';
 import type { EvaluateOptions } from './routes/evaluate/evaluate';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
+import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { metricsRoute } from './routes/metrics';
 import { responseRoutes } from './routes/responses';
+import { taskRoutes } from './routes/tasks';
 
 export type EdgeApp = express.Express & {
   /** Finishes what routes still do after their answers (settlements) and closes upstream connections: after HTTP stops. */
@@ -44,6 +46,8 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
 
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
+  app.get('/api/v1/me/callback-secret', bearer, requireScope('tasks.write'), getCallbackSecret(deps));
+  app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), rotateCallbackSecret(deps));
 
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
@@ -54,6 +58,8 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(chatRoutes(deps, proxy));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
+  // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
+  app.use(taskRoutes(deps));
   app.use(notFound);
   app.use(errorHandler);
   return Object.assign(app, { closeRoutes: async () => void (await Promise.all([proxy.settlements.drain(), upstream.close()])) });

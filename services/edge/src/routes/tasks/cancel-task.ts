@@ -1,0 +1,38 @@
+import { CallbackDeliver, TaskCancel } from '@gensvc/contracts';
+import { taskRepository } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import { enqueue, ensureJob } from '@gensvc/queue';
+import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { findTask, renderTask } from './render-task';
+import { TASK_ID } from './schema';
+
+/**
+ * POST /api/v1/tasks/{task_id}/cancel — queued or running → canceled, its hold given back, in one transaction
+ * (taskRepository.finish). A task whose result is already recorded cannot be canceled any more (409): the success
+ * won the race and is charged. Then the provider's job is canceled (when it had one) and the callback is sent.
+ */
+export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
+  return async (req: Request<{ taskId: string }>, res: Response) => {
+    const { workspace } = authOf(res);
+    const id = req.params.taskId;
+    const { requestId, log } = locals(res);
+    const ended = TASK_ID.test(id) ? await taskRepository.finish(deps.db, id, { status: 'canceled' }, { workspaceId: workspace.id }) : null;
+    if (!ended) throw errors.taskNotCancelable((await findTask(deps, workspace.id, id)).status);
+    const task = await findTask(deps, workspace.id, id);
+    // The cancel is committed; what follows is the aftermath. A job that cannot be queued is logged, not answered:
+    // the reconciler re-ensures pending callbacks, and the provider's job ends at its own deadline.
+    const jobs: Promise<unknown>[] = [];
+    if (ended.upstreamId) jobs.push(enqueue(deps.queues, TaskCancel, { taskId: id, workspaceId: workspace.id, requestId }, { jobId: [id] }));
+    if (ended.callback) {
+      const attempt = task.callbackRoundStart;
+      jobs.push(ensureJob(deps.queues, CallbackDeliver, { taskId: id, workspaceId: workspace.id, requestId, attempt }, { jobId: [id, attempt] }));
+    }
+    for (const outcome of await Promise.allSettled(jobs)) {
+      if (outcome.status === 'rejected') log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');
+    }
+    res.json(await renderTask(deps, task, workspace.currency));
+  };
+}

@@ -1,0 +1,103 @@
+// POST /api/v1/<provider>/<operation> (spec §4.2): validate, price, hold the price and write the queued task in one
+// transaction, then queue task.submit. Everything that can refuse the request (the body, the model, the input
+// image, the callback_url's address and certificate) is checked before the hold, so a refusal leaves nothing.
+import { TaskSubmit, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
+import { newId, taskRepository, type Prisma } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import { enqueue } from '@gensvc/queue';
+import type { CatalogModel } from '@gensvc/upstream';
+import type { NextFunction, Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { unknownModel } from '../evaluate/schema';
+import { checkCallbackUrl } from './callback-url';
+import { checkImageReference } from './image-reference';
+import { parseCreateTask, type CreateTaskBody } from './schema';
+
+/**
+ * The channel kinds whose asynchronous protocols the task runner speaks (Replicate's predictions, fal's queue): a
+ * model can run as a task only through a route to one of them.
+ */
+export const TASK_CHANNEL_KINDS: readonly string[] = ['replicate', 'fal'];
+
+export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOperation) {
+  return async (req: Request<{ provider: string }>, res: Response) => {
+    const body = parseCreateTask(name, op, req.body);
+    const model = await taskModel(deps, req.params.provider, name, op, body.model);
+    const { key, workspace } = authOf(res);
+    const { requestId, log } = locals(res);
+    const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
+    const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
+
+    const task = await taskRepository.create(deps.db, {
+      id: newId('tsk'),
+      workspaceId: workspace.id,
+      apiKeyId: key.id,
+      requestId,
+      model: model.id,
+      operation: name,
+      input: generationInput(body, image) as Prisma.InputJsonValue,
+      callbackUrl,
+      amount: priceOf(model, body),
+      deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
+    });
+    try {
+      await enqueue(deps.queues, TaskSubmit, { taskId: task.id, workspaceId: workspace.id, requestId }, { jobId: [task.id] });
+    } catch (err) {
+      // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
+      // job is missing, so the caller is answered as usual.
+      log.error({ err, task_id: task.id }, 'task.submit could not be queued; the reconciler will submit the task');
+    }
+    res.status(202).json(taskEnvelope(task, { currency: workspace.currency }));
+  };
+}
+
+/**
+ * Location: /api/v1/tasks/<id> on every 202 of a creation, the first answer and its Idempotency-Key replays alike
+ * (a replay answers the stored body only, so the header is made again from it).
+ */
+export function taskLocation(_req: Request, res: Response, next: NextFunction) {
+  const json = res.json.bind(res);
+  res.json = (body: unknown) => {
+    const id = (body as { task_id?: unknown } | null)?.task_id;
+    if (res.statusCode === 202 && typeof id === 'string') res.setHeader('Location', `/api/v1/tasks/${id}`);
+    return json(body);
+  };
+  next();
+}
+
+/** Images are priced per image, videos per second (Model.unitPrice). */
+function priceOf(model: CatalogModel, body: CreateTaskBody): bigint {
+  return body.duration_seconds !== undefined ? model.unitPrice * BigInt(body.duration_seconds) : model.unitPrice;
+}
+
+function generationInput(body: CreateTaskBody, image: GenerationInput['image']) {
+  return {
+    prompt: body.prompt,
+    width: body.width,
+    height: body.height,
+    ...(body.duration_seconds !== undefined ? { duration_seconds: body.duration_seconds } : {}),
+    ...(image ? { image } : {}),
+  } satisfies GenerationInput;
+}
+
+/**
+ * The model named in the body, able to run this operation under this path: it exists (else 400 model_not_found, as
+ * POST /api/v1/evaluate answers), is enabled, is of the operation's kind, belongs to the path's provider, and has an
+ * enabled channel of a task protocol (else 400 model_not_supported saying which).
+ */
+async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, provider: string, name: TaskOperationName, op: TaskOperation, id: string): Promise<CatalogModel> {
+  const model = await deps.catalog.model(id);
+  if (!model) throw unknownModel(id);
+  if (!model.enabled) throw errors.modelNotSupported(`The model "${id}" is disabled.`);
+  if (model.kind !== op.kind) throw errors.modelNotSupported(`The model "${id}" is a ${model.kind} model; ${name} takes a ${op.kind} model.`);
+  const owner = id.slice(0, id.indexOf('/'));
+  if (owner !== provider) {
+    throw errors.modelNotSupported(`The model "${id}" is a model of "${owner}": create its tasks with POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`);
+  }
+  if (!model.routes.some((r) => r.channel.enabled && TASK_CHANNEL_KINDS.includes(r.channel.kind))) {
+    throw errors.modelNotSupported(`The model "${id}" has no channel that runs generation tasks (a Replicate or fal channel) at the moment.`);
+  }
+  return model;
+}

@@ -1,0 +1,36 @@
+import { CallbackDeliver } from '@gensvc/contracts';
+import { callbackRepository } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import { ensureJob } from '@gensvc/queue';
+import { deliveryIdFor } from '@gensvc/webhooks';
+import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { findTask } from './render-task';
+import { TASK_ID } from './schema';
+
+/**
+ * POST /api/v1/tasks/{task_id}/redeliver — a new round of up to five attempts for a finished task's callback,
+ * whether the last round was delivered, parked or is still going; its first attempt runs now.
+ */
+export function redeliver(deps: Pick<EdgeDeps, 'db' | 'queues'>) {
+  return async (req: Request<{ taskId: string }>, res: Response) => {
+    const { workspace } = authOf(res);
+    const id = req.params.taskId;
+    const { requestId, log } = locals(res);
+    const round = TASK_ID.test(id) ? await callbackRepository.redeliver(deps.db, workspace.id, id) : null;
+    if (!round) {
+      const task = await findTask(deps, workspace.id, id);
+      throw errors.notRedeliverable(task.callbackUrl === null ? 'The task has no callback_url: there is nothing to deliver.' : `The task is ${task.status}: its result is delivered once it has finished.`);
+    }
+    const { attempt } = round;
+    try {
+      await ensureJob(deps.queues, CallbackDeliver, { taskId: id, workspaceId: workspace.id, requestId, attempt }, { jobId: [id, attempt], promote: true });
+    } catch (err) {
+      // The round is recorded (callback pending): the reconciler re-ensures its job.
+      log.error({ err, task_id: id, attempt }, 'redeliver: callback.deliver could not be queued; the reconciler will');
+    }
+    res.status(202).json({ object: 'delivery', task_id: id, attempt, delivery_id: deliveryIdFor(id, attempt) });
+  };
+}

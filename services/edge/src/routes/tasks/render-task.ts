@@ -1,0 +1,32 @@
+import { fileContentLink } from '@gensvc/auth';
+import { primaryOutput, taskEnvelope, type DownloadLink } from '@gensvc/contracts';
+import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { EdgeDeps } from '../../deps';
+import { TASK_ID } from './schema';
+
+export type RenderDeps = Pick<EdgeDeps, 'config' | 'db'>;
+
+/**
+ * The task's envelope as every route here answers it. An archived output whose file is still in the library gets a
+ * download link signed now, so each read returns a fresh one (spec §2.4: completed video tasks return a fresh signed
+ * download url and a file_id on each status request); once the file has expired or been deleted there is none.
+ */
+export async function renderTask(deps: RenderDeps, task: TaskRow, currency: string) {
+  return taskEnvelope(task, { currency, download: await downloadLink(deps, task) });
+}
+
+async function downloadLink(deps: RenderDeps, task: TaskRow): Promise<DownloadLink | null> {
+  const entry = primaryOutput(task.output);
+  if (entry?.archive_status !== 'archived' || !entry.svc_file_id) return null;
+  const file = await fileRepository.get(deps.db, task.workspaceId, entry.svc_file_id);
+  if (!file) return null;
+  return fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
+}
+
+/** The workspace's task by the route's :taskId, or 404 (another workspace's task is 404 too, DESIGN.md §4). */
+export async function findTask(deps: Pick<EdgeDeps, 'db'>, workspaceId: string, id: string): Promise<TaskRow> {
+  const task = TASK_ID.test(id) ? await taskRepository.get(deps.db, workspaceId, id) : null;
+  if (!task) throw errors.taskNotFound(id.slice(0, 64));
+  return task;
+}

@@ -1,0 +1,163 @@
+// The task routes' bodies and queries. A creation body is checked per operation: fields another operation takes
+// (duration_seconds on an image operation, an image on a text-to-* one) are refused by name, as are unknown ones.
+import { TASK_STATUSES, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
+import { errors } from '@gensvc/errors';
+import { z } from 'zod';
+import { parseBody, parseFields } from '../../http/parse-body';
+
+/** A creation body carries text and references only (images are referenced by file id or URL, never inlined). */
+export const CREATE_TASK_BODY_LIMIT = 64 * 1024;
+
+export const MAX_PROMPT_CHARS = 4_000;
+/**
+ * Each side of `size`, in pixels. Below 64 px no image or video provider generates; 4096 px is the largest side
+ * any of them renders (and stays within spec §8's 8192 px per side, so an output can be fed back as an input).
+ */
+export const MIN_SIDE = 64;
+export const MAX_SIDE = 4_096;
+export const DEFAULT_SIZE: Record<TaskOperation['kind'], string> = { image: '1024x1024', video: '1280x720' };
+/** Seconds of video; what providers render per generation. */
+export const MIN_DURATION_SECONDS = 1;
+export const MAX_DURATION_SECONDS = 60;
+export const DEFAULT_DURATION_SECONDS = 5;
+/** An https URL longer than this is no one's callback or image (browsers and CDNs draw the line near here too). */
+export const MAX_URL_CHARS = 2_048;
+
+/** Ids made by newId('tsk'); anything else names no task. */
+export const TASK_ID = /^tsk_[0-9A-Za-z]{22}$/;
+
+const SIZE = /^(\d{1,5})x(\d{1,5})$/;
+const SIZE_MESSAGE = `must be <width>x<height>, each an integer from ${MIN_SIDE} to ${MAX_SIDE} (e.g. "1024x1024")`;
+
+const size = z
+  .string({ error: SIZE_MESSAGE })
+  .regex(SIZE, SIZE_MESSAGE)
+  .refine((s) => s.split('x').every((side) => Number(side) >= MIN_SIDE && Number(side) <= MAX_SIDE), SIZE_MESSAGE);
+
+const url = (what: string) =>
+  z
+    .string({ error: `must be a string (${what})` })
+    .min(1, 'must not be empty')
+    .max(MAX_URL_CHARS, `is at most ${MAX_URL_CHARS} characters`);
+
+const common = {
+  model: z.string({ error: 'must be a string (a model id, <provider>/<model>)' }).min(1, 'must not be empty').max(200, 'is at most 200 characters'),
+  prompt: z
+    .string({ error: 'must be a string' })
+    .max(MAX_PROMPT_CHARS, `is at most ${MAX_PROMPT_CHARS} characters`)
+    .transform((p) => p.trim())
+    .refine((p) => p.length > 0, 'must not be empty'),
+  size: size.optional(),
+  callback_url: url('an https URL').optional(),
+};
+
+const video = {
+  duration_seconds: z
+    .number({ error: `must be an integer from ${MIN_DURATION_SECONDS} to ${MAX_DURATION_SECONDS} (seconds)` })
+    .int(`must be an integer from ${MIN_DURATION_SECONDS} to ${MAX_DURATION_SECONDS} (seconds)`)
+    .min(MIN_DURATION_SECONDS, `must be at least ${MIN_DURATION_SECONDS}`)
+    .max(MAX_DURATION_SECONDS, `must be at most ${MAX_DURATION_SECONDS}`)
+    .optional(),
+};
+
+/** `image` is the field; `image_url` the name images/edits uses for the same thing, accepted as an alias. */
+const imageRefs = {
+  image: url('a file id, file_..., or an https URL').optional(),
+  image_url: url('a file id, file_..., or an https URL').optional(),
+};
+
+/** The image reference as the caller gave it, and the field it came in (errors name that field). */
+export interface ImageField {
+  param: 'image' | 'image_url';
+  value: string;
+}
+
+export interface CreateTaskBody {
+  model: string;
+  prompt: string;
+  width: number;
+  height: number;
+  duration_seconds?: number;
+  image?: ImageField;
+  callback_url?: string;
+}
+
+const schemas = new Map<string, z.ZodType>();
+
+function schemaFor(op: TaskOperation): z.ZodType {
+  const key = `${op.kind}:${op.takesImage}`;
+  let schema = schemas.get(key);
+  if (!schema) {
+    schema = z.strictObject({ ...common, ...(op.kind === 'video' ? video : {}), ...(op.takesImage ? imageRefs : {}) });
+    schemas.set(key, schema);
+  }
+  return schema;
+}
+
+/** The body for `operation`, or 400 invalid_request naming the first field at fault. */
+export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body: unknown): CreateTaskBody {
+  // Fields of other operations are named for what they are, before the generic "not a field" of strict parsing.
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    if (op.kind !== 'video' && 'duration_seconds' in body) {
+      throw errors.invalidRequest(`duration_seconds: ${name} makes an image; only video operations take a duration.`, 'duration_seconds');
+    }
+    for (const field of ['image', 'image_url'] as const) {
+      if (!op.takesImage && field in body) {
+        throw errors.invalidRequest(`${field}: ${name} takes no input image; use ${op.kind === 'video' ? 'image-to-video' : 'image-to-image'} to start from one.`, field);
+      }
+    }
+  }
+  const raw = parseBody(schemaFor(op), body) as {
+    model: string;
+    prompt: string;
+    size?: string;
+    callback_url?: string;
+    duration_seconds?: number;
+    image?: string;
+    image_url?: string;
+  };
+  const [width, height] = (raw.size ?? DEFAULT_SIZE[op.kind]).split('x').map(Number) as [number, number];
+  let image: ImageField | undefined;
+  if (op.takesImage) {
+    if (raw.image !== undefined && raw.image_url !== undefined) {
+      throw errors.invalidRequest('image_url: give the input image once, as image (image_url is an alias of it).', 'image_url');
+    }
+    if (raw.image !== undefined) image = { param: 'image', value: raw.image.trim() };
+    else if (raw.image_url !== undefined) image = { param: 'image_url', value: raw.image_url.trim() };
+    else throw errors.invalidRequest(`image: is required: ${name} starts from an image (a file id, file_..., or an https URL).`, 'image');
+  }
+  return {
+    model: raw.model,
+    prompt: raw.prompt,
+    width,
+    height,
+    ...(op.kind === 'video' ? { duration_seconds: raw.duration_seconds ?? DEFAULT_DURATION_SECONDS } : {}),
+    ...(image ? { image } : {}),
+    ...(raw.callback_url !== undefined ? { callback_url: raw.callback_url } : {}),
+  };
+}
+
+const LIMIT_MESSAGE = 'must be an integer from 1 to 100';
+
+export const listTasksQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, LIMIT_MESSAGE)
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 100, LIMIT_MESSAGE)
+    .optional()
+    .transform((n) => n ?? 20),
+  after: z.string().regex(TASK_ID, 'must be a task id (tsk_...)').optional(),
+  order: z.enum(['asc', 'desc'], { message: 'must be "asc" or "desc"' }).optional().transform((o) => o ?? 'desc'),
+  status: z.enum(TASK_STATUSES, { message: `must be one of ${TASK_STATUSES.map((s) => `"${s}"`).join(', ')}` }).optional(),
+});
+
+export type ListTasksQuery = z.output<typeof listTasksQuery>;
+
+/** The query, or a 400 naming the first bad parameter. */
+export function parseListQuery(query: unknown): ListTasksQuery {
+  const q = (query ?? {}) as Record<string, unknown>;
+  const repeated = Object.keys(q).filter((k) => Array.isArray(q[k]));
+  if (repeated.length) throw errors.invalidRequest(`Query parameters may be given once: ${repeated.join(', ')}.`, repeated[0]);
+  return parseFields(listTasksQuery, q);
+}
