@@ -1,6 +1,7 @@
 // Everything the sim answers is a pure function of the request, so tests predict it with these same functions
 // instead of hard-coding values.
 import { createHash } from 'node:crypto';
+import { videoMp4 } from './mp4';
 import { encodePngRgb } from './png';
 
 export type Question =
@@ -133,16 +134,9 @@ export type ImageSize = (typeof IMAGE_SIZES)[number];
 
 const GRID = 8;
 
-/**
- * The PNG the sim returns as result `index` of an image edit: an 8×8 grid of colours drawn from
- * sha256(prompt ‖ sha256 of each input image in order ‖ index), scaled to the requested size.
- */
-export function editedImagePng(input: { prompt: string; images: Buffer[]; index: number; size: ImageSize }): Buffer {
-  const [width, height] = input.size.split('x').map(Number) as [number, number];
-  const hash = createHash('sha256').update(input.prompt).update('\u0000');
-  for (const image of input.images) hash.update(sha256(image));
-  hash.update(`\u0000${input.index}`);
-  const palette = bytesFrom(hash.digest(), GRID * GRID * 3);
+/** An 8×8 grid of colours drawn from the seed, scaled to width × height, as PNG (at zlib `level`, default 6). */
+function gridPng(seed: Buffer, width: number, height: number, level?: number): Buffer {
+  const palette = bytesFrom(seed, GRID * GRID * 3);
   const row = Buffer.alloc(width * 3);
   const rgb = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
@@ -157,7 +151,48 @@ export function editedImagePng(input: { prompt: string; images: Buffer[]; index:
     }
     row.copy(rgb, y * width * 3);
   }
-  return encodePngRgb(width, height, rgb);
+  return encodePngRgb(width, height, rgb, level);
+}
+
+/**
+ * The PNG the sim returns as result `index` of an image edit: an 8×8 grid of colours drawn from
+ * sha256(prompt ‖ sha256 of each input image in order ‖ index), scaled to the requested size.
+ */
+export function editedImagePng(input: { prompt: string; images: Buffer[]; index: number; size: ImageSize }): Buffer {
+  const [width, height] = input.size.split('x').map(Number) as [number, number];
+  const hash = createHash('sha256').update(input.prompt).update('\u0000');
+  for (const image of input.images) hash.update(sha256(image));
+  hash.update(`\u0000${input.index}`);
+  return gridPng(hash.digest(), width, height);
+}
+
+/** What a Replicate prediction or fal request generates, from its input; tests predict outputs from it. */
+export interface GenerationSpec {
+  prompt: string;
+  /** The seed the job reports (the input's, or one derived from the prompt). */
+  seed: number;
+  /** The image reference of an image-to-* request, as sent (its bytes are never fetched). */
+  imageUrl?: string;
+}
+
+/** The seed a job reports when its input gives none: the first 31 bits of sha256(prompt). */
+export const seedFor = (prompt: string): number => sha256(prompt).readUInt32BE(0) >>> 1;
+
+function generationSeed(spec: GenerationSpec, what: string): Buffer {
+  return sha256(`${what}\u0000${spec.prompt}\u0000${spec.seed}\u0000${spec.imageUrl ?? ''}`);
+}
+
+/**
+ * Image `index` of a generation: an 8×8 grid from sha256(prompt, seed, image reference, index), width × height.
+ * Fast compression: benchmarks fetch many of these (about 3 ms for 1024×1024).
+ */
+export function generatedImagePng(spec: GenerationSpec, index: number, width: number, height: number): Buffer {
+  return gridPng(generationSeed(spec, `image ${index}`), width, height, 1);
+}
+
+/** The video of a generation: an MP4 whose container says `durationSeconds` and width × height (see mp4.ts). */
+export function generatedVideoMp4(spec: GenerationSpec, durationSeconds: number, width: number, height: number): Buffer {
+  return videoMp4({ durationSeconds, width, height, payload: bytesFrom(generationSeed(spec, 'video'), 256).subarray(0, 256) });
 }
 
 export const sha256Hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');

@@ -1,16 +1,41 @@
-// Fault injection, chosen per channel prefix and/or model. Rules are tried in the order they were added and the
-// first match applies; a rule with `times` is dropped once it has applied that many times.
+// Fault injection, chosen per channel prefix and/or model (and, for the task protocols, the operation). Rules are
+// tried in the order they were added and the first match applies; a rule with `times` is dropped once it has applied
+// that many times. Two independent kinds of rule: request rules act on one HTTP request each; job rules (those with
+// `job`) decide how a generation job created by Replicate or fal ends, and are consulted only when a job is created.
 
 export type MalformKind = 'json' | 'shape';
 
 /** What a `malformed: "shape"` evaluate answer gets wrong (other protocols drop their main content field). */
 export type ShapeFault = 'missing-answer' | 'out-of-range' | 'bad-sum' | 'wrong-type';
 
+/** What a task-protocol request does: Replicate create/get/cancel, fal submit/status/result/cancel, output fetches. */
+export type FaultOperation = 'create' | 'status' | 'result' | 'cancel' | 'output';
+
+/**
+ * How a job ends. succeed: outputs after its duration. fail: the model errors (Replicate `failed` with `error`; fal's
+ * result answers 500). nsfw: the content checker rejects it (Replicate `failed` with the E005 "flagged as sensitive"
+ * error; fal's result answers 422 content_policy_violation). stuck: never leaves processing / IN_PROGRESS.
+ */
+export type JobOutcome = 'succeed' | 'fail' | 'stuck' | 'nsfw';
+
+export interface JobFault {
+  /** Default succeed. */
+  outcome?: JobOutcome;
+  /** Total time from creation to the outcome (default: the sim's taskDurationMs); the first fifth is queueing. */
+  durationMs?: number;
+  /** The error text of a `fail` outcome (Replicate `error`, fal `detail[0].msg`). */
+  error?: string;
+}
+
 export interface FaultRule {
   /** Channel name from the `/ch/<name>` prefix; '' matches root requests only; unset matches every channel. */
   channel?: string;
-  /** Model named by the request; unset matches every model. */
+  /** Model named by the request (for polls, cancels and outputs: the job's model); unset matches every model. */
   model?: string;
+  /** Only requests doing this (task protocols only); unset matches every request. */
+  operation?: FaultOperation;
+  /** A job rule: jobs created while it applies end this way. Takes only channel, model, times and job. */
+  job?: JobFault;
   /** Wait this long before answering (combines with every other effect). */
   latencyMs?: number;
   /** Answer this status with `body`, or with the protocol's own error body for the status. */
@@ -32,7 +57,7 @@ export interface FaultRule {
   shape?: ShapeFault;
   /** Delay between stream chunks. */
   chunkDelayMs?: number;
-  /** Apply this many times, then drop the rule. */
+  /** Apply this many times (requests, or for a job rule, jobs), then drop the rule. */
   times?: number;
 }
 
@@ -49,7 +74,11 @@ export interface FaultControl {
 }
 
 const SHAPES: readonly ShapeFault[] = ['missing-answer', 'out-of-range', 'bad-sum', 'wrong-type'];
-const KNOWN = new Set(['channel', 'model', 'latencyMs', 'status', 'body', 'headers', 'hang', 'reset', 'cutAfterChunks', 'malformed', 'shape', 'chunkDelayMs', 'times']);
+const OPERATIONS: readonly FaultOperation[] = ['create', 'status', 'result', 'cancel', 'output'];
+const OUTCOMES: readonly JobOutcome[] = ['succeed', 'fail', 'stuck', 'nsfw'];
+const KNOWN = new Set(['channel', 'model', 'operation', 'job', 'latencyMs', 'status', 'body', 'headers', 'hang', 'reset', 'cutAfterChunks', 'malformed', 'shape', 'chunkDelayMs', 'times']);
+const JOB_RULE_FIELDS = new Set(['channel', 'model', 'job', 'times']);
+const JOB_FIELDS = new Set(['outcome', 'durationMs', 'error']);
 
 const isCount = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
@@ -76,10 +105,32 @@ export function faultRuleProblems(input: unknown): string[] {
   if (rule.malformed !== undefined && rule.malformed !== 'json' && rule.malformed !== 'shape') problems.push('malformed must be "json" or "shape"');
   if (rule.shape !== undefined && !SHAPES.includes(rule.shape as ShapeFault)) problems.push(`shape must be one of ${SHAPES.join(', ')}`);
   if (rule.times !== undefined && !isCount(rule.times, 1, 1_000_000_000)) problems.push('times must be an integer >= 1');
+  if (rule.operation !== undefined && !OPERATIONS.includes(rule.operation as FaultOperation)) problems.push(`operation must be one of ${OPERATIONS.join(', ')}`);
+  if (rule.job !== undefined) problems.push(...jobProblems(rule));
   const effects = ['hang', 'reset', 'status'].filter((k) => rule[k] !== undefined);
   if (effects.length > 1) problems.push(`${effects.join(', ')} cannot be combined`);
   return problems;
 }
+
+function jobProblems(rule: Record<string, unknown>): string[] {
+  const job = rule.job;
+  if (job === null || typeof job !== 'object' || Array.isArray(job)) return ['job must be an object'];
+  const problems: string[] = [];
+  const others = Object.keys(rule).filter((k) => !JOB_RULE_FIELDS.has(k));
+  if (others.length) problems.push(`a job rule takes only channel, model, times and job, not ${others.join(', ')}`);
+  const fields = job as Record<string, unknown>;
+  for (const key of Object.keys(fields)) if (!JOB_FIELDS.has(key)) problems.push(`unknown field "job.${key}"`);
+  if (fields.outcome === undefined && fields.durationMs === undefined) problems.push('job needs an outcome or a durationMs');
+  if (fields.outcome !== undefined && !OUTCOMES.includes(fields.outcome as JobOutcome)) problems.push(`job.outcome must be one of ${OUTCOMES.join(', ')}`);
+  if (fields.durationMs !== undefined && !isCount(fields.durationMs, 0, 3_600_000)) problems.push('job.durationMs must be an integer 0..3600000');
+  if (fields.error !== undefined && (typeof fields.error !== 'string' || fields.error.length === 0 || fields.error.length > 2000)) {
+    problems.push('job.error must be a string of 1..2000 characters');
+  } else if (fields.error !== undefined && fields.outcome !== 'fail') problems.push('job.error goes with outcome "fail"');
+  return problems;
+}
+
+const ruleMatches = (r: StoredFault, channel: string, model: string | undefined) =>
+  (r.channel === undefined || r.channel === channel) && (r.model === undefined || r.model === model);
 
 export class FaultStore implements FaultControl {
   private rules: StoredFault[] = [];
@@ -111,11 +162,21 @@ export class FaultStore implements FaultControl {
     return this.rules.map((r) => ({ ...r }));
   }
 
-  /** The first rule matching the request, counted as applied (a `times` rule may drop out here). */
-  take(channel: string, model: string | undefined): StoredFault | undefined {
+  /** The first request rule matching the request, counted as applied (a `times` rule may drop out here). */
+  take(channel: string, model: string | undefined, operation?: FaultOperation): StoredFault | undefined {
     if (this.rules.length === 0) return undefined;
-    const rule = this.rules.find((r) => (r.channel === undefined || r.channel === channel) && (r.model === undefined || r.model === model));
-    if (!rule) return undefined;
+    const rule = this.rules.find((r) => !r.job && ruleMatches(r, channel, model) && (r.operation === undefined || r.operation === operation));
+    return rule && this.count(rule);
+  }
+
+  /** The first job rule matching a job being created, counted as applied. */
+  takeJob(channel: string, model: string): StoredFault | undefined {
+    if (this.rules.length === 0) return undefined;
+    const rule = this.rules.find((r) => r.job && ruleMatches(r, channel, model));
+    return rule && this.count(rule);
+  }
+
+  private count(rule: StoredFault): StoredFault {
     const left = this.remaining.get(rule.id);
     if (left !== undefined) {
       if (left <= 1) this.remove(rule.id);

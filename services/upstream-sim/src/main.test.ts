@@ -4,11 +4,12 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { jsonOf, spawnService, startTlsServer, waitForHttp, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
-import { editedImagePng, sha256Hex } from './index';
+import { jsonOf, sharedTestCa, spawnService, startTlsServer, waitForHttp, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import { editedImagePng, pngInfo, sha256Hex } from './index';
 
 const children: ServiceProcess[] = [];
 afterAll(async () => {
@@ -88,6 +89,56 @@ describe('upstream-sim process', () => {
       const refused = await ask(plain.url, imageUrl);
       expect(refused.status).toBe(400);
       expect((await jsonOf(refused)).error.message).toBe(`Error while downloading ${imageUrl}.`);
+    });
+  });
+
+  describe('HTTPS outputs listener', () => {
+    let dir: string;
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'sim-outputs-'));
+      const { leaf } = sharedTestCa();
+      writeFileSync(join(dir, 'cert.pem'), leaf.certPem);
+      writeFileSync(join(dir, 'key.pem'), leaf.keyPem);
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('refuses half a TLS configuration', async () => {
+      const proc = spawnService('upstream-sim', { PORT: '0', SIM_OUTPUTS_PORT: '9443', SIM_TASK_MS: 'soon' });
+      const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(proc.output()).toContain('SIM_OUTPUTS_PORT needs SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE');
+      expect(proc.output()).toContain('SIM_TASK_MS must be an integer');
+    });
+
+    it('serves outputs on SIM_OUTPUTS_PORT over HTTPS with the given certificate, and logs the outputs URL', async () => {
+      const outputsPort = await freePort();
+      const { proc, url } = await startProcess({
+        SIM_TASK_MS: '20',
+        SIM_OUTPUTS_TLS_CERT_FILE: join(dir, 'cert.pem'),
+        SIM_OUTPUTS_TLS_KEY_FILE: join(dir, 'key.pem'),
+        SIM_OUTPUTS_PORT: String(outputsPort),
+      });
+      const created = await fetch(`${url}/ch/x/v1/models/acme/painter/predictions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer k', 'content-type': 'application/json', prefer: 'wait' },
+        body: JSON.stringify({ input: { prompt: 'from the process', width: 64, height: 64 } }),
+      });
+      const prediction = await jsonOf(created);
+      expect(prediction.status).toBe('succeeded');
+      expect(prediction.output[0]).toBe(`https://127.0.0.1:${outputsPort}/ch/x/outputs/${prediction.id}-0.png`);
+      const png = await new Promise<Buffer>((resolve, reject) => {
+        httpsRequest(prediction.output[0], { ca: sharedTestCa().ca.certPem }, (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (d: Buffer) => parts.push(d));
+          res.on('end', () => resolve(Buffer.concat(parts)));
+        })
+          .on('error', reject)
+          .end();
+      });
+      expect(pngInfo(png)).toMatchObject({ width: 64, height: 64 });
+      expect(await proc.stop('SIGTERM')).toBe(0);
+      const lines = proc.output().trim().split('\n').map((l) => JSON.parse(l));
+      expect(lines.find((l) => l.msg === 'upstream-sim listening')).toMatchObject({ outputsUrl: `https://127.0.0.1:${outputsPort}`, taskDurationMs: 20 });
     });
   });
 

@@ -1,5 +1,6 @@
-// Boot only: config -> deps -> start -> shutdown phases. The sim is not a gensvc service: it reads PORT and
-// LOG_LEVEL alone and needs no database, queue or telemetry.
+// Boot only: config -> deps -> start -> shutdown phases. The sim is not a gensvc service: it reads PORT, LOG_LEVEL,
+// SIM_TASK_MS and the SIM_OUTPUTS_* variables alone and needs no database, queue or telemetry.
+import { readFileSync } from 'node:fs';
 import { createShutdown, exitOnSignals } from '@gensvc/lifecycle';
 import { createLogger } from '@gensvc/observability';
 import { startSim } from './sim';
@@ -7,18 +8,49 @@ import { startSim } from './sim';
 const SERVICE = 'upstream-sim';
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-function readConfig(env: NodeJS.ProcessEnv): { port: number; logLevel: string } {
+interface Config {
+  port: number;
+  logLevel: string;
+  taskDurationMs: number;
+  /** The HTTPS outputs listener, when SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE are set. */
+  outputs?: { tls: { cert: string; key: string }; port: number };
+}
+
+function readConfig(env: NodeJS.ProcessEnv): Config {
   const problems: string[] = [];
-  const portText = env.PORT ?? '8090';
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) problems.push(`PORT must be an integer 0..65535, got "${portText}"`);
+  const int = (name: string, fallback: string, max: number): number => {
+    const text = env[name] ?? fallback;
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || value > max) problems.push(`${name} must be an integer 0..${max}, got "${text}"`);
+    return value;
+  };
+  const port = int('PORT', '8090', 65535);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${logLevel}"`);
+  const taskDurationMs = int('SIM_TASK_MS', '300', 3_600_000);
+  const outputsPort = int('SIM_OUTPUTS_PORT', '0', 65535);
+  const certFile = env.SIM_OUTPUTS_TLS_CERT_FILE;
+  const keyFile = env.SIM_OUTPUTS_TLS_KEY_FILE;
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      problems.push(`${name} cannot be read: ${(error as Error).message}`);
+      return '';
+    }
+  };
+  let outputs: Config['outputs'];
+  if (certFile || keyFile) {
+    if (!certFile || !keyFile) problems.push('SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE go together');
+    else outputs = { tls: { cert: read('SIM_OUTPUTS_TLS_CERT_FILE', certFile), key: read('SIM_OUTPUTS_TLS_KEY_FILE', keyFile) }, port: outputsPort };
+  } else if (env.SIM_OUTPUTS_PORT !== undefined) {
+    problems.push('SIM_OUTPUTS_PORT needs SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE');
+  }
   if (problems.length) {
     process.stderr.write(`${SERVICE}: invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
     process.exit(1);
   }
-  return { port, logLevel };
+  return { port, logLevel, taskDurationMs, outputs };
 }
 
 async function main() {
@@ -27,9 +59,11 @@ async function main() {
   const sim = await startSim({
     port: config.port,
     host: '0.0.0.0',
+    taskDurationMs: config.taskDurationMs,
+    outputs: config.outputs,
     onRequest: logger.isLevelEnabled('debug') ? (record) => logger.debug({ request: record }, 'upstream request') : undefined,
   });
-  logger.info({ port: Number(new URL(sim.url).port), url: sim.url }, 'upstream-sim listening');
+  logger.info({ port: Number(new URL(sim.url).port), url: sim.url, outputsUrl: sim.outputsUrl, taskDurationMs: config.taskDurationMs }, 'upstream-sim listening');
 
   const shutdown = createShutdown(
     [

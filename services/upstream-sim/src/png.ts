@@ -16,8 +16,11 @@ function chunk(type: string, data: Buffer): Buffer {
   return out;
 }
 
-/** Encodes 8-bit RGB pixels (`width * height * 3` bytes, rows top to bottom) as a PNG. */
-export function encodePngRgb(width: number, height: number, rgb: Buffer): Buffer {
+/**
+ * Encodes 8-bit RGB pixels (`width * height * 3` bytes, rows top to bottom) as a PNG. `level` is zlib's: 1 makes a
+ * 1024×1024 image in a tenth of the default's time for a few percent more bytes.
+ */
+export function encodePngRgb(width: number, height: number, rgb: Buffer, level?: number): Buffer {
   if (rgb.length !== width * height * 3) throw new RangeError(`expected ${width * height * 3} pixel bytes, got ${rgb.length}`);
   const stride = width * 3;
   const raw = Buffer.alloc((stride + 1) * height);
@@ -30,7 +33,7 @@ export function encodePngRgb(width: number, height: number, rgb: Buffer): Buffer
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8;
   ihdr[9] = RGB;
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, level === undefined ? undefined : { level })), chunk('IEND', Buffer.alloc(0))]);
 }
 
 export interface PngInfo {

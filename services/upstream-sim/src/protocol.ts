@@ -1,7 +1,7 @@
 // The contract every file under protocols/ fulfils. The server reads the body, asks the protocol for the model
 // (so a fault can be chosen by model) and for any request error, applies the fault, and only then asks for the answer.
 import type { IncomingMessage } from 'node:http';
-import type { FaultRule } from './faults';
+import type { FaultOperation, FaultRule } from './faults';
 import type { Reply } from './reply';
 
 export type ProtocolName =
@@ -11,7 +11,10 @@ export type ProtocolName =
   | 'gemini'
   | 'openai-images'
   | 'openai-responses'
-  | 'files';
+  | 'files'
+  | 'replicate'
+  | 'fal'
+  | 'outputs';
 
 export interface SimRequest {
   req: IncomingMessage;
@@ -26,10 +29,14 @@ export interface SimRequest {
   body: Buffer;
   /** Base URL of the sim as the client addressed it, e.g. http://127.0.0.1:8090. */
   origin: string;
+  /** Base URL that output files are served from: `origin`, or the HTTPS outputs listener on the same host name. */
+  outputsOrigin: string;
 }
 
 export interface Parsed<T> {
   model?: string;
+  /** What a task-protocol request does, so a fault can target it (e.g. only polls). */
+  operation?: FaultOperation;
   /** The request is wrong (auth, validation): answered with this unless a fault applies first. */
   error?: Reply;
   value?: T;

@@ -2,15 +2,20 @@
 // control routes, and dispatch to the protocol files. The hot path does no logging and no allocation beyond the
 // request's own: benchmarks compare gensvc against calling the sim directly.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { FaultStore, faultRuleProblems, type FaultControl, type FaultRule, type StoredFault } from './faults';
+import { OutputStore, type TaskContext } from './jobs';
 import type { Protocol, ProtocolName, SimRequest } from './protocol';
 import { anthropicMessagesProtocol } from './protocols/anthropic-messages';
 import { evaluateProtocol } from './protocols/evaluate';
+import { createFalQueueProtocol } from './protocols/fal-queue';
 import { geminiProtocol } from './protocols/gemini';
 import { openAiChatProtocol } from './protocols/openai-chat';
 import { createFilesProtocol, createImagesProtocol, FileStore } from './protocols/openai-images';
 import { openAiResponsesProtocol } from './protocols/openai-responses';
+import { createOutputsProtocol } from './protocols/outputs';
+import { createReplicateProtocol } from './protocols/replicate';
 import { deliver, json, sleep, type Reply } from './reply';
 
 export interface RequestRecord {
@@ -36,6 +41,9 @@ export interface RequestRecord {
 export interface Sim {
   /** http://host:port with no trailing slash; a channel's base URL is `${url}/ch/<name>`. */
   url: string;
+  /** Where Replicate and fal outputs are served: the HTTPS listener's https://host:port when `outputs.tls` was
+   *  given, else `url`. Output URLs handed out use the host name the client addressed. */
+  outputsUrl: string;
   faults: FaultControl;
   /** The most recent records (up to maxRecords), oldest first. */
   requests(): RequestRecord[];
@@ -53,6 +61,13 @@ export interface SimOptions {
   maxRecords?: number;
   /** Called once per proxied request when its outcome is known (main.ts logs through it at debug level). */
   onRequest?: (record: RequestRecord) => void;
+  /** How long a Replicate prediction or fal request takes, queueing included (default 300 ms); job rules override it. */
+  taskDurationMs?: number;
+  /** Replicate and fal jobs kept per protocol (default 10 000); finished ones also go 30 minutes after they end. */
+  maxJobs?: number;
+  /** Serve output files over HTTPS too, on a second listener (same host, `port` or a free one) that serves
+   *  /outputs/* only, and hand out its URLs: gensvc's archiver fetches HTTPS only. */
+  outputs?: { tls: { key: string; cert: string }; port?: number };
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -118,21 +133,59 @@ function faultReply(protocol: Protocol, fault: FaultRule): Reply {
   return json(status, fault.body);
 }
 
+/** What one listener serves: the main one everything, the HTTPS outputs one only output files. */
+interface Listener {
+  scheme: 'http' | 'https';
+  protocols: Protocol[];
+  control: boolean;
+}
+
+/** The host name of a Host header ("[::1]:8090" -> "[::1]", "sim:8090" -> "sim"). */
+function hostName(host: string): string {
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  const colon = host.indexOf(':');
+  return colon < 0 ? host : host.slice(0, colon);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
 export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const faults = new FaultStore();
   const log = new RequestLog(options.maxRecords ?? 10_000);
   const files = new FileStore();
-  const protocols: Protocol[] = [
-    openAiChatProtocol,
-    anthropicMessagesProtocol,
-    geminiProtocol,
-    createImagesProtocol(files),
-    openAiResponsesProtocol,
-    createFilesProtocol(files),
-    evaluateProtocol,
-  ] as Protocol[];
+  const outputs = new OutputStore();
+  const tasks: TaskContext = { faults, outputs, taskDurationMs: options.taskDurationMs ?? 300, jobs: { maxJobs: options.maxJobs } };
+  const outputsProtocol = createOutputsProtocol(outputs) as Protocol;
+  const main: Listener = {
+    scheme: 'http',
+    control: true,
+    // Order matters: fal's submit route is any POST /{owner}/{app}/..., so it goes after every exact route.
+    protocols: [
+      openAiChatProtocol,
+      anthropicMessagesProtocol,
+      geminiProtocol,
+      createImagesProtocol(files),
+      openAiResponsesProtocol,
+      createFilesProtocol(files),
+      evaluateProtocol,
+      createReplicateProtocol(tasks),
+      outputsProtocol,
+      createFalQueueProtocol(tasks),
+    ] as Protocol[],
+  };
+  const outputsListener: Listener = { scheme: 'https', control: false, protocols: [outputsProtocol] };
   const host = options.host ?? '127.0.0.1';
   let baseUrl = '';
+  // The HTTPS outputs listener's port, once listening.
+  let tlsPort = 0;
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
     const method = req.method ?? 'GET';
@@ -160,7 +213,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     sendJson(res, 404, { error: { message: `no control route ${method} ${path}` } });
   }
 
-  async function serve(req: IncomingMessage, res: ServerResponse) {
+  async function serve(req: IncomingMessage, res: ServerResponse, listener: Listener) {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     let path = q < 0 ? url : url.slice(0, q);
@@ -176,13 +229,13 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         channel = prefix.slice(4);
       }
       path = end < 0 ? '/' : path.slice(end);
-    } else if (path.startsWith(CONTROL)) {
+    } else if (listener.control && path.startsWith(CONTROL)) {
       return control(req, res, path);
     } else if (path === '/healthz') {
       return sendJson(res, 200, { status: 'ok' });
     }
 
-    const protocol = protocols.find((p) => p.matches(method, path));
+    const protocol = listener.protocols.find((p) => p.matches(method, path));
     const record = log.add({ channel, protocol: protocol?.name ?? null, method, path, model: null, status: null, outcome: 'pending', faultId: null });
     const finish = (outcome: RequestRecord['outcome']) => {
       record.outcome = outcome;
@@ -200,6 +253,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       sendJson(res, 404, { error: { message: `the upstream sim serves no ${method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
       return finish('complete');
     }
+    const origin = req.headers.host ? `${listener.scheme}://${req.headers.host}` : baseUrl;
     const request: SimRequest = {
       req,
       method,
@@ -208,11 +262,12 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       channel,
       prefix,
       body: body ?? Buffer.alloc(0),
-      origin: req.headers.host ? `http://${req.headers.host}` : baseUrl,
+      origin,
+      outputsOrigin: tlsPort && listener.scheme === 'http' ? `https://${hostName(req.headers.host ?? new URL(baseUrl).host)}:${tlsPort}` : origin,
     };
     const parsed = body ? await protocol.parse(request) : { error: protocol.errorReply(413, `request body larger than ${MAX_BODY_BYTES} bytes`) };
     record.model = 'model' in parsed && parsed.model !== undefined ? parsed.model : null;
-    const fault = faults.take(channel, parsed.model);
+    const fault = faults.take(channel, parsed.model, parsed.operation);
     if (fault) {
       record.faultId = fault.id;
       if (fault.latencyMs) await sleep(fault.latencyMs);
@@ -231,36 +286,51 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     finish(outcome);
   }
 
-  const server: Server = createServer((req, res) => {
-    serve(req, res).catch((err: unknown) => {
+  const handler = (listener: Listener) => (req: IncomingMessage, res: ServerResponse) => {
+    serve(req, res, listener).catch((err: unknown) => {
       // A sim bug, never a caller's doing: answer 500 if we still can, and say why.
       if (!res.headersSent) sendJson(res, 500, { error: { message: `upstream sim failure: ${err instanceof Error ? err.message : String(err)}`, type: 'server_error' } });
       else res.destroy();
     });
-  });
+  };
+  const servers: Server[] = [createServer(handler(main))];
+  if (options.outputs) {
+    const tls = createHttpsServer({ key: options.outputs.tls.key, cert: options.outputs.tls.cert }, handler(outputsListener));
+    // A client refusing the certificate is the client's business, not a sim failure.
+    tls.on('tlsClientError', () => {});
+    servers.push(tls);
+  }
   // Longer than common client pools' idle timeouts, so a pooled connection is never closed under a request.
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
+  for (const server of servers) server.keepAliveTimeout = 65_000;
+  const close = () =>
+    Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            if (!server.listening) return resolve();
+            server.close(() => resolve());
+            server.closeAllConnections();
+          }),
+      ),
+    ).then(() => undefined);
+  const port = await listen(servers[0]!, options.port ?? 0, host);
+  if (servers[1]) {
+    // The main listener is up by now: a busy outputs port must not leave it running.
+    tlsPort = await listen(servers[1], options.outputs!.port ?? 0, host).catch(async (error: unknown) => {
+      await close();
+      throw error;
     });
-  });
-  const { port } = server.address() as AddressInfo;
+  }
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   baseUrl = `http://${reachable}:${port}`;
 
   return {
     url: baseUrl,
+    outputsUrl: tlsPort ? `https://${reachable}:${tlsPort}` : baseUrl,
     faults,
     requests: () => log.list(),
     resetRequests: () => log.reset(),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }
 
