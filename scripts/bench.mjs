@@ -14,6 +14,7 @@ if (!file || !existsSync(file)) {
       '  chat       chat completions direct to the upstream-sim, through gensvc and through Portkey, JSON and SSE',
       '  evaluate   POST /evaluate direct to the upstream-sim and through gensvc (edge + evaluate-worker)',
       '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
+      '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries, against raw BullMQ',
       '',
     ].join('\n'),
   );

@@ -19,6 +19,14 @@ export const TASK_OPERATIONS = {
 
 export type TaskOperationName = keyof typeof TASK_OPERATIONS;
 
+/**
+ * The channel kinds whose asynchronous protocols the task runner speaks (Replicate's predictions, fal's queue): a
+ * model runs as a task only through a route to one of them.
+ */
+export const TASK_CHANNEL_KINDS = ['replicate', 'fal'] as const;
+export type TaskChannelKind = (typeof TASK_CHANNEL_KINDS)[number];
+export const isTaskChannelKind = (kind: string): kind is TaskChannelKind => (TASK_CHANNEL_KINDS as readonly string[]).includes(kind);
+
 export const isTaskOperation = (name: string): name is TaskOperationName => Object.hasOwn(TASK_OPERATIONS, name);
 
 /**

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { REPO_ROOT, jsonOf, useTestContext } from '@gensvc/testing';
+import { REPO_ROOT, eventually, jsonOf, useTestContext } from '@gensvc/testing';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -20,15 +20,16 @@ function startFleet(port: number, stores: Record<string, string> = {}, dir = dat
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const printed = new Promise<{ key: string; evaluate: string; curl: string }>((resolve, reject) => {
+  const printed = new Promise<{ key: string; evaluate: string; curl: string; task: string }>((resolve, reject) => {
     const timer = setInterval(() => {
       const curls = printedCurls(out);
       const key = /API key\s+(gsk_[A-Za-z0-9_-]{43})/.exec(out)?.[1];
       const evaluate = curls.find((c) => c.includes('/api/v1/evaluate'));
       const curl = curls.find((c) => c.includes('/api/v1/me/balance'));
-      if (evaluate && curl && key) {
+      const task = curls.find((c) => c.includes('/api/v1/sim/text-to-image'));
+      if (evaluate && curl && task && key) {
         clearInterval(timer);
-        resolve({ key, evaluate, curl });
+        resolve({ key, evaluate, curl, task });
       } else if (child.exitCode !== null) {
         clearInterval(timer);
         reject(new Error(`fleet exited ${child.exitCode}:\n${out}`));
@@ -51,6 +52,7 @@ function printedCurls(out: string): string[] {
     .replace(/\\\n/g, ' ')
     .split('\n')
     .map((l) => l.trim())
+    .map((l) => l.replace(/\s+#.*$/, ''))
     .filter((l) => l.startsWith('curl '));
 }
 
@@ -77,6 +79,20 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   });
   expect(chat.status).toBe(200);
   expect((await jsonOf(chat)).choices[0].message.content).toMatch(/^sim reply/);
+  // The printed task request: a sim image generated through the provider protocol, archived over HTTPS into S3.
+  const task = runCurl((await first.printed).task);
+  expect(task).toMatchObject({ object: 'task', status: 'queued', model: 'sim/image-1' });
+  const done = await eventually(
+    async () => {
+      const got = await jsonOf(await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, { headers: { authorization: `Bearer ${key}` } }));
+      return got.status === 'completed' || got.status === 'failed' ? got : null;
+    },
+    'the printed task to finish',
+    30_000,
+  );
+  expect(done).toMatchObject({ status: 'completed', output: { archive_status: 'archived' } });
+  const image = await fetch(done.output.download_url);
+  expect(image.headers.get('content-type')).toBe('image/png');
   expect(existsSync(join(dataDir, 'stack.json'))).toBe(true);
 
   first.ctrlC();
@@ -105,7 +121,7 @@ it('uses the stores the variables name instead of embedded ones', async () => {
     const { key, curl } = await fleet.printed;
     const balance = runCurl(curl);
     expect(balance.amount).toBe(10);
-    expect(await ctx.db.channel.count({ where: { name: { startsWith: 'sim-' } } })).toBe(4);
+    expect(await ctx.db.channel.count({ where: { name: { startsWith: 'sim-' } } })).toBe(6);
     expect(await ctx.db.workspace.findUnique({ where: { id: balance.workspace_id } })).not.toBeNull();
     expect(existsSync(join(dir, 'pg'))).toBe(false);
     expect(existsSync(join(dir, 'redis'))).toBe(false);

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { createDb, migrate } from '@gensvc/db';
 import { freePort, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
+import { makeLocalTls } from './local-tls';
 import { seedDemo } from './seed-demo';
 import { seedSim } from './seed-sim';
 
@@ -81,6 +82,7 @@ async function main() {
   const wanted = Number(process.env.PORT ?? 8080);
   const port = (await portIsFree(wanted)) ? wanted : await freePort();
   if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
+  const tls = makeLocalTls(join(dataDir, 'tls'));
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     SIGNING_SECRET: process.env.SIGNING_SECRET || localSigningSecret(),
@@ -90,6 +92,10 @@ async function main() {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Node 20 is this project's runtime; the AWS SDK's notice about its 2027 releases is not news at every start.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // The sim's outputs are served over HTTPS on 127.0.0.1 with a certificate from a local CA: the archiver trusts
+    // the CA, and the outbound policy lets loopback through (local runs only; a deployment leaves it empty).
+    NODE_EXTRA_CA_CERTS: tls.caFile,
+    OUTBOUND_ALLOW_CIDRS: process.env.OUTBOUND_ALLOW_CIDRS ?? '127.0.0.1/32',
   };
   const { applied } = await migrate(env.DATABASE_URL!);
   if (applied.length) say(`applied migrations: ${applied.join(', ')}`);
@@ -132,7 +138,7 @@ async function main() {
     });
   };
   // The sim stands in for the providers the seeded channels point at: local runs only, never deployed.
-  launch('upstream-sim', { PORT: String(simPort) });
+  launch('upstream-sim', { PORT: String(simPort), SIM_OUTPUTS_TLS_CERT_FILE: tls.certFile, SIM_OUTPUTS_TLS_KEY_FILE: tls.keyFile });
   for (const name of FLEET) launch(name);
   await waitForHttp(`${simUrl}/healthz`, { timeoutMs: 30_000 });
 
@@ -151,7 +157,10 @@ async function main() {
       `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,
       `    -d '{"model":"sim/eval-1","state":"The sky is green.","questions":{"true":{"type":"boolean","instructions":"Is the statement true?"}}}'`,
       `  curl -s ${base}/api/v1/me/balance -H "Authorization: Bearer ${demo.secret}"`,
-      `  Models: sim/eval-1, sim/eval-input-only (evaluation), sim/chat-1 (chat: /v1/chat/completions, /v1/messages, /v1beta)`,
+      `  curl -s ${base}/api/v1/sim/text-to-image -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,
+      `    -d '{"model":"sim/image-1","prompt":"a lighthouse at dawn","size":"512x512"}'      # then GET /api/v1/tasks/<task_id>`,
+      `  Models: sim/eval-1, sim/eval-input-only (evaluation), sim/chat-1 (chat: /v1/chat/completions, /v1/messages, /v1beta),`,
+      `          sim/image-1 (text-to-image, image-to-image), sim/video-1 (text-to-video, image-to-video)`,
       '',
       'Admin CLI: npm run admin -- workspace list      Ctrl-C stops everything; data stays in .data/',
       '',

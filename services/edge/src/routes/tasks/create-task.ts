@@ -1,7 +1,7 @@
 // POST /api/v1/<provider>/<operation> (spec §4.2): validate, price, hold the price and write the queued task in one
 // transaction, then queue task.submit. Everything that can refuse the request (the body, the model, the input
 // image, the callback_url's address and certificate) is checked before the hold, so a refusal leaves nothing.
-import { TaskSubmit, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
+import { TaskSubmit, isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
 import { newId, taskRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { enqueue } from '@gensvc/queue';
@@ -14,12 +14,6 @@ import { unknownModel } from '../evaluate/schema';
 import { checkCallbackUrl } from './callback-url';
 import { checkImageReference } from './image-reference';
 import { parseCreateTask, type CreateTaskBody } from './schema';
-
-/**
- * The channel kinds whose asynchronous protocols the task runner speaks (Replicate's predictions, fal's queue): a
- * model can run as a task only through a route to one of them.
- */
-export const TASK_CHANNEL_KINDS: readonly string[] = ['replicate', 'fal'];
 
 export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOperation) {
   return async (req: Request<{ provider: string }>, res: Response) => {
@@ -96,7 +90,7 @@ async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, provider: string, name
   if (owner !== provider) {
     throw errors.modelNotSupported(`The model "${id}" is a model of "${owner}": create its tasks with POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`);
   }
-  if (!model.routes.some((r) => r.channel.enabled && TASK_CHANNEL_KINDS.includes(r.channel.kind))) {
+  if (!model.routes.some((r) => r.channel.enabled && isTaskChannelKind(r.channel.kind))) {
     throw errors.modelNotSupported(`The model "${id}" has no channel that runs generation tasks (a Replicate or fal channel) at the moment.`);
   }
   return model;

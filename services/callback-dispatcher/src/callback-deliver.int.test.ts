@@ -1,0 +1,510 @@
+// callback.deliver in-process, with a real worker on a real queue, real Postgres and Redis, and a real HTTPS
+// receiver on 127.0.0.1 (let through by OUTBOUND_ALLOW_CIDRS, its certificate from the test CA handed to the
+// client). The retry schedule is scaled down to 0, 400, 800, 1200, 1600 ms and the timeout to 500 ms.
+import { randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { verifyFileToken } from '@gensvc/auth';
+import { CallbackDeliver, taskEnvelope } from '@gensvc/contracts';
+import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
+import { createLogger } from '@gensvc/observability';
+import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
+import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, type Queues } from '@gensvc/queue';
+import { eventually, makeKey, makeWorkspace, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
+import type { QueueEvents, Worker } from 'bullmq';
+import type { DispatcherDeps } from './deps';
+import { startDispatcherWorker } from './dispatcher-worker';
+import type { DeliverOutcome } from './handlers/callback-deliver';
+
+const SCHEDULE = [0, 400, 800, 1200, 1600];
+const TIMEOUT_MS = 500;
+/** How late past its delay an attempt may reach the receiver (job pick-up, a few queries, a TLS handshake). */
+const LATENESS_MS = 300;
+const PUBLIC_BASE_URL = 'https://api.gensvc.test';
+const ctx = useTestContext({
+  OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32',
+  CALLBACK_RETRY_SCHEDULE: SCHEDULE.map((ms) => `${ms}ms`).join(','),
+  CALLBACK_TIMEOUT_MS: String(TIMEOUT_MS),
+  PUBLIC_BASE_URL,
+});
+
+interface Arrival {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** performance.now() when the whole body had arrived. */
+  at: number;
+}
+
+/** How a receiver path answers its n-th request (1-based). */
+type Answer = (res: ServerResponse, n: number) => void;
+const ok: Answer = (res) => res.end('ok');
+const status = (code: number, body = ''): Answer => (res) => {
+  res.statusCode = code;
+  res.end(body);
+};
+
+describe('callback.deliver', () => {
+  let receiver: TlsTestServer;
+  const answers = new Map<string, Answer>();
+  const arrivals: Arrival[] = [];
+  /** Host names the test's resolver answers itself (a hostile DNS); the rest go to the system's. */
+  const dns = new Map<string, ResolvedAddress[]>();
+  const logLines: Record<string, unknown>[] = [];
+  let queues: Queues;
+  let events: QueueEvents;
+  let worker: Worker;
+
+  beforeAll(async () => {
+    receiver = await startTlsServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const path = new URL(req.url ?? '/', 'https://x').pathname;
+        const n = arrivals.filter((a) => a.path === path).length + 1;
+        arrivals.push({ path, headers: req.headers, body: Buffer.concat(chunks), at: performance.now() });
+        (answers.get(path) ?? ok)(res, n);
+      });
+    });
+    queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
+    events = createQueueEvents({ queue: 'callbacks', connection: ctx.redis, prefix: ctx.config.queuePrefix });
+    await events.waitUntilReady();
+    const deps: DispatcherDeps = {
+      config: ctx.config,
+      db: ctx.db,
+      queues,
+      logger: createLogger({ service: 'callback-dispatcher-test', level: 'info', destination: { write: (line: string) => void logLines.push(JSON.parse(line)) } }),
+      outbound: { ca: receiver.caPem, lookup: async (host) => dns.get(host) ?? systemLookup(host) },
+    };
+    worker = startDispatcherWorker(deps, { connection: ctx.redis, prefix: ctx.config.queuePrefix }, 8);
+  });
+
+  afterAll(async () => {
+    await closeWorkers([worker], 10_000);
+    await events.close();
+    await queues.close();
+    await receiver.close();
+  });
+
+  /** A receiver path of its own, answering as told; returns its callback URL. */
+  function hook(answer: Answer = ok, base = receiver.url): { path: string; url: string } {
+    const path = `/hooks/${randomBytes(6).toString('hex')}`;
+    answers.set(path, answer);
+    return { path, url: `${base}${path}` };
+  }
+
+  const arrivalsAt = (path: string) => arrivals.filter((a) => a.path === path);
+
+  /**
+   * A task taken through the repositories' state machine to completed with its callback pending: created (the price
+   * held), submitted, its output recorded (settled) and archived as a visible file unless told otherwise.
+   */
+  async function completedTask(callbackUrl: string, opts: { archived?: boolean } = {}) {
+    const ws = await makeWorkspace(ctx.db);
+    const { key } = await makeKey(ctx.db, ws.id);
+    const id = newId('tsk');
+    await taskRepository.create(ctx.db, {
+      id,
+      workspaceId: ws.id,
+      apiKeyId: key.id,
+      requestId: `req_${randomBytes(6).toString('hex')}`,
+      model: 'sim/image-1',
+      operation: 'text-to-image',
+      input: { prompt: 'a lighthouse at dusk', size: '512x512' },
+      callbackUrl,
+      amount: 40_000n,
+      deadlineAt: new Date(Date.now() + 600_000),
+    });
+    expect(await taskRepository.markSubmitted(ctx.db, id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    const entry: Record<string, string | number> = { kind: 'image', url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png' };
+    let fileId: string | null = null;
+    if (opts.archived ?? true) {
+      fileId = newId('file');
+      await fileRepository.create(ctx.db, {
+        id: fileId,
+        workspaceId: ws.id,
+        source: 'generated',
+        purpose: 'output',
+        filename: `${id}-0.png`,
+        contentType: 'image/png',
+        bytes: 1234n,
+        storageKey: `workspaces/${ws.id}/files/${fileId}`,
+        expiresAt: new Date(Date.now() + 30 * 86_400_000),
+        taskId: id,
+        outputIndex: 0,
+      });
+      Object.assign(entry, { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/workspaces/${ws.id}/files/${fileId}` });
+    } else {
+      entry.archive_status = 'failed';
+    }
+    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toEqual({ charged: 40_000n });
+    expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ callback: true });
+    const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
+    expect(task).toMatchObject({ status: 'completed', callbackState: 'pending', callbackRoundStart: 1 });
+    return { task, fileId };
+  }
+
+  /** Runs the job of (task, attempt) — again, if it ran before — and returns its outcome. */
+  async function run(taskId: string, attempt: number): Promise<DeliverOutcome> {
+    await ensureJob(queues, CallbackDeliver, { taskId, attempt }, { jobId: [taskId, attempt] });
+    const job = await queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
+    return job!.waitUntilFinished(events, 20_000);
+  }
+
+  const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
+  const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
+  const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
+  const stateIs = (taskId: string, state: string) => async () => (await taskOf(taskId)).callbackState === state;
+
+  it('delivers the signed envelope with delivered_at and a fresh download link, logs and records the attempt', async () => {
+    const { path, url } = hook(status(200, 'thanks'));
+    const { task: before, fileId } = await completedTask(url);
+    const secret = (await callbackRepository.secret(ctx.db, before.workspaceId, newCallbackSecret)).secret;
+    const sentAfter = Date.now();
+
+    const outcome = await run(before.id, 1);
+    expect(outcome).toEqual({ outcome: 'attempted', attempt: 1, statusCode: 200, error: null, then: { step: 'delivered' } });
+
+    const [arrival, ...more] = arrivalsAt(path);
+    expect(more).toHaveLength(0);
+    const raw = arrival!.body;
+    expect(() => verifyCallback(raw, arrival!.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+    expect(() => verifyCallback(raw, arrival!.headers, [newCallbackSecret()])).toThrow();
+    expect(arrival!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'user-agent': 'gensvc-callbacks/1',
+      'svc-task-id': before.id,
+      'svc-delivery-id': deliveryIdFor(before.id, 1),
+    });
+    expect(arrival!.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+
+    // Exactly the envelope GET renders, as the task was when sent, plus delivered_at and the download link.
+    const body = JSON.parse(raw.toString('utf8'));
+    const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
+    expect(body).toEqual(taskEnvelope(before, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
+    expect(body).toMatchObject({ task_id: before.id, status: 'completed', cost: { amount: 0.04, currency: 'USD' }, output: { file_id: fileId } });
+    expect(download.url.startsWith(`${PUBLIC_BASE_URL}/api/v1/files/${fileId}/content?token=`)).toBe(true);
+    const token = new URL(download.url).searchParams.get('token')!;
+    expect(await verifyFileToken(ctx.config.signingSecret, token)).toEqual({ fileId, workspaceId: before.workspaceId });
+    expect(download.expiresAt.getTime()).toBeGreaterThan(sentAfter + 3500_000);
+
+    const after = await taskOf(before.id);
+    expect(after).toMatchObject({ callbackState: 'delivered', deliveredAt: new Date(body.delivered_at) });
+    const rows = await attemptsOf(before.id);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        deliveryId: deliveryIdFor(before.id, 1),
+        url,
+        statusCode: 200,
+        error: null,
+        responseHead: 'thanks',
+        workspaceId: before.workspaceId,
+        createdAt: new Date(body.delivered_at),
+      }),
+    ]);
+    expect(rows[0]!.durationMs).toBeGreaterThanOrEqual(0);
+    expect(rows[0]!.durationMs).toBeLessThan(TIMEOUT_MS);
+    expect(await jobOf(before.id, 2)).toBeUndefined();
+
+    const line = logLines.find((l) => l.taskId === before.id && l.msg === 'callback: attempt');
+    expect(line).toMatchObject({ level: 'info', attempt: 1, deliveryId: deliveryIdFor(before.id, 1), statusCode: 200, durationMs: rows[0]!.durationMs });
+  });
+
+  it('retries on the schedule while the receiver fails, parks after the fifth failure, and stops', async () => {
+    const { path, url } = hook(status(500, 'down for maintenance'));
+    const { task } = await completedTask(url);
+
+    await run(task.id, 1);
+    await eventually(stateIs(task.id, 'parked'), 'the delivery parked', 15_000);
+
+    const seen = arrivalsAt(path);
+    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual([1, 2, 3, 4, 5].map((n) => deliveryIdFor(task.id, n)));
+    for (let k = 1; k < seen.length; k++) {
+      const gap = seen[k]!.at - seen[k - 1]!.at;
+      expect(gap).toBeGreaterThanOrEqual(SCHEDULE[k]!);
+      expect(gap).toBeLessThan(SCHEDULE[k]! + LATENESS_MS);
+    }
+    const rows = await attemptsOf(task.id);
+    expect(rows.map((r) => [r.attempt, r.statusCode, r.responseHead])).toEqual([1, 2, 3, 4, 5].map((n) => [n, 500, 'down for maintenance']));
+    expect(rows.every((r) => r.error === 'http_status: the receiver answered 500.')).toBe(true);
+    // Parked for good: no sixth attempt is queued, and the result stays readable.
+    expect(await jobOf(task.id, 6)).toBeUndefined();
+    expect(await taskOf(task.id)).toMatchObject({ status: 'completed', callbackState: 'parked', deliveredAt: null });
+    const logged = logLines.filter((l) => l.taskId === task.id);
+    expect(logged.filter((l) => l.msg === 'callback: attempt').map((l) => [l.attempt, l.statusCode])).toEqual([1, 2, 3, 4, 5].map((n) => [n, 500]));
+    expect(logged.find((l) => l.level === 'warn')).toMatchObject({ attempt: 5, msg: expect.stringMatching(/parked/) });
+  });
+
+  it('is delivered on the third attempt when the receiver fails twice', async () => {
+    const { path, url } = hook((res, n) => status(n <= 2 ? 503 : 204)(res, n));
+    const { task } = await completedTask(url);
+
+    await run(task.id, 1);
+    await eventually(stateIs(task.id, 'delivered'), 'the delivery', 10_000);
+
+    expect(arrivalsAt(path)).toHaveLength(3);
+    const rows = await attemptsOf(task.id);
+    expect(rows.map((r) => [r.attempt, r.statusCode])).toEqual([
+      [1, 503],
+      [2, 503],
+      [3, 204],
+    ]);
+    expect((await taskOf(task.id)).deliveredAt).toEqual(rows[2]!.createdAt);
+    expect(await jobOf(task.id, 4)).toBeUndefined();
+  });
+
+  it('counts an answer later than the timeout as a failure and schedules the next attempt', async () => {
+    const { url } = hook((res, n) => (n === 1 ? setTimeout(() => res.end('late'), TIMEOUT_MS + 500) : res.end('ok')));
+    const { task } = await completedTask(url);
+
+    const outcome = await run(task.id, 1);
+    expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error: expect.stringMatching(/^timeout: /), then: { step: 'retry', attempt: 2 } });
+    const [first] = await attemptsOf(task.id);
+    expect(first).toMatchObject({ attempt: 1, statusCode: null, responseHead: null });
+    expect(first!.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
+    expect(first!.durationMs).toBeLessThan(TIMEOUT_MS + LATENESS_MS);
+
+    await eventually(stateIs(task.id, 'delivered'), 'delivery by the second attempt', 5_000);
+    expect((await attemptsOf(task.id)).map((r) => [r.attempt, r.statusCode])).toEqual([
+      [1, null],
+      [2, 200],
+    ]);
+  });
+
+  it('does not follow a redirect: the 302 is a failure and its target gets nothing', async () => {
+    const target = await startTlsServer((_req, res) => res.end('you should not be here'));
+    try {
+      const { path, url } = hook((res, n) => {
+        if (n > 1) return res.end('ok');
+        res.statusCode = 302;
+        res.setHeader('location', `${target.url}/landing`);
+        res.end();
+      });
+      const { task } = await completedTask(url);
+
+      const outcome = await run(task.id, 1);
+      expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: 302, error: expect.stringMatching(/^redirect: /), then: { step: 'retry', attempt: 2 } });
+      await eventually(stateIs(task.id, 'delivered'), 'delivery by the second attempt', 5_000);
+      expect(arrivalsAt(path)).toHaveLength(2);
+      expect((await attemptsOf(task.id)).map((r) => r.statusCode)).toEqual([302, 200]);
+      expect(target.requests).toHaveLength(0);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('checks the address again at delivery: a name that now resolves to a private address gets no request', async () => {
+    // The receiver's certificate names localhost: once the name resolves to it again, the delivery goes through.
+    const { path, url } = hook(ok, `https://localhost:${receiver.port}`);
+    const mixed = hook(ok, `https://mixed.gensvc.test:${receiver.port}`);
+    const { task } = await completedTask(url);
+    const { task: other } = await completedTask(mixed.url);
+    dns.set('localhost', [{ address: '10.0.0.5', family: 4 }]);
+    // One allowed address among them is not enough: every address must pass.
+    dns.set('mixed.gensvc.test', [
+      { address: '127.0.0.1', family: 4 },
+      { address: '10.0.0.5', family: 4 },
+    ]);
+    try {
+      for (const t of [task, other]) {
+        const outcome = await run(t.id, 1);
+        expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error: expect.stringMatching(/^address_not_allowed: .*10\.0\.0\.5/), then: { step: 'retry', attempt: 2 } });
+      }
+      expect(arrivalsAt(path)).toHaveLength(0);
+      expect(arrivalsAt(mixed.path)).toHaveLength(0);
+      expect(receiver.requests.filter((r) => r.url === path || r.url === mixed.path)).toHaveLength(0);
+    } finally {
+      dns.set('localhost', [{ address: '127.0.0.1', family: 4 }]);
+    }
+    await eventually(stateIs(task.id, 'delivered'), 'delivery once the name resolves to the receiver again', 5_000);
+    expect(arrivalsAt(path)).toHaveLength(1);
+    expect(arrivalsAt(mixed.path)).toHaveLength(0);
+  });
+
+  it('signs with both secrets after a rotation, so either one verifies', async () => {
+    const { path, url } = hook();
+    const { task } = await completedTask(url);
+    const old = (await callbackRepository.secret(ctx.db, task.workspaceId, newCallbackSecret)).secret;
+    const rotated = (await callbackRepository.rotate(ctx.db, task.workspaceId, newCallbackSecret)).secret;
+    expect(rotated).not.toBe(old);
+
+    await run(task.id, 1);
+    const [arrival] = arrivalsAt(path);
+    expect(arrival!.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(verifyCallback(arrival!.body, arrival!.headers, [old]).deliveryId).toBe(deliveryIdFor(task.id, 1));
+    expect(verifyCallback(arrival!.body, arrival!.headers, [rotated]).taskId).toBe(task.id);
+    expect(() => verifyCallback(arrival!.body, arrival!.headers, [newCallbackSecret()])).toThrow(/no .*v1 matches/);
+  });
+
+  it('a redelivery after parking starts a new round of five: attempt numbers continue, the schedule restarts', async () => {
+    const { path, url } = hook((res, n) => status(n <= 6 ? 500 : 200)(res, n));
+    const { task } = await completedTask(url);
+    await run(task.id, 1);
+    await eventually(stateIs(task.id, 'parked'), 'the first round parked', 15_000);
+
+    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 6 });
+    // What the edge's redeliver route does.
+    await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 }, { jobId: [task.id, 6], promote: true });
+    await eventually(stateIs(task.id, 'delivered'), 'delivery in the second round', 10_000);
+
+    const seen = arrivalsAt(path);
+    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual([1, 2, 3, 4, 5, 6, 7].map((n) => deliveryIdFor(task.id, n)));
+    // Attempt 7 is the second of its round: it waits the schedule's second delay.
+    const gap = seen[6]!.at - seen[5]!.at;
+    expect(gap).toBeGreaterThanOrEqual(SCHEDULE[1]!);
+    expect(gap).toBeLessThan(SCHEDULE[1]! + LATENESS_MS);
+    expect((await attemptsOf(task.id)).map((r) => r.statusCode)).toEqual([500, 500, 500, 500, 500, 500, 200]);
+    expect(await taskOf(task.id)).toMatchObject({ callbackRoundStart: 6, callbackState: 'delivered' });
+  });
+
+  it('a re-run of an attempt already recorded sends nothing again', async () => {
+    const { path, url } = hook((res, n) => status(n === 1 ? 500 : 200)(res, n));
+    const { task } = await completedTask(url);
+
+    expect(await run(task.id, 1)).toMatchObject({ outcome: 'attempted', statusCode: 500, then: { step: 'retry', attempt: 2 } });
+    // The same job again while attempt 2 waits its delay.
+    expect(await run(task.id, 1)).toMatchObject({ outcome: 'already_recorded', attempt: 1, then: { step: 'retry', attempt: 2 } });
+    expect(arrivalsAt(path)).toHaveLength(1);
+
+    await eventually(stateIs(task.id, 'delivered'), 'delivery by the second attempt', 5_000);
+    expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'not_pending' });
+    expect(arrivalsAt(path).map((a) => a.headers['svc-delivery-id'])).toEqual([deliveryIdFor(task.id, 1), deliveryIdFor(task.id, 2)]);
+    expect(await attemptsOf(task.id)).toHaveLength(2);
+  });
+
+  it('resumes what a run that died after recording left undone: the next job, or the delivered mark', async () => {
+    const failed = hook();
+    const { task } = await completedTask(failed.url);
+    // Attempt 1 failed 1 s ago and its run died before scheduling attempt 2 (whose 400 ms have passed).
+    await callbackRepository.recordAttempt(ctx.db, {
+      workspaceId: task.workspaceId,
+      taskId: task.id,
+      attempt: 1,
+      deliveryId: deliveryIdFor(task.id, 1),
+      url: failed.url,
+      statusCode: 502,
+      durationMs: 10,
+      error: 'http_status: the receiver answered 502.',
+      responseHead: null,
+      at: new Date(Date.now() - 1000),
+    });
+    expect(await run(task.id, 1)).toMatchObject({ outcome: 'already_recorded', then: { step: 'retry', attempt: 2, delayMs: 0 } });
+    await eventually(stateIs(task.id, 'delivered'), 'delivery by attempt 2', 5_000);
+    expect(arrivalsAt(failed.path).map((a) => a.headers['svc-delivery-id'])).toEqual([deliveryIdFor(task.id, 2)]);
+
+    const succeeded = hook();
+    const { task: other } = await completedTask(succeeded.url);
+    const at = new Date(Date.now() - 500);
+    await callbackRepository.recordAttempt(ctx.db, {
+      workspaceId: other.workspaceId,
+      taskId: other.id,
+      attempt: 1,
+      deliveryId: deliveryIdFor(other.id, 1),
+      url: succeeded.url,
+      statusCode: 200,
+      durationMs: 10,
+      error: null,
+      responseHead: 'ok',
+      at,
+    });
+    expect(await run(other.id, 1)).toEqual({ outcome: 'already_recorded', attempt: 1, then: { step: 'delivered' } });
+    expect(await taskOf(other.id)).toMatchObject({ callbackState: 'delivered', deliveredAt: at });
+    expect(arrivalsAt(succeeded.path)).toHaveLength(0);
+  });
+
+  it('a run that finds its attempt recorded meanwhile by a concurrent run leaves the outcome to that run', async () => {
+    const { path, url } = hook();
+    const { task } = await completedTask(url);
+    answers.set(path, (res) => {
+      // The other run of the same attempt records it while this one waits for the answer.
+      void callbackRepository
+        .recordAttempt(ctx.db, {
+          workspaceId: task.workspaceId,
+          taskId: task.id,
+          attempt: 1,
+          deliveryId: deliveryIdFor(task.id, 1),
+          url,
+          statusCode: 500,
+          durationMs: 1,
+          error: 'http_status: the receiver answered 500.',
+          responseHead: null,
+          at: new Date(),
+        })
+        .then(() => res.end('ok'));
+    });
+
+    expect(await run(task.id, 1)).toEqual({ outcome: 'raced', attempt: 1 });
+    expect(arrivalsAt(path)).toHaveLength(1);
+    expect((await attemptsOf(task.id)).map((r) => r.statusCode)).toEqual([500]);
+    expect(await taskOf(task.id)).toMatchObject({ callbackState: 'pending' });
+  });
+
+  it('sends nothing for an attempt of an earlier round, a delivered task, or an attempt ahead of the next', async () => {
+    const { path, url } = hook();
+    const { task } = await completedTask(url);
+    for (const attempt of [1, 2]) {
+      await callbackRepository.recordAttempt(ctx.db, {
+        workspaceId: task.workspaceId,
+        taskId: task.id,
+        attempt,
+        deliveryId: deliveryIdFor(task.id, attempt),
+        url,
+        statusCode: 500,
+        durationMs: 5,
+        error: 'http_status: the receiver answered 500.',
+        responseHead: null,
+        at: new Date(),
+      });
+    }
+    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'stale_round' });
+    expect(await run(task.id, 4)).toEqual({ outcome: 'skipped', reason: 'not_next' });
+    expect(arrivalsAt(path)).toHaveLength(0);
+
+    expect(await run(task.id, 3)).toMatchObject({ outcome: 'attempted', statusCode: 200, then: { step: 'delivered' } });
+    expect(await run(task.id, 3)).toEqual({ outcome: 'skipped', reason: 'not_pending' });
+    expect(await run(task.id, 1)).toEqual({ outcome: 'skipped', reason: 'not_pending' });
+    expect(arrivalsAt(path)).toHaveLength(1);
+  });
+
+  it('delivers a failed task and an output whose file is gone: no output, or no download link', async () => {
+    const failedHook = hook();
+    const ws = await makeWorkspace(ctx.db);
+    const { key } = await makeKey(ctx.db, ws.id);
+    const id = newId('tsk');
+    await taskRepository.create(ctx.db, {
+      id,
+      workspaceId: ws.id,
+      apiKeyId: key.id,
+      requestId: 'req_failed',
+      model: 'sim/video-1',
+      operation: 'text-to-video',
+      input: { prompt: 'waves', duration_seconds: 4 },
+      callbackUrl: failedHook.url,
+      amount: 200_000n,
+      deadlineAt: new Date(Date.now() + 600_000),
+    });
+    expect(await taskRepository.finish(ctx.db, id, { status: 'failed', failure: { code: 'upstream_error', message: 'The provider failed.' } })).toEqual({
+      upstreamId: null,
+      callback: true,
+    });
+    await run(id, 1);
+    const failedBody = JSON.parse(arrivalsAt(failedHook.path)[0]!.body.toString('utf8'));
+    expect(failedBody).toMatchObject({ task_id: id, status: 'failed', output: null, error: { code: 'upstream_error', message: 'The provider failed.' }, cost: { amount: 0 } });
+
+    const goneHook = hook();
+    const { task, fileId } = await completedTask(goneHook.url);
+    await ctx.db.file.delete({ where: { id: fileId! } });
+    await run(task.id, 1);
+    const goneBody = JSON.parse(arrivalsAt(goneHook.path)[0]!.body.toString('utf8'));
+    expect(goneBody.output).toMatchObject({ url: expect.stringContaining(fileId!), archive_status: 'archived' });
+    expect(goneBody.output).not.toHaveProperty('download_url');
+
+    const unarchivedHook = hook();
+    const { task: unarchived } = await completedTask(unarchivedHook.url, { archived: false });
+    await run(unarchived.id, 1);
+    const unarchivedBody = JSON.parse(arrivalsAt(unarchivedHook.path)[0]!.body.toString('utf8'));
+    expect(unarchivedBody.output).toEqual({ url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png', archive_status: 'failed' });
+  });
+});

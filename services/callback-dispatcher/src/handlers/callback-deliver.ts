@@ -1,0 +1,231 @@
+// callback.deliver: one attempt at POSTing a finished task's envelope to its callback_url (spec §6, DESIGN.md §4).
+//
+// Each attempt is a job of its own, [taskId, attempt]; attempt numbers keep increasing across redeliveries and a
+// round of attempts starts at Task.callbackRoundStart. The j-th attempt of a round (0-based) runs
+// config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's first job, made
+// undelayed by whoever made the callback due); the failure of the round's last one parks the delivery.
+//
+// The receiver's failures (non-2xx, no answer within the timeout, a redirect, an address refused at delivery time)
+// are outcomes, recorded as attempts and never thrown; only Postgres and Redis errors throw, and the queue retries
+// those (JOB_RETRIES). An attempt's row is written once, after the request ((taskId, attempt) unique), so:
+//  - a job whose attempt is already recorded sends nothing. It re-applies the outcome of the round's last recorded
+//    attempt instead (delivered, parked, or the next job ensured), which a run that died between recording and
+//    scheduling left undone. Re-adding any attempt job of the current round therefore resumes a chain whose job
+//    vanished (Redis flushed): that is what the reconciler relies on.
+//  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
+//    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
+import { CallbackDeliver, type JobPayload } from '@gensvc/contracts';
+import { callbackRepository, taskRepository } from '@gensvc/db';
+import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
+import { ensureJob, type HandlerContext } from '@gensvc/queue';
+import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
+import type { Readable } from 'node:stream';
+import { deliveryBody } from '../delivery-envelope';
+import type { DispatcherDeps } from '../deps';
+
+/** What happened to the delivery after an attempt's outcome was applied. */
+export type DeliveryStep =
+  | { step: 'delivered' }
+  | { step: 'parked' }
+  | { step: 'retry'; attempt: number; delayMs: number }
+  /** Nothing to do: no longer pending, or a redelivery started a newer round (whose first job its starter made). */
+  | { step: 'none'; reason: 'not_pending' | 'superseded' };
+
+export type DeliverOutcome =
+  | { outcome: 'skipped'; reason: 'task_gone' | 'no_callback' | 'not_pending' | 'stale_round' | 'not_next' }
+  | { outcome: 'attempted'; attempt: number; statusCode: number | null; error: string | null; then: DeliveryStep }
+  /** This attempt had a row already: nothing was sent; the last recorded attempt's outcome was (re)applied. */
+  | { outcome: 'already_recorded'; attempt: number; then: DeliveryStep }
+  /** Sent, but a concurrent run of the same attempt recorded it first; that run applies the outcome. */
+  | { outcome: 'raced'; attempt: number };
+
+/** Kept of the receiver's answer, for the delivery log. */
+const RESPONSE_HEAD_BYTES = 1024;
+const USER_AGENT = 'gensvc-callbacks/1';
+/** Refusals of the URL itself: at delivery time they mean the address policy said no (DNS rebinding, say). */
+const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
+
+interface RecordedOutcome {
+  attempt: number;
+  statusCode: number | null;
+  /** When the attempt started. */
+  createdAt: Date;
+  durationMs: number | null;
+}
+
+/** About when a recorded attempt ended: its start plus its duration (which leaves out rendering the body). */
+const endOf = (recorded: RecordedOutcome) => recorded.createdAt.getTime() + (recorded.durationMs ?? 0);
+
+export function callbackDeliver(deps: DispatcherDeps) {
+  const { config, db, queues, logger } = deps;
+  const schedule = config.callbacks.retryScheduleMs;
+
+  /**
+   * Applies a recorded attempt's outcome to the task, read afresh: a redelivery may have started a new round while
+   * the attempt was in flight. Every write is conditional (pending only) and ensureJob is idempotent, so applying
+   * one outcome twice changes nothing.
+   */
+  async function apply(taskId: string, recorded: RecordedOutcome, endedAt = endOf(recorded)): Promise<DeliveryStep> {
+    const task = await taskRepository.find(db, taskId);
+    if (!task || task.callbackState !== 'pending') return { step: 'none', reason: 'not_pending' };
+    if (recorded.attempt < task.callbackRoundStart) return { step: 'none', reason: 'superseded' };
+    if (isSuccess(recorded.statusCode)) {
+      // The envelope said delivered_at = the attempt's start; the task says the same.
+      await callbackRepository.markDelivered(db, taskId, recorded.createdAt);
+      return { step: 'delivered' };
+    }
+    const index = recorded.attempt - task.callbackRoundStart;
+    if (index + 1 >= schedule.length) {
+      await callbackRepository.markParked(db, taskId);
+      return { step: 'parked' };
+    }
+    const attempt = recorded.attempt + 1;
+    // Counted from the failure, so a re-applied outcome does not push the next attempt later.
+    const delayMs = Math.max(0, endedAt + schedule[index + 1]! - Date.now());
+    await callbackRepository.touchPending(db, taskId);
+    await ensureJob(queues, CallbackDeliver, { taskId, workspaceId: task.workspaceId, attempt }, { jobId: [taskId, attempt], delay: delayMs });
+    return { step: 'retry', attempt, delayMs };
+  }
+
+  return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
+    const { taskId, attempt } = payload;
+    const deliveryId = deliveryIdFor(taskId, attempt);
+    const log = logger.child({ taskId, attempt, deliveryId, jobId: ctx.job.id });
+
+    const task = await taskRepository.find(db, taskId);
+    if (!task) return { outcome: 'skipped', reason: 'task_gone' };
+    if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
+    if (task.callbackState !== 'pending') return { outcome: 'skipped', reason: 'not_pending' };
+    // An attempt of a round a redelivery has since replaced (a delayed retry promoted late, say).
+    if (attempt < task.callbackRoundStart) return { outcome: 'skipped', reason: 'stale_round' };
+
+    const last = await callbackRepository.lastAttempt(db, taskId);
+    if (last && attempt <= last.attempt) {
+      const then = await apply(taskId, last);
+      log.info({ lastAttempt: last.attempt, then }, 'callback: attempt already recorded; nothing sent');
+      return { outcome: 'already_recorded', attempt, then };
+    }
+    // Attempts of a round run one after another: a job beyond the next one would leave a gap in the round's count.
+    // The job of the next attempt exists or is re-made by the reconciler; this one is not it.
+    const next = Math.max(task.callbackRoundStart, (last?.attempt ?? 0) + 1);
+    if (attempt > next) {
+      log.warn({ next }, 'callback: an attempt job ahead of the next attempt; skipped');
+      return { outcome: 'skipped', reason: 'not_next' };
+    }
+
+    const startedAt = new Date();
+    const body = await deliveryBody(db, config, task, startedAt);
+    if (body === null) return { outcome: 'skipped', reason: 'task_gone' };
+    const secrets = await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      [SIGNATURE_HEADER]: signatureHeader(body, secrets),
+      [TASK_ID_HEADER]: taskId,
+      [DELIVERY_ID_HEADER]: deliveryId,
+    };
+
+    const result = await send(task.callbackUrl, body, headers, deps, ctx.signal);
+    const recorded = await callbackRepository.recordAttempt(db, {
+      workspaceId: task.workspaceId,
+      taskId,
+      attempt,
+      deliveryId,
+      url: task.callbackUrl,
+      statusCode: result.statusCode,
+      durationMs: result.durationMs,
+      error: result.error,
+      responseHead: result.responseHead,
+      at: startedAt,
+    });
+    const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
+    if (!recorded) {
+      log.info(fields, 'callback: attempt made, but a concurrent run recorded it first');
+      return { outcome: 'raced', attempt };
+    }
+    // Logged before its outcome is applied, so an attempt is logged even when applying it fails (and is retried).
+    log.info(fields, 'callback: attempt');
+    const then = await apply(taskId, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, result.endedAt);
+    if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
+    return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
+  };
+}
+
+const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;
+
+interface SendResult {
+  statusCode: number | null;
+  /** Until the status line arrived or the request failed. */
+  durationMs: number;
+  /** Unix ms when that happened: the next attempt's delay counts from here. */
+  endedAt: number;
+  error: string | null;
+  responseHead: string | null;
+}
+
+/**
+ * One POST through the outbound client: the address is checked again now and the socket pinned to it, redirects
+ * are not followed (a 3xx is a failure with its status), TLS is verified. Success is a 2xx status within the
+ * timeout; the body is read only for its first bytes, so the receiver's body size never matters.
+ */
+async function send(url: string, body: string, headers: Record<string, string>, deps: DispatcherDeps, signal: AbortSignal | undefined): Promise<SendResult> {
+  const { timeoutMs } = deps.config.callbacks;
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const ended = () => ({ durationMs: elapsed(), endedAt: Date.now() });
+  let response;
+  try {
+    response = await postChecked(url, body, {
+      allowCidrs: deps.config.outbound.allowCidrs,
+      ...deps.outbound,
+      headers,
+      timeoutMs,
+      connectTimeoutMs: Math.min(5_000, timeoutMs),
+      acceptStatus: () => true,
+      // Only RESPONSE_HEAD_BYTES are read, then the response is dropped: a large declared body must not turn a 2xx
+      // into a failure.
+      maxBytes: Number.MAX_SAFE_INTEGER,
+      signal,
+    });
+  } catch (e) {
+    // Shutdown aborted the request: the job goes back to the queue unrecorded and the attempt is made again.
+    if (signal?.aborted || !isOutboundError(e)) throw e;
+    return { statusCode: e.status ?? null, ...ended(), error: describe(e), responseHead: null };
+  }
+  const end = ended();
+  const responseHead = await readHead(response.body, RESPONSE_HEAD_BYTES);
+  const error = isSuccess(response.status) ? null : `http_status: the receiver answered ${response.status}.`;
+  return { statusCode: response.status, ...end, error, responseHead };
+}
+
+function describe(e: OutboundError): string {
+  const rule = ADDRESS_RULES.has(e.reason) ? 'address_not_allowed' : e.reason;
+  return `${rule}: ${e.message}`.slice(0, 2000);
+}
+
+/**
+ * The first `limit` bytes of the body as text (null when empty), then the response is destroyed. Never fails: a
+ * body cut off or timed out keeps what arrived. Postgres text cannot hold NUL, so those are dropped.
+ */
+function readHead(body: Readable, limit: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      body.destroy();
+      const text = Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\u0000/g, '');
+      resolve(text === '' ? null : text);
+    };
+    body.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) done();
+    });
+    body.once('end', done);
+    body.once('error', done);
+    body.once('close', done);
+  });
+}

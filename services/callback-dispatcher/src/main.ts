@@ -1,0 +1,62 @@
+// Boot only: config → telemetry → deps → start → shutdown phases. Telemetry starts before ioredis, pg and https are
+// loaded, so their instrumentation takes; everything else is required after it.
+import { loadConfigOrExit } from '@gensvc/config';
+import { startTelemetry } from '@gensvc/observability';
+
+const SERVICE = 'callback-dispatcher';
+const config = loadConfigOrExit(SERVICE);
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+
+async function main() {
+  const { createRedisConnection, createQueues, closeWorkers } = await import('@gensvc/queue');
+  const { createDb } = await import('@gensvc/db');
+  const { createLogger } = await import('@gensvc/observability');
+  const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
+  const { startDispatcherWorker } = await import('./dispatcher-worker');
+
+  const logger = createLogger({ service: SERVICE, level: config.logLevel });
+  const concurrency = config.concurrency.callbackDispatcher;
+  // An attempt holds a connection only between its queries, never across the receiver's answer.
+  const db = createDb(config.databaseUrl, { max: Math.min(concurrency, 20) });
+  const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
+  const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
+
+  const worker = startDispatcherWorker({ config, db, queues, logger }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
+  await worker.waitUntilReady();
+  logger.info(
+    { concurrency, retryScheduleMs: config.callbacks.retryScheduleMs, timeoutMs: config.callbacks.timeoutMs, allowCidrs: config.outbound.allowCidrs },
+    'callback dispatcher started',
+  );
+
+  const shutdown = createShutdown(
+    [
+      {
+        // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
+        // unrecorded, to be made again under the same delivery id.
+        name: 'close worker',
+        timeoutMs: config.callbacks.timeoutMs + 10_000,
+        run: async () => {
+          const { forced } = await closeWorkers([worker], config.callbacks.timeoutMs + 2_000, { abortGraceMs: 3_000 });
+          if (forced) logger.warn({}, 'callback attempts still running at shutdown were handed back to the queue');
+        },
+      },
+      {
+        name: 'close clients',
+        timeoutMs: 5_000,
+        run: async () => {
+          await queues.close();
+          redis.disconnect();
+          await db.$disconnect();
+        },
+      },
+      { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
+    ],
+    logger,
+  );
+  exitOnSignals(shutdown);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+// task.poll n: asks the provider once how the task's job is doing. Still running → the poll count moves to n + 1
+// and poll n + 1 is added as a delayed job (no worker slot is held while it waits). Done → the output is recorded
+// and the hold settled in one transaction, and each output goes to the archiver. Failed or canceled at the provider
+// → the task fails and its hold is released. Still running at the task's deadline → upstream_timeout, and the
+// provider's job is canceled.
+//
+// A poll whose n is not the task's poll count is stale and does nothing, so however often a poll is re-added (a
+// retry, the reconciler) one chain of polls lives per task.
+import { ArchiveOutput, TASK_OPERATIONS, isTaskOperation, taskOutputSchema, type GenerationInput, type JobPayload, type OutputKind, type TaskPoll } from '@gensvc/contracts';
+import { taskRepository, type TaskRow } from '@gensvc/db';
+import { enqueue, ensureJob, type HandlerContext } from '@gensvc/queue';
+import { UpstreamFailure } from '@gensvc/upstream';
+import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
+import { isTaskChannelKind } from '../providers/providers';
+import { deadlineOf, enqueuePoll, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
+
+/** A job's return value is stored as JSON: micro-units travel as a decimal string. */
+export type PollOutcome =
+  | { outcome: 'running'; nextAttempt: number; delayMs: number }
+  | { outcome: 'succeeded'; outputs: number; charged: string }
+  | { outcome: 'failed'; code: string }
+  | { outcome: 'stale'; reason: 'task_gone' | 'not_running' | 'other_attempt' | 'moved_on' };
+
+export function taskPoll(deps: TaskHandlerDeps) {
+  const { db, queues, providers, logger } = deps;
+
+  return async (payload: JobPayload<typeof TaskPoll>, ctx: HandlerContext): Promise<PollOutcome> => {
+    const task = await taskRepository.find(db, payload.taskId);
+    if (!task) return { outcome: 'stale', reason: 'task_gone' };
+    if (task.status !== 'running') return { outcome: 'stale', reason: 'not_running' };
+    if (task.output !== null) {
+      // A run of this poll that recorded the output may have died before handing every output to the archiver.
+      await ensureArchives(deps, task);
+      return { outcome: 'stale', reason: 'moved_on' };
+    }
+    if (task.attempts !== payload.attempt) {
+      // A run of this poll that counted itself may have died before adding the next one.
+      if (task.attempts === payload.attempt + 1) await enqueuePoll(deps, task, task.attempts, { ensure: true });
+      return { outcome: 'stale', reason: 'other_attempt' };
+    }
+    const log = logger.child({ taskId: task.id, workspaceId: task.workspaceId, attempt: payload.attempt });
+    const fail = async (code: string, message: string, cancelProviderJob = false): Promise<PollOutcome> => {
+      const failed = await failTask(deps, task, { code, message }, log, { cancelProviderJob });
+      return failed ? { outcome: 'failed', code } : { outcome: 'stale', reason: 'moved_on' };
+    };
+
+    const channel = task.channelId ? await db.channel.findUnique({ where: { id: task.channelId } }) : null;
+    if (!channel || !task.upstreamId || !isTaskChannelKind(channel.kind)) {
+      return fail('upstream_error', 'The provider channel that ran the task is no longer configured.');
+    }
+
+    // Asked even at the deadline (the last poll is due then): a result that is there is taken, not timed out.
+    let state: JobState;
+    try {
+      state = await providers[channel.kind].status({ channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal });
+    } catch (e) {
+      if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
+      if (!isTransient(e)) return fail('upstream_error', `The provider could not report on the job: ${e.message}`);
+      // Unreachable, overloaded or garbled for now: ask again on schedule; the deadline bounds how long.
+      log.warn({ channel: channel.name, err: e.message }, 'provider status unavailable; polling on');
+      state = { state: 'running' };
+    }
+
+    switch (state.state) {
+      case 'running': {
+        if (pastDeadline(task)) return fail('upstream_timeout', `The provider gave no result within ${deadlineOf(task)}.`, true);
+        if (!(await taskRepository.advancePoll(db, task.id, payload.attempt))) return { outcome: 'stale', reason: 'moved_on' };
+        const delayMs = await enqueuePoll(deps, task, payload.attempt + 1);
+        log.debug({ delayMs }, 'task still running');
+        return { outcome: 'running', nextAttempt: payload.attempt + 1, delayMs };
+      }
+      case 'succeeded': {
+        const outputs = outputEntries(task, state.outputs);
+        const recorded = await taskRepository.recordOutput(db, task.id, { outputs }, task.reserved);
+        if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
+        log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
+        for (const [outputIndex] of outputs.entries()) {
+          await enqueue(queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] });
+        }
+        return { outcome: 'succeeded', outputs: outputs.length, charged: recorded.charged.toString() };
+      }
+      case 'failed':
+        return fail(state.code, state.message);
+      case 'canceled':
+        // Not by us: our cancels follow a transition that ended the task, and this poll found it running.
+        return fail('upstream_error', 'The provider canceled the job.');
+    }
+  };
+}
+
+/** The archive jobs of the outputs still pending archive (ensureJob: an existing one is left as it is). */
+async function ensureArchives(deps: Pick<TaskHandlerDeps, 'queues'>, task: TaskRow): Promise<void> {
+  const parsed = taskOutputSchema.safeParse(task.output);
+  if (!parsed.success) return;
+  for (const [outputIndex, entry] of parsed.data.outputs.entries()) {
+    if ((entry.archive_status ?? 'pending') !== 'pending') continue;
+    await ensureJob(deps.queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] });
+  }
+}
+
+/** One entry of Task.output (TaskOutputEntry), as a plain JSON value. */
+type OutputEntry = ProviderOutput & { kind: OutputKind; archive_status: 'pending' };
+
+/**
+ * Task.output entries (contracts task-output.ts): the kind the operation makes, the provider's URL and what it said
+ * of the file, archive_status pending. A video's duration is the provider's, else the one asked for.
+ */
+function outputEntries(task: TaskRow, outputs: ProviderOutput[]): OutputEntry[] {
+  const kind = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation].kind : 'image';
+  const requested = (task.input as unknown as GenerationInput | null)?.duration_seconds;
+  return outputs.map((o) => {
+    const duration = kind === 'video' ? (o.duration ?? requested) : undefined;
+    return { kind, ...o, ...(duration !== undefined && { duration }), archive_status: 'pending' as const };
+  });
+}

@@ -1,0 +1,100 @@
+// What the task handlers share: their dependencies, the jobs that follow a transition, and the poll timing.
+//
+// Every job that follows a transition is added after the transition committed (STYLE.md convention 8), under its
+// deterministic id. A worker that dies between the two leaves the row ahead of the queue; the reconciler finds the
+// row unmoved and re-adds the job, and the job's handler re-checks the row, so nothing runs twice.
+import type { Config } from '@gensvc/config';
+import { CallbackDeliver, TaskCancel, TaskPoll } from '@gensvc/contracts';
+import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
+import type { Logger } from '@gensvc/observability';
+import { enqueue, ensureJob, type Queues } from '@gensvc/queue';
+import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
+import type { Job } from 'bullmq';
+import type { TaskProviders } from '../providers/providers';
+
+export interface TaskHandlerDeps {
+  config: Pick<Config, 'publicBaseUrl' | 'signingSecret' | 'tasks'>;
+  db: Db;
+  queues: Queues;
+  catalog: Catalog;
+  /** Per process: every job of this worker shares what it learns about the channels. */
+  breaker: CircuitBreaker;
+  providers: TaskProviders;
+  logger: Logger;
+}
+
+type TaskRef = Pick<TaskRow, 'id' | 'workspaceId' | 'callbackRoundStart'>;
+
+/**
+ * The callback a transition made due: attempt `callbackRoundStart` (1 unless the caller asked for a redelivery).
+ * ensureJob, not enqueue: a finished delivery job of that id from an earlier round must not swallow this one.
+ */
+export async function enqueueCallback(queues: Queues, task: TaskRef): Promise<void> {
+  const attempt = task.callbackRoundStart;
+  await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt }, { jobId: [task.id, attempt] });
+}
+
+/** The provider's job of a task that ended without it (deadline, cancel); best effort, retried by its job. */
+export async function enqueueProviderCancel(queues: Queues, task: TaskRef): Promise<void> {
+  await ensureJob(queues, TaskCancel, { taskId: task.id, workspaceId: task.workspaceId }, { jobId: [task.id] });
+}
+
+/**
+ * Fails a live task that has no output yet, giving its hold back, and adds what follows: the callback when one is
+ * due, and the provider's cancel when the provider still has the job and `cancelProviderJob` says so. False when
+ * the task had already moved on (canceled meanwhile, or its output recorded): nothing is added then.
+ */
+export async function failTask(deps: Pick<TaskHandlerDeps, 'db' | 'queues'>, task: TaskRef, failure: TaskFailure, log: Logger, opts: { cancelProviderJob?: boolean } = {}): Promise<boolean> {
+  const done = await taskRepository.finish(deps.db, task.id, { status: 'failed', failure });
+  if (!done) {
+    log.info({ code: failure.code }, 'task already moved on; not failed');
+    return false;
+  }
+  log.info({ code: failure.code, message: failure.message }, 'task failed');
+  if (opts.cancelProviderJob && done.upstreamId) await enqueueProviderCancel(deps.queues, task);
+  if (done.callback) await enqueueCallback(deps.queues, task);
+  return true;
+}
+
+/**
+ * Adds poll `attempt` of a task, due after the schedule's wait for it (the n-th poll waits the n-th value, the last
+ * repeats) but never after the deadline, so a stuck job times out at its deadline rather than a poll later. A
+ * delayed job holds no worker slot while it waits.
+ */
+export async function enqueuePoll(
+  deps: Pick<TaskHandlerDeps, 'config' | 'queues'>,
+  task: Pick<TaskRow, 'id' | 'workspaceId' | 'deadlineAt'>,
+  attempt: number,
+  opts: { ensure?: boolean; now?: number } = {},
+): Promise<number> {
+  const schedule = deps.config.tasks.pollScheduleMs;
+  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
+  const delay = task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - (opts.now ?? Date.now()))) : wait;
+  const payload = { taskId: task.id, workspaceId: task.workspaceId, attempt };
+  // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
+  if (opts.ensure) await ensureJob(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
+  else await enqueue(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
+  return delay;
+}
+
+/** The provider URLs recorded at submission (a JSON object of strings), or null. */
+export function upstreamUrlsOf(task: Pick<TaskRow, 'upstreamUrls'>): Record<string, string> | null {
+  const json = task.upstreamUrls;
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return null;
+  return Object.fromEntries(Object.entries(json).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+/** Whether this run of the job is its last: a failure now would not be retried. */
+export const isLastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+/** "30 minutes", "90 s", "250 ms": a deadline as people read it. */
+export function describeMs(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  if (ms >= 1_000 && ms % 1_000 === 0) return `${ms / 1_000} s`;
+  return `${ms} ms`;
+}
+
+/** The task's own deadline, as a length of time from its creation. */
+export const deadlineOf = (task: Pick<TaskRow, 'createdAt' | 'deadlineAt'>) => describeMs((task.deadlineAt?.getTime() ?? task.createdAt.getTime()) - task.createdAt.getTime());
+
+export const pastDeadline = (task: Pick<TaskRow, 'deadlineAt'>, now = Date.now()) => task.deadlineAt !== null && now >= task.deadlineAt.getTime();

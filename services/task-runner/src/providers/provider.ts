@@ -1,0 +1,139 @@
+// The two asynchronous generation protocols a channel can speak, chosen by its kind: Replicate's predictions API
+// and fal's queue API. Each turns our request into the provider's input, submits it, reads its state and cancels
+// it; what the provider's answers mean (running, done with these outputs, failed for this reason) is decided here,
+// what to do about it is the handlers' business.
+//
+// Errors are UpstreamFailures (libs/upstream), so submit can run under withFailover: `failover` says whether the
+// next channel may be tried. A provider that judged the request itself throws JobRejected (no failover; the task
+// fails with its code).
+import { AppError } from '@gensvc/errors';
+import { UpstreamFailure, type CatalogChannel } from '@gensvc/upstream';
+import type { OutputKind } from '@gensvc/contracts';
+
+export type ProviderChannel = Pick<CatalogChannel, 'id' | 'kind' | 'baseUrl' | 'secret' | 'timeoutMs'>;
+
+/** Our request as the providers need it: sizes in pixels, the input image as a URL the provider can fetch. */
+export interface ProviderInput {
+  kind: OutputKind;
+  prompt: string;
+  width: number;
+  height: number;
+  /** Video only. */
+  durationSeconds?: number;
+  imageUrl?: string;
+}
+
+interface ProviderCall {
+  channel: ProviderChannel;
+  signal?: AbortSignal;
+}
+
+export interface SubmitCall extends ProviderCall {
+  /** The model's name at the provider (owner/name[...]). */
+  upstreamModel: string;
+  input: ProviderInput;
+}
+
+export interface JobCall extends ProviderCall {
+  upstreamId: string;
+  /** What submit returned besides the id. */
+  urls: Record<string, string> | null;
+}
+
+export interface Submitted {
+  upstreamId: string;
+  /** Whatever later calls need besides the id (the job's status, result and cancel URLs). */
+  urls: Record<string, string> | null;
+}
+
+/** One generated file as the provider describes it; the task's operation decides its kind. */
+export type ProviderOutput = {
+  url: string;
+  duration?: number;
+  width?: number;
+  height?: number;
+  content_type?: string;
+};
+
+export type FailureCode = 'upstream_error' | 'content_rejected' | 'invalid_input';
+
+export type JobState =
+  | { state: 'running' }
+  | { state: 'succeeded'; outputs: ProviderOutput[] }
+  | { state: 'failed'; code: FailureCode; message: string }
+  | { state: 'canceled' };
+
+export interface TaskProvider {
+  submit(call: SubmitCall): Promise<Submitted>;
+  /** The job's state; throws an UpstreamFailure when the provider could not tell (see isTransient). */
+  status(call: JobCall): Promise<JobState>;
+  /** Asks the provider to stop the job; a job that is gone or already over counts as canceled. Throws when worth retrying. */
+  cancel(call: JobCall): Promise<void>;
+}
+
+/** The provider refused the request itself (its input, or its content): no other channel would take it either. */
+export class JobRejected extends UpstreamFailure {
+  constructor(
+    readonly code: 'invalid_input' | 'content_rejected',
+    message: string,
+    status?: number,
+  ) {
+    // `answer` is what withFailover throws (toAppError), so the handler sees the code and the provider's message.
+    super(message, 'status', false, status, new AppError({ status: 422, code, message }));
+    this.name = 'JobRejected';
+  }
+}
+
+/**
+ * Statuses that say nothing against the request: the channel is unwell (5xx, 408, 425, 429) or set up wrongly
+ * (401, 403: its credential; 402: our account at the provider is out of credit; 404: the model is not there).
+ */
+const CHANNEL_STATUSES = new Set([401, 402, 403, 404, 408, 409, 425, 429]);
+
+/** The failure of a non-2xx answer to a submit: the next channel is tried unless the provider judged the request. */
+export function submitFailure(status: number, message: string, contentRejected: boolean): UpstreamFailure {
+  if (status < 400 || status >= 500 || CHANNEL_STATUSES.has(status)) {
+    return new UpstreamFailure(`the provider answered ${status}: ${message}`, 'status', true, status);
+  }
+  return new JobRejected(contentRejected ? 'content_rejected' : 'invalid_input', message, status);
+}
+
+/** Statuses of a status or cancel call worth asking again later; any other 4xx is the provider's final word. */
+const TRANSIENT_STATUSES = new Set([401, 403, 408, 425, 429]);
+
+/** The failure of a non-2xx answer to a status or cancel call; `failover` is set when asking again may help. */
+export function callFailure(status: number, message: string): UpstreamFailure {
+  return new UpstreamFailure(`the provider answered ${status}: ${message}`, 'status', status >= 500 || TRANSIENT_STATUSES.has(status), status);
+}
+
+/**
+ * Whether asking again later may get an answer: the provider could not be reached, timed out, answered garbage, was
+ * overloaded or refused our credential (an admin may fix it). The task's deadline bounds how long that goes on.
+ */
+export function isTransient(e: unknown): boolean {
+  if (!(e instanceof UpstreamFailure)) return false;
+  return e.kind !== 'status' || e.failover;
+}
+
+/** Text that marks a provider's failure as its content checker's (Replicate E005, "NSFW content detected", ...). */
+const CONTENT_REJECTION = /nsfw|sensitive|\bE005\b|content[ _-]?(?:policy|checker|moderation)|safety (?:checker|filter|system)/i;
+export const looksContentRejected = (message: string) => CONTENT_REJECTION.test(message);
+
+/**
+ * A URL the provider handed out for later calls, when it is on the channel's own origin; null otherwise. Later calls
+ * carry the channel's credential, so they never go anywhere the channel's admin did not point it.
+ */
+export function sameOrigin(channel: ProviderChannel, url: unknown): string | null {
+  if (typeof url !== 'string') return null;
+  try {
+    return new URL(url).origin === new URL(channel.baseUrl).origin ? url : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `${channel.baseUrl}${path}`, the base URL's own path kept and its trailing slashes dropped. */
+export const channelUrl = (channel: ProviderChannel, path: string) => `${channel.baseUrl.replace(/\/+$/, '')}${path}`;
+
+/** One line of text from whatever the provider sent, at most 500 characters. */
+export const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);

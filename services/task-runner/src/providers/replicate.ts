@@ -1,0 +1,154 @@
+// Replicate's predictions API (https://replicate.com/docs/reference/http):
+//   POST {base}/v1/models/{owner}/{name}/predictions {input}   (an official model, its latest version)
+//   POST {base}/v1/predictions {version: "owner/name:hash", input}   (a pinned version, when the route names one)
+//   GET  {base}/v1/predictions/{id}          status starting | processing | succeeded | failed | canceled (| aborted)
+//   POST {base}/v1/predictions/{id}/cancel
+// with `Authorization: Bearer <channel secret>`. The prediction's `urls.get` and `urls.cancel` are used when they are
+// on the channel's origin. `output` is one URL or an array of them; `error` says why a prediction failed. Errors
+// are problem details: {title, detail, status} (422 adds invalid_fields).
+import { UpstreamFailure } from '@gensvc/upstream';
+import type { ProviderHttp } from './provider-http';
+import {
+  callFailure,
+  channelUrl,
+  looksContentRejected,
+  oneLine,
+  sameOrigin,
+  submitFailure,
+  type JobCall,
+  type JobState,
+  type ProviderInput,
+  type ProviderOutput,
+  type SubmitCall,
+  type Submitted,
+  type TaskProvider,
+} from './provider';
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
+const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/** "16:9" for 1280×720; "custom" when the size has no named ratio. */
+export function aspectRatio(width: number, height: number): string {
+  const d = gcd(width, height);
+  const ratio = `${width / d}:${height / d}`;
+  return ASPECT_RATIOS.has(ratio) ? ratio : 'custom';
+}
+
+/**
+ * Our request as a prediction input. Models differ in what they read: the size goes both as width/height and as
+ * the aspect ratio (models with a fixed list of ratios read that; "custom" tells the others to use width/height),
+ * and the reference image as `image`. Replicate drops inputs a model does not declare.
+ */
+export function replicateInput(input: ProviderInput): Obj {
+  return {
+    prompt: input.prompt,
+    width: input.width,
+    height: input.height,
+    aspect_ratio: aspectRatio(input.width, input.height),
+    ...(input.kind === 'video' && input.durationSeconds !== undefined && { duration: input.durationSeconds }),
+    ...(input.imageUrl !== undefined && { image: input.imageUrl }),
+  };
+}
+
+/** The problem detail's text (detail, else title), or the raw body. */
+function messageOf(body: unknown, text: string): string {
+  if (isObject(body)) {
+    const detail = typeof body.detail === 'string' ? body.detail : typeof body.title === 'string' ? body.title : null;
+    if (detail) return oneLine(detail);
+  }
+  return oneLine(text) || 'no message';
+}
+
+/** The URLs of a prediction's output: a string, or an array of strings (other shapes carry no file we can archive). */
+function outputUrls(output: unknown): string[] {
+  if (typeof output === 'string') return [output];
+  if (Array.isArray(output)) return output.filter((u): u is string => typeof u === 'string');
+  return [];
+}
+
+const isUrl = (u: string) => /^https?:\/\//i.test(u);
+
+export function createReplicateProvider(http: ProviderHttp): TaskProvider {
+  const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+  return {
+    async submit({ channel, upstreamModel, input, signal }: SubmitCall): Promise<Submitted> {
+      const [ref, version] = upstreamModel.split(':', 2) as [string, string | undefined];
+      const [owner, name, ...rest] = ref.split('/');
+      if (!owner || !name || rest.length) {
+        // A route that names no owner/name cannot be called here; another channel's route may name one.
+        throw new UpstreamFailure(`"${upstreamModel}" is not a Replicate model (owner/name)`, 'status', true, 404);
+      }
+      const body = { input: replicateInput(input) };
+      const url = version
+        ? channelUrl(channel, '/v1/predictions')
+        : channelUrl(channel, `/v1/models/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/predictions`);
+      const answer = await http.request({
+        url,
+        method: 'POST',
+        headers: auth(channel.secret),
+        body: version ? { version: upstreamModel, ...body } : body,
+        timeoutMs: channel.timeoutMs,
+        signal,
+      });
+      if (answer.status < 200 || answer.status >= 300) {
+        const message = messageOf(answer.body, answer.text);
+        throw submitFailure(answer.status, message, looksContentRejected(message));
+      }
+      const prediction = answer.body;
+      if (!isObject(prediction) || typeof prediction.id !== 'string' || !prediction.id) {
+        throw new UpstreamFailure('the prediction has no id', 'invalid_response', false);
+      }
+      const links = isObject(prediction.urls) ? prediction.urls : {};
+      const urls: Record<string, string> = {};
+      const get = sameOrigin(channel, links.get);
+      const cancel = sameOrigin(channel, links.cancel);
+      if (get) urls.get = get;
+      if (cancel) urls.cancel = cancel;
+      return { upstreamId: prediction.id, urls: Object.keys(urls).length ? urls : null };
+    },
+
+    async status({ channel, upstreamId, urls, signal }: JobCall): Promise<JobState> {
+      const url = urls?.get ?? channelUrl(channel, `/v1/predictions/${encodeURIComponent(upstreamId)}`);
+      const answer = await http.request({ url, method: 'GET', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
+      if (answer.status < 200 || answer.status >= 300) throw callFailure(answer.status, messageOf(answer.body, answer.text));
+      const prediction = answer.body;
+      if (!isObject(prediction)) throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
+      switch (prediction.status) {
+        case 'starting':
+        case 'processing':
+          return { state: 'running' };
+        case 'succeeded': {
+          const outputs: ProviderOutput[] = outputUrls(prediction.output).filter(isUrl).map((url) => ({ url }));
+          if (outputs.length === 0) return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
+          return { state: 'succeeded', outputs };
+        }
+        case 'failed': {
+          const error = typeof prediction.error === 'string' && prediction.error.trim() ? oneLine(prediction.error) : 'The prediction failed.';
+          return { state: 'failed', code: looksContentRejected(error) ? 'content_rejected' : 'upstream_error', message: error };
+        }
+        case 'canceled':
+          return { state: 'canceled' };
+        case 'aborted':
+          // Replicate ended it before it ran (its own deadline, or capacity).
+          return { state: 'failed', code: 'upstream_error', message: 'The provider aborted the prediction before it ran.' };
+        default:
+          throw new UpstreamFailure(`unknown prediction status ${JSON.stringify(prediction.status)}`, 'invalid_response', false);
+      }
+    },
+
+    async cancel({ channel, upstreamId, urls, signal }: JobCall): Promise<void> {
+      const url = urls?.cancel ?? channelUrl(channel, `/v1/predictions/${encodeURIComponent(upstreamId)}/cancel`);
+      const answer = await http.request({ url, method: 'POST', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
+      if (answer.status >= 200 && answer.status < 300) return;
+      const failure = callFailure(answer.status, messageOf(answer.body, answer.text));
+      // Unknown, or otherwise refused for good: there is nothing left to stop.
+      if (failure.failover) throw failure;
+    },
+  };
+}

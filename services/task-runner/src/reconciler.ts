@@ -1,0 +1,143 @@
+// Postgres is the truth; Redis only carries the next step. The reconciler finds tasks and callback deliveries that
+// have not moved for a while and makes sure each has its next job: Redis flushed or restarted, a worker killed
+// between a transition and its enqueue, or a job that failed for good while its row still waits. Every job has a
+// deterministic id and every handler re-reads its row and checks it is still due, so re-adding a job that exists,
+// or one whose step already happened, does nothing.
+//
+// One replica sweeps at a time (a Redis lock per interval); a sweep that overlaps another is harmless anyway.
+import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit, taskOutputSchema } from '@gensvc/contracts';
+import { callbackRepository, taskRepository, type Db } from '@gensvc/db';
+import type { Logger } from '@gensvc/observability';
+import { ensureJob, type Queues } from '@gensvc/queue';
+import type { Redis } from 'ioredis';
+
+export interface ReconcilerDeps {
+  config: { queuePrefix: string; tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] }; callbacks: { retryScheduleMs: number[] } };
+  db: Db;
+  queues: Queues;
+  redis: Redis;
+  logger: Logger;
+}
+
+export interface ReconcileReport {
+  tasks: number;
+  callbacks: number;
+  /** Jobs that were missing (or finished while their row still waited) and were added again. */
+  readded: number;
+}
+
+export interface Reconciler {
+  /** One sweep now (tests, and the timer). */
+  runOnce(): Promise<ReconcileReport>;
+  stop(): Promise<void>;
+}
+
+const BATCH = 500;
+
+/**
+ * A live task moves at least every poll; one that has not moved for this long may have lost its job. Longer than
+ * the slowest poll so that healthy tasks are rarely looked at (looking at one is harmless, only work).
+ */
+export function staleAfterMs(config: ReconcilerDeps['config']): number {
+  return Math.max(config.tasks.reconcileIntervalMs, 3 * Math.max(...config.tasks.pollScheduleMs));
+}
+
+export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean } = {}): Reconciler {
+  const { config, db, queues, logger } = deps;
+  const interval = config.tasks.reconcileIntervalMs;
+  const lockKey = `${config.queuePrefix}:task-runner:reconciler`;
+  const schedule = config.callbacks.retryScheduleMs;
+
+  async function reconcileTasks(before: Date, now: Date): Promise<{ seen: number; readded: number }> {
+    const stale = await taskRepository.stale(db, before, BATCH);
+    let readded = 0;
+    const added = (outcome: string) => {
+      if (outcome !== 'exists' && outcome !== 'promoted') readded++;
+    };
+    for (const task of stale) {
+      const envelope = { taskId: task.id, workspaceId: task.workspaceId };
+      if (task.status === 'queued') {
+        added(await ensureJob(queues, TaskSubmit, envelope, { jobId: [task.id] }));
+      } else if (task.output === null) {
+        added(await ensureJob(queues, TaskPoll, { ...envelope, attempt: task.attempts }, { jobId: [task.id, task.attempts] }));
+      } else {
+        // The provider finished: the archiver owes the pending outputs; with none pending, the completion itself
+        // was lost (the archiver died between its last entry and completing).
+        const parsed = taskOutputSchema.safeParse(task.output);
+        const pending = parsed.success ? parsed.data.outputs.flatMap((o, i) => ((o.archive_status ?? 'pending') === 'pending' ? [i] : [])) : [];
+        for (const outputIndex of pending) added(await ensureJob(queues, ArchiveOutput, { ...envelope, outputIndex }, { jobId: [task.id, outputIndex] }));
+        if (pending.length === 0 && (await taskRepository.completeIfArchived(db, task.id, now))?.callback) {
+          const row = await taskRepository.find(db, task.id);
+          if (row) added(await ensureJob(queues, CallbackDeliver, { ...envelope, attempt: row.callbackRoundStart }, { jobId: [task.id, row.callbackRoundStart] }));
+        }
+      }
+      await taskRepository.touch(db, task.id, now);
+    }
+    return { seen: stale.length, readded };
+  }
+
+  async function reconcileCallbacks(before: Date, now: Date): Promise<{ seen: number; readded: number }> {
+    const pending = await callbackRepository.pendingSince(db, before, BATCH);
+    let readded = 0;
+    for (const task of pending) {
+      const last = await callbackRepository.lastAttempt(db, task.id);
+      const inRound = last && last.attempt >= task.callbackRoundStart ? last : null;
+      if (inRound && inRound.statusCode !== null && inRound.statusCode >= 200 && inRound.statusCode < 300) {
+        // Delivered, but the dispatcher died before saying so.
+        await callbackRepository.markDelivered(db, task.id, inRound.createdAt);
+        continue;
+      }
+      const next = inRound ? inRound.attempt + 1 : task.callbackRoundStart;
+      const index = next - task.callbackRoundStart;
+      if (index >= schedule.length) {
+        await callbackRepository.markParked(db, task.id, now);
+        continue;
+      }
+      // Due `schedule[index]` after the previous attempt; at once if that time has passed.
+      const delay = inRound ? Math.max(0, inRound.createdAt.getTime() + schedule[index]! - now.getTime()) : 0;
+      const outcome = await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: next }, { jobId: [task.id, next], delay });
+      if (outcome !== 'exists') readded++;
+      await callbackRepository.touchPending(db, task.id, now);
+    }
+    return { seen: pending.length, readded };
+  }
+
+  async function runOnce(): Promise<ReconcileReport> {
+    const now = new Date();
+    const before = new Date(now.getTime() - staleAfterMs(config));
+    const tasks = await reconcileTasks(before, now);
+    const callbacks = await reconcileCallbacks(before, now);
+    const report = { tasks: tasks.seen, callbacks: callbacks.seen, readded: tasks.readded + callbacks.readded };
+    if (report.readded > 0) logger.warn(report, 'reconciler: re-added jobs that had vanished');
+    else if (report.tasks + report.callbacks > 0) logger.debug(report, 'reconciler: sweep');
+    return report;
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const tick = async () => {
+    // Held for most of an interval: the other replicas skip this round.
+    const won = await deps.redis.set(lockKey, String(process.pid), 'PX', Math.max(1, interval - 100), 'NX');
+    if (won === 'OK') await runOnce();
+  };
+  const schedule_ = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = tick()
+        .catch((err: unknown) => logger.error({ err }, 'reconciler: sweep failed; next interval retries'))
+        .finally(schedule_);
+    }, interval);
+    timer.unref();
+  };
+  if (opts.autorun !== false) schedule_();
+
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,409 @@
+// The task runner in-process against the upstream-sim speaking Replicate's predictions API and fal's queue API, with
+// real Postgres and Redis: submit, delayed polls, outputs recorded and settled, failures released, the deadline,
+// cancels reaching the provider, stale polls, and failover between channels.
+import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit, type GenerationInput, type TaskOperationName } from '@gensvc/contracts';
+import { fileRepository, newId, taskRepository } from '@gensvc/db';
+import { enqueue, jobIdFor, type Queues } from '@gensvc/queue';
+import { eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { startSim, type JobFault, type Sim } from '../../upstream-sim/src/index';
+import { taskPoll } from './handlers/task-poll';
+import { taskSubmit } from './handlers/task-submit';
+import { createProviders, type TaskChannelKind } from './providers/providers';
+import { addSimTaskModel, startWorker, type TaskWorkerUnderTest } from './worker-under-test';
+
+const ctx = useTestContext({ TASK_POLL_SCHEDULE: '50ms,50ms,100ms' });
+let sim: Sim;
+let runner: TaskWorkerUnderTest;
+let queues: Queues;
+
+/** Job runs that threw: none should (a handler's outcomes are return values; a throw is a retry or a bug). */
+const jobFailures: string[] = [];
+
+beforeAll(async () => {
+  sim = await startSim({ taskDurationMs: 300 });
+  runner = await startWorker(ctx);
+  runner.worker.on('failed', (job, err) => jobFailures.push(`${job?.id}: ${err.message}`));
+  queues = runner.queues;
+});
+afterAll(async () => {
+  await runner?.close();
+  await sim?.close();
+});
+afterEach(() => {
+  sim.faults.clear();
+  expect(jobFailures.splice(0)).toEqual([]);
+});
+
+const PRICE = 40_000n;
+const BALANCE = 10_000_000n;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+let serial = 0;
+
+interface Setup {
+  model: string;
+  /** Channel names in priority order (the first is tried first). */
+  channels: string[];
+  channelIds: string[];
+}
+
+/** A model of `kind` served by `count` channels of the protocol, the first with the highest priority. */
+async function setup(protocol: TaskChannelKind, kind: 'image' | 'video', count = 1): Promise<Setup> {
+  const n = ++serial;
+  const names = Array.from({ length: count }, (_, i) => `${protocol}-${n}-${String.fromCharCode(97 + i)}`);
+  const model = await addSimTaskModel(ctx.db, sim.url, {
+    id: `sim/${kind}-${protocol}-${n}`,
+    kind,
+    unitPrice: PRICE,
+    channels: names.map((name, i) => ({ name, kind: protocol, priority: count - i, upstreamModel: `sim/${kind}-1` })),
+  });
+  const rows = await ctx.db.channel.findMany({ where: { name: { in: names } } });
+  return { model: model.id, channels: names, channelIds: names.map((name) => rows.find((r) => r.name === name)!.id) };
+}
+
+interface TaskSpec {
+  operation?: TaskOperationName;
+  input?: Partial<GenerationInput>;
+  callbackUrl?: string | null;
+  deadlineMs?: number;
+  /** Leave the submit job out (the test runs the handler itself). */
+  noSubmit?: boolean;
+}
+
+/** A workspace and key, a task created as the edge creates it (hold + queued row), and its submit job. */
+async function createTask(s: Setup, spec: TaskSpec = {}) {
+  const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
+  const { key } = await makeKey(ctx.db, ws.id);
+  const operation = spec.operation ?? (s.model.includes('/video') ? 'text-to-video' : 'text-to-image');
+  const input: GenerationInput = { prompt: 'a lighthouse at dusk', width: 1024, height: 768, ...(operation.endsWith('video') && { duration_seconds: 3 }), ...spec.input };
+  const task = await taskRepository.create(ctx.db, {
+    id: newId('tsk'),
+    workspaceId: ws.id,
+    apiKeyId: key.id,
+    requestId: `req_${newId('res')}`,
+    model: s.model,
+    operation,
+    input: input as never,
+    callbackUrl: spec.callbackUrl === undefined ? null : spec.callbackUrl,
+    amount: PRICE,
+    deadlineAt: new Date(Date.now() + (spec.deadlineMs ?? 30_000)),
+  });
+  if (!spec.noSubmit) await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+  return { task, ws, key };
+}
+
+/** The task once the provider's part is over: its output recorded, or ended. */
+const settled = (id: string, timeoutMs = 10_000) =>
+  eventually(async () => {
+    const t = await taskRepository.find(ctx.db, id);
+    return t && (t.output !== null || ['failed', 'canceled', 'completed'].includes(t.status)) ? t : null;
+  }, `task ${id} to settle`, timeoutMs);
+
+async function money(workspaceId: string, reservationId: string) {
+  const [ws, charges, reservation] = await Promise.all([
+    ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } }),
+    ctx.db.ledgerEntry.findMany({ where: { workspaceId, kind: 'charge' } }),
+    ctx.db.reservation.findUniqueOrThrow({ where: { id: reservationId } }),
+  ]);
+  return { balance: ws.balance, charges, reservation: reservation.state };
+}
+
+const jobOf = (queue: 'tasks' | 'archive' | 'callbacks', id: string) => queues.get(queue).getJob(id);
+/** The job once it has run to completion (read in one go: its return value comes with its finish time). */
+const completedJob = (id: string) =>
+  eventually(async () => {
+    const job = await jobOf('tasks', id);
+    return job?.finishedOn && !job.failedReason ? job : null;
+  }, `job ${id} to complete`);
+const requestsTo = (channel: string) => sim.requests().filter((r) => r.channel === channel);
+const cancelsTo = (channel: string) => requestsTo(channel).filter((r) => r.path.endsWith('/cancel'));
+const createsTo = (channel: string) => requestsTo(channel).filter((r) => r.method === 'POST' && !r.path.endsWith('/cancel'));
+const fault = (channel: string, job: JobFault) => sim.faults.add({ channel, job });
+
+describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
+  it('runs an image task: PNG output recorded pending archive, cost settled once, archive jobs added', async () => {
+    const s = await setup(protocol, 'image');
+    const { task, ws } = await createTask(s);
+    const done = await settled(task.id);
+
+    expect(done).toMatchObject({ status: 'running', channelId: s.channelIds[0], cost: PRICE, errorCode: null });
+    expect(done.upstreamId).toEqual(expect.any(String));
+    const outputs = (done.output as { outputs: Record<string, unknown>[] }).outputs;
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({ kind: 'image', archive_status: 'pending', url: expect.stringMatching(/\/outputs\/[\w-]+\.png$/) });
+    const png = Buffer.from(await (await fetch(outputs[0]!.url as string)).arrayBuffer());
+    expect(png.subarray(0, 8)).toEqual(PNG_SIGNATURE);
+
+    const after = await money(ws.id, task.reservationId!);
+    expect(after.reservation).toBe('settled');
+    expect(after.charges).toHaveLength(1);
+    expect(after.charges[0]).toMatchObject({ amount: -PRICE, taskId: task.id, model: s.model });
+    expect(after.balance).toBe(BALANCE - PRICE);
+
+    // The poll that found it done completed (its outcome is stored as JSON).
+    const poll = await completedJob(jobIdFor(TaskPoll, [task.id, done.attempts]));
+    expect(poll.returnvalue).toEqual({ outcome: 'succeeded', outputs: 1, charged: PRICE.toString() });
+    const archive = await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0]));
+    expect(archive?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+    // The provider was polled until it finished, each poll a job of its own.
+    expect(done.attempts).toBeGreaterThan(1);
+    expect(requestsTo(s.channels[0]!).filter((r) => r.method === 'GET').length).toBeGreaterThanOrEqual(done.attempts);
+  });
+
+  it('runs a video task and records the duration', async () => {
+    const s = await setup(protocol, 'video');
+    const { task } = await createTask(s, { input: { duration_seconds: 4 } });
+    const done = await settled(task.id);
+    const outputs = (done.output as { outputs: Record<string, unknown>[] }).outputs;
+    expect(outputs).toEqual([expect.objectContaining({ kind: 'video', duration: 4, archive_status: 'pending', url: expect.stringMatching(/\.mp4$/) })]);
+    const mp4 = Buffer.from(await (await fetch(outputs[0]!.url as string)).arrayBuffer());
+    expect(mp4.subarray(4, 8).toString('latin1')).toBe('ftyp');
+    expect(done.cost).toBe(PRICE);
+  });
+
+  it('fails with upstream_error when the model fails, restores the balance exactly and adds the callback', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { outcome: 'fail', error: 'CUDA out of memory (simulated)' });
+    const { task, ws } = await createTask(s, { callbackUrl: 'https://receiver.example/hook' });
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', output: null, cost: null, callbackState: 'pending' });
+    expect(done.errorMessage).toContain('CUDA out of memory');
+    const after = await money(ws.id, task.reservationId!);
+    expect(after).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
+    const callback = await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]));
+    expect(callback?.data).toMatchObject({ taskId: task.id, workspaceId: ws.id, attempt: 1 });
+  });
+
+  it('adds no callback for a failed task without a callback_url', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { outcome: 'fail' });
+    const { task } = await createTask(s);
+    expect(await settled(task.id)).toMatchObject({ status: 'failed', callbackState: 'none' });
+    expect(await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]))).toBeUndefined();
+  });
+
+  it('fails with content_rejected when the content checker refuses', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { outcome: 'nsfw' });
+    const { task, ws } = await createTask(s);
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'content_rejected' });
+    expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
+  });
+
+  it('times a stuck job out at its deadline with upstream_timeout and cancels it at the provider', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { outcome: 'stuck' });
+    const { task, ws } = await createTask(s, { deadlineMs: 800, callbackUrl: 'https://receiver.example/hook' });
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_timeout' });
+    expect(done.errorMessage).toMatch(/no result within 800 ms/);
+    // At the deadline, not a poll interval or more after it.
+    expect(done.completedAt!.getTime()).toBeGreaterThanOrEqual(task.deadlineAt!.getTime());
+    expect(done.completedAt!.getTime() - task.deadlineAt!.getTime()).toBeLessThan(500);
+    await eventually(() => cancelsTo(s.channels[0]!).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
+    expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
+    expect(await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]))).toBeDefined();
+  });
+
+  it('cancels mid-run: the provider cancel reaches the sim and the next poll does nothing', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { durationMs: 20_000 });
+    const { task, ws } = await createTask(s);
+    const running = await eventually(async () => {
+      const t = await taskRepository.find(ctx.db, task.id);
+      return t?.status === 'running' && t.attempts >= 2 ? t : null;
+    }, 'the task to be polled');
+
+    const ended = await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: ws.id });
+    expect(ended).toMatchObject({ upstreamId: running.upstreamId });
+    await enqueue(queues, TaskCancel, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+    await eventually(() => cancelsTo(s.channels[0]!).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
+
+    // The poll that was waiting runs and finds the task ended.
+    const after = await taskRepository.find(ctx.db, task.id);
+    const poll = await completedJob(jobIdFor(TaskPoll, [task.id, after!.attempts]));
+    // not_running, or moved_on when that poll was already asking the provider as the task was canceled.
+    expect(poll.returnvalue).toEqual({ outcome: 'stale', reason: expect.stringMatching(/^(not_running|moved_on)$/) });
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'canceled', attempts: after!.attempts, output: null });
+    expect(await money(ws.id, task.reservationId!)).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
+  });
+
+  it('ignores a stale poll (another attempt number)', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { durationMs: 20_000 });
+    const { task, ws } = await createTask(s);
+    await eventually(async () => (await taskRepository.find(ctx.db, task.id))?.status === 'running', 'the task to run');
+    const job = await enqueue(queues, TaskPoll, { taskId: task.id, workspaceId: ws.id, attempt: 99 }, { jobId: [task.id, 99] });
+    expect((await completedJob(job.id!)).returnvalue).toEqual({ outcome: 'stale', reason: 'other_attempt' });
+    const t = await taskRepository.find(ctx.db, task.id);
+    expect(t!.attempts).toBeLessThan(99);
+    expect(await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 100]))).toBeUndefined();
+    await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
+  });
+
+  it('fails over to the next channel when the first answers 500 on submit', async () => {
+    const s = await setup(protocol, 'image', 2);
+    sim.faults.add({ channel: s.channels[0], operation: 'create', status: 500 });
+    const { task } = await createTask(s);
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ channelId: s.channelIds[1], cost: PRICE });
+    expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([500]);
+    expect(createsTo(s.channels[1]!).map((r) => r.status)).toEqual([protocol === 'replicate' ? 201 : 200]);
+  });
+
+  it('fails with invalid_input on a 422 at submit, without trying another channel', async () => {
+    const s = await setup(protocol, 'image', 2);
+    sim.faults.add({ channel: s.channels[0], operation: 'create', status: 422 });
+    const { task, ws } = await createTask(s);
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'invalid_input', upstreamId: null });
+    expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([422]);
+    expect(createsTo(s.channels[1]!)).toEqual([]);
+    expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
+  });
+
+  it('fails with invalid_input when the provider refuses the input itself', async () => {
+    const s = await setup(protocol, 'image', 2);
+    const { task } = await createTask(s, { input: { width: 4096 } });
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'invalid_input' });
+    expect(done.errorMessage).toMatch(/width/);
+    expect(createsTo(s.channels[1]!)).toEqual([]);
+  });
+
+  it('fails with invalid_input when the input file is gone', async () => {
+    const s = await setup(protocol, 'image');
+    const { task } = await createTask(s, { operation: 'image-to-image', input: { image: { file_id: 'file_gone' } } });
+    expect(await settled(task.id)).toMatchObject({ status: 'failed', errorCode: 'invalid_input', errorMessage: expect.stringContaining('file_gone') });
+    expect(requestsTo(s.channels[0]!)).toEqual([]);
+  });
+
+  it('fails with upstream_timeout without calling the provider when the deadline passed before submission', async () => {
+    const s = await setup(protocol, 'image');
+    const { task } = await createTask(s, { deadlineMs: -1 });
+    expect(await settled(task.id)).toMatchObject({ status: 'failed', errorCode: 'upstream_timeout' });
+    expect(requestsTo(s.channels[0]!)).toEqual([]);
+  });
+
+  it('keeps polling through transient status errors', async () => {
+    const s = await setup(protocol, 'image');
+    sim.faults.add({ channel: s.channels[0], operation: 'status', status: 503, times: 2 });
+    const { task } = await createTask(s);
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'running', cost: PRICE });
+    expect(requestsTo(s.channels[0]!).filter((r) => r.status === 503)).toHaveLength(2);
+  });
+
+  it('fails with upstream_error when someone else cancels the job at the provider', async () => {
+    const s = await setup(protocol, 'image');
+    fault(s.channels[0]!, { durationMs: 20_000 });
+    const { task, ws } = await createTask(s);
+    const running = await eventually(async () => {
+      const t = await taskRepository.find(ctx.db, task.id);
+      return t?.upstreamId ? t : null;
+    }, 'the task to be submitted');
+    const urls = running.upstreamUrls as Record<string, string>;
+    const res =
+      protocol === 'replicate'
+        ? await fetch(urls.cancel!, { method: 'POST', headers: { authorization: 'Bearer someone-else' } })
+        : await fetch(urls.cancel_url!, { method: 'PUT', headers: { authorization: 'Key someone-else' } });
+    expect(res.ok).toBe(true);
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', errorMessage: 'The provider canceled the job.' });
+    expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
+  });
+
+  it('retries a submit no channel takes, and fails it with upstream_error on the last attempt', async () => {
+    const s = await setup(protocol, 'image');
+    sim.faults.add({ channel: s.channels[0], operation: 'create', status: 503 });
+    const { task, ws } = await createTask(s, { noSubmit: true, callbackUrl: 'https://receiver.example/hook' });
+    const submit = taskSubmit({ ...runner.deps, providers: createProviders(runner.deps.upstream) });
+    const run = (attemptsMade: number) => submit({ taskId: task.id, workspaceId: ws.id }, { job: { id: 'direct', attemptsMade, opts: { attempts: 5 } } as never });
+
+    await expect(run(0)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'queued' });
+    expect(await run(4)).toEqual({ outcome: 'failed', code: 'upstream_error' });
+    const done = await taskRepository.find(ctx.db, task.id);
+    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', errorMessage: expect.stringContaining('503') });
+    expect(await money(ws.id, task.reservationId!)).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
+    expect(await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]))).toBeDefined();
+    expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([503, 503]);
+  });
+
+  it('holds no worker slot while waiting: the first poll is a delayed job', async () => {
+    const s = await setup(protocol, 'image');
+    const { task, ws } = await createTask(s, { noSubmit: true });
+    const deps = runner.deps;
+    const submit = taskSubmit({ ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } }, providers: createProviders(deps.upstream) });
+    const outcome = await submit({ taskId: task.id, workspaceId: ws.id }, { job: { id: 'direct', attemptsMade: 0, opts: { attempts: 5 } } as never });
+    expect(outcome).toMatchObject({ outcome: 'submitted', channelId: s.channelIds[0] });
+    const poll = await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 1]));
+    expect(await poll!.getState()).toBe('delayed');
+    expect(poll!.opts.delay).toBeGreaterThan(25_000);
+    await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
+  });
+});
+
+describe('a re-run of a job that died half-way', () => {
+  const direct = { job: { id: 'direct', attemptsMade: 1, opts: { attempts: 5 } } as never };
+
+  it('a poll that counted itself but added no next poll adds it when it runs again', async () => {
+    const s = await setup('fal', 'image');
+    const { task, ws } = await createTask(s, { noSubmit: true });
+    const deps = { ...runner.deps, providers: createProviders(runner.deps.upstream) };
+    // Submitted with a first poll far away, so only the re-run below can move the task.
+    const slow = { ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } } };
+    expect(await taskSubmit(slow)({ taskId: task.id, workspaceId: ws.id }, direct)).toMatchObject({ outcome: 'submitted' });
+    // Poll 1 counted itself (attempts 1 → 2) and died before adding poll 2.
+    expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(true);
+
+    expect(await taskPoll(deps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 }, direct)).toEqual({ outcome: 'stale', reason: 'other_attempt' });
+    const done = await settled(task.id);
+    expect(done).toMatchObject({ status: 'running', cost: PRICE });
+    expect(done.attempts).toBeGreaterThan(2);
+  });
+
+  it('a poll that recorded the output but added no archive job adds it when it runs again', async () => {
+    const s = await setup('fal', 'image');
+    const { task, ws } = await createTask(s);
+    const done = await settled(task.id);
+    const archive = await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0]));
+    await archive!.remove();
+
+    const deps = { ...runner.deps, providers: createProviders(runner.deps.upstream) };
+    expect(await taskPoll(deps)({ taskId: task.id, workspaceId: ws.id, attempt: done.attempts }, direct)).toEqual({ outcome: 'stale', reason: 'moved_on' });
+    expect((await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0])))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+  });
+});
+
+describe('input images', () => {
+  it('sends a workspace file to Replicate as a fresh signed link', async () => {
+    const s = await setup('replicate', 'image');
+    const { task, ws } = await createTask(s, { noSubmit: true, operation: 'image-to-image' });
+    const fileId = newId('file');
+    await fileRepository.create(ctx.db, {
+      id: fileId,
+      workspaceId: ws.id,
+      source: 'upload',
+      purpose: 'input',
+      filename: 'ref.png',
+      contentType: 'image/png',
+      bytes: 10n,
+      storageKey: `k/${fileId}`,
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
+    await ctx.db.task.update({ where: { id: task.id }, data: { input: { ...(task.input as object), image: { file_id: fileId } } } });
+    await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+    const running = await eventually(async () => {
+      const t = await taskRepository.find(ctx.db, task.id);
+      return t?.upstreamId ? t : null;
+    }, 'the task to be submitted');
+    // The sim's prediction echoes the input it was given.
+    const res = await fetch(`${sim.url}/ch/${s.channels[0]}/v1/predictions/${running.upstreamId}`, { headers: { authorization: 'Bearer x' } });
+    const prediction = (await res.json()) as { input: Record<string, unknown> };
+    const link = new URL(prediction.input.image as string);
+    expect(`${link.origin}${link.pathname}`).toBe(`${ctx.config.publicBaseUrl}/api/v1/files/${fileId}/content`);
+    expect(link.searchParams.get('token')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', width: 1024, height: 768, aspect_ratio: '4:3' });
+  });
+});

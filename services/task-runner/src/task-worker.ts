@@ -1,0 +1,24 @@
+// The `tasks` queue's worker: task.submit, task.poll and task.cancel, over the Replicate and fal protocols.
+import { defineWorker } from '@gensvc/queue';
+import type { Worker } from 'bullmq';
+import type { TaskRunnerDeps } from './deps';
+import { taskCancel } from './handlers/task-cancel';
+import { taskPoll } from './handlers/task-poll';
+import { taskSubmit } from './handlers/task-submit';
+import { createProviders } from './providers/providers';
+
+export function startTaskWorker(deps: TaskRunnerDeps, concurrency = deps.config.concurrency.taskRunner): Worker {
+  const handlerDeps = { ...deps, providers: createProviders(deps.upstream) };
+  return defineWorker({
+    queue: 'tasks',
+    connection: deps.redis,
+    prefix: deps.config.queuePrefix,
+    concurrency,
+    logger: deps.logger,
+    handlers: {
+      'task.submit': taskSubmit(handlerDeps),
+      'task.poll': taskPoll(handlerDeps),
+      'task.cancel': taskCancel(handlerDeps),
+    },
+  });
+}
