@@ -84,13 +84,13 @@ export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean 
       const inRound = last && last.attempt >= task.callbackRoundStart ? last : null;
       if (inRound && inRound.statusCode !== null && inRound.statusCode >= 200 && inRound.statusCode < 300) {
         // Delivered, but the dispatcher died before saying so.
-        await callbackRepository.markDelivered(db, task.id, inRound.createdAt);
+        await callbackRepository.markDelivered(db, task.id, inRound.attempt, inRound.createdAt);
         continue;
       }
       const next = inRound ? inRound.attempt + 1 : task.callbackRoundStart;
       const index = next - task.callbackRoundStart;
       if (index >= schedule.length) {
-        await callbackRepository.markParked(db, task.id, now);
+        await callbackRepository.markParked(db, task.id, next - 1, now);
         continue;
       }
       // Due `schedule[index]` after the previous attempt; at once if that time has passed.

@@ -85,15 +85,24 @@ export const callbackRepository = {
     return db.callbackAttempt.findFirst({ where: { taskId }, orderBy: { attempt: 'desc' } });
   },
 
-  /** pending → delivered. */
-  async markDelivered(db: DbClient, taskId: string, at: Date): Promise<boolean> {
-    const { count } = await db.task.updateMany({ where: { id: taskId, callbackState: 'pending' }, data: { callbackState: 'delivered', deliveredAt: at, updatedAt: at } });
+  /**
+   * pending → delivered, for the round that `attempt` belongs to: a redelivery that started a new round meanwhile
+   * (a higher round start) is not marked by an attempt of the old one.
+   */
+  async markDelivered(db: DbClient, taskId: string, attempt: number, at: Date): Promise<boolean> {
+    const { count } = await db.task.updateMany({
+      where: { id: taskId, callbackState: 'pending', callbackRoundStart: { lte: attempt } },
+      data: { callbackState: 'delivered', deliveredAt: at, updatedAt: at },
+    });
     return count === 1;
   },
 
-  /** pending → parked (the round's fifth attempt failed). */
-  async markParked(db: DbClient, taskId: string, now = new Date()): Promise<boolean> {
-    const { count } = await db.task.updateMany({ where: { id: taskId, callbackState: 'pending' }, data: { callbackState: 'parked', updatedAt: now } });
+  /** pending → parked (the fifth attempt of the round `attempt` belongs to failed). */
+  async markParked(db: DbClient, taskId: string, attempt: number, now = new Date()): Promise<boolean> {
+    const { count } = await db.task.updateMany({
+      where: { id: taskId, callbackState: 'pending', callbackRoundStart: { lte: attempt } },
+      data: { callbackState: 'parked', updatedAt: now },
+    });
     return count === 1;
   },
 

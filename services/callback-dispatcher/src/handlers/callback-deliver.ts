@@ -71,12 +71,12 @@ export function callbackDeliver(deps: DispatcherDeps) {
     if (recorded.attempt < task.callbackRoundStart) return { step: 'none', reason: 'superseded' };
     if (isSuccess(recorded.statusCode)) {
       // The envelope said delivered_at = the attempt's start; the task says the same.
-      await callbackRepository.markDelivered(db, taskId, recorded.createdAt);
+      await callbackRepository.markDelivered(db, taskId, recorded.attempt, recorded.createdAt);
       return { step: 'delivered' };
     }
     const index = recorded.attempt - task.callbackRoundStart;
     if (index + 1 >= schedule.length) {
-      await callbackRepository.markParked(db, taskId);
+      await callbackRepository.markParked(db, taskId, recorded.attempt);
       return { step: 'parked' };
     }
     const attempt = recorded.attempt + 1;
