@@ -31,6 +31,16 @@ export interface JobContract<
   readonly version: number;
   /** The envelope extended with the job's own fields. */
   readonly schema: S;
+  /**
+   * How often a handler's own failure (Postgres or a provider briefly unreachable) is tried, with exponential
+   * backoff from `backoffMs`, whoever enqueues the job. Absent: once.
+   */
+  readonly retry?: JobRetry;
+}
+
+export interface JobRetry {
+  attempts: number;
+  backoffMs: number;
 }
 
 /** The payload a handler receives (after parsing: defaults applied, unknown keys stripped). */
@@ -50,6 +60,7 @@ export function defineJob<const Q extends QueueName, const N extends string, Sha
   name: N;
   version: number;
   schema: z.ZodObject<Shape>;
+  retry?: JobRetry;
 }) {
   if (!(QUEUE_NAMES as readonly string[]).includes(def.queue)) throw new Error(`Job ${def.name}: unknown queue "${def.queue}".`);
   if (!JOB_NAME.test(def.name)) throw new Error(`Job name "${def.name}" is not of the form domain.verb.`);
@@ -59,6 +70,7 @@ export function defineJob<const Q extends QueueName, const N extends string, Sha
     name: def.name,
     version: def.version,
     schema: envelopeSchema.extend(def.schema.shape),
+    ...(def.retry ? { retry: Object.freeze({ ...def.retry }) } : {}),
   };
   return Object.freeze(contract) satisfies JobContract<Q, N>;
 }

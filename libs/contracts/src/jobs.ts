@@ -34,6 +34,7 @@ export const TaskSubmit = defineJob({
   queue: 'tasks',
   name: 'task.submit',
   version: 1,
+  retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id }),
 });
 
@@ -46,6 +47,7 @@ export const TaskPoll = defineJob({
   queue: 'tasks',
   name: 'task.poll',
   version: 1,
+  retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
 });
 
@@ -54,6 +56,7 @@ export const TaskCancel = defineJob({
   queue: 'tasks',
   name: 'task.cancel',
   version: 1,
+  retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id }),
 });
 
@@ -61,6 +64,7 @@ export const ArchiveOutput = defineJob({
   queue: 'archive',
   name: 'archive.output',
   version: 1,
+  retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
 });
 
@@ -72,6 +76,8 @@ export const CallbackDeliver = defineJob({
   queue: 'callbacks',
   name: 'callback.deliver',
   version: 1,
+  // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
+  retry: { attempts: 3, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
 });
 

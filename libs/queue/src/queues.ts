@@ -13,19 +13,6 @@ export const DEFAULT_JOB_OPTIONS = {
   removeOnFail: { age: 7 * 86_400 },
 } as const satisfies JobsOptions;
 
-/**
- * Retries per job, for every producer of it (the edge, workers, the reconciler). These retry a handler's own
- * failures (Postgres or the provider briefly unreachable); a callback receiver's failures are not retried here but
- * follow the delivery schedule, each attempt a job of its own.
- */
-export const JOB_RETRIES: Partial<Record<string, JobsOptions>> = {
-  'task.submit': { attempts: 5, backoff: { type: 'exponential', delay: 1_000 } },
-  'task.poll': { attempts: 5, backoff: { type: 'exponential', delay: 1_000 } },
-  'task.cancel': { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
-  'archive.output': { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
-  'callback.deliver': { attempts: 3, backoff: { type: 'exponential', delay: 1_000 } },
-};
-
 export interface Queues {
   readonly prefix: string;
   /** The BullMQ queue of that name, created on first use. */
@@ -134,7 +121,8 @@ export async function enqueue<J extends JobContract>(
         });
       }
       const { jobId, ...ownOpts } = opts;
-      const jobOpts = { ...JOB_RETRIES[contract.name], ...ownOpts };
+      const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
+      const jobOpts = { ...retry, ...ownOpts };
       const added = await queues
         .get(contract.queue)
         .add(contract.name, parsed.data, jobId === undefined ? jobOpts : { ...jobOpts, jobId: jobIdFor(contract, jobId) });

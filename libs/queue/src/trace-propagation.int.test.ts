@@ -113,7 +113,7 @@ describe('trace context across the queue', () => {
     const failedHere = new Promise((resolve) => worker.once('failed', resolve));
     const job = await context.with(
       trace.setSpanContext(ROOT_CONTEXT, { traceId: hex(16), spanId: hex(8), traceFlags: TraceFlags.SAMPLED, isRemote: true }),
-      // One attempt: the failure is final at once (archive.output is otherwise retried, see JOB_RETRIES).
+      // One attempt: the failure is final at once (archive.output is otherwise retried: its contract declares `retry`).
       () => enqueue(queues, ArchiveOutput, { taskId: 'tsk_boom', outputIndex: 0 }, { attempts: 1 }),
     );
     await expect(job.waitUntilFinished(events, 10_000)).rejects.toThrow('bucket unavailable');

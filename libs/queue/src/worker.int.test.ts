@@ -120,6 +120,14 @@ describe('queues and workers against Redis', () => {
       expect(await raw.getJobCounts(...types)).toEqual(before);
     });
 
+    it('gives a job the retries its contract declares, unless the producer says otherwise', async () => {
+      const declared = await enqueue(queues, TaskPoll, { taskId: 'tsk_retry', attempt: 1 }, { delay: 60_000 });
+      expect(declared.opts).toMatchObject({ attempts: 5, backoff: { type: 'exponential', delay: 1_000 } });
+      const once = await enqueue(queues, TaskPoll, { taskId: 'tsk_retry', attempt: 2 }, { delay: 60_000, attempts: 1 });
+      expect(once.opts.attempts).toBe(1);
+      await Promise.all([declared.remove(), once.remove()]);
+    });
+
     it('gives a job with a deterministic key one id, free of ":", and adds it once', async () => {
       const qe = await eventsFor('tasks');
       submitted.length = 0;

@@ -166,3 +166,22 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
     clearTimeout(timer);
   }
 }
+
+/**
+ * The shutdown phase of a worker service (STYLE.md convention 5): stop taking jobs, give in-flight ones `waitMs` to
+ * finish, then abort them (handed back to the queue unspent) with `abortGraceMs` to stop. `what` names the jobs in
+ * the warning logged when some were handed back.
+ */
+export function closeWorkersPhase(
+  workers: readonly Worker[],
+  opts: { waitMs: number; abortGraceMs: number; what: string; logger: Pick<QueueLogger, 'warn'> },
+): { name: string; timeoutMs: number; run: () => Promise<void> } {
+  return {
+    name: 'close workers',
+    timeoutMs: opts.waitMs + opts.abortGraceMs + 5_000,
+    run: async () => {
+      const { forced } = await closeWorkers(workers, opts.waitMs, { abortGraceMs: opts.abortGraceMs });
+      if (forced) opts.logger.warn({}, `${opts.what} still running at shutdown were handed back to the queue`);
+    },
+  };
+}

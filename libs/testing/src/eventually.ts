@@ -6,6 +6,8 @@ export async function eventually<T>(
   probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
   what: string,
   timeoutMs = 5_000,
+  /** Between probes; raise it for probes that are queries over many rows. */
+  intervalMs = 20,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -17,6 +19,6 @@ export async function eventually<T>(
       failure = e;
     }
     if (Date.now() > deadline) throw failure ?? new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -9,7 +9,7 @@ const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkers } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger } = await import('@gensvc/observability');
@@ -39,16 +39,9 @@ async function main() {
 
   const shutdown = createShutdown(
     [
-      {
-        // In-flight archives get 25 s to finish; past that they are aborted and go back to the queue unspent.
-        name: 'close workers',
-        timeoutMs: 35_000,
-        run: async () => {
-          clearInterval(reschedule);
-          const { forced } = await closeWorkers(workers, 25_000, { abortGraceMs: 5_000 });
-          if (forced) logger.warn({}, 'archive jobs still running at shutdown were handed back to the queue');
-        },
-      },
+      { name: 'stop rescheduling', timeoutMs: 1_000, run: async () => clearInterval(reschedule) },
+      // In-flight archives get 25 s to finish; past that they are aborted and go back to the queue unspent.
+      closeWorkersPhase(workers, { waitMs: 25_000, abortGraceMs: 5_000, what: 'archive jobs', logger }),
       {
         name: 'close clients',
         timeoutMs: 5_000,

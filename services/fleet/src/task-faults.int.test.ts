@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { billingRepository } from '@gensvc/db';
+import { billingRepository, callbackRepository, modelRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
 import {
   addSimChannel,
@@ -109,8 +109,7 @@ beforeAll(async () => {
     ['sim/image-1', 'image', IMAGE_PRICE],
     ['sim/video-1', 'video', VIDEO_PRICE_PER_SECOND],
   ] as const) {
-    await ctx.db.model.create({ data: { id, kind, unitPrice } });
-    for (const channel of [replicate, fal]) await ctx.db.modelRoute.create({ data: { modelId: id, channelId: channel.id, upstreamModel: id } });
+    await modelRepository.create(ctx.db, { id, kind, unitPrice, routes: [replicate, fal].map((c) => ({ channelId: c.id, upstreamModel: id })) });
   }
 
   const port = await freePort();
@@ -157,16 +156,19 @@ it('loses no task, delivers every callback, and charges each task once through k
   };
 
   // Ten callers at a time; the faults happen while tasks are being created, polled, archived and called back.
+  const unfinished = () => ctx.db.task.count({ where: { workspaceId: ws.id, NOT: { callbackState: 'delivered' } } });
+  let inFlightAtKill = 0;
+  let inFlightAtFlush = 0;
   let next = 0;
   const faults = (async () => {
     await eventually(() => created.length >= 60, 'sixty tasks created', 60_000);
-    procs.get('task-runner')!.child.kill('SIGKILL');
-    procs.get('callback-dispatcher')!.child.kill('SIGKILL');
-    await new Promise((r) => setTimeout(r, 500));
+    inFlightAtKill = await unfinished();
+    await Promise.all(['task-runner', 'callback-dispatcher'].map((name) => procs.get(name)!.stop('SIGKILL')));
     start('task-runner');
     start('callback-dispatcher');
     await eventually(() => created.length >= 120, 'a hundred and twenty tasks created', 60_000);
     // Everything the deployment keeps in Redis: queued, delayed and active jobs, schedules, locks, rate windows.
+    inFlightAtFlush = await unfinished();
     await deleteKeys(ctx.redis, `${ctx.env.QUEUE_PREFIX}*`);
   })();
   await Promise.all(
@@ -176,17 +178,20 @@ it('loses no task, delivers every callback, and charges each task once through k
   );
   await faults;
   expect(created).toHaveLength(TASKS);
+  // The faults hit work in progress, not an idle fleet.
+  expect(inFlightAtKill).toBeGreaterThan(0);
+  expect(inFlightAtFlush).toBeGreaterThan(0);
 
   // Every task completes and every callback arrives (at least once), however long the recovery takes.
   let done = 0;
   await eventually(
     async () => {
-      await new Promise((r) => setTimeout(r, 500));
       done = await ctx.db.task.count({ where: { workspaceId: ws.id, status: 'completed', callbackState: 'delivered' } });
       return done === TASKS;
     },
     'every task completed and its callback delivered',
     180_000,
+    500,
   ).catch(async (e) => {
     const states = await ctx.db.task.groupBy({ by: ['status', 'callbackState'], where: { workspaceId: ws.id }, _count: true });
     throw new Error(`${(e as Error).message}: ${done} of ${TASKS}; ${JSON.stringify(states)}\n${[...procs.entries()].map(([n, p]) => `--- ${n}\n${p.output().slice(-3000)}`).join('\n')}`);
@@ -202,6 +207,9 @@ it('loses no task, delivers every callback, and charges each task once through k
     expect(r.archiveStatus).toBe('archived');
     expect(r.outputUrl?.startsWith(`${FILE_BASE_URL}/`)).toBe(true);
   }
+  // The receiver's 500s were retried: each such task was attempted at least twice.
+  expect(failedOnce.size).toBeGreaterThan(0);
+  for (const taskId of failedOnce) expect((await callbackRepository.attempts(ctx.db, taskId)).length).toBeGreaterThanOrEqual(2);
   // A delivery id names one attempt: the same id twice is the same attempt sent again (a dispatcher killed mid-way).
   const byDelivery = new Map<string, string>();
   for (const r of received) {

@@ -8,7 +8,7 @@ const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkers } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createLogger } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -33,16 +33,9 @@ async function main() {
   const shutdown = createShutdown(
     [
       { name: 'stop reconciler', timeoutMs: 10_000, run: () => reconciler.stop() },
-      {
-        // A job is one provider call and a few short transactions; past the timeout it is aborted and handed back
-        // to the queue unspent (its handler re-reads the row, so the re-run is harmless).
-        name: 'close worker',
-        timeoutMs: 25_000,
-        run: async () => {
-          const { forced } = await closeWorkers([worker], 15_000, { abortGraceMs: 5_000 });
-          if (forced) logger.warn({}, 'task jobs still running at shutdown were handed back to the queue');
-        },
-      },
+      // A job is one provider call and a few short transactions; past the wait it is aborted and handed back to the
+      // queue unspent (its handler re-reads the row, so the re-run is harmless).
+      closeWorkersPhase([worker], { waitMs: 15_000, abortGraceMs: 5_000, what: 'task jobs', logger }),
       {
         name: 'close clients',
         timeoutMs: 5_000,

@@ -2,7 +2,7 @@
 // (gensvc's archiver fetches HTTPS only): the files verify against the test CA and nothing else is served there.
 import { request } from 'node:https';
 import { sniffMedia } from '@gensvc/media';
-import { jsonOf, sharedTestCa } from '@gensvc/testing';
+import { eventually, jsonOf, sharedTestCa } from '@gensvc/testing';
 import { pngInfo, startSim, type Sim } from './index';
 
 interface Fetched {
@@ -80,8 +80,10 @@ describe('HTTPS outputs listener', () => {
       body: JSON.stringify({ prompt: 'clouds', duration: '5' }),
     });
     const { response_url: responseUrl } = await jsonOf(submit);
-    await new Promise((r) => setTimeout(r, 80));
-    const result = await jsonOf(await fetch(responseUrl, { headers: { authorization: 'Key k' } }));
+    const result = await eventually(async () => {
+      const res = await fetch(responseUrl, { headers: { authorization: 'Key k' } });
+      return res.status === 200 && jsonOf(res);
+    }, 'the fal result');
     expect(result.video.url.startsWith(`${sim.outputsUrl}/ch/tls/outputs/`)).toBe(true);
 
     sim.faults.add({ operation: 'output', status: 503, times: 1 });
@@ -92,8 +94,15 @@ describe('HTTPS outputs listener', () => {
   });
 
   it('serves nothing but outputs: no API routes, no control routes', async () => {
-    expect((await httpsFetch(`${sim.outputsUrl}/v1/predictions/abc`, ca)).status).toBe(404);
-    expect((await httpsFetch(`${sim.outputsUrl}/__sim/requests`, ca)).status).toBe(404);
+    // The API and control routes exist on the main listener (an unknown prediction is Replicate's 404 there, the
+    // request log a 200); on this one no protocol serves them: the sim's own unknown_url answer.
+    expect((await fetch(`${sim.url}/v1/predictions/abc`, { headers: { authorization: 'Bearer t' } })).status).toBe(404);
+    expect((await fetch(`${sim.url}/__sim/requests`)).status).toBe(200);
+    for (const path of ['/v1/predictions/abc', '/__sim/requests']) {
+      const res = await httpsFetch(`${sim.outputsUrl}${path}`, ca);
+      expect(res.status).toBe(404);
+      expect(JSON.parse(res.body.toString('utf8')).error.code).toBe('unknown_url');
+    }
     expect((await httpsFetch(`${sim.outputsUrl}/outputs/unknown-0.png`, ca)).status).toBe(404);
   });
 

@@ -16,9 +16,6 @@ import type { EditAnswer, EditOutput } from './upstream-edit';
 
 export const EDIT_OPERATION = 'images.edits';
 
-/** Attempts of an archive.output job for a url result; the archiver gives up early on failures that would repeat. */
-const ARCHIVE_JOB = { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } } as const;
-
 export interface RecordEditInput {
   taskId: string;
   requestId: string;
@@ -120,7 +117,7 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
   // After the commit (STYLE.md convention 8): the job re-reads the task, which now exists.
   for (const o of answer.outputs) {
     if (o.kind !== 'url') continue;
-    await enqueue(deps.queues, ArchiveOutput, { taskId, outputIndex: o.index, workspaceId: input.workspaceId, requestId: input.requestId }, { ...ARCHIVE_JOB, jobId: [taskId, o.index] }).catch(
+    await enqueue(deps.queues, ArchiveOutput, { taskId, outputIndex: o.index, workspaceId: input.workspaceId, requestId: input.requestId }, { jobId: [taskId, o.index] }).catch(
       (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an edit output; it stays pending'),
     );
   }
