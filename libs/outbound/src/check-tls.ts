@@ -1,19 +1,16 @@
 // The TLS rule of DESIGN.md §5 for a URL that is stored now and called later (callback_url): before it is accepted,
 // a TLS handshake is made with the server it names, and its certificate must verify (a trusted chain, in its
-// validity period, issued for the host). Like fetch-checked.ts, the socket goes to an address checkUrl already
-// judged, never to a fresh resolution, and the host name only names the server (SNI and the certificate check).
+// validity period, issued for the host). The socket is opened as fetch-checked.ts opens a request's
+// (tlsConnectOptions): to an address checkUrl already judged, the host name only naming the server.
 // Nothing is sent over the connection: no HTTP request, so nothing the server answers (a redirect) can matter here.
-import { isIP } from 'node:net';
-import { connect, rootCertificates, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import { connect, type TLSSocket } from 'node:tls';
 import type { CheckedUrl, ResolvedAddress } from './check-url';
+import { connectFailure, tlsConnectOptions, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
 
 export interface CheckTlsOptions {
-  /**
-   * Extra trusted CA certificates (PEM), added to Node's roots, as in RequestOptions: production trusts extra CAs
-   * through NODE_EXTRA_CA_CERTS, which Node applies itself; tests pass their test CA here.
-   */
-  ca?: string | readonly string[];
+  /** Extra trusted CA certificates (PEM), as RequestOptions.ca. */
+  ca?: RequestOptions['ca'];
   /** The whole check, every address tried included. Default 5 s. */
   timeoutMs?: number;
 }
@@ -51,7 +48,7 @@ export async function checkTls(checked: CheckedUrl, opts: CheckTlsOptions = {}):
 }
 
 function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOptions['ca'], timeoutMs: number): Promise<TlsVerdict> {
-  const { url, hostname } = checked;
+  const { url } = checked;
   return new Promise<TlsVerdict>((resolve, reject) => {
     let phase: 'tcp' | 'tls' = 'tcp';
     const onConnect = () => (phase = 'tls');
@@ -59,7 +56,7 @@ function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOp
       const cert = socket.getPeerCertificate();
       finish({ verdict: { address, validTo: new Date(cert.valid_to) } });
     };
-    const onError = (e: Error) => finish({ error: tlsFailure(e, phase, url, address) });
+    const onError = (e: Error) => finish({ error: connectFailure(e, phase, url, address) });
     const onClose = () =>
       finish({
         error:
@@ -83,47 +80,11 @@ function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOp
         reject(outcome.error);
       }
     };
-    const options: ConnectionOptions = {
-      // The checked address (an IP literal), never the name: no resolution happens on this socket.
-      host: address.address,
-      port: checked.port,
-      // SNI carries names only; for an IP-literal URL the certificate is matched against the IP (Node checks the
-      // identity against servername, or host when there is none).
-      servername: isIP(hostname) ? undefined : hostname,
-      rejectUnauthorized: true,
-      minVersion: 'TLSv1.2',
-      ...(ca !== undefined ? { ca: [...rootCertificates, ...(typeof ca === 'string' ? [ca] : ca)] } : {}),
-    };
-    const socket: TLSSocket = connect(options);
+    const socket: TLSSocket = connect(tlsConnectOptions(checked, address, ca));
     const timer = setTimeout(
       () => finish({ error: new OutboundError('timeout', `No TLS handshake with ${url.host} (${address.address}) within ${timeoutMs} ms.`) }),
       timeoutMs,
     );
     socket.once('connect', onConnect).once('secureConnect', onSecure).once('error', onError).once('close', onClose);
   });
-}
-
-/** What each certificate failure means, in words a caller can act on. */
-const CERT_RULES: Record<string, string> = {
-  DEPTH_ZERO_SELF_SIGNED_CERT: 'is self-signed; it must be issued by a trusted certificate authority',
-  SELF_SIGNED_CERT_IN_CHAIN: 'chains to a self-signed root that is not trusted; it must be issued by a trusted certificate authority',
-  CERT_HAS_EXPIRED: 'has expired',
-  CERT_NOT_YET_VALID: 'is not valid yet',
-  ERR_TLS_CERT_ALTNAME_INVALID: 'is not valid for this host name',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'is not issued by a trusted certificate authority (or the server does not send its intermediate certificates)',
-  UNABLE_TO_GET_ISSUER_CERT: 'is not issued by a trusted certificate authority',
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'is not issued by a trusted certificate authority',
-  CERT_REVOKED: 'has been revoked',
-  CERT_SIGNATURE_FAILURE: 'has an invalid signature',
-};
-
-function tlsFailure(e: Error, phase: 'tcp' | 'tls', url: URL, address: ResolvedAddress): OutboundError {
-  const code = (e as NodeJS.ErrnoException).code ?? '';
-  const rule = CERT_RULES[code];
-  if (rule) return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, { cause: e });
-  if (phase === 'tls' || /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|ERR_OSSL_)/.test(code)) {
-    return new OutboundError('tls', `The TLS handshake with ${url.host} failed (${code || e.message}).`, { cause: e });
-  }
-  if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
-  return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${code || e.message}.`, { cause: e });
 }

@@ -72,10 +72,29 @@ export async function requestChecked(url: string | URL, opts: RequestOptions = {
   throw lastError ?? new OutboundError('connection', 'No address to connect to.');
 }
 
+/**
+ * How every socket to a caller-given host is opened, a request's and checkTls's handshake alike: to the checked
+ * address itself (an IP literal, so no resolution happens on the socket), the host name only naming the server for
+ * SNI and the certificate check, the certificate verified, `ca` added to Node's roots.
+ */
+export function tlsConnectOptions(checked: CheckedUrl, address: ResolvedAddress, ca: RequestOptions['ca']) {
+  return {
+    host: address.address,
+    family: address.family,
+    port: checked.port,
+    // SNI carries names only; for an IP-literal URL the certificate is matched against the IP (Node checks the
+    // identity against servername, or host when there is none).
+    servername: isIP(checked.hostname) ? undefined : checked.hostname,
+    rejectUnauthorized: true,
+    minVersion: 'TLSv1.2' as const,
+    ...(ca !== undefined ? { ca: [...rootCertificates, ...(typeof ca === 'string' ? [ca] : ca)] } : {}),
+  };
+}
+
 type ConnectFailure = OutboundError & { beforeConnect?: boolean };
 
 function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse> {
-  const { url, hostname } = checked;
+  const { url } = checked;
   const maxBytes = opts.maxBytes ?? DEFAULTS.maxBytes;
   const accept = opts.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
   const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
@@ -94,19 +113,11 @@ function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOpt
     const clearTimers = () => timers.splice(0).forEach(clearTimeout);
 
     const req = httpsRequest({
-      // The checked address, never the name: no resolution happens on this socket.
-      host: address.address,
-      family: address.family,
-      port: checked.port,
-      // SNI carries names only; for an IP-literal URL the certificate is matched against the IP.
-      servername: isIP(hostname) ? undefined : hostname,
+      ...tlsConnectOptions(checked, address, opts.ca),
       method: opts.method ?? 'GET',
       path: `${url.pathname}${url.search}`,
       headers,
       agent: false,
-      rejectUnauthorized: true,
-      minVersion: 'TLSv1.2',
-      ...(opts.ca !== undefined ? { ca: [...rootCertificates, ...(typeof opts.ca === 'string' ? [opts.ca] : opts.ca)] } : {}),
     });
 
     const fail = (err: OutboundError) => {
@@ -139,7 +150,7 @@ function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOpt
       socket.setTimeout(idleMs, () => fail(new OutboundError('timeout', `${url.host} sent nothing for ${idleMs} ms.`)));
     });
 
-    req.on('error', (e) => fail(classify(e, phase, url)));
+    req.on('error', (e) => fail(connectFailure(e, phase, url, address)));
 
     req.on('response', (res: IncomingMessage) => {
       const status = res.statusCode ?? 0;
@@ -180,7 +191,7 @@ function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOpt
       // A consumer that stops listening must not crash the process when a late timeout destroys the body; readers
       // (pipeline, for await) attach their own listeners and still see the error.
       output.on('error', () => {});
-      res.on('error', (e) => fail(classify(e, phase, url)));
+      res.on('error', (e) => fail(connectFailure(e, phase, url, address)));
       res.on('aborted', () => fail(new OutboundError('connection', `${url.host} closed the connection before the body was complete.`)));
       res.pipe(output);
       settled = true;
@@ -191,17 +202,38 @@ function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOpt
   });
 }
 
+/** What each certificate failure means, in words the URL's owner can act on. */
+const CERT_RULES: Record<string, string> = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'is self-signed; it must be issued by a trusted certificate authority',
+  SELF_SIGNED_CERT_IN_CHAIN: 'chains to a self-signed root that is not trusted; it must be issued by a trusted certificate authority',
+  CERT_HAS_EXPIRED: 'has expired',
+  CERT_NOT_YET_VALID: 'is not valid yet',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'is not valid for this host name',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'is not issued by a trusted certificate authority (or the server does not send its intermediate certificates)',
+  UNABLE_TO_GET_ISSUER_CERT: 'is not issued by a trusted certificate authority',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'is not issued by a trusted certificate authority',
+  CERT_REVOKED: 'has been revoked',
+  CERT_SIGNATURE_FAILURE: 'has an invalid signature',
+};
+
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
 
-function classify(e: unknown, phase: 'tcp' | 'tls' | 'http', url: URL): OutboundError {
+/**
+ * A socket's error as an OutboundError, for a request and checkTls's handshake alike: a certificate that does not
+ * verify says which rule it breaks; any other failure during the handshake is `tls`; otherwise `timeout` or
+ * `connection`, naming the address tried.
+ */
+export function connectFailure(e: unknown, phase: 'tcp' | 'tls' | 'http', url: URL, address: ResolvedAddress): OutboundError {
   if (e instanceof OutboundError) return e;
   const err = e as NodeJS.ErrnoException;
   const code = err?.code ?? '';
-  if (phase === 'tls' || TLS_CODES.test(code)) {
-    return new OutboundError('tls', `TLS with ${url.host} failed: ${code || err?.message} (the certificate must be valid for the host and issued by a trusted CA).`, { cause: e });
-  }
-  if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} timed out.`, { cause: e });
-  return new OutboundError('connection', `Connection to ${url.host} failed: ${code || err?.message}.`, { cause: e });
+  const what = code || err?.message;
+  const rule = CERT_RULES[code];
+  if (rule) return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, { cause: e });
+  if (phase === 'tls' || TLS_CODES.test(code)) return new OutboundError('tls', `The TLS handshake with ${url.host} failed (${what}).`, { cause: e });
+  if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
+  if (phase === 'tcp') return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${what}.`, { cause: e });
+  return new OutboundError('connection', `The connection to ${url.host} (${address.address}) failed: ${what}.`, { cause: e });
 }
 
 function throwIfAborted(signal: AbortSignal | undefined) {

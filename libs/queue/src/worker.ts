@@ -32,6 +32,9 @@ export interface DefineWorkerOptions<Q extends QueueName> {
   options?: Pick<WorkerOptions, 'autorun' | 'name' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter' | 'drainDelay'>;
 }
 
+/** This run of the job is its last: a failure now is final (no attempt left for BullMQ to retry). */
+export const isLastAttempt = (job: Pick<Job, 'attemptsMade' | 'opts'>): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
 /** The abort reason closeWorkers gives handlers when it stops waiting for them. */
 export const WORKER_SHUTDOWN = 'worker shutdown';
 

@@ -1,5 +1,5 @@
 import { newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, workspaceRepository, type Db, type Tier } from '@gensvc/db';
+import { apiKeyRepository, newId, taskRepository, workspaceRepository, type CreateTaskInput, type Db, type Tier } from '@gensvc/db';
 
 export async function makeWorkspace(db: Db, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
   return workspaceRepository.create(db, { name: over.name ?? 'Test workspace', tier: over.tier ?? 'payg', balance: over.balance ?? 10_000_000n });
@@ -33,4 +33,35 @@ export async function makeKey(db: Db, workspaceId: string, options: KeyOptions =
     });
   }
   return { key, secret: k.secret };
+}
+
+/** A workspace with a balance and a key on it: the caller of most API tests. */
+export async function makeCustomer(db: Db, opts: { balance?: bigint } & KeyOptions = {}) {
+  const { balance, ...keyOptions } = opts;
+  const ws = await makeWorkspace(db, { balance: balance ?? 10_000_000n });
+  const { key, secret } = await makeKey(db, ws.id, keyOptions);
+  return { ws, key, secret };
+}
+
+/**
+ * A queued generation task with its hold, made as the edge makes one (taskRepository.create); a workspace with a
+ * balance and a key are made for it unless given.
+ */
+export async function makeTask(db: Db, over: Partial<CreateTaskInput> = {}) {
+  let { workspaceId, apiKeyId } = over;
+  if (!workspaceId) workspaceId = (await makeWorkspace(db, { balance: 10_000_000n })).id;
+  if (!apiKeyId) apiKeyId = (await makeKey(db, workspaceId)).key.id;
+  return taskRepository.create(db, {
+    id: newId('tsk'),
+    requestId: 'req_test',
+    model: 'sim/image-1',
+    operation: 'text-to-image',
+    input: { prompt: 'a lighthouse', width: 64, height: 64 },
+    callbackUrl: null,
+    amount: 40_000n,
+    deadlineAt: new Date(Date.now() + 10 * 60_000),
+    ...over,
+    workspaceId,
+    apiKeyId,
+  });
 }

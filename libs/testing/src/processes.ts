@@ -2,6 +2,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { stopChild, waitForHttp as waitUntilAnswers } from '@gensvc/local-stack';
+import { eventually } from './eventually';
+
+export { freePort } from '@gensvc/local-stack';
 
 export const REPO_ROOT = resolve(__dirname, '../../..');
 
@@ -43,3 +46,15 @@ export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs 
 /** A response's JSON body, typed loosely for assertions. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const jsonOf = (res: Response): Promise<any> => res.json();
+
+/** Resolves once the process has printed `text`; fails with its output if it exits first. */
+export function waitForOutput(proc: ServiceProcess, text: string, timeoutMs = 20_000): Promise<true> {
+  return eventually(
+    () => {
+      if (proc.child.exitCode !== null) throw new Error(`exited (${proc.child.exitCode}) before printing "${text}":\n${proc.output()}`);
+      return proc.output().includes(text);
+    },
+    `"${text}" in the output`,
+    timeoutMs,
+  );
+}

@@ -6,16 +6,16 @@ import type { CatalogRoute } from './catalog';
  * The model's enabled channels in the order to try them: higher priority first; within one priority a weighted
  * random order (a channel of weight 3 comes first three times as often as one of weight 1).
  */
-export function orderRoutes(routes: readonly CatalogRoute[], random: () => number = Math.random): CatalogRoute[] {
+export function orderRoutes<R extends CatalogRoute>(routes: readonly R[], random: () => number = Math.random): R[] {
   const enabled = routes.filter((r) => r.channel.enabled && r.channel.weight > 0);
-  const byPriority = new Map<number, CatalogRoute[]>();
+  const byPriority = new Map<number, R[]>();
   for (const r of enabled) byPriority.set(r.channel.priority, [...(byPriority.get(r.channel.priority) ?? []), r]);
   return [...byPriority.entries()].sort(([a], [b]) => b - a).flatMap(([, group]) => weightedShuffle(group, random));
 }
 
-function weightedShuffle(group: CatalogRoute[], random: () => number): CatalogRoute[] {
+function weightedShuffle<R extends CatalogRoute>(group: R[], random: () => number): R[] {
   const left = [...group];
-  const out: CatalogRoute[] = [];
+  const out: R[] = [];
   while (left.length) {
     const total = left.reduce((s, r) => s + r.channel.weight, 0);
     let pick = random() * total;
@@ -76,13 +76,14 @@ export function failureFromStatus(status: number, text: string): UpstreamFailure
   return new UpstreamFailure(detail, 'status', false, status, answer);
 }
 
-export interface FailoverOptions<T> {
-  routes: readonly CatalogRoute[];
+/** `R`: the routes as the caller narrowed them (e.g. to the channel kinds it speaks), handed back as such. */
+export interface FailoverOptions<T, R extends CatalogRoute = CatalogRoute> {
+  routes: readonly R[];
   breaker: CircuitBreaker;
-  call: (route: CatalogRoute) => Promise<T>;
+  call: (route: R) => Promise<T>;
   random?: () => number;
   /** Told of every failed attempt (for logs and metrics). */
-  onFailure?: (route: CatalogRoute, error: unknown) => void;
+  onFailure?: (route: R, error: unknown) => void;
   /** Errors that end the whole call without judging the channel (the caller's deadline passed, shutdown). */
   isAbort?: (error: unknown) => boolean;
 }
@@ -93,13 +94,13 @@ export interface FailoverOptions<T> {
  * health is judged by what it did: a caller's 4xx (`status`, no failover) is healthy; an invalid answer
  * (`invalid_response`, no failover) is not, though no other channel is asked.
  */
-export async function withFailover<T>(opts: FailoverOptions<T>): Promise<T> {
+export async function withFailover<T, R extends CatalogRoute = CatalogRoute>(opts: FailoverOptions<T, R>): Promise<T> {
   const ordered = orderRoutes(opts.routes, opts.random);
   if (ordered.length === 0) {
     throw new AppError({ status: 503, code: 'no_channel_available', message: 'No enabled channel serves this model.' });
   }
   let last: unknown;
-  const attempt = async (route: CatalogRoute): Promise<{ value: T } | null> => {
+  const attempt = async (route: R): Promise<{ value: T } | null> => {
     const id = route.channel.id;
     try {
       const value = await opts.call(route);
@@ -121,7 +122,7 @@ export async function withFailover<T>(opts: FailoverOptions<T>): Promise<T> {
       return null;
     }
   };
-  const skipped: CatalogRoute[] = [];
+  const skipped: R[] = [];
   for (const route of ordered) {
     // Claimed one at a time: a half-open trial is taken only for a channel that is really called.
     if (!opts.breaker.tryAcquire(route.channel.id)) {

@@ -11,42 +11,36 @@ export type UpstreamBody = Dispatcher.ResponseData['body'];
 const MAX_ERROR_BYTES = 64 * 1024;
 
 export interface UpstreamCall {
-  /** The channel's base URL, which may carry a path of its own. */
+  /** The channel's base URL, which may carry a path of its own; or the whole URL (with its query) when `path` is left out. */
   baseUrl: string;
   /** Path after the base URL, with its query. */
-  path: string;
+  path?: string;
+  /** POST when left out. */
+  method?: 'GET' | 'POST' | 'PUT';
   headers: Record<string, string>;
-  body: Buffer;
+  body?: Buffer | string;
   /** Time to the answer's headers, and the longest silence while its body streams. */
   timeoutMs: number;
   /** Aborts the request and its body. */
   signal?: AbortSignal;
 }
 
+/** An answer read whole, whatever its status. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: Dispatcher.ResponseData['headers'];
+  body: Buffer;
+}
+
 export class UpstreamClient {
   private readonly agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
 
   /**
-   * Sends the request and returns its 2xx answer. Connection failures and timeouts become failover-able
-   * UpstreamFailures; any other status becomes failureFromStatus's, with the provider's message.
+   * Sends the request and returns its 2xx answer, the body unread. Connection failures and timeouts become
+   * failover-able UpstreamFailures; any other status becomes failureFromStatus's, with the provider's message.
    */
   async send(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
-    let answer: Dispatcher.ResponseData;
-    try {
-      const url = new URL(call.baseUrl);
-      answer = await this.agent.request({
-        origin: url.origin,
-        path: url.pathname.replace(/\/+$/, '') + (call.path.startsWith('/') ? '' : '/') + call.path,
-        method: 'POST',
-        headers: call.headers,
-        body: call.body,
-        headersTimeout: call.timeoutMs,
-        bodyTimeout: call.timeoutMs,
-        signal: call.signal,
-      });
-    } catch (e) {
-      throw failureOf(e);
-    }
+    const answer = await this.dispatch(call);
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
       // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
       // becoming an uncaught 'error' event.
@@ -57,8 +51,39 @@ export class UpstreamClient {
     throw failureFromStatus(answer.statusCode, text);
   }
 
+  /**
+   * Sends the request and reads its whole answer, whatever its status, for protocols whose error answers only they
+   * can read (the task providers'). Connection failures, timeouts and an answer past `maxBytes` are UpstreamFailures.
+   */
+  async exchange(call: UpstreamCall, maxBytes: number): Promise<UpstreamAnswer> {
+    const answer = await this.dispatch(call);
+    return { status: answer.statusCode, headers: answer.headers, body: await readBody(answer.body, maxBytes) };
+  }
+
   close(): Promise<void> {
     return this.agent.close();
+  }
+
+  private async dispatch(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    try {
+      const url = new URL(call.baseUrl);
+      const path =
+        call.path === undefined
+          ? url.pathname + url.search
+          : url.pathname.replace(/\/+$/, '') + (call.path.startsWith('/') ? '' : '/') + call.path;
+      return await this.agent.request({
+        origin: url.origin,
+        path,
+        method: call.method ?? 'POST',
+        headers: call.headers,
+        body: call.body,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+        signal: call.signal,
+      });
+    } catch (e) {
+      throw failureOf(e);
+    }
   }
 }
 

@@ -15,8 +15,8 @@ export function computeSignature(rawBody: RawBody, secret: string, timestamp: nu
 
 /**
  * The SVC-Signature value for one delivery: `t=<timestamp>,v1=<hex>` with one v1 per secret, in the order given.
- * The dispatcher passes [current] normally and [current, previous] during the 24 h after a rotation
- * (ROTATION_OVERLAP_SECONDS), so receivers holding either secret verify.
+ * The dispatcher passes [current] normally and [current, previous] during the 24 h after a rotation (DESIGN.md §4),
+ * so receivers holding either secret verify.
  */
 export function signatureHeader(rawBody: RawBody, secrets: readonly string[], timestamp: number = unixNow()): string {
   if (secrets.length === 0) throw new TypeError('signatureHeader: at least one secret is required');

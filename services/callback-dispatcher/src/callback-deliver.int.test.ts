@@ -9,7 +9,7 @@ import { callbackRepository, fileRepository, newId, taskRepository } from '@gens
 import { createLogger } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
 import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, type Queues } from '@gensvc/queue';
-import { eventually, makeKey, makeWorkspace, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import { eventually, makeTask, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { DispatcherDeps } from './deps';
@@ -100,21 +100,7 @@ describe('callback.deliver', () => {
    * held), submitted, its output recorded (settled) and archived as a visible file unless told otherwise.
    */
   async function completedTask(callbackUrl: string, opts: { archived?: boolean } = {}) {
-    const ws = await makeWorkspace(ctx.db);
-    const { key } = await makeKey(ctx.db, ws.id);
-    const id = newId('tsk');
-    await taskRepository.create(ctx.db, {
-      id,
-      workspaceId: ws.id,
-      apiKeyId: key.id,
-      requestId: `req_${randomBytes(6).toString('hex')}`,
-      model: 'sim/image-1',
-      operation: 'text-to-image',
-      input: { prompt: 'a lighthouse at dusk', size: '512x512' },
-      callbackUrl,
-      amount: 40_000n,
-      deadlineAt: new Date(Date.now() + 600_000),
-    });
+    const { id, workspaceId } = await makeTask(ctx.db, { callbackUrl });
     expect(await taskRepository.markSubmitted(ctx.db, id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
     const entry: Record<string, string | number> = { kind: 'image', url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png' };
     let fileId: string | null = null;
@@ -122,23 +108,23 @@ describe('callback.deliver', () => {
       fileId = newId('file');
       await fileRepository.create(ctx.db, {
         id: fileId,
-        workspaceId: ws.id,
+        workspaceId,
         source: 'generated',
         purpose: 'output',
         filename: `${id}-0.png`,
         contentType: 'image/png',
         bytes: 1234n,
-        storageKey: `workspaces/${ws.id}/files/${fileId}`,
+        storageKey: `workspaces/${workspaceId}/files/${fileId}`,
         expiresAt: new Date(Date.now() + 30 * 86_400_000),
         taskId: id,
         outputIndex: 0,
       });
-      Object.assign(entry, { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/workspaces/${ws.id}/files/${fileId}` });
+      Object.assign(entry, { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/workspaces/${workspaceId}/files/${fileId}` });
     } else {
       entry.archive_status = 'failed';
     }
     expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toEqual({ charged: 40_000n });
-    expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ callback: true });
+    expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId, callbackRoundStart: 1, callback: true });
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'completed', callbackState: 'pending', callbackRoundStart: 1 });
     return { task, fileId };
@@ -151,6 +137,20 @@ describe('callback.deliver', () => {
     return job!.waitUntilFinished(events, 20_000);
   }
 
+  /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
+  const recordAttempt = (task: { id: string; workspaceId: string; callbackUrl: string | null }, attempt: number, statusCode: number, at = new Date()) =>
+    callbackRepository.recordAttempt(ctx.db, {
+      workspaceId: task.workspaceId,
+      taskId: task.id,
+      attempt,
+      deliveryId: deliveryIdFor(task.id, attempt),
+      url: task.callbackUrl!,
+      statusCode,
+      durationMs: 10,
+      error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
+      responseHead: null,
+      at,
+    });
   const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
@@ -377,18 +377,7 @@ describe('callback.deliver', () => {
     const failed = hook();
     const { task } = await completedTask(failed.url);
     // Attempt 1 failed 1 s ago and its run died before scheduling attempt 2 (whose 400 ms have passed).
-    await callbackRepository.recordAttempt(ctx.db, {
-      workspaceId: task.workspaceId,
-      taskId: task.id,
-      attempt: 1,
-      deliveryId: deliveryIdFor(task.id, 1),
-      url: failed.url,
-      statusCode: 502,
-      durationMs: 10,
-      error: 'http_status: the receiver answered 502.',
-      responseHead: null,
-      at: new Date(Date.now() - 1000),
-    });
+    expect(await recordAttempt(task, 1, 502, new Date(Date.now() - 1000))).toBe(true);
     expect(await run(task.id, 1)).toMatchObject({ outcome: 'already_recorded', then: { step: 'retry', attempt: 2, delayMs: 0 } });
     await eventually(stateIs(task.id, 'delivered'), 'delivery by attempt 2', 5_000);
     expect(arrivalsAt(failed.path).map((a) => a.headers['svc-delivery-id'])).toEqual([deliveryIdFor(task.id, 2)]);
@@ -396,18 +385,7 @@ describe('callback.deliver', () => {
     const succeeded = hook();
     const { task: other } = await completedTask(succeeded.url);
     const at = new Date(Date.now() - 500);
-    await callbackRepository.recordAttempt(ctx.db, {
-      workspaceId: other.workspaceId,
-      taskId: other.id,
-      attempt: 1,
-      deliveryId: deliveryIdFor(other.id, 1),
-      url: succeeded.url,
-      statusCode: 200,
-      durationMs: 10,
-      error: null,
-      responseHead: 'ok',
-      at,
-    });
+    expect(await recordAttempt(other, 1, 200, at)).toBe(true);
     expect(await run(other.id, 1)).toEqual({ outcome: 'already_recorded', attempt: 1, then: { step: 'delivered' } });
     expect(await taskOf(other.id)).toMatchObject({ callbackState: 'delivered', deliveredAt: at });
     expect(arrivalsAt(succeeded.path)).toHaveLength(0);
@@ -418,20 +396,7 @@ describe('callback.deliver', () => {
     const { task } = await completedTask(url);
     answers.set(path, (res) => {
       // The other run of the same attempt records it while this one waits for the answer.
-      void callbackRepository
-        .recordAttempt(ctx.db, {
-          workspaceId: task.workspaceId,
-          taskId: task.id,
-          attempt: 1,
-          deliveryId: deliveryIdFor(task.id, 1),
-          url,
-          statusCode: 500,
-          durationMs: 1,
-          error: 'http_status: the receiver answered 500.',
-          responseHead: null,
-          at: new Date(),
-        })
-        .then(() => res.end('ok'));
+      void recordAttempt(task, 1, 500).then(() => res.end('ok'));
     });
 
     expect(await run(task.id, 1)).toEqual({ outcome: 'raced', attempt: 1 });
@@ -444,18 +409,7 @@ describe('callback.deliver', () => {
     const { path, url } = hook();
     const { task } = await completedTask(url);
     for (const attempt of [1, 2]) {
-      await callbackRepository.recordAttempt(ctx.db, {
-        workspaceId: task.workspaceId,
-        taskId: task.id,
-        attempt,
-        deliveryId: deliveryIdFor(task.id, attempt),
-        url,
-        statusCode: 500,
-        durationMs: 5,
-        error: 'http_status: the receiver answered 500.',
-        responseHead: null,
-        at: new Date(),
-      });
+      expect(await recordAttempt(task, attempt, 500)).toBe(true);
     }
     expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'stale_round' });
@@ -470,25 +424,18 @@ describe('callback.deliver', () => {
 
   it('delivers a failed task and an output whose file is gone: no output, or no download link', async () => {
     const failedHook = hook();
-    const ws = await makeWorkspace(ctx.db);
-    const { key } = await makeKey(ctx.db, ws.id);
-    const id = newId('tsk');
-    await taskRepository.create(ctx.db, {
-      id,
-      workspaceId: ws.id,
-      apiKeyId: key.id,
-      requestId: 'req_failed',
+    const { id } = await makeTask(ctx.db, {
       model: 'sim/video-1',
       operation: 'text-to-video',
       input: { prompt: 'waves', duration_seconds: 4 },
-      callbackUrl: failedHook.url,
       amount: 200_000n,
-      deadlineAt: new Date(Date.now() + 600_000),
+      callbackUrl: failedHook.url,
     });
-    expect(await taskRepository.finish(ctx.db, id, { status: 'failed', failure: { code: 'upstream_error', message: 'The provider failed.' } })).toEqual({
-      upstreamId: null,
-      callback: true,
-    });
+    const ended = await taskRepository.finish(ctx.db, id, { status: 'failed', failure: { code: 'upstream_error', message: 'The provider failed.' } });
+    expect(ended).toMatchObject({ upstreamId: null, callback: true });
+    // The row as it now is, as a read gives it: callers render it without reading it again.
+    expect(ended).toEqual({ ...(await taskOf(id)), callback: true });
+    expect(ended).toMatchObject({ status: 'failed', callbackState: 'pending', errorCode: 'upstream_error' });
     await run(id, 1);
     const failedBody = JSON.parse(arrivalsAt(failedHook.path)[0]!.body.toString('utf8'));
     expect(failedBody).toMatchObject({ task_id: id, status: 'failed', output: null, error: { code: 'upstream_error', message: 'The provider failed.' }, cost: { amount: 0 } });

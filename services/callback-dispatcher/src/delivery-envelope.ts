@@ -3,8 +3,8 @@
 // a fresh signed download link (one hour from this attempt, so a late retry does not carry a dead link).
 import { fileContentLink } from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
-import { primaryOutput, taskEnvelope, type DownloadLink } from '@gensvc/contracts';
-import { fileRepository, workspaceRepository, type DbClient, type TaskRow } from '@gensvc/db';
+import { taskEnvelope } from '@gensvc/contracts';
+import { taskRepository, workspaceRepository, type DbClient, type TaskRow } from '@gensvc/db';
 
 /**
  * The exact bytes to sign and send, or null when the workspace is gone (its tasks go with it: a delete racing this
@@ -16,21 +16,8 @@ export async function deliveryBody(
   task: TaskRow,
   deliveredAt: Date,
 ): Promise<string | null> {
-  const [workspace, download] = await Promise.all([workspaceRepository.get(db, task.workspaceId), downloadLink(db, config, task, deliveredAt)]);
+  const [workspace, file] = await Promise.all([workspaceRepository.get(db, task.workspaceId), taskRepository.archivedOutputFile(db, task, deliveredAt)]);
   if (!workspace) return null;
+  const download = file && (await fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
   return JSON.stringify(taskEnvelope(task, { currency: workspace.currency, download, deliveredAt }));
-}
-
-async function downloadLink(
-  db: DbClient,
-  config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>,
-  task: TaskRow,
-  now: Date,
-): Promise<DownloadLink | null> {
-  const entry = primaryOutput(task.output);
-  if (entry?.archive_status !== 'archived' || !entry.svc_file_id) return null;
-  // Expired or deleted: no link to a file that would answer 404.
-  const file = await fileRepository.get(db, task.workspaceId, entry.svc_file_id, now);
-  if (!file) return null;
-  return fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
 }

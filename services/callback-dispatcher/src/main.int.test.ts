@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CallbackDeliver } from '@gensvc/contracts';
-import { callbackRepository, newId, taskRepository } from '@gensvc/db';
+import { callbackRepository, taskRepository } from '@gensvc/db';
 import { createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { eventually, makeKey, makeWorkspace, spawnService, startTlsServer, useTestContext, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import { eventually, makeTask, spawnService, startTlsServer, useTestContext, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', CALLBACK_RETRY_SCHEDULE: '0,300ms,1s,1s,1s', LOG_LEVEL: 'info' });
@@ -50,22 +50,8 @@ async function start(env: Record<string, string>): Promise<ServiceProcess> {
 }
 
 it('delivers through NODE_EXTRA_CA_CERTS only, and exits 0 on SIGTERM', async () => {
-  const ws = await makeWorkspace(ctx.db);
-  const { key } = await makeKey(ctx.db, ws.id);
-  const id = newId('tsk');
-  await taskRepository.create(ctx.db, {
-    id,
-    workspaceId: ws.id,
-    apiKeyId: key.id,
-    requestId: 'req_main',
-    model: 'sim/image-1',
-    operation: 'text-to-image',
-    input: { prompt: 'a lighthouse' },
-    callbackUrl: `${receiver.url}/hook`,
-    amount: 40_000n,
-    deadlineAt: new Date(Date.now() + 600_000),
-  });
-  await taskRepository.finish(ctx.db, id, { status: 'canceled' });
+  const { id, workspaceId } = await makeTask(ctx.db, { callbackUrl: `${receiver.url}/hook` });
+  expect(await taskRepository.finish(ctx.db, id, { status: 'canceled' })).toMatchObject({ status: 'canceled', callback: true });
 
   // Without the test CA the receiver's certificate is not trusted: attempt 1 fails and attempt 2 is scheduled.
   const untrusting = await start(ctx.env);
@@ -83,7 +69,7 @@ it('delivers through NODE_EXTRA_CA_CERTS only, and exits 0 on SIGTERM', async ()
   const trusting = await start({ ...ctx.env, NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem') });
   await eventually(async () => (await ctx.db.task.findUniqueOrThrow({ where: { id } })).callbackState === 'delivered', 'the delivery', 10_000);
   expect(received).toHaveLength(1);
-  const secret = (await callbackRepository.secret(ctx.db, ws.id, newCallbackSecret)).secret;
+  const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
   expect(verifyCallback(received[0]!.body, received[0]!.headers, [secret]).deliveryId).toBe(deliveryIdFor(id, 2));
   expect(JSON.parse(received[0]!.body.toString('utf8'))).toMatchObject({ task_id: id, status: 'canceled', output: null });
 

@@ -2,9 +2,8 @@ import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Queues } from '@gensvc/queue';
-import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
+import type { Catalog, CircuitBreaker, UpstreamClient } from '@gensvc/upstream';
 import type { Redis } from 'ioredis';
-import type { ProviderHttp } from './providers/provider-http';
 
 /**
  * Everything the task runner uses, made in main.ts (or by a test) and passed in. The worker's handlers and the
@@ -19,7 +18,7 @@ export interface TaskRunnerDeps {
   redis: Redis;
   catalog: Catalog;
   /** The process's keep-alive client to the providers. */
-  upstream: ProviderHttp;
+  upstream: UpstreamClient;
   /** Per process: every job shares what it learns about the channels. */
   breaker: CircuitBreaker;
   logger: Logger;

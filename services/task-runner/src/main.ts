@@ -12,8 +12,7 @@ async function main() {
   const { createDb } = await import('@gensvc/db');
   const { createLogger } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
-  const { Catalog, CircuitBreaker } = await import('@gensvc/upstream');
-  const { ProviderHttp } = await import('./providers/provider-http');
+  const { Catalog, CircuitBreaker, UpstreamClient } = await import('@gensvc/upstream');
   const { startTaskWorker } = await import('./task-worker');
   const { startReconciler } = await import('./reconciler');
 
@@ -22,7 +21,7 @@ async function main() {
   const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.taskRunner, 20) });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
-  const upstream = new ProviderHttp();
+  const upstream = new UpstreamClient();
   const deps = { config, db, queues, redis, catalog: new Catalog(db), upstream, breaker: new CircuitBreaker(), logger };
 
   const worker = startTaskWorker(deps);

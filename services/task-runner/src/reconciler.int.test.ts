@@ -1,10 +1,10 @@
 // The reconciler against real Postgres and Redis: rows whose next job is missing get it back, exactly once, and
 // rows whose job is alive are left alone.
 import { CallbackDeliver, TaskPoll, TaskSubmit } from '@gensvc/contracts';
-import { callbackRepository, newId, taskRepository } from '@gensvc/db';
+import { callbackRepository, taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
-import { makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { makeTask, useTestContext } from '@gensvc/testing';
 import { Worker } from 'bullmq';
 import { startReconciler, type Reconciler } from './reconciler';
 
@@ -25,28 +25,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
 const letGoStale = () => sleep(260);
 
-async function newTask(opts: { callbackUrl?: string } = {}) {
-  const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
-  const { key } = await makeKey(ctx.db, ws.id);
-  return taskRepository.create(ctx.db, {
-    id: newId('tsk'),
-    workspaceId: ws.id,
-    apiKeyId: key.id,
-    requestId: 'req_test',
-    model: 'sim/image-1',
-    operation: 'text-to-image',
-    input: { prompt: 'a lighthouse', width: 64, height: 64 },
-    callbackUrl: opts.callbackUrl ?? null,
-    amount: 40_000n,
-    deadlineAt: new Date(Date.now() + 60_000),
-  });
-}
-
 const job = (name: string, id: string) => queues.get(name === 'callback.deliver' ? 'callbacks' : 'tasks').getJob(id);
 const stateOf = async (name: string, id: string) => (await job(name, id))?.getState();
 
 it('re-adds the submit of a queued task whose job vanished, once, and then leaves it alone', async () => {
-  const task = await newTask();
+  const task = await makeTask(ctx.db);
   await letGoStale();
   const first = await reconciler.runOnce();
   expect(first.readded).toBeGreaterThanOrEqual(1);
@@ -62,7 +45,7 @@ it('re-adds the submit of a queued task whose job vanished, once, and then leave
 });
 
 it('resumes polling of a running task at its recorded poll count, and replaces a failed job of that id', async () => {
-  const task = await newTask();
+  const task = await makeTask(ctx.db);
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_1', upstreamUrls: null });
   await taskRepository.advancePoll(ctx.db, task.id, 1);
   await taskRepository.advancePoll(ctx.db, task.id, 2);
@@ -85,7 +68,7 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
 });
 
 it('completes a task whose archives all finished but whose completion was lost, and schedules its callback', async () => {
-  const task = await newTask({ callbackUrl: 'https://hooks.example/cb' });
+  const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_2', upstreamUrls: null });
   await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'failed' }] }, task.reserved);
   await letGoStale();
@@ -95,7 +78,7 @@ it('completes a task whose archives all finished but whose completion was lost, 
 });
 
 it('re-adds the pending archive of a finished provider job', async () => {
-  const task = await newTask();
+  const task = await makeTask(ctx.db);
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_3', upstreamUrls: null });
   await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'video', url: 'https://provider.example/v.mp4', archive_status: 'pending' }] }, task.reserved);
   await letGoStale();
@@ -105,7 +88,7 @@ it('re-adds the pending archive of a finished provider job', async () => {
 
 describe('callbacks', () => {
   async function finished(opts: { attempts?: { status: number | null; agoMs: number }[] } = {}) {
-    const task = await newTask({ callbackUrl: 'https://hooks.example/cb' });
+    const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
     for (const [i, a] of (opts.attempts ?? []).entries()) {
       await callbackRepository.recordAttempt(ctx.db, {
@@ -155,7 +138,7 @@ it('one replica sweeps per interval: the lock keeps a second reconciler out', as
   const other = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'x', level: 'silent' }) }, { autorun: false });
   const key = `${ctx.config.queuePrefix}:task-runner:reconciler`;
   await ctx.redis.set(key, 'someone', 'PX', 5_000);
-  const task = await newTask();
+  const task = await makeTask(ctx.db);
   await letGoStale();
   // runOnce bypasses the lock (tests); the timer path takes it: with the lock held elsewhere nothing runs.
   const started = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'y', level: 'silent' }) });

@@ -66,9 +66,10 @@ export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean 
         const parsed = taskOutputSchema.safeParse(task.output);
         const pending = parsed.success ? parsed.data.outputs.flatMap((o, i) => ((o.archive_status ?? 'pending') === 'pending' ? [i] : [])) : [];
         for (const outputIndex of pending) added(await ensureJob(queues, ArchiveOutput, { ...envelope, outputIndex }, { jobId: [task.id, outputIndex] }));
-        if (pending.length === 0 && (await taskRepository.completeIfArchived(db, task.id, now))?.callback) {
-          const row = await taskRepository.find(db, task.id);
-          if (row) added(await ensureJob(queues, CallbackDeliver, { ...envelope, attempt: row.callbackRoundStart }, { jobId: [task.id, row.callbackRoundStart] }));
+        const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
+        if (done?.callback) {
+          const attempt = done.callbackRoundStart;
+          added(await ensureJob(queues, CallbackDeliver, { ...envelope, attempt }, { jobId: [task.id, attempt] }));
         }
       }
       await taskRepository.touch(db, task.id, now);
@@ -80,24 +81,18 @@ export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean 
     const pending = await callbackRepository.pendingSince(db, before, BATCH);
     let readded = 0;
     for (const task of pending) {
+      // The last recorded attempt's outcome is applied again (the dispatcher may have died before applying it): it
+      // marks the delivery delivered or parked, or names the next attempt and when it is due.
       const last = await callbackRepository.lastAttempt(db, task.id);
-      const inRound = last && last.attempt >= task.callbackRoundStart ? last : null;
-      if (inRound && inRound.statusCode !== null && inRound.statusCode >= 200 && inRound.statusCode < 300) {
-        // Delivered, but the dispatcher died before saying so.
-        await callbackRepository.markDelivered(db, task.id, inRound.attempt, inRound.createdAt);
-        continue;
-      }
-      const next = inRound ? inRound.attempt + 1 : task.callbackRoundStart;
-      const index = next - task.callbackRoundStart;
-      if (index >= schedule.length) {
-        await callbackRepository.markParked(db, task.id, next - 1, now);
-        continue;
-      }
-      // Due `schedule[index]` after the previous attempt; at once if that time has passed.
-      const delay = inRound ? Math.max(0, inRound.createdAt.getTime() + schedule[index]! - now.getTime()) : 0;
-      const outcome = await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: next }, { jobId: [task.id, next], delay });
+      const then = last ? await callbackRepository.applyAttempt(db, task, last, schedule, { now }) : null;
+      if (then?.step === 'delivered' || then?.step === 'parked') continue;
+      // The next attempt; or, when no attempt of this round is recorded yet (none at all, or only an earlier round's),
+      // the round's first, due now.
+      const [attempt, delay] = then?.step === 'retry' ? [then.attempt, then.delayMs] : [task.callbackRoundStart, 0];
+      const outcome = await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt }, { jobId: [task.id, attempt], delay });
       if (outcome !== 'exists') readded++;
-      await callbackRepository.touchPending(db, task.id, now);
+      // applyAttempt touched it already when it named a next attempt.
+      if (then?.step !== 'retry') await callbackRepository.touchPending(db, task.id, now);
     }
     return { seen: pending.length, readded };
   }

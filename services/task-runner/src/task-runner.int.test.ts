@@ -2,13 +2,14 @@
 // real Postgres and Redis: submit, delayed polls, outputs recorded and settled, failures released, the deadline,
 // cancels reaching the provider, stale polls, and failover between channels.
 import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit, type GenerationInput, type TaskOperationName } from '@gensvc/contracts';
-import { fileRepository, newId, taskRepository } from '@gensvc/db';
+import { fileRepository, newId, taskRepository, type TaskRow } from '@gensvc/db';
 import { enqueue, jobIdFor, type Queues } from '@gensvc/queue';
 import { eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { startSim, type JobFault, type Sim } from '../../upstream-sim/src/index';
 import { taskPoll } from './handlers/task-poll';
+import type { TaskHandlerDeps } from './handlers/task-steps';
 import { taskSubmit } from './handlers/task-submit';
-import { createProviders, type TaskChannelKind } from './providers/providers';
+import type { TaskChannelKind } from './providers/providers';
 import { addSimTaskModel, startWorker, type TaskWorkerUnderTest } from './worker-under-test';
 
 const ctx = useTestContext({ TASK_POLL_SCHEDULE: '50ms,50ms,100ms' });
@@ -50,14 +51,13 @@ interface Setup {
 async function setup(protocol: TaskChannelKind, kind: 'image' | 'video', count = 1): Promise<Setup> {
   const n = ++serial;
   const names = Array.from({ length: count }, (_, i) => `${protocol}-${n}-${String.fromCharCode(97 + i)}`);
-  const model = await addSimTaskModel(ctx.db, sim.url, {
+  const { model, channelIds } = await addSimTaskModel(ctx.db, sim.url, {
     id: `sim/${kind}-${protocol}-${n}`,
     kind,
     unitPrice: PRICE,
     channels: names.map((name, i) => ({ name, kind: protocol, priority: count - i, upstreamModel: `sim/${kind}-1` })),
   });
-  const rows = await ctx.db.channel.findMany({ where: { name: { in: names } } });
-  return { model: model.id, channels: names, channelIds: names.map((name) => rows.find((r) => r.name === name)!.id) };
+  return { model: model.id, channels: names, channelIds };
 }
 
 interface TaskSpec {
@@ -91,12 +91,22 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
   return { task, ws, key };
 }
 
-/** The task once the provider's part is over: its output recorded, or ended. */
-const settled = (id: string, timeoutMs = 10_000) =>
+/** The task once `ready` holds for it. */
+const taskWhen = (id: string, ready: (t: TaskRow) => boolean, what: string, timeoutMs?: number) =>
   eventually(async () => {
     const t = await taskRepository.find(ctx.db, id);
-    return t && (t.output !== null || ['failed', 'canceled', 'completed'].includes(t.status)) ? t : null;
-  }, `task ${id} to settle`, timeoutMs);
+    return t && ready(t) ? t : null;
+  }, `task ${id} ${what}`, timeoutMs);
+
+/** The task once the provider's part is over: its output recorded, or ended. */
+const settled = (id: string, timeoutMs = 10_000) =>
+  taskWhen(id, (t) => t.output !== null || ['failed', 'canceled', 'completed'].includes(t.status), 'to settle', timeoutMs);
+const submitted = (id: string) => taskWhen(id, (t) => t.upstreamId !== null, 'to be submitted');
+
+/** A context for running a handler directly, as run `attemptsMade + 1` of a job of 5 attempts. */
+const direct = (attemptsMade: number) => ({ job: { id: 'direct', attemptsMade, opts: { attempts: 5 } } as never });
+/** The handlers' deps with a first poll a minute away, so only what the test runs moves the task. */
+const slowPolls = (deps: TaskHandlerDeps): TaskHandlerDeps => ({ ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } } });
 
 async function money(workspaceId: string, reservationId: string) {
   const [ws, charges, reservation] = await Promise.all([
@@ -116,6 +126,8 @@ const completedJob = (id: string) =>
   }, `job ${id} to complete`);
 const requestsTo = (channel: string) => sim.requests().filter((r) => r.channel === channel);
 const cancelsTo = (channel: string) => requestsTo(channel).filter((r) => r.path.endsWith('/cancel'));
+/** Until the sim has accepted a cancel of the channel's job. */
+const cancelAccepted = (channel: string) => eventually(() => cancelsTo(channel).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
 const createsTo = (channel: string) => requestsTo(channel).filter((r) => r.method === 'POST' && !r.path.endsWith('/cancel'));
 const fault = (channel: string, job: JobFault) => sim.faults.add({ channel, job });
 
@@ -200,7 +212,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     // At the deadline, not a poll interval or more after it.
     expect(done.completedAt!.getTime()).toBeGreaterThanOrEqual(task.deadlineAt!.getTime());
     expect(done.completedAt!.getTime() - task.deadlineAt!.getTime()).toBeLessThan(500);
-    await eventually(() => cancelsTo(s.channels[0]!).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
+    await cancelAccepted(s.channels[0]!);
     expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
     expect(await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]))).toBeDefined();
   });
@@ -209,15 +221,12 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const s = await setup(protocol, 'image');
     fault(s.channels[0]!, { durationMs: 20_000 });
     const { task, ws } = await createTask(s);
-    const running = await eventually(async () => {
-      const t = await taskRepository.find(ctx.db, task.id);
-      return t?.status === 'running' && t.attempts >= 2 ? t : null;
-    }, 'the task to be polled');
+    const running = await taskWhen(task.id, (t) => t.status === 'running' && t.attempts >= 2, 'to be polled');
 
     const ended = await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: ws.id });
     expect(ended).toMatchObject({ upstreamId: running.upstreamId });
     await enqueue(queues, TaskCancel, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
-    await eventually(() => cancelsTo(s.channels[0]!).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
+    await cancelAccepted(s.channels[0]!);
 
     // The poll that was waiting runs and finds the task ended.
     const after = await taskRepository.find(ctx.db, task.id);
@@ -232,7 +241,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const s = await setup(protocol, 'image');
     fault(s.channels[0]!, { durationMs: 20_000 });
     const { task, ws } = await createTask(s);
-    await eventually(async () => (await taskRepository.find(ctx.db, task.id))?.status === 'running', 'the task to run');
+    await taskWhen(task.id, (t) => t.status === 'running', 'to run');
     const job = await enqueue(queues, TaskPoll, { taskId: task.id, workspaceId: ws.id, attempt: 99 }, { jobId: [task.id, 99] });
     expect((await completedJob(job.id!)).returnvalue).toEqual({ outcome: 'stale', reason: 'other_attempt' });
     const t = await taskRepository.find(ctx.db, task.id);
@@ -298,10 +307,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const s = await setup(protocol, 'image');
     fault(s.channels[0]!, { durationMs: 20_000 });
     const { task, ws } = await createTask(s);
-    const running = await eventually(async () => {
-      const t = await taskRepository.find(ctx.db, task.id);
-      return t?.upstreamId ? t : null;
-    }, 'the task to be submitted');
+    const running = await submitted(task.id);
     const urls = running.upstreamUrls as Record<string, string>;
     const res =
       protocol === 'replicate'
@@ -317,8 +323,8 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const s = await setup(protocol, 'image');
     sim.faults.add({ channel: s.channels[0], operation: 'create', status: 503 });
     const { task, ws } = await createTask(s, { noSubmit: true, callbackUrl: 'https://receiver.example/hook' });
-    const submit = taskSubmit({ ...runner.deps, providers: createProviders(runner.deps.upstream) });
-    const run = (attemptsMade: number) => submit({ taskId: task.id, workspaceId: ws.id }, { job: { id: 'direct', attemptsMade, opts: { attempts: 5 } } as never });
+    const submit = taskSubmit(runner.handlerDeps);
+    const run = (attemptsMade: number) => submit({ taskId: task.id, workspaceId: ws.id }, direct(attemptsMade));
 
     await expect(run(0)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'queued' });
@@ -333,9 +339,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
   it('holds no worker slot while waiting: the first poll is a delayed job', async () => {
     const s = await setup(protocol, 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
-    const deps = runner.deps;
-    const submit = taskSubmit({ ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } }, providers: createProviders(deps.upstream) });
-    const outcome = await submit({ taskId: task.id, workspaceId: ws.id }, { job: { id: 'direct', attemptsMade: 0, opts: { attempts: 5 } } as never });
+    const outcome = await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, direct(0));
     expect(outcome).toMatchObject({ outcome: 'submitted', channelId: s.channelIds[0] });
     const poll = await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 1]));
     expect(await poll!.getState()).toBe('delayed');
@@ -345,19 +349,17 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
 });
 
 describe('a re-run of a job that died half-way', () => {
-  const direct = { job: { id: 'direct', attemptsMade: 1, opts: { attempts: 5 } } as never };
+  const rerun = direct(1);
 
   it('a poll that counted itself but added no next poll adds it when it runs again', async () => {
     const s = await setup('fal', 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
-    const deps = { ...runner.deps, providers: createProviders(runner.deps.upstream) };
     // Submitted with a first poll far away, so only the re-run below can move the task.
-    const slow = { ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } } };
-    expect(await taskSubmit(slow)({ taskId: task.id, workspaceId: ws.id }, direct)).toMatchObject({ outcome: 'submitted' });
+    expect(await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, rerun)).toMatchObject({ outcome: 'submitted' });
     // Poll 1 counted itself (attempts 1 → 2) and died before adding poll 2.
     expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(true);
 
-    expect(await taskPoll(deps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 }, direct)).toEqual({ outcome: 'stale', reason: 'other_attempt' });
+    expect(await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 }, rerun)).toEqual({ outcome: 'stale', reason: 'other_attempt' });
     const done = await settled(task.id);
     expect(done).toMatchObject({ status: 'running', cost: PRICE });
     expect(done.attempts).toBeGreaterThan(2);
@@ -370,8 +372,7 @@ describe('a re-run of a job that died half-way', () => {
     const archive = await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0]));
     await archive!.remove();
 
-    const deps = { ...runner.deps, providers: createProviders(runner.deps.upstream) };
-    expect(await taskPoll(deps)({ taskId: task.id, workspaceId: ws.id, attempt: done.attempts }, direct)).toEqual({ outcome: 'stale', reason: 'moved_on' });
+    expect(await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: done.attempts }, rerun)).toEqual({ outcome: 'stale', reason: 'moved_on' });
     expect((await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0])))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
   });
 });
@@ -394,10 +395,7 @@ describe('input images', () => {
     });
     await ctx.db.task.update({ where: { id: task.id }, data: { input: { ...(task.input as object), image: { file_id: fileId } } } });
     await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
-    const running = await eventually(async () => {
-      const t = await taskRepository.find(ctx.db, task.id);
-      return t?.upstreamId ? t : null;
-    }, 'the task to be submitted');
+    const running = await submitted(task.id);
     // The sim's prediction echoes the input it was given.
     const res = await fetch(`${sim.url}/ch/${s.channels[0]}/v1/predictions/${running.upstreamId}`, { headers: { authorization: 'Bearer x' } });
     const prediction = (await res.json()) as { input: Record<string, unknown> };

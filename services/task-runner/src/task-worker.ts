@@ -4,11 +4,15 @@ import type { Worker } from 'bullmq';
 import type { TaskRunnerDeps } from './deps';
 import { taskCancel } from './handlers/task-cancel';
 import { taskPoll } from './handlers/task-poll';
+import type { TaskHandlerDeps } from './handlers/task-steps';
 import { taskSubmit } from './handlers/task-submit';
 import { createProviders } from './providers/providers';
 
+/** What the handlers get: the runner's deps and the protocols over its one upstream client. */
+export const handlerDepsOf = (deps: TaskRunnerDeps): TaskHandlerDeps => ({ ...deps, providers: createProviders(deps.upstream) });
+
 export function startTaskWorker(deps: TaskRunnerDeps, concurrency = deps.config.concurrency.taskRunner): Worker {
-  const handlerDeps = { ...deps, providers: createProviders(deps.upstream) };
+  const handlerDeps = handlerDepsOf(deps);
   return defineWorker({
     queue: 'tasks',
     connection: deps.redis,

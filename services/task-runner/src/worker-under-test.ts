@@ -4,16 +4,18 @@ import { modelRepository, type Db, type ModelKind } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { closeWorkers, createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
 import { addSimChannel, type TestContext } from '@gensvc/testing';
-import { Catalog, CircuitBreaker, type BreakerOptions } from '@gensvc/upstream';
+import { Catalog, CircuitBreaker, UpstreamClient, type BreakerOptions } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
 import type { TaskRunnerDeps } from './deps';
-import { ProviderHttp } from './providers/provider-http';
+import type { TaskHandlerDeps } from './handlers/task-steps';
 import type { TaskChannelKind } from './providers/providers';
-import { startTaskWorker } from './task-worker';
+import { handlerDepsOf, startTaskWorker } from './task-worker';
 
 export interface TaskWorkerUnderTest {
   worker: Worker;
   deps: TaskRunnerDeps;
+  /** What the worker's handlers get, for tests that run a handler themselves. */
+  handlerDeps: TaskHandlerDeps;
   queues: Queues;
   close(): Promise<void>;
 }
@@ -22,7 +24,7 @@ export async function startWorker(ctx: TestContext, opts: { breaker?: BreakerOpt
   const redis = createRedisConnection(ctx.config.redisUrl, { name: 'task-runner-test' });
   const logger = createLogger({ service: 'task-runner-test', level: 'silent' });
   const queues = createQueues({ connection: redis, prefix: ctx.config.queuePrefix, logger });
-  const upstream = new ProviderHttp();
+  const upstream = new UpstreamClient();
   const deps: TaskRunnerDeps = {
     config: ctx.config,
     db: ctx.db,
@@ -39,6 +41,7 @@ export async function startWorker(ctx: TestContext, opts: { breaker?: BreakerOpt
   return {
     worker,
     deps,
+    handlerDeps: handlerDepsOf(deps),
     queues,
     async close() {
       await closeWorkers([worker], 5_000);
@@ -59,12 +62,13 @@ export interface SimTaskChannel {
   upstreamModel: string;
 }
 
-/** A generation model served by sim channels of kind replicate or fal. */
+/** A generation model served by sim channels of kind replicate or fal; the channels' ids in the order given. */
 export async function addSimTaskModel(db: Db, simUrl: string, spec: { id: string; kind: Extract<ModelKind, 'image' | 'video'>; unitPrice: bigint; channels: SimTaskChannel[] }) {
   const routes: { channelId: string; upstreamModel: string }[] = [];
   for (const c of spec.channels) {
     const channel = await addSimChannel(db, simUrl, { name: c.name, kind: c.kind, priority: c.priority, timeoutMs: c.timeoutMs });
     routes.push({ channelId: channel.id, upstreamModel: c.upstreamModel });
   }
-  return modelRepository.create(db, { id: spec.id, kind: spec.kind, unitPrice: spec.unitPrice, routes });
+  const model = await modelRepository.create(db, { id: spec.id, kind: spec.kind, unitPrice: spec.unitPrice, routes });
+  return { model, channelIds: routes.map((r) => r.channelId) };
 }

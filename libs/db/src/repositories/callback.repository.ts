@@ -6,6 +6,7 @@
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
 import type { DbClient } from '../client';
+import type { CallbackState } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
 /** After a rotation the previous secret still signs for this long (DESIGN.md §4). */
@@ -34,6 +35,27 @@ export interface RecordAttemptInput {
   at: Date;
 }
 
+/** A recorded attempt, as much of it as deciding what follows needs. */
+export interface RecordedAttempt {
+  attempt: number;
+  statusCode: number | null;
+  /** When the attempt started. */
+  createdAt: Date;
+  durationMs: number | null;
+}
+
+/** What a delivery does after an attempt's outcome was applied. */
+export type DeliveryStep =
+  | { step: 'delivered' }
+  | { step: 'parked' }
+  /** Attempt `attempt` is due in `delayMs`: the caller adds its job. */
+  | { step: 'retry'; attempt: number; delayMs: number }
+  /** Nothing to do: no longer pending, or a redelivery started a newer round (whose first job its starter made). */
+  | { step: 'none'; reason: 'not_pending' | 'superseded' };
+
+/** A receiver's answer that delivers the callback: any 2xx. */
+export const isDeliveredStatus = (status: number | null) => status !== null && status >= 200 && status < 300;
+
 const view = (row: CallbackSecretView, now: Date): CallbackSecretView =>
   row.previousExpiresAt && row.previousExpiresAt > now ? row : { ...row, previousSecret: null, previousExpiresAt: null };
 
@@ -42,10 +64,12 @@ export const callbackRepository = {
   async secret(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
     const existing = await db.callbackSecret.findUnique({ where: { workspaceId } });
     if (existing) return view(existing, now);
-    await db.$executeRaw`
+    // First use. When a racing first use inserted meanwhile, the no-op update returns its row, not ours.
+    const rows = await db.$queryRaw<CallbackSecretView[]>`
       INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt") VALUES (${workspaceId}, ${make()}, ${now}::timestamp(3))
-      ON CONFLICT ("workspaceId") DO NOTHING`;
-    return view(await db.callbackSecret.findUniqueOrThrow({ where: { workspaceId } }), now);
+      ON CONFLICT ("workspaceId") DO UPDATE SET "workspaceId" = EXCLUDED."workspaceId"
+      RETURNING secret, "previousSecret", "previousExpiresAt", "rotatedAt", "createdAt"`;
+    return view(rows[0]!, now);
   },
 
   /** Replaces the secret; the old one keeps signing for 24 h. One statement, so racing rotations chain cleanly. */
@@ -112,6 +136,41 @@ export const callbackRepository = {
   },
 
   /**
+   * Applies a recorded attempt's outcome to the task's delivery, `task` being read after the attempt was recorded (a
+   * redelivery may have started a new round while it was in flight). A 2xx marks it delivered, as of the attempt's
+   * start (the delivered_at its envelope carried). A failure of a round's last attempt (a round is
+   * `scheduleMs.length` attempts) parks it. Any other failure names the next attempt, due `scheduleMs[j]` after this
+   * one ended (`endedAt`, by default its start plus its duration), for the caller to add as a job; counted from the
+   * failure, so a re-applied outcome does not push it later. Every write is conditional, so applying one outcome
+   * twice changes nothing: the dispatcher applies each attempt, and the reconciler re-applies the last one.
+   */
+  async applyAttempt(
+    db: DbClient,
+    task: { id: string; callbackState: CallbackState; callbackRoundStart: number },
+    recorded: RecordedAttempt,
+    scheduleMs: readonly number[],
+    opts: { endedAt?: number; now?: Date } = {},
+  ): Promise<DeliveryStep> {
+    if (task.callbackState !== 'pending') return { step: 'none', reason: 'not_pending' };
+    if (recorded.attempt < task.callbackRoundStart) return { step: 'none', reason: 'superseded' };
+    const now = opts.now ?? new Date();
+    if (isDeliveredStatus(recorded.statusCode)) {
+      await callbackRepository.markDelivered(db, task.id, recorded.attempt, recorded.createdAt);
+      return { step: 'delivered' };
+    }
+    const index = recorded.attempt - task.callbackRoundStart;
+    if (index + 1 >= scheduleMs.length) {
+      await callbackRepository.markParked(db, task.id, recorded.attempt, now);
+      return { step: 'parked' };
+    }
+    const endedAt = opts.endedAt ?? recorded.createdAt.getTime() + (recorded.durationMs ?? 0);
+    const delayMs = Math.max(0, endedAt + scheduleMs[index + 1]! - now.getTime());
+    // Moved, for the reconciler: a pending delivery that stops moving has lost its next job.
+    await callbackRepository.touchPending(db, task.id, now);
+    return { step: 'retry', attempt: recorded.attempt + 1, delayMs };
+  },
+
+  /**
    * Starts a new round of five attempts for a finished task with a callback_url, delivered, parked or pending.
    * Returns the round's first attempt number, or null when the task is not finished or has no callback_url.
    */
@@ -129,7 +188,7 @@ export const callbackRepository = {
   pendingSince(db: DbClient, before: Date, limit: number) {
     return db.task.findMany({
       where: { callbackState: 'pending', updatedAt: { lt: before } },
-      select: { id: true, workspaceId: true, callbackRoundStart: true },
+      select: { id: true, workspaceId: true, callbackState: true, callbackRoundStart: true },
       orderBy: { updatedAt: 'asc' },
       take: limit,
     });

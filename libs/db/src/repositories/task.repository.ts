@@ -10,9 +10,10 @@
 // it as the time the task last moved.
 import type { DbClient } from '../client';
 import { withTx } from '../client';
-import type { Prisma } from '../generated/prisma/client';
+import type { Prisma, Task } from '../generated/prisma/client';
 import type { TaskStatus } from '../generated/prisma/enums';
 import { billingRepository } from './billing.repository';
+import { fileRepository } from './file.repository';
 
 export interface CreateTaskInput {
   id: string;
@@ -43,6 +44,16 @@ export interface SubmittedJob {
   upstreamUrls: Prisma.InputJsonValue | null;
 }
 
+/** What the job that delivers a just-completed task's callback needs. */
+export interface CompletedTask {
+  id: string;
+  workspaceId: string;
+  /** The first attempt of the delivery round. */
+  callbackRoundStart: number;
+  /** A callback_url is set: the delivery is pending and its first attempt is due. */
+  callback: boolean;
+}
+
 export interface TaskFailure {
   code: string;
   message: string;
@@ -52,6 +63,17 @@ export interface TaskFailure {
 const HOLD_MARGIN_MS = 15 * 60_000;
 
 const LIVE: TaskStatus[] = ['queued', 'running'];
+
+/**
+ * svc_file_id of outputs[0] when that entry is archived. The output's shape is @gensvc/contracts task-output.ts
+ * (which this lib does not import); the archiver sets svc_file_id together with archive_status 'archived'.
+ */
+function archivedFileId(output: Prisma.JsonValue): string | null {
+  const outputs = output !== null && typeof output === 'object' && !Array.isArray(output) ? output.outputs : undefined;
+  const first = Array.isArray(outputs) ? outputs[0] : undefined;
+  if (first === null || typeof first !== 'object' || Array.isArray(first)) return null;
+  return first.archive_status === 'archived' && typeof first.svc_file_id === 'string' ? first.svc_file_id : null;
+}
 
 export const taskRepository = {
   /** Holds the price and writes the queued task, in one transaction: both or neither (402 when it cannot hold). */
@@ -92,6 +114,17 @@ export const taskRepository = {
   /** Any task by id, for workers (their jobs carry ids only). */
   find(db: DbClient, id: string) {
     return db.task.findUnique({ where: { id } });
+  },
+
+  /**
+   * The library file of the task's archived output (outputs[0], the one its envelope shows) while the file is
+   * visible: what a download link may point at, signed afresh on each read (spec §2.4). Null before the output is
+   * archived, when archiving gave up, and once the file has expired or been deleted (a link would answer 404).
+   * Only an archived entry costs a query.
+   */
+  async archivedOutputFile(db: DbClient, task: Pick<TaskRow, 'workspaceId' | 'output'>, now = new Date()) {
+    const fileId = archivedFileId(task.output);
+    return fileId ? fileRepository.get(db, task.workspaceId, fileId, now) : null;
   },
 
   /** One page in (createdAt, id) order; null when `after` is not a task of this workspace. */
@@ -152,39 +185,43 @@ export const taskRepository = {
 
   /**
    * running → completed once no output is still pending archive. Sets the callback pending when there is a
-   * callback_url. Returns whether a callback is due; null when the task was not completed by this call.
+   * callback_url. Returns what scheduling that callback needs (its first attempt is `callbackRoundStart`) and whether
+   * one is due; null when the task was not completed by this call.
    */
-  async completeIfArchived(db: DbClient, id: string, now = new Date()): Promise<{ callback: boolean } | null> {
-    const rows = await db.$queryRaw<{ callbackUrl: string | null }[]>`
+  async completeIfArchived(db: DbClient, id: string, now = new Date()): Promise<CompletedTask | null> {
+    const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null })[]>`
       UPDATE "Task" SET status = 'completed', "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
         "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
       WHERE id = ${id} AND status = 'running' AND output IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending')
-      RETURNING "callbackUrl"`;
-    return rows[0] ? { callback: rows[0].callbackUrl !== null } : null;
+      RETURNING id, "workspaceId", "callbackRoundStart", "callbackUrl"`;
+    if (!rows[0]) return null;
+    const { callbackUrl, ...task } = rows[0];
+    return { ...task, callback: callbackUrl !== null };
   },
 
   /**
    * Ends a live task that has no output yet as failed or canceled and gives its hold back, in one transaction.
-   * Returns what the caller needs next (the provider job to cancel, whether a callback is due); null when the task
-   * had already finished or its output was already recorded (the success won the race).
+   * Returns the task as it now is, with whether a callback is due (and its upstreamId, the provider job to cancel);
+   * null when the task had already finished or its output was already recorded (the success won the race).
    */
   finish(db: DbClient, id: string, how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' }, opts: { workspaceId?: string; now?: Date } = {}) {
     const now = opts.now ?? new Date();
     const code = how.status === 'failed' ? how.failure.code : null;
     const message = how.status === 'failed' ? how.failure.message.slice(0, 2000) : null;
-    return withTx(db, async (tx) => {
-      const rows = await tx.$queryRaw<{ reservationId: string | null; upstreamId: string | null; callbackUrl: string | null }[]>`
+    return withTx(db, async (tx): Promise<FinishedTask | null> => {
+      // RETURNING * gives the row as findUnique does (same columns, same types): callers render it without a re-read.
+      const rows = await tx.$queryRaw<TaskRow[]>`
         UPDATE "Task" SET status = ${how.status}::"TaskStatus", "errorCode" = ${code}, "errorMessage" = ${message},
           "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
           "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
         WHERE id = ${id} AND status IN ('queued', 'running') AND output IS NULL
           AND (${opts.workspaceId ?? null}::text IS NULL OR "workspaceId" = ${opts.workspaceId ?? null})
-        RETURNING "reservationId", "upstreamId", "callbackUrl"`;
+        RETURNING *`;
       const row = rows[0];
       if (!row) return null;
       if (row.reservationId) await billingRepository.release(tx, row.reservationId);
-      return { upstreamId: row.upstreamId, callback: row.callbackUrl !== null };
+      return { ...row, callback: row.callbackUrl !== null };
     });
   },
 
@@ -207,4 +244,8 @@ export const taskRepository = {
   },
 };
 
-export type TaskRow = NonNullable<Awaited<ReturnType<typeof taskRepository.find>>>;
+/** A task row as findUnique reads it (and RETURNING * gives it). */
+export type TaskRow = Task;
+
+/** A task that has just finished (failed or canceled), and whether its callback is due. */
+export type FinishedTask = TaskRow & { callback: boolean };

@@ -8,7 +8,7 @@
 import { ARCHIVE_LIMIT_BYTES, CallbackDeliver, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { fileRepository, generatedExpiry, isUniqueViolation, taskRepository, withTx, type DbClient } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
-import { ensureJob, type HandlerContext } from '@gensvc/queue';
+import { ensureJob, isLastAttempt, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
@@ -44,10 +44,8 @@ async function completeTask(deps: ArchiverDeps, taskId: string): Promise<void> {
   if (!done) return;
   deps.logger.info({ taskId, callback: done.callback }, 'task completed');
   if (!done.callback) return;
-  const task = await taskRepository.find(deps.db, taskId);
-  if (!task) return;
-  const attempt = task.callbackRoundStart;
-  await ensureJob(deps.queues, CallbackDeliver, { taskId, workspaceId: task.workspaceId, attempt }, { jobId: [taskId, attempt] });
+  const attempt = done.callbackRoundStart;
+  await ensureJob(deps.queues, CallbackDeliver, { taskId, workspaceId: done.workspaceId, attempt }, { jobId: [taskId, attempt] });
 }
 
 function archiveOne(deps: ArchiverDeps) {
@@ -98,7 +96,7 @@ function archiveOne(deps: ArchiverDeps) {
       // An aborted job (shutdown) goes back to the queue as it is; errors outside the fetch (S3, Postgres) and
       // transient fetch failures with attempts left are retried by the queue.
       if (ctx.signal?.aborted || !(error instanceof OutboundError)) throw error;
-      if (isTransientOutboundError(error) && ctx.job.attemptsMade + 1 < (ctx.job.opts.attempts ?? 1)) throw error;
+      if (isTransientOutboundError(error) && !isLastAttempt(ctx.job)) throw error;
       return notArchived(error.reason === 'too_large' ? 'too_large' : 'failed', `${error.reason}: ${error.message}`);
     };
 

@@ -7,15 +7,15 @@
 //
 // The receiver's failures (non-2xx, no answer within the timeout, a redirect, an address refused at delivery time)
 // are outcomes, recorded as attempts and never thrown; only Postgres and Redis errors throw, and the queue retries
-// those (JOB_RETRIES). An attempt's row is written once, after the request ((taskId, attempt) unique), so:
+// those (CallbackDeliver.retry). An attempt's row is written once, after the request ((taskId, attempt) unique), so:
 //  - a job whose attempt is already recorded sends nothing. It re-applies the outcome of the round's last recorded
 //    attempt instead (delivered, parked, or the next job ensured), which a run that died between recording and
-//    scheduling left undone. Re-adding any attempt job of the current round therefore resumes a chain whose job
-//    vanished (Redis flushed): that is what the reconciler relies on.
+//    scheduling left undone. The reconciler re-applies it the same way (callbackRepository.applyAttempt) for a
+//    pending delivery whose chain of jobs vanished (Redis flushed).
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
 import { CallbackDeliver, type JobPayload } from '@gensvc/contracts';
-import { callbackRepository, taskRepository } from '@gensvc/db';
+import { callbackRepository, isDeliveredStatus, taskRepository, type DeliveryStep, type RecordedAttempt, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { ensureJob, type HandlerContext } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
@@ -23,13 +23,7 @@ import type { Readable } from 'node:stream';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
 
-/** What happened to the delivery after an attempt's outcome was applied. */
-export type DeliveryStep =
-  | { step: 'delivered' }
-  | { step: 'parked' }
-  | { step: 'retry'; attempt: number; delayMs: number }
-  /** Nothing to do: no longer pending, or a redelivery started a newer round (whose first job its starter made). */
-  | { step: 'none'; reason: 'not_pending' | 'superseded' };
+export type { DeliveryStep };
 
 export type DeliverOutcome =
   | { outcome: 'skipped'; reason: 'task_gone' | 'no_callback' | 'not_pending' | 'stale_round' | 'not_next' }
@@ -45,46 +39,22 @@ const USER_AGENT = 'gensvc-callbacks/1';
 /** Refusals of the URL itself: at delivery time they mean the address policy said no (DNS rebinding, say). */
 const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
 
-interface RecordedOutcome {
-  attempt: number;
-  statusCode: number | null;
-  /** When the attempt started. */
-  createdAt: Date;
-  durationMs: number | null;
-}
-
-/** About when a recorded attempt ended: its start plus its duration (which leaves out rendering the body). */
-const endOf = (recorded: RecordedOutcome) => recorded.createdAt.getTime() + (recorded.durationMs ?? 0);
-
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, queues, logger } = deps;
   const schedule = config.callbacks.retryScheduleMs;
 
   /**
-   * Applies a recorded attempt's outcome to the task, read afresh: a redelivery may have started a new round while
-   * the attempt was in flight. Every write is conditional (pending only) and ensureJob is idempotent, so applying
-   * one outcome twice changes nothing.
+   * Applies a recorded attempt's outcome to `task` as read after the attempt was recorded, and adds the next
+   * attempt's job when one is due (ensureJob is idempotent, so applying one outcome twice changes nothing).
    */
-  async function apply(taskId: string, recorded: RecordedOutcome, endedAt = endOf(recorded)): Promise<DeliveryStep> {
-    const task = await taskRepository.find(db, taskId);
-    if (!task || task.callbackState !== 'pending') return { step: 'none', reason: 'not_pending' };
-    if (recorded.attempt < task.callbackRoundStart) return { step: 'none', reason: 'superseded' };
-    if (isSuccess(recorded.statusCode)) {
-      // The envelope said delivered_at = the attempt's start; the task says the same.
-      await callbackRepository.markDelivered(db, taskId, recorded.attempt, recorded.createdAt);
-      return { step: 'delivered' };
+  async function apply(task: TaskRow | null, recorded: RecordedAttempt, endedAt?: number): Promise<DeliveryStep> {
+    if (!task) return { step: 'none', reason: 'not_pending' };
+    const then = await callbackRepository.applyAttempt(db, task, recorded, schedule, { endedAt });
+    if (then.step === 'retry') {
+      const { attempt, delayMs } = then;
+      await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt }, { jobId: [task.id, attempt], delay: delayMs });
     }
-    const index = recorded.attempt - task.callbackRoundStart;
-    if (index + 1 >= schedule.length) {
-      await callbackRepository.markParked(db, taskId, recorded.attempt);
-      return { step: 'parked' };
-    }
-    const attempt = recorded.attempt + 1;
-    // Counted from the failure, so a re-applied outcome does not push the next attempt later.
-    const delayMs = Math.max(0, endedAt + schedule[index + 1]! - Date.now());
-    await callbackRepository.touchPending(db, taskId);
-    await ensureJob(queues, CallbackDeliver, { taskId, workspaceId: task.workspaceId, attempt }, { jobId: [taskId, attempt], delay: delayMs });
-    return { step: 'retry', attempt, delayMs };
+    return then;
   }
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
@@ -101,7 +71,8 @@ export function callbackDeliver(deps: DispatcherDeps) {
 
     const last = await callbackRepository.lastAttempt(db, taskId);
     if (last && attempt <= last.attempt) {
-      const then = await apply(taskId, last);
+      // Nothing was in flight since the task was read: no re-read.
+      const then = await apply(task, last);
       log.info({ lastAttempt: last.attempt, then }, 'callback: attempt already recorded; nothing sent');
       return { outcome: 'already_recorded', attempt, then };
     }
@@ -145,13 +116,13 @@ export function callbackDeliver(deps: DispatcherDeps) {
     }
     // Logged before its outcome is applied, so an attempt is logged even when applying it fails (and is retried).
     log.info(fields, 'callback: attempt');
-    const then = await apply(taskId, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, result.endedAt);
+    // Read afresh: a redelivery may have started a new round while this attempt was in flight.
+    const current = await taskRepository.find(db, taskId);
+    const then = await apply(current, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, result.endedAt);
     if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
     return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
   };
 }
-
-const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;
 
 interface SendResult {
   statusCode: number | null;
@@ -194,7 +165,7 @@ async function send(url: string, body: string, headers: Record<string, string>, 
   }
   const end = ended();
   const responseHead = await readHead(response.body, RESPONSE_HEAD_BYTES);
-  const error = isSuccess(response.status) ? null : `http_status: the receiver answered ${response.status}.`;
+  const error = isDeliveredStatus(response.status) ? null : `http_status: the receiver answered ${response.status}.`;
   return { statusCode: response.status, ...end, error, responseHead };
 }
 

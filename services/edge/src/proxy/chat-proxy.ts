@@ -15,7 +15,7 @@
 //  - A caller who disconnects mid-stream does not stop the bill: the upstream stream is read to its end (without
 //    writing) and its reported usage charged, as the provider charges it.
 import { isAppError } from '@gensvc/errors';
-import { costOf, readBody, reservationFor, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
+import { costOf, readBody, reservationFor, upstreamModelOf, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Response } from 'express';
@@ -23,7 +23,7 @@ import { authOf } from '../auth/authenticate';
 import { reserveFor } from '../billing/paid-call';
 import { locals } from '../http/request-context';
 import { ChatModels } from './chat-model';
-import { invalidResponse, parseObject, upstreamModelOf, type ChatCall, type ChatProtocol, type Usage } from './protocol';
+import { invalidResponse, parseObject, type ChatCall, type ChatProtocol, type Usage } from './protocol';
 import { Settlements } from './settlements';
 import { StreamRelay } from './stream-relay';
 

@@ -65,9 +65,6 @@ export interface ChatProtocol {
   translator(call: ChatCall): StreamTranslator;
 }
 
-/** The provider's name for the model: the route's upstreamModel, else the part of the id after the slash. */
-export const upstreamModelOf = (route: CatalogRoute, model: CatalogModel) => route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1);
-
 /**
  * The request body with the caller's output caps (the named fields of `target`) lowered to the model's
  * maxOutputTokens where they are above it, and `fill` set to it when the caller gave no cap: the hold covers no

@@ -10,7 +10,7 @@ import { billingRepository, type Db } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import type { HandlerContext } from '@gensvc/queue';
-import { CircuitBreaker, UpstreamFailure, costOf, toAppError, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
+import { CircuitBreaker, UpstreamFailure, costOf, toAppError, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { InvalidAnswer, checkAnswer } from '../upstream/answer-check';
 import { callEvaluate } from '../upstream/evaluate-client';
@@ -80,7 +80,7 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
     const remaining = payload.deadlineAt - now();
     if (remaining <= 0) throw new DeadlinePassed();
     const { channel } = route;
-    const body = JSON.stringify({ model: route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1), ...payload.request });
+    const body = JSON.stringify({ model: upstreamModelOf(route, model), ...payload.request });
     const timeoutMs = Math.min(channel.timeoutMs, remaining);
     let raw: unknown;
     try {

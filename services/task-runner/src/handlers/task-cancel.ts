@@ -11,7 +11,7 @@ import { upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 export type CancelOutcome = { outcome: 'canceled'; upstreamId: string } | { outcome: 'skipped'; reason: 'task_gone' | 'not_ended' | 'not_submitted' | 'channel_gone' };
 
 export function taskCancel(deps: TaskHandlerDeps) {
-  const { db, providers, logger } = deps;
+  const { db, catalog, providers, logger } = deps;
 
   return async (payload: JobPayload<typeof TaskCancel>, ctx: HandlerContext): Promise<CancelOutcome> => {
     const task = await taskRepository.find(db, payload.taskId);
@@ -20,7 +20,7 @@ export function taskCancel(deps: TaskHandlerDeps) {
     if (task.status !== 'canceled' && task.status !== 'failed') return { outcome: 'skipped', reason: 'not_ended' };
     // Canceled before it reached a provider: task.submit cancels the job it makes when markSubmitted finds this.
     if (!task.upstreamId) return { outcome: 'skipped', reason: 'not_submitted' };
-    const channel = task.channelId ? await db.channel.findUnique({ where: { id: task.channelId } }) : null;
+    const channel = task.channelId ? await catalog.channel(task.channelId) : null;
     if (!channel || !isTaskChannelKind(channel.kind)) return { outcome: 'skipped', reason: 'channel_gone' };
 
     await providers[channel.kind].cancel({ channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal });

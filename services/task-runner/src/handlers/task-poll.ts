@@ -22,7 +22,7 @@ export type PollOutcome =
   | { outcome: 'stale'; reason: 'task_gone' | 'not_running' | 'other_attempt' | 'moved_on' };
 
 export function taskPoll(deps: TaskHandlerDeps) {
-  const { db, queues, providers, logger } = deps;
+  const { db, queues, catalog, providers, logger } = deps;
 
   return async (payload: JobPayload<typeof TaskPoll>, ctx: HandlerContext): Promise<PollOutcome> => {
     const task = await taskRepository.find(db, payload.taskId);
@@ -44,7 +44,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
       return failed ? { outcome: 'failed', code } : { outcome: 'stale', reason: 'moved_on' };
     };
 
-    const channel = task.channelId ? await db.channel.findUnique({ where: { id: task.channelId } }) : null;
+    const channel = task.channelId ? await catalog.channel(task.channelId) : null;
     if (!channel || !task.upstreamId || !isTaskChannelKind(channel.kind)) {
       return fail('upstream_error', 'The provider channel that ran the task is no longer configured.');
     }

@@ -9,7 +9,6 @@ import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc
 import type { Logger } from '@gensvc/observability';
 import { enqueue, ensureJob, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
-import type { Job } from 'bullmq';
 import type { TaskProviders } from '../providers/providers';
 
 export interface TaskHandlerDeps {
@@ -85,7 +84,6 @@ export function upstreamUrlsOf(task: Pick<TaskRow, 'upstreamUrls'>): Record<stri
 }
 
 /** Whether this run of the job is its last: a failure now would not be retried. */
-export const isLastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /** "30 minutes", "90 s", "250 ms": a deadline as people read it. */
 export function describeMs(ms: number): string {

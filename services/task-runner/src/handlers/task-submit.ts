@@ -9,11 +9,11 @@ import { TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload
 import { fileContentLink } from '@gensvc/auth';
 import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
 import { isRetryable } from '@gensvc/errors';
-import type { HandlerContext } from '@gensvc/queue';
-import { toAppError, withFailover, type CatalogRoute } from '@gensvc/upstream';
+import { isLastAttempt, type HandlerContext } from '@gensvc/queue';
+import { toAppError, upstreamModelOf, withFailover, type CatalogRoute } from '@gensvc/upstream';
 import type { ProviderInput, Submitted } from '../providers/provider';
-import { isTaskChannelKind } from '../providers/providers';
-import { deadlineOf, enqueuePoll, failTask, isLastAttempt, pastDeadline, type TaskHandlerDeps } from './task-steps';
+import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
+import { deadlineOf, enqueuePoll, failTask, pastDeadline, type TaskHandlerDeps } from './task-steps';
 
 export type SubmitOutcome =
   | { outcome: 'submitted'; channelId: string; upstreamId: string }
@@ -21,6 +21,10 @@ export type SubmitOutcome =
   | { outcome: 'skipped'; reason: 'task_gone' | 'not_queued' | 'canceled_meanwhile' };
 
 type Prepared = { input: ProviderInput } | { failure: { code: string; message: string } };
+
+/** A route to a channel that speaks one of the task protocols. */
+type TaskRoute = CatalogRoute & { channel: { kind: TaskChannelKind } };
+const isTaskRoute = (route: CatalogRoute): route is TaskRoute => isTaskChannelKind(route.channel.kind);
 
 export function taskSubmit(deps: TaskHandlerDeps) {
   const { db, catalog, breaker, providers, logger } = deps;
@@ -42,21 +46,18 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (!operation) return fail('internal_error', `The task's operation "${task.operation}" is not one this service runs.`);
     const model = await catalog.model(task.model);
     if (!model || !model.enabled || model.kind !== operation.kind) return fail('upstream_error', `The model "${task.model}" is no longer available.`);
-    const routes = model.routes.filter((r) => isTaskChannelKind(r.channel.kind));
+    const routes = model.routes.filter(isTaskRoute);
 
     const prepared = await prepareInput(deps, task, operation.kind);
     if ('failure' in prepared) return fail(prepared.failure.code, prepared.failure.message);
 
-    let submitted: { route: CatalogRoute; job: Submitted };
+    let submitted: { route: TaskRoute; job: Submitted };
     try {
       submitted = await withFailover({
         routes,
         breaker,
         call: async (route) => {
-          const kind = route.channel.kind;
-          if (!isTaskChannelKind(kind)) throw new Error(`unreachable: channel kind ${kind}`);
-          const upstreamModel = route.upstreamModel ?? model.id.slice(model.id.indexOf('/') + 1);
-          const job = await providers[kind].submit({ channel: route.channel, upstreamModel, input: prepared.input, signal: ctx.signal });
+          const job = await providers[route.channel.kind].submit({ channel: route.channel, upstreamModel: upstreamModelOf(route, model), input: prepared.input, signal: ctx.signal });
           return { route, job };
         },
         // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the queue.
@@ -79,12 +80,9 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (!recorded) {
       // Canceled (or timed out) while the provider was being called: the job just made there is ours to stop.
       log.info({ channel: route.channel.name, upstreamId: job.upstreamId }, 'task moved on while it was being submitted; canceling the provider job');
-      const kind = route.channel.kind;
-      if (isTaskChannelKind(kind)) {
-        await providers[kind]
-          .cancel({ channel: route.channel, upstreamId: job.upstreamId, urls: job.urls })
-          .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
-      }
+      await providers[route.channel.kind]
+        .cancel({ channel: route.channel, upstreamId: job.upstreamId, urls: job.urls })
+        .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
     const delay = await enqueuePoll(deps, task, 1);

@@ -7,17 +7,21 @@
 // URLs the submit answered are kept and preferred). The queue takes any JSON: the model validates the input when the
 // request leaves the queue, so a bad input or a content-checker refusal shows on the result (422 with `detail`
 // items typed e.g. content_policy_violation), and a request canceled while queued answers 499.
-import { UpstreamFailure } from '@gensvc/upstream';
-import type { ProviderAnswer, ProviderHttp } from './provider-http';
+import { UpstreamFailure, type UpstreamClient } from '@gensvc/upstream';
 import {
   callFailure,
   channelUrl,
+  isObject,
+  looksContentRejected,
   oneLine,
+  providerCaller,
+  ratioOf,
   sameOrigin,
   submitFailure,
-  looksContentRejected,
   type JobCall,
   type JobState,
+  type Obj,
+  type ProviderAnswer,
   type ProviderInput,
   type ProviderOutput,
   type SubmitCall,
@@ -25,15 +29,10 @@ import {
   type TaskProvider,
 } from './provider';
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** fal's video models take only these aspect ratios; other sizes leave the model's default. */
 const VIDEO_ASPECTS = new Set(['16:9', '9:16', '1:1']);
 /** fal apps under a namespace have three-part app ids (workflows/owner/app). */
 const NAMESPACES = new Set(['workflows', 'comfy']);
-
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /**
  * Our request as a fal input: images take `image_size: {width, height}`; video models take `duration` as a string of
@@ -44,8 +43,7 @@ export function falInput(input: ProviderInput): Obj {
   const body: Obj = { prompt: input.prompt };
   if (input.kind === 'video') {
     if (input.durationSeconds !== undefined) body.duration = String(input.durationSeconds);
-    const d = gcd(input.width, input.height);
-    const ratio = `${input.width / d}:${input.height / d}`;
+    const ratio = ratioOf(input.width, input.height);
     if (VIDEO_ASPECTS.has(ratio)) body.aspect_ratio = ratio;
   } else {
     body.image_size = { width: input.width, height: input.height };
@@ -132,21 +130,20 @@ function resultOutputs(result: Obj): { outputs: ProviderOutput[]; flagged: numbe
   return { outputs, flagged };
 }
 
-export function createFalProvider(http: ProviderHttp): TaskProvider {
-  const auth = (secret: string) => ({ authorization: `Key ${secret}` });
+export function createFalProvider(http: UpstreamClient): TaskProvider {
+  const call = providerCaller(http, (secret) => `Key ${secret}`);
 
   /** The request's URL of this kind: the one submit answered, else built from the app id. */
-  const requestUrl = (call: JobCall, kind: 'status_url' | 'response_url' | 'cancel_url') => {
-    const stored = call.urls?.[kind];
+  const requestUrl = (job: JobCall, kind: 'status_url' | 'response_url' | 'cancel_url') => {
+    const stored = job.urls?.[kind];
     if (stored) return stored;
-    const base = channelUrl(call.channel, `/${encodePath(appIdOf(call.urls?.model ?? ''))}/requests/${encodeURIComponent(call.upstreamId)}`);
+    const base = channelUrl(job.channel, `/${encodePath(appIdOf(job.urls?.model ?? ''))}/requests/${encodeURIComponent(job.upstreamId)}`);
     return kind === 'status_url' ? `${base}/status` : kind === 'cancel_url' ? `${base}/cancel` : base;
   };
 
-  async function result(call: JobCall): Promise<JobState> {
-    const { channel, signal } = call;
-    const answer = await http.request({ url: requestUrl(call, 'response_url'), method: 'GET', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
-    if (answer.status >= 200 && answer.status < 300) {
+  async function result(job: JobCall): Promise<JobState> {
+    const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'response_url'), signal: job.signal });
+    if (answer.ok) {
       if (!isObject(answer.body)) throw new UpstreamFailure('the result is not a JSON object', 'invalid_response', false);
       const { outputs, flagged } = resultOutputs(answer.body);
       if (outputs.length) return { state: 'succeeded', outputs };
@@ -172,15 +169,8 @@ export function createFalProvider(http: ProviderHttp): TaskProvider {
         // A route that names no owner/app cannot be called here; another channel's route may name one.
         throw new UpstreamFailure(`"${upstreamModel}" is not a fal model id (owner/app[/path])`, 'status', true, 404);
       }
-      const answer = await http.request({
-        url: channelUrl(channel, `/${encodePath(upstreamModel)}`),
-        method: 'POST',
-        headers: auth(channel.secret),
-        body: falInput(input),
-        timeoutMs: channel.timeoutMs,
-        signal,
-      });
-      if (answer.status < 200 || answer.status >= 300) throw submitFailure(answer.status, messageOf(answer), isContentPolicy(answer));
+      const answer = await call({ channel, method: 'POST', url: channelUrl(channel, `/${encodePath(upstreamModel)}`), body: falInput(input), signal });
+      if (!answer.ok) throw submitFailure(answer.status, messageOf(answer), isContentPolicy(answer));
       const body = answer.body;
       if (!isObject(body) || typeof body.request_id !== 'string' || !body.request_id) {
         throw new UpstreamFailure('the queue answer has no request_id', 'invalid_response', false);
@@ -193,10 +183,9 @@ export function createFalProvider(http: ProviderHttp): TaskProvider {
       return { upstreamId: body.request_id, urls };
     },
 
-    async status(call: JobCall): Promise<JobState> {
-      const { channel, signal } = call;
-      const answer = await http.request({ url: requestUrl(call, 'status_url'), method: 'GET', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
-      if (answer.status < 200 || answer.status >= 300) throw callFailure(answer.status, messageOf(answer));
+    async status(job: JobCall): Promise<JobState> {
+      const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'status_url'), signal: job.signal });
+      if (!answer.ok) throw callFailure(answer.status, messageOf(answer));
       const body = answer.body;
       if (!isObject(body)) throw new UpstreamFailure('the status is not a JSON object', 'invalid_response', false);
       switch (body.status) {
@@ -205,7 +194,7 @@ export function createFalProvider(http: ProviderHttp): TaskProvider {
           return { state: 'running' };
         case 'COMPLETED':
           // Whether it worked shows on the result.
-          return result(call);
+          return result(job);
         case 'CANCELED':
         case 'CANCELLED':
           return { state: 'canceled' };
@@ -218,10 +207,9 @@ export function createFalProvider(http: ProviderHttp): TaskProvider {
       }
     },
 
-    async cancel(call: JobCall): Promise<void> {
-      const { channel, signal } = call;
-      const answer = await http.request({ url: requestUrl(call, 'cancel_url'), method: 'PUT', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
-      if (answer.status >= 200 && answer.status < 300) return;
+    async cancel(job: JobCall): Promise<void> {
+      const answer = await call({ channel: job.channel, method: 'PUT', url: requestUrl(job, 'cancel_url'), signal: job.signal });
+      if (answer.ok) return;
       const failure = callFailure(answer.status, messageOf(answer));
       // 400 ALREADY_COMPLETED, 404 NOT_FOUND: there is nothing left to stop.
       if (failure.failover) throw failure;

@@ -6,9 +6,9 @@
 // Errors are UpstreamFailures (libs/upstream), so submit can run under withFailover: `failover` says whether the
 // next channel may be tried. A provider that judged the request itself throws JobRejected (no failover; the task
 // fails with its code).
-import { AppError } from '@gensvc/errors';
-import { UpstreamFailure, type CatalogChannel } from '@gensvc/upstream';
 import type { OutputKind } from '@gensvc/contracts';
+import { AppError } from '@gensvc/errors';
+import { UpstreamFailure, type CatalogChannel, type UpstreamClient } from '@gensvc/upstream';
 
 export type ProviderChannel = Pick<CatalogChannel, 'id' | 'kind' | 'baseUrl' | 'secret' | 'timeoutMs'>;
 
@@ -130,6 +130,66 @@ export function sameOrigin(channel: ProviderChannel, url: unknown): string | nul
   } catch {
     return null;
   }
+}
+
+/** Larger answers are refused: a submit, status or result answer is a few kilobytes. */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+export interface ProviderAnswer {
+  status: number;
+  ok: boolean;
+  /** The body parsed as JSON; null when it is empty or not JSON. */
+  body: unknown;
+  /** The body as text (for messages when it is not JSON). */
+  text: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface ProviderRequest {
+  channel: ProviderChannel;
+  method: 'GET' | 'POST' | 'PUT';
+  url: string;
+  /** Sent as JSON. */
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+/**
+ * How a protocol calls its provider: JSON both ways with the channel's credential in `authorization` (its scheme is
+ * the protocol's), and every answer handed back whatever its status, since the providers say what went wrong in
+ * their bodies (Replicate's problem details, fal's `detail` items) and only the protocol can read them.
+ */
+export function providerCaller(http: UpstreamClient, authorization: (secret: string) => string) {
+  return async ({ channel, method, url, body, signal }: ProviderRequest): Promise<ProviderAnswer> => {
+    const headers: Record<string, string> = { accept: 'application/json', authorization: authorization(channel.secret) };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const answer = await http.exchange(
+      { baseUrl: url, method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: channel.timeoutMs, signal },
+      MAX_ANSWER_BYTES,
+    );
+    const text = answer.body.toString('utf8');
+    return { status: answer.status, ok: answer.status >= 200 && answer.status < 300, body: parseJson(text), text, headers: answer.headers };
+  };
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+export type Obj = Record<string, unknown>;
+export const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/** A size's aspect ratio in lowest terms: "16:9" for 1280×720. */
+export function ratioOf(width: number, height: number): string {
+  const d = gcd(width, height);
+  return `${width / d}:${height / d}`;
 }
 
 /** `${channel.baseUrl}${path}`, the base URL's own path kept and its trailing slashes dropped. */

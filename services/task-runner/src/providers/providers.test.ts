@@ -1,24 +1,72 @@
-// The two protocols' reading of provider answers, against canned answers (the int tests run them against the sim).
-import { UpstreamFailure } from '@gensvc/upstream';
+// The two protocols' reading of provider answers, against canned answers from a local HTTP server through the real
+// UpstreamClient (the int tests run them against the sim).
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UpstreamClient, UpstreamFailure } from '@gensvc/upstream';
 import { appIdOf, createFalProvider, falInput } from './fal';
 import { JobRejected, isTransient, submitFailure, type ProviderChannel } from './provider';
-import type { ProviderAnswer, ProviderHttp, ProviderRequest } from './provider-http';
 import { aspectRatio, createReplicateProvider, replicateInput } from './replicate';
 
-const channel: ProviderChannel = { id: 'ch_1', kind: 'fal', baseUrl: 'https://queue.example/base/', secret: 's3cret', timeoutMs: 5_000 };
+/** What the server answers next: JSON `body`, or raw `text`. */
+interface Canned {
+  status?: number;
+  body?: unknown;
+  text?: string;
+}
 
-/** An HTTP client that answers from a list and records what it was asked. */
-function fakeHttp(...answers: Partial<ProviderAnswer>[]) {
-  const sent: ProviderRequest[] = [];
-  const http = {
-    async request(req: ProviderRequest): Promise<ProviderAnswer> {
-      sent.push(req);
-      const a = answers.shift();
-      if (!a) throw new Error(`unexpected request ${req.method} ${req.url}`);
-      return { status: 200, body: null, text: a.body === undefined ? '' : JSON.stringify(a.body), headers: {}, ...a };
-    },
-  } as unknown as ProviderHttp;
-  return { http, sent };
+/** A request as the server received it; `url` is absolute, `body` parsed JSON (undefined when there was none). */
+interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+const http = new UpstreamClient();
+let server: Server;
+/** http://127.0.0.1:<port>, the provider's origin. */
+let origin: string;
+let channel: ProviderChannel;
+const pending: Canned[] = [];
+const sent: Received[] = [];
+/** Requests that came when no answer was queued. */
+const unexpected: string[] = [];
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    sent.push({ method: req.method ?? '', url: `${origin}${req.url}`, headers: req.headers, body: raw ? JSON.parse(raw) : undefined });
+    const a = pending.shift();
+    if (!a) {
+      unexpected.push(`${req.method} ${req.url}`);
+      res.writeHead(599).end();
+      return;
+    }
+    const json = a.text === undefined;
+    res.writeHead(a.status ?? 200, { 'content-type': json ? 'application/json' : 'text/html' });
+    res.end(json ? (a.body === undefined ? '' : JSON.stringify(a.body)) : a.text);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  channel = { id: 'ch_1', kind: 'fal', baseUrl: `${origin}/base/`, secret: 's3cret', timeoutMs: 5_000 };
+});
+afterAll(async () => {
+  await http.close();
+  await new Promise((resolve) => server.close(resolve));
+});
+afterEach(() => {
+  // Every canned answer was asked for, and nothing else was.
+  expect(pending.splice(0)).toEqual([]);
+  expect(unexpected.splice(0)).toEqual([]);
+});
+
+/** Queues the server's next answers and returns the requests it receives from now on. */
+function answers(...canned: Canned[]): Received[] {
+  pending.push(...canned);
+  sent.length = 0;
+  return sent;
 }
 
 const job = (urls: Record<string, string> | null) => ({ channel, upstreamId: 'req-1', urls });
@@ -72,8 +120,8 @@ describe('failure classes', () => {
 
 describe('replicate', () => {
   it('keeps only links on the channel origin, and reads every status', async () => {
-    const { http, sent } = fakeHttp(
-      { status: 201, body: { id: 'p1', status: 'starting', urls: { get: 'https://queue.example/v1/predictions/p1', cancel: 'https://evil.example/c' } } },
+    const sent = answers(
+      { status: 201, body: { id: 'p1', status: 'starting', urls: { get: `${origin}/v1/predictions/p1`, cancel: 'https://evil.example/c' } } },
       { body: { status: 'processing' } },
       { body: { status: 'succeeded', output: ['https://cdn.example/a.png', 'https://cdn.example/b.png'] } },
       { body: { status: 'succeeded', output: null } },
@@ -82,8 +130,13 @@ describe('replicate', () => {
     );
     const replicate = createReplicateProvider(http);
     const submitted = await replicate.submit({ channel, upstreamModel: 'black-forest-labs/flux-dev', input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
-    expect(submitted).toEqual({ upstreamId: 'p1', urls: { get: 'https://queue.example/v1/predictions/p1' } });
-    expect(sent[0]).toMatchObject({ method: 'POST', url: 'https://queue.example/base/v1/models/black-forest-labs/flux-dev/predictions', headers: { authorization: 'Bearer s3cret' } });
+    expect(submitted).toEqual({ upstreamId: 'p1', urls: { get: `${origin}/v1/predictions/p1` } });
+    expect(sent[0]).toMatchObject({
+      method: 'POST',
+      url: `${origin}/base/v1/models/black-forest-labs/flux-dev/predictions`,
+      headers: { authorization: 'Bearer s3cret', 'content-type': 'application/json' },
+      body: { input: { prompt: 'p', width: 512, height: 512, aspect_ratio: '1:1' } },
+    });
 
     const status = () => replicate.status(job(submitted.urls));
     expect(await status()).toEqual({ state: 'running' });
@@ -91,50 +144,54 @@ describe('replicate', () => {
     expect(await status()).toMatchObject({ state: 'failed', code: 'upstream_error', message: expect.stringMatching(/without an output/) });
     expect(await status()).toMatchObject({ state: 'failed', code: 'content_rejected' });
     expect(await status()).toEqual({ state: 'canceled' });
-    expect(sent[1]!.url).toBe('https://queue.example/v1/predictions/p1');
+    expect(sent[1]).toMatchObject({ method: 'GET', url: `${origin}/v1/predictions/p1`, body: undefined });
   });
 
   it('posts a pinned version to /v1/predictions and refuses a model without an owner', async () => {
-    const { http, sent } = fakeHttp({ status: 201, body: { id: 'p2' } });
+    const sent = answers({ status: 201, body: { id: 'p2' } });
     const replicate = createReplicateProvider(http);
     const version = `stability-ai/sdxl:${'a'.repeat(64)}`;
     await replicate.submit({ channel, upstreamModel: version, input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
-    expect(sent[0]).toMatchObject({ url: 'https://queue.example/base/v1/predictions', body: { version } });
+    expect(sent[0]).toMatchObject({ url: `${origin}/base/v1/predictions`, body: { version } });
     await expect(replicate.submit({ channel, upstreamModel: 'image-1', input: { kind: 'image', prompt: 'p', width: 1, height: 1 } })).rejects.toMatchObject({ failover: true });
   });
 
   it('treats a cancel of an unknown prediction as done and retries a 503', async () => {
-    const { http } = fakeHttp({ status: 404, body: { detail: 'Not found.' } }, { status: 503, body: { detail: 'down' } });
+    const sent = answers({ status: 404, body: { detail: 'Not found.' } }, { status: 503, body: { detail: 'down' } });
     const replicate = createReplicateProvider(http);
     await expect(replicate.cancel(job(null))).resolves.toBeUndefined();
     await expect(replicate.cancel(job(null))).rejects.toMatchObject({ status: 503, failover: true });
+    expect(sent[0]).toMatchObject({ method: 'POST', url: `${origin}/base/v1/predictions/req-1/cancel` });
   });
 });
 
 describe('fal', () => {
-  const urls = {
-    model: 'fal-ai/flux/dev',
-    status_url: 'https://queue.example/fal-ai/flux/requests/req-1/status',
-    response_url: 'https://queue.example/fal-ai/flux/requests/req-1',
-    cancel_url: 'https://queue.example/fal-ai/flux/requests/req-1/cancel',
-  };
+  let urls: Record<'model' | 'status_url' | 'response_url' | 'cancel_url', string>;
+  beforeAll(() => {
+    urls = {
+      model: 'fal-ai/flux/dev',
+      status_url: `${origin}/fal-ai/flux/requests/req-1/status`,
+      response_url: `${origin}/fal-ai/flux/requests/req-1`,
+      cancel_url: `${origin}/fal-ai/flux/requests/req-1/cancel`,
+    };
+  });
   const completed = { status: 200, body: { status: 'COMPLETED' } };
 
   it('submits with the Key scheme and keeps the request URLs', async () => {
-    const { http, sent } = fakeHttp({ body: { request_id: 'req-1', ...urls, status_url: 'https://elsewhere.example/s' } });
+    const sent = answers({ body: { request_id: 'req-1', ...urls, status_url: 'https://elsewhere.example/s' } });
     const fal = createFalProvider(http);
     const submitted = await fal.submit({ channel, upstreamModel: 'fal-ai/flux/dev', input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
     expect(submitted).toEqual({ upstreamId: 'req-1', urls: { model: 'fal-ai/flux/dev', response_url: urls.response_url, cancel_url: urls.cancel_url } });
-    expect(sent[0]).toMatchObject({ method: 'POST', url: 'https://queue.example/base/fal-ai/flux/dev', headers: { authorization: 'Key s3cret' } });
+    expect(sent[0]).toMatchObject({ method: 'POST', url: `${origin}/base/fal-ai/flux/dev`, headers: { authorization: 'Key s3cret' }, body: { prompt: 'p', image_size: { width: 512, height: 512 } } });
   });
 
   it('builds the request URLs from the app id when none were kept', async () => {
-    const { http, sent } = fakeHttp({ status: 202, body: { status: 'IN_PROGRESS' } });
+    const sent = answers({ status: 202, body: { status: 'IN_PROGRESS' } });
     await createFalProvider(http).status(job({ model: 'fal-ai/flux/dev' }));
-    expect(sent[0]!.url).toBe('https://queue.example/base/fal-ai/flux/requests/req-1/status');
+    expect(sent[0]!.url).toBe(`${origin}/base/fal-ai/flux/requests/req-1/status`);
   });
 
-  it.each<[string, Partial<ProviderAnswer>, unknown]>([
+  it.each<[string, Canned, unknown]>([
     ['images, dropping those flagged NSFW', { body: { images: [{ url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' }, { url: 'https://cdn.example/b.png' }], has_nsfw_concepts: [false, true] } }, { state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' }] }],
     ['only flagged images', { body: { images: [{ url: 'https://cdn.example/a.png' }], has_nsfw_concepts: [true] } }, { state: 'failed', code: 'content_rejected', message: expect.any(String) }],
     ['a video', { body: { video: { url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' } } }, { state: 'succeeded', outputs: [{ url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' }] }],
@@ -143,19 +200,19 @@ describe('fal', () => {
     ['a model error', { status: 500, body: { detail: [{ loc: ['body'], msg: 'boom', type: 'internal_server_error' }] } }, { state: 'failed', code: 'upstream_error', message: 'boom' }],
     ['a cancel', { status: 499, body: { detail: 'Request was cancelled by the client', error_type: 'client_cancelled' } }, { state: 'canceled' }],
   ])('reads a result with %s', async (_what, result, expected) => {
-    const { http, sent } = fakeHttp(completed, result);
+    const sent = answers(completed, result);
     expect(await createFalProvider(http).status(job(urls))).toEqual(expected);
     expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${urls.status_url}`, `GET ${urls.response_url}`]);
   });
 
   it('says a bare 502 on the result is worth asking again', async () => {
-    const { http } = fakeHttp(completed, { status: 502, text: '<html>bad gateway</html>' });
+    answers(completed, { status: 502, text: '<html>bad gateway</html>' });
     const error = await createFalProvider(http).status(job(urls)).catch((e: unknown) => e);
     expect(isTransient(error)).toBe(true);
   });
 
   it('cancels with PUT and takes ALREADY_COMPLETED as done', async () => {
-    const { http, sent } = fakeHttp({ status: 400, body: { status: 'ALREADY_COMPLETED' } });
+    const sent = answers({ status: 400, body: { status: 'ALREADY_COMPLETED' } });
     await expect(createFalProvider(http).cancel(job(urls))).resolves.toBeUndefined();
     expect(sent[0]).toMatchObject({ method: 'PUT', url: urls.cancel_url });
   });

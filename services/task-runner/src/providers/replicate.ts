@@ -6,17 +6,21 @@
 // with `Authorization: Bearer <channel secret>`. The prediction's `urls.get` and `urls.cancel` are used when they are
 // on the channel's origin. `output` is one URL or an array of them; `error` says why a prediction failed. Errors
 // are problem details: {title, detail, status} (422 adds invalid_fields).
-import { UpstreamFailure } from '@gensvc/upstream';
-import type { ProviderHttp } from './provider-http';
+import { UpstreamFailure, type UpstreamClient } from '@gensvc/upstream';
 import {
   callFailure,
   channelUrl,
+  isObject,
   looksContentRejected,
   oneLine,
+  providerCaller,
+  ratioOf,
   sameOrigin,
   submitFailure,
   type JobCall,
   type JobState,
+  type Obj,
+  type ProviderAnswer,
   type ProviderInput,
   type ProviderOutput,
   type SubmitCall,
@@ -24,18 +28,12 @@ import {
   type TaskProvider,
 } from './provider';
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
 const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);
 
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
-
 /** "16:9" for 1280×720; "custom" when the size has no named ratio. */
 export function aspectRatio(width: number, height: number): string {
-  const d = gcd(width, height);
-  const ratio = `${width / d}:${height / d}`;
+  const ratio = ratioOf(width, height);
   return ASPECT_RATIOS.has(ratio) ? ratio : 'custom';
 }
 
@@ -56,7 +54,7 @@ export function replicateInput(input: ProviderInput): Obj {
 }
 
 /** The problem detail's text (detail, else title), or the raw body. */
-function messageOf(body: unknown, text: string): string {
+function messageOf({ body, text }: ProviderAnswer): string {
   if (isObject(body)) {
     const detail = typeof body.detail === 'string' ? body.detail : typeof body.title === 'string' ? body.title : null;
     if (detail) return oneLine(detail);
@@ -73,8 +71,8 @@ function outputUrls(output: unknown): string[] {
 
 const isUrl = (u: string) => /^https?:\/\//i.test(u);
 
-export function createReplicateProvider(http: ProviderHttp): TaskProvider {
-  const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
+export function createReplicateProvider(http: UpstreamClient): TaskProvider {
+  const call = providerCaller(http, (secret) => `Bearer ${secret}`);
 
   return {
     async submit({ channel, upstreamModel, input, signal }: SubmitCall): Promise<Submitted> {
@@ -88,16 +86,9 @@ export function createReplicateProvider(http: ProviderHttp): TaskProvider {
       const url = version
         ? channelUrl(channel, '/v1/predictions')
         : channelUrl(channel, `/v1/models/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/predictions`);
-      const answer = await http.request({
-        url,
-        method: 'POST',
-        headers: auth(channel.secret),
-        body: version ? { version: upstreamModel, ...body } : body,
-        timeoutMs: channel.timeoutMs,
-        signal,
-      });
-      if (answer.status < 200 || answer.status >= 300) {
-        const message = messageOf(answer.body, answer.text);
+      const answer = await call({ channel, method: 'POST', url, body: version ? { version: upstreamModel, ...body } : body, signal });
+      if (!answer.ok) {
+        const message = messageOf(answer);
         throw submitFailure(answer.status, message, looksContentRejected(message));
       }
       const prediction = answer.body;
@@ -115,8 +106,8 @@ export function createReplicateProvider(http: ProviderHttp): TaskProvider {
 
     async status({ channel, upstreamId, urls, signal }: JobCall): Promise<JobState> {
       const url = urls?.get ?? channelUrl(channel, `/v1/predictions/${encodeURIComponent(upstreamId)}`);
-      const answer = await http.request({ url, method: 'GET', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
-      if (answer.status < 200 || answer.status >= 300) throw callFailure(answer.status, messageOf(answer.body, answer.text));
+      const answer = await call({ channel, method: 'GET', url, signal });
+      if (!answer.ok) throw callFailure(answer.status, messageOf(answer));
       const prediction = answer.body;
       if (!isObject(prediction)) throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
       switch (prediction.status) {
@@ -144,9 +135,9 @@ export function createReplicateProvider(http: ProviderHttp): TaskProvider {
 
     async cancel({ channel, upstreamId, urls, signal }: JobCall): Promise<void> {
       const url = urls?.cancel ?? channelUrl(channel, `/v1/predictions/${encodeURIComponent(upstreamId)}/cancel`);
-      const answer = await http.request({ url, method: 'POST', headers: auth(channel.secret), timeoutMs: channel.timeoutMs, signal });
-      if (answer.status >= 200 && answer.status < 300) return;
-      const failure = callFailure(answer.status, messageOf(answer.body, answer.text));
+      const answer = await call({ channel, method: 'POST', url, signal });
+      if (answer.ok) return;
+      const failure = callFailure(answer.status, messageOf(answer));
       // Unknown, or otherwise refused for good: there is nothing left to stop.
       if (failure.failover) throw failure;
     },

@@ -4,9 +4,9 @@
 // failed over like one answering 5xx, and the caller is never charged for it.
 import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
-import { readBody, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
+import { readBody, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import { sniffMedia, type SniffedMedia } from '@gensvc/media';
-import { invalidResponse, parseObject, upstreamModelOf } from '../../proxy/protocol';
+import { invalidResponse, parseObject } from '../../proxy/protocol';
 import type { EditImage } from './image-inputs';
 import { IMAGE_TYPES, PASS_THROUGH_FIELDS, type EditFields } from './schema';
 

@@ -3,9 +3,9 @@
 // are reached as in production only through OUTBOUND_ALLOW_CIDRS (127.0.0.1/32) and a trusted test CA; 127.0.0.2
 // (loopback too) plays the private host. Names resolve through a fake DNS the test controls, never the real one.
 import type { LookupFn, ResolvedAddress } from '@gensvc/outbound';
-import { createTestCa, eventually, jsonOf, selfSignedCert, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import { createTestCa, eventually, jsonOf, makeCustomer, selfSignedCert, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { createTask, customer, errorOf, MODELS, seedTaskModels, workspaceState } from './tasks-test-support';
+import { createTask, errorOf, MODELS, seedTaskModels, workspaceState } from './tasks-test-support';
 
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
 
@@ -21,7 +21,7 @@ const fakeDns: LookupFn = async (name) => {
 };
 
 let edge: EdgeUnderTest;
-let c: Awaited<ReturnType<typeof customer>>;
+let c: Awaited<ReturnType<typeof makeCustomer>>;
 /** Every TLS server of this file: none may ever be sent an HTTP request at creation. */
 const servers: TlsTestServer[] = [];
 let receiver: TlsTestServer;
@@ -40,7 +40,7 @@ beforeAll(async () => {
   receiver = await serve({ cert: sharedTestCa().ca.issue(['127.0.0.1', 'hooks.example']) });
   edge = await startEdge(ctx, { outbound: { ca: receiver.caPem, lookup: fakeDns } });
   await seedTaskModels(ctx.db);
-  c = await customer(ctx.db);
+  c = await makeCustomer(ctx.db);
   dns.set('hooks.example', [['127.0.0.1']]);
   dns.set('internal.example', [['10.0.0.5']]);
   dns.set('metadata.example', [['169.254.169.254']]);

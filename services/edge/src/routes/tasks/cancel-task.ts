@@ -19,14 +19,13 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     const { workspace } = authOf(res);
     const id = req.params.taskId;
     const { requestId, log } = locals(res);
-    const ended = TASK_ID.test(id) ? await taskRepository.finish(deps.db, id, { status: 'canceled' }, { workspaceId: workspace.id }) : null;
-    if (!ended) throw errors.taskNotCancelable((await findTask(deps, workspace.id, id)).status);
-    const task = await findTask(deps, workspace.id, id);
+    const task = TASK_ID.test(id) ? await taskRepository.finish(deps.db, id, { status: 'canceled' }, { workspaceId: workspace.id }) : null;
+    if (!task) throw errors.taskNotCancelable((await findTask(deps, workspace.id, id)).status);
     // The cancel is committed; what follows is the aftermath. A job that cannot be queued is logged, not answered:
     // the reconciler re-ensures pending callbacks, and the provider's job ends at its own deadline.
     const jobs: Promise<unknown>[] = [];
-    if (ended.upstreamId) jobs.push(enqueue(deps.queues, TaskCancel, { taskId: id, workspaceId: workspace.id, requestId }, { jobId: [id] }));
-    if (ended.callback) {
+    if (task.upstreamId) jobs.push(enqueue(deps.queues, TaskCancel, { taskId: id, workspaceId: workspace.id, requestId }, { jobId: [id] }));
+    if (task.callback) {
       const attempt = task.callbackRoundStart;
       jobs.push(ensureJob(deps.queues, CallbackDeliver, { taskId: id, workspaceId: workspace.id, requestId, attempt }, { jobId: [id, attempt] }));
     }

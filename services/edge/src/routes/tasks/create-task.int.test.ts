@@ -2,11 +2,11 @@
 // (the queued task, its hold, its task.submit job), every way a body or model can be refused (leaving nothing),
 // money (402, Idempotency-Key, a race against a spending cap). No task runner runs here: jobs stay queued.
 import { createQueues } from '@gensvc/queue';
-import { jsonOf, sampleMedia as sample, useTestContext } from '@gensvc/testing';
+import { jsonOf, makeCustomer, sampleMedia as sample, useTestContext } from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { upload } from '../files/files-test-support';
 import { MAX_PROMPT_CHARS } from './schema';
-import { createTask, customer, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE, workspaceState } from './tasks-test-support';
+import { createTask, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE, workspaceState } from './tasks-test-support';
 
 const ctx = useTestContext({ TASK_DEADLINE: '10m' });
 let edge: EdgeUnderTest;
@@ -27,10 +27,10 @@ async function uploadedFile(secret: string, bytes: Buffer, filename: string): Pr
 }
 
 describe('a valid creation', () => {
-  let c: Awaited<ReturnType<typeof customer>>;
+  let c: Awaited<ReturnType<typeof makeCustomer>>;
   let photo: string;
   beforeAll(async () => {
-    c = await customer(ctx.db);
+    c = await makeCustomer(ctx.db);
     photo = await uploadedFile(c.secret, sample.png(64, 48), 'start.png');
   });
 
@@ -86,15 +86,15 @@ describe('a valid creation', () => {
 });
 
 describe('refusals: 400 naming the field (or 404 for a file), nothing held, written or queued', () => {
-  let c: Awaited<ReturnType<typeof customer>>;
+  let c: Awaited<ReturnType<typeof makeCustomer>>;
   let photo: string;
   let pdf: string;
   let foreignPhoto: string;
   beforeAll(async () => {
-    c = await customer(ctx.db);
+    c = await makeCustomer(ctx.db);
     photo = await uploadedFile(c.secret, sample.png(32, 32), 'p.png');
     pdf = await uploadedFile(c.secret, sample.pdf(), 'doc.pdf');
-    foreignPhoto = await uploadedFile((await customer(ctx.db)).secret, sample.png(32, 32), 'theirs.png');
+    foreignPhoto = await uploadedFile((await makeCustomer(ctx.db)).secret, sample.png(32, 32), 'theirs.png');
   });
 
   const image = { model: MODELS.image, prompt: 'a cat' };
@@ -169,7 +169,7 @@ describe('refusals: 400 naming the field (or 404 for a file), nothing held, writ
   it('401 without a key, 403 without tasks.write', async () => {
     const anonymous = await fetch(`${edge.url}/api/v1/sim/text-to-image`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(image) });
     await errorOf(anonymous, 401, 'missing_api_key');
-    const reader = await customer(ctx.db, { scopes: ['tasks.read'] });
+    const reader = await makeCustomer(ctx.db, { scopes: ['tasks.read'] });
     const error = await errorOf(await createTask(edge.url, reader.secret, 'sim/text-to-image', image), 403, 'insufficient_scope');
     expect(error.param).toBe('tasks.write');
   });
@@ -184,8 +184,8 @@ describe('money', () => {
   const body = { model: MODELS.image, prompt: 'a red fox' };
 
   it('402 when the balance or the key cap cannot hold the price, with nothing left behind', async () => {
-    const poor = await customer(ctx.db, { balance: IMAGE_PRICE - 1n });
-    const capped = await customer(ctx.db, { spendCap: IMAGE_PRICE - 1n });
+    const poor = await makeCustomer(ctx.db, { balance: IMAGE_PRICE - 1n });
+    const capped = await makeCustomer(ctx.db, { spendCap: IMAGE_PRICE - 1n });
     const jobsBefore = await jobCount();
     await errorOf(await createTask(edge.url, poor.secret, 'sim/text-to-image', body), 402, 'insufficient_balance');
     await errorOf(await createTask(edge.url, capped.secret, 'sim/text-to-image', body), 402, 'spending_cap_exhausted');
@@ -195,7 +195,7 @@ describe('money', () => {
   });
 
   it('prices a video by its seconds: a balance for 4 s takes 4 s and refuses the default 5 s', async () => {
-    const c = await customer(ctx.db, { balance: VIDEO_PRICE * 4n });
+    const c = await makeCustomer(ctx.db, { balance: VIDEO_PRICE * 4n });
     await errorOf(await createTask(edge.url, c.secret, 'sim/text-to-video', { model: MODELS.video, prompt: 'waves' }), 402, 'insufficient_balance');
     const res = await createTask(edge.url, c.secret, 'sim/text-to-video', { model: MODELS.video, prompt: 'waves', duration_seconds: 4 });
     expect(res.status).toBe(202);
@@ -203,7 +203,7 @@ describe('money', () => {
   });
 
   it('Idempotency-Key: the same request answers the same 202 (and Location) and makes one task; another body is 409', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const headers = { 'idempotency-key': 'create-fox-1' };
     const first = await createTask(edge.url, c.secret, 'sim/text-to-image', body, headers);
     const firstBody = await jsonOf(first);
@@ -223,7 +223,7 @@ describe('money', () => {
 
   it('a race: 200 concurrent creations against a cap for 50 → exactly 50 tasks, the cap held to the unit', async () => {
     const cap = IMAGE_PRICE * 50n;
-    const c = await customer(ctx.db, { spendCap: cap });
+    const c = await makeCustomer(ctx.db, { spendCap: cap });
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => createTask(edge.url, c.secret, 'sim/text-to-image', { ...body, prompt: `fox ${i}` })));
     const statuses = answers.map((r) => r.status);
     const codes = await Promise.all(answers.map(async (r) => (r.status === 202 ? 'created' : (await jsonOf(r)).error.code)));
@@ -246,7 +246,7 @@ describe('the queue cannot take the job', () => {
     const broken = await startEdge(ctx, { queues });
     await queues.close();
     try {
-      const c = await customer(ctx.db);
+      const c = await makeCustomer(ctx.db);
       const res = await createTask(broken.url, c.secret, 'sim/text-to-image', { model: MODELS.image, prompt: 'x' });
       expect(res.status).toBe(202);
       const { task_id } = await jsonOf(res);

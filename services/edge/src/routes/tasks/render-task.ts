@@ -1,6 +1,6 @@
 import { fileContentLink } from '@gensvc/auth';
-import { primaryOutput, taskEnvelope, type DownloadLink } from '@gensvc/contracts';
-import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
+import { taskEnvelope } from '@gensvc/contracts';
+import { taskRepository, type TaskRow } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { EdgeDeps } from '../../deps';
 import { TASK_ID } from './schema';
@@ -13,15 +13,9 @@ export type RenderDeps = Pick<EdgeDeps, 'config' | 'db'>;
  * download url and a file_id on each status request); once the file has expired or been deleted there is none.
  */
 export async function renderTask(deps: RenderDeps, task: TaskRow, currency: string) {
-  return taskEnvelope(task, { currency, download: await downloadLink(deps, task) });
-}
-
-async function downloadLink(deps: RenderDeps, task: TaskRow): Promise<DownloadLink | null> {
-  const entry = primaryOutput(task.output);
-  if (entry?.archive_status !== 'archived' || !entry.svc_file_id) return null;
-  const file = await fileRepository.get(deps.db, task.workspaceId, entry.svc_file_id);
-  if (!file) return null;
-  return fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
+  const file = await taskRepository.archivedOutputFile(deps.db, task);
+  const download = file && (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
+  return taskEnvelope(task, { currency, download });
 }
 
 /** The workspace's task by the route's :taskId, or 404 (another workspace's task is 404 too, DESIGN.md §4). */

@@ -3,7 +3,8 @@
 import { TASK_STATUSES, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
-import { parseBody, parseFields } from '../../http/parse-body';
+import { parseBody } from '../../http/parse-body';
+import { listQuery, readListQuery } from '../files/schema';
 
 /** A creation body carries text and references only (images are referenced by file id or URL, never inlined). */
 export const CREATE_TASK_BODY_LIMIT = 64 * 1024;
@@ -137,27 +138,12 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
   };
 }
 
-const LIMIT_MESSAGE = 'must be an integer from 1 to 100';
-
-export const listTasksQuery = z.object({
-  limit: z
-    .string()
-    .regex(/^\d{1,3}$/, LIMIT_MESSAGE)
-    .transform(Number)
-    .refine((n) => n >= 1 && n <= 100, LIMIT_MESSAGE)
-    .optional()
-    .transform((n) => n ?? 20),
-  after: z.string().regex(TASK_ID, 'must be a task id (tsk_...)').optional(),
-  order: z.enum(['asc', 'desc'], { message: 'must be "asc" or "desc"' }).optional().transform((o) => o ?? 'desc'),
-  status: z.enum(TASK_STATUSES, { message: `must be one of ${TASK_STATUSES.map((s) => `"${s}"`).join(', ')}` }).optional(),
-});
+export const listTasksQuery = listQuery(
+  { id: TASK_ID, message: 'must be a task id (tsk_...)' },
+  { status: z.enum(TASK_STATUSES, { message: `must be one of ${TASK_STATUSES.map((s) => `"${s}"`).join(', ')}` }).optional() },
+);
 
 export type ListTasksQuery = z.output<typeof listTasksQuery>;
 
-/** The query, or a 400 naming the first bad parameter. */
-export function parseListQuery(query: unknown): ListTasksQuery {
-  const q = (query ?? {}) as Record<string, unknown>;
-  const repeated = Object.keys(q).filter((k) => Array.isArray(q[k]));
-  if (repeated.length) throw errors.invalidRequest(`Query parameters may be given once: ${repeated.join(', ')}.`, repeated[0]);
-  return parseFields(listTasksQuery, q);
-}
+/** GET /api/v1/tasks's query, or a 400 naming the first bad parameter. */
+export const parseListQuery = (query: unknown): ListTasksQuery => readListQuery(listTasksQuery, query);

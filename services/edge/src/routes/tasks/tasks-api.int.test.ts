@@ -4,10 +4,10 @@
 import { Readable } from 'node:stream';
 import { callbackRepository, channelRepository, fileRepository, taskRepository } from '@gensvc/db';
 import { generatedOutputLocation, putObjectStream } from '@gensvc/storage';
-import { jsonOf, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
-import { deliveryIdFor } from '@gensvc/webhooks';
+import { jsonOf, makeCustomer, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import { deliveryIdFor, newCallbackSecret } from '@gensvc/webhooks';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { auth, createTask, customer, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE } from './tasks-test-support';
+import { auth, createTask, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE } from './tasks-test-support';
 
 const FILE_BASE_URL = 'https://files.gensvc.test';
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL });
@@ -24,7 +24,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-type Customer = Awaited<ReturnType<typeof customer>>;
+type Customer = Awaited<ReturnType<typeof makeCustomer>>;
 const get = (path: string, secret: string) => fetch(`${edge.url}${path}`, { headers: auth(secret) });
 const post = (path: string, secret: string) => fetch(`${edge.url}${path}`, { method: 'POST', headers: auth(secret) });
 const job = (queue: 'tasks' | 'callbacks', id: string) => edge.deps.queues.get(queue).getJob(id);
@@ -76,7 +76,7 @@ async function completedVideo(c: Customer, bytes: Buffer) {
     where: { id },
     data: { output: { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'archived', svc_file_id: loc.fileId, svc_url: loc.url }] } },
   });
-  expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ callback: false });
+  expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId: c.ws.id, callbackRoundStart: 1, callback: false });
   return { id, loc, providerUrl };
 }
 
@@ -85,8 +85,8 @@ const local = (url: string) => url.replace(ctx.config.publicBaseUrl, edge.url);
 
 describe('GET /api/v1/tasks/{task_id}', () => {
   it("answers the workspace's task; another workspace's, an unknown or a malformed id is 404", async () => {
-    const c = await customer(ctx.db);
-    const other = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
+    const other = await makeCustomer(ctx.db);
     const created = await createTask(edge.url, c.secret, 'sim/text-to-image', { model: MODELS.image, prompt: 'a kite' });
     const envelope = await jsonOf(created);
     const res = await get(`/api/v1/tasks/${envelope.task_id}`, c.secret);
@@ -105,13 +105,13 @@ describe('GET /api/v1/tasks/{task_id}', () => {
   });
 
   it('needs tasks.read', async () => {
-    const c = await customer(ctx.db, { scopes: ['tasks.write'] });
+    const c = await makeCustomer(ctx.db, { scopes: ['tasks.write'] });
     const id = await newTask(c);
     expect((await errorOf(await get(`/api/v1/tasks/${id}`, c.secret), 403, 'insufficient_scope')).param).toBe('tasks.read');
   });
 
   it('a completed video: output.url on {file_url}, its file_id, and a signed download url that works and is fresh at every GET', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const bytes = Buffer.from(`not really an mp4 ${'x'.repeat(5000)}`);
     const { id, loc, providerUrl } = await completedVideo(c, bytes);
 
@@ -160,10 +160,10 @@ describe('GET /api/v1/tasks', () => {
   /** Oldest first. */
   const ids: string[] = [];
   beforeAll(async () => {
-    c = await customer(ctx.db);
+    c = await makeCustomer(ctx.db);
     for (let i = 0; i < 7; i++) ids.push(await newTask(c, { prompt: `kite ${i}` }));
     // Another workspace's tasks never show.
-    await newTask(await customer(ctx.db));
+    await newTask(await makeCustomer(ctx.db));
   });
 
   async function walk(query: string) {
@@ -217,7 +217,7 @@ describe('GET /api/v1/tasks', () => {
   });
 
   it("400 for an after that is not this workspace's task", async () => {
-    const foreign = await newTask(await customer(ctx.db));
+    const foreign = await newTask(await makeCustomer(ctx.db));
     const error = await errorOf(await get(`/api/v1/tasks?after=${foreign}`, c.secret), 400, 'invalid_request');
     expect(error).toMatchObject({ param: 'after', message: expect.stringContaining(foreign) });
   });
@@ -225,12 +225,15 @@ describe('GET /api/v1/tasks', () => {
 
 describe('POST /api/v1/tasks/{task_id}/cancel', () => {
   it('a queued task → canceled, its hold given back, no provider job to cancel and no callback without a callback_url', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const id = await newTask(c);
     expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: c.ws.id } })).balance).toBe(10_000_000n - IMAGE_PRICE);
     const res = await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     expect(res.status).toBe(200);
-    expect(await jsonOf(res)).toMatchObject({ task_id: id, status: 'canceled', cost: { amount: 0 }, error: null, completed_at: expect.any(String), callback: null });
+    const answered = await jsonOf(res);
+    expect(answered).toMatchObject({ task_id: id, status: 'canceled', cost: { amount: 0 }, error: null, completed_at: expect.any(String), callback: null });
+    // The canceled row the cancel itself returned renders exactly as a read of it.
+    expect(answered).toEqual(await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret)));
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'canceled', callbackState: 'none' });
     expect(await ctx.db.reservation.findUniqueOrThrow({ where: { id: task.reservationId! } })).toMatchObject({ state: 'released' });
@@ -242,25 +245,27 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
     // Once ended it cannot be canceled again; another workspace cannot cancel it at all (nor learn it exists).
     const again = await errorOf(await post(`/api/v1/tasks/${id}/cancel`, c.secret), 409, 'task_not_cancelable');
     expect(again.message).toContain('canceled');
-    const other = await customer(ctx.db);
+    const other = await makeCustomer(ctx.db);
     await errorOf(await post(`/api/v1/tasks/${id}/cancel`, other.secret), 404, 'task_not_found');
     await errorOf(await post('/api/v1/tasks/tsk_nope/cancel', c.secret), 404, 'task_not_found');
   });
 
   it("another workspace's live task is 404 and stays as it was", async () => {
-    const owner = await customer(ctx.db);
+    const owner = await makeCustomer(ctx.db);
     const id = await newTask(owner);
-    await errorOf(await post(`/api/v1/tasks/${id}/cancel`, (await customer(ctx.db)).secret), 404, 'task_not_found');
+    await errorOf(await post(`/api/v1/tasks/${id}/cancel`, (await makeCustomer(ctx.db)).secret), 404, 'task_not_found');
     expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued' });
   });
 
   it('with a callback_url: the callback is queued (attempt 1); a submitted task also gets its provider job canceled', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { callback: true });
     await submit(id);
     const res = await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     expect(res.status).toBe(200);
-    expect(await jsonOf(res)).toMatchObject({ status: 'canceled', callback: { url: `${receiver.url}/hooks`, state: 'pending' } });
+    const answered = await jsonOf(res);
+    expect(answered).toMatchObject({ status: 'canceled', callback: { url: `${receiver.url}/hooks`, state: 'pending' } });
+    expect(answered).toEqual(await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret)));
     const cancelJob = await job('tasks', `task.cancel/${id}`);
     expect(cancelJob?.data).toMatchObject({ taskId: id, workspaceId: c.ws.id });
     const deliver = await job('callbacks', `callback.deliver/${id}/1`);
@@ -268,7 +273,7 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
   });
 
   it('a task whose result is recorded is no longer cancelable (the success won): 409, and it stays charged', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { video: true });
     await submit(id);
     await taskRepository.recordOutput(ctx.db, id, { outputs: [{ kind: 'video', url: 'https://provider.example/x.mp4', archive_status: 'pending' }] }, VIDEO_PRICE * 2n);
@@ -280,7 +285,7 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
 
 describe('deliveries and redelivery', () => {
   it('lists every attempt of the task in order', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { callback: true });
     expect(await post(`/api/v1/tasks/${id}/cancel`, c.secret).then((r) => r.status)).toBe(200);
     const url = `${receiver.url}/hooks`;
@@ -300,14 +305,14 @@ describe('deliveries and redelivery', () => {
         { delivery_id: deliveryIdFor(id, 2), attempt: 2, url, status_code: 200, duration_ms: 12, error: null, response_head: 'ok', created_at: new Date(at.getTime() + 30_000).toISOString() },
       ],
     });
-    await errorOf(await get(`/api/v1/tasks/${id}/deliveries`, (await customer(ctx.db)).secret), 404, 'task_not_found');
+    await errorOf(await get(`/api/v1/tasks/${id}/deliveries`, (await makeCustomer(ctx.db)).secret), 404, 'task_not_found');
     // A task without a callback has an empty log.
     const plain = await newTask(c);
     expect(await jsonOf(await get(`/api/v1/tasks/${plain}/deliveries`, c.secret))).toEqual({ object: 'list', task_id: plain, callback_url: null, state: 'none', data: [] });
   });
 
   it('409 while the task runs or when it has no callback_url; 404 for another workspace', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const live = await newTask(c, { callback: true });
     const liveError = await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, c.secret), 409, 'callback_not_redeliverable');
     expect(liveError.message).toContain('queued');
@@ -318,13 +323,13 @@ describe('deliveries and redelivery', () => {
     await post(`/api/v1/tasks/${silent}/cancel`, c.secret);
     expect((await errorOf(await post(`/api/v1/tasks/${silent}/redeliver`, c.secret), 409, 'callback_not_redeliverable')).message).toContain('no callback_url');
 
-    const other = await customer(ctx.db);
+    const other = await makeCustomer(ctx.db);
     await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, other.secret), 404, 'task_not_found');
     await errorOf(await post('/api/v1/tasks/tsk_x/redeliver', c.secret), 404, 'task_not_found');
   });
 
   it('a finished task: 202 with the next round, its first attempt queued to run now', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { callback: true });
     await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     const url = `${receiver.url}/hooks`;
@@ -345,12 +350,12 @@ describe('deliveries and redelivery', () => {
 
 describe('the callback secret', () => {
   it('is made on first read and stable after; rotation answers a new one, the old one signing 24 h more', async () => {
-    const c = await customer(ctx.db);
+    const c = await makeCustomer(ctx.db);
     const first = await jsonOf(await get('/api/v1/me/callback-secret', c.secret));
     expect(first).toEqual({ object: 'callback_secret', secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/), previous_secret_expires_at: null, rotated_at: null, created_at: expect.any(String) });
     expect(await jsonOf(await get('/api/v1/me/callback-secret', c.secret))).toEqual(first);
     // Each workspace has its own.
-    expect((await jsonOf(await get('/api/v1/me/callback-secret', (await customer(ctx.db)).secret))).secret).not.toBe(first.secret);
+    expect((await jsonOf(await get('/api/v1/me/callback-secret', (await makeCustomer(ctx.db)).secret))).secret).not.toBe(first.secret);
 
     const before = Date.now();
     const rotateRes = await post('/api/v1/me/callback-secret/rotate', c.secret);
@@ -367,8 +372,15 @@ describe('the callback secret', () => {
     expect(await callbackRepository.signingSecrets(ctx.db, c.ws.id, () => 'unused')).toEqual([rotated.secret, first.secret]);
   });
 
+  it('racing first reads agree on one secret', async () => {
+    const c = await makeCustomer(ctx.db);
+    const seen = await Promise.all(Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, c.ws.id, newCallbackSecret)));
+    const stored = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: c.ws.id } });
+    expect(seen.map((s) => s.secret)).toEqual(seen.map(() => stored.secret));
+  });
+
   it('needs tasks.write', async () => {
-    const reader = await customer(ctx.db, { scopes: ['tasks.read'] });
+    const reader = await makeCustomer(ctx.db, { scopes: ['tasks.read'] });
     await errorOf(await get('/api/v1/me/callback-secret', reader.secret), 403, 'insufficient_scope');
     await errorOf(await post('/api/v1/me/callback-secret/rotate', reader.secret), 403, 'insufficient_scope');
     expect(await ctx.db.callbackSecret.count({ where: { workspaceId: reader.ws.id } })).toBe(0);

@@ -1,7 +1,7 @@
-// Test support for the task routes: the models and channels they need, callers, and what a refused creation must
+// Test support for the task routes: the models and channels they need, requests, and what a refused creation must
 // leave as it was. The edge never calls a provider, so channels point at an address where nothing listens.
 import { channelRepository, modelRepository, type Db } from '@gensvc/db';
-import { jsonOf, makeKey, makeWorkspace, type KeyOptions } from '@gensvc/testing';
+import { jsonOf } from '@gensvc/testing';
 
 export const IMAGE_MODEL = 'sim/image-1';
 export const VIDEO_MODEL = 'sim/video-1';
@@ -41,13 +41,6 @@ export async function seedTaskModels(db: Db) {
   await modelRepository.create(db, { id: MODELS.disabled, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }] });
   await db.model.update({ where: { id: MODELS.disabled }, data: { enabled: false } });
   await modelRepository.create(db, { id: MODELS.otherProvider, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }] });
-}
-
-export async function customer(db: Db, opts: { balance?: bigint } & KeyOptions = {}) {
-  const { balance, ...keyOptions } = opts;
-  const ws = await makeWorkspace(db, { balance: balance ?? 10_000_000n });
-  const { key, secret } = await makeKey(db, ws.id, keyOptions);
-  return { ws, key, secret };
 }
 
 export const auth = (secret: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${secret}`, ...extra });

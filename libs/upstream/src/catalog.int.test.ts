@@ -1,0 +1,31 @@
+// The Catalog against real Postgres: a model or channel is read once per TTL, and an admin's change shows after it.
+import { channelRepository, modelRepository } from '@gensvc/db';
+import { useTestContext } from '@gensvc/testing';
+import { Catalog } from './catalog';
+
+const ctx = useTestContext();
+
+it('serves a channel by id from its cache until the TTL passes, and null for one that does not exist', async () => {
+  const channel = await channelRepository.create(ctx.db, { name: 'cat-a', kind: 'fal', baseUrl: 'http://127.0.0.1:9/a', secret: 'one' });
+  let now = 0;
+  const catalog = new Catalog(ctx.db, { ttlMs: 1_000, now: () => now });
+  expect(await catalog.channel(channel.id)).toMatchObject({ id: channel.id, secret: 'one' });
+
+  await ctx.db.channel.update({ where: { id: channel.id }, data: { secret: 'two' } });
+  now = 999;
+  expect(await catalog.channel(channel.id)).toMatchObject({ secret: 'one' });
+  now = 1_000;
+  expect(await catalog.channel(channel.id)).toMatchObject({ secret: 'two' });
+  expect(await catalog.channel('ch_missing')).toBeNull();
+});
+
+it('keeps models and channels apart, each with its routes read with the model', async () => {
+  const channel = await channelRepository.create(ctx.db, { name: 'cat-b', kind: 'replicate', baseUrl: 'http://127.0.0.1:9/b' });
+  await modelRepository.create(ctx.db, { id: 'sim/cat-model', kind: 'image', unitPrice: 1n, routes: [{ channelId: channel.id, upstreamModel: 'o/m' }] });
+  const catalog = new Catalog(ctx.db);
+  const model = await catalog.model('sim/cat-model');
+  expect(model?.routes.map((r) => [r.channel.id, r.upstreamModel])).toEqual([[channel.id, 'o/m']]);
+  // The same id asked as a channel is not the model's cached entry.
+  expect(await catalog.channel('sim/cat-model')).toBeNull();
+  expect(await catalog.model(channel.id)).toBeNull();
+});
