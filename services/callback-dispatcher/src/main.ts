@@ -8,7 +8,7 @@ const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkers } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createLogger } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -30,16 +30,9 @@ async function main() {
 
   const shutdown = createShutdown(
     [
-      {
-        // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
-        // unrecorded, to be made again under the same delivery id.
-        name: 'close worker',
-        timeoutMs: config.callbacks.timeoutMs + 10_000,
-        run: async () => {
-          const { forced } = await closeWorkers([worker], config.callbacks.timeoutMs + 2_000, { abortGraceMs: 3_000 });
-          if (forced) logger.warn({}, 'callback attempts still running at shutdown were handed back to the queue');
-        },
-      },
+      // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
+      // unrecorded, to be made again under the same delivery id.
+      closeWorkersPhase([worker], { waitMs: config.callbacks.timeoutMs + 2_000, abortGraceMs: 3_000, what: 'callback attempts', logger }),
       {
         name: 'close clients',
         timeoutMs: 5_000,

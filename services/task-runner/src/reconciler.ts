@@ -5,11 +5,12 @@
 // or one whose step already happened, does nothing.
 //
 // One replica sweeps at a time (a Redis lock per interval); a sweep that overlaps another is harmless anyway.
-import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit, taskOutputSchema } from '@gensvc/contracts';
+import { CallbackDeliver, TaskPoll, TaskSubmit } from '@gensvc/contracts';
 import { callbackRepository, taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import { ensureJob, type Queues } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
+import { ensureArchives } from './handlers/task-steps';
 
 export interface ReconcilerDeps {
   config: { queuePrefix: string; tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] }; callbacks: { retryScheduleMs: number[] } };
@@ -63,9 +64,8 @@ export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean 
       } else {
         // The provider finished: the archiver owes the pending outputs; with none pending, the completion itself
         // was lost (the archiver died between its last entry and completing).
-        const parsed = taskOutputSchema.safeParse(task.output);
-        const pending = parsed.success ? parsed.data.outputs.flatMap((o, i) => ((o.archive_status ?? 'pending') === 'pending' ? [i] : [])) : [];
-        for (const outputIndex of pending) added(await ensureJob(queues, ArchiveOutput, { ...envelope, outputIndex }, { jobId: [task.id, outputIndex] }));
+        const pending = await ensureArchives(queues, task);
+        pending.forEach(added);
         const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
         if (done?.callback) {
           const attempt = done.callbackRoundStart;

@@ -6,13 +6,13 @@
 //
 // A poll whose n is not the task's poll count is stale and does nothing, so however often a poll is re-added (a
 // retry, the reconciler) one chain of polls lives per task.
-import { ArchiveOutput, TASK_OPERATIONS, isTaskOperation, taskOutputSchema, type GenerationInput, type JobPayload, type OutputKind, type TaskPoll } from '@gensvc/contracts';
+import { ArchiveOutput, TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload, type OutputKind, type TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
-import { enqueue, ensureJob, type HandlerContext } from '@gensvc/queue';
+import { enqueue, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure } from '@gensvc/upstream';
 import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
 import { isTaskChannelKind } from '../providers/providers';
-import { deadlineOf, enqueuePoll, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
+import { deadlineOf, enqueuePoll, ensureArchives, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
 /** A job's return value is stored as JSON: micro-units travel as a decimal string. */
 export type PollOutcome =
@@ -30,7 +30,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
     if (task.status !== 'running') return { outcome: 'stale', reason: 'not_running' };
     if (task.output !== null) {
       // A run of this poll that recorded the output may have died before handing every output to the archiver.
-      await ensureArchives(deps, task);
+      await ensureArchives(queues, task);
       return { outcome: 'stale', reason: 'moved_on' };
     }
     if (task.attempts !== payload.attempt) {
@@ -86,16 +86,6 @@ export function taskPoll(deps: TaskHandlerDeps) {
         return fail('upstream_error', 'The provider canceled the job.');
     }
   };
-}
-
-/** The archive jobs of the outputs still pending archive (ensureJob: an existing one is left as it is). */
-async function ensureArchives(deps: Pick<TaskHandlerDeps, 'queues'>, task: TaskRow): Promise<void> {
-  const parsed = taskOutputSchema.safeParse(task.output);
-  if (!parsed.success) return;
-  for (const [outputIndex, entry] of parsed.data.outputs.entries()) {
-    if ((entry.archive_status ?? 'pending') !== 'pending') continue;
-    await ensureJob(deps.queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] });
-  }
 }
 
 /** One entry of Task.output (TaskOutputEntry), as a plain JSON value. */

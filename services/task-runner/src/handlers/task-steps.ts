@@ -4,10 +4,10 @@
 // deterministic id. A worker that dies between the two leaves the row ahead of the queue; the reconciler finds the
 // row unmoved and re-adds the job, and the job's handler re-checks the row, so nothing runs twice.
 import type { Config } from '@gensvc/config';
-import { CallbackDeliver, TaskCancel, TaskPoll } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, taskOutputSchema } from '@gensvc/contracts';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { enqueue, ensureJob, type Queues } from '@gensvc/queue';
+import { enqueue, ensureJob, type EnsureJobOutcome, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
@@ -96,3 +96,18 @@ export function describeMs(ms: number): string {
 export const deadlineOf = (task: Pick<TaskRow, 'createdAt' | 'deadlineAt'>) => describeMs((task.deadlineAt?.getTime() ?? task.createdAt.getTime()) - task.createdAt.getTime());
 
 export const pastDeadline = (task: Pick<TaskRow, 'deadlineAt'>, now = Date.now()) => task.deadlineAt !== null && now >= task.deadlineAt.getTime();
+
+/**
+ * Makes sure every output still pending archive has its archive job (an existing one is left as it is); answers
+ * the outcome per pending output, so none pending means the archiver has dealt with all of them.
+ */
+export async function ensureArchives(queues: Queues, task: Pick<TaskRow, 'id' | 'workspaceId' | 'output'>): Promise<EnsureJobOutcome[]> {
+  const parsed = taskOutputSchema.safeParse(task.output);
+  if (!parsed.success) return [];
+  const outcomes: EnsureJobOutcome[] = [];
+  for (const [outputIndex, entry] of parsed.data.outputs.entries()) {
+    if ((entry.archive_status ?? 'pending') !== 'pending') continue;
+    outcomes.push(await ensureJob(queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] }));
+  }
+  return outcomes;
+}

@@ -1,0 +1,127 @@
+// The task state machine and its money against real Postgres: every transition is one conditional update, so of
+// racing writers exactly one wins, and the hold is settled or released exactly once.
+import { makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { billingRepository } from './billing.repository';
+import { callbackRepository } from './callback.repository';
+import { taskRepository } from './task.repository';
+
+const ctx = useTestContext();
+const PRICE = 40_000n;
+
+async function books(workspaceId: string, keyId: string) {
+  const ws = await ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
+  const key = await ctx.db.apiKey.findUniqueOrThrow({ where: { id: keyId } });
+  const held = await ctx.db.reservation.aggregate({ where: { workspaceId, state: 'held' }, _sum: { amount: true } });
+  return { balance: ws.balance, spent: key.spent, reserved: key.reserved, held: held._sum.amount ?? 0n, ledger: await billingRepository.ledgerTotal(ctx.db, workspaceId) };
+}
+
+async function customer(balance = 1_000_000n) {
+  const ws = await makeWorkspace(ctx.db, { balance });
+  const { key } = await makeKey(ctx.db, ws.id);
+  return { workspaceId: ws.id, apiKeyId: key.id };
+}
+
+const output = (status: string) => ({ outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: status }] });
+
+it('creates the row and its hold together; a hold that cannot be made leaves no row', async () => {
+  const c = await customer(PRICE);
+  const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+  expect(task).toMatchObject({ status: 'queued', reserved: PRICE });
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: PRICE, reserved: PRICE });
+  await expect(makeTask(ctx.db, { ...c, amount: 1n })).rejects.toMatchObject({ status: 402, code: 'insufficient_balance' });
+  expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
+});
+
+it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {
+  for (let round = 0; round < 10; round++) {
+    const c = await customer();
+    const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up_1', upstreamUrls: null })).toBe(true);
+    const [recorded, canceled] = await Promise.all([
+      taskRepository.recordOutput(ctx.db, task.id, output('pending'), PRICE),
+      taskRepository.finish(ctx.db, task.id, { status: 'canceled' }),
+    ]);
+    expect([recorded, canceled].filter((r) => r !== null)).toHaveLength(1);
+    const after = await books(c.workspaceId, c.apiKeyId);
+    expect(after.held).toBe(0n);
+    expect(after.ledger).toBe(after.balance);
+    if (recorded) {
+      expect(recorded.charged).toBe(PRICE);
+      expect(after).toMatchObject({ balance: 1_000_000n - PRICE, spent: PRICE, reserved: 0n });
+    } else {
+      expect(after).toMatchObject({ balance: 1_000_000n, spent: 0n, reserved: 0n });
+      expect((await taskRepository.find(ctx.db, task.id))?.status).toBe('canceled');
+    }
+  }
+});
+
+it('counts polls only from the expected count, records an output once, and completes only with nothing pending', async () => {
+  const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+  expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(false); // still queued
+  await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up_2', upstreamUrls: null });
+  expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_y', upstreamId: 'up_3', upstreamUrls: null })).toBe(false);
+  const racing = await Promise.all([1, 1, 1].map((n) => taskRepository.advancePoll(ctx.db, task.id, n)));
+  expect(racing.filter(Boolean)).toHaveLength(1);
+  expect((await taskRepository.find(ctx.db, task.id))?.attempts).toBe(2);
+
+  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toEqual({ charged: task.reserved });
+  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toBeNull();
+  expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);
+  // Output recorded: neither a poll nor a failure moves it any more.
+  expect(await taskRepository.advancePoll(ctx.db, task.id, 2)).toBe(false);
+  expect(await taskRepository.finish(ctx.db, task.id, { status: 'failed', failure: { code: 'upstream_error', message: 'x' } })).toBeNull();
+
+  expect(await taskRepository.completeIfArchived(ctx.db, task.id)).toBeNull(); // its output is still pending
+  await ctx.db.task.update({ where: { id: task.id }, data: { output: output('too_large') } });
+  const done = await Promise.all([taskRepository.completeIfArchived(ctx.db, task.id), taskRepository.completeIfArchived(ctx.db, task.id)]);
+  expect(done.filter((d) => d !== null)).toEqual([{ id: task.id, workspaceId: task.workspaceId, callbackRoundStart: 1, callback: true }]);
+  expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'completed', callbackState: 'pending' });
+});
+
+it('fails a live task once, releasing its hold; another workspace cannot cancel it', async () => {
+  const c = await customer();
+  const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+  const other = await customer();
+  expect(await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: other.workspaceId })).toBeNull();
+  const failure = { code: 'upstream_timeout', message: 'no result' };
+  const both = await Promise.all([taskRepository.finish(ctx.db, task.id, { status: 'failed', failure }), taskRepository.finish(ctx.db, task.id, { status: 'failed', failure })]);
+  expect(both.filter((r) => r !== null)).toHaveLength(1);
+  expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'failed', errorCode: 'upstream_timeout', callbackState: 'none' });
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 1_000_000n, held: 0n, reserved: 0n, spent: 0n });
+});
+
+describe('callbacks', () => {
+  let n = 0;
+  const make = () => `whsec_test_${++n}`;
+
+  it('one secret per workspace however many first reads race; a rotation keeps the old one signing for 24 h only', async () => {
+    const { workspaceId } = await customer();
+    const first = await Promise.all(Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, workspaceId, make)));
+    expect(new Set(first.map((s) => s.secret)).size).toBe(1);
+    const now = new Date();
+    const rotated = await callbackRepository.rotate(ctx.db, workspaceId, make, now);
+    expect(rotated.previousSecret).toBe(first[0]!.secret);
+    expect(await callbackRepository.signingSecrets(ctx.db, workspaceId, make, now)).toEqual([rotated.secret, first[0]!.secret]);
+    const dayLater = new Date(now.getTime() + 24 * 3600_000 + 1);
+    expect(await callbackRepository.signingSecrets(ctx.db, workspaceId, make, dayLater)).toEqual([rotated.secret]);
+  });
+
+  it('records an attempt once; a redelivery starts a round after the last attempt, and the old round cannot mark it', async () => {
+    const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toBeNull(); // not finished yet
+    await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
+    const attempt = (k: number, statusCode: number) => ({
+      workspaceId: task.workspaceId, taskId: task.id, attempt: k, deliveryId: `dlv_${task.id}_${k}`, url: 'https://hooks.example/cb',
+      statusCode, durationMs: 3, error: null, responseHead: null, at: new Date(),
+    });
+    expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(true);
+    expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(false);
+    expect(await callbackRepository.recordAttempt(ctx.db, attempt(2, 500))).toBe(true);
+    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    // Attempt 2 belongs to the round before: it can neither deliver nor park the new one.
+    expect(await callbackRepository.markDelivered(ctx.db, task.id, 2, new Date())).toBe(false);
+    expect(await callbackRepository.markParked(ctx.db, task.id, 2)).toBe(false);
+    expect(await callbackRepository.markDelivered(ctx.db, task.id, 3, new Date())).toBe(true);
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 3 });
+  });
+});
