@@ -43,11 +43,13 @@ export class UpstreamFailure extends Error {
 
 /**
  * Whether a non-2xx answer moves on to the next channel: 429 and 5xx do, and so do the statuses that say the
- * channel itself is wrong (401/403: its credential; 404: its model name or path; 408) and answers that are not
- * errors at all (1xx, 3xx: redirects are not followed). The other 4xx judge the caller's request.
+ * channel itself is wrong or unwell (401/403: its credential; 402: our account at the provider is out of credit;
+ * 404: its model name or path; 408, 425) and answers that are not errors at all (1xx, 3xx: redirects are not
+ * followed). The other 4xx judge the caller's request. The one rule for every upstream call: the edge's proxies,
+ * the evaluate-worker and the task-runner's submissions.
  */
-const failsOverOnStatus = (status: number) =>
-  status < 400 || status === 401 || status === 403 || status === 404 || status === 408 || status === 429 || status >= 500;
+const CHANNEL_STATUSES = new Set([401, 402, 403, 404, 408, 425, 429]);
+export const failsOverOnStatus = (status: number): boolean => status < 400 || status >= 500 || CHANNEL_STATUSES.has(status);
 
 /** The provider's own error message in the common shapes ({error: {message}}, {error: "…"}, {message}), on one line. */
 function providerMessage(text: string): string | null {

@@ -123,7 +123,7 @@ describe('withFailover', () => {
 
 describe('failureFromStatus', () => {
   it('fails over on 429, 5xx, the channel-side 4xx and non-error statuses', () => {
-    for (const status of [302, 401, 403, 404, 408, 429, 500, 503]) {
+    for (const status of [302, 401, 402, 403, 404, 408, 425, 429, 500, 503]) {
       expect(failureFromStatus(status, '')).toMatchObject({ kind: 'status', failover: true, status, answer: undefined });
     }
   });

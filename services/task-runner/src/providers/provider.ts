@@ -8,7 +8,7 @@
 // fails with its code).
 import type { OutputKind } from '@gensvc/contracts';
 import { AppError } from '@gensvc/errors';
-import { UpstreamFailure, type CatalogChannel, type UpstreamClient } from '@gensvc/upstream';
+import { UpstreamFailure, failsOverOnStatus, type CatalogChannel, type UpstreamClient } from '@gensvc/upstream';
 
 export type ProviderChannel = Pick<CatalogChannel, 'id' | 'kind' | 'baseUrl' | 'secret' | 'timeoutMs'>;
 
@@ -85,14 +85,11 @@ export class JobRejected extends UpstreamFailure {
 }
 
 /**
- * Statuses that say nothing against the request: the channel is unwell (5xx, 408, 425, 429) or set up wrongly
- * (401, 403: its credential; 402: our account at the provider is out of credit; 404: the model is not there).
+ * The failure of a non-2xx answer to a submit: the next channel is tried unless the provider judged the request
+ * (libs/upstream's one rule, failsOverOnStatus).
  */
-const CHANNEL_STATUSES = new Set([401, 402, 403, 404, 408, 409, 425, 429]);
-
-/** The failure of a non-2xx answer to a submit: the next channel is tried unless the provider judged the request. */
 export function submitFailure(status: number, message: string, contentRejected: boolean): UpstreamFailure {
-  if (status < 400 || status >= 500 || CHANNEL_STATUSES.has(status)) {
+  if (failsOverOnStatus(status)) {
     return new UpstreamFailure(`the provider answered ${status}: ${message}`, 'status', true, status);
   }
   return new JobRejected(contentRejected ? 'content_rejected' : 'invalid_input', message, status);
