@@ -2,7 +2,7 @@
 // system): a certificate that verifies passes, and each way one can fail is refused with a message naming it.
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { createTestCa, eventually, selfSignedCert, sharedTestCa, startTlsServer, type CertPair, type TlsTestServer } from '@gensvc/testing';
+import { createTestCa, eventually, freePort, rejectionOf, selfSignedCert, sharedTestCa, startTlsServer, type CertPair, type TlsTestServer } from '@gensvc/testing';
 import { checkTls, type CheckTlsOptions } from './check-tls';
 import { checkUrl, type CheckedUrl } from './check-url';
 import { OutboundError } from './outbound-error';
@@ -31,21 +31,14 @@ afterAll(async () => {
 const trusted = (): CheckTlsOptions => ({ ca: good.caPem });
 const checked = (url: string) => checkUrl(url, { allowCidrs: ALLOW });
 
-async function failure(p: Promise<unknown>): Promise<OutboundError> {
-  const e = await p.then(
-    () => new Error('expected the check to fail'),
-    (err: unknown) => err,
-  );
-  if (!(e instanceof OutboundError)) throw e;
-  return e;
-}
-
 describe('a certificate that verifies', () => {
   it('passes for an IP-literal URL, naming the address it reached and the expiry, and sends no request', async () => {
     const verdict = await checkTls(await checked(`${good.url}/hook`), trusted());
     expect(verdict.address).toEqual({ address: '127.0.0.1', family: 4 });
     expect(verdict.validTo.getTime()).toBeGreaterThan(Date.now());
     expect(good.requests).toEqual([]);
+    // SNI carries names only: the handshake for an IP literal sent none.
+    expect(await eventually(() => sniSeen.get(good.port), 'the server to complete the handshake')).toEqual([false]);
   });
 
   it('connects to the checked address and names the host by SNI; it does not resolve again', async () => {
@@ -56,7 +49,7 @@ describe('a certificate that verifies', () => {
     });
     await checkTls(url, trusted());
     expect(lookups).toBe(1);
-    // The earlier IP-literal check sent no name (false); this one sent the host's.
+    // The earlier IP-literal check sent no name; this one sent the host's.
     await eventually(() => sniSeen.get(good.port)?.includes('localhost'), 'the server to see the SNI name');
   });
 
@@ -72,6 +65,21 @@ describe('a certificate that verifies', () => {
       ],
     };
     expect((await checkTls(closedPortElsewhere, trusted())).address.address).toBe('127.0.0.1');
+  });
+
+  it('tries every checked address in order, and names the last when none can be reached', async () => {
+    const port = await freePort();
+    const url = await checkUrl(`https://localhost:${port}/hook`, {
+      allowCidrs: [...ALLOW, '127.0.0.3/32', '127.0.0.4/32'],
+      lookup: async () => [
+        { address: '127.0.0.3', family: 4 },
+        { address: '127.0.0.4', family: 4 },
+      ],
+    });
+    expect(await rejectionOf(checkTls(url, trusted()), OutboundError)).toMatchObject({
+      reason: 'connection',
+      message: expect.stringMatching(/\(127\.0\.0\.4\).*ECONNREFUSED/),
+    });
   });
 });
 
@@ -100,25 +108,22 @@ describe('a certificate that does not verify is refused with the rule it breaks'
     const url = host
       ? await checkUrl(`https://${host}:${server.port}/hook`, { allowCidrs: ALLOW, lookup: async () => [{ address: '127.0.0.1', family: 4 }] })
       : await checked(`${server.url}/hook`);
-    const e = await failure(checkTls(url, trusted()));
+    const e = await rejectionOf(checkTls(url, trusted()), OutboundError);
     expect(e.reason).toBe('tls');
     expect(e.message).toMatch(message);
     expect(server.requests.length).toBe(before);
   });
 
   it('refuses the shared test CA itself when it is not trusted (production trusts only real roots)', async () => {
-    const e = await failure(checkTls(await checked(`${good.url}/`)));
+    const e = await rejectionOf(checkTls(await checked(`${good.url}/`)), OutboundError);
     expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('not issued by a trusted certificate authority') });
   });
 });
 
 describe('a server that cannot be reached', () => {
   it('answers connection when nothing listens', async () => {
-    const closed = createTcpServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const port = (closed.address() as { port: number }).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    expect(await failure(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()))).toMatchObject({
+    const port = await freePort();
+    expect(await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError)).toMatchObject({
       reason: 'connection',
       message: expect.stringContaining('ECONNREFUSED'),
     });
@@ -131,7 +136,7 @@ describe('a server that cannot be reached', () => {
     servers.push({ close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))) });
     const port = (mute.address() as { port: number }).port;
     const started = Date.now();
-    const e = await failure(checkTls(await checked(`https://127.0.0.1:${port}/`), { ...trusted(), timeoutMs: 200 }));
+    const e = await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), { ...trusted(), timeoutMs: 200 }), OutboundError);
     expect(e).toMatchObject({ reason: 'timeout', message: expect.stringContaining('within 200 ms') });
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -146,6 +151,6 @@ describe('a server that cannot be reached', () => {
     await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
     servers.push({ close: () => new Promise<void>((r) => plain.close(() => r())) });
     const port = (plain.address() as { port: number }).port;
-    expect((await failure(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()))).reason).toBe('tls');
+    expect((await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError)).reason).toBe('tls');
   });
 });

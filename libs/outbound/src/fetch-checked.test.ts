@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import type { TLSSocket } from 'node:tls';
-import { createTestCa, eventually, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
+import { createTestCa, eventually, freePort, rejectionOf, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import type { LookupFn } from './check-url';
 import { fetchChecked, postChecked, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
@@ -34,15 +34,6 @@ beforeEach(() => {
 });
 
 const trusted = (): RequestOptions => ({ allowCidrs: ALLOW, ca: server.caPem });
-
-async function failure(p: Promise<unknown>): Promise<OutboundError> {
-  const e = await p.then(
-    () => new Error('expected the request to fail'),
-    (err: unknown) => err,
-  );
-  if (!(e instanceof OutboundError)) throw e;
-  return e;
-}
 
 describe('the happy path', () => {
   it('fetches byte-exact from an allowed HTTPS server with a trusted CA', async () => {
@@ -103,15 +94,15 @@ describe('the happy path', () => {
 describe('addresses', () => {
   it('refuses a private server unless the allow-list names it, before any connection', async () => {
     route = (_req, res) => res.end('x');
-    expect((await failure(fetchChecked(`${server.url}/`, { ca: server.caPem }))).reason).toBe('private_address');
-    expect((await failure(fetchChecked(`${privateHost.url}/`, trusted()))).reason).toBe('private_address');
+    expect((await rejectionOf(fetchChecked(`${server.url}/`, { ca: server.caPem }), OutboundError)).reason).toBe('private_address');
+    expect((await rejectionOf(fetchChecked(`${privateHost.url}/`, trusted()), OutboundError)).reason).toBe('private_address');
     expect(server.requests).toHaveLength(0);
     expect(privateHost.requests).toHaveLength(0);
   });
 
   it('refuses a name resolving to a private address (fake resolver) without connecting', async () => {
     const lookup: LookupFn = async () => [{ address: '127.0.0.2', family: 4 }];
-    const e = await failure(fetchChecked(`https://innocent.example:${privateHost.port}/`, { ...trusted(), lookup }));
+    const e = await rejectionOf(fetchChecked(`https://innocent.example:${privateHost.port}/`, { ...trusted(), lookup }), OutboundError);
     expect(e.reason).toBe('private_address');
     expect(privateHost.requests).toHaveLength(0);
   });
@@ -133,24 +124,21 @@ describe('addresses', () => {
     expect(res.address.address).toBe('127.0.0.1');
     expect(calls).toBe(1);
     // The next request sees the rebound answer, and is refused at the check.
-    expect((await failure(fetchChecked(url, { ...trusted(), lookup }))).reason).toBe('private_address');
+    expect((await rejectionOf(fetchChecked(url, { ...trusted(), lookup }), OutboundError)).reason).toBe('private_address');
     expect(publicSide.requests).toHaveLength(1);
     expect(privateSide.requests).toHaveLength(0);
   });
 
   it('refuses a connection that cannot be made', async () => {
-    const closed = createTcpServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const port = (closed.address() as { port: number }).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    expect((await failure(fetchChecked(`https://127.0.0.1:${port}/`, trusted()))).reason).toBe('connection');
+    const port = await freePort();
+    expect((await rejectionOf(fetchChecked(`https://127.0.0.1:${port}/`, trusted()), OutboundError)).reason).toBe('connection');
   });
 });
 
 describe('TLS', () => {
   it('refuses a server whose CA is not trusted', async () => {
     route = (_req, res) => res.end('x');
-    const e = await failure(fetchChecked(`${server.url}/`, { allowCidrs: ALLOW }));
+    const e = await rejectionOf(fetchChecked(`${server.url}/`, { allowCidrs: ALLOW }), OutboundError);
     expect(e.reason).toBe('tls');
     expect(server.requests).toHaveLength(0);
   });
@@ -158,25 +146,25 @@ describe('TLS', () => {
   it('refuses a self-signed certificate', async () => {
     const selfSigned = await startTlsServer((_req, res) => res.end('x'), { cert: selfSignedCert() });
     servers.push(selfSigned);
-    expect(await failure(fetchChecked(`${selfSigned.url}/`, trusted()))).toMatchObject({
+    expect(await rejectionOf(fetchChecked(`${selfSigned.url}/`, trusted()), OutboundError)).toMatchObject({
       reason: 'tls',
       message: expect.stringContaining('DEPTH_ZERO_SELF_SIGNED_CERT'),
     });
-    expect((await failure(fetchChecked(`${selfSigned.url}/`, { allowCidrs: ALLOW }))).reason).toBe('tls');
+    expect((await rejectionOf(fetchChecked(`${selfSigned.url}/`, { allowCidrs: ALLOW }), OutboundError)).reason).toBe('tls');
     expect(selfSigned.requests).toHaveLength(0);
   });
 
   it('refuses an expired certificate from a trusted CA', async () => {
     const expired = await startTlsServer((_req, res) => res.end('x'), { cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }) });
     servers.push(expired);
-    const e = await failure(fetchChecked(`${expired.url}/`, trusted()));
+    const e = await rejectionOf(fetchChecked(`${expired.url}/`, trusted()), OutboundError);
     expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('CERT_HAS_EXPIRED') });
     expect(expired.requests).toHaveLength(0);
   });
 
   it('refuses a certificate of a trusted CA issued for another name', async () => {
     const lookup: LookupFn = async () => [{ address: '127.0.0.1', family: 4 }];
-    const e = await failure(fetchChecked(`https://evil.example:${server.port}/`, { ...trusted(), lookup }));
+    const e = await rejectionOf(fetchChecked(`https://evil.example:${server.port}/`, { ...trusted(), lookup }), OutboundError);
     expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('ERR_TLS_CERT_ALTNAME_INVALID') });
     expect(server.requests).toHaveLength(0);
   });
@@ -184,7 +172,7 @@ describe('TLS', () => {
   it('refuses a certificate of another, untrusted CA', async () => {
     const other = await startTlsServer((_req, res) => res.end('x'), { cert: createTestCa('other CA').issue(['127.0.0.1']) });
     servers.push(other);
-    expect((await failure(fetchChecked(`${other.url}/`, trusted()))).reason).toBe('tls');
+    expect((await rejectionOf(fetchChecked(`${other.url}/`, trusted()), OutboundError)).reason).toBe('tls');
   });
 });
 
@@ -195,9 +183,9 @@ describe('answers', () => {
       res.writeHead(302, { location: to });
       res.end();
     };
-    const e = await failure(fetchChecked(`${server.url}/go`, { ...trusted(), allowCidrs: [...ALLOW, '127.0.0.2/32'] }));
+    const e = await rejectionOf(fetchChecked(`${server.url}/go`, { ...trusted(), allowCidrs: [...ALLOW, '127.0.0.2/32'] }), OutboundError);
     expect(e).toMatchObject({ reason: 'redirect', status: 302, message: expect.stringContaining(`${privateHost.url}/internal`) });
-    expect((await failure(fetchChecked(`${server.url}/meta`, trusted()))).reason).toBe('redirect');
+    expect((await rejectionOf(fetchChecked(`${server.url}/meta`, trusted()), OutboundError)).reason).toBe('redirect');
     expect(server.requests).toHaveLength(2);
     expect(privateHost.requests).toHaveLength(0);
   });
@@ -207,7 +195,7 @@ describe('answers', () => {
       res.statusCode = 404;
       res.end('no such output');
     };
-    expect(await failure(fetchChecked(`${server.url}/gone`, trusted()))).toMatchObject({ reason: 'http_status', status: 404 });
+    expect(await rejectionOf(fetchChecked(`${server.url}/gone`, trusted()), OutboundError)).toMatchObject({ reason: 'http_status', status: 404 });
     const res = await fetchChecked(`${server.url}/gone`, { ...trusted(), acceptStatus: () => true });
     expect(res.status).toBe(404);
     expect((await buffer(res.body)).toString()).toBe('no such output');
@@ -232,10 +220,10 @@ describe('answers', () => {
       pump();
     };
     const limit = { ...trusted(), maxBytes: 1024 * 1024 };
-    expect((await failure(fetchChecked(`${server.url}/declared`, limit))).reason).toBe('too_large');
+    expect((await rejectionOf(fetchChecked(`${server.url}/declared`, limit), OutboundError)).reason).toBe('too_large');
 
     const res = await fetchChecked(`${server.url}/chunked`, limit);
-    expect((await failure(buffer(res.body))).reason).toBe('too_large');
+    expect((await rejectionOf(buffer(res.body), OutboundError)).reason).toBe('too_large');
     // The download stopped: the server could not finish sending (-1 would mean it did).
     await eventually(() => sentWhenClosed.length > 0, 'the server to see the response closed', 1_000);
     expect(sentWhenClosed).toHaveLength(1);
@@ -253,7 +241,7 @@ describe('answers', () => {
       setTimeout(() => res.socket?.destroy(), 20);
     };
     const res = await fetchChecked(`${server.url}/cut`, trusted());
-    expect((await failure(buffer(res.body))).reason).toBe('connection');
+    expect((await rejectionOf(buffer(res.body), OutboundError)).reason).toBe('connection');
   });
 });
 
@@ -261,7 +249,7 @@ describe('timeouts', () => {
   it('gives up on a server that never answers', async () => {
     route = () => {};
     const t0 = Date.now();
-    expect((await failure(fetchChecked(`${server.url}/slow`, { ...trusted(), timeoutMs: 300 }))).reason).toBe('timeout');
+    expect((await rejectionOf(fetchChecked(`${server.url}/slow`, { ...trusted(), timeoutMs: 300 }), OutboundError)).reason).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
@@ -271,7 +259,7 @@ describe('timeouts', () => {
       res.write(Buffer.alloc(1000));
     };
     const res = await fetchChecked(`${server.url}/stall`, { ...trusted(), timeoutMs: 400 });
-    expect((await failure(buffer(res.body))).reason).toBe('timeout');
+    expect((await rejectionOf(buffer(res.body), OutboundError)).reason).toBe('timeout');
   });
 
   it('gives up on a server that accepts the connection but never completes the TLS handshake', async () => {
@@ -280,7 +268,7 @@ describe('timeouts', () => {
     await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
     servers.push({ close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))) });
     const port = (mute.address() as { port: number }).port;
-    const e = await failure(fetchChecked(`https://127.0.0.1:${port}/`, { ...trusted(), connectTimeoutMs: 200 }));
+    const e = await rejectionOf(fetchChecked(`https://127.0.0.1:${port}/`, { ...trusted(), connectTimeoutMs: 200 }), OutboundError);
     expect(e).toMatchObject({ reason: 'timeout', message: expect.stringContaining('within 200 ms') });
   });
 
@@ -288,7 +276,7 @@ describe('timeouts', () => {
     route = () => {};
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const e = await failure(fetchChecked(`${server.url}/slow`, { ...trusted(), signal: controller.signal }));
+    const e = await rejectionOf(fetchChecked(`${server.url}/slow`, { ...trusted(), signal: controller.signal }), OutboundError);
     expect(e).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
   });
 });

@@ -4,6 +4,7 @@ export * from './eventually';
 export * from './factories';
 export * from './hashes';
 export * from './processes';
+export * from './rejection';
 export * from './s3';
 export * from './sim-channels';
 export * as sampleMedia from './sample-media';

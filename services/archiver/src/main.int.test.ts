@@ -9,7 +9,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ArchiveOutput } from '@gensvc/contracts';
 import { newId } from '@gensvc/db';
 import { createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { makeWorkspace, spawnService, startTlsServer, useTestContext, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import { makeWorkspace, spawnService, startTlsServer, useTestContext, waitForOutput, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
 import type { QueueEvents } from 'bullmq';
 import { RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID } from './maintenance-schedule';
 
@@ -20,6 +20,8 @@ let provider: TlsTestServer;
 let queues: Queues;
 let events: QueueEvents;
 let dir: string;
+/** Every process started, killed after the test if it failed before stopping them itself. */
+const procs: ServiceProcess[] = [];
 const image = Buffer.concat([Buffer.from('GIF89a', 'latin1'), randomBytes(200_000)]);
 
 beforeAll(async () => {
@@ -31,17 +33,18 @@ beforeAll(async () => {
   await events.waitUntilReady();
 });
 afterAll(async () => {
+  await Promise.all(procs.filter((p) => p.child.exitCode === null).map((p) => p.stop('SIGKILL')));
   await events.close();
   await queues.close();
   await provider.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function started(proc: ServiceProcess): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !proc.output().includes('archiver started'); ) {
-    if (proc.child.exitCode !== null || Date.now() > deadline) throw new Error(`archiver did not start:\n${proc.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+async function start(env: Record<string, string>): Promise<ServiceProcess> {
+  const proc = spawnService('archiver', env);
+  procs.push(proc);
+  await waitForOutput(proc, 'archiver started');
+  return proc;
 }
 
 async function archive(taskId: string, outputIndex: number) {
@@ -65,13 +68,11 @@ it('archives through NODE_EXTRA_CA_CERTS only, schedules the maintenance jobs, a
   });
 
   // Without the test CA the provider's certificate is not trusted: the output is not archived.
-  const untrusting = spawnService('archiver', ctx.env);
-  await started(untrusting);
+  const untrusting = await start(ctx.env);
   expect(await archive(task.id, 0)).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^tls: /) });
   expect(await untrusting.stop()).toBe(0);
 
-  const trusting = spawnService('archiver', { ...ctx.env, NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem') });
-  await started(trusting);
+  const trusting = await start({ ...ctx.env, NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem') });
   const outcome = (await archive(task.id, 1)) as { outcome: string; fileId: string };
   expect(outcome).toMatchObject({ outcome: 'archived', bytes: image.length });
   const file = await ctx.db.file.findUniqueOrThrow({ where: { id: outcome.fileId } });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { CallbackDeliver } from '@gensvc/contracts';
 import { callbackRepository, taskRepository } from '@gensvc/db';
 import { createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { eventually, makeTask, spawnService, startTlsServer, useTestContext, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import { eventually, makeTask, spawnService, startTlsServer, useTestContext, waitForOutput, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', CALLBACK_RETRY_SCHEDULE: '0,300ms,1s,1s,1s', LOG_LEVEL: 'info' });
@@ -42,10 +42,7 @@ afterAll(async () => {
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const proc = spawnService('callback-dispatcher', env);
   procs.push(proc);
-  await eventually(() => {
-    if (proc.child.exitCode !== null) throw new Error(`callback-dispatcher exited:\n${proc.output()}`);
-    return proc.output().includes('callback dispatcher started');
-  }, 'the dispatcher to start', 20_000);
+  await waitForOutput(proc, 'callback dispatcher started');
   return proc;
 }
 

@@ -3,12 +3,12 @@
 import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
 import { billingRepository, toAmount, type Db } from '@gensvc/db';
 import { enqueue } from '@gensvc/queue';
-import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimModel, eventually, jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
 import { expectedAnswers, startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
 import type { EvaluateWorker } from './evaluate-worker';
-import { addSimModel, startWorker } from './worker-under-test';
+import { startWorker } from './worker-under-test';
 
 const ctx = useTestContext();
 let sim: Sim;
@@ -29,12 +29,6 @@ afterAll(async () => {
 afterEach(() => sim.faults.clear());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function customer(opts: { balance?: bigint; spendCap?: bigint | null } = {}) {
-  const ws = await makeWorkspace(ctx.db, { balance: opts.balance ?? 50_000_000n });
-  const { key, secret } = await makeKey(ctx.db, ws.id, { spendCap: opts.spendCap ?? null });
-  return { ws, key, secret };
-}
 
 function post(url: string, secret: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
   return fetch(`${url}/api/v1/evaluate`, {
@@ -72,8 +66,8 @@ const state = { question: 'What is the capital of France?', reply: 'Paris, of co
 
 describe('answers', () => {
   it('answers boolean, score and choice questions with the provider answers, usage and exact cost, charged once', async () => {
-    const model = await addSimModel(ctx.db, sim.url, { id: 'sim/judge', channels: [{ name: 'main' }] });
-    const { ws, key, secret } = await customer();
+    const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/judge', channels: [{ name: 'main' }] });
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const res = await post(edge.url, secret, { model: 'sim/judge', state, questions });
     const body = await jsonOf(res);
     expect(res.status).toBe(200);
@@ -95,20 +89,20 @@ describe('answers', () => {
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
     });
-    expect(after).toMatchObject({ spent: cost, reserved: 0n, balance: 50_000_000n - cost, held: 0 });
+    expect(after).toMatchObject({ spent: cost, reserved: 0n, balance: ws.balance - cost, held: 0 });
     // The provider got the model's name at the provider (the part after the slash) and the channel's secret.
     expect(sim.requests().filter((r) => r.channel === 'main').map((r) => [r.model, r.status, r.path])).toEqual([['judge', 200, '/evaluate']]);
   });
 
   it('charges input tokens only for an input-only model, and sends the route\'s upstream model name', async () => {
-    const model = await addSimModel(ctx.db, sim.url, {
+    const { model } = await addSimModel(ctx.db, sim.url, {
       id: 'sim/eval-input-only',
       inputOnly: true,
       inputPricePerMTok: 7_000_000n,
       outputPricePerMTok: 90_000_000n,
       channels: [{ name: 'inonly', upstreamModel: 'scorer-v2', evaluatePath: '/v2/evaluate' }],
     });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const q: Record<string, Question> = { ok: { type: 'boolean', instructions: 'Is it fine?' } };
     const res = await post(edge.url, secret, { model: model.id, state: 'a plain string state', questions: q });
     const body = await jsonOf(res);
@@ -124,7 +118,7 @@ describe('answers', () => {
 
   it('replays an Idempotency-Key with the same body, charging once; another body under the key is a 409', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/idem', channels: [{ name: 'idem' }] });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const body = { model: 'sim/idem', state, questions };
     const first = await post(edge.url, secret, body, { 'idempotency-key': 'eval-1' });
     const second = await post(edge.url, secret, body, { 'idempotency-key': 'eval-1' });
@@ -157,12 +151,12 @@ describe('failover', () => {
     const [a, b] = [`${name}a`, `${name}b`];
     await twoChannels(`sim/${a}`, a, b, 300);
     sim.faults.add({ channel: a, ...fault });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const res = await post(edge.url, secret, { model: `sim/${a}`, state, questions });
     expect(res.status).toBe(200);
     expect((await jsonOf(res)).answers).toEqual(expectedAnswers({ state, questions }));
     // The request log shows the order: the higher-priority channel first, then the other.
-    await sleep(50);
+    await eventually(() => calls([a, b]).length >= 2, 'both calls in the request log');
     expect(calls([a, b])).toEqual([`${a}:${firstCall}`, `${b}:200`]);
     const after = await money(ctx.db, ws.id, key.id);
     expect(after.charges).toHaveLength(1);
@@ -171,7 +165,7 @@ describe('failover', () => {
 
   it('opens the circuit of a failing channel after repeated failures, and closes it by itself', async () => {
     await twoChannels('sim/breaker', 'ba', 'bb');
-    const { secret } = await customer();
+    const { secret } = await makeCustomer(ctx.db);
     sim.faults.add({ channel: 'ba', status: 503 });
     for (let i = 0; i < 3; i++) expect((await post(edge.url, secret, { model: 'sim/breaker', state: `s${i}`, questions: { q: questions.relevant } })).status).toBe(200);
     expect(calls(['ba', 'bb'])).toEqual(['ba:503', 'bb:200', 'ba:503', 'bb:200', 'ba:503', 'bb:200']);
@@ -200,7 +194,7 @@ describe('invalid upstream answers', () => {
     const [a, b] = [`${name}a`, `${name}b`];
     await addSimModel(ctx.db, sim.url, { id: `sim/${a}`, channels: [{ name: a, priority: 10 }, { name: b, priority: 0 }] });
     sim.faults.add({ channel: a, ...fault });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const before = await money(ctx.db, ws.id, key.id);
     const res = await post(edge.url, secret, { model: `sim/${a}`, state, questions });
     expect(res.status).toBe(502);
@@ -214,7 +208,7 @@ describe('invalid upstream answers', () => {
   it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/mal-breaker', channels: [{ name: 'mba', priority: 10 }, { name: 'mbb', priority: 0 }] });
     sim.faults.add({ channel: 'mba', malformed: 'shape', shape: 'out-of-range' });
-    const { secret } = await customer();
+    const { secret } = await makeCustomer(ctx.db);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await post(edge.url, secret, { model: 'sim/mal-breaker', state: `s${i}`, questions })).status);
     expect(statuses).toEqual([502, 502, 502, 200]);
@@ -232,7 +226,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
   it('answers 504 when the answer is late; the worker stops at the deadline and nothing is charged', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/slow', channels: [{ name: 'slow' }] });
     sim.faults.add({ channel: 'slow', latencyMs: 1_500 });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const started = Date.now();
     const res = await post(short.url, secret, { model: 'sim/slow', state, questions });
     expect(res.status).toBe(504);
@@ -241,12 +235,12 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${(await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } })).id}`);
     const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
     expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: 50_000_000n, held: 0 });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
   it('a job that waited in the queue past its deadline calls no provider and charges nothing', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/queued', channels: [{ name: 'queued' }] });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     // Paused at the queue: every worker stops taking jobs, as when all are busy.
     const queue = edge.deps.queues.get('evaluate');
     await queue.pause();
@@ -269,26 +263,26 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
   it('a caller who hangs up gets the reservation released; the answer that arrives later is not charged', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/hangup', channels: [{ name: 'hangup' }] });
     sim.faults.add({ channel: 'hangup', latencyMs: 600 });
-    const { ws, key, secret } = await customer();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     const abort = new AbortController();
     const pending = post(edge.url, secret, { model: 'sim/hangup', state, questions }, {}, abort.signal);
     await sleep(200);
     abort.abort();
     await expect(pending).rejects.toThrow();
     // The worker still gets its answer from the provider, finds the reservation released, and charges nothing.
-    for (let i = 0; i < 50 && !calls(['hangup']).includes('hangup:200'); i++) await sleep(50);
+    await eventually(() => calls(['hangup']).includes('hangup:200'), 'the provider to answer the abandoned job');
     expect(calls(['hangup'])).toEqual(['hangup:200']);
     const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } });
     const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation.id}`);
     const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
     expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout', message: expect.stringMatching(/after the caller stopped waiting/) } });
     expect(reservation.state).toBe('released');
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: 50_000_000n, held: 0 });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
   it('the worker settles a job whose reservation is still held, exactly once even if run twice', async () => {
-    const model = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
-    const { ws, key } = await customer();
+    const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
+    const { ws, key } = await makeCustomer(ctx.db);
     const reservation = await billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_direct', amount: 1_000_000n, ttlMs: 60_000 });
     const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions } };
     // Enqueued twice under the same deterministic job id: one job.

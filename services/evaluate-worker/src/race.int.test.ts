@@ -4,12 +4,12 @@
 // bound counts one token per request byte, the sim ceil(bytes / 4)), and output is bounded by the model's
 // maxOutputTokens, set to what the sim reports for one question (1 + 3 = 4 tokens). Bound = cost = 4 × price.
 import { toAmount } from '@gensvc/db';
-import { makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimModel, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { costOf, reservationFor } from '@gensvc/upstream';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
 import { startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
 import type { EvaluateWorker } from './evaluate-worker';
-import { addSimModel, startWorker } from './worker-under-test';
+import { startWorker } from './worker-under-test';
 
 const ctx = useTestContext();
 let sim: Sim;
@@ -31,7 +31,7 @@ const REQUESTS = 500;
 const ADMITTED = 100;
 
 it('charges at most the cap: exactly the admitted requests answer 200, each charged once; the rest get 402', async () => {
-  const model = await addSimModel(ctx.db, sim.url, {
+  const { model } = await addSimModel(ctx.db, sim.url, {
     id: 'sim/race',
     inputPricePerMTok: 0n,
     outputPricePerMTok: 2_500_000_000n,

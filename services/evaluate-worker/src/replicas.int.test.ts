@@ -1,10 +1,10 @@
 // The paid-call rate limit holds across edge replicas: two real edge processes share one sliding window in Redis.
 // Evaluate is the paid call, answered by a worker in this process and the upstream-sim.
 import { freePort } from '@gensvc/local-stack';
-import { makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import { addSimModel, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
 import type { EvaluateWorker } from './evaluate-worker';
-import { addSimModel, startWorker } from './worker-under-test';
+import { startWorker } from './worker-under-test';
 
 const ctx = useTestContext();
 const replicas: { url: string; proc: ServiceProcess }[] = [];

@@ -6,9 +6,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { freePort } from '@gensvc/local-stack';
-import { jsonOf, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import { addSimModel, jsonOf, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
-import { addSimModel } from './worker-under-test';
 
 const ctx = useTestContext();
 

@@ -1,11 +1,10 @@
 // The built task runner as a real process: it runs a task submitted through its queue, its reconciler picks up a
 // task whose submit job never existed (as after a Redis flush), and it shuts down cleanly on SIGTERM.
 import { TaskSubmit } from '@gensvc/contracts';
-import { newId, taskRepository } from '@gensvc/db';
+import { taskRepository } from '@gensvc/db';
 import { createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { eventually, makeKey, makeWorkspace, spawnService, useTestContext, type ServiceProcess } from '@gensvc/testing';
+import { addSimModel, eventually, makeTask, spawnService, useTestContext, waitForOutput, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
-import { addSimTaskModel } from './worker-under-test';
 
 const ctx = useTestContext({ LOG_LEVEL: 'info', TASK_POLL_SCHEDULE: '50ms', RECONCILE_INTERVAL: '300ms' });
 let sim: Sim;
@@ -22,37 +21,16 @@ afterAll(async () => {
   await sim.close();
 });
 
-async function started(p: ServiceProcess): Promise<void> {
-  await eventually(() => {
-    if (p.child.exitCode !== null) throw new Error(`task-runner exited:\n${p.output()}`);
-    return p.output().includes('task runner ready');
-  }, 'the task runner to start', 20_000);
-}
-
 it('runs tasks from its queue and from its reconciler, and exits 0 on SIGTERM', async () => {
-  await addSimTaskModel(ctx.db, sim.url, { id: 'sim/image-main', kind: 'image', unitPrice: 1_000n, channels: [{ name: 'main-fal', kind: 'fal', upstreamModel: 'sim/image-1' }] });
-  const ws = await makeWorkspace(ctx.db);
-  const { key } = await makeKey(ctx.db, ws.id);
-  const create = () =>
-    taskRepository.create(ctx.db, {
-      id: newId('tsk'),
-      workspaceId: ws.id,
-      apiKeyId: key.id,
-      requestId: 'req_main',
-      model: 'sim/image-main',
-      operation: 'text-to-image',
-      input: { prompt: 'a harbour', width: 512, height: 512 },
-      callbackUrl: null,
-      amount: 1_000n,
-      deadlineAt: new Date(Date.now() + 60_000),
-    });
+  await addSimModel(ctx.db, sim.url, { id: 'sim/image-main', kind: 'image', unitPrice: 1_000n, channels: [{ name: 'main-fal', kind: 'fal', upstreamModel: 'sim/image-1' }] });
+  const create = () => makeTask(ctx.db, { model: 'sim/image-main', amount: 1_000n });
   const queued = await create();
-  await enqueue(queues, TaskSubmit, { taskId: queued.id, workspaceId: ws.id }, { jobId: [queued.id] });
+  await enqueue(queues, TaskSubmit, { taskId: queued.id, workspaceId: queued.workspaceId }, { jobId: [queued.id] });
   // No job at all for this one: only the reconciler can find it.
   const orphan = await create();
 
   proc = spawnService('task-runner', ctx.env);
-  await started(proc);
+  await waitForOutput(proc, 'task runner ready');
   for (const id of [queued.id, orphan.id]) {
     const done = await eventually(async () => {
       const t = await taskRepository.find(ctx.db, id);

@@ -4,7 +4,7 @@ import { CallbackDeliver, TaskPoll, TaskSubmit } from '@gensvc/contracts';
 import { callbackRepository, taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
-import { makeTask, useTestContext } from '@gensvc/testing';
+import { eventually, makeTask, useTestContext } from '@gensvc/testing';
 import { Worker } from 'bullmq';
 import { startReconciler, type Reconciler } from './reconciler';
 
@@ -21,23 +21,27 @@ afterAll(async () => {
   await queues.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
-const letGoStale = () => sleep(260);
+/**
+ * Puts tasks past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here) by moving their updatedAt back,
+ * the only column the reconciler judges staleness by.
+ */
+const letGoStale = async (...ids: string[]) => {
+  await ctx.db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 1_000) } });
+};
 
 const job = (name: string, id: string) => queues.get(name === 'callback.deliver' ? 'callbacks' : 'tasks').getJob(id);
 const stateOf = async (name: string, id: string) => (await job(name, id))?.getState();
 
 it('re-adds the submit of a queued task whose job vanished, once, and then leaves it alone', async () => {
   const task = await makeTask(ctx.db);
-  await letGoStale();
+  await letGoStale(task.id);
   const first = await reconciler.runOnce();
   expect(first.readded).toBeGreaterThanOrEqual(1);
   expect(await stateOf('task.submit', jobIdFor(TaskSubmit, [task.id]))).toBe('waiting');
 
   // Touched: not stale on the next sweep; stale again later, its job exists, so nothing is added.
   expect((await reconciler.runOnce()).readded).toBe(0);
-  await letGoStale();
+  await letGoStale(task.id);
   const again = await reconciler.runOnce();
   expect(again.tasks).toBeGreaterThanOrEqual(1);
   expect(again.readded).toBe(0);
@@ -59,7 +63,7 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
   await taken!.moveToFailed(new Error('gave up'), 'token-1', false);
   await taker.close();
   expect(await stateOf('task.poll', jobIdFor(TaskPoll, [task.id, 3]))).toBe('failed');
-  await letGoStale();
+  await letGoStale(task.id);
   await reconciler.runOnce();
   const id = jobIdFor(TaskPoll, [task.id, 3]);
   const state = await stateOf('task.poll', id);
@@ -71,7 +75,7 @@ it('completes a task whose archives all finished but whose completion was lost, 
   const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_2', upstreamUrls: null });
   await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'failed' }] }, task.reserved);
-  await letGoStale();
+  await letGoStale(task.id);
   await reconciler.runOnce();
   expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({ status: 'completed', callbackState: 'pending' });
   expect(await stateOf('callback.deliver', jobIdFor(CallbackDeliver, [task.id, 1]))).toBe('waiting');
@@ -81,7 +85,7 @@ it('re-adds the pending archive of a finished provider job', async () => {
   const task = await makeTask(ctx.db);
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_3', upstreamUrls: null });
   await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'video', url: 'https://provider.example/v.mp4', archive_status: 'pending' }] }, task.reserved);
-  await letGoStale();
+  await letGoStale(task.id);
   await reconciler.runOnce();
   expect(await queues.get('archive').getJob(`archive.output/${task.id}/0`)).toBeDefined();
 });
@@ -104,7 +108,7 @@ describe('callbacks', () => {
         at: new Date(Date.now() - a.agoMs),
       });
     }
-    await letGoStale();
+    await letGoStale(task.id);
     return task;
   }
 
@@ -115,13 +119,14 @@ describe('callbacks', () => {
   });
 
   it('schedules the next attempt after a recorded failure, at its time in the schedule', async () => {
-    // Attempt 2 failed 10 s ago: attempt 3 is due 2 min after it.
+    // Attempt 2 started 10 s ago and ended 5 ms later (its duration): attempt 3 is due 2 min after it ended, so in at
+    // most 110 005 ms, less the time the sweep took to start.
     const task = await finished({ attempts: [{ status: 500, agoMs: 40_000 }, { status: null, agoMs: 10_000 }] });
     await reconciler.runOnce();
     const next = await job('callback.deliver', jobIdFor(CallbackDeliver, [task.id, 3]));
     expect(await next?.getState()).toBe('delayed');
     expect(next!.opts.delay).toBeGreaterThan(105_000);
-    expect(next!.opts.delay).toBeLessThanOrEqual(110_000);
+    expect(next!.opts.delay).toBeLessThanOrEqual(110_005);
   });
 
   it('marks delivered when the last attempt succeeded but was not recorded as delivered, and parks after five failures', async () => {
@@ -134,17 +139,22 @@ describe('callbacks', () => {
   });
 });
 
-it('one replica sweeps per interval: the lock keeps a second reconciler out', async () => {
-  const other = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'x', level: 'silent' }) }, { autorun: false });
+it('one replica sweeps per interval: the timer path skips a round whose lock another holds, and sweeps once it is free', async () => {
   const key = `${ctx.config.queuePrefix}:task-runner:reconciler`;
-  await ctx.redis.set(key, 'someone', 'PX', 5_000);
+  await ctx.redis.set(key, 'another replica', 'PX', 10_000);
   const task = await makeTask(ctx.db);
-  await letGoStale();
+  await letGoStale(task.id);
   // runOnce bypasses the lock (tests); the timer path takes it: with the lock held elsewhere nothing runs.
-  const started = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'y', level: 'silent' }) });
-  await sleep(500);
-  await started.stop();
-  await other.stop();
-  expect(await job('task.submit', jobIdFor(TaskSubmit, [task.id]))).toBeUndefined();
-  await ctx.redis.del(key);
+  const timed = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'timed', level: 'silent' }) });
+  try {
+    // Two intervals and a half: an absence can only be waited for.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await job('task.submit', jobIdFor(TaskSubmit, [task.id]))).toBeUndefined();
+    // The control: the same timer path sweeps, and re-adds the submit, once the lock is free.
+    await ctx.redis.del(key);
+    expect(await eventually(() => stateOf('task.submit', jobIdFor(TaskSubmit, [task.id])), 'the timer sweep to re-add the submit')).toBe('waiting');
+  } finally {
+    await timed.stop();
+    await ctx.redis.del(key);
+  }
 });

@@ -1,16 +1,17 @@
 // The task runner in-process against the upstream-sim speaking Replicate's predictions API and fal's queue API, with
 // real Postgres and Redis: submit, delayed polls, outputs recorded and settled, failures released, the deadline,
 // cancels reaching the provider, stale polls, and failover between channels.
+import { verifyFileToken } from '@gensvc/auth';
 import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit, type GenerationInput, type TaskOperationName } from '@gensvc/contracts';
 import { fileRepository, newId, taskRepository, type TaskRow } from '@gensvc/db';
 import { enqueue, jobIdFor, type Queues } from '@gensvc/queue';
-import { eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimModel, eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { startSim, type JobFault, type Sim } from '../../upstream-sim/src/index';
 import { taskPoll } from './handlers/task-poll';
 import type { TaskHandlerDeps } from './handlers/task-steps';
 import { taskSubmit } from './handlers/task-submit';
 import type { TaskChannelKind } from './providers/providers';
-import { addSimTaskModel, startWorker, type TaskWorkerUnderTest } from './worker-under-test';
+import { startWorker, type TaskWorkerUnderTest } from './worker-under-test';
 
 const ctx = useTestContext({ TASK_POLL_SCHEDULE: '50ms,50ms,100ms' });
 let sim: Sim;
@@ -51,7 +52,7 @@ interface Setup {
 async function setup(protocol: TaskChannelKind, kind: 'image' | 'video', count = 1): Promise<Setup> {
   const n = ++serial;
   const names = Array.from({ length: count }, (_, i) => `${protocol}-${n}-${String.fromCharCode(97 + i)}`);
-  const { model, channelIds } = await addSimTaskModel(ctx.db, sim.url, {
+  const { model, channelIds } = await addSimModel(ctx.db, sim.url, {
     id: `sim/${kind}-${protocol}-${n}`,
     kind,
     unitPrice: PRICE,
@@ -401,7 +402,8 @@ describe('input images', () => {
     const prediction = (await res.json()) as { input: Record<string, unknown> };
     const link = new URL(prediction.input.image as string);
     expect(`${link.origin}${link.pathname}`).toBe(`${ctx.config.publicBaseUrl}/api/v1/files/${fileId}/content`);
-    expect(link.searchParams.get('token')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    // A content token of the server's secret for this file of this workspace (what GET .../content accepts).
+    expect(await verifyFileToken(ctx.config.signingSecret, link.searchParams.get('token') ?? '')).toEqual({ fileId, workspaceId: ws.id });
     expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', width: 1024, height: 768, aspect_ratio: '4:3' });
   });
 });

@@ -127,6 +127,22 @@ export const taskRepository = {
     return fileId ? fileRepository.get(db, task.workspaceId, fileId, now) : null;
   },
 
+  /** archivedOutputFile for a page of tasks, in one query: task id → its visible archived output file. */
+  async archivedOutputFiles(db: DbClient, tasks: readonly Pick<TaskRow, 'id' | 'workspaceId' | 'output'>[], now = new Date()) {
+    const wanted = tasks.flatMap((t) => {
+      const fileId = archivedFileId(t.output);
+      return fileId ? [{ taskId: t.id, workspaceId: t.workspaceId, fileId }] : [];
+    });
+    const files = wanted.length ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } }) : [];
+    const byId = new Map(files.map((f) => [f.id, f]));
+    const found = new Map<string, (typeof files)[number]>();
+    for (const w of wanted) {
+      const file = byId.get(w.fileId);
+      if (file && file.workspaceId === w.workspaceId) found.set(w.taskId, file);
+    }
+    return found;
+  },
+
   /** One page in (createdAt, id) order; null when `after` is not a task of this workspace. */
   async list(db: DbClient, workspaceId: string, input: ListTasksInput) {
     const where: Prisma.TaskWhereInput = { workspaceId, ...(input.status !== undefined ? { status: input.status } : {}) };

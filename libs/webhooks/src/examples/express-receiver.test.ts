@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { eventually } from '@gensvc/testing';
+import { eventually, freePort } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, signatureHeader } from '../index';
 import { CALLBACK_PATH, createReceiver, type TaskEnvelope } from './express-receiver';
 
@@ -115,15 +115,20 @@ it('answers 500 when the handler fails and handles the same delivery when it com
 it('refuses a body that is not JSON before verifying anything', async () => {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain', ...signed(body) }, body });
   expect(res.status).toBe(400);
+  expect(await res.json()).toEqual({ error: 'expected an application/json body' });
+  expect(handled).toEqual([]);
+});
+
+it('refuses signed JSON that is not a task envelope, without handling it', async () => {
+  const other = JSON.stringify({ hello: 1 });
+  const res = await deliver(other, signed(other));
+  expect(res.status).toBe(400);
+  expect(await res.json()).toEqual({ error: 'not a task envelope' });
   expect(handled).toEqual([]);
 });
 
 it('starts standalone on PORT with SVC_CALLBACK_SECRET', async () => {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((r) => probe.close(() => r()));
-
+  const port = await freePort();
   // The build (scripts/build.mjs) puts the compiled example beside the package's other outputs.
   const script = join(__dirname, '../../dist/examples/express-receiver.js');
   const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH ?? '', PORT: String(port), SVC_CALLBACK_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] });

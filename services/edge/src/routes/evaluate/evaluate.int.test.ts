@@ -2,7 +2,7 @@
 // runs here: every request that got as far as the queue would show up as a waiting job.
 import { channelRepository, modelRepository } from '@gensvc/db';
 import { createQueues } from '@gensvc/queue';
-import { jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { reservationFor } from '@gensvc/upstream';
 import type { EdgeDeps } from '../../deps';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
@@ -28,12 +28,6 @@ beforeAll(async () => {
   await ctx.db.model.update({ where: { id: 'acme/retired' }, data: { enabled: false } });
 });
 afterAll(() => edge.close());
-
-async function customer(opts: { balance?: bigint; spendCap?: bigint | null; scopes?: string[] } = {}) {
-  const ws = await makeWorkspace(ctx.db, { balance: opts.balance ?? 10_000_000n });
-  const { key, secret } = await makeKey(ctx.db, ws.id, { spendCap: opts.spendCap ?? null, ...(opts.scopes && { scopes: opts.scopes }) });
-  return { ws, key, secret };
-}
 
 const post = (url: string, secret: string | null, body: string) =>
   fetch(`${url}/api/v1/evaluate`, {
@@ -81,7 +75,7 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
     ['a chat model', { ...valid, model: 'acme/chatty' }, 'model', 'model_not_supported'],
     ['a disabled model', { ...valid, model: 'acme/retired' }, 'model', 'model_not_supported'],
   ])('%s', async (_what, body, param, code) => {
-    const { ws, secret } = await customer();
+    const { ws, secret } = await makeCustomer(ctx.db);
     const res = await post(edge.url, secret, JSON.stringify(body));
     expect(res.status).toBe(400);
     const { error } = await jsonOf(res);
@@ -91,7 +85,7 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
   });
 
   it('answers malformed JSON with 400 invalid_json', async () => {
-    const { secret } = await customer();
+    const { secret } = await makeCustomer(ctx.db);
     const res = await post(edge.url, secret, '{"model": "acme/judge",');
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).error.code).toBe('invalid_json');
@@ -100,7 +94,7 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
   it('accepts exactly 20 questions (the request gets as far as the queue)', async () => {
     const short = await shortWaitEdge(50);
     try {
-      const { secret } = await customer();
+      const { secret } = await makeCustomer(ctx.db);
       const res = await post(short.url, secret, JSON.stringify(many(20)));
       expect(res.status).toBe(504);
     } finally {
@@ -117,7 +111,7 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
 describe('credentials and money', () => {
   it('401 without a key, 403 without the llm.evaluate scope', async () => {
     expect((await post(edge.url, null, JSON.stringify(valid))).status).toBe(401);
-    const { secret } = await customer({ scopes: ['llm.chat'] });
+    const { secret } = await makeCustomer(ctx.db, { scopes: ['llm.chat'] });
     const res = await post(edge.url, secret, JSON.stringify(valid));
     expect(res.status).toBe(403);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'insufficient_scope', param: 'llm.evaluate' });
@@ -127,8 +121,8 @@ describe('credentials and money', () => {
     const before = await jobCount();
     const model = (await edge.deps.catalog.model('acme/judge'))!;
     const bound = reservationFor(model, { inputBytes: Buffer.byteLength(JSON.stringify({ state: valid.state, questions })) });
-    const capped = await customer({ spendCap: bound - 1n });
-    const poor = await customer({ balance: bound - 1n });
+    const capped = await makeCustomer(ctx.db, { spendCap: bound - 1n });
+    const poor = await makeCustomer(ctx.db, { balance: bound - 1n });
     const capRes = await post(edge.url, capped.secret, JSON.stringify(valid));
     const poorRes = await post(edge.url, poor.secret, JSON.stringify(valid));
     expect([capRes.status, poorRes.status]).toEqual([402, 402]);
@@ -147,7 +141,7 @@ describe('no answer in time', () => {
   it('answers 504 upstream_timeout and gives the whole reservation back; the job keeps its deadline', async () => {
     const short = await shortWaitEdge(300);
     try {
-      const { ws, key, secret } = await customer({ spendCap: 5_000_000n });
+      const { ws, key, secret } = await makeCustomer(ctx.db, { spendCap: 5_000_000n });
       const started = Date.now();
       const res = await post(short.url, secret, JSON.stringify(valid));
       expect(res.status).toBe(504);
@@ -177,7 +171,7 @@ describe('the queue cannot take the job', () => {
     const broken = await shortWaitEdge(5_000, { queues });
     await queues.close();
     try {
-      const { ws, key, secret } = await customer();
+      const { ws, key, secret } = await makeCustomer(ctx.db);
       const res = await post(broken.url, secret, JSON.stringify(valid));
       expect(res.status).toBe(503);
       expect((await jsonOf(res)).error).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('nothing was charged') });

@@ -2,7 +2,7 @@ import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
-import { renderTask, type RenderDeps } from './render-task';
+import { renderTasks, type RenderDeps } from './render-task';
 import { parseListQuery } from './schema';
 
 /**
@@ -15,7 +15,7 @@ export function listTasks(deps: RenderDeps) {
     const q = parseListQuery(req.query);
     const page = await taskRepository.list(deps.db, workspace.id, q);
     if (!page) throw errors.invalidRequest(`after: no task ${q.after} in this workspace.`, 'after');
-    const data = await Promise.all(page.data.map((t) => renderTask(deps, t, workspace.currency)));
+    const data = await renderTasks(deps, page.data, workspace.currency);
     res.json({ object: 'list', data, first_id: data[0]?.task_id ?? null, last_id: data.at(-1)?.task_id ?? null, has_more: page.hasMore });
   };
 }

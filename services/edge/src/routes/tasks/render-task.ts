@@ -13,9 +13,20 @@ export type RenderDeps = Pick<EdgeDeps, 'config' | 'db'>;
  * download url and a file_id on each status request); once the file has expired or been deleted there is none.
  */
 export async function renderTask(deps: RenderDeps, task: TaskRow, currency: string) {
-  const file = await taskRepository.archivedOutputFile(deps.db, task);
-  const download = file && (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
-  return taskEnvelope(task, { currency, download });
+  const [envelope] = await renderTasks(deps, [task], currency);
+  return envelope!;
+}
+
+/** renderTask for a page of tasks: their files are looked up in one query. */
+export async function renderTasks(deps: RenderDeps, tasks: readonly TaskRow[], currency: string) {
+  const files = await taskRepository.archivedOutputFiles(deps.db, tasks);
+  return Promise.all(
+    tasks.map(async (task) => {
+      const file = files.get(task.id);
+      const download = file && (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
+      return taskEnvelope(task, { currency, download });
+    }),
+  );
 }
 
 /** The workspace's task by the route's :taskId, or 404 (another workspace's task is 404 too, DESIGN.md §4). */

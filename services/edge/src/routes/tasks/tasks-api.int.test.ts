@@ -4,10 +4,11 @@
 import { Readable } from 'node:stream';
 import { callbackRepository, channelRepository, fileRepository, taskRepository } from '@gensvc/db';
 import { generatedOutputLocation, putObjectStream } from '@gensvc/storage';
-import { jsonOf, makeCustomer, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import { eventually, jsonOf, makeCustomer, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret } from '@gensvc/webhooks';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
-import { auth, createTask, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE } from './tasks-test-support';
+import { bearer } from '../files/files-test-support';
+import { createTask, errorOf, IMAGE_PRICE, MODELS, seedTaskModels, VIDEO_PRICE } from './tasks-test-support';
 
 const FILE_BASE_URL = 'https://files.gensvc.test';
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL });
@@ -15,7 +16,7 @@ let edge: EdgeUnderTest;
 let receiver: TlsTestServer;
 
 beforeAll(async () => {
-  receiver = await startTlsServer((_req, res) => res.end('ok'), { cert: sharedTestCa().ca.issue(['127.0.0.1']) });
+  receiver = await startTlsServer((_req, res) => res.end('ok'));
   edge = await startEdge(ctx, { outbound: { ca: receiver.caPem } });
   await seedTaskModels(ctx.db);
 });
@@ -25,8 +26,8 @@ afterAll(async () => {
 });
 
 type Customer = Awaited<ReturnType<typeof makeCustomer>>;
-const get = (path: string, secret: string) => fetch(`${edge.url}${path}`, { headers: auth(secret) });
-const post = (path: string, secret: string) => fetch(`${edge.url}${path}`, { method: 'POST', headers: auth(secret) });
+const get = (path: string, secret: string) => fetch(`${edge.url}${path}`, { headers: bearer(secret) });
+const post = (path: string, secret: string) => fetch(`${edge.url}${path}`, { method: 'POST', headers: bearer(secret) });
 const job = (queue: 'tasks' | 'callbacks', id: string) => edge.deps.queues.get(queue).getJob(id);
 
 async function newTask(c: Customer, opts: { callback?: boolean; video?: boolean; prompt?: string } = {}): Promise<string> {
@@ -139,19 +140,33 @@ describe('GET /api/v1/tasks/{task_id}', () => {
     expect(download.status).toBe(200);
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
 
-    // Tokens are signed to the second: the next second's GET signs another.
-    await new Promise((r) => setTimeout(r, 1_100));
-    const second = await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret));
+    // Tokens are signed to the second: a GET in the next second signs another.
+    const second = await eventually(
+      async () => {
+        const again = await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret));
+        return again.output.download_url !== first.output.download_url && again;
+      },
+      'a GET that signs a fresh download url',
+      3_000,
+      100,
+    );
     expect(second.output.download_url).not.toBe(first.output.download_url);
     expect(Date.parse(second.output.download_expires_at)).toBeGreaterThan(expires);
     expect(Buffer.from(await (await fetch(local(second.output.download_url))).arrayBuffer()).equals(bytes)).toBe(true);
     expect({ ...second, output: { ...second.output, download_url: null, download_expires_at: null } }).toEqual({ ...first, output: { ...first.output, download_url: null, download_expires_at: null } });
+
+    // The list shows the same envelope, with its own fresh link (files looked up once per page).
+    const listed = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find((t: { task_id: string }) => t.task_id === id);
+    expect(listed.output).toMatchObject({ file_id: loc.fileId, download_url: expect.stringContaining(`/api/v1/files/${loc.fileId}/content?token=`) });
+    expect(Buffer.from(await (await fetch(local(listed.output.download_url))).arrayBuffer()).equals(bytes)).toBe(true);
 
     // Once the file has left the library, there is nothing to download; the public copy's url stays.
     await fileRepository.markDeleted(ctx.db, c.ws.id, loc.fileId);
     const after = await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret));
     expect(after.output.url).toBe(first.output.url);
     expect(after.output).not.toHaveProperty('download_url');
+    const listedAfter = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find((t: { task_id: string }) => t.task_id === id);
+    expect(listedAfter.output).not.toHaveProperty('download_url');
   });
 });
 

@@ -2,6 +2,7 @@
 // leave as it was. The edge never calls a provider, so channels point at an address where nothing listens.
 import { channelRepository, modelRepository, type Db } from '@gensvc/db';
 import { jsonOf } from '@gensvc/testing';
+import { bearer } from '../files/files-test-support';
 
 export const IMAGE_MODEL = 'sim/image-1';
 export const VIDEO_MODEL = 'sim/video-1';
@@ -43,12 +44,10 @@ export async function seedTaskModels(db: Db) {
   await modelRepository.create(db, { id: MODELS.otherProvider, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }] });
 }
 
-export const auth = (secret: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${secret}`, ...extra });
-
 export function createTask(baseUrl: string, secret: string, path: string, body: unknown, headers: Record<string, string> = {}) {
   return fetch(`${baseUrl}/api/v1/${path}`, {
     method: 'POST',
-    headers: auth(secret, { 'content-type': 'application/json', ...headers }),
+    headers: { ...bearer(secret), 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
