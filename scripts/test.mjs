@@ -1,6 +1,7 @@
 // `npm test`: set-up (install, Prisma client, build), type-check, then the whole jest suite. Jest's global setup
 // brings up Postgres, Redis and S3 where DATABASE_URL, REDIS_URL and S3_ENDPOINT are unset. Extra arguments go to jest.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 
@@ -12,4 +13,26 @@ const step = (name, cmd, args) => {
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']);
+// The dashboard is a browser app (DOM, JSX) and its browser tests drive it from Node: each has its own tsconfig.
+step('type-check the dashboard (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'services/dashboard']);
+step('type-check the dashboard tests (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'services/dashboard/tsconfig.test.json']);
+ensureChromium();
 step('jest', bin('jest'), ['--ci', ...process.argv.slice(2)]);
+
+/** The dashboard's browser tests drive Debian's Chromium through playwright-core: never a browser download of its own. */
+function ensureChromium() {
+  const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (existsSync(chromium)) return;
+  if (process.getuid?.() !== 0) {
+    process.stderr.write(`[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: apt-get install -y --no-install-recommends chromium\n`);
+    return;
+  }
+  const apt = { DEBIAN_FRONTEND: 'noninteractive' };
+  const run = (args) => {
+    const r = spawnSync('apt-get', args, { stdio: 'inherit', env: { ...process.env, ...apt } });
+    if (r.status !== 0) process.exit(r.status ?? 1);
+  };
+  process.stderr.write('[gensvc] installing chromium for the dashboard browser tests (apt-get)\n');
+  run(['update']);
+  run(['install', '-y', '--no-install-recommends', 'chromium']);
+}

@@ -8,20 +8,25 @@ export const DURATION_MS = Number(process.env.DURATION_MS ?? 5000);
 export const WARMUP_MS = Number(process.env.WARMUP_MS ?? 1000);
 
 /**
- * A request to repeat: `url`, optional `method`, `headers`, `body` (string or Buffer, sent with a Content-Length),
- * and `check(status, text)` returning null when the answer is right or a reason when it is not (default: status 200,
- * body not read). An answer that fails the check is an error: counted, its first reasons kept, never a sample.
+ * A request to repeat: `url` (or `urls`, taken in turn: replicas behind one load generator), optional `method`,
+ * `headers`, `body` (string or Buffer, sent with a Content-Length), and `check(status, text)` returning null when the
+ * answer is right or a reason when it is not (default: status 200, body not read). An answer that fails the check is
+ * an error: counted, its first reasons kept, never a sample.
  */
 function sender(target, agent) {
-  const url = new URL(target.url);
   const body = target.body === undefined ? undefined : Buffer.isBuffer(target.body) ? target.body : Buffer.from(target.body);
   const headers = { ...target.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
-  const options = { agent, method: target.method ?? (body ? 'POST' : 'GET'), hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers };
+  const all = (target.urls ?? [target.url]).map((u) => {
+    const url = new URL(u);
+    return { agent, method: target.method ?? (body ? 'POST' : 'GET'), hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers };
+  });
+  let turn = 0;
   const check = target.check ?? ((status) => (status === 200 ? null : `status ${status}`));
   const wantsText = Boolean(target.check);
   return () =>
     new Promise((resolve) => {
       const started = process.hrtime.bigint();
+      const options = all[turn++ % all.length];
       const req = request(options, (res) => {
         let text = '';
         if (wantsText) {

@@ -10,9 +10,9 @@ const { freePort, stopChild, waitForHttp } = gensvc('local-stack');
  * answers 2xx when given, and answers { url, port, pid, child, output(), stop() }. The output is kept (its last
  * 64 KiB) for the error when the process fails to start or dies during the run.
  */
-export async function startNode({ name, script, args = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000 }) {
+export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000 }) {
   const port = wantPort ? await freePort() : undefined;
-  const child = spawn(process.execPath, [script, ...args.map((a) => a.replace('{port}', String(port)))], {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args.map((a) => a.replace('{port}', String(port)))], {
     env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: root,
@@ -50,18 +50,20 @@ export async function startNode({ name, script, args = [], env, port: wantPort =
 }
 
 /** A gensvc service from services/<name>/dist/main.js; HTTP services pass their readiness path. */
-export function startService(name, env, { extra = {}, readyPath, port = Boolean(readyPath) } = {}) {
+export function startService(name, env, { extra = {}, readyPath, port = Boolean(readyPath), nodeArgs = [] } = {}) {
   return startNode({
     name,
     script: join(root, 'services', name, 'dist', 'main.js'),
-    env: { LOG_LEVEL: 'warn', ...env, ...extra },
+    nodeArgs,
+    // OPS_PORT 0: each service its own free ops port (/healthz, /readyz, /metrics), never the fixed 9464 twice.
+    env: { LOG_LEVEL: 'warn', OPS_PORT: '0', ...env, ...extra },
     port,
     readyPath,
   });
 }
 
 /** The edge, ready when /readyz answers (its stores are reachable). */
-export const startEdge = (env, extra = {}) => startService('edge', env, { extra, readyPath: '/readyz' });
+export const startEdge = (env, extra = {}, nodeArgs = []) => startService('edge', env, { extra, readyPath: '/readyz', nodeArgs });
 
 /** The upstream-sim as its own process (so its CPU is not the load generator's), with a quiet request log. */
 export const startSim = () =>

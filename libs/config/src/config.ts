@@ -42,6 +42,8 @@ const duration = z.string().transform((value, ctx) => {
   return ms;
 });
 
+/** A wait on an HTTP client: never 0, which Node reads as "no limit". */
+const clientTimeout = duration.pipe(z.number().min(100, 'must be at least 100ms').max(3_600_000, 'must be at most 1h'));
 const cidrs = z.string().transform((value, ctx) => {
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
   for (const cidr of list) {
@@ -83,9 +85,21 @@ export const envSchema = z.object({
   ARCHIVER_CONCURRENCY: concurrency.default(4),
   CALLBACK_DISPATCHER_CONCURRENCY: concurrency.default(20),
   OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
+  /** The share of new traces recorded (parent-based ratio sampling). */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(0.1),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an edge trusts a cached key look-up while its invalidation channel is connected. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /** The internal ops port of every service: /healthz, /readyz, /metrics. 0: any free port (tests, npm start). */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  /** `production` (the image sets it) makes FILE_BASE_URL required: the default, S3_ENDPOINT, is an internal address. */
+  NODE_ENV: z.string().optional(),
+  /** The edge's slow-client bounds (issue 14): request headers, the longest pause inside a body, whole bodies. */
+  HTTP_HEADERS_TIMEOUT: clientTimeout.default(10_000),
+  HTTP_BODY_IDLE_TIMEOUT: clientTimeout.default(15_000),
+  HTTP_JSON_BODY_TIMEOUT: clientTimeout.default(60_000),
+  HTTP_UPLOAD_TIMEOUT: clientTimeout.default(15 * 60_000),
+  HTTP_KEEP_ALIVE_TIMEOUT: clientTimeout.default(65_000),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -110,9 +124,25 @@ export interface Config {
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
   outbound: { allowCidrs: string[] };
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
-  otel: { endpoint: string | undefined };
+  otel: { endpoint: string | undefined; sampleRatio: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   keyCacheTtlMs: number;
+  http: HttpTimeouts;
+  opsPort: number;
+}
+
+/** How long the edge waits on a client (milliseconds); each ends in 408 where an answer can still be sent. */
+export interface HttpTimeouts {
+  /** From the connection's first byte of a request to the end of its headers. */
+  headersMs: number;
+  /** The longest pause between two chunks of a request body. */
+  bodyIdleMs: number;
+  /** A whole JSON body. */
+  jsonBodyMs: number;
+  /** A whole upload (multipart): 25 MiB on a slow link needs far longer than a JSON body. */
+  uploadMs: number;
+  /** An idle keep-alive connection. */
+  keepAliveMs: number;
 }
 
 export class ConfigError extends Error {
@@ -126,14 +156,20 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+  // Links to generated outputs and presigned URLs are made on {file_url}; in production the store's own endpoint is
+  // an internal name (http://minio:9000) nobody outside can reach, so the public address must be said.
+  const fileBaseUrlMissing =
+    present.NODE_ENV === 'production' && !present.FILE_BASE_URL
+      ? ['FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address of the object store (a CDN or the store itself) that output and presigned links point at']
+      : [];
+  if (!parsed.success || fileBaseUrlMissing.length) {
+    const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
       const name = String(issue.path[0] ?? '?');
       const value = present[name];
       const why = value === undefined ? 'is required' : issue.message;
       return value === undefined ? `${name} ${why}` : `${name}: ${why} (got ${JSON.stringify(redact(name, value))})`;
     });
-    throw new ConfigError([...new Set(problems)]);
+    throw new ConfigError([...new Set([...problems, ...fileBaseUrlMissing])]);
   }
   const e = parsed.data;
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
@@ -163,9 +199,17 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       archiver: e.ARCHIVER_CONCURRENCY,
       callbackDispatcher: e.CALLBACK_DISPATCHER_CONCURRENCY,
     },
-    otel: { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
+    otel: { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: e.OTEL_TRACES_SAMPLER_ARG },
     logLevel: e.LOG_LEVEL,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    http: {
+      headersMs: e.HTTP_HEADERS_TIMEOUT,
+      bodyIdleMs: e.HTTP_BODY_IDLE_TIMEOUT,
+      jsonBodyMs: e.HTTP_JSON_BODY_TIMEOUT,
+      uploadMs: e.HTTP_UPLOAD_TIMEOUT,
+      keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
+    },
+    opsPort: e.OPS_PORT,
   };
 }
 

@@ -55,3 +55,28 @@ describe('evaluateRequestSchema', () => {
     expect(problem?.message).toMatch(message);
   });
 });
+
+describe('maps read from JSON (issue 14)', () => {
+  // JSON.parse makes "__proto__" an own key, as a caller sends it; an object literal would set the prototype instead.
+  const parsed = (text: string) => JSON.parse(text) as unknown;
+
+  it('refuses a "__proto__" question id beside a valid one: the whole request, not the request without it', () => {
+    const body = parsed('{"model":"sim/judge","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"__proto__":{"type":"boolean","instructions":"y"}}}');
+    expect(firstProblem(body)).toEqual({ path: 'questions.__proto__', message: expect.stringMatching(/is not a valid question id/) });
+  });
+
+  it('counts a "__proto__" key among the questions it limits', () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `"q${i}":{"type":"boolean","instructions":"x"}`).join(',');
+    expect(firstProblem(parsed(`{"model":"sim/judge","state":"s","questions":{${ids},"__proto__":{}}}`))).toMatchObject({ path: 'questions', message: 'must hold 1 to 20 questions' });
+  });
+
+  it('keeps every key of an object state as sent, "__proto__" included (it is what is evaluated and billed)', () => {
+    const body = parsed('{"model":"sim/judge","state":{"__proto__":{"x":1},"a":2},"questions":{"q1":{"type":"boolean","instructions":"x"}}}');
+    const out = evaluateRequestSchema.parse(body);
+    expect(JSON.stringify(out.state)).toBe('{"__proto__":{"x":1},"a":2}');
+  });
+
+  it('refuses a NUL or another control character in the model id', () => {
+    expect(firstProblem({ ...ok, model: 'sim/judge\u0000' })).toEqual({ path: 'model', message: 'must not hold control characters' });
+  });
+});

@@ -2,6 +2,7 @@
 // schema serves the edge that validates the caller's body, the job that carries it and the worker that checks the
 // provider's answers against it. Messages name no field: the edge prefixes the path of the field at fault.
 import { z } from 'zod';
+import { jsonMap, jsonObject } from './json-map';
 
 export const MAX_QUESTIONS = 20;
 export const MAX_LEVELS = 100;
@@ -40,32 +41,38 @@ export const questionSchema = z.discriminatedUnion('type', [booleanQuestionSchem
       : 'must be a question object',
 });
 
-export const questionsSchema = z
-  .record(z.string(), z.unknown(), { error: 'must be an object mapping question ids to questions' })
-  // Counted before any question is parsed, so an oversized map is refused for its size, not its 21st question.
-  .check(
-    z.refine((r) => {
-      const n = Object.keys(r).length;
-      return n >= 1 && n <= MAX_QUESTIONS;
-    }, `must hold 1 to ${MAX_QUESTIONS} questions`),
-  )
-  .pipe(
-    z.record(z.string().regex(QUESTION_ID), questionSchema, {
-      error: (issue) =>
-        issue.code === 'invalid_key' ? 'is not a valid question id: use 1-64 letters, digits, "_" or "-", starting with a letter or digit' : undefined,
-    }),
-  );
+export const questionsSchema = jsonMap(
+  {
+    key: QUESTION_ID,
+    keyMessage: 'is not a valid question id: use 1-64 letters, digits, "_" or "-", starting with a letter or digit',
+    min: 1,
+    max: MAX_QUESTIONS,
+    countMessage: `must hold 1 to ${MAX_QUESTIONS} questions`,
+    typeMessage: 'must be an object mapping question ids to questions',
+  },
+  questionSchema,
+);
 
-export const stateSchema = z.union([z.string(), z.array(z.unknown()), z.record(z.string(), z.unknown())], {
+/** The caller's state is passed on as sent: an object is not rebuilt (which would drop a "__proto__" key of it). */
+export const stateSchema = z.union([z.string(), z.array(z.unknown()), jsonObject('must be a string, an object or an array')], {
   error: 'must be a string, an object or an array',
 });
+
+/** A model id, `<provider>/<model>`: looked up in Postgres, which holds no NUL, and echoed in messages. */
+export const MAX_MODEL_ID_CHARS = 200;
+export const modelIdSchema = (message: string) =>
+  z
+    .string({ error: message })
+    .min(1, 'must not be empty')
+    .max(MAX_MODEL_ID_CHARS, `is at most ${MAX_MODEL_ID_CHARS} characters`)
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not hold control characters');
 
 /** What is evaluated: sent upstream as `{model, state, questions}`, and the basis of the reservation's size. */
 export const evaluateInputSchema = z.object({ state: stateSchema, questions: questionsSchema });
 
 /** The body of POST /api/v1/evaluate. */
 export const evaluateRequestSchema = z.strictObject({
-  model: z.string({ error: 'must be a string naming an evaluation model, "<provider>/<model>"' }).min(1, 'must not be empty'),
+  model: modelIdSchema('must be a string naming an evaluation model, "<provider>/<model>"'),
   state: stateSchema,
   questions: questionsSchema,
 });

@@ -5,3 +5,4 @@ export * from './jobs';
 export * from './task-output';
 export * from './task-envelope';
 export * from './task-operations';
+export * from './json-map';

@@ -16,3 +16,7 @@ export * from './repositories/billing.repository';
 export * from './repositories/idempotency.repository';
 export * from './repositories/task.repository';
 export * from './repositories/callback.repository';
+export * from './repositories/session.repository';
+export * from './repositories/membership.repository';
+export * from './repositories/invitation.repository';
+export * from './repositories/usage.repository';

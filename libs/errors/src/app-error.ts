@@ -85,6 +85,18 @@ export const errors = {
   invalidRequest: (message: string, param?: string | null) =>
     new AppError({ status: 400, code: 'invalid_request', message, param: param ?? null }),
   invalidJson: make(400, 'invalid_json'),
+  /** JSON nested beyond the limit every JSON route shares: refused before anything walks or re-serialises it. */
+  jsonTooDeep: (maxDepth: number) =>
+    new AppError({ status: 400, code: 'json_too_deep', message: `The JSON body nests deeper than the limit of ${maxDepth} levels of objects and arrays.` }),
+  /** Bytes that do not decode as they claim: a Content-Encoding that is not, percent-encoding or UTF-8 that is broken. */
+  invalidEncoding: (message: string, param: string | null = null) => new AppError({ status: 400, code: 'invalid_encoding', message, param }),
+  /** A character no field may hold (NUL, an unpaired surrogate, a control character in a path). */
+  invalidCharacter: (message: string, param: string | null = null) => new AppError({ status: 400, code: 'invalid_character', message, param }),
+  /** The client stopped sending (or sent too slowly) before its request was whole; the connection is closed after. */
+  requestTimeout: (message: string) =>
+    new AppError({ status: 408, code: 'request_timeout', message, headers: { Connection: 'close' } }),
+  /** Two credentials that name different keys were sent (x-goog-api-key and a bearer, say): neither is chosen. */
+  conflictingApiKeys: (message: string) => new AppError({ status: 401, code: 'conflicting_api_keys', message }),
   missingApiKey: () =>
     new AppError({ status: 401, code: 'missing_api_key', message: 'No API key was sent. Send it as "Authorization: Bearer <API_KEY>".' }),
   malformedApiKey: (message = 'The API key is malformed. Send it as "Authorization: Bearer <API_KEY>": the word Bearer, one space, the complete key.') =>
@@ -120,7 +132,7 @@ export const errors = {
     new AppError({ status: 404, code: 'model_not_found', message: `The model "${model}" does not exist or is not enabled.`, param: 'model' }),
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
   modelNotSupported: (message: string) => new AppError({ status: 400, code: 'model_not_supported', message, param: 'model' }),
-  /** A caller's URL broke a rule of DESIGN.md §5; `message` is the OutboundError's, which names the rule. */
+  /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */
   invalidCallbackUrl: (message: string) => new AppError({ status: 400, code: 'invalid_callback_url', message, param: 'callback_url' }),
   invalidImageUrl: (message: string, param = 'image_url') => new AppError({ status: 400, code: 'invalid_image_url', message, param }),
   /** An image input whose bytes are not a supported image (or not an image at all); `param` names the field. */
@@ -139,6 +151,23 @@ export const errors = {
     new AppError({ status: 409, code: 'idempotency_in_progress', param: 'Idempotency-Key', message: 'A request with this Idempotency-Key is still being processed; retry shortly.', headers: { 'Retry-After': '1' } }),
   rateLimited: (message: string, headers: Record<string, string>) =>
     new AppError({ status: 429, code: 'rate_limit_exceeded', message, headers }),
+  // People and sessions (DESIGN.md §4 People and roles, Sessions).
+  notSignedIn: () => new AppError({ status: 401, code: 'not_signed_in', message: 'Sign in to continue: the session is missing, has expired or was signed out.' }),
+  /** The same answer for an unknown email and a wrong password. */
+  invalidCredentials: (status: 400 | 401 = 401, param: string | null = null) =>
+    new AppError({ status, code: 'invalid_credentials', message: 'The email or password is not correct.', param }),
+  tooManyAttempts: (retryAfterSeconds: number) =>
+    new AppError({ status: 429, code: 'too_many_attempts', message: `Too many failed sign-ins. Try again in ${Math.ceil(retryAfterSeconds / 60)} minute(s).`, headers: { 'Retry-After': String(retryAfterSeconds) } }),
+  csrfFailed: (message: string) => new AppError({ status: 403, code: 'csrf_failed', message }),
+  wrongCredentialClass: (message: string) => new AppError({ status: 403, code: 'wrong_credential_class', message }),
+  /** The account role (or, for a key, its creator's role) is below what the operation needs. */
+  insufficientRole: (needed: string, what: string) =>
+    new AppError({ status: 403, code: 'insufficient_role', message: `Only a workspace ${needed === 'owner' ? 'owner' : `${needed} or owner`} can ${what}.`, param: needed }),
+  lastOwner: () => new AppError({ status: 409, code: 'last_owner', message: 'A workspace keeps at least one owner: make another member an owner first.' }),
+  alreadyMember: (email: string) => new AppError({ status: 409, code: 'already_member', message: `${email} is already a member of this workspace.`, param: 'email' }),
+  invitationNotFound: () => new AppError({ status: 404, code: 'invitation_not_found', message: 'This invitation link is unknown, has been used or has expired.' }),
+  keyCreatorLeft: () =>
+    new AppError({ status: 401, code: 'key_creator_left', message: 'The API key stopped working: the person who created it is no longer a member of its workspace.' }),
   internal: (cause?: unknown) =>
     new AppError({ status: 500, code: 'internal_error', message: 'Internal server error.', expose: false, cause }),
   unavailable: (message: string) => new AppError({ status: 503, code: 'service_unavailable', message, expose: true }),

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REDIS_INSTALL_HINT, startStack } from './stack';
+import { privateAncestor, REDIS_INSTALL_HINT, startStack } from './stack';
 
 it('says how to install redis-server when it is not on PATH', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
@@ -21,4 +21,23 @@ it('brings up nothing for what the environment names', async () => {
   expect(stack.embedded).toEqual({ postgres: false, redis: false, s3: false });
   expect(stack.env).toMatchObject(env);
   await stack.stop();
+});
+
+describe('privateAncestor', () => {
+  it('finds the first directory others cannot enter on the way to a path', () => {
+    const top = mkdtempSync(join(tmpdir(), 'gensvc-reach-'));
+    try {
+      chmodSync(top, 0o755);
+      mkdirSync(join(top, 'open', 'deeper'), { recursive: true });
+      expect(privateAncestor(join(top, 'open', 'deeper', 'file'))).toBeNull();
+      chmodSync(join(top, 'open'), 0o700);
+      expect(privateAncestor(join(top, 'open', 'deeper', 'file'))).toEqual({ dir: join(top, 'open'), mode: '0700' });
+      // Its owner enters it (Postgres's own data directory is 0700 and its own).
+      const { uid, gid } = { uid: process.getuid!(), gid: process.getgid!() };
+      expect(privateAncestor(join(top, 'open', 'deeper', 'file'), { uid, gid })).toBeNull();
+      expect(privateAncestor(join(top, 'not-yet', 'file'))).toBeNull();
+    } finally {
+      rmSync(top, { recursive: true, force: true });
+    }
+  });
 });

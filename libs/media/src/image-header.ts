@@ -1,22 +1,28 @@
 // Image types and their pixel sizes, read from the first bytes. Each reader returns null when the bytes are not of
-// its type; a reader that recognises its type but cannot find the size (beyond the bytes looked at) leaves it out.
+// its type, and also when they do not show the image's size (at least 1 pixel each side): bytes that start like an
+// image but stop before the header says how large it is (a 6-byte "GIF89a", a JPEG with no frame header within the
+// bytes looked at) are no image anyone can decode, and are not stored or sent as one (issue 14).
+
+/** The size a header shows, or null when a side is 0 (no pixel to decode). */
+const sized = (info: SniffedMedia, width: number, height: number): SniffedMedia | null =>
+  width >= 1 && height >= 1 ? { ...info, width, height } : null;
 import type { SniffedMedia } from './media-type';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 export function readPng(b: Buffer): SniffedMedia | null {
   if (b.length < 24 || !b.subarray(0, 8).equals(PNG_SIGNATURE)) return null;
-  // IHDR must be the first chunk.
-  if (b.toString('latin1', 12, 16) !== 'IHDR') return null;
-  return { kind: 'image', contentType: 'image/png', extensions: ['png'], width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+  // IHDR must be the first chunk, 13 bytes long.
+  if (b.readUInt32BE(8) !== 13 || b.toString('latin1', 12, 16) !== 'IHDR') return null;
+  return sized({ kind: 'image', contentType: 'image/png', extensions: ['png'] }, b.readUInt32BE(16), b.readUInt32BE(20));
 }
 
 export function readGif(b: Buffer): SniffedMedia | null {
-  if (b.length < 6) return null;
+  // The signature and the whole logical screen descriptor (size, flags, background, aspect): 13 bytes.
+  if (b.length < 13) return null;
   const sig = b.toString('latin1', 0, 6);
   if (sig !== 'GIF87a' && sig !== 'GIF89a') return null;
-  const info: SniffedMedia = { kind: 'image', contentType: 'image/gif', extensions: ['gif'] };
-  return b.length < 10 ? info : { ...info, width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
+  return sized({ kind: 'image', contentType: 'image/gif', extensions: ['gif'] }, b.readUInt16LE(6), b.readUInt16LE(8));
 }
 
 /** Start-of-frame markers carry the size; C4 (DHT), C8 (JPG) and CC (DAC) share the range but are not frames. */
@@ -41,12 +47,12 @@ export function readJpeg(b: Buffer): SniffedMedia | null {
     const length = b.readUInt16BE(i + 2);
     if (isStartOfFrame(marker)) {
       if (i + 9 > b.length) break;
-      return { ...info, height: b.readUInt16BE(i + 5), width: b.readUInt16BE(i + 7) };
+      return sized(info, b.readUInt16BE(i + 7), b.readUInt16BE(i + 5));
     }
     if (length < 2) break;
     i += 2 + length;
   }
-  return info;
+  return null;
 }
 
 export function readWebp(b: Buffer): SniffedMedia | null {
@@ -55,17 +61,17 @@ export function readWebp(b: Buffer): SniffedMedia | null {
   const chunk = b.toString('latin1', 12, 16);
   switch (chunk) {
     case 'VP8X':
-      if (b.length < 30) return info;
-      return { ...info, width: b.readUIntLE(24, 3) + 1, height: b.readUIntLE(27, 3) + 1 };
+      if (b.length < 30) return null;
+      return sized(info, b.readUIntLE(24, 3) + 1, b.readUIntLE(27, 3) + 1);
     case 'VP8L': {
       if (b.length < 25 || b[20] !== 0x2f) return null;
       const bits = b.readUInt32LE(21);
-      return { ...info, width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+      return sized(info, (bits & 0x3fff) + 1, ((bits >>> 14) & 0x3fff) + 1);
     }
     case 'VP8 ':
-      if (b.length < 30) return info;
+      if (b.length < 30) return null;
       if (b[23] !== 0x9d || b[24] !== 0x01 || b[25] !== 0x2a) return null;
-      return { ...info, width: b.readUInt16LE(26) & 0x3fff, height: b.readUInt16LE(28) & 0x3fff };
+      return sized(info, b.readUInt16LE(26) & 0x3fff, b.readUInt16LE(28) & 0x3fff);
     default:
       return null;
   }

@@ -69,6 +69,15 @@ describe('sniffMedia: type from the bytes', () => {
     ['a lone MP3 sync word followed by junk', Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x00]), Buffer.alloc(413), Buffer.from('not a frame')])],
     ['a RIFF that is neither WAVE nor WEBP', Buffer.concat([Buffer.from('RIFF\x10\0\0\0AVI LIST', 'latin1'), Buffer.alloc(8)])],
     ['empty', Buffer.alloc(0)],
+    // Starts like an image but stops before its header says how large it is, or says 0 pixels (issue 14).
+    ['a 6-byte GIF (the magic number only)', Buffer.from('GIF89a', 'latin1')],
+    ['a GIF cut inside its logical screen descriptor', sample.gif(5, 4).subarray(0, 12)],
+    ['a GIF of 0×4 pixels', Buffer.concat([Buffer.from('GIF89a', 'latin1'), Buffer.from([0, 0, 4, 0, 0, 0, 0])])],
+    ['a PNG cut before its size', sample.png(3, 2).subarray(0, 20)],
+    ['a PNG of 0×2 pixels', (() => { const b = Buffer.from(sample.png(3, 2)); b.writeUInt32BE(0, 16); return b; })()],
+    ['a JPEG with no frame header', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xd9])],
+    ['the 3 bytes a JPEG starts with', Buffer.from([0xff, 0xd8, 0xff])],
+    ['an extended WebP cut before its size', sample.webp(40, 20, 'VP8X').subarray(0, 24)],
   ])('refuses %s', (_name, bytes) => {
     expect(sniff(bytes)).toBeNull();
   });

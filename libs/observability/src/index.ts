@@ -1,3 +1,4 @@
 export { createLogger, type Logger, type LoggerOptions } from './logger';
-export { createMetrics, renderMetrics, type Metrics } from './metrics';
+export { createMetrics, recordSpend, renderMetrics, scrapedGauge, type Metrics } from './metrics';
 export { startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry';
+export { runCheck, runChecks, startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessCheck } from './ops-server';

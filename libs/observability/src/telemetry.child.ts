@@ -3,7 +3,7 @@
 // rejects
 // the dynamic import() the OTLP exporter loads `http` with: auto-instrumentation and export can only be
 // observed in a plain Node process, loaded the way main.ts loads them. Each scenario prints one JSON line.
-import { SpanKind, trace } from '@opentelemetry/api';
+import { context, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AddressInfo } from 'node:net';
 import { startTelemetry } from './telemetry';
@@ -53,11 +53,52 @@ async function otlp(endpoint: string | undefined): Promise<object> {
   return { traceId };
 }
 
+/**
+ * Ratio 0: a call that starts a trace is not recorded (neither its client nor its server span), one made inside a
+ * sampled trace is, all the way down (parent-based); the trace context goes out on every outbound call either way.
+ */
+async function sampling(): Promise<object> {
+  const exporter = new InMemorySpanExporter();
+  const telemetry = startTelemetry({ serviceName: 'sampling-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: 0 });
+  const http: Http = require('node:http');
+  const seen: (string | undefined)[] = [];
+  const echo = http.createServer((req, res) => {
+    seen.push(req.headers.traceparent as string | undefined);
+    res.end('echo');
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  const echoPort = (echo.address() as AddressInfo).port;
+  const get = (port: number) =>
+    new Promise<string>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path: '/' }, (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text));
+        })
+        .on('error', reject);
+    });
+  // The server calls the echo server while handling each request, inside its own (server) span's context.
+  const server = http.createServer((_req, res) => void get(echoPort).then((t) => res.end(t)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await get(port);
+  // Inside a sampled trace of a caller (a remote parent, as a traceparent header would make it).
+  const parent = trace.setSpanContext(context.active(), { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), traceFlags: TraceFlags.SAMPLED, isRemote: true });
+  await context.with(parent, () => get(port));
+  const deadline = Date.now() + 2_000;
+  while (exporter.getFinishedSpans().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
+  await Promise.all([server, echo].map((x) => new Promise<void>((resolve) => x.close(() => resolve()))));
+  await telemetry.shutdown();
+  return { spans, traceparents: seen };
+}
+
 /** Arguments are scenarios run one after another in this process: `propagation`, or `otlp=<endpoint>`. */
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);
-    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : undefined;
+    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : undefined;
     if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
     process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
   }

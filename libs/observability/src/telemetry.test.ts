@@ -13,7 +13,10 @@ interface ChildSpan {
   parentSpanId: string | null;
   service: string;
 }
-type ChildResult = { scenario: 'propagation'; body: string; spans: ChildSpan[] } | { scenario: 'otlp'; traceId: string };
+type ChildResult =
+  | { scenario: 'propagation'; body: string; spans: ChildSpan[] }
+  | { scenario: 'otlp'; traceId: string }
+  | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
 const RUN_TS = `
@@ -64,7 +67,7 @@ describe('startTelemetry in a plain Node process', () => {
     });
     const endpoint = await listen(collector);
     // Three starts in one process: the last proves shutdown leaves the process able to start (and patch) again.
-    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation']);
+    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling']);
   });
   afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
 
@@ -97,6 +100,18 @@ describe('startTelemetry in a plain Node process', () => {
 
   it('starts again after a shutdown in the same process', () => {
     propagated(results[2]);
+  });
+
+  it('samples by ratio at the root and follows the parent inside a trace, propagating either way', () => {
+    const result = results[3];
+    if (result?.scenario !== 'sampling') throw new Error(`expected a sampling result, got ${JSON.stringify(result)}`);
+    // Ratio 0: the call that started its own trace left no span; the one inside a sampled trace left all four (its
+    // client span, the server's, the server's outbound call and the echo server's), in the caller's trace.
+    expect(result.spans.map((s) => s.traceId)).toEqual(Array(4).fill('ab'.repeat(16)));
+    expect(result.spans.map((s) => s.kind).sort()).toEqual(['client', 'client', 'server', 'server']);
+    // The server's outbound calls carried a traceparent both times: unsampled (-00), then sampled in the caller's trace.
+    expect(result.traceparents[0]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(result.traceparents[1]).toMatch(new RegExp(`^00-${'ab'.repeat(16)}-[0-9a-f]{16}-01$`));
   });
 });
 

@@ -6,7 +6,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { ExpressLayerType } from '@opentelemetry/instrumentation-express';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, NoopSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -14,6 +14,13 @@ export interface TelemetryOptions {
   otlpEndpoint?: string;
   /** Extra processors, e.g. a SimpleSpanProcessor over an InMemorySpanExporter in tests. */
   spanProcessors?: SpanProcessor[];
+  /**
+   * The share of new traces recorded (OTEL_TRACES_SAMPLER_ARG; default 1 here, services pass their config's, 0.1 by
+   * default). Parent-based: a request that arrives inside a trace follows its caller's decision, and a job follows
+   * the request that queued it, so a trace is recorded whole or not at all. Metrics are counted for every request
+   * regardless (prom-client, metrics.ts).
+   */
+  sampleRatio?: number;
 }
 
 export interface Telemetry {
@@ -36,6 +43,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     resource: defaultResource().merge(resourceFromAttributes({ 'service.name': options.serviceName })),
     // Merged after the resource detectors, so OTEL_SERVICE_NAME cannot rename a service behind its entrypoint.
     serviceName: options.serviceName,
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(options.sampleRatio ?? 1) }),
     spanProcessors,
     instrumentations,
     // Left unset, NodeSDK would build OTLP metric and log exporters from the environment and post to
@@ -68,12 +76,25 @@ type Instrumentations = ReturnType<typeof getNodeAutoInstrumentations>;
 // for the life of the process, and a later start re-enables it (shutdown disabled it).
 let created: Instrumentations | undefined;
 
+/**
+ * The libraries the services use and whose spans a trace needs: inbound and outbound HTTP (http, undici for fetch
+ * and the upstream pools), Express route handlers, Postgres and Redis. Every other instrumentation of the bundle
+ * patches modules nobody here loads, or adds spans nobody reads, and each costs CPU on every request it sees.
+ */
+const USED = new Set([
+  '@opentelemetry/instrumentation-http',
+  '@opentelemetry/instrumentation-undici',
+  '@opentelemetry/instrumentation-express',
+  '@opentelemetry/instrumentation-pg',
+  '@opentelemetry/instrumentation-ioredis',
+]);
+
 function processInstrumentations(): Instrumentations {
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
     return created;
   }
-  created = getNodeAutoInstrumentations({
+  const all = getNodeAutoInstrumentations({
     // One span per file read, lookup or socket: noise that drowns the request spans.
     '@opentelemetry/instrumentation-fs': { enabled: false },
     '@opentelemetry/instrumentation-dns': { enabled: false },
@@ -87,6 +108,9 @@ function processInstrumentations(): Instrumentations {
     // (every middleware of every request) regardless of the setting above: measured, the largest tracing cost.
     '@opentelemetry/instrumentation-router': { enabled: false },
   });
+  // Instrumentations enable themselves when made: the unused ones are switched off again and dropped.
+  for (const instrumentation of all) if (!USED.has(instrumentation.instrumentationName)) instrumentation.disable();
+  created = all.filter((instrumentation) => USED.has(instrumentation.instrumentationName));
   return created;
 }
 

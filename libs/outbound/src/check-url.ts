@@ -80,7 +80,10 @@ export async function checkUrl(input: string | URL, opts: CheckUrlOptions = {}):
     // made to connect to it.
     if (!verdict.allowed) {
       const what = hostname === r.address ? `The address ${r.address}` : `The host "${hostname}" resolves to ${r.address}, which`;
-      throw new OutboundError('private_address', `${what} is not a public address (${describeRange(verdict.range)}).`);
+      const range = describeRange(verdict.range);
+      // An IP literal is the caller's own text; what a name resolves to is not theirs to learn from a refusal.
+      const rule = hostname === r.address ? `The address ${r.address} is not a public address (${range}).` : undefined;
+      throw new OutboundError('private_address', `${what} is not a public address (${range}).`, { rule });
     }
     if (!addresses.some((a) => a.address === verdict.address)) addresses.push({ address: verdict.address, family: verdict.family });
   }

@@ -229,7 +229,7 @@ export function connectFailure(e: unknown, phase: 'tcp' | 'tls' | 'http', url: U
   const code = err?.code ?? '';
   const what = code || err?.message;
   const rule = CERT_RULES[code];
-  if (rule) return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, { cause: e });
+  if (rule) return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, { cause: e, rule: `The server's TLS certificate ${rule}.` });
   if (phase === 'tls' || TLS_CODES.test(code)) return new OutboundError('tls', `The TLS handshake with ${url.host} failed (${what}).`, { cause: e });
   if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
   if (phase === 'tcp') return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${what}.`, { cause: e });

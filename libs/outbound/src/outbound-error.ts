@@ -15,16 +15,48 @@ export type OutboundReason =
   | 'http_status'
   | 'connection';
 
+/**
+ * What the sender of a URL is told when no server there completed an HTTPS handshake: the same words whether the
+ * port was closed, filtered, reset, slow or spoke something else than TLS, so that refusals cannot be used to map
+ * ports and hosts through the gateway (issue 14).
+ */
+export const UNREACHABLE_RULE =
+  "The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did.";
+
+/** The rule each reason stands for, in words that carry nothing the network answered. */
+const RULES: Record<OutboundReason, string | null> = {
+  scheme: null, // these three describe the URL itself: their message is the rule
+  userinfo: null,
+  port: null,
+  private_address: 'Every address the host resolves to must be a public unicast address; this host resolves to one that is not.',
+  dns: 'The host must resolve to at least one IP address; this one does not.',
+  tls: UNREACHABLE_RULE,
+  timeout: UNREACHABLE_RULE,
+  connection: UNREACHABLE_RULE,
+  redirect: 'The server answered with a redirect; redirects are not followed.',
+  too_large: null,
+  http_status: null,
+};
+
 export class OutboundError extends Error {
   readonly reason: OutboundReason;
   /** The HTTP status, for `redirect` and `http_status`. */
   readonly status: number | undefined;
+  /**
+   * The rule that failed, for the URL's sender (an API caller): never the addresses the host resolved to or the
+   * error the network gave, which `message` keeps for logs and for the workspace's own delivery log.
+   */
+  readonly rule: string;
 
-  constructor(reason: OutboundReason, message: string, extra: { status?: number; cause?: unknown } = {}) {
+  constructor(reason: OutboundReason, message: string, extra: { status?: number; cause?: unknown; rule?: string } = {}) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'OutboundError';
     this.reason = reason;
     this.status = extra.status;
+    this.rule =
+      extra.rule ??
+      RULES[reason] ??
+      (reason === 'http_status' ? `The server must answer with a 2xx status; it answered ${extra.status ?? 'otherwise'}.` : message);
   }
 }
 

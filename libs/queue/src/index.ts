@@ -4,3 +4,4 @@ export * from './connection';
 export * from './logger';
 export * from './queues';
 export * from './worker';
+export * from './worker-health';

@@ -2,7 +2,7 @@
 // secret, so every writer of an output — the archiver copying a provider's URL, the edge storing bytes it already
 // holds — names the same file id, storage key and public URL, and a re-run overwrites rather than duplicates.
 import { createHmac } from 'node:crypto';
-import { fileObjectKey } from './objects';
+import { outputObjectKey } from './objects';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -41,6 +41,6 @@ export function generatedOutputLocation(o: {
   outputIndex: number;
 }): GeneratedOutputLocation {
   const fileId = outputFileId(o.secret, o.taskId, o.outputIndex);
-  const storageKey = fileObjectKey(o.workspaceId, fileId);
+  const storageKey = outputObjectKey(o.workspaceId, fileId);
   return { fileId, storageKey, url: publicFileUrl(o.fileBaseUrl, o.bucket, storageKey) };
 }

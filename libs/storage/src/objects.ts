@@ -10,9 +10,21 @@ import { createS3, type S3Settings } from './s3';
 export const UPLOAD_PART_SIZE = 5 * 1024 * 1024;
 export const UPLOAD_QUEUE_SIZE = 2;
 
-/** Where a workspace file's bytes live. The id is unguessable, so the key is too. */
+/** Where a workspace file's bytes live (uploads: private). The id is unguessable, so the key is too. */
 export function fileObjectKey(workspaceId: string, fileId: string): string {
   return `workspaces/${workspaceId}/files/${fileId}`;
+}
+
+/**
+ * Every generated output's public copy lives under this prefix, and only they do: the deployments' bucket policy
+ * (infra/outputs-bucket-policy.json) allows anonymous GET on it alone, so `{file_url}/<bucket>/outputs/...` links
+ * work for anyone (spec §2.5: public by default) while uploads stay private.
+ */
+export const PUBLIC_OUTPUTS_PREFIX = 'outputs/';
+
+/** Where a generated output's bytes live: under the public prefix. The id is an HMAC under the server secret. */
+export function outputObjectKey(workspaceId: string, fileId: string): string {
+  return `${PUBLIC_OUTPUTS_PREFIX}${workspaceId}/${fileId}`;
 }
 
 export interface PutStreamInput {

@@ -62,6 +62,8 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
       S3_FORCE_PATH_STYLE: process.env.S3_FORCE_PATH_STYLE ?? 'true',
       SIGNING_SECRET: randomBytes(32).toString('hex'),
       LOG_LEVEL: 'silent',
+      // Each service a test spawns takes a free ops port (/healthz, /readyz, /metrics) instead of the fixed default.
+      OPS_PORT: '0',
       ...(process.env.S3_ACCESS_KEY_ID ? { S3_ACCESS_KEY_ID: process.env.S3_ACCESS_KEY_ID } : {}),
       ...(process.env.S3_SECRET_ACCESS_KEY ? { S3_SECRET_ACCESS_KEY: process.env.S3_SECRET_ACCESS_KEY } : {}),
       ...overrides,

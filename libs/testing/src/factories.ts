@@ -1,5 +1,5 @@
-import { newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, newId, taskRepository, workspaceRepository, type CreateTaskInput, type Db, type Tier } from '@gensvc/db';
+import { hashPassword, newApiKey, SCOPES } from '@gensvc/auth';
+import { apiKeyRepository, newId, taskRepository, userRepository, workspaceRepository, type CreateTaskInput, type Db, type Role, type Tier } from '@gensvc/db';
 
 export async function makeWorkspace(db: Db, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
   return workspaceRepository.create(db, { name: over.name ?? 'Test workspace', tier: over.tier ?? 'payg', balance: over.balance ?? 10_000_000n });
@@ -64,4 +64,13 @@ export async function makeTask(db: Db, over: Partial<CreateTaskInput> = {}) {
     workspaceId,
     apiKeyId,
   });
+}
+
+/** A user with a password, a member of the workspace with `role` (the password is known to the test). */
+export async function makeMember(db: Db, workspaceId: string, role: Role, over: { email?: string; password?: string; name?: string } = {}) {
+  const email = over.email ?? `${role}-${newId('usr').slice(4, 14).toLowerCase()}@example.com`;
+  const password = over.password ?? 'correct horse battery staple';
+  const user = await userRepository.create(db, { email, passwordHash: await hashPassword(password), name: over.name ?? null });
+  await userRepository.addMember(db, workspaceId, user.id, role);
+  return { user, email: user.email, password };
 }

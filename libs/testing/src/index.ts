@@ -9,3 +9,5 @@ export * from './s3';
 export * from './sim-channels';
 export * as sampleMedia from './sample-media';
 export * from './tls';
+export * from './outputs';
+export * from './s3-policy-gateway';

@@ -17,10 +17,14 @@ export interface CatalogOptions {
 /**
  * Models with their routes and channels, and channels by id, read once per TTL each instead of on every request or
  * job (the hot paths of evaluate and chat; a task's polls). Concurrent misses for one id share one read.
+ * With SharedUpstreamState subscribed, an admin's change (`model disable`, `channel update`…) drops the cached copy
+ * on every replica at once, and the cache is trusted only while that subscription is live (as the edge's key cache).
  */
 export class Catalog {
   private readonly models: TtlMap<CatalogModel | null>;
   private readonly channels: TtlMap<CatalogChannel | null>;
+  /** False while an invalidation subscription is expected but down: every look-up reads Postgres then. */
+  private trusted = true;
 
   constructor(
     private readonly db: Db,
@@ -31,12 +35,38 @@ export class Catalog {
   }
 
   model(id: string): Promise<CatalogModel | null> {
-    return this.models.get(id, () => modelRepository.get(this.db, id));
+    const read = () => modelRepository.get(this.db, id);
+    return this.trusted ? this.models.get(id, read) : read();
   }
 
   /** A channel by id, whatever models route to it (a task's, which keeps polling the channel it was submitted to). */
   channel(id: string): Promise<CatalogChannel | null> {
-    return this.channels.get(id, () => this.db.channel.findUnique({ where: { id } }));
+    const read = () => this.db.channel.findUnique({ where: { id } });
+    return this.trusted ? this.channels.get(id, read) : read();
+  }
+
+  /**
+   * `model:<id>` drops that model; `channel:<id>` drops the channel and every model (each carries its channels);
+   * anything else drops everything. Reads in flight are dropped too, so none of them is cached past the change.
+   */
+  invalidate(message: string) {
+    const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
+    if (kind === 'model') this.models.delete(id);
+    else if (kind === 'channel') {
+      this.channels.delete(id);
+      this.models.clear();
+    } else this.clear();
+  }
+
+  /** Called as the invalidation subscription comes and goes; the cache starts empty either way. */
+  setTrusted(trusted: boolean) {
+    this.trusted = trusted;
+    this.clear();
+  }
+
+  private clear() {
+    this.models.clear();
+    this.channels.clear();
   }
 }
 
@@ -57,5 +87,13 @@ class TtlMap<V> {
     value.catch(() => this.entries.delete(id));
     if (this.entries.size > 10_000) this.entries.delete(this.entries.keys().next().value!);
     return value;
+  }
+
+  delete(id: string) {
+    this.entries.delete(id);
+  }
+
+  clear() {
+    this.entries.clear();
   }
 }

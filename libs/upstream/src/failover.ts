@@ -1,5 +1,5 @@
 import { AppError } from '@gensvc/errors';
-import type { CircuitBreaker } from './breaker';
+import type { ChannelCallReport, CircuitBreaker } from './breaker';
 import type { CatalogRoute } from './catalog';
 
 /**
@@ -104,23 +104,30 @@ export async function withFailover<T, R extends CatalogRoute = CatalogRoute>(opt
   let last: unknown;
   const attempt = async (route: R): Promise<{ value: T } | null> => {
     const id = route.channel.id;
+    const started = performance.now();
+    const observe = (outcome: ChannelCallReport['outcome']) =>
+      opts.breaker.onCall?.({ channelId: id, channel: route.channel.name, model: route.modelId, outcome, seconds: (performance.now() - started) / 1000 });
     try {
       const value = await opts.call(route);
       opts.breaker.success(id);
+      observe('ok');
       return { value };
     } catch (e) {
       last = e;
       if (opts.isAbort?.(e)) {
         opts.breaker.release(id);
+        observe('aborted');
         throw toAppError(e);
       }
       opts.onFailure?.(route, e);
       if (e instanceof UpstreamFailure && !e.failover) {
         if (e.kind === 'invalid_response') opts.breaker.failure(id);
         else opts.breaker.success(id); // the provider judged the request itself: the channel is fine
+        observe(e.kind === 'invalid_response' ? 'invalid_response' : 'rejected');
         throw toAppError(e);
       }
       opts.breaker.failure(id);
+      observe('failover');
       return null;
     }
   };

@@ -1,54 +1,13 @@
-// Runs the BUILT CLI (services/admin-cli/dist/main.js) as a real child process against this file's own database,
-// Redis and queue prefix. It does not build: `npm test` builds before jest; alone, run `node scripts/build.mjs` first.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+// The built CLI as a real child process against this file's own database, Redis and queue prefix (cli-under-test).
 import { API_KEY_PATTERN, hashApiKey, SCOPES } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
 import { apiKeyRepository } from '@gensvc/db';
-import { eventually, REPO_ROOT, useTestContext } from '@gensvc/testing';
+import { eventually, useTestContext } from '@gensvc/testing';
 import { Redis } from 'ioredis';
-
-const CLI = join(REPO_ROOT, 'services', 'admin-cli', 'dist', 'main.js');
+import { cliFor } from './cli-under-test';
 
 const ctx = useTestContext();
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...ctx.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Runs with --json and checks the one-object promise: stdout is exactly one JSON object and a newline. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function cliJson(args: string[]): Promise<{ code: number | null; body: any; stdout: string; stderr: string }> {
-  const run = await cli([...args, '--json']);
-  expect(run.stdout).toMatch(/^[^\n]+\n$/);
-  const body = JSON.parse(run.stdout);
-  expect(typeof body === 'object' && body !== null && !Array.isArray(body)).toBe(true);
-  return { ...run, body };
-}
-
-async function ok(args: string[]) {
-  const run = await cliJson(args);
-  if (run.code !== 0) throw new Error(`${args.join(' ')} exited ${run.code}:\n${run.stdout}\n${run.stderr}`);
-  return run.body;
-}
+const { cli, cliJson, ok } = cliFor(ctx);
 
 async function newWorkspace(balance = '10.5') {
   return ok(['workspace', 'create', '--name', 'Acme', '--tier', 'payg', '--balance', balance]);
@@ -65,10 +24,6 @@ async function invalidations() {
     close: () => sub.disconnect(),
   };
 }
-
-beforeAll(() => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "node scripts/build.mjs" first (npm test does).`);
-});
 
 describe('admin CLI', () => {
   it('migrate reports an up-to-date database', async () => {

@@ -1,4 +1,4 @@
-import type { Db, MigrateResult } from '@gensvc/db';
+import type { Db } from '@gensvc/db';
 import type { Redis } from 'ioredis';
 import type { CommandSpec, RawFlags } from './args';
 import type { Output } from './output';
@@ -9,9 +9,9 @@ export interface Deps {
   /** Null when no Redis is known (no `npm start` running and no REDIS_URL): then no edge is running either. */
   redis: Redis | null;
   queuePrefix: string;
+  /** For `migrate`, which runs the migrator on its own connection. */
+  databaseUrl: string;
   out: Output;
-  /** What the migration that precedes every command applied. */
-  migrations: MigrateResult;
 }
 
 export type Run = (deps: Deps) => Promise<void>;
@@ -21,5 +21,5 @@ export interface Command extends CommandSpec {
    * Validates the flag values and returns the work to do. It reaches no store, so argument mistakes (UsageError)
    * are reported before anything is started.
    */
-  prepare(flags: RawFlags): Run;
+  prepare(flags: RawFlags, context: { json: boolean }): Run;
 }

@@ -1,5 +1,6 @@
-// The platform admin's CLI (`npm run admin -- <command>`). Boot only: arguments → stores → migrate → command →
-// answer → exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments.
+// The platform admin's CLI (`npm run admin -- <command>`). Boot only: arguments → stores → command → answer →
+// exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments. Only `migrate`
+// migrates (and the embedded Postgres a local run starts for itself, which nothing else has migrated).
 import { resolve } from 'node:path';
 import { createDb, migrate, type Db } from '@gensvc/db';
 import { isAppError } from '@gensvc/errors';
@@ -7,8 +8,9 @@ import { Redis } from 'ioredis';
 import { commandUsage, generalUsage, parseArgv, UsageError } from './args';
 import type { Run } from './command';
 import { COMMANDS } from './commands';
+import { AnsweredFailure } from './failures';
 import { createOutput } from './output';
-import { readCliEnv, resolveStores, type Stores } from './stores';
+import { localStoresRefusal, readCliEnv, resolveStores, type Stores } from './stores';
 
 /** services/admin-cli/{dist,src}/main → the repository root. */
 const REPO_ROOT = resolve(__dirname, '../../..');
@@ -32,7 +34,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return EXIT_OK;
     }
     json = parsed.json;
-    run = parsed.command.prepare(parsed.flags);
+    run = parsed.command.prepare(parsed.flags, { json: parsed.json });
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     stderr.write(`error: ${e.message}\n\n${e.command ? commandUsage(e.command) : generalUsage(COMMANDS)}\n`);
@@ -45,23 +47,34 @@ async function main(argv: readonly string[]): Promise<number> {
     out.error('invalid_config', `Invalid environment: ${cliEnv.problems.join('; ')}`);
     return EXIT_FAILED;
   }
+  const refusal = localStoresRefusal(cliEnv.env, REPO_ROOT);
+  if (refusal) {
+    out.error('database_url_required', refusal);
+    return EXIT_FAILED;
+  }
 
   let stores: Stores | undefined;
   let db: Db | undefined;
   let redis: Redis | null = null;
   try {
     stores = await resolveStores(cliEnv.env, REPO_ROOT, log);
-    const migrations = await migrate(stores.databaseUrl);
-    if (migrations.applied.length) log(`applied migrations: ${migrations.applied.join(', ')}`);
+    if (stores.origin === 'embedded') {
+      const { applied } = await migrate(stores.databaseUrl);
+      if (applied.length) log(`applied migrations: ${applied.join(', ')}`);
+    }
     db = createDb(stores.databaseUrl, { max: 2 });
     if (stores.redisUrl) {
       // One attempt, no reconnects: the CLI publishes at most one message and must not hang on a dead Redis.
       redis = new Redis(stores.redisUrl, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
       redis.on('error', () => {}); // surfaces as the rejected command instead
     }
-    await run({ db, redis, queuePrefix: stores.queuePrefix, out, migrations });
+    await run({ db, redis, queuePrefix: stores.queuePrefix, databaseUrl: stores.databaseUrl, out });
     return EXIT_OK;
   } catch (e) {
+    if (e instanceof AnsweredFailure) {
+      log(e.message);
+      return EXIT_FAILED;
+    }
     if (out.answered) {
       log(`failed after answering: ${(e as Error).stack ?? String(e)}`);
       return EXIT_FAILED;

@@ -1,10 +1,13 @@
 // Which Postgres and Redis the CLI reaches, the same ones `npm start` uses with no extra set-up:
 //   1. DATABASE_URL set in the environment → the environment (REDIS_URL, QUEUE_PREFIX too);
-//   2. else a running `npm start` → the environment it recorded in .data/stack.json;
-//   3. else the embedded Postgres in .data, started for this command alone and stopped after it. No Redis then
+//   2. else, in production (NODE_ENV=production) or outside the local checkout (the image): a refusal naming
+//      DATABASE_URL. A throwaway local database there would take a key or a top-up and lose it;
+//   3. else a running `npm start` → the environment it recorded in .data/stack.json;
+//   4. else the embedded Postgres in .data, started for this command alone and stopped after it. No Redis then
 //      (unless REDIS_URL is set), and none is needed: no edge is running to be told about key changes.
+// @gensvc/local-stack is a development dependency (the image has no embedded Postgres): loaded only for 3 and 4.
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { readLiveStackRecord, startStack } from '@gensvc/local-stack';
 import { queuePrefix, urlWithScheme } from '@gensvc/config';
 import { z } from 'zod';
 
@@ -15,6 +18,7 @@ export const cliEnvSchema = z.object({
   QUEUE_PREFIX: queuePrefix.optional(),
   /** Where `npm start` keeps its embedded stores; .data/ in the repository unless set. */
   GENSVC_DATA_DIR: z.string().min(1).optional(),
+  NODE_ENV: z.string().optional(),
 });
 export type CliEnv = z.output<typeof cliEnvSchema>;
 
@@ -39,6 +43,25 @@ export interface Stores {
   stop(): Promise<void>;
 }
 
+/**
+ * The local checkout: the workspace with its sources and the local supervisor. The image ships neither (only
+ * compiled services, and no services/fleet), so a CLI run there is never "local".
+ */
+export function isLocalCheckout(repoRoot: string): boolean {
+  return existsSync(join(repoRoot, 'pnpm-workspace.yaml')) && existsSync(join(repoRoot, 'services', 'fleet', 'src', 'main.ts'));
+}
+
+/** Why the CLI refuses to pick a database itself, or null when it may use the local ones. */
+export function localStoresRefusal(env: CliEnv, repoRoot: string): string | null {
+  if (env.DATABASE_URL) return null;
+  const where = env.NODE_ENV === 'production' ? 'NODE_ENV is production' : !isLocalCheckout(repoRoot) ? `${repoRoot} is not a gensvc checkout` : null;
+  if (!where) return null;
+  return (
+    `DATABASE_URL is not set and ${where}: the admin CLI will not start or reuse a local database here. ` +
+    'Set DATABASE_URL to the deployment\'s Postgres (and REDIS_URL, so that every edge hears of key, channel and model changes).'
+  );
+}
+
 export async function resolveStores(env: CliEnv, repoRoot: string, log: (message: string) => void): Promise<Stores> {
   const dataDir = env.GENSVC_DATA_DIR ? resolve(env.GENSVC_DATA_DIR) : join(repoRoot, '.data');
   const none = async () => {};
@@ -51,6 +74,9 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
       stop: none,
     };
   }
+  const refusal = localStoresRefusal(env, repoRoot);
+  if (refusal) throw new Error(refusal); // main.ts checks first; this keeps the rule where the stores are chosen
+  const { readLiveStackRecord, startStack } = await import('@gensvc/local-stack');
   const record = readLiveStackRecord(join(dataDir, 'stack.json'));
   if (record?.env.DATABASE_URL) {
     log(`using the stores of the running npm start (pid ${record.pid})`);

@@ -8,7 +8,7 @@ import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { newId, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { closeWorkers, createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { createS3, fileObjectKey } from '@gensvc/storage';
+import { createS3, outputObjectKey } from '@gensvc/storage';
 import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
 import type { Readable } from 'node:stream';
@@ -149,7 +149,7 @@ describe('archive.output', () => {
     return { sha: hash.digest('hex'), contentType: out.ContentType, bytes };
   }
 
-  const objectsOf = (workspaceId: string) => objectKeys(ctx.s3, ctx.config.s3.bucket, `workspaces/${workspaceId}/`);
+  const objectsOf = (workspaceId: string) => objectKeys(ctx.s3, ctx.config.s3.bucket, outputObjectKey(workspaceId, ''));
 
   it('archives an image byte-exact as a generated file, and records it in the output entry only', async () => {
     const png = makePng(300);
@@ -172,7 +172,7 @@ describe('archive.output', () => {
       contentType: 'image/png',
       bytes: BigInt(png.length),
       sha256: sha256(png),
-      storageKey: fileObjectKey(task.workspaceId, file.id),
+      storageKey: outputObjectKey(task.workspaceId, file.id),
       archiveStatus: 'archived',
       filename: `${task.id}-0.png`,
     });

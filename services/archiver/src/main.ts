@@ -6,13 +6,14 @@ import { startTelemetry } from '@gensvc/observability';
 const SERVICE = 'archiver';
 const RESCHEDULE_EVERY_MS = 5 * 60_000;
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
-  const { createDb } = await import('@gensvc/db');
+  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createDb, pingDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
-  const { createLogger } = await import('@gensvc/observability');
+  const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
+  const { countArchiveResults } = await import('./archive-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { startArchiveWorker } = await import('./archive-worker');
   const { startMaintenanceWorker } = await import('./maintenance-worker');
@@ -28,6 +29,23 @@ async function main() {
   const deps = { config, db, s3, logger, queues };
   const conn = { connection: redis, prefix: config.queuePrefix, logger };
   const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
+  // The ops port: probes and Prometheus, never the public network.
+  const metrics = createMetrics(SERVICE);
+  const [archiveQueue, maintenanceQueue] = [queues.get('archive'), queues.get('maintenance')];
+  const watched = [watchWorker({ worker: workers[0]!, queue: archiveQueue, connection: redis, metrics }), watchWorker({ worker: workers[1]!, queue: maintenanceQueue, connection: redis, metrics })];
+  watchQueues(metrics, [archiveQueue, maintenanceQueue]);
+  countArchiveResults(workers[0]!, workers[1]!, metrics);
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    metrics,
+    checks: {
+      postgres: () => pingDb(db),
+      redis: () => redis.ping(),
+      s3: (signal) => checkBucket(s3, config.s3.bucket, signal),
+      archive_worker: () => watched[0]!.check(),
+      maintenance_worker: () => watched[1]!.check(),
+    },
+  });
   await scheduleMaintenance(queues);
   // Schedules live in Redis: re-registered every few minutes, so a Redis that lost them (flushed, restarted
   // without persistence) gets them back without an archiver restart. Upserting an unchanged schedule is a no-op.
@@ -35,7 +53,7 @@ async function main() {
     scheduleMaintenance(queues).catch((err: unknown) => logger.error({ err }, 'could not re-register the maintenance schedules'));
   }, RESCHEDULE_EVERY_MS);
   reschedule.unref();
-  logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs }, 'archiver started');
+  logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port }, 'archiver started');
 
   const shutdown = createShutdown(
     [
@@ -46,6 +64,7 @@ async function main() {
         name: 'close clients',
         timeoutMs: 5_000,
         run: async () => {
+          await ops.close();
           await queues.close();
           redis.disconnect();
           s3.destroy();

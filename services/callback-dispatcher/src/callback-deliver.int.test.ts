@@ -259,7 +259,7 @@ describe('callback.deliver', () => {
     const { task } = await completedTask(url);
 
     const outcome = await run(task.id, 1);
-    expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error: expect.stringMatching(/^timeout: /), then: { step: 'retry', attempt: 2 } });
+    expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error: expect.stringMatching(/^unreachable: /), then: { step: 'retry', attempt: 2 } });
     const [first] = await attemptsOf(task.id);
     expect(first).toMatchObject({ attempt: 1, statusCode: null, responseHead: null });
     expect(first!.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);

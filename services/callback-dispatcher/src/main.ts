@@ -5,12 +5,13 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'callback-dispatcher';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
-  const { createDb } = await import('@gensvc/db');
-  const { createLogger } = await import('@gensvc/observability');
+  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createDb, pingDb } = await import('@gensvc/db');
+  const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
+  const { countDeliveries } = await import('./dispatch-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { startDispatcherWorker } = await import('./dispatcher-worker');
 
@@ -23,8 +24,18 @@ async function main() {
 
   const worker = startDispatcherWorker({ config, db, queues, logger }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
   await worker.waitUntilReady();
+  // The ops port: probes and Prometheus, never the public network.
+  const metrics = createMetrics(SERVICE);
+  const watched = watchWorker({ worker, queue: queues.get('callbacks'), connection: redis, metrics });
+  watchQueues(metrics, [queues.get('callbacks')]);
+  countDeliveries(worker, metrics, db);
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    metrics,
+    checks: { postgres: () => pingDb(db), redis: () => redis.ping(), worker: () => watched.check() },
+  });
   logger.info(
-    { concurrency, retryScheduleMs: config.callbacks.retryScheduleMs, timeoutMs: config.callbacks.timeoutMs, allowCidrs: config.outbound.allowCidrs },
+    { concurrency, retryScheduleMs: config.callbacks.retryScheduleMs, timeoutMs: config.callbacks.timeoutMs, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port },
     'callback dispatcher started',
   );
 
@@ -37,6 +48,7 @@ async function main() {
         name: 'close clients',
         timeoutMs: 5_000,
         run: async () => {
+          await ops.close();
           await queues.close();
           redis.disconnect();
           await db.$disconnect();

@@ -1,12 +1,17 @@
 import { UpstreamClient } from '@gensvc/upstream';
 import express from 'express';
-import { authenticate, requireScope } from './auth/authenticate';
+import { authenticate, requireKeyRole, requireScope } from './auth/authenticate';
 import type { EdgeDeps } from './deps';
 import { errorHandler, notFound } from './http/errors';
 import { httpMetrics } from './http/metrics';
+import { pathGuard } from './http/path-guard';
+import { boundUnreadBody } from './http/unread-body';
 import { requestContext } from './http/request-context';
+import { countRefusals } from './billing/refusal-metrics';
 import { ChatProxy } from './proxy/chat-proxy';
 import { chatRoutes } from './routes/chat';
+import { dashboardRoutes } from './routes/dashboard';
+import { dashboardStatic } from './routes/dashboard/static';
 import { healthz } from './routes/health/healthz';
 import { readyz } from './routes/health/readyz';
 import { evaluateRoutes } from './routes/evaluate';
@@ -15,12 +20,11 @@ import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
-import { metricsRoute } from './routes/metrics';
 import { responseRoutes } from './routes/responses';
 import { taskRoutes } from './routes/tasks';
 
 export type EdgeApp = express.Express & {
-  /** Finishes what routes still do after their answers (settlements) and closes upstream connections: after HTTP stops. */
+  /** Closes upstream connections once HTTP has stopped (the leases, closed with the deps, write the last charges). */
   closeRoutes(): Promise<void>;
 };
 
@@ -39,28 +43,35 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
 
   app.use(requestContext(deps.logger));
   app.use(httpMetrics(deps.metrics));
+  // Before any route: a path or query that cannot be decoded is a 400, and a body left unread after an answer is
+  // bounded (issue 14).
+  app.use(pathGuard);
+  app.use(boundUnreadBody(deps.config.http));
 
   app.get('/healthz', healthz);
   app.get('/readyz', readyz(deps));
-  app.get('/metrics', metricsRoute(deps.metrics));
 
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
-  app.get('/api/v1/me/callback-secret', bearer, requireScope('tasks.write'), getCallbackSecret(deps));
-  app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), rotateCallbackSecret(deps));
+  app.get('/api/v1/me/callback-secret', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), getCallbackSecret(deps));
+  app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), rotateCallbackSecret(deps));
 
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
-  // One upstream connection pool for every route that calls channels; one chat proxy (one settlement queue to
-  // drain) for every streamed provider route.
+  // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the
+  // replica's budget leases) for every streamed provider route.
   const upstream = new UpstreamClient();
   const proxy = new ChatProxy(deps, upstream);
   app.use(chatRoutes(deps, proxy));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
+  app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
+  app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
+  app.use(countRefusals(deps.metrics));
   app.use(errorHandler);
-  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([proxy.settlements.drain(), upstream.close()])) });
+  // Charges of answered calls are written by the budget leases, closed with the deps (after this).
+  return Object.assign(app, { closeRoutes: () => upstream.close() });
 }

@@ -1,6 +1,8 @@
 // Test support: a request's money as Postgres holds it. A hold is settled after the answer has been sent, so the
-// checks wait for it to leave the held state.
+// checks wait for it to leave the held state; a call held against a budget lease (the chat routes) is charged in
+// the leases' next group commit, so the checks wait for that.
 import { billingRepository, type Db } from '@gensvc/db';
+import type { BudgetLeases } from './billing/budget-leases';
 import { eventually } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 
@@ -25,11 +27,40 @@ export interface ExpectedCharge {
   usage: Usage;
 }
 
-/** The request was settled with exactly one charge: `usage` at the model's prices, booked to the workspace. */
-export async function expectCharged(db: Db, requestId: string | null, charge: ExpectedCharge) {
+/**
+ * The ledger entries of a call held against a budget lease, once no lease counts anything held or pending: every
+ * call of the test has ended (a stream whose caller left is still read to its end) and its charge is written.
+ */
+export async function leaseChargesOf(db: Db, leases: BudgetLeases, requestId: string) {
+  await eventually(() => leases.snapshot().every((l) => l.committed === 0n), 'every held call to end and its charge to be written');
+  await leases.flushed();
+  return db.ledgerEntry.findMany({ where: { requestId } });
+}
+
+/**
+ * A call held against a budget lease was not charged, and its hold was given back to the lease: once the leases
+ * have written everything, no entry has its request id and no lease still counts anything held.
+ */
+export async function expectReleased(db: Db, leases: BudgetLeases, requestId: string | null) {
   expect(requestId).toBeTruthy();
-  const { reservation, entries } = await chargeOf(db, requestId!);
-  expect(reservation.state).toBe('settled');
+  expect(await leaseChargesOf(db, leases, requestId!)).toEqual([]);
+}
+
+/**
+ * The request was settled with exactly one charge: `usage` at the model's prices, booked to the workspace. With
+ * `leases`, the call was held against a budget lease (no reservation of its own).
+ */
+export async function expectCharged(db: Db, requestId: string | null, charge: ExpectedCharge, leases?: BudgetLeases) {
+  expect(requestId).toBeTruthy();
+  let entries;
+  if (leases) {
+    entries = await leaseChargesOf(db, leases, requestId!);
+    expect(await db.reservation.count({ where: { requestId: requestId!, lease: false } })).toBe(0);
+  } else {
+    const settled = await chargeOf(db, requestId!);
+    expect(settled.reservation.state).toBe('settled');
+    entries = settled.entries;
+  }
   expect(entries).toHaveLength(1);
   expect(entries[0]).toMatchObject({
     kind: 'charge',
@@ -39,7 +70,6 @@ export async function expectCharged(db: Db, requestId: string | null, charge: Ex
     outputTokens: charge.usage.outputTokens,
     workspaceId: charge.workspaceId,
   });
-  return reservation;
 }
 
 /** No money made or lost: the balance plus what is still held equals the ledger's total. */
@@ -48,3 +78,21 @@ export async function expectBalanced(db: Db, workspaceId: string) {
   const held = await db.reservation.aggregate({ where: { workspaceId, state: 'held' }, _sum: { amount: true } });
   expect(ws.balance + (held._sum.amount ?? 0n)).toBe(await billingRepository.ledgerTotal(db, workspaceId));
 }
+
+/**
+ * A call's hold is exactly `amount` (the hold is in the edge's memory, not a row): served for a key capped at
+ * `amount`, refused 402 for a key capped one micro-unit lower. `call` makes the call with a key and answers its status.
+ */
+export async function expectHoldOf(db: Db, workspaceId: string, amount: bigint, call: (secret: string) => Promise<number>) {
+  const { makeKey } = await import('@gensvc/testing');
+  const short = await makeKey(db, workspaceId, { spendCap: amount - 1n });
+  expect(await call(short.secret)).toBe(402);
+  const exact = await makeKey(db, workspaceId, { spendCap: amount });
+  expect(await call(exact.secret)).toBe(200);
+}
+
+/** The HTTP status a call through an SDK ended with. */
+export const statusOf = (p: Promise<unknown>): Promise<number> => p.then(
+  () => 200,
+  (e: { status?: number }) => e.status ?? 0,
+);

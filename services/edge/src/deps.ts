@@ -4,10 +4,11 @@ import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import type { RequestOptions } from '@gensvc/outbound';
 import { createQueueEvents, createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
-import { Catalog, CircuitBreaker, type CatalogOptions } from '@gensvc/upstream';
+import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
 import type { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
+import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
 
 /** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
@@ -25,6 +26,8 @@ export interface EdgeDeps {
   queues: Queues;
   /** Completion events of the evaluate queue, to wait on a job's result. */
   evaluateEvents: QueueEvents;
+  /** This replica's budget leases: paid calls are held against them in memory and charged in batches. */
+  leases: BudgetLeases;
   /**
    * Outbound client settings beyond config.outbound for caller-given URLs (image_url): none in production (Node
    * trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
@@ -38,6 +41,7 @@ export type EdgeClients = Pick<EdgeDeps, 'config' | 'db' | 'redis' | 's3' | 'log
 export interface EdgeDepsOptions {
   /** Tests read the catalog afresh on every request (ttlMs 0), so that models they change show at once. */
   catalog?: CatalogOptions;
+  leases?: LeaseOptions;
 }
 
 /**
@@ -53,9 +57,27 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: redis, prefix: config.queuePrefix, logger });
   await evaluateEvents.waitUntilReady();
+  // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
+  const catalog = new Catalog(db, options.catalog);
+  const breaker = new CircuitBreaker();
+  const upstreamState = await shareUpstreamState({
+    redis,
+    subscriber: createRedisConnection(config.redisUrl, { name: 'edge:upstream-state' }),
+    queuePrefix: config.queuePrefix,
+    catalog,
+    breaker,
+    log: logger,
+  });
+  let leases: BudgetLeases | undefined;
+  const leaseReturns = await connectLeaseReturns(redis, createRedisConnection(config.redisUrl, { name: 'edge:lease-returns' }), config.queuePrefix, () => leases, logger);
+  leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
   return {
-    deps: { ...clients, keyCache, catalog: new Catalog(db, options.catalog), breaker: new CircuitBreaker(), queues, evaluateEvents },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateEvents, leases },
     close: async () => {
+      // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
+      await leases.close();
+      await leaseReturns.close();
+      await upstreamState.close();
       await unsubscribe();
       await evaluateEvents.close();
       await queues.close();

@@ -1,11 +1,12 @@
 // Test support: the real app from buildApp, listening on a real socket, with real Postgres, Redis and S3 from the
 // test file's context.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, createMetrics } from '@gensvc/observability';
 import type { TestContext } from '@gensvc/testing';
 import { buildApp, type AppOptions } from './app';
 import { createEdgeDeps, type EdgeDeps } from './deps';
+import { createEdgeServer } from './http/server';
 
 export interface EdgeUnderTest {
   url: string;
@@ -22,7 +23,7 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
   );
   const deps: EdgeDeps = { ...made.deps, ...overrides };
   const app = buildApp(deps, options);
-  const server: Server = createServer(app);
+  const server: Server = createEdgeServer(app, ctx.config.http);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

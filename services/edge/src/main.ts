@@ -5,14 +5,16 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'edge';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createServer } = await import('node:http');
+  const { createEdgeServer } = await import('./http/server');
   const { createRedisConnection } = await import('@gensvc/queue');
   const { createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
-  const { createLogger, createMetrics } = await import('@gensvc/observability');
+  const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
+  const { instrumentUpstream } = await import('@gensvc/upstream');
+  const { edgeReadinessChecks } = await import('./routes/health/readyz');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { buildApp } = await import('./app');
   const { createEdgeDeps } = await import('./deps');
@@ -22,12 +24,15 @@ async function main() {
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const s3 = createS3(config.s3);
   await checkBucket(s3, config.s3.bucket);
-  const edge = await createEdgeDeps({ config, db, redis, s3, logger, metrics: createMetrics(SERVICE) });
+  const metrics = createMetrics(SERVICE);
+  const edge = await createEdgeDeps({ config, db, redis, s3, logger, metrics });
+  instrumentUpstream(edge.deps.breaker, metrics);
   const app = buildApp(edge.deps);
-  const server = createServer(app);
-  server.keepAliveTimeout = 65_000;
+  // The ops port (/healthz, /readyz, /metrics): probes and Prometheus, never the public network.
+  const ops = await startOpsServer({ port: config.opsPort, metrics, checks: edgeReadinessChecks(edge.deps) });
+  const server = createEdgeServer(app, config.http);
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
-  logger.info({ port: config.port, publicBaseUrl: config.publicBaseUrl }, 'edge listening');
+  logger.info({ port: config.port, publicBaseUrl: config.publicBaseUrl, opsPort: ops.port }, 'edge listening');
 
   const shutdown = createShutdown(
     [
@@ -39,8 +44,11 @@ async function main() {
           server.closeIdleConnections();
         }),
       },
-      { name: 'finish settlements', timeoutMs: 10_000, run: () => app.closeRoutes() },
+      { name: 'close upstream connections', timeoutMs: 10_000, run: () => app.closeRoutes() },
+      // Every answered call's charge written, the unused money of every lease given back.
+      { name: 'write charges, give leases back', timeoutMs: 10_000, run: () => edge.deps.leases.close() },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
+        await ops.close();
         await edge.close();
         redis.disconnect();
         s3.destroy();

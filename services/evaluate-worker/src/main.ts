@@ -5,28 +5,47 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'evaluate-worker';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection } = await import('@gensvc/queue');
-  const { createDb } = await import('@gensvc/db');
-  const { createLogger } = await import('@gensvc/observability');
+  const { createRedisConnection, createQueues, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createDb, pingDb } = await import('@gensvc/db');
+  const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
+  const { Catalog, instrumentUpstream, shareUpstreamState } = await import('@gensvc/upstream');
   const { startEvaluateWorker } = await import('./evaluate-worker');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   // One connection per job slot at most: every job reads the catalog (cached) and settles or releases once.
   const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.evaluate, 20) });
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
-  const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger });
+  const catalog = new Catalog(db);
+  const metrics = createMetrics(SERVICE);
+  const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger, catalog, metrics });
+  instrumentUpstream(evaluate.breaker, metrics);
+  // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
+  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:upstream-state` });
+  const upstreamState = await shareUpstreamState({ redis: connection, subscriber, queuePrefix: config.queuePrefix, catalog, breaker: evaluate.breaker, log: logger });
   await evaluate.worker.waitUntilReady();
-  logger.info({ concurrency: config.concurrency.evaluate, queuePrefix: config.queuePrefix }, 'evaluate worker ready');
+  // The ops port: probes and Prometheus, never the public network.
+  const queues = createQueues({ connection, prefix: config.queuePrefix, logger });
+  const watched = watchWorker({ worker: evaluate.worker, queue: queues.get('evaluate'), connection, metrics });
+  watchQueues(metrics, [queues.get('evaluate')]);
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    metrics,
+    checks: { postgres: () => pingDb(db), redis: () => connection.ping(), worker: () => watched.check() },
+  });
+  logger.info({ concurrency: config.concurrency.evaluate, queuePrefix: config.queuePrefix, opsPort: ops.port }, 'evaluate worker ready');
 
   const shutdown = createShutdown(
     [
       // Jobs end by their deadline (the edge waits 60 s at most); past the timeout they go back to the queue.
       { name: 'close worker', timeoutMs: 20_000, run: () => evaluate.close(15_000) },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
+        await ops.close();
+        await upstreamState.close();
+        await queues.close();
         connection.disconnect();
         await db.$disconnect();
       } },

@@ -89,7 +89,7 @@ it('links edge HTTP server span → evaluate.run publish → evaluate.run proces
 
   const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const port = await freePort();
-  const env = { ...ctx.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+  const env = { ...ctx.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER_ARG: '1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
   const procs: ServiceProcess[] = [spawnService('edge', { ...env, PORT: String(port) }), spawnService('evaluate-worker', { ...env, LOG_LEVEL: 'info' })];
   let requestId = '';
   try {

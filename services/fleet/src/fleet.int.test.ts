@@ -1,63 +1,19 @@
 // `npm start` end to end, on embedded stores in a scratch data directory: a printed key whose printed curl works,
 // a clean stop on Ctrl-C (SIGINT to the whole process group, as a terminal sends it), and data that survives a
-// restart. The jest process group must not receive the signal, so the fleet runs as its own group leader.
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+// restart (fleet-under-test runs it).
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { REPO_ROOT, eventually, jsonOf, useTestContext } from '@gensvc/testing';
+import { createTestCa, eventually, jsonOf, startTlsServer, useTestContext } from '@gensvc/testing';
+import { runCurl, startFleet as startFleetIn, storesOf } from './fleet-under-test';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const ctx = useTestContext();
 
-function startFleet(port: number, stores: Record<string, string> = {}, dir = dataDir) {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'warn', ...stores };
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const printed = new Promise<{ key: string; evaluate: string; curl: string; task: string }>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const curls = printedCurls(out);
-      const key = /API key\s+(gsk_[A-Za-z0-9_-]{43})/.exec(out)?.[1];
-      const evaluate = curls.find((c) => c.includes('/api/v1/evaluate'));
-      const curl = curls.find((c) => c.includes('/api/v1/me/balance'));
-      const task = curls.find((c) => c.includes('/api/v1/sim/text-to-image'));
-      if (evaluate && curl && task && key) {
-        clearInterval(timer);
-        resolve({ key, evaluate, curl, task });
-      } else if (child.exitCode !== null) {
-        clearInterval(timer);
-        reject(new Error(`fleet exited ${child.exitCode}:\n${out}`));
-      }
-    }, 50);
-  });
-  // As a terminal's Ctrl-C under `npm start`: the whole group gets SIGINT, and scripts/start.mjs forwards another.
-  const ctrlC = () => {
-    process.kill(-child.pid!, 'SIGINT');
-    process.kill(child.pid!, 'SIGINT');
-  };
-  return { child, printed, exited, ctrlC, output: () => out };
-}
-
-/** The commands printed under "First request:", continuation lines joined as a shell would. */
-function printedCurls(out: string): string[] {
-  const block = /First request:\n((?: {2}.*\n)+)/.exec(out)?.[1];
-  if (!block) return [];
-  return block
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .map((l) => l.replace(/\s+#.*$/, ''))
-    .filter((l) => l.startsWith('curl '));
-}
-
-/** Runs the printed curl command itself (it must work as printed). */
-const runCurl = (curl: string) => JSON.parse(execFileSync('sh', ['-c', curl], { encoding: 'utf8' }));
+const startFleet = (port: number, env: Record<string, string> = {}, dir = dataDir) => startFleetIn(port, env, dir);
 
 it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data for the next start', async () => {
   const port = await freePort();
@@ -114,8 +70,7 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
 
 it('uses the stores the variables name instead of embedded ones', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ext-'));
-  const { DATABASE_URL, REDIS_URL, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID = '', S3_SECRET_ACCESS_KEY = '' } = ctx.env;
-  const stores = { DATABASE_URL, REDIS_URL, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY } as Record<string, string>;
+  const stores = storesOf(ctx);
   try {
     const fleet = startFleet(await freePort(), stores, dir);
     const { key, curl } = await fleet.printed;
@@ -133,3 +88,86 @@ it('uses the stores the variables name instead of embedded ones', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+it("keeps the user's NODE_EXTRA_CA_CERTS: a callback reaches a receiver on a CA the fleet did not make", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ca-'));
+  // The user's own private CA and an HTTPS receiver on it, as someone testing their webhook locally would run.
+  const theirCa = createTestCa('their own CA');
+  const caFile = join(dir, 'their-ca.pem');
+  writeFileSync(caFile, theirCa.certPem);
+  const receiver = await startTlsServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  }, { cert: theirCa.issue(['127.0.0.1', 'localhost']) });
+  const stores = storesOf(ctx);
+  const port = await freePort();
+  const fleet = startFleet(port, { ...stores, NODE_EXTRA_CA_CERTS: caFile }, dir);
+  try {
+    const { key } = await fleet.printed;
+    // Theirs first, then the fleet's CA (which the archiver needs for the sim's HTTPS outputs).
+    const bundle = readFileSync(join(dir, 'tls', 'ca-bundle.pem'), 'utf8');
+    expect(bundle.startsWith(theirCa.certPem.trimEnd())).toBe(true);
+    expect(bundle).toContain(readFileSync(join(dir, 'tls', 'ca.pem'), 'utf8'));
+    const created = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim/image-1', prompt: 'a lighthouse', size: '512x512', callback_url: `${receiver.url}/hook` }),
+    });
+    // The edge's TLS check of callback_url at creation trusts their CA...
+    const task = await jsonOf(created);
+    expect(created.status).toBe(202);
+    // ...and so does the dispatcher; the archiver still trusts the fleet's CA (the output is archived).
+    const delivered = await eventually(
+      () => receiver.requests.find((r) => r.method === 'POST' && r.url === '/hook') ?? null,
+      'the callback at the receiver',
+      30_000,
+    );
+    expect(delivered.headers['svc-task-id']).toBe(task.task_id);
+    const done = await jsonOf(await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, { headers: { authorization: `Bearer ${key}` } }));
+    expect(done).toMatchObject({ status: 'completed', output: { archive_status: 'archived' } });
+    const attempts = await eventually(async () => {
+      const rows = await ctx.db.callbackAttempt.findMany({ where: { taskId: task.task_id } });
+      return rows.length ? rows : null;
+    }, 'the attempt logged');
+    expect(attempts.map((a) => [a.statusCode, a.error])).toEqual([[200, null]]);
+  } finally {
+    fleet.ctrlC();
+    await fleet.exited;
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
+it('stops with a clear message when NODE_EXTRA_CA_CERTS cannot be read', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ca-bad-'));
+  try {
+    const fleet = startFleet(await freePort(), { DATABASE_URL: ctx.env.DATABASE_URL!, REDIS_URL: ctx.env.REDIS_URL!, S3_ENDPOINT: ctx.env.S3_ENDPOINT!, NODE_EXTRA_CA_CERTS: join(dir, 'missing.pem') }, dir);
+    fleet.printed.catch(() => {}); // it never prints a key: the exit is what is checked
+    expect(await fleet.exited).toBe(1);
+    expect(fleet.output()).toContain(`NODE_EXTRA_CA_CERTS names ${join(dir, 'missing.pem')}, which cannot be read (ENOENT)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);
+
+// As root, embedded Postgres runs as the user "postgres", which cannot enter a private (0700) directory; the start
+// stops at once with one sentence saying why and what to do, instead of `spawn …/initdb EACCES`. Only root meets it.
+(process.getuid?.() === 0 ? it : it.skip)('stops with one clear sentence when, as root, the data is under a 0700 directory', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'gensvc-private-')); // mkdtemp makes it 0700, like /root
+  expect(statSync(home).mode & 0o777).toBe(0o700);
+  try {
+    const fleet = startFleet(await freePort(), { REDIS_URL: ctx.env.REDIS_URL!, S3_ENDPOINT: ctx.env.S3_ENDPOINT! }, join(home, '.data'));
+    fleet.printed.catch(() => {}); // it never prints a key: the exit is what is checked
+    expect(await fleet.exited).toBe(1);
+    const said = fleet.output().split('\n').filter((l) => l.startsWith('[gensvc] could not start:'));
+    expect(said).toEqual([
+      `[gensvc] could not start: As root, the embedded Postgres runs as the user "postgres", which cannot enter ${home} (mode 0700) to reach its data directory: ` +
+        'run npm start as a regular user, or put the checkout (or GENSVC_DATA_DIR) under a directory others can enter ' +
+        `(chmod o+x ${home}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
+    ]);
+    expect(fleet.output()).not.toContain('EACCES');
+    expect(existsSync(join(home, '.data', 'pg', 'PG_VERSION'))).toBe(false);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}, 30_000);

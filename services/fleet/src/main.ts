@@ -82,7 +82,7 @@ async function main() {
   const wanted = Number(process.env.PORT ?? 8080);
   const port = (await portIsFree(wanted)) ? wanted : await freePort();
   if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
-  const tls = makeLocalTls(join(dataDir, 'tls'));
+  const tls = makeLocalTls(join(dataDir, 'tls'), process.env.NODE_EXTRA_CA_CERTS || undefined);
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     SIGNING_SECRET: process.env.SIGNING_SECRET || localSigningSecret(),
@@ -93,8 +93,9 @@ async function main() {
     // Node 20 is this project's runtime; the AWS SDK's notice about its 2027 releases is not news at every start.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     // The sim's outputs are served over HTTPS on 127.0.0.1 with a certificate from a local CA: the archiver trusts
-    // the CA, and the outbound policy lets loopback through (local runs only; a deployment leaves it empty).
-    NODE_EXTRA_CA_CERTS: tls.caFile,
+    // the CA (after the user's own NODE_EXTRA_CA_CERTS, kept in the bundle), and the outbound policy lets loopback
+    // through (local runs only; a deployment leaves it empty).
+    NODE_EXTRA_CA_CERTS: tls.trustFile,
     OUTBOUND_ALLOW_CIDRS: process.env.OUTBOUND_ALLOW_CIDRS ?? '127.0.0.1/32',
   };
   const { applied } = await migrate(env.DATABASE_URL!);
@@ -108,6 +109,9 @@ async function main() {
   await db.$disconnect();
   writeStackRecord(stackFile, { pid: process.pid, env });
 
+  // Every service's internal ops port (/healthz, /readyz, /metrics), each its own on this one machine.
+  const opsPorts: Record<string, number> = {};
+  for (const name of FLEET) opsPorts[name] = await freePort();
   const launch = (name: string, extra: Record<string, string> = {}) => {
     const proc = spawn(process.execPath, [join(root, 'services', name, 'dist', 'main.js')], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     const prefix = `[${name}] `;
@@ -139,7 +143,7 @@ async function main() {
   };
   // The sim stands in for the providers the seeded channels point at: local runs only, never deployed.
   launch('upstream-sim', { PORT: String(simPort), SIM_OUTPUTS_TLS_CERT_FILE: tls.certFile, SIM_OUTPUTS_TLS_KEY_FILE: tls.keyFile });
-  for (const name of FLEET) launch(name);
+  for (const name of FLEET) launch(name, { OPS_PORT: String(opsPorts[name]) });
   await waitForHttp(`${simUrl}/healthz`, { timeoutMs: 30_000 });
 
   const base = `http://localhost:${port}`;
@@ -149,9 +153,11 @@ async function main() {
     [
       '',
       `gensvc is up (${seconds} s): ${FLEET.join(', ')}; upstream-sim on ${simUrl}`,
+      `  dashboard  ${base}/dashboard/   sign in as ${demo.email} / ${demo.password} (owner of "Demo")`,
       `  base URL   ${base}`,
       `  API key    ${demo.secret}`,
-      `             workspace "Demo" (${demo.workspaceId}), every scope; owner ${demo.email} / ${demo.password}`,
+      `             workspace "Demo" (${demo.workspaceId}), every scope`,
+      `  ops ports  ${FLEET.map((n) => `${n} ${opsPorts[n]}`).join(', ')} (/healthz, /readyz, /metrics)`,
       '',
       'First request:',
       `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,

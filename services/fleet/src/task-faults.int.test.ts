@@ -115,7 +115,7 @@ beforeAll(async () => {
   const port = await freePort();
   edgeUrl = `http://127.0.0.1:${port}`;
   env = { ...ctx.env, NODE_EXTRA_CA_CERTS: caFile, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-  const edge = start('edge', { PORT: String(port) });
+  const edge = start('edge', { PORT: String(port), LOG_LEVEL: 'error' });
   for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) start(name);
   await waitForHttp(`${edgeUrl}/readyz`, edge);
 }, 60_000);
@@ -151,7 +151,7 @@ it('loses no task, delivers every callback, and charges each task once through k
       }),
     });
     const body = await jsonOf(res);
-    if (res.status !== 202) throw new Error(`task ${i}: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 202) throw new Error(`task ${i}: ${res.status} ${JSON.stringify(body)}\n${procs.get('edge')!.output().slice(-4000)}`);
     created.push(body.task_id);
   };
 

@@ -1,6 +1,6 @@
 import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
-import type { Logger } from '@gensvc/observability';
+import type { Logger, Metrics } from '@gensvc/observability';
 import type { Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker, UpstreamClient } from '@gensvc/upstream';
 import type { Redis } from 'ioredis';
@@ -22,4 +22,6 @@ export interface TaskRunnerDeps {
   /** Per process: every job shares what it learns about the channels. */
   breaker: CircuitBreaker;
   logger: Logger;
+  /** The process's metrics (spend at recorded results); tests may leave it out. */
+  metrics?: Metrics;
 }

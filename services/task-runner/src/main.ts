@@ -5,14 +5,14 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'task-runner';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint });
+const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase } = await import('@gensvc/queue');
-  const { createDb } = await import('@gensvc/db');
-  const { createLogger } = await import('@gensvc/observability');
+  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createDb, pingDb } = await import('@gensvc/db');
+  const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
-  const { Catalog, CircuitBreaker, UpstreamClient } = await import('@gensvc/upstream');
+  const { Catalog, CircuitBreaker, UpstreamClient, instrumentUpstream, shareUpstreamState } = await import('@gensvc/upstream');
   const { startTaskWorker } = await import('./task-worker');
   const { startReconciler } = await import('./reconciler');
 
@@ -22,12 +22,27 @@ async function main() {
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const upstream = new UpstreamClient();
-  const deps = { config, db, queues, redis, catalog: new Catalog(db), upstream, breaker: new CircuitBreaker(), logger };
+  const catalog = new Catalog(db);
+  const breaker = new CircuitBreaker();
+  // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
+  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:upstream-state` });
+  const upstreamState = await shareUpstreamState({ redis, subscriber, queuePrefix: config.queuePrefix, catalog, breaker, log: logger });
+  const metrics = createMetrics(SERVICE);
+  instrumentUpstream(breaker, metrics);
+  const deps = { config, db, queues, redis, catalog, upstream, breaker, logger, metrics };
 
   const worker = startTaskWorker(deps);
   await worker.waitUntilReady();
   const reconciler = startReconciler(deps);
-  logger.info({ concurrency: config.concurrency.taskRunner, pollScheduleMs: config.tasks.pollScheduleMs, deadlineMs: config.tasks.deadlineMs }, 'task runner ready');
+  // The ops port: probes and Prometheus, never the public network.
+  const watched = watchWorker({ worker, queue: queues.get('tasks'), connection: redis, metrics });
+  watchQueues(metrics, [queues.get('tasks')]);
+  const ops = await startOpsServer({
+    port: config.opsPort,
+    metrics,
+    checks: { postgres: () => pingDb(db), redis: () => redis.ping(), worker: () => watched.check() },
+  });
+  logger.info({ concurrency: config.concurrency.taskRunner, pollScheduleMs: config.tasks.pollScheduleMs, deadlineMs: config.tasks.deadlineMs, opsPort: ops.port }, 'task runner ready');
 
   const shutdown = createShutdown(
     [
@@ -39,7 +54,9 @@ async function main() {
         name: 'close clients',
         timeoutMs: 5_000,
         run: async () => {
+          await ops.close();
           await upstream.close();
+          await upstreamState.close();
           await queues.close();
           redis.disconnect();
           await db.$disconnect();

@@ -1,5 +1,6 @@
 // The PNG writer makes files a strict reader (and zlib) accepts, and the reader catches corruption.
 import { inflateSync } from 'node:zlib';
+import { sampleMedia } from '@gensvc/testing';
 import { editedImagePng } from './deterministic';
 import { encodePngRgb, pngInfo, sniffImageType } from './png';
 
@@ -39,9 +40,12 @@ describe('png', () => {
 
   it('sniffs image types from magic bytes', () => {
     expect(sniffImageType(encodePngRgb(1, 1, Buffer.alloc(3)))).toBe('image/png');
-    expect(sniffImageType(Buffer.from([0xff, 0xd8, 0xff, 0xe0]))).toBe('image/jpeg');
-    expect(sniffImageType(Buffer.from('RIFF\0\0\0\0WEBPVP8 '))).toBe('image/webp');
-    expect(sniffImageType(Buffer.from('GIF89a'))).toBe('image/gif');
+    expect(sniffImageType(sampleMedia.jpeg(4, 3))).toBe('image/jpeg');
+    expect(sniffImageType(sampleMedia.webp(4, 3, 'VP8X'))).toBe('image/webp');
+    expect(sniffImageType(sampleMedia.gif(4, 3))).toBe('image/gif');
+    // Magic numbers without the size are no image a provider could decode (issue 14).
+    expect(sniffImageType(Buffer.from([0xff, 0xd8, 0xff, 0xe0]))).toBeNull();
+    expect(sniffImageType(Buffer.from('GIF89a'))).toBeNull();
     expect(sniffImageType(Buffer.from('%PDF-1.7'))).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
-import type { DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import type { ApiKey } from '../generated/prisma/client';
+import type { Role, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
 export interface CreateApiKeyInput {
@@ -13,7 +14,49 @@ export interface CreateApiKeyInput {
   creatorId?: string | null;
 }
 
-const withWorkspace = { workspace: { select: { id: true, tier: true, rpm: true, uploadRpm: true, currency: true } } } as const;
+/** A key as authentication sees it: the row's fields it checks, its workspace's limits, and its creator's role. */
+export interface AuthKey {
+  id: string;
+  workspaceId: string;
+  name: string;
+  hash: string;
+  previousHash: string | null;
+  previousExpiresAt: Date | null;
+  scopes: string[];
+  spendCap: bigint | null;
+  spent: bigint;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  creatorId: string | null;
+  /** The creator's role in the key's workspace; null without a creator, or once the creator has left (creatorRoleOf). */
+  creatorRole: Role | null;
+  workspace: { id: string; tier: Tier; rpm: number; uploadRpm: number; currency: string };
+}
+
+// The authentication hot path (STYLE.md 11): one prepared statement on the pg pool, no ORM — the key by either of its
+// unique hashes, its workspace's limits and its creator's membership in that workspace (a key is bounded by its
+// creator's role and stops working once the creator has left: DESIGN.md §4 People and roles). Times come back as
+// timestamptz (UTC) and money as text, so the pg driver and Prisma's raw path read them alike.
+const FIND_BY_HASH = `
+  SELECT k.id, k."workspaceId", k.name, k.hash, k."previousHash", k."previousExpiresAt" AT TIME ZONE 'UTC' AS "previousExpiresAt",
+         k.scopes, k."spendCap"::text AS "spendCap", k.spent::text AS spent, k."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt",
+         k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", k."creatorId", m.role::text AS "creatorRole",
+         w.tier::text AS tier, w.rpm, w."uploadRpm", w.currency
+  FROM "ApiKey" k
+  JOIN "Workspace" w ON w.id = k."workspaceId"
+  LEFT JOIN "Membership" m ON m."userId" = k."creatorId" AND m."workspaceId" = k."workspaceId"
+  WHERE k.hash = $1 OR k."previousHash" = $1
+  ORDER BY k.hash = $1 DESC
+  LIMIT 1`;
+
+interface AuthKeyRow extends Omit<AuthKey, 'spendCap' | 'spent' | 'workspace'> {
+  spendCap: string | null;
+  spent: string;
+  tier: Tier;
+  rpm: number;
+  uploadRpm: number;
+  currency: string;
+}
 
 export const apiKeyRepository = {
   create(db: DbClient, input: CreateApiKeyInput) {
@@ -36,13 +79,26 @@ export const apiKeyRepository = {
    * The key whose current or (within its grace period) previous secret has this SHA-256. Authentication is the one
    * look-up not scoped by workspace: the key is what names the workspace.
    */
-  async findBySecretHash(db: DbClient, hash: string) {
-    // Two unique look-ups rather than one findFirst with an OR: this is the authentication hot path, and Prisma
-    // caches query plans for findUnique only (see client.ts).
-    const current = await db.apiKey.findUnique({ where: { hash }, include: withWorkspace });
-    if (current) return { key: current, matched: 'current' as const };
-    const previous = await db.apiKey.findUnique({ where: { previousHash: hash }, include: withWorkspace });
-    return previous ? { key: previous, matched: 'previous' as const } : null;
+  async findBySecretHash(db: DbClient, hash: string): Promise<{ key: AuthKey; matched: 'current' | 'previous' } | null> {
+    const [r] = await queryPrepared<AuthKeyRow>(db, 'gensvc_key_by_hash', FIND_BY_HASH, [hash]);
+    if (!r) return null;
+    const key: AuthKey = {
+      id: r.id,
+      workspaceId: r.workspaceId,
+      name: r.name,
+      hash: r.hash,
+      previousHash: r.previousHash,
+      previousExpiresAt: r.previousExpiresAt,
+      scopes: r.scopes,
+      spendCap: r.spendCap === null ? null : BigInt(r.spendCap),
+      spent: BigInt(r.spent),
+      expiresAt: r.expiresAt,
+      revokedAt: r.revokedAt,
+      creatorId: r.creatorId,
+      creatorRole: r.creatorRole,
+      workspace: { id: r.workspaceId, tier: r.tier, rpm: r.rpm, uploadRpm: r.uploadRpm, currency: r.currency },
+    };
+    return { key, matched: r.hash === hash ? 'current' : 'previous' };
   },
 
   /** The key's cap and what it has spent, read fresh; null if the key is not the workspace's. */
@@ -53,6 +109,15 @@ export const apiKeyRepository = {
 
   listForWorkspace(db: DbClient, workspaceId: string) {
     return db.apiKey.findMany({ where: { workspaceId }, orderBy: { createdAt: 'asc' } });
+  },
+
+  /** The dashboard's list: newest first, with each creator's email; only `creatorId`'s keys when given. */
+  listWithCreators(db: DbClient, workspaceId: string, creatorId?: string) {
+    return db.apiKey.findMany({
+      where: { workspaceId, ...(creatorId !== undefined ? { creatorId } : {}) },
+      include: { creator: { select: { id: true, email: true } } },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    });
   },
 
   get(db: DbClient, id: string, workspaceId?: string) {
@@ -95,3 +160,12 @@ export const apiKeyRepository = {
 };
 
 export type ApiKeyLookup = NonNullable<Awaited<ReturnType<typeof apiKeyRepository.findBySecretHash>>>;
+
+/**
+ * What bounds a key besides its scopes: its creator's role in the key's workspace; `unbounded` for a key made by the
+ * platform CLI (no creator); `left` once the creator is no longer a member.
+ */
+export function creatorRoleOf(key: Pick<AuthKey, 'creatorId' | 'creatorRole'>): Role | 'unbounded' | 'left' {
+  if (key.creatorId === null) return 'unbounded';
+  return key.creatorRole ?? 'left';
+}

@@ -5,6 +5,36 @@ import { newId } from '../ids';
 const RESERVE = 'SELECT gensvc_reserve($1, $2, $3, $4, $5::bigint, $6::timestamp(3)) AS outcome';
 const SETTLE = 'SELECT charged::text, balance_after::text FROM gensvc_settle($1, $2::bigint, $3, $4, $5::integer, $6::integer, $7)';
 const RELEASE = 'SELECT gensvc_release($1) AS released';
+const LEASE = 'SELECT outcome, amount::text FROM gensvc_lease($1, $2, $3, $4, $5::bigint, $6::bigint, $7::timestamp(3))';
+const LEASE_CHARGE = 'SELECT id, charged FROM gensvc_lease_charge($1::jsonb, $2::timestamp(3))';
+const LEASE_RETURN = 'SELECT gensvc_lease_return($1, $2::bigint)::text AS returned';
+const LEASE_RENEW = 'SELECT gensvc_lease_renew($1::text[], $2::timestamp(3)) AS renewed';
+
+/** An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone. */
+const expiryIn = (ms: number) => new Date(Date.now() + ms).toISOString();
+
+export interface LeaseInput {
+  workspaceId: string;
+  apiKeyId: string | null;
+  /** The request that asked for the lease (for the record). */
+  requestId: string;
+  /** Refused (402) below this: the call that needs the lease. */
+  min: bigint;
+  /** As much as this, when the cap and the balance allow. */
+  want: bigint;
+  ttlMs: number;
+}
+
+/** One call's charge against a lease; `id` becomes the ledger entry's id (a retried batch charges nothing twice). */
+export interface LeaseCharge {
+  id: string;
+  lease: string;
+  cost: bigint;
+  requestId: string;
+  model?: string | null;
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+}
 
 export interface ReserveInput {
   workspaceId: string;
@@ -73,6 +103,64 @@ export const billingRepository = {
   async release(db: DbClient, reservationId: string): Promise<boolean> {
     const [row] = await queryPrepared<{ released: boolean }>(db, 'gensvc_release', RELEASE, [reservationId]);
     return row?.released === true;
+  },
+
+  /**
+   * Opens a budget lease (issue 11): moves between `min` and `want` from the key's cap and the workspace's balance
+   * into a held reservation the caller reserves calls against in memory. Throws 402 when not even `min` is there.
+   */
+  async lease(db: DbClient, input: LeaseInput): Promise<{ id: string; amount: bigint }> {
+    const id = newId('res');
+    const [row] = await queryPrepared<{ outcome: string; amount: string }>(db, 'gensvc_lease', LEASE, [
+      id,
+      input.workspaceId,
+      input.apiKeyId,
+      input.requestId,
+      input.min.toString(),
+      input.want.toString(),
+      expiryIn(input.ttlMs),
+    ]);
+    switch (row?.outcome) {
+      case 'ok':
+        return { id, amount: BigInt(row.amount) };
+      case 'spending_cap_exhausted':
+        throw errors.spendingCapExhausted();
+      case 'insufficient_balance':
+        throw errors.insufficientBalance();
+      default:
+        throw new Error(`gensvc_lease answered ${JSON.stringify(row)}`);
+    }
+  },
+
+  /**
+   * Writes a batch of charges against leases in one statement (group commit) and keeps those leases alive for
+   * `ttlMs` more. Returns the ids of the entries charged (now or by an earlier try of the same batch).
+   */
+  async chargeLeases(db: DbClient, charges: readonly LeaseCharge[], ttlMs: number): Promise<Set<string>> {
+    const entries = charges.map((c) => ({
+      id: c.id,
+      lease: c.lease,
+      cost: c.cost.toString(),
+      request: c.requestId,
+      model: c.model ?? null,
+      input: c.inputTokens ?? null,
+      output: c.outputTokens ?? null,
+    }));
+    const rows = await queryPrepared<{ id: string; charged: boolean }>(db, 'gensvc_lease_charge', LEASE_CHARGE, [JSON.stringify(entries), expiryIn(ttlMs)]);
+    return new Set(rows.filter((r) => r.charged).map((r) => r.id));
+  },
+
+  /** Gives up to `amount` of what the lease still holds back; returns what was given back. */
+  async returnLease(db: DbClient, leaseId: string, amount: bigint): Promise<bigint> {
+    const [row] = await queryPrepared<{ returned: string }>(db, 'gensvc_lease_return', LEASE_RETURN, [leaseId, amount.toString()]);
+    return BigInt(row?.returned ?? 0);
+  },
+
+  /** Pushes the expiry of live leases `ttlMs` ahead; returns how many are still held. */
+  async renewLeases(db: DbClient, leaseIds: readonly string[], ttlMs: number): Promise<number> {
+    if (leaseIds.length === 0) return 0;
+    const [row] = await queryPrepared<{ renewed: number }>(db, 'gensvc_lease_renew', LEASE_RENEW, [leaseIds, expiryIn(ttlMs)]);
+    return Number(row?.renewed ?? 0);
   },
 
   /** Releases holds whose owner died before settling (their expiry passed); returns how many. */

@@ -60,6 +60,11 @@ const view = (row: CallbackSecretView, now: Date): CallbackSecretView =>
   row.previousExpiresAt && row.previousExpiresAt > now ? row : { ...row, previousSecret: null, previousExpiresAt: null };
 
 export const callbackRepository = {
+  /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
+  countParked(db: DbClient): Promise<number> {
+    return db.task.count({ where: { callbackState: 'parked' } });
+  },
+
   /** The workspace's secret, made on first use with `make` (racing first uses agree on one). */
   async secret(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
     const existing = await db.callbackSecret.findUnique({ where: { workspaceId } });

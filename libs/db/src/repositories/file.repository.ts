@@ -34,6 +34,17 @@ export interface ListFilesInput {
   source?: FileSource;
 }
 
+export interface LibraryQuery {
+  source: FileSource;
+  limit: number;
+  after?: string;
+  /** "image/", "video/", "audio/", "application/pdf". */
+  contentTypePrefix?: string;
+  model?: string;
+  from?: Date;
+  to?: Date;
+}
+
 export interface PurgeableFile {
   id: string;
   workspaceId: string;
@@ -99,6 +110,36 @@ export const fileRepository = {
     const rows = await db.file.findMany({
       where,
       orderBy: [{ createdAt: input.order }, { id: input.order }],
+      take: input.limit + 1,
+    });
+    return { data: rows.slice(0, input.limit), hasMore: rows.length > input.limit };
+  },
+
+  /**
+   * The dashboard's library: visible files newest first, filtered by source, media kind (content-type family),
+   * the producing task's model and a creation-time range, each with the task that made it. `after` is the last file
+   * id of the previous page; null when it names no file of this workspace.
+   */
+  async library(db: DbClient, workspaceId: string, input: LibraryQuery, now = new Date()) {
+    const where: Prisma.FileWhereInput = {
+      workspaceId,
+      ...visible(now),
+      source: input.source,
+      ...(input.contentTypePrefix !== undefined ? { contentType: { startsWith: input.contentTypePrefix } } : {}),
+      ...(input.model !== undefined ? { task: { model: input.model } } : {}),
+      ...(input.from !== undefined || input.to !== undefined
+        ? { createdAt: { ...(input.from ? { gte: input.from } : {}), ...(input.to ? { lt: input.to } : {}) } }
+        : {}),
+    };
+    if (input.after !== undefined) {
+      const cursor = await db.file.findUnique({ where: { id: input.after }, select: { workspaceId: true, createdAt: true, id: true } });
+      if (!cursor || cursor.workspaceId !== workspaceId) return null;
+      where.AND = [{ OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }];
+    }
+    const rows = await db.file.findMany({
+      where,
+      include: { task: { select: { id: true, model: true, operation: true, input: true, output: true, cost: true } } },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
       take: input.limit + 1,
     });
     return { data: rows.slice(0, input.limit), hasMore: rows.length > input.limit };

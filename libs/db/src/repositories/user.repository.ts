@@ -1,4 +1,5 @@
-import type { DbClient } from '../client';
+import { withTx, type DbClient } from '../client';
+import { sessionRepository } from './session.repository';
 import type { Role } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
@@ -20,6 +21,23 @@ export const userRepository = {
       where: { workspaceId_userId: { workspaceId, userId } },
       create: { workspaceId, userId, role },
       update: { role },
+    });
+  },
+
+  /** Every user, oldest first, with how many workspaces each belongs to. */
+  list(db: DbClient) {
+    return db.user.findMany({ orderBy: { createdAt: 'asc' }, include: { _count: { select: { memberships: true } } } });
+  },
+
+  /**
+   * Replaces the password hash and revokes every dashboard session of the user in the same transaction (DESIGN.md
+   * §4: sessions end at a password change). Null when there is no such user; else how many sessions were revoked.
+   */
+  setPasswordHash(db: DbClient, userId: string, passwordHash: string) {
+    return withTx(db, async (tx) => {
+      const { count } = await tx.user.updateMany({ where: { id: userId }, data: { passwordHash } });
+      if (!count) return null;
+      return { revokedSessions: await sessionRepository.revokeAllForUser(tx, userId) };
     });
   },
 

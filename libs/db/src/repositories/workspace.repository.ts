@@ -33,6 +33,12 @@ export const workspaceRepository = {
     return db.workspace.findUnique({ where: { id } });
   },
 
+  /** Changes the given settings (never the balance: that moves through the ledger); null when there is no such workspace. */
+  async update(db: DbClient, id: string, patch: { name?: string; tier?: Tier; rpm?: number; uploadRpm?: number; retentionDays?: number | null }) {
+    const { count } = await db.workspace.updateMany({ where: { id }, data: patch });
+    return count ? db.workspace.findUnique({ where: { id } }) : null;
+  },
+
   /** Adds to the balance and writes its ledger entry in one statement; returns the new balance, null if no such workspace. */
   async topUp(db: DbClient, workspaceId: string, amount: bigint, note: string | null = null): Promise<bigint | null> {
     const rows = await db.$queryRaw<{ balanceAfter: bigint }[]>`

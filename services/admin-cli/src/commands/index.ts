@@ -5,6 +5,7 @@ import { keyCommands } from './key';
 import { migrateCommands } from './migrate';
 import { modelCommands } from './model';
 import { userCommands } from './user';
+import { usageCommands } from './usage';
 import { workspaceCommands } from './workspace';
 
 /** Every command, in the order usage lists them. */
@@ -15,5 +16,6 @@ export const COMMANDS: readonly Command[] = [
   ...balanceCommands,
   ...channelCommands,
   ...modelCommands,
+  ...usageCommands,
   ...migrateCommands,
 ];

@@ -46,7 +46,7 @@ const scopes = list.superRefine((items, ctx) => {
  * Tells every edge replica to drop its cached look-up of the key. Without a known Redis no edge is running, so
  * there is nothing to tell; a failed publish leaves caches to expire on their TTL, which is worth a warning only.
  */
-async function invalidate({ redis, queuePrefix, out }: Deps, keyId: string) {
+export async function invalidate({ redis, queuePrefix, out }: Deps, keyId: string) {
   if (!redis) return;
   try {
     await redis.publish(keyInvalidationChannel(queuePrefix), keyId);

@@ -1,13 +1,14 @@
+import { migrate } from '@gensvc/db';
 import type { Command } from '../command';
 
 const migrateCommand: Command = {
   words: ['migrate'],
-  summary: 'Apply pending database migrations (every command does this first; this one only reports it).',
+  summary: 'Apply pending database migrations (the only command that changes the schema).',
   flags: [],
   prepare() {
-    // main.ts migrates before every command, so the work is already done: report what it applied.
-    return async ({ migrations, out }) => {
-      const applied = migrations.applied;
+    return async ({ databaseUrl, out }) => {
+      // The migrator takes a Postgres advisory lock: concurrent runs (a Job and a compose one-shot) are safe.
+      const { applied } = await migrate(databaseUrl);
       out.result({ applied }, () => (applied.length ? `applied:\n${applied.map((m) => `  ${m}`).join('\n')}` : 'The database is up to date.'));
     };
   },

@@ -1,6 +1,8 @@
-import { channelRepository, isUniqueViolation, MODEL_ID, ModelKind, type ModelModel, modelRepository, toAmount, withTx } from '@gensvc/db';
+import { channelRepository, isUniqueViolation, MODEL_ID, ModelKind, type ModelModel, modelRepository, toAmount, type UpdateModelInput, withTx } from '@gensvc/db';
+import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
-import { flagValues } from '../args';
+import { flagValues, UsageError } from '../args';
+import { announceCatalogChange } from '../catalog-changes';
 import type { Command } from '../command';
 import { conflict, notFound } from '../failures';
 import { amount, choice, choices, flagSwitch, integer, list } from '../flag-values';
@@ -95,4 +97,83 @@ const listModels: Command = {
   },
 };
 
-export const modelCommands: Command[] = [add, listModels];
+const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
+
+const update: Command = {
+  words: ['model', 'update'],
+  summary: "Change a model's prices, channels or availability; every replica uses it at once (--enabled false: refused everywhere within a second).",
+  flags: [
+    { name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'model id' },
+    { name: 'input-price', value: 'USD', help: 'price per million input tokens' },
+    { name: 'output-price', value: 'USD', help: 'price per million output tokens' },
+    { name: 'unit-price', value: 'USD', help: 'price per generated image or second of video' },
+    { name: 'channels', value: 'name1,name2', help: "replaces the model's channels" },
+    { name: 'enabled', value: 'true|false', help: 'whether callers may use the model' },
+  ],
+  prepare(flags) {
+    const input = flagValues(
+      z.object({
+        id: z.string().regex(MODEL_ID, 'must be <provider>/<model>, e.g. openai/gpt-4o'),
+        'input-price': amount().optional(),
+        'output-price': amount().optional(),
+        'unit-price': amount().optional(),
+        channels: list.optional(),
+        enabled: bool.optional(),
+      }),
+      flags,
+      update,
+    );
+    if (Object.keys(input).length === 1) throw new UsageError('Nothing to change: give at least one of --input-price, --output-price, --unit-price, --channels, --enabled.', update);
+    return async (deps) => {
+      const { db, out } = deps;
+      const model = await withTx(db, async (tx) => {
+        let routes: UpdateModelInput['routes'];
+        if (input.channels) {
+          routes = [];
+          for (const name of input.channels) {
+            const channel = await channelRepository.findByName(tx, name);
+            if (!channel) throw notFound('channel', name);
+            routes.push({ channelId: channel.id });
+          }
+        }
+        return modelRepository.update(tx, input.id, {
+          ...(input['input-price'] !== undefined && { inputPricePerMTok: input['input-price'] }),
+          ...(input['output-price'] !== undefined && { outputPricePerMTok: input['output-price'] }),
+          ...(input['unit-price'] !== undefined && { unitPrice: input['unit-price'] }),
+          ...(input.enabled !== undefined && { enabled: input.enabled }),
+          ...(routes && { routes }),
+        });
+      });
+      if (!model) throw notFound('model', input.id);
+      await announceCatalogChange(deps, { model: model.id });
+      const names = new Map((await channelRepository.list(db)).map((c) => [c.id, c.name]));
+      const view = modelView(model, model.routes.map((r) => names.get(r.channelId) ?? r.channelId));
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+const remove: Command = {
+  words: ['model', 'remove'],
+  summary: 'Remove a model (refused while generation tasks of it are queued or running: disable it first).',
+  flags: [{ name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'model id' }],
+  prepare(flags) {
+    const input = flagValues(z.object({ id: z.string().min(1) }), flags, remove);
+    return async (deps) => {
+      const removed = await modelRepository.remove(deps.db, input.id);
+      if (!removed.ok && removed.reason === 'not_found') throw notFound('model', input.id);
+      if (!removed.ok && removed.reason === 'in_use') {
+        throw new AppError({
+          status: 409,
+          code: 'model_in_use',
+          message: `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`,
+        });
+      }
+      await announceCatalogChange(deps, { model: input.id });
+      const view = { id: input.id, object: 'model', deleted: true };
+      deps.out.result(view, () => `removed model ${input.id}`);
+    };
+  },
+};
+
+export const modelCommands: Command[] = [add, listModels, update, remove];

@@ -1,13 +1,16 @@
 import { hashPassword } from '@gensvc/auth';
-import { isUniqueViolation, Role, userRepository, workspaceRepository } from '@gensvc/db';
+import { isUniqueViolation, membershipRepository, Role, userRepository, workspaceRepository } from '@gensvc/db';
+import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
 import { conflict, notFound } from '../failures';
 import { choice, choices, text } from '../flag-values';
-import { fields, iso } from '../output';
+import { fields, iso, table } from '../output';
+import { invalidate } from './key';
 
 const email = z.string().trim().pipe(z.email('is not an email address'));
+const password = z.string().min(8, 'must be at least 8 characters').max(1024);
 
 const createUser: Command = {
   words: ['user', 'create'],
@@ -19,7 +22,7 @@ const createUser: Command = {
   ],
   prepare(flags) {
     const input = flagValues(
-      z.object({ email, password: z.string().min(8, 'must be at least 8 characters').max(1024), name: text().optional() }),
+      z.object({ email, password, name: text().optional() }),
       flags,
       createUser,
     );
@@ -57,4 +60,85 @@ const addMember: Command = {
   },
 };
 
-export const userCommands: Command[] = [createUser, addMember];
+const listUsers: Command = {
+  words: ['user', 'list'],
+  summary: 'List every user, oldest first, with how many workspaces each belongs to.',
+  flags: [],
+  prepare() {
+    return async ({ db, out }) => {
+      const data = (await userRepository.list(db)).map((u) => ({ id: u.id, email: u.email, name: u.name, workspaces: u._count.memberships, created_at: iso(u.createdAt) }));
+      out.result({ object: 'list', data }, () => table(data, ['id', 'email', 'name', 'workspaces', 'created_at']));
+    };
+  },
+};
+
+const setPassword: Command = {
+  words: ['user', 'set-password'],
+  summary: "Replace a user's password and sign them out of every dashboard session.",
+  flags: [
+    { name: 'email', value: 'EMAIL', required: true, help: "the user's e-mail" },
+    { name: 'password', value: 'PASSWORD', required: true, help: 'the new password, at least 8 characters' },
+  ],
+  prepare(flags) {
+    const input = flagValues(z.object({ email, password }), flags, setPassword);
+    return async ({ db, out }) => {
+      const user = await userRepository.findByEmail(db, input.email);
+      if (!user) throw notFound('user', input.email);
+      const done = await userRepository.setPasswordHash(db, user.id, await hashPassword(input.password));
+      if (!done) throw notFound('user', input.email);
+      const view = { id: user.id, email: user.email, password_changed: true, sessions_revoked: done.revokedSessions };
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+const listMembers: Command = {
+  words: ['member', 'list'],
+  summary: "List a workspace's members, owners first.",
+  flags: [{ name: 'workspace', value: 'WS', required: true, help: 'workspace id' }],
+  prepare(flags) {
+    const input = flagValues(z.object({ workspace: text() }), flags, listMembers);
+    return async ({ db, out }) => {
+      if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
+      const data = (await membershipRepository.list(db, input.workspace)).map((m) => ({
+        user_id: m.userId,
+        email: m.user.email,
+        name: m.user.name,
+        role: m.role,
+        created_at: iso(m.createdAt),
+      }));
+      out.result({ object: 'list', data }, () => table(data, ['user_id', 'email', 'name', 'role', 'created_at']));
+    };
+  },
+};
+
+const removeMember: Command = {
+  words: ['member', 'remove'],
+  summary: 'Remove a user from a workspace (never its last owner); the keys they made there stop working at once.',
+  flags: [
+    { name: 'workspace', value: 'WS', required: true, help: 'workspace id' },
+    { name: 'email', value: 'EMAIL', required: true, help: "the member's e-mail" },
+  ],
+  prepare(flags) {
+    const input = flagValues(z.object({ workspace: text(), email }), flags, removeMember);
+    return async (deps) => {
+      const { db, out } = deps;
+      if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
+      const user = await userRepository.findByEmail(db, input.email);
+      if (!user) throw notFound('user', input.email);
+      const removed = await membershipRepository.remove(db, input.workspace, user.id);
+      if (!removed.ok) {
+        if (removed.reason === 'last_owner') {
+          throw new AppError({ status: 409, code: 'last_owner', message: `${user.email} is the last owner of ${input.workspace}: make another member owner first.` });
+        }
+        throw new AppError({ status: 404, code: 'not_a_member', message: `${user.email} is not a member of ${input.workspace}.` });
+      }
+      // A key stops working once its creator has left the workspace (DESIGN.md §4): edges drop their cached look-ups.
+      for (const keyId of removed.value.keyIds) await invalidate(deps, keyId);
+      const view = { workspace_id: input.workspace, user_id: user.id, email: user.email, role: removed.value.role, removed: true, keys_stopped: removed.value.keyIds };
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+export const userCommands: Command[] = [createUser, listUsers, setPassword, addMember, listMembers, removeMember];

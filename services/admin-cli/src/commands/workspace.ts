@@ -1,7 +1,10 @@
-import { Tier, toAmount, type WorkspaceModel, workspaceRepository } from '@gensvc/db';
+import { apiKeyRepository, Tier, toAmount, type WorkspaceModel, workspaceRepository } from '@gensvc/db';
+import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
-import { flagValues } from '../args';
+import { flagValues, UsageError } from '../args';
 import type { Command } from '../command';
+import { notFound } from '../failures';
+import { invalidate } from './key';
 import { amount, choice, choices, integer, text } from '../flag-values';
 import { fields, iso, table, type JsonObject } from '../output';
 
@@ -72,4 +75,55 @@ const list: Command = {
   },
 };
 
-export const workspaceCommands: Command[] = [create, list];
+const update: Command = {
+  words: ['workspace', 'update'],
+  summary: "Change a workspace's name, tier, rate limits or retention (the balance moves only through balance topup).",
+  flags: [
+    { name: 'id', value: 'WS', required: true, help: 'workspace id' },
+    { name: 'name', value: 'NAME', help: 'display name' },
+    { name: 'tier', value: choices(Tier), help: 'pricing tier' },
+    { name: 'rpm', value: 'N', help: 'paid requests per minute' },
+    { name: 'upload-rpm', value: 'N', help: 'uploads per minute' },
+    { name: 'retention-days', value: 'D', help: 'days public copies of outputs are kept (enterprise tier only)' },
+  ],
+  prepare(flags) {
+    const input = flagValues(
+      z.object({
+        id: text(),
+        name: text().optional(),
+        tier: choice(Tier).optional(),
+        rpm: integer(1, 1_000_000).optional(),
+        'upload-rpm': integer(1, 1_000_000).optional(),
+        'retention-days': integer(1, 3650).optional(),
+      }),
+      flags,
+      update,
+    );
+    if (Object.keys(input).length === 1) throw new UsageError('Nothing to change: give at least one of --name, --tier, --rpm, --upload-rpm, --retention-days.', update);
+    return async (deps) => {
+      const { db, out } = deps;
+      const current = await workspaceRepository.get(db, input.id);
+      if (!current) throw notFound('workspace', input.id);
+      const tier = input.tier ?? current.tier;
+      if (input['retention-days'] !== undefined && tier !== 'enterprise') {
+        throw new AppError({ status: 409, code: 'retention_not_enterprise', message: '--retention-days applies to the enterprise tier only (other tiers keep outputs for their fixed period).' });
+      }
+      const updated = await workspaceRepository.update(db, input.id, {
+        ...(input.name !== undefined && { name: input.name }),
+        ...(input.tier !== undefined && { tier: input.tier }),
+        ...(input.rpm !== undefined && { rpm: input.rpm }),
+        ...(input['upload-rpm'] !== undefined && { uploadRpm: input['upload-rpm'] }),
+        ...(input['retention-days'] !== undefined && { retentionDays: input['retention-days'] }),
+        // Leaving the enterprise tier drops its override: the new tier's fixed period applies.
+        ...(tier !== 'enterprise' && current.retentionDays !== null && { retentionDays: null }),
+      });
+      if (!updated) throw notFound('workspace', input.id);
+      // Edges cache each key's look-up with its workspace (tier, limits): drop them so the change applies at once.
+      for (const key of await apiKeyRepository.listForWorkspace(db, input.id)) await invalidate(deps, key.id);
+      const view = workspaceView(updated);
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+export const workspaceCommands: Command[] = [create, list, update];

@@ -1,8 +1,9 @@
 // billing.release-expired (every minute): gives back billing holds whose owner died before settling them (edge chat,
-// image and evaluate requests alike) and forgets Idempotency-Key records past their 24 h. One scheduled job for the
+// image and evaluate requests alike) and forgets Idempotency-Key records past their 24 h and dashboard sessions past
+// any use (expired, or revoked a day ago). One scheduled job for the
 // whole deployment, so the work runs once a minute however many replicas there are. Safe to run twice at once:
 // each release is one atomic conditional update, and a record is deleted once.
-import { billingRepository, idempotencyRepository, type Db } from '@gensvc/db';
+import { billingRepository, idempotencyRepository, sessionRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 
 export interface ReleaseExpiredDeps {
@@ -13,7 +14,7 @@ export interface ReleaseExpiredDeps {
 /** Holds released per statement: a backlog (after an outage) is worked off in several, not one huge update. */
 const BATCH = 500;
 
-export async function billingReleaseExpired(deps: ReleaseExpiredDeps, now = new Date()): Promise<{ released: number; forgotten: number }> {
+export async function billingReleaseExpired(deps: ReleaseExpiredDeps, now = new Date()): Promise<{ released: number; forgotten: number; sessions: number }> {
   const { db, logger } = deps;
   let released = 0;
   for (;;) {
@@ -22,6 +23,9 @@ export async function billingReleaseExpired(deps: ReleaseExpiredDeps, now = new 
     if (n < BATCH) break;
   }
   const forgotten = await idempotencyRepository.deleteExpired(db, now);
-  if (released > 0 || forgotten > 0) logger.info({ released, forgotten }, 'released expired reservations and forgot expired idempotency records');
-  return { released, forgotten };
+  const sessions = await sessionRepository.purge(db, now);
+  if (released > 0 || forgotten > 0 || sessions > 0) {
+    logger.info({ released, forgotten, sessions }, 'released expired reservations, forgot expired idempotency records and dead sessions');
+  }
+  return { released, forgotten, sessions };
 }

@@ -170,9 +170,14 @@ async function send(url: string, body: string, headers: Record<string, string>, 
 }
 
 function describe(e: OutboundError): string {
+  // A closed, filtered, reset or non-TLS port reads the same (issue 14): the delivery log, which the workspace reads,
+  // cannot be used to map ports through the gateway.
+  if (UNREACHABLE.has(e.reason)) return `unreachable: ${e.rule}`;
   const rule = ADDRESS_RULES.has(e.reason) ? 'address_not_allowed' : e.reason;
   return `${rule}: ${e.message}`.slice(0, 2000);
 }
+
+const UNREACHABLE: ReadonlySet<OutboundReason> = new Set(['tls', 'timeout', 'connection']);
 
 /**
  * The first `limit` bytes of the body as text (null when empty), then the response is destroyed. Never fails: a

@@ -1,9 +1,10 @@
-import { hashApiKey, parseBareKey, parseBearer, sameHash, type CredentialProblem, type Scope } from '@gensvc/auth';
-import { apiKeyRepository, type ApiKeyLookup, type Db } from '@gensvc/db';
+import { hashApiKey, parseBareKey, parseBearer, ROLE_RULES, roleAtLeast, sameHash, type CredentialProblem, type RoleRule, type Scope, type WorkspaceRole } from '@gensvc/auth';
+import { apiKeyRepository, creatorRoleOf, type ApiKeyLookup, type Db } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import { locals } from '../http/request-context';
 import type { KeyCache } from './key-cache';
+import { hasSessionCookie } from './session-cookie';
 
 /** How a route family carries the key (spec section 5). */
 export type CredentialStyle = 'bearer' | 'anthropic' | 'google';
@@ -11,6 +12,8 @@ export type CredentialStyle = 'bearer' | 'anthropic' | 'google';
 export interface AuthContext {
   key: ApiKeyLookup['key'];
   workspace: ApiKeyLookup['key']['workspace'];
+  /** The role bounding the key: its creator's in the workspace, or `unbounded` for a key made by the platform CLI. */
+  role: WorkspaceRole | 'unbounded';
 }
 
 export const authOf = (res: Response): AuthContext => {
@@ -20,19 +23,22 @@ export const authOf = (res: Response): AuthContext => {
 };
 
 function credential(req: Request, style: CredentialStyle): { key: string } | { problem: CredentialProblem } {
-  switch (style) {
-    case 'anthropic': {
-      // Anthropic accepts "Authorization: Bearer" beside x-api-key, and its official SDK (1.x) sends that.
-      const key = req.get('x-api-key');
-      return key === undefined && req.get('authorization') !== undefined ? parseBearer(req.get('authorization')) : parseBareKey(key);
+  if (style === 'bearer') return parseBearer(req.get('authorization'));
+  // Anthropic accepts "Authorization: Bearer" beside x-api-key (its official SDK 1.x sends that), Google a bearer
+  // beside x-goog-api-key. Both sent must name the same key: serving the call with either one would bill a key the
+  // caller may not have meant, so a conflict is refused rather than settled by precedence.
+  const header = style === 'anthropic' ? 'x-api-key' : 'x-goog-api-key';
+  const bare = req.get(header);
+  const authorization = req.get('authorization');
+  if (bare === undefined) return parseBearer(authorization);
+  const vendor = parseBareKey(bare);
+  if (authorization !== undefined) {
+    const bearer = parseBearer(authorization);
+    if (!('key' in vendor && 'key' in bearer && vendor.key === bearer.key)) {
+      throw errors.conflictingApiKeys(`Both ${header} and Authorization were sent and they do not hold the same key: send one of them.`);
     }
-    case 'google': {
-      const goog = req.get('x-goog-api-key');
-      return goog !== undefined ? parseBareKey(goog) : parseBearer(req.get('authorization'));
-    }
-    default:
-      return parseBearer(req.get('authorization'));
   }
+  return vendor;
 }
 
 export interface AuthenticateDeps {
@@ -49,7 +55,7 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
     try {
       const cred = credential(req, style);
       if ('problem' in cred) {
-        if (cred.problem === 'missing') throw missing(style);
+        if (cred.problem === 'missing') throw otherCredential(req) ?? missing(style);
         throw errors.malformedApiKey(malformedMessage(style));
       }
       const hash = hashApiKey(cred.key);
@@ -68,8 +74,10 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
       if (matched === 'previous' && (!key.previousExpiresAt || key.previousExpiresAt.getTime() <= now)) {
         throw new AppError({ status: 401, code: 'expired_api_key', message: 'This key was rotated and the grace period of its old secret has ended.' });
       }
+      const role = creatorRoleOf(key);
+      if (role === 'left') throw errors.keyCreatorLeft();
       if (key.spendCap !== null && key.spent >= key.spendCap) throw errors.spendingCapExhausted();
-      locals(res).auth = { key, workspace: key.workspace } satisfies AuthContext;
+      locals(res).auth = { key, workspace: key.workspace, role } satisfies AuthContext;
       if (deps.keyCache.touchDue(key.id)) {
         apiKeyRepository.touch(deps.db, key.id).catch((err) => locals(res).log.warn({ err }, 'could not record key use'));
       }
@@ -90,6 +98,25 @@ function malformedMessage(style: CredentialStyle) {
   if (style === 'anthropic') return 'The x-api-key header does not hold a well-formed API key.';
   if (style === 'google') return 'The API key is malformed: send the complete key in x-goog-api-key, or as "Authorization: Bearer <API_KEY>".';
   return undefined;
+}
+
+/**
+ * Credential classes do not cross (DESIGN.md §4): a request to an API-key route that carries no key but a dashboard
+ * session cookie or a signed file link is told so (403), rather than that a key is missing.
+ */
+function otherCredential(req: Request) {
+  if (hasSessionCookie(req)) return errors.wrongCredentialClass('A dashboard session cannot call the API: send a workspace API key as "Authorization: Bearer <API_KEY>".');
+  if (typeof req.query.token === 'string') return errors.wrongCredentialClass("A signed file link only fetches that file's bytes: send a workspace API key to call the API.");
+  return undefined;
+}
+
+/** 403 insufficient_role when the key's creator's role is below what `rule` needs; CLI-made keys are bounded by scopes only. */
+export function requireKeyRole(rule: RoleRule) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const { role } = authOf(res);
+    const { needed, what } = ROLE_RULES[rule];
+    next(role === 'unbounded' || roleAtLeast(role, needed) ? undefined : errors.insufficientRole(needed, what));
+  };
 }
 
 /** 403 insufficient_scope naming the scope the key lacks. */

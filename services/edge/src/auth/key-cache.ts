@@ -120,3 +120,16 @@ export async function subscribeInvalidations(subscriber: Redis, cache: KeyCache,
     subscriber.disconnect();
   };
 }
+
+/**
+ * Tells every replica to drop these keys' cached look-ups (a revocation, a rotation, a change of the creator's
+ * membership). A failed publish is logged: caches then expire on their TTL (KEY_CACHE_TTL_MS).
+ */
+export async function publishKeyInvalidations(redis: Redis, queuePrefix: string, keyIds: readonly string[], log: Logger) {
+  const channel = keyInvalidationChannel(queuePrefix);
+  try {
+    for (const id of keyIds) await redis.publish(channel, id);
+  } catch (err) {
+    log.warn({ err, key_ids: keyIds }, 'could not publish key invalidations; caches expire on their TTL');
+  }
+}

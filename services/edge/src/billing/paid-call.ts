@@ -24,6 +24,8 @@ export interface PaidCallOptions {
    * that also takes multipart handles the key itself.
    */
   idempotency?: boolean;
+  /** The body only goes on to a provider, none of its strings is stored (chat): see JsonBodyOptions.passThrough. */
+  passThrough?: boolean;
 }
 
 export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandler[] {
@@ -31,7 +33,7 @@ export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandl
     authenticate(deps, options.style),
     requireScope(options.scope),
     rateLimit(deps, { bucket: 'paid', limitOf: (auth) => auth.workspace.rpm }),
-    jsonBody(options.bodyLimit),
+    jsonBody({ limitBytes: options.bodyLimit, timeouts: deps.config.http, passThrough: options.passThrough }),
     ...(options.idempotency === false ? [] : [idempotency(deps)]),
   ];
 }

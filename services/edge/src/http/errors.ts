@@ -17,6 +17,8 @@ function fromBodyParser(err: unknown): AppError | null {
     case 'request.aborted':
       return errors.invalidRequest('The request was aborted by the client.');
     default:
+      // The router's own refusal of a path parameter it cannot decode (pathGuard refuses those first).
+      if (err instanceof URIError) return errors.invalidEncoding('The path holds a broken percent-encoding.', 'path');
       return null;
   }
 }

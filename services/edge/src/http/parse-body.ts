@@ -21,7 +21,8 @@ export function parseFields<S extends z.ZodType>(schema: S, value: unknown): z.o
 function invalidField(issue: z.core.$ZodIssue): AppError {
   const unknown = issue.code === 'unrecognized_keys';
   const path = unknown ? [...issue.path, issue.keys[0]!] : issue.path;
-  const param = path.map(String).join('.') || null;
+  // A key is the caller's text: a long one is cut so the rule after it still shows (errorBody escapes the rest).
+  const param = path.map((k) => (String(k).length > 64 ? `${String(k).slice(0, 64)}…` : String(k))).join('.') || null;
   const message = unknown ? 'is not a field of this request' : issue.message;
   return errors.invalidRequest(param ? `${param}: ${message}` : message, param);
 }

@@ -17,14 +17,13 @@
 import { isAppError } from '@gensvc/errors';
 import { costOf, readBody, reservationFor, upstreamModelOf, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import type { Db } from '@gensvc/db';
-import type { Logger } from '@gensvc/observability';
+import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import type { Response } from 'express';
 import { authOf } from '../auth/authenticate';
-import { reserveFor } from '../billing/paid-call';
+import type { BudgetLeases, Hold } from '../billing/budget-leases';
 import { locals } from '../http/request-context';
 import { ChatModels } from './chat-model';
 import { invalidResponse, parseObject, type ChatCall, type ChatProtocol, type Usage } from './protocol';
-import { Settlements } from './settlements';
 import { StreamRelay } from './stream-relay';
 
 /** Largest non-streamed upstream answer read into memory. */
@@ -35,13 +34,14 @@ type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage } | { 
 
 export interface ChatProxyDeps {
   db: Db;
+  leases: BudgetLeases;
   catalog: Catalog;
   breaker: CircuitBreaker;
+  metrics: Metrics;
 }
 
 export class ChatProxy {
   readonly models: ChatModels;
-  readonly settlements: Settlements;
   /** Keys and workspaces whose hold was refused, until when they are held before calling. */
   private readonly refusals = new Map<string, number>();
 
@@ -51,7 +51,6 @@ export class ChatProxy {
     private readonly client: UpstreamClient,
   ) {
     this.models = new ChatModels(deps.catalog);
-    this.settlements = new Settlements(deps.db);
   }
 
   /** Answers the call on `res`; throws AppErrors (for the error handler) only before the first byte is written. */
@@ -60,6 +59,7 @@ export class ChatProxy {
     const upstream = new UpstreamBodies(protocol, call);
     const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
     const { key, workspace } = authOf(res);
+    const owner = { workspaceId: workspace.id, apiKeyId: key.id, requestId: locals(res).requestId };
     const open = (signal?: AbortSignal) =>
       withFailover({
         routes: call.routes,
@@ -73,10 +73,10 @@ export class ChatProxy {
     // least), so its round trip costs the caller no latency; nothing reaches the caller before it is held, and a
     // refused hold aborts the call at once. A key or workspace refused recently is held first and called after,
     // so a spent one cannot keep making calls that are aborted.
-    let holding: Promise<{ id: string }>;
+    let holding: Promise<Hold>;
     let opening: Promise<Opened>;
     if (this.refusedRecently(key.id) || this.refusedRecently(workspace.id)) {
-      holding = reserveFor(this.deps, res, amount);
+      holding = this.deps.leases.hold(owner, amount);
       await holding.catch((e) => {
         this.noteRefusal(key.id, workspace.id, e);
         throw e;
@@ -85,7 +85,7 @@ export class ChatProxy {
     } else {
       const controller = new AbortController();
       opening = open(controller.signal);
-      holding = reserveFor(this.deps, res, amount);
+      holding = this.deps.leases.hold(owner, amount);
       holding.catch((e) => {
         this.noteRefusal(key.id, workspace.id, e);
         controller.abort(e);
@@ -97,11 +97,10 @@ export class ChatProxy {
       opened = await opening;
     } catch (e) {
       // A refused hold is the answer (402) whatever the aborted call reported.
-      const hold = await holding;
-      this.settlements.release(hold.id, log);
+      this.deps.leases.release(await holding);
       throw e;
     }
-    let hold: { id: string };
+    let hold: Hold;
     try {
       hold = await holding;
     } catch (e) {
@@ -113,14 +112,14 @@ export class ChatProxy {
       try {
         res.status(200).json(opened.json);
       } finally {
-        this.charge(hold.id, call, opened.usage, log);
+        this.charge(hold, call, opened.usage, owner.requestId);
       }
       return;
     }
     await new Promise<void>((resolve) =>
       opened.relay.attach(res, log, (usage) => {
-        if (usage) this.charge(hold.id, call, usage, log);
-        else this.settlements.release(hold.id, log);
+        if (usage) this.charge(hold, call, usage, owner.requestId);
+        else this.deps.leases.release(hold);
         resolve();
       }),
     );
@@ -165,9 +164,10 @@ export class ChatProxy {
     return { kind: 'stream', relay };
   }
 
-  private charge(holdId: string, call: ChatCall, usage: Usage, log: Logger) {
-    const cost = costOf(call.model, usage);
-    this.settlements.settle(holdId, { cost, model: call.model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }, log);
+  /** Charged in the leases' next group commit (after the answer); spend metrics count it once it is written. */
+  private charge(hold: Hold, call: ChatCall, usage: Usage, requestId: string) {
+    const input = { cost: costOf(call.model, usage), model: call.model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, requestId };
+    this.deps.leases.charge(hold, input, (charged) => recordSpend(this.deps.metrics, { ...input, cost: charged }));
   }
 }
 

@@ -8,7 +8,7 @@
 import { EvaluateRun, type EvaluateRunResult, type JobPayload } from '@gensvc/contracts';
 import { billingRepository, type Db } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
-import type { Logger } from '@gensvc/observability';
+import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import type { HandlerContext } from '@gensvc/queue';
 import { CircuitBreaker, UpstreamFailure, costOf, toAppError, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
@@ -22,6 +22,8 @@ export interface EvaluateRunDeps {
   breaker: CircuitBreaker;
   client: UpstreamClient;
   logger: Logger;
+  /** Tokens and spend by model at each settlement (main.ts passes the process's; tests may leave it out). */
+  metrics?: Metrics;
   now?: () => number;
 }
 
@@ -65,6 +67,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       log.warn({}, 'answer arrived after the caller stopped waiting; not charged');
       return failed(new AppError({ status: 504, code: 'upstream_timeout', message: 'The answer arrived after the caller stopped waiting; nothing was charged.' }));
     }
+    if (deps.metrics) recordSpend(deps.metrics, { model: model.id, cost: settled.charged, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
     return { ok: true, answers, usage, charged: settled.charged.toString() };
   };
 }

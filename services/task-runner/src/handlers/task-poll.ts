@@ -8,6 +8,7 @@
 // retry, the reconciler) one chain of polls lives per task.
 import { ArchiveOutput, TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload, type OutputKind, type TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
+import { recordSpend } from '@gensvc/observability';
 import { enqueue, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure } from '@gensvc/upstream';
 import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
@@ -74,6 +75,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
         const recorded = await taskRepository.recordOutput(db, task.id, { outputs }, task.reserved);
         if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
         log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
+        if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
         for (const [outputIndex] of outputs.entries()) {
           await enqueue(queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] });
         }

@@ -6,7 +6,7 @@
 import type { Config } from '@gensvc/config';
 import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, taskOutputSchema } from '@gensvc/contracts';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
-import type { Logger } from '@gensvc/observability';
+import type { Logger, Metrics } from '@gensvc/observability';
 import { enqueue, ensureJob, type EnsureJobOutcome, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
@@ -20,6 +20,8 @@ export interface TaskHandlerDeps {
   breaker: CircuitBreaker;
   providers: TaskProviders;
   logger: Logger;
+  /** Spend by model at each recorded result (main.ts passes the process's; tests may leave it out). */
+  metrics?: Metrics;
 }
 
 type TaskRef = Pick<TaskRow, 'id' | 'workspaceId' | 'callbackRoundStart'>;

@@ -2,13 +2,15 @@ import type { Request, Response } from 'express';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { openAiProtocol } from '../../proxy/openai-protocol';
 import { parseBody } from '../../http/parse-body';
-import { chatCompletionBody } from './schema';
+import { chatCompletionBody, checkOutputCap } from './schema';
 
 /** POST /api/v1/chat/completions and /v1/chat/completions — OpenAI-compatible, streamed when `stream` is true. */
 export function createChatCompletion(proxy: ChatProxy) {
   return async (req: Request, res: Response) => {
     const body = parseBody(chatCompletionBody, req.body);
     const { model, routes } = await proxy.models.resolve(body.model, openAiProtocol);
+    checkOutputCap(model, 'max_tokens', body.max_tokens);
+    checkOutputCap(model, 'max_completion_tokens', body.max_completion_tokens);
     await proxy.handle(
       openAiProtocol,
       {

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { anthropicProtocol } from '../../proxy/anthropic-protocol';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { parseBody } from '../../http/parse-body';
-import { messageBody } from './schema';
+import { checkOutputCap, messageBody } from './schema';
 
 /** POST /v1/messages — Anthropic-compatible (x-api-key, anthropic-version required as Anthropic requires it). */
 export function createMessage(proxy: ChatProxy) {
@@ -12,6 +12,7 @@ export function createMessage(proxy: ChatProxy) {
     if (!version) throw errors.invalidRequest('anthropic-version: header is required', 'anthropic-version');
     const body = parseBody(messageBody, req.body);
     const { model, routes } = await proxy.models.resolve(body.model, anthropicProtocol);
+    checkOutputCap(model, 'max_tokens', body.max_tokens);
     await proxy.handle(
       anthropicProtocol,
       {

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { geminiProtocol } from '../../proxy/gemini-protocol';
 import { parseBody } from '../../http/parse-body';
-import { generateContentBody } from './schema';
+import { checkOutputCap, generateContentBody } from './schema';
 
 /**
  * POST /v1beta/models/{model}:generateContent and :streamGenerateContent — Gemini-compatible. Model ids hold a
@@ -18,6 +18,7 @@ export function generateContent(proxy: ChatProxy) {
     const stream = params[1] === 'streamGenerateContent';
     const body = parseBody(generateContentBody, req.body);
     const { model, routes } = await proxy.models.resolve(modelId, geminiProtocol);
+    checkOutputCap(model, 'generationConfig.maxOutputTokens', body.generationConfig?.maxOutputTokens);
     await proxy.handle(
       geminiProtocol,
       {

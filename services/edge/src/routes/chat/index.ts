@@ -12,7 +12,7 @@ export const CHAT_BODY_LIMIT = 20 * 1024 * 1024;
 
 /** The chat completions route and the Anthropic- and Google-compatible routes, all proxied with streaming. */
 export function chatRoutes(deps: EdgeDeps, proxy: ChatProxy): express.Router {
-  const paid = (style: CredentialStyle) => paidCall(deps, { style, scope: 'llm.chat', bodyLimit: CHAT_BODY_LIMIT });
+  const paid = (style: CredentialStyle) => paidCall(deps, { style, scope: 'llm.chat', bodyLimit: CHAT_BODY_LIMIT, passThrough: true });
   const router = express.Router({ caseSensitive: true });
   router.post(['/api/v1/chat/completions', '/v1/chat/completions'], ...paid('bearer'), createChatCompletion(proxy));
   router.post('/v1/messages', ...paid('anthropic'), createMessage(proxy));

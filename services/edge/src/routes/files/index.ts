@@ -1,6 +1,6 @@
 import { createPresignS3 } from '@gensvc/storage';
 import express from 'express';
-import { authenticate, requireScope } from '../../auth/authenticate';
+import { authenticate, requireKeyRole, requireScope } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 import { rateLimit } from '../../limits/rate-limit';
 import { deleteFile } from './delete-file';
@@ -23,7 +23,7 @@ export function fileRoutes(deps: EdgeDeps): express.Router {
     router.post(base, bearer, scope, uploadRate, uploadFile(deps));
     router.get(base, bearer, scope, listFiles(deps));
     router.get(`${base}/:fileId`, bearer, scope, getFile(deps));
-    router.delete(`${base}/:fileId`, bearer, scope, deleteFile(deps));
+    router.delete(`${base}/:fileId`, bearer, scope, requireKeyRole('deleteFiles'), deleteFile(deps));
     router.get(`${base}/:fileId/content`, getFileContent(deps));
     router.get(`${base}/:fileId/signed_url`, bearer, scope, getSignedUrl(deps, presignS3));
   }

@@ -7,6 +7,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { AppError, errors, isAppError } from '@gensvc/errors';
 import { deleteObject, putObjectStream } from '@gensvc/storage';
 import busboy from 'busboy';
+import { watchBody, type BodyDeadline } from '../../http/body-deadline';
 import { formatBytes } from '../../http/errors';
 import { checkMediaLimits, ACCEPTED_FORMATS, HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 
@@ -17,6 +18,8 @@ export interface ReceiveUploadOptions {
   key: string;
   maxBytes: number;
   purposes: readonly string[];
+  /** How long the client may pause, and take in all (uploadDeadline): past either, 408 and nothing is kept. */
+  deadline: BodyDeadline;
 }
 
 export interface ReceivedUpload {
@@ -83,6 +86,7 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
     const finish = async (parseError: AppError | null) => {
       if (finished) return;
       finished = true;
+      stopWatching();
       req.unpipe(bb);
       if (parseError) fail(parseError);
       const outcome = stored ? await stored : null;
@@ -169,6 +173,12 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
     req.on('error', (e) => bb.destroy(e));
     req.on('close', () => {
       if (!req.complete) bb.destroy(new Error('the client closed the connection'));
+    });
+    // A stalled or endless upload: its bytes already stored are removed (finish), and the answer is 408.
+    const stopWatching = watchBody(req, o.deadline, (timeout) => {
+      fail(timeout);
+      req.unpipe(bb);
+      bb.destroy(timeout);
     });
     req.pipe(bb);
   });

@@ -4,6 +4,7 @@ import { deleteObject, fileObjectKey } from '@gensvc/storage';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
+import { uploadDeadline } from '../../http/body-deadline';
 import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
 import { locals } from '../../http/request-context';
@@ -27,7 +28,7 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     const storageKey = fileObjectKey(workspace.id, id);
     let upload;
     try {
-      upload = await receiveUpload(req, { s3: deps.s3, bucket: deps.config.s3.bucket, key: storageKey, maxBytes: MAX_UPLOAD_BYTES, purposes: UPLOAD_PURPOSES });
+      upload = await receiveUpload(req, { s3: deps.s3, bucket: deps.config.s3.bucket, key: storageKey, maxBytes: MAX_UPLOAD_BYTES, purposes: UPLOAD_PURPOSES, deadline: uploadDeadline(deps.config.http) });
     } catch (e) {
       if (isAppError(e) && e.status >= 500) locals(res).log.error({ err: e.cause ?? e }, 'upload could not be stored');
       throw e;

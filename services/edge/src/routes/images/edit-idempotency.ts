@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { beginIdempotent } from '../../billing/idempotency';
-import { fileObjectKey, getObjectStream } from '@gensvc/storage';
+import { getObjectStream, outputObjectKey } from '@gensvc/storage';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { readAll } from './image-inputs';
 import type { ImageSource, RawEditRequest } from './read-edit-request';
@@ -41,7 +41,7 @@ export async function replayedAnswer(deps: { s3: S3Client; bucket: string }, wor
   const data = await Promise.all(
     answer.data.map(async (d) => {
       if (d.b64_json !== null || typeof d.svc_file_id !== 'string') return d;
-      const object = await getObjectStream(deps.s3, deps.bucket, fileObjectKey(workspaceId, d.svc_file_id));
+      const object = await getObjectStream(deps.s3, deps.bucket, outputObjectKey(workspaceId, d.svc_file_id));
       if (!object) {
         throw errors.idempotencyKeyReused('The request with this Idempotency-Key has completed, but an image of its answer has since been deleted, so it cannot be replayed.');
       }

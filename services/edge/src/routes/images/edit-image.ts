@@ -11,6 +11,7 @@ import { formatBytes } from '../../http/errors';
 import { locals } from '../../http/request-context';
 import { editRequestHash, replayedAnswer, startIdempotency, storedAnswer } from './edit-idempotency';
 import { resolveImages } from './image-inputs';
+import { uploadDeadline } from '../../http/body-deadline';
 import { readEditRequest } from './read-edit-request';
 import { recordEdit } from './record-edit';
 import { MAX_EDIT_REQUEST_BYTES, MAX_IMAGES, parseEditFields } from './schema';
@@ -33,7 +34,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
     }
     let request;
     try {
-      request = await readEditRequest(req);
+      request = await readEditRequest(req, uploadDeadline(deps.config.http));
     } catch (e) {
       // The rest of a refused body was not read: close rather than read it for the next request on this socket.
       if (!req.complete) res.setHeader('Connection', 'close');

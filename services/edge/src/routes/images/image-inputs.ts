@@ -97,7 +97,8 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
   } catch (e) {
     if (!isOutboundError(e)) throw e;
     if (e.reason === 'too_large') throw combinedTooLarge();
-    throw errors.invalidImageUrl(`${what} (${shown}) was refused [${e.reason}]: ${e.message}`);
+    const reason = e.reason === 'timeout' || e.reason === 'connection' ? 'tls' : e.reason;
+    throw errors.invalidImageUrl(`${what} (${shown}) was refused [${reason}]: ${e.rule}`);
   }
   const media = checkImageOr(bytes, what, () => errors.invalidImageUrl(`${what} (${shown}) does not return a supported image (${IMAGE_FORMATS}); the type is read from the bytes.`));
   return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'url', url } };

@@ -8,7 +8,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ArchiveOutput } from '@gensvc/contracts';
 import { modelRepository } from '@gensvc/db';
 import { jobIdFor } from '@gensvc/queue';
-import { fileObjectKey, outputFileId } from '@gensvc/storage';
+import { outputFileId, outputObjectKey } from '@gensvc/storage';
 import { addSimChannel, jsonOf, makeKey, makeWorkspace, objectKeys, sha256, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import OpenAI, { toFile } from 'openai';
 import { editedImagePng, startSim, type Sim } from '../../../../upstream-sim/src';
@@ -152,7 +152,7 @@ async function expectArchivedEdit(res: Response, prompt: string, inputs: Buffer[
     const bytes = Buffer.from(result.b64_json!, 'base64');
     expect(bytes.equals(expectedPng(prompt, inputs, index))).toBe(true);
     const fileId = outputFileId(ctx.config.signingSecret, task.id, index);
-    const key = fileObjectKey(workspaceId, fileId);
+    const key = outputObjectKey(workspaceId, fileId);
     expect(result).toMatchObject({ svc_file_id: fileId, svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${key}`, archive_status: 'archived' });
     expect(sha256(await objectBytes(key))).toBe(sha256(bytes));
     const file = await ctx.db.file.findUniqueOrThrow({ where: { id: fileId } });
@@ -348,7 +348,7 @@ describe('upstream and billing', () => {
     const [result] = body.data;
     const fileId = outputFileId(ctx.config.signingSecret, body.svc_task_id, 0);
     expect(result).toMatchObject({ url: expect.stringContaining(`${sim.url}/ch/img-a/files/`), svc_file_id: fileId, archive_status: 'pending' });
-    expect(result.svc_url).toBe(`${FILE_BASE_URL}/${ctx.config.s3.bucket}/${fileObjectKey(workspaceId, fileId)}`);
+    expect(result.svc_url).toBe(`${FILE_BASE_URL}/${ctx.config.s3.bucket}/${outputObjectKey(workspaceId, fileId)}`);
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id: body.svc_task_id } });
     expect(task.output).toEqual({ outputs: [{ kind: 'image', url: result.url, archive_status: 'pending' }] });
     const job = await edge.deps.queues.get('archive').getJob(jobIdFor(ArchiveOutput, [task.id, 0]));

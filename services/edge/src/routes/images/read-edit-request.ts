@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { AppError, errors } from '@gensvc/errors';
 import busboy from 'busboy';
 import type { Request } from 'express';
+import { watchBody, type BodyDeadline } from '../../http/body-deadline';
 import { formatBytes } from '../../http/errors';
 import { imageRefsOf, MAX_EDIT_REQUEST_BYTES, MAX_IMAGES, type ImageRef } from './schema';
 
@@ -33,8 +34,8 @@ const DRAIN_BYTES = 8 * 1024 * 1024;
 
 const tooLarge = () => errors.payloadTooLarge(formatBytes(MAX_EDIT_REQUEST_BYTES));
 
-export async function readEditRequest(req: Request): Promise<RawEditRequest> {
-  if (req.is('multipart/form-data')) return readMultipart(req);
+export async function readEditRequest(req: Request, deadline: BodyDeadline): Promise<RawEditRequest> {
+  if (req.is('multipart/form-data')) return readMultipart(req, deadline);
   if (req.is(['application/json', 'application/*+json'])) return fromJson(req.body);
   throw errors.unsupportedMediaType(
     'Send the edit as multipart/form-data (fields model, prompt, image files, optional mask, or image_url) or as application/json with image_url.',
@@ -43,7 +44,8 @@ export async function readEditRequest(req: Request): Promise<RawEditRequest> {
 
 function fromJson(body: unknown): RawEditRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw errors.invalidRequest('The body must be a JSON object.');
-  const fields: Record<string, string> = {};
+  // No prototype: a field named "__proto__" or "constructor" is a field like any other (refused by name later).
+  const fields: Record<string, string> = Object.create(null);
   let images: ImageSource[] = [];
   for (const [name, value] of Object.entries(body as Record<string, unknown>)) {
     if (URL_FIELDS.has(name)) {
@@ -59,7 +61,7 @@ function fromJson(body: unknown): RawEditRequest {
   return { fields, images, mask: null };
 }
 
-function readMultipart(req: Request): Promise<RawEditRequest> {
+function readMultipart(req: Request, deadline: BodyDeadline): Promise<RawEditRequest> {
   return new Promise<RawEditRequest>((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -73,7 +75,7 @@ function readMultipart(req: Request): Promise<RawEditRequest> {
       return;
     }
 
-    const fields: Record<string, string> = {};
+    const fields: Record<string, string> = Object.create(null);
     const images: ImageSource[] = [];
     let mask: UploadedImage | null = null;
     let failure: AppError | null = null;
@@ -85,6 +87,7 @@ function readMultipart(req: Request): Promise<RawEditRequest> {
     let seen = 0;
     const done = () => {
       if (--open !== 0) return;
+      stopWatching();
       req.unpipe(bb);
       if (failure) return reject(failure);
       resolve({ fields, images, mask });
@@ -94,6 +97,8 @@ function readMultipart(req: Request): Promise<RawEditRequest> {
       if (failure) return;
       try {
         if (info.valueTruncated) throw errors.invalidRequest(`${name} is too long.`, name);
+        // What the JSON reader refuses in a JSON edit: its fields are stored with the task, and Postgres holds no NUL.
+        if (value.includes('\u0000')) throw errors.invalidCharacter(`${name} holds the NUL character, which no field may hold.`, name);
         if (URL_FIELDS.has(name)) {
           images.push(...imageRefsOf(value));
         } else if (IMAGE_FIELDS.has(name) || name === 'mask') {
@@ -162,6 +167,12 @@ function readMultipart(req: Request): Promise<RawEditRequest> {
     req.on('error', (e) => bb.destroy(e));
     req.on('close', () => {
       if (!req.complete) bb.destroy(new Error('the client closed the connection'));
+    });
+    // A body that stalls or takes too long: 408, and nothing of it is kept.
+    const stopWatching = watchBody(req, deadline, (timeout) => {
+      fail(timeout);
+      req.unpipe(bb);
+      bb.destroy(timeout);
     });
     req.pipe(bb);
   });

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { billingRepository, fileRepository, generatedExpiry, withTx, workspaceRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import type { Logger } from '@gensvc/observability';
+import { recordSpend, type Logger } from '@gensvc/observability';
 import { enqueue } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
@@ -32,7 +32,7 @@ export interface RecordEditInput {
   startedAt: Date;
 }
 
-type RecordDeps = Pick<EdgeDeps, 'config' | 'db' | 's3' | 'queues'>;
+type RecordDeps = Pick<EdgeDeps, 'config' | 'db' | 's3' | 'queues' | 'metrics'>;
 
 /**
  * Archives, records and charges; returns the caller's answer. On failure nothing it wrote is left (objects
@@ -60,6 +60,7 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
   }
 
   const completedAt = new Date();
+  let charged: { charged: bigint; inputTokens?: number; outputTokens?: number } | undefined;
   try {
     await withTx(deps.db, async (tx) => {
       const workspace = await workspaceRepository.get(tx, input.workspaceId);
@@ -108,7 +109,9 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
       const settled = await billingRepository.settle(tx, input.hold.id, { cost: input.cost, model: input.modelId, taskId, ...usage });
       // Held for longer than its TTL (released as abandoned): the edit cannot be charged, so it is not recorded.
       if (!settled) throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
+      charged = { ...usage, charged: settled.charged };
     });
+    recordSpend(deps.metrics, { model: input.modelId, cost: charged!.charged, inputTokens: charged!.inputTokens, outputTokens: charged!.outputTokens });
   } catch (e) {
     await removeStored();
     throw e;

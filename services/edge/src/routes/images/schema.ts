@@ -1,5 +1,6 @@
 // POST /v1/images/edits: the limits of spec §8 and the form's fields. Multipart values arrive as strings and JSON
 // values as JSON; both are normalised to the strings the OpenAI images protocol sends upstream.
+import { modelIdSchema } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
 import { parseFields } from '../../http/parse-body';
@@ -32,7 +33,7 @@ const integerText = (min: number, max: number) =>
  */
 export const editFields = z
   .object({
-    model: z.string().min(1, 'is required').max(200, 'is at most 200 characters'),
+    model: modelIdSchema('is required'),
     prompt: z.string().min(1, 'is required').max(MAX_PROMPT_CHARS, `is at most ${MAX_PROMPT_CHARS} characters`),
     n: integerText(1, MAX_N).optional(),
     size: z.string().regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be "auto" or <width>x<height>').optional(),

@@ -5,6 +5,7 @@ import type { ChatProxy } from '../../proxy/chat-proxy';
 import { openAiResponsesProtocol } from '../../proxy/openai-responses-protocol';
 import { parseBody } from '../../http/parse-body';
 import { inlineFileImages, type FileImageDeps } from './file-images';
+import { checkOutputCap } from '../chat/schema';
 import { fileImageRefs, responseBody } from './schema';
 
 /**
@@ -22,6 +23,7 @@ export function createResponse(deps: FileImageDeps, proxy: ChatProxy) {
     const raw = req.body as Record<string, unknown>;
     const refs = fileImageRefs(raw.input);
     const { model, routes } = await proxy.models.resolve(body.model, openAiResponsesProtocol);
+    checkOutputCap(model, 'max_output_tokens', body.max_output_tokens);
     const upstream = await inlineFileImages(deps, authOf(res).workspace.id, raw, refs);
     await proxy.handle(
       openAiResponsesProtocol,

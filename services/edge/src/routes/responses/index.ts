@@ -13,7 +13,7 @@ export function responseRoutes(deps: EdgeDeps, proxy: ChatProxy): express.Router
   const router = express.Router({ caseSensitive: true });
   router.post(
     ['/api/v1/responses', '/v1/responses'],
-    ...paidCall(deps, { style: 'bearer', scope: 'llm.chat', bodyLimit: CHAT_BODY_LIMIT }),
+    ...paidCall(deps, { style: 'bearer', scope: 'llm.chat', bodyLimit: CHAT_BODY_LIMIT, passThrough: true }),
     createResponse(deps, proxy),
   );
   return router;

@@ -8,7 +8,7 @@ import { addSimChannel, jsonOf, makeKey, makeWorkspace, sampleMedia, useTestCont
 import { costOf } from '@gensvc/upstream';
 import OpenAI from 'openai';
 import { chatReply, sha256Hex, sniffImageType, startSim, tokensOf, type Sim } from '../../../../upstream-sim/src';
-import { chargeOf, expectBalanced, expectCharged, type Usage } from '../../billing-test-support';
+import { expectBalanced, expectCharged, expectHoldOf, expectReleased, statusOf, type Usage } from '../../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { upload } from '../files/files-test-support';
 
@@ -93,7 +93,7 @@ function expectedAnswer(input: unknown, images: Buffer[], opts: { instructions?:
 }
 
 /** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
-const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage });
+const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.leases);
 
 /** Nothing reached the provider and nothing was held for the request. */
 async function expectNoCall(res: Response) {
@@ -125,10 +125,7 @@ describe('POST /v1/responses with input_image file_id', () => {
       expect(response.headers.get('x-ratelimit-limit-rpm')).toBe('300');
       expect(Number(response.headers.get('x-ratelimit-remaining-rpm'))).toBeLessThan(300);
       expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 - 1);
-      const reservation = await charged(response.headers.get('x-request-id'), expected.usage);
-      // The hold covered the body the provider got (the image inlined) and the model's output cap.
-      const sentBytes = Buffer.byteLength(JSON.stringify({ model: 'chat-1', input: imageInputSent(png), max_output_tokens: PRICES.maxOutputTokens }));
-      expect(reservation.amount).toBe(costOf(PRICES, { inputTokens: sentBytes, outputTokens: PRICES.maxOutputTokens }));
+      await charged(response.headers.get('x-request-id'), expected.usage);
     }
     // The provider got its own credential and model name over the Responses protocol.
     expect(sim.requests().map((r) => [r.channel, r.protocol, r.path, r.model, r.status])).toEqual([
@@ -136,6 +133,11 @@ describe('POST /v1/responses with input_image file_id', () => {
       ['oa-a', 'openai-responses', '/v1/responses', 'chat-1', 200],
     ]);
     await expectBalanced(ctx.db, workspaceId);
+    // The hold covered the body the provider got (the image inlined) and the model's output cap.
+    const sentBytes = Buffer.byteLength(JSON.stringify({ model: 'chat-1', input: imageInputSent(png), max_output_tokens: PRICES.maxOutputTokens }));
+    await expectHoldOf(ctx.db, workspaceId, costOf(PRICES, { inputTokens: sentBytes, outputTokens: PRICES.maxOutputTokens }), (key) =>
+      statusOf(openai(key).responses.create({ model: CHAT, input: imageInput(fileId) })),
+    );
   });
 
   it('streams the response events with the model renamed, and charges the usage of response.completed', async () => {
@@ -176,9 +178,11 @@ describe('POST /v1/responses with input_image file_id', () => {
     const { data, response } = await openai().responses.create({ model: CHAT, input, instructions: 'Be exact.', max_output_tokens: 5 }).withResponse();
     expect(data.output_text).toBe(expected.text);
     expect(data.status).toBe('incomplete');
-    const reservation = await charged(response.headers.get('x-request-id'), expected.usage);
+    await charged(response.headers.get('x-request-id'), expected.usage);
     const sentBytes = Buffer.byteLength(JSON.stringify({ model: 'chat-1', input: sent, instructions: 'Be exact.', max_output_tokens: 5 }));
-    expect(reservation.amount).toBe(costOf(PRICES, { inputTokens: sentBytes, outputTokens: 5 }));
+    await expectHoldOf(ctx.db, workspaceId, costOf(PRICES, { inputTokens: sentBytes, outputTokens: 5 }), (key) =>
+      statusOf(openai(key).responses.create({ model: CHAT, input, instructions: 'Be exact.', max_output_tokens: 5 })),
+    );
   });
 
   it('answers another workspace\'s file, a missing one and a malformed id 404 file_not_found naming the item, without calling upstream', async () => {
@@ -330,9 +334,7 @@ describe('POST /v1/responses', () => {
     expect(String(err.message)).toMatch(/interrupted/);
     expect(text).toBe(chatReply({ input }).pieces.slice(0, 2).join(''));
     expect(sim.requests().map((r) => [r.channel, r.outcome])).toEqual([['oa-a', 'cut']]);
-    const { reservation, entries } = await chargeOf(ctx.db, response.headers.get('x-request-id')!);
-    expect(reservation.state).toBe('released');
-    expect(entries).toEqual([]);
+    await expectReleased(ctx.db, edge.deps.leases, response.headers.get('x-request-id'));
     await expectBalanced(ctx.db, workspaceId);
   });
 

@@ -3,6 +3,7 @@
 // of the caller's workspace, which the edge inlines (the provider knows nothing of our files).
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
+import { chatModelId } from '../chat/schema';
 
 /**
  * The body sent upstream, once the files named by file_id are inlined (base64, 4/3 of their bytes): OpenAI's own
@@ -13,7 +14,7 @@ export const MAX_UPSTREAM_BYTES = 50 * 1024 * 1024;
 export const MAX_FILE_IMAGES = 500;
 
 export const responseBody = z.looseObject({
-  model: z.string().min(1),
+  model: chatModelId,
   input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'must be a string or an array of input items (objects)' }).optional(),
   max_output_tokens: z.number().int().min(1).nullish(),
   stream: z.boolean().nullish(),

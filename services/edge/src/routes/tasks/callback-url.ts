@@ -22,6 +22,8 @@ export async function checkCallbackUrl(deps: Pick<EdgeDeps, 'config' | 'outbound
     return checked.url.href;
   } catch (e) {
     if (!isOutboundError(e)) throw e;
-    throw errors.invalidCallbackUrl(`callback_url was refused (${e.reason}): ${e.message}`);
+    // The rule, never what the network answered (the address a name resolved to, a connection error): a refusal
+    // must not let a caller map hosts and ports through the gateway.
+    throw errors.invalidCallbackUrl(`callback_url was refused (${e.reason === 'timeout' || e.reason === 'connection' ? 'tls' : e.reason}): ${e.rule}`);
   }
 }

@@ -26,6 +26,6 @@ export async function checkImageReference(deps: Pick<EdgeDeps, 'config' | 'db' |
     return { url: checked.url.href };
   } catch (e) {
     if (!isOutboundError(e)) throw e;
-    throw errors.invalidImageUrl(`${param} must be a file id (file_...) or a public https URL; it was refused (${e.reason}): ${e.message}`, param);
+    throw errors.invalidImageUrl(`${param} must be a file id (file_...) or a public https URL; it was refused (${e.reason}): ${e.rule}`, param);
   }
 }

@@ -1,6 +1,6 @@
 import { TASK_OPERATIONS, type TaskOperationName } from '@gensvc/contracts';
 import express from 'express';
-import { authenticate, requireScope } from '../../auth/authenticate';
+import { authenticate, requireKeyRole, requireScope } from '../../auth/authenticate';
 import { paidCall } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { cancelTask } from './cancel-task';
@@ -33,6 +33,6 @@ export function taskRoutes(deps: EdgeDeps): express.Router {
   router.get('/api/v1/tasks/:taskId', bearer, read, getTask(deps));
   router.post('/api/v1/tasks/:taskId/cancel', bearer, write, cancelTask(deps));
   router.get('/api/v1/tasks/:taskId/deliveries', bearer, read, listDeliveries(deps));
-  router.post('/api/v1/tasks/:taskId/redeliver', bearer, write, redeliver(deps));
+  router.post('/api/v1/tasks/:taskId/redeliver', bearer, write, requireKeyRole('redeliver'), redeliver(deps));
   return router;
 }

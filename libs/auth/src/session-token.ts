@@ -1,0 +1,25 @@
+// Opaque secrets for dashboard sessions and invitation links: 256 random bits, handed out once, stored only as their
+// SHA-256. The CSRF token is derived from the session (an HMAC under the server's secret), so it needs no storage
+// and no other session's token can pass for it.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+export function newOpaqueToken(): { token: string; hash: string } {
+  const token = randomBytes(32).toString('base64url');
+  return { token, hash: hashToken(token) };
+}
+
+/** A well-formed opaque token (43 base64url characters); anything else is refused before any look-up. */
+export const OPAQUE_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+export function csrfTokenFor(serverSecret: string, sessionHash: string): string {
+  return createHmac('sha256', serverSecret).update(`csrf:${sessionHash}`).digest('base64url');
+}
+
+/** Constant-time equality of two strings (false when their lengths differ). */
+export function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

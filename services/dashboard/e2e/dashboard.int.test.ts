@@ -1,0 +1,467 @@
+// The dashboard in a real browser (Debian's Chromium through playwright-core) against the real edge over a socket,
+// with real Postgres, Redis and S3: the issue's proof, page by page, with axe-core on each page and a screenshot of
+// each for the README.
+import { gzipSync } from 'node:zlib';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { fileRepository, membershipRepository } from '@gensvc/db';
+import { eventually, useTestContext } from '@gensvc/testing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
+import { axeViolations, ensureBuilt, launchChromium, screenshot, watchPage } from './browser';
+import { addMember, makeDeliveredTask, makeKey, makeOutput, makeUpload, makeUser, makeWorkspace, seedCharges, type SeededOutput } from './seed';
+
+jest.setTimeout(120_000);
+
+const ctx = useTestContext();
+let edge: EdgeUnderTest;
+let browser: Browser;
+
+const OWNER = { email: 'olivia.owner@example.com', password: 'correct horse battery staple', name: 'Olivia Owner' };
+const INVITED = { email: 'new.member@example.com', password: 'a long enough password', name: 'Nico Member' };
+const USD = (micros: bigint) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(Number(micros) / 1e6);
+
+let ws: { id: string; name: string };
+let otherWs: { id: string; name: string };
+let grace: { id: string };
+let outputs: SeededOutput[] = [];
+let uploadName = '';
+let deliveredTaskId = '';
+let charged = { total: 0n, entries: 0 };
+let keyIds: string[] = [];
+
+beforeAll(async () => {
+  ensureBuilt();
+  edge = await startEdge(ctx);
+  // The links the edge hands out (invitations, signed content links) name PUBLIC_BASE_URL: this edge's address here.
+  (edge.deps.config as { publicBaseUrl: string }).publicBaseUrl = edge.url;
+  browser = await launchChromium();
+
+  ws = await makeWorkspace(ctx.db, { name: 'Acme Studio', balance: 48_250_000n });
+  otherWs = await makeWorkspace(ctx.db, { name: 'Side Project', tier: 'free' });
+  const owner = await makeUser(ctx.db, OWNER.email, OWNER.password, OWNER.name);
+  await addMember(ctx.db, ws.id, owner.id, 'owner');
+  await addMember(ctx.db, otherWs.id, owner.id, 'owner');
+  grace = await makeUser(ctx.db, 'grace.hopper@example.com', 'another long password', 'Grace Hopper');
+  await addMember(ctx.db, ws.id, grace.id, 'member');
+
+  const production = await makeKey(ctx.db, ws.id, { name: 'production', spendCap: 25_000_000n, spent: 3_120_000n });
+  const staging = await makeKey(ctx.db, ws.id, { name: 'staging', scopes: ['llm.evaluate', 'tasks.read'] });
+  keyIds = [production.key.id, staging.key.id];
+  charged = await seedCharges(ctx.db, ws.id, keyIds);
+  const prompts = ['a lighthouse at dawn, oil painting', 'isometric city block at night', 'a bowl of ramen, studio light', 'mountain lake, mist', 'abstract waves in purple'];
+  for (let i = 0; i < 26; i++) {
+    const kind = i === 3 ? 'video' : 'image';
+    outputs.push(await makeOutput(ctx, ws.id, production.key.id, { prompt: `${prompts[i % prompts.length]} #${26 - i}`, model: kind === 'video' ? 'sim/video-1' : 'sim/image-1', kind, index: i, ageMinutes: i * 37 }));
+  }
+  uploadName = 'reference-photo.png';
+  await makeUpload(ctx, ws.id, uploadName);
+  deliveredTaskId = await makeDeliveredTask(ctx, ws.id, production.key.id);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await edge?.close();
+});
+
+async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ baseURL: edge.url, viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: edge.url });
+  context.setDefaultTimeout(8_000);
+  const page = await context.newPage();
+  return { context, page, problems: watchPage(page) };
+}
+
+async function expectAccessible(page: Page) {
+  expect(await axeViolations(page)).toEqual([]);
+}
+
+async function signIn(page: Page, who: { email: string; password: string }) {
+  await page.getByLabel('Email address').fill(who.email);
+  await page.getByLabel('Password').fill(who.password);
+  await page.getByRole('button', { name: 'Continue' }).click();
+}
+
+const balanceWith = (secret: string) => fetch(`${edge.url}/api/v1/me/balance`, { headers: { Authorization: `Bearer ${secret}` } });
+
+/** A state-changing call from the page itself, with the CSRF token the page would send. */
+function pageCall(page: Page, method: string, path: string) {
+  return page.evaluate(
+    async ({ method, path }) => {
+      const csrf = document.cookie.split('; ').find((c) => c.startsWith('gsvc_csrf='))?.slice('gsvc_csrf='.length) ?? '';
+      const r = await fetch(path, { method, headers: { 'X-CSRF-Token': csrf } });
+      return { status: r.status, body: (await r.json()) as { error?: { code: string } } };
+    },
+    { method, path },
+  );
+}
+
+describe('the owner', () => {
+  let owner: Awaited<ReturnType<typeof newPage>>;
+  beforeAll(async () => {
+    owner = await newPage();
+  });
+  afterAll(() => owner.context.close());
+  afterEach(() => expect(owner.problems).toEqual([]));
+
+  it('is sent from / to the sign-in page, is refused a wrong password, and signs in', async () => {
+    const { page } = owner;
+    await page.goto('/');
+    await page.waitForURL(/\/dashboard\/sign-in/);
+    await expect(page.getByRole('heading', { name: 'Welcome back' }).isVisible()).resolves.toBe(true);
+    await expectAccessible(page);
+    await screenshot(page, 'sign-in');
+
+    await signIn(page, { email: OWNER.email, password: 'not the password' });
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('The email or password is not correct.');
+
+    await signIn(page, OWNER);
+    await page.waitForURL(`**/dashboard/w/${ws.id}/outputs`);
+    await page.getByRole('heading', { name: 'Outputs', level: 1 }).waitFor();
+  });
+
+  let secret = '';
+  let rotated = '';
+  const keyName = '<img src=x onerror=alert(1)> deploy bot';
+
+  it('creates a key, sees its secret once, copies it, and the secret works against the API', async () => {
+    const { page } = owner;
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.waitForURL(`**/dashboard/w/${ws.id}/keys`);
+    await page.getByRole('button', { name: 'Create new secret key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create new secret key' });
+    await dialog.getByLabel('Name').fill(keyName);
+    await dialog.getByLabel(/Spend cap/).fill('5');
+    await dialog.getByLabel('Expires').selectOption('30');
+    await dialog.getByRole('button', { name: 'Create secret key' }).click();
+
+    const shown = page.getByRole('dialog', { name: 'Save your key' });
+    secret = await shown.getByRole('textbox', { name: 'Secret key' }).inputValue();
+    expect(secret).toMatch(/^gsk_[A-Za-z0-9_-]{40,}$/);
+    await expectAccessible(page);
+    await screenshot(page, 'keys-secret');
+    await shown.getByRole('button', { name: 'Copy secret key' }).click();
+    await shown.getByRole('button', { name: 'Copy secret key' }).filter({ hasText: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+
+    const res = await balanceWith(secret);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { workspace_id: string }).workspace_id).toBe(ws.id);
+
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await expect(page.getByRole('dialog').count()).resolves.toBe(0);
+    // Shown once: nothing on the page holds the secret any more.
+    expect(await page.content()).not.toContain(secret);
+    // The name is text, never markup.
+    const row = page.locator('tr', { hasText: 'deploy bot' });
+    await expect(row.locator('.key-name').textContent()).resolves.toBe(keyName);
+    await expect(page.locator('table img').count()).resolves.toBe(0);
+    await expect(row.textContent()).resolves.toContain(secret.slice(0, 8));
+    await expect(row.textContent()).resolves.toContain(OWNER.email);
+    await expect(row.textContent()).resolves.toContain('$5.00');
+  });
+
+  it('rotates the key without grace: the old secret stops, the new one works', async () => {
+    const { page } = owner;
+    await page.getByRole('button', { name: `Rotate key ${keyName}` }).click();
+    const dialog = page.getByRole('dialog', { name: /Rotate/ });
+    await dialog.getByLabel('Grace period for the old secret').selectOption('0');
+    await dialog.getByRole('button', { name: 'Rotate key' }).click();
+    rotated = await page.getByRole('dialog', { name: 'Your new secret key' }).getByRole('textbox', { name: 'Secret key' }).inputValue();
+    expect(rotated).toMatch(/^gsk_/);
+    expect(rotated).not.toBe(secret);
+    await page.getByRole('button', { name: 'Done' }).click();
+
+    await eventually(async () => (await balanceWith(secret)).status === 401, 'the old secret is refused', 3_000);
+    expect((await balanceWith(rotated)).status).toBe(200);
+  });
+
+  it('revokes the key after confirming, and every call with it is refused within a second', async () => {
+    const { page } = owner;
+    await page.getByRole('button', { name: `Revoke key ${keyName}` }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke secret key' });
+    await expectAccessible(page);
+    await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    await page.locator('tr', { hasText: 'deploy bot' }).getByText('revoked').waitFor();
+    const revokedAt = Date.now();
+    await eventually(async () => (await balanceWith(rotated)).status === 401, 'the revoked key is refused', 1_000);
+    expect(Date.now() - revokedAt).toBeLessThan(1_000);
+    await expect(page.getByRole('button', { name: `Rotate key ${keyName}` }).count()).resolves.toBe(0);
+    await expectAccessible(page);
+    await screenshot(page, 'keys');
+  });
+
+  let invitationLink = '';
+
+  it('changes a role and invites a new member, getting the invitation link', async () => {
+    const { page } = owner;
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
+
+    const changed = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${grace.id}`));
+    await page.getByLabel('Role of Grace Hopper').selectOption('admin');
+    expect((await changed).status()).toBe(200);
+    expect((await membershipRepository.get(ctx.db, ws.id, grace.id))?.role).toBe('admin');
+
+    await page.getByLabel('Email address').fill(INVITED.email);
+    await page.getByLabel('Role', { exact: true }).selectOption('member');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    invitationLink = await page.getByRole('textbox', { name: 'Invitation link' }).inputValue();
+    expect(invitationLink).toMatch(new RegExp(`^${edge.url}/dashboard/invite/[A-Za-z0-9_-]+$`));
+    await page.getByRole('heading', { name: 'Pending invitations' }).waitFor();
+    await expect(page.locator('tr', { hasText: INVITED.email }).count()).resolves.toBe(1);
+    await expectAccessible(page);
+    await screenshot(page, 'members');
+  });
+
+  it('cannot demote the last owner: the edge says why and nothing changes', async () => {
+    const { page } = owner;
+    const me = await ctx.db.user.findUniqueOrThrow({ where: { email: OWNER.email } });
+    const answered = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${me.id}`));
+    await page.getByLabel('Role of Olivia Owner').selectOption('member');
+    expect((await answered).status()).toBe(409);
+    await expect(page.locator('tr', { hasText: OWNER.email }).getByRole('alert').textContent()).resolves.toContain('at least one owner');
+    await expect(page.getByLabel('Role of Olivia Owner').inputValue()).resolves.toBe('owner');
+    expect((await membershipRepository.get(ctx.db, ws.id, me.id))?.role).toBe('owner');
+  });
+
+  it('removes a member after confirming', async () => {
+    const { page } = owner;
+    await page.getByRole('button', { name: 'Remove Grace Hopper' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Remove member' });
+    await expectAccessible(page);
+    await confirm.getByRole('button', { name: 'Remove member' }).click();
+    await eventually(async () => (await page.locator('tr', { hasText: 'grace.hopper@example.com' }).count()) === 0, 'the row is gone');
+    expect(await membershipRepository.get(ctx.db, ws.id, grace.id)).toBeNull();
+  });
+
+  describe('the invited member', () => {
+    let member: Awaited<ReturnType<typeof newPage>>;
+    beforeAll(async () => {
+      member = await newPage();
+    });
+    afterAll(() => member.context.close());
+    afterEach(() => expect(member.problems).toEqual([]));
+
+    it('accepts the invitation by choosing a password, and is signed in to the workspace', async () => {
+      const { page } = member;
+      await page.goto(invitationLink.replace(edge.url, ''));
+      await page.getByRole('heading', { name: 'Join Acme Studio' }).waitFor();
+      await expectAccessible(page);
+      await screenshot(page, 'invite');
+      await page.getByLabel('Your name (optional)').fill(INVITED.name);
+      await page.getByLabel('Choose a password').fill(INVITED.password);
+      await page.getByLabel('Repeat the password').fill(INVITED.password);
+      await page.getByRole('button', { name: 'Create account and join' }).click();
+      await page.waitForURL(`**/dashboard/w/${ws.id}/outputs`);
+      const user = await ctx.db.user.findUniqueOrThrow({ where: { email: INVITED.email } });
+      expect((await membershipRepository.get(ctx.db, ws.id, user.id))?.role).toBe('member');
+    });
+
+    it('sees the outputs newest first with image and video previews, pages with Load more, and filters by kind', async () => {
+      const { page } = member;
+      const tiles = page.locator('ul.grid > li');
+      await eventually(async () => (await tiles.count()) === 24, 'the first page of outputs');
+      // Newest first: the seeded outputs were made newest first.
+      const firstIds = await page.locator('[data-output-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')));
+      expect(firstIds).toEqual(outputs.slice(0, 24).map((o) => o.fileId));
+      // The thumbnails really loaded, through the signed links, under the page's CSP.
+      await eventually(() => page.locator('img.thumb').evaluateAll((imgs) => imgs.slice(0, 6).every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth === 256)), 'the first thumbnails decode');
+      const video = page.locator('video.thumb');
+      await expect(video.count()).resolves.toBe(1);
+      await expect(video.evaluate((v) => ({ muted: (v as HTMLVideoElement).muted, preload: v.getAttribute('preload'), autoplay: (v as HTMLVideoElement).autoplay }))).resolves.toEqual({ muted: true, preload: 'metadata', autoplay: false });
+
+      await page.getByRole('button', { name: 'Load more' }).click();
+      await eventually(async () => (await tiles.count()) === 26, 'the second page of outputs');
+      await expect(page.getByRole('button', { name: 'Load more' }).count()).resolves.toBe(0);
+
+      await page.getByLabel('Kind').selectOption('video');
+      await eventually(async () => (await page.locator('[data-output-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')))).join() === outputs[3]!.fileId, 'only the video');
+      await page.getByLabel('Kind').selectOption('');
+      await eventually(async () => (await tiles.count()) === 24, 'all kinds again');
+      await expectAccessible(page);
+    });
+
+    it('previews an output with its prompt, model, size and cost, and is offered no Delete', async () => {
+      const { page } = member;
+      const first = outputs[0]!;
+      await page.locator(`[data-output-id="${first.fileId}"]`).click();
+      const pane = page.getByRole('complementary', { name: 'Preview' });
+      await pane.getByText(first.prompt).waitFor();
+      const details = await pane.locator('dl').textContent();
+      expect(details).toContain('sim/image-1');
+      expect(details).toContain('512x512');
+      expect(details).toContain('$0.04');
+      expect(await pane.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(new RegExp(`^${edge.url}/`));
+      await expect(page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
+      await expectAccessible(page);
+    });
+
+    it('is refused a delete sent straight to the JSON route (403), and the bytes stay', async () => {
+      const { page } = member;
+      const target = outputs[1]!;
+      const answer = await pageCall(page, 'DELETE', `/api/v1/dashboard/workspaces/${ws.id}/outputs/${target.fileId}`);
+      // insufficient_role, not csrf_failed: the token was right, the role was not.
+      expect(answer).toEqual({ status: 403, body: { error: expect.objectContaining({ code: 'insufficient_role' }) } });
+      await expect(ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey }))).resolves.toBeDefined();
+      expect(await fileRepository.get(ctx.db, ws.id, target.fileId)).not.toBeNull();
+    });
+
+    it('sees uploads in their own tab', async () => {
+      const { page } = member;
+      await page.getByRole('tab', { name: 'Uploads' }).click();
+      await page.waitForURL(/source=upload/);
+      await page.getByText(uploadName).waitFor();
+      await expect(page.locator('[data-output-id]').count()).resolves.toBe(1);
+      await expectAccessible(page);
+    });
+
+    it('sees tasks but neither the callback secret nor Redeliver', async () => {
+      const { page } = member;
+      await page.getByRole('link', { name: 'Tasks' }).click();
+      await page.getByRole('link', { name: deliveredTaskId }).waitFor();
+      await expect(page.getByRole('button', { name: 'Reveal secret' }).count()).resolves.toBe(0);
+      await page.getByRole('link', { name: deliveredTaskId }).click();
+      await page.getByRole('heading', { name: 'Callback attempts' }).waitFor();
+      await expect(page.getByRole('button', { name: 'Redeliver' }).count()).resolves.toBe(0);
+    });
+
+    it('changes their password', async () => {
+      const { page } = member;
+      await page.getByRole('link', { name: 'Account' }).click();
+      await page.getByLabel('Current password').fill(INVITED.password);
+      await page.getByLabel('New password', { exact: true }).fill('a brand new passphrase');
+      await page.getByLabel('Repeat the new password').fill('a brand new passphrase');
+      await page.getByRole('button', { name: 'Change password' }).click();
+      await page.getByText('Password changed.').waitFor();
+      await expectAccessible(page);
+      await screenshot(page, 'account');
+      // Still signed in (the answer carried a new session), and the new CSRF token works.
+      await page.getByRole('link', { name: 'Outputs' }).click();
+      await page.locator('[data-output-id]').first().waitFor();
+    });
+  });
+
+  it('deletes an output after confirming: the tile, the row and the bytes in S3 are gone', async () => {
+    const { page } = owner;
+    const target = outputs[2]!;
+    await page.getByRole('link', { name: 'Outputs' }).click();
+    await page.locator(`[data-output-id="${target.fileId}"]`).click();
+    const pane = page.getByRole('complementary', { name: 'Preview' });
+    await pane.getByText(target.prompt).waitFor();
+    await eventually(() => pane.locator('img').evaluate((i) => (i as HTMLImageElement).naturalWidth > 0), 'the preview decodes');
+    await expectAccessible(page);
+    await screenshot(page, 'outputs');
+
+    await pane.getByRole('button', { name: 'Delete' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete output' });
+    await confirm.getByRole('button', { name: 'Delete' }).click();
+    await eventually(async () => (await page.locator(`[data-output-id="${target.fileId}"]`).count()) === 0, 'the tile is gone');
+    expect(await fileRepository.get(ctx.db, ws.id, target.fileId)).toBeNull();
+    await eventually(
+      () => ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })).then(() => false, (e: { name?: string }) => e.name === 'NotFound'),
+      'the bytes are gone from S3',
+    );
+  });
+
+  it('sees the balance, each key’s spend and a chart of 30 days of spend split by model, then by key', async () => {
+    const { page } = owner;
+    await page.getByRole('link', { name: 'Usage' }).click();
+    const bars = page.locator('svg.chart-svg rect.chart-bar');
+    await eventually(async () => (await bars.count()) > 0, 'the chart has bars');
+    const { balance } = await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } });
+    await expect(page.getByTestId('balance').textContent()).resolves.toBe(USD(balance));
+    await expect(page.getByText(USD(charged.total), { exact: true }).count()).resolves.toBe(1);
+    // One bar segment per (day, model) charged, every day of the 30 inside the chart.
+    expect(charged.entries).toBeGreaterThan(60);
+    expect(await bars.count()).toBe(charged.entries);
+    const legend = await page.getByRole('list', { name: 'Series' }).textContent();
+    for (const model of ['sim/image-1', 'sim/video-1', 'sim/chat-1']) expect(legend).toContain(model);
+    const heights = await bars.evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+    expect(Math.max(...heights)).toBeGreaterThan(100);
+    await expect(page.locator('tr', { hasText: 'production' }).textContent()).resolves.toContain('$3.12');
+    await expectAccessible(page);
+    await screenshot(page, 'usage');
+
+    await page.getByRole('radio', { name: 'By key' }).check();
+    await eventually(async () => ((await page.getByRole('list', { name: 'Series' }).textContent()) ?? '').includes('staging ('), 'the legend names the keys');
+    expect(await page.getByRole('list', { name: 'Series' }).textContent()).toContain('production (');
+  });
+
+  it('reveals the callback signing secret and redelivers a task’s callback', async () => {
+    const { page } = owner;
+    await page.getByRole('link', { name: 'Tasks' }).click();
+    await page.getByRole('button', { name: 'Reveal secret' }).click();
+    const revealed = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(revealed).toMatch(/^whsec_/);
+    await expectAccessible(page);
+    await screenshot(page, 'tasks');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret' }).getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByText('The previous secret still signs until').waitFor();
+    const rotatedSecret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(rotatedSecret).toMatch(/^whsec_/);
+    expect(rotatedSecret).not.toBe(revealed);
+
+    await page.getByRole('link', { name: deliveredTaskId }).click();
+    const rows = page.locator('section', { has: page.getByRole('heading', { name: 'Callback attempts' }) }).locator('tbody tr');
+    await eventually(async () => (await rows.count()) === 3, 'three attempts');
+    await expect(rows.nth(0).textContent()).resolves.toContain('503');
+    await expect(rows.nth(2).textContent()).resolves.toContain('200');
+    await expectAccessible(page);
+    await screenshot(page, 'task');
+    const answered = page.waitForResponse((r) => r.url().endsWith(`/tasks/${deliveredTaskId}/redeliver`));
+    await page.getByRole('button', { name: 'Redeliver' }).click();
+    expect((await answered).status()).toBe(202);
+    await page.getByText('A new delivery of the callback is queued.').waitFor();
+  });
+
+  it('switches workspace, the workspace in the URL', async () => {
+    const { page } = owner;
+    await page.getByRole('combobox', { name: 'Workspace' }).selectOption(otherWs.id);
+    await page.waitForURL(`**/dashboard/w/${otherWs.id}/tasks`);
+    await page.getByText('No tasks').waitFor();
+  });
+
+  it('is sent to sign-in when the session ends under an open page, and comes back to the page after signing in', async () => {
+    const { page } = owner;
+    const me = await ctx.db.user.findUniqueOrThrow({ where: { email: OWNER.email } });
+    await ctx.db.session.updateMany({ where: { userId: me.id, revokedAt: null }, data: { revokedAt: new Date() } });
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.waitForURL(/\/dashboard\/sign-in\?next=/);
+    expect(new URL(page.url()).searchParams.get('next')).toBe(`/dashboard/w/${otherWs.id}/members`);
+    await signIn(page, OWNER);
+    await page.waitForURL(`**/dashboard/w/${otherWs.id}/members`);
+    await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
+  });
+
+  it('signs out; a deep link then goes through sign-in and back to where it pointed', async () => {
+    const { page } = owner;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/dashboard\/sign-in/);
+    await page.goto(`/dashboard/w/${ws.id}/keys`);
+    await page.waitForURL(/\/dashboard\/sign-in\?next=/);
+    await signIn(page, OWNER);
+    await page.waitForURL(`**/dashboard/w/${ws.id}/keys`);
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  });
+});
+
+describe('what the edge serves', () => {
+  it('keeps the first load (JS + CSS, gzipped) within 250 KB, with hashed assets cached for a year', async () => {
+    const html = await (await fetch(`${edge.url}/dashboard/`)).text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/dashboard\/assets\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+    expect(assets.some((a) => a.endsWith('.js'))).toBe(true);
+    expect(assets.some((a) => a.endsWith('.css'))).toBe(true);
+    let gzipped = 0;
+    for (const a of assets) {
+      const res = await fetch(`${edge.url}${a}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      gzipped += gzipSync(Buffer.from(await res.arrayBuffer()), { level: 9 }).length;
+    }
+    process.stderr.write(`dashboard first load: ${(gzipped / 1024).toFixed(1)} KB gzipped (${assets.join(', ')})\n`);
+    expect(gzipped).toBeLessThanOrEqual(250 * 1024);
+    // No inline script anywhere in the page the CSP guards.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+});

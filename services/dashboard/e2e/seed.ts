@@ -1,0 +1,126 @@
+// The data the browser tests look at: people, outputs with real image bytes in S3, tasks with callback attempts,
+// and ledger charges over the last 30 days.
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { hashPassword } from '@gensvc/auth';
+import { fileRepository, membershipRepository, newId, userRepository, type Db } from '@gensvc/db';
+import { fileObjectKey } from '@gensvc/storage';
+import { makeKey, makeTask, makeWorkspace, sampleMedia, type TestContext } from '@gensvc/testing';
+import { gradientPng } from './png';
+
+export async function makeUser(db: Db, email: string, password: string, name: string | null = null) {
+  return userRepository.create(db, { email, passwordHash: await hashPassword(password), name });
+}
+
+export async function addMember(db: Db, workspaceId: string, userId: string, role: 'owner' | 'admin' | 'member') {
+  const r = await membershipRepository.add(db, workspaceId, userId, role);
+  if (!r.ok) throw new Error(`membership not added: ${r.reason}`);
+}
+
+export interface SeededOutput {
+  fileId: string;
+  taskId: string;
+  storageKey: string;
+  prompt: string;
+  model: string;
+  kind: 'image' | 'video';
+}
+
+const PALETTES: [number, number, number][][] = [
+  [[16, 163, 127], [13, 13, 60]],
+  [[250, 180, 80], [200, 40, 90]],
+  [[90, 120, 250], [20, 200, 220]],
+  [[240, 240, 200], [60, 140, 60]],
+  [[170, 80, 240], [250, 120, 160]],
+];
+
+/** A generated output as the archiver leaves one: a completed task, its bytes in S3, a file row pointing at both. */
+export async function makeOutput(ctx: TestContext, workspaceId: string, apiKeyId: string, o: { prompt: string; model: string; kind: 'image' | 'video'; index: number; ageMinutes: number }): Promise<SeededOutput> {
+  const createdAt = new Date(Date.now() - o.ageMinutes * 60_000);
+  const task = await makeTask(ctx.db, { workspaceId, apiKeyId, model: o.model, operation: o.kind === 'image' ? 'text-to-image' : 'text-to-video', input: { prompt: o.prompt, size: '512x512', ...(o.kind === 'video' ? { duration_seconds: 4 } : {}) } });
+  const fileId = newId('file');
+  const storageKey = fileObjectKey(workspaceId, fileId);
+  const [from, to] = PALETTES[o.index % PALETTES.length]!;
+  const bytes = o.kind === 'image' ? gradientPng(256, from!, to!) : sampleMedia.mp4({ durationSeconds: 4 });
+  const contentType = o.kind === 'image' ? 'image/png' : 'video/mp4';
+  await ctx.s3.send(new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: bytes, ContentType: contentType }));
+  await ctx.db.task.update({
+    where: { id: task.id },
+    data: {
+      status: 'completed',
+      createdAt,
+      completedAt: createdAt,
+      cost: o.kind === 'image' ? 40_000n : 250_000n,
+      output: { outputs: [{ kind: o.kind, url: `https://provider.example/${fileId}`, width: 512, height: 512, ...(o.kind === 'video' ? { duration: 4 } : {}), content_type: contentType, archive_status: 'archived', svc_file_id: fileId }] },
+    },
+  });
+  await fileRepository.create(ctx.db, {
+    id: fileId,
+    workspaceId,
+    source: 'generated',
+    purpose: 'output',
+    filename: `${fileId}.${o.kind === 'image' ? 'png' : 'mp4'}`,
+    contentType,
+    bytes: BigInt(bytes.length),
+    storageKey,
+    taskId: task.id,
+    outputIndex: 0,
+    archiveStatus: 'archived',
+    createdAt,
+    expiresAt: new Date(Date.now() + 30 * 86_400_000),
+    publicExpiresAt: new Date(Date.now() + 90 * 86_400_000),
+  });
+  return { fileId, taskId: task.id, storageKey, prompt: o.prompt, model: o.model, kind: o.kind };
+}
+
+/** An upload (the Uploads tab). */
+export async function makeUpload(ctx: TestContext, workspaceId: string, filename: string) {
+  const fileId = newId('file');
+  const storageKey = fileObjectKey(workspaceId, fileId);
+  const bytes = gradientPng(128, [230, 230, 230], [120, 120, 140]);
+  await ctx.s3.send(new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: bytes, ContentType: 'image/png' }));
+  await fileRepository.create(ctx.db, { id: fileId, workspaceId, source: 'upload', purpose: 'vision', filename, contentType: 'image/png', bytes: BigInt(bytes.length), storageKey, expiresAt: new Date(Date.now() + 30 * 86_400_000) });
+  return fileId;
+}
+
+/** A task whose callback failed twice, then was delivered: the task page's attempt log. */
+export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, apiKeyId: string) {
+  const task = await makeTask(ctx.db, { workspaceId, apiKeyId, callbackUrl: 'https://hooks.example.com/gensvc', input: { prompt: 'a red fox in the snow', size: '512x512' } });
+  await ctx.db.task.update({ where: { id: task.id }, data: { status: 'completed', completedAt: new Date(), cost: 40_000n, callbackState: 'delivered' } });
+  const attempts = [
+    { statusCode: 503, durationMs: 812, error: 'receiver answered 503' },
+    { statusCode: null, durationMs: 10_000, error: 'timed out after 10000 ms' },
+    { statusCode: 200, durationMs: 143, error: null },
+  ];
+  for (const [i, a] of attempts.entries()) {
+    await ctx.db.callbackAttempt.create({
+      data: { id: newId('cba'), workspaceId, taskId: task.id, attempt: i + 1, deliveryId: `dlv_${task.id.slice(4)}_${i + 1}`, url: 'https://hooks.example.com/gensvc', createdAt: new Date(Date.now() - (3 - i) * 60_000), ...a },
+    });
+  }
+  return task.id;
+}
+
+/**
+ * Charges over the last 30 days on three models and two keys (the usage chart's data): one per (day, model) but
+ * some skipped. Returns their sum in micro-units and how many there are.
+ */
+export async function seedCharges(db: Db, workspaceId: string, keyIds: string[]): Promise<{ total: bigint; entries: number }> {
+  const models = ['sim/image-1', 'sim/video-1', 'sim/chat-1'];
+  let balance = 50_000_000n;
+  let total = 0n;
+  let entries = 0;
+  for (let day = 29; day >= 0; day--) {
+    for (const [m, model] of models.entries()) {
+      if ((day + m) % 4 === 3) continue; // some days without a given model
+      const amount = BigInt(20_000 + ((day * 7919 + m * 104_729) % 90) * 3_000);
+      balance -= amount;
+      total += amount;
+      entries++;
+      await db.ledgerEntry.create({
+        data: { id: newId('led'), workspaceId, apiKeyId: keyIds[(day + m) % keyIds.length] ?? null, kind: 'charge', amount: -amount, balanceAfter: balance, model, createdAt: new Date(Date.now() - day * 86_400_000) },
+      });
+    }
+  }
+  return { total, entries };
+}
+
+export { makeKey, makeWorkspace };

@@ -1,0 +1,200 @@
+// The shapes of services/edge/src/routes/dashboard/API.md, as the edge sends them.
+
+export type Role = 'owner' | 'admin' | 'member';
+export type Tier = 'free' | 'payg' | 'team' | 'enterprise';
+
+export interface User {
+  id: string;
+  email: string;
+  name: string | null;
+}
+
+export interface WorkspaceRef {
+  id: string;
+  name: string;
+  tier: Tier;
+  role: Role;
+}
+
+export interface Session {
+  user: User;
+  workspaces: WorkspaceRef[];
+  csrf_token: string;
+}
+
+/** What the person's role allows, as the edge computes it: the pages show only these actions. */
+export interface Permissions {
+  manage_all_keys: boolean;
+  manage_members: boolean;
+  manage_owners: boolean;
+  delete_files: boolean;
+  redeliver: boolean;
+  callback_secret: boolean;
+}
+
+export interface WorkspaceInfo {
+  workspace: { id: string; name: string; tier: Tier; currency: string; balance: number };
+  role: Role;
+  permissions: Permissions;
+}
+
+export interface Key {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  spend_cap: number | null;
+  spent: number;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+  rotated_at: string | null;
+  previous_expires_at: string | null;
+  creator: { id: string; email: string } | null;
+  status: 'active' | 'revoked' | 'expired';
+}
+
+export interface KeyWithSecret {
+  key: Key;
+  secret: string;
+}
+
+export interface CreateKeyInput {
+  name: string;
+  scopes: string[];
+  spend_cap?: number | null;
+  expires_at?: string | null;
+}
+
+export interface Member {
+  user: User;
+  role: Role;
+  created_at: string;
+}
+
+export interface Invitation {
+  id: string;
+  email: string;
+  role: Role;
+  expires_at: string;
+  created_at: string;
+  url?: string;
+}
+
+export interface MembersList {
+  data: Member[];
+  invitations?: Invitation[];
+}
+
+export type AddMemberResult = { member: Member; invitation?: undefined } | { invitation: Invitation; member?: undefined };
+
+export interface InvitationInfo {
+  email: string;
+  role: Role;
+  workspace: { id: string; name: string };
+  expires_at: string;
+  user_exists: boolean;
+}
+
+export type OutputKind = 'image' | 'video' | 'audio' | 'document';
+export type OutputSource = 'generated' | 'upload';
+
+export interface Money {
+  amount: number;
+  currency: string;
+}
+
+export interface Output {
+  id: string;
+  kind: OutputKind;
+  content_type: string;
+  bytes: number;
+  filename: string;
+  created_at: string;
+  source: OutputSource;
+  model: string | null;
+  prompt: string | null;
+  size: string | null;
+  duration: number | null;
+  cost: Money | null;
+  task_id: string | null;
+  preview_url: string;
+  download_url: string;
+}
+
+export interface OutputQuery {
+  source?: OutputSource;
+  kind?: OutputKind | '';
+  model?: string;
+  from?: string;
+  to?: string;
+  after?: string;
+  limit?: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed' | 'canceled';
+
+export interface TaskRow {
+  task_id: string;
+  status: TaskStatus;
+  model: string;
+  operation: string;
+  error_code: string | null;
+  created_at: string;
+  completed_at: string | null;
+  callback_state: string | null;
+}
+
+export interface TaskQuery {
+  status?: TaskStatus | '';
+  after?: string;
+  limit?: number;
+}
+
+export interface TaskDetail {
+  task: Record<string, unknown> & {
+    task_id: string;
+    status: TaskStatus;
+    model: string;
+    operation: string;
+    input: unknown;
+    error: unknown;
+    created_at: string;
+    callback_url: string | null;
+    callback_state: string | null;
+  };
+  attempts: CallbackAttempt[];
+}
+
+export interface CallbackAttempt {
+  attempt: number;
+  delivery_id: string;
+  status_code: number | null;
+  duration_ms: number | null;
+  error: string | null;
+  created_at: string;
+}
+
+export interface CallbackSecret {
+  secret: string;
+  previous_expires_at: string | null;
+}
+
+export type UsageSplit = 'model' | 'key';
+
+export interface Usage {
+  currency: string;
+  balance: number;
+  days: string[];
+  /** id null: charges without a model (split=model) or without a key (split=key). */
+  series: { id: string | null; label: string; amounts: number[] }[];
+  total: number;
+  keys: { id: string; name: string; prefix: string; spent: number; spend_cap: number | null }[];
+}

@@ -1,0 +1,48 @@
+import { useState, type FormEvent } from 'react';
+import { api } from '../../api/client';
+import { useAction } from '../../api/use-api';
+import { ErrorNotice } from '../../components/notice';
+import { navigate, useLocation } from '../../router';
+import { useSession } from '../../session';
+import { landingPath } from './landing';
+
+export function SignInPage() {
+  const { setSession } = useSession();
+  const { query } = useLocation();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const signIn = useAction(api.session.signIn);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const session = await signIn.call(email, password);
+    if (!session) return;
+    setSession(session);
+    navigate(landingPath(session, query.get('next')), { replace: true });
+  };
+
+  return (
+    <main className="auth-page">
+      <form className="auth-card" onSubmit={submit} aria-labelledby="sign-in-title">
+        <div className="brand brand-center">
+          <span className="brand-mark" aria-hidden="true" />
+          gensvc
+        </div>
+        <h1 id="sign-in-title">Welcome back</h1>
+        <p className="muted">Sign in to manage your workspace’s keys, outputs and usage.</p>
+        <div className="field">
+          <label htmlFor="email">Email address</label>
+          <input id="email" className="input" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="password">Password</label>
+          <input id="password" className="input" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        </div>
+        <ErrorNotice error={signIn.error} />
+        <button type="submit" className="button button-primary button-block" disabled={signIn.pending}>
+          {signIn.pending ? 'Signing in…' : 'Continue'}
+        </button>
+      </form>
+    </main>
+  );
+}

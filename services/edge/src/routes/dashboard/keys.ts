@@ -1,0 +1,106 @@
+// The API Keys page's routes: list, create (the secret shown once), rotate with a grace period, revoke. A member
+// manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
+import { newApiKey } from '@gensvc/auth';
+import { apiKeyRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Request, Response } from 'express';
+import { publishKeyInvalidations } from '../../auth/key-cache';
+import { assertRole, memberOf, sessionOf } from '../../auth/session';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { parseBody } from '../../http/parse-body';
+import { CREATE_KEY, ROTATE_KEY } from './schema';
+
+type Deps = Pick<EdgeDeps, 'db' | 'redis' | 'config'>;
+type KeyWithCreator = ApiKeyModel & { creator: { id: string; email: string } | null };
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+export function keyObject(k: KeyWithCreator, now = new Date()) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    scopes: k.scopes,
+    spend_cap: k.spendCap === null ? null : toAmount(k.spendCap),
+    spent: toAmount(k.spent),
+    expires_at: iso(k.expiresAt),
+    last_used_at: iso(k.lastUsedAt),
+    revoked_at: iso(k.revokedAt),
+    created_at: k.createdAt.toISOString(),
+    rotated_at: iso(k.rotatedAt),
+    previous_expires_at: k.previousExpiresAt && k.previousExpiresAt > now ? k.previousExpiresAt.toISOString() : null,
+    creator: k.creator ? { id: k.creator.id, email: k.creator.email } : null,
+    status: k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt <= now ? 'expired' : 'active',
+  };
+}
+
+/** GET …/keys — newest first; a member sees their own keys only. */
+export function listKeys(deps: Deps) {
+  return async (_req: Request, res: Response) => {
+    const { workspace, role } = memberOf(res);
+    const mine = role === 'member' ? sessionOf(res).user.id : undefined;
+    const keys = await apiKeyRepository.listWithCreators(deps.db, workspace.id, mine);
+    res.json({ data: keys.map((k) => keyObject(k)) });
+  };
+}
+
+/** POST …/keys — a key created by the signed-in person, bounded by their role; its secret is in this answer only. */
+export function createKey(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const body = parseBody(CREATE_KEY, req.body);
+    const { workspace } = memberOf(res);
+    const { user } = sessionOf(res);
+    const made = newApiKey();
+    const key = await apiKeyRepository.create(deps.db, {
+      workspaceId: workspace.id,
+      name: body.name,
+      prefix: made.prefix,
+      hash: made.hash,
+      scopes: body.scopes,
+      spendCap: body.spend_cap ?? null,
+      expiresAt: body.expires_at ?? null,
+      creatorId: user.id,
+    });
+    res.status(201).json({ key: keyObject({ ...key, creator: { id: user.id, email: user.email } }), secret: made.secret });
+  };
+}
+
+/** The workspace's key by the route's :id, which the person may manage (their own, or any for admins); 404 otherwise. */
+async function manageableKey(deps: Deps, req: Request<{ id: string }>, res: Response) {
+  const { workspace, role } = memberOf(res);
+  const id = req.params.id;
+  const key = /^key_[A-Za-z0-9]{22}$/.test(id) ? await apiKeyRepository.get(deps.db, id, workspace.id) : null;
+  if (!key) throw errors.notFound(`No key ${id.slice(0, 64)} in this workspace.`, { param: 'id' });
+  if (key.creatorId !== sessionOf(res).user.id) assertRole(role, 'manageAllKeys');
+  return key;
+}
+
+async function withCreator(deps: Deps, workspaceId: string, id: string): Promise<KeyWithCreator> {
+  const [key] = (await apiKeyRepository.listWithCreators(deps.db, workspaceId)).filter((k) => k.id === id);
+  if (!key) throw errors.notFound(`No key ${id} in this workspace.`, { param: 'id' });
+  return key;
+}
+
+/** POST …/keys/:id/rotate — a new secret; the old one works for grace_seconds more (0: stops at once). */
+export function rotateKey(deps: Deps) {
+  return async (req: Request<{ id: string }>, res: Response) => {
+    const body = parseBody(ROTATE_KEY, req.body);
+    const key = await manageableKey(deps, req, res);
+    const made = newApiKey();
+    const rotated = await apiKeyRepository.rotate(deps.db, key.id, { prefix: made.prefix, hash: made.hash }, body.grace_seconds * 1000, key.workspaceId);
+    if (!rotated) throw errors.conflict('The key is revoked: a revoked key cannot be rotated.');
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], locals(res).log);
+    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)), secret: made.secret });
+  };
+}
+
+/** POST …/keys/:id/revoke — every edge replica refuses the key within a second (the invalidation is published). */
+export function revokeKey(deps: Deps) {
+  return async (req: Request<{ id: string }>, res: Response) => {
+    const key = await manageableKey(deps, req, res);
+    await apiKeyRepository.revoke(deps.db, key.id, key.workspaceId);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], locals(res).log);
+    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)) });
+  };
+}

@@ -1,0 +1,82 @@
+// The outputs library: generated outputs (archived task outputs and image edits) and, in their own tab, uploads.
+// Members browse and preview; deleting (row and bytes, as the API's delete) needs an admin or owner.
+import { fileContentLink } from '@gensvc/auth';
+import { taskOutputSchema } from '@gensvc/contracts';
+import { fileRepository, toAmount } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Request, Response } from 'express';
+import { memberOf } from '../../auth/session';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { parseFields } from '../../http/parse-body';
+import { removeFile } from '../files/delete-file';
+import { OUTPUTS_QUERY } from './schema';
+
+type Deps = Pick<EdgeDeps, 'db' | 's3' | 'config'>;
+type LibraryRow = NonNullable<Awaited<ReturnType<typeof fileRepository.library>>>['data'][number];
+
+const KIND_PREFIX = { image: 'image/', video: 'video/', audio: 'audio/', document: 'application/pdf' } as const;
+const DAY_MS = 24 * 3600_000;
+
+const kindOf = (contentType: string) =>
+  (Object.entries(KIND_PREFIX).find(([, prefix]) => contentType.startsWith(prefix))?.[0] ?? 'document') as keyof typeof KIND_PREFIX;
+
+const field = (obj: unknown, name: string): unknown => (obj && typeof obj === 'object' ? (obj as Record<string, unknown>)[name] : undefined);
+const text = (v: unknown) => (typeof v === 'string' ? v : null);
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
+  const link = await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: f.id, workspaceId: f.workspaceId });
+  const task = f.task;
+  const parsed = task ? taskOutputSchema.safeParse(task.output) : null;
+  const entry = parsed?.success && f.outputIndex !== null ? parsed.data.outputs[f.outputIndex] : undefined;
+  const width = num(field(entry, 'width'));
+  const height = num(field(entry, 'height'));
+  return {
+    id: f.id,
+    kind: kindOf(f.contentType),
+    content_type: f.contentType,
+    bytes: Number(f.bytes),
+    filename: f.filename,
+    created_at: f.createdAt.toISOString(),
+    source: f.source,
+    model: task?.model ?? null,
+    prompt: text(field(task?.input, 'prompt')),
+    size: width !== null && height !== null ? `${width}x${height}` : text(field(task?.input, 'size')),
+    duration: num(field(entry, 'duration')) ?? num(field(task?.input, 'duration_seconds')),
+    cost: task?.cost != null ? { amount: toAmount(task.cost), currency } : null,
+    task_id: task?.id ?? null,
+    preview_url: link.url,
+    download_url: link.url,
+  };
+}
+
+/** GET …/outputs — newest first, filtered by source, kind, model and a date range (to inclusive), cursor paging. */
+export function listOutputs(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const q = parseFields(OUTPUTS_QUERY, req.query);
+    if (q.from && q.to && q.to < q.from) throw errors.invalidRequest('to: must not be before from', 'to');
+    const { workspace } = memberOf(res);
+    const page = await fileRepository.library(deps.db, workspace.id, {
+      source: q.source,
+      limit: q.limit,
+      ...(q.after ? { after: q.after } : {}),
+      ...(q.kind ? { contentTypePrefix: KIND_PREFIX[q.kind] } : {}),
+      ...(q.model ? { model: q.model } : {}),
+      ...(q.from ? { from: q.from } : {}),
+      ...(q.to ? { to: new Date(q.to.getTime() + DAY_MS) } : {}),
+    });
+    if (!page) throw errors.invalidRequest(`after: no file ${q.after} in this workspace.`, 'after');
+    const data = await Promise.all(page.data.map((f) => outputObject(deps, f, workspace.currency)));
+    res.json({ data, has_more: page.hasMore, next_cursor: page.hasMore ? (data.at(-1)?.id ?? null) : null });
+  };
+}
+
+/** DELETE …/outputs/:fileId — admins and owners (the router checks the role). */
+export function deleteOutput(deps: Deps) {
+  return async (req: Request<{ fileId: string }>, res: Response) => {
+    const id = req.params.fileId;
+    await removeFile(deps, memberOf(res).workspace.id, id, locals(res).log);
+    res.json({ id, deleted: true });
+  };
+}

@@ -1,0 +1,121 @@
+// The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
+// last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
+import { membershipRule, newOpaqueToken, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
+import { apiKeyRepository, invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Request, Response } from 'express';
+import { publishKeyInvalidations } from '../../auth/key-cache';
+import { assertRole, memberOf, sessionOf } from '../../auth/session';
+import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
+import { parseBody } from '../../http/parse-body';
+import { ADD_MEMBER, CHANGE_ROLE } from './schema';
+
+type Deps = Pick<EdgeDeps, 'db' | 'redis' | 'config'>;
+
+const invitationObject = (i: InvitationRow, url?: string) => ({
+  id: i.id,
+  email: i.email,
+  role: i.role,
+  expires_at: i.expiresAt.toISOString(),
+  created_at: i.createdAt.toISOString(),
+  ...(url ? { url } : {}),
+});
+
+function refused<T>(change: MembershipChange<T>, rule: RoleRule, email?: string): T {
+  if (change.ok) return change.value;
+  if (change.reason === 'last_owner') throw errors.lastOwner();
+  if (change.reason === 'actor_role') throw errors.insufficientRole(ROLE_RULES[rule].needed, ROLE_RULES[rule].what);
+  if (change.reason === 'already_member') throw errors.alreadyMember(email ?? 'This person');
+  throw errors.notFound('No such member in this workspace.', { param: 'user_id' });
+}
+
+/** The keys a member made here are bounded by their role: every replica re-reads them after a change. */
+async function invalidateKeysOf(deps: Deps, res: Response, workspaceId: string, userId: string) {
+  const keys = await apiKeyRepository.listWithCreators(deps.db, workspaceId, userId);
+  await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, keys.map((k) => k.id), locals(res).log);
+}
+
+/** GET …/members — members (owners first) and, for admins and owners, pending invitations. */
+export function listMembers(deps: Deps) {
+  return async (_req: Request, res: Response) => {
+    const { workspace, role } = memberOf(res);
+    const members = await membershipRepository.list(deps.db, workspace.id);
+    const invitations = role === 'member' ? [] : await invitationRepository.listPending(deps.db, workspace.id);
+    res.json({
+      data: members.map((m) => ({ user: m.user, role: m.role, created_at: m.createdAt.toISOString() })),
+      invitations: invitations.map((i) => invitationObject(i)),
+    });
+  };
+}
+
+/** POST …/members — adds an existing user, or makes an invitation link for a new person (shown once). */
+export function addMember(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const body = parseBody(ADD_MEMBER, req.body);
+    const { workspace, role } = memberOf(res);
+    const rule = membershipRule(null, body.role);
+    assertRole(role, rule);
+    const user = await userRepository.findByEmail(deps.db, body.email);
+    if (user) {
+      const added = refused(await membershipRepository.add(deps.db, workspace.id, user.id, body.role, actorFor(sessionOf(res).user.id, rule)), rule, body.email);
+      res.status(201).json({ member: { user: { id: user.id, email: user.email, name: user.name }, role: added.role, created_at: added.createdAt.toISOString() } });
+      return;
+    }
+    const { token, hash } = newOpaqueToken();
+    const inv = await invitationRepository.create(deps.db, { workspaceId: workspace.id, email: body.email, role: body.role, tokenHash: hash, invitedById: sessionOf(res).user.id });
+    res.status(201).json({ invitation: invitationObject(inv, `${deps.config.publicBaseUrl}/dashboard/invite/${token}`) });
+  };
+}
+
+/** The acting person, whose role is checked again under the workspace's lock when the change is made. */
+const actorFor = (userId: string, rule: RoleRule) => ({ userId, may: (role: WorkspaceRole | null) => role !== null && roleAtLeast(role, ROLE_RULES[rule].needed) });
+
+async function target(deps: Deps, req: Request<{ userId: string }>, workspaceId: string) {
+  const m = /^usr_[A-Za-z0-9]{22}$/.test(req.params.userId) ? await membershipRepository.get(deps.db, workspaceId, req.params.userId) : null;
+  if (!m) throw errors.notFound('No such member in this workspace.', { param: 'user_id' });
+  return m;
+}
+
+/** PATCH …/members/:userId — changes a role. */
+export function changeRole(deps: Deps) {
+  return async (req: Request<{ userId: string }>, res: Response) => {
+    const body = parseBody(CHANGE_ROLE, req.body);
+    const { workspace, role } = memberOf(res);
+    const m = await target(deps, req, workspace.id);
+    const rule = membershipRule(m.role, body.role);
+    assertRole(role, rule);
+    refused(await membershipRepository.changeRole(deps.db, workspace.id, m.userId, body.role, actorFor(sessionOf(res).user.id, rule)), rule);
+    await invalidateKeysOf(deps, res, workspace.id, m.userId);
+    const member = (await membershipRepository.list(deps.db, workspace.id)).find((x) => x.userId === m.userId)!;
+    res.json({ member: { user: member.user, role: member.role as WorkspaceRole, created_at: member.createdAt.toISOString() } });
+  };
+}
+
+/** DELETE …/members/:userId — removes a member (or the person leaves); the keys they made here stop working. */
+export function removeMember(deps: Deps) {
+  return async (req: Request<{ userId: string }>, res: Response) => {
+    const { workspace, role } = memberOf(res);
+    const m = await target(deps, req, workspace.id);
+    const self = m.userId === sessionOf(res).user.id;
+    const rule = membershipRule(m.role, null);
+    if (!self) assertRole(role, rule);
+    const actor = self ? undefined : actorFor(sessionOf(res).user.id, rule);
+    const removed = refused(await membershipRepository.remove(deps.db, workspace.id, m.userId, actor), rule);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, removed.keyIds, locals(res).log);
+    res.status(204).end();
+  };
+}
+
+/** DELETE …/invitations/:id — withdraws a pending invitation: its link stops working. */
+export function withdrawInvitation(deps: Deps) {
+  return async (req: Request<{ id: string }>, res: Response) => {
+    const { workspace, role } = memberOf(res);
+    assertRole(role, 'manageMembers');
+    if (!(await invitationRepository.remove(deps.db, workspace.id, req.params.id.slice(0, 64)))) {
+      throw errors.notFound('No pending invitation by that id in this workspace.', { param: 'id' });
+    }
+    res.status(204).end();
+  };
+}
+

@@ -1,0 +1,143 @@
+// Signing in and out, changing the password, and accepting an invitation (DESIGN.md §4 Sessions).
+import { hashPassword, hashToken, newOpaqueToken, OPAQUE_TOKEN, verifyPassword } from '@gensvc/auth';
+import { invitationRepository, isUniqueViolation, membershipRepository, SESSION_LIMITS, sessionRepository, userRepository, withTx, type Db } from '@gensvc/db';
+import { errors } from '@gensvc/errors';
+import type { Request, Response } from 'express';
+import type { LoginThrottle } from '../../auth/login-throttle';
+import { checkDoubleSubmit, checkOrigin, csrfForSession, issueCsrf, readSession, secureCookies, sessionOf } from '../../auth/session';
+import { cookieOf, CSRF_COOKIE, SESSION_COOKIE, setCookie } from '../../auth/session-cookie';
+import type { EdgeDeps } from '../../deps';
+import { parseBody } from '../../http/parse-body';
+import { ACCEPT_INVITATION, CHANGE_PASSWORD, SIGN_IN } from './schema';
+
+type Deps = Pick<EdgeDeps, 'db' | 'config'>;
+
+/**
+ * Checked against when the email is unknown, so that an unknown email and a wrong password take the same time and
+ * get the same answer. A hash of a random password: nothing verifies against it.
+ */
+let decoyHash: Promise<string> | undefined;
+const decoy = () => (decoyHash ??= hashPassword(newOpaqueToken().token));
+
+/** What every session route answers: who is signed in, their workspaces and roles, and the CSRF token. */
+async function sessionBody(db: Db, user: { id: string; email: string; name: string | null }, csrfToken: string) {
+  const memberships = await membershipRepository.forUser(db, user.id);
+  return {
+    user: { id: user.id, email: user.email, name: user.name },
+    workspaces: memberships.map((m) => ({ id: m.workspace.id, name: m.workspace.name, tier: m.workspace.tier, role: m.role })),
+    csrf_token: csrfToken,
+  };
+}
+
+/** A new session for the user in this browser: its cookies set, its body answered. */
+async function startSession(deps: Deps, req: Request, res: Response, user: { id: string; email: string; name: string | null }, status = 200) {
+  const { token, hash } = newOpaqueToken();
+  await sessionRepository.create(deps.db, { userId: user.id, tokenHash: hash, userAgent: req.get('user-agent') ?? null, ip: req.socket.remoteAddress ?? null });
+  setCookie(res, SESSION_COOKIE, token, { secure: secureCookies(deps.config), httpOnly: true, maxAge: SESSION_LIMITS.absoluteMs / 1000 });
+  const csrf = issueCsrf(res, deps.config, csrfForSession(deps.config, hash));
+  res.status(status).json(await sessionBody(deps.db, user, csrf));
+}
+
+/** GET /api/v1/dashboard/session — who is signed in; signed out, 401 and a fresh CSRF cookie for the sign-in form. */
+export function getSession(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const session = await readSession(deps.db, req);
+    if (!session) {
+      const existing = cookieOf(req, CSRF_COOKIE);
+      issueCsrf(res, deps.config, existing && OPAQUE_TOKEN.test(existing) ? existing : newOpaqueToken().token);
+      throw errors.notSignedIn();
+    }
+    const csrf = issueCsrf(res, deps.config, csrfForSession(deps.config, session.tokenHash));
+    res.json(await sessionBody(deps.db, session.user, csrf));
+  };
+}
+
+/** POST /api/v1/dashboard/session — sign in with email and password. */
+export function signIn(deps: Deps, throttle: LoginThrottle) {
+  return async (req: Request, res: Response) => {
+    checkOrigin(req, deps.config);
+    checkDoubleSubmit(req);
+    const body = parseBody(SIGN_IN, req.body);
+    await throttle.admit(body.email, req.socket.remoteAddress ?? 'unknown');
+    const user = await userRepository.findByEmail(deps.db, body.email);
+    const ok = await verifyPassword(body.password, user?.passwordHash ?? (await decoy()));
+    if (!user || !ok) throw errors.invalidCredentials();
+    await throttle.succeeded(body.email);
+    await startSession(deps, req, res, user);
+  };
+}
+
+/** DELETE /api/v1/dashboard/session — sign out: the session is revoked server-side, the cookies cleared. */
+export function signOut(deps: Deps) {
+  return async (_req: Request, res: Response) => {
+    await sessionRepository.revoke(deps.db, sessionOf(res).session.id);
+    const secure = secureCookies(deps.config);
+    setCookie(res, SESSION_COOKIE, '', { secure, httpOnly: true, maxAge: 0 });
+    setCookie(res, CSRF_COOKIE, '', { secure, httpOnly: false, maxAge: 0 });
+    res.status(204).end();
+  };
+}
+
+/** POST /api/v1/dashboard/password — every session of the person ends (in one transaction with the change); this browser gets a new one. */
+export function changePassword(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const body = parseBody(CHANGE_PASSWORD, req.body);
+    const { user } = sessionOf(res);
+    const stored = await userRepository.findByEmail(deps.db, user.email);
+    if (!stored || !(await verifyPassword(body.current_password, stored.passwordHash))) throw errors.invalidCredentials(400, 'current_password');
+    const changed = await userRepository.setPasswordHash(deps.db, user.id, await hashPassword(body.new_password));
+    if (!changed) throw errors.notSignedIn();
+    await startSession(deps, req, res, user);
+  };
+}
+
+async function liveInvitation(db: Db, token: string) {
+  const inv = OPAQUE_TOKEN.test(token) ? await invitationRepository.findLive(db, hashToken(token)) : null;
+  if (!inv) throw errors.invitationNotFound();
+  return inv;
+}
+
+/** GET /api/v1/dashboard/invitations/:token — what the invitation is for, before accepting it. */
+export function getInvitation(deps: Deps) {
+  return async (req: Request<{ token: string }>, res: Response) => {
+    const inv = await liveInvitation(deps.db, req.params.token);
+    const user = await userRepository.findByEmail(deps.db, inv.email);
+    res.json({ email: inv.email, role: inv.role, workspace: inv.workspace, expires_at: inv.expiresAt.toISOString(), user_exists: user !== null });
+  };
+}
+
+/**
+ * POST /api/v1/dashboard/invitations/:token/accept — a new person sets a password and is signed in; a person who
+ * has a user already accepts while signed in as that user. The invitation is used once: the acceptance, the user
+ * and the membership are one transaction.
+ */
+export function acceptInvitation(deps: Deps) {
+  return async (req: Request<{ token: string }>, res: Response) => {
+    checkOrigin(req, deps.config);
+    checkDoubleSubmit(req);
+    const body = parseBody(ACCEPT_INVITATION, req.body);
+    const inv = await liveInvitation(deps.db, req.params.token);
+    const existing = await userRepository.findByEmail(deps.db, inv.email);
+    if (existing) {
+      const session = await readSession(deps.db, req);
+      if (!session || session.user.id !== existing.id) throw errors.notSignedIn();
+      await withTx(deps.db, async (tx) => {
+        if (!(await invitationRepository.markAccepted(tx, inv.id))) throw errors.invitationNotFound();
+        await membershipRepository.add(tx, inv.workspaceId, existing.id, inv.role);
+      });
+      res.json(await sessionBody(deps.db, session.user, csrfForSession(deps.config, session.tokenHash)));
+      return;
+    }
+    if (!body.password) throw errors.invalidRequest('password: is required to create your account', 'password');
+    const passwordHash = await hashPassword(body.password);
+    const user = await withTx(deps.db, async (tx) => {
+      if (!(await invitationRepository.markAccepted(tx, inv.id))) throw errors.invitationNotFound();
+      const made = await userRepository.create(tx, { email: inv.email, passwordHash, name: body.name ?? null });
+      await membershipRepository.add(tx, inv.workspaceId, made.id, inv.role);
+      return made;
+    }).catch((e: unknown) => {
+      throw isUniqueViolation(e) ? errors.invitationNotFound() : e;
+    });
+    await startSession(deps, req, res, user, 201);
+  };
+}
