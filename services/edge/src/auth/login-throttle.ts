@@ -1,6 +1,7 @@
-// Sign-in throttling (DESIGN.md §4 Sessions): at most LIMIT password checks per account and per client address in a
+// Sign-in throttling (DESIGN.md §4 Sessions): at most LIMIT failed sign-ins per account and per client address in a
 // fixed window. Each attempt is counted before its password is checked (one atomic INCR), so a burst of racing
-// attempts cannot test more than LIMIT passwords; a success clears the account's count.
+// attempts cannot test more than LIMIT passwords; a success then takes its own count back from the address (people
+// behind one NAT who sign in correctly are never throttled) and clears the account's failures.
 import { hashToken } from '@gensvc/auth';
 import { errors } from '@gensvc/errors';
 import type { Redis } from 'ioredis';
@@ -33,8 +34,8 @@ export class LoginThrottle {
     }
   }
 
-  /** A correct password: the account's failures are forgiven (the address keeps its count). */
-  async succeeded(email: string): Promise<void> {
-    await this.redis.del(this.accountKey(email));
+  /** A correct password: the account's failures are forgiven, and the address's count no longer includes this attempt. */
+  async succeeded(email: string, ip: string): Promise<void> {
+    await this.redis.multi().del(this.accountKey(email)).decr(this.addressKey(ip)).exec();
   }
 }

@@ -58,11 +58,12 @@ export function signIn(deps: Deps, throttle: LoginThrottle) {
     checkOrigin(req, deps.config);
     checkDoubleSubmit(req);
     const body = parseBody(SIGN_IN, req.body);
-    await throttle.admit(body.email, req.socket.remoteAddress ?? 'unknown');
+    const ip = req.socket.remoteAddress ?? 'unknown';
+    await throttle.admit(body.email, ip);
     const user = await userRepository.findByEmail(deps.db, body.email);
     const ok = await verifyPassword(body.password, user?.passwordHash ?? (await decoy()));
     if (!user || !ok) throw errors.invalidCredentials();
-    await throttle.succeeded(body.email);
+    await throttle.succeeded(body.email, ip);
     await startSession(deps, req, res, user);
   };
 }

@@ -123,6 +123,15 @@ describe('throttling', () => {
     expect(statuses[10]).toBe(429);
   });
 
+  it('counts only failures: many people signing in correctly from one address are never throttled', async () => {
+    const people = await Promise.all(Array.from({ length: 3 }, () => owner()));
+    const c = client();
+    await c.get('/api/v1/dashboard/session');
+    for (let round = 0; round < 5; round++) {
+      for (const p of people) expect((await c.post('/api/v1/dashboard/session', { email: p.email, password: p.password })).status).toBe(200);
+    }
+  });
+
   it('forgives the account its failures once the right password is given', async () => {
     const { email, password } = await owner();
     const c = client();
