@@ -246,6 +246,7 @@ export class BudgetLeases {
         const charged = await this.write(batch);
         this.stats.flushes++;
         this.stats.charges += charged.size;
+        const drained = new Set<Lease>();
         for (const c of batch) {
           c.leaseRef.committed -= c.cost;
           if (charged.has(c.id)) {
@@ -255,8 +256,11 @@ export class BudgetLeases {
             // The lease no longer held the money (released as a dead replica's): the call goes uncharged.
             this.log.error({ lease: c.lease, cost: String(c.cost), request_id: c.requestId }, 'a charge found its lease gone; the call is not charged');
           }
-          if (c.leaseRef.closing) await this.closeLease(c.leaseRef);
+          if (c.leaseRef.closing && c.leaseRef.committed === 0n) drained.add(c.leaseRef);
         }
+        // A closing lease whose last call is charged gives back what its calls left unspent: one statement per lease,
+        // not one per charge.
+        await Promise.all([...drained].map((l) => this.closeLease(l)));
       }
     } finally {
       this.flushing = null;
