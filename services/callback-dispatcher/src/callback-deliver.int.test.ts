@@ -18,8 +18,12 @@ import type { DeliverOutcome } from './handlers/callback-deliver';
 
 const SCHEDULE = [0, 400, 800, 1200, 1600];
 const TIMEOUT_MS = 500;
-/** How late past its delay an attempt may reach the receiver (job pick-up, a few queries, a TLS handshake). */
-const LATENESS_MS = 300;
+/**
+ * How late past its delay an attempt may reach the receiver (job pick-up, a few queries, a TLS handshake). Seen up to
+ * ~310 ms on these 2-core VMs when their CPU is throttled and the whole suite runs; still less than the 400 ms
+ * between the schedule's steps, so an attempt sent a step early or late fails.
+ */
+const LATENESS_MS = 390;
 const PUBLIC_BASE_URL = 'https://api.gensvc.test';
 const ctx = useTestContext({
   OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32',

@@ -9,6 +9,7 @@ import type { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
+import { SlotLeases } from './limits/rate-limit';
 
 /** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
@@ -28,6 +29,8 @@ export interface EdgeDeps {
   evaluateEvents: QueueEvents;
   /** This replica's budget leases: paid calls are held against them in memory and charged in batches. */
   leases: BudgetLeases;
+  /** This replica's rate-limit slots, leased in blocks for workspaces with large limits. */
+  rateSlots: SlotLeases;
   /**
    * Outbound client settings beyond config.outbound for caller-given URLs (image_url): none in production (Node
    * trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
@@ -71,11 +74,13 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   let leases: BudgetLeases | undefined;
   const leaseReturns = await connectLeaseReturns(redis, createRedisConnection(config.redisUrl, { name: 'edge:lease-returns' }), config.queuePrefix, () => leases, logger);
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
+  const rateSlots = new SlotLeases(redis);
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateEvents, leases },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateEvents, leases, rateSlots },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await leases.close();
+      rateSlots.close();
       await leaseReturns.close();
       await upstreamState.close();
       await unsubscribe();

@@ -1,5 +1,5 @@
 import { useTestContext } from '@gensvc/testing';
-import { takeSlot } from './rate-limit';
+import { SlotLeases, takeSlot } from './rate-limit';
 
 const ctx = useTestContext();
 
@@ -31,5 +31,53 @@ describe('takeSlot (sliding window in Redis)', () => {
     const fifth = await takeSlot(ctx.redis, key, 2, window);
     expect([fourth.accepted, fifth.accepted]).toEqual([true, false]); // only the first call's slot freed
     expect(fifth.resetAtMs).toBe(second.nowMs + window);
+  });
+});
+
+describe('SlotLeases (rate-limit slots leased in blocks)', () => {
+  it('accepts exactly the limit across two replicas racing, with far fewer Redis calls than calls', async () => {
+    const { createRedisConnection } = await import('@gensvc/queue');
+    const other = createRedisConnection(ctx.config.redisUrl, { name: 'rl-replica-2' });
+    const replicas = [new SlotLeases(ctx.redis), new SlotLeases(other)];
+    const key = `${ctx.config.queuePrefix}:rl:test:leased`;
+    const limit = 2000;
+    const decisions = await Promise.all(Array.from({ length: 2600 }, (_, i) => replicas[i % 2]!.take(key, limit, 60_000)));
+    replicas.forEach((r) => r.close());
+    other.disconnect();
+    expect(decisions.filter((d) => d.accepted)).toHaveLength(limit);
+    const redisCalls = replicas.reduce((n, r) => n + r.stats.redisCalls, 0);
+    const leased = replicas.reduce((n, r) => n + r.stats.leased, 0);
+    // While more than half the window was free, calls came from leases; near the limit each took its own slot.
+    expect(leased).toBeGreaterThan(limit / 3);
+    expect(redisCalls).toBeLessThan(2600 - leased + 1);
+    expect(await ctx.redis.zcard(key)).toBeLessThanOrEqual(limit);
+  });
+
+  it('keeps the window exact: a leased slot counts a whole window after its use, unused slots go back', async () => {
+    const key = `${ctx.config.queuePrefix}:rl:test:leased-slide`;
+    const limit = 1000;
+    const window = 1500;
+    const slots = new SlotLeases(ctx.redis);
+    const first = await slots.take(key, limit, window);
+    expect(first.accepted).toBe(true);
+    // One call used one slot of a lease of up to 32; the lease's others are held in Redis until the lease ends...
+    const held = await ctx.redis.zcard(key);
+    expect(held).toBeGreaterThan(1);
+    // ...then the unused ones go back: only the used slot counts.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await ctx.redis.zcard(key)).toBe(1);
+    // The used slot is dated at the lease's end (200 ms after the grant), so it counts a whole window after the call
+    // whenever in the lease the call was made.
+    const [, score] = await ctx.redis.zrange(key, '0', '0', 'WITHSCORES');
+    expect(Number(score)).toBe(first.nowMs + 200);
+  });
+
+  it('takes one slot per call below the lease threshold, as the exact per-call window does', async () => {
+    const key = `${ctx.config.queuePrefix}:rl:test:small`;
+    const slots = new SlotLeases(ctx.redis);
+    const decisions = [];
+    for (let i = 0; i < 5; i++) decisions.push(await slots.take(key, 50, 60_000));
+    expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45]);
+    expect(slots.stats).toEqual({ redisCalls: 5, leased: 0 });
   });
 });

@@ -7,28 +7,43 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { authOf, type AuthContext } from '../auth/authenticate';
 
+// ARGV: limit, window, member prefix, want, lease ms. With want = 1 one slot is taken for a call made now (scored
+// now). With want > 1 (a slot lease, see SlotLeases) up to `want` slots are taken for calls this replica makes within
+// the next `lease ms`: they are scored at the lease's end, so each counts for at least a whole window after the call
+// that uses it, whenever in the lease that is — never less than a slot taken per call. Only while more than half of
+// the window is free is more than one slot granted, and never more than an eighth of what is free.
 const SLIDING_WINDOW = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
+local want = tonumber(ARGV[4])
+local leaseMs = tonumber(ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
-local accepted = 0
-if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  count = count + 1
-  accepted = 1
+local room = limit - count
+local grant = 0
+if room > 0 then
+  grant = 1
+  if want > 1 and room * 2 > limit then grant = math.max(1, math.min(want, math.floor(room / 8))) end
+  local score = now
+  if grant > 1 then score = now + leaseMs end
+  local args = {}
+  for i = 1, grant do
+    args[#args + 1] = score
+    args[#args + 1] = ARGV[3] .. ':' .. i
+  end
+  redis.call('ZADD', KEYS[1], unpack(args))
+  redis.call('PEXPIRE', KEYS[1], window + leaseMs)
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local frees = now + window
 if oldest[2] then frees = tonumber(oldest[2]) + window end
-return {accepted, limit - count, frees, now}
+return {grant, room - grant, frees, now}
 `;
 
 type WithWindow = Redis & {
-  gensvcSlidingWindow(key: string, limit: number, windowMs: number, member: string): Promise<[number, number, number, number]>;
+  gensvcSlidingWindow(key: string, limit: number, windowMs: number, member: string, want: number, leaseMs: number): Promise<[number, number, number, number]>;
 };
 
 export interface WindowDecision {
@@ -46,15 +61,111 @@ let sequence = 0;
 
 /** Counts one call against `key` if the window has room. Atomic in Redis: racing replicas cannot overshoot. */
 export async function takeSlot(redis: Redis, key: string, limit: number, windowMs: number): Promise<WindowDecision> {
+  const granted = await takeSlots(redis, key, limit, windowMs, 1, 0);
+  return { accepted: granted.members.length === 1, remaining: granted.remaining, resetAtMs: granted.resetAtMs, nowMs: granted.nowMs };
+}
+
+export interface SlotGrant {
+  /** The sorted-set members taken, one per call that may be accepted. */
+  members: string[];
+  /** Slots still free in the window after this grant. */
+  remaining: number;
+  resetAtMs: number;
+  nowMs: number;
+}
+
+/** Takes up to `want` slots for calls within the next `leaseMs` (one slot, for a call now, when want is 1). */
+export async function takeSlots(redis: Redis, key: string, limit: number, windowMs: number, want: number, leaseMs: number): Promise<SlotGrant> {
   const r = redis as WithWindow;
   if (typeof r.gensvcSlidingWindow !== 'function') r.defineCommand('gensvcSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
-  const member = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}`;
-  const [accepted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(key, limit, windowMs, member);
-  return { accepted: accepted === 1, remaining: Math.max(0, remaining), resetAtMs, nowMs };
+  const prefix = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}`;
+  const [granted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(key, limit, windowMs, prefix, want, leaseMs);
+  return { members: Array.from({ length: granted }, (_, i) => `${prefix}:${i + 1}`), remaining: Math.max(0, remaining), resetAtMs, nowMs };
+}
+
+/** Workspaces whose limit is at least this lease slots; below it every call takes its own slot (exact headers). */
+export const SLOT_LEASE_MIN_LIMIT = 1000;
+const SLOTS_PER_LEASE = 32;
+const SLOT_LEASE_MS = 200;
+
+interface SlotLease {
+  members: string[];
+  /** performance.now() after which the lease's slots are no longer used (they are returned). */
+  validUntil: number;
+  remainingAtGrant: number;
+  resetAtMs: number;
+}
+
+/**
+ * Rate-limit slots leased in blocks (issue 11): for a workspace with a large limit, this replica takes up to 32 slots
+ * in one Redis call and accepts calls against them in memory for 200 ms; the slots it did not use go back to the
+ * window (ZREM) when the lease ends. The window stays exact — Redis never holds more than the limit, and each slot is
+ * dated at its lease's end — and X-RateLimit-Remaining counts, conservatively, other replicas' unused leased slots as
+ * used. Below SLOT_LEASE_MIN_LIMIT, and whenever less than half of the window is free, a call takes its own slot, as
+ * before. One per process (EdgeDeps.rateSlots).
+ */
+export class SlotLeases {
+  private readonly leases = new Map<string, SlotLease>();
+  private readonly pending = new Map<string, Promise<void>>();
+  /** Redis calls made and calls accepted from a lease (tests). */
+  readonly stats = { redisCalls: 0, leased: 0 };
+
+  constructor(private readonly redis: Redis) {}
+
+  async take(key: string, limit: number, windowMs: number): Promise<WindowDecision> {
+    if (limit < SLOT_LEASE_MIN_LIMIT) {
+      this.stats.redisCalls++;
+      return takeSlot(this.redis, key, limit, windowMs);
+    }
+    for (;;) {
+      const lease = this.leases.get(key);
+      if (lease && lease.members.length > 0 && performance.now() < lease.validUntil) {
+        lease.members.pop();
+        this.stats.leased++;
+        return { accepted: true, remaining: lease.remainingAtGrant + lease.members.length, resetAtMs: lease.resetAtMs, nowMs: Date.now() };
+      }
+      const inFlight = this.pending.get(key);
+      if (inFlight) {
+        await inFlight;
+        continue;
+      }
+      const refill = this.refill(key, limit, windowMs);
+      this.pending.set(key, refill.then(() => undefined, () => undefined).finally(() => this.pending.delete(key)));
+      const decision = await refill;
+      if (decision) return decision;
+    }
+  }
+
+  /** A new lease for `key` (the old one's unused slots given back); a refusal when the window is full. */
+  private async refill(key: string, limit: number, windowMs: number): Promise<WindowDecision | null> {
+    this.giveBack(key);
+    const started = performance.now();
+    this.stats.redisCalls++;
+    const g = await takeSlots(this.redis, key, limit, windowMs, SLOTS_PER_LEASE, SLOT_LEASE_MS);
+    if (g.members.length === 0) return { accepted: false, remaining: 0, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
+    if (g.members.length === 1) return { accepted: true, remaining: g.remaining, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
+    // Measured from before the request: the lease ends here no later than its slots' date in Redis.
+    this.leases.set(key, { members: g.members.slice(1), validUntil: started + SLOT_LEASE_MS, remainingAtGrant: g.remaining, resetAtMs: g.resetAtMs });
+    setTimeout(() => this.giveBack(key), SLOT_LEASE_MS).unref();
+    return { accepted: true, remaining: g.remaining + g.members.length - 1, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
+  }
+
+  /** The unused slots of `key`'s lease go back to the window: calls never made are not counted. */
+  private giveBack(key: string) {
+    const lease = this.leases.get(key);
+    if (!lease) return;
+    this.leases.delete(key);
+    if (lease.members.length) this.redis.zrem(key, ...lease.members).catch(() => undefined); // else they age out
+  }
+
+  /** Shutdown: every unused slot back. */
+  close() {
+    for (const key of [...this.leases.keys()]) this.giveBack(key);
+  }
 }
 
 export interface RateLimitDeps {
-  redis: Redis;
+  rateSlots: SlotLeases;
   config: { queuePrefix: string };
 }
 
@@ -80,7 +191,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       const auth = authOf(res);
       const limit = options.limitOf(auth);
       const key = `${deps.config.queuePrefix}:rl:${options.bucket}:${auth.workspace.id}`;
-      const d = await takeSlot(deps.redis, key, limit, windowMs);
+      const d = await deps.rateSlots.take(key, limit, windowMs);
       const headers: Record<string, string> = {
         'X-RateLimit-Limit-RPM': String(limit),
         'X-RateLimit-Remaining-RPM': String(d.remaining),
