@@ -4,7 +4,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { hashPassword } from '@gensvc/auth';
 import { fileRepository, membershipRepository, newId, userRepository, type Db } from '@gensvc/db';
 import { fileObjectKey } from '@gensvc/storage';
-import { makeKey, makeTask, makeWorkspace, sampleMedia, type TestContext } from '@gensvc/testing';
+import { makeKey, makeOutput as makeGeneratedOutput, makeTask, makeWorkspace, type TestContext } from '@gensvc/testing';
 import { gradientPng } from './png';
 
 export async function makeUser(db: Db, email: string, password: string, name: string | null = null) {
@@ -33,43 +33,22 @@ const PALETTES: [number, number, number][][] = [
   [[170, 80, 240], [250, 120, 160]],
 ];
 
-/** A generated output as the archiver leaves one: a completed task, its bytes in S3, a file row pointing at both. */
+/** A generated output, made by the shared factory (libs/testing makeOutput) with a picture worth looking at. */
 export async function makeOutput(ctx: TestContext, workspaceId: string, apiKeyId: string, o: { prompt: string; model: string; kind: 'image' | 'video'; index: number; ageMinutes: number }): Promise<SeededOutput> {
-  const createdAt = new Date(Date.now() - o.ageMinutes * 60_000);
-  const task = await makeTask(ctx.db, { workspaceId, apiKeyId, model: o.model, operation: o.kind === 'image' ? 'text-to-image' : 'text-to-video', input: { prompt: o.prompt, size: '512x512', ...(o.kind === 'video' ? { duration_seconds: 4 } : {}) } });
-  const fileId = newId('file');
-  const storageKey = fileObjectKey(workspaceId, fileId);
   const [from, to] = PALETTES[o.index % PALETTES.length]!;
-  const bytes = o.kind === 'image' ? gradientPng(256, from!, to!) : sampleMedia.mp4({ durationSeconds: 4 });
-  const contentType = o.kind === 'image' ? 'image/png' : 'video/mp4';
-  await ctx.s3.send(new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: bytes, ContentType: contentType }));
-  await ctx.db.task.update({
-    where: { id: task.id },
-    data: {
-      status: 'completed',
-      createdAt,
-      completedAt: createdAt,
-      cost: o.kind === 'image' ? 40_000n : 250_000n,
-      output: { outputs: [{ kind: o.kind, url: `https://provider.example/${fileId}`, width: 512, height: 512, ...(o.kind === 'video' ? { duration: 4 } : {}), content_type: contentType, archive_status: 'archived', svc_file_id: fileId }] },
-    },
+  const made = await makeGeneratedOutput(ctx, workspaceId, {
+    kind: o.kind,
+    model: o.model,
+    prompt: o.prompt,
+    apiKeyId,
+    cost: o.kind === 'image' ? 40_000n : 250_000n,
+    createdAt: new Date(Date.now() - o.ageMinutes * 60_000),
+    width: 512,
+    height: 512,
+    durationSeconds: 4,
+    ...(o.kind === 'image' ? { bytes: gradientPng(256, from!, to!) } : {}),
   });
-  await fileRepository.create(ctx.db, {
-    id: fileId,
-    workspaceId,
-    source: 'generated',
-    purpose: 'output',
-    filename: `${fileId}.${o.kind === 'image' ? 'png' : 'mp4'}`,
-    contentType,
-    bytes: BigInt(bytes.length),
-    storageKey,
-    taskId: task.id,
-    outputIndex: 0,
-    archiveStatus: 'archived',
-    createdAt,
-    expiresAt: new Date(Date.now() + 30 * 86_400_000),
-    publicExpiresAt: new Date(Date.now() + 90 * 86_400_000),
-  });
-  return { fileId, taskId: task.id, storageKey, prompt: o.prompt, model: o.model, kind: o.kind };
+  return { fileId: made.file.id, taskId: made.task.id, storageKey: made.key, prompt: o.prompt, model: o.model, kind: o.kind };
 }
 
 /** An upload (the Uploads tab). */

@@ -3,7 +3,7 @@
 // the leases' next group commit, so the checks wait for that.
 import { billingRepository, type Db } from '@gensvc/db';
 import type { BudgetLeases } from './billing/budget-leases';
-import { eventually } from '@gensvc/testing';
+import { eventually, makeKey } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 
 export interface Usage {
@@ -84,7 +84,6 @@ export async function expectBalanced(db: Db, workspaceId: string) {
  * `amount`, refused 402 for a key capped one micro-unit lower. `call` makes the call with a key and answers its status.
  */
 export async function expectHoldOf(db: Db, workspaceId: string, amount: bigint, call: (secret: string) => Promise<number>) {
-  const { makeKey } = await import('@gensvc/testing');
   const short = await makeKey(db, workspaceId, { spendCap: amount - 1n });
   expect(await call(short.secret)).toBe(402);
   const exact = await makeKey(db, workspaceId, { spendCap: amount });

@@ -111,6 +111,11 @@ export const apiKeyRepository = {
     return db.apiKey.findMany({ where: { workspaceId }, orderBy: { createdAt: 'asc' } });
   },
 
+  /** The workspace's key with its creator's email (the dashboard's view of one key); null when there is none. */
+  getWithCreator(db: DbClient, id: string, workspaceId: string) {
+    return db.apiKey.findFirst({ where: { id, workspaceId }, include: { creator: { select: { id: true, email: true } } } });
+  },
+
   /** The dashboard's list: newest first, with each creator's email; only `creatorId`'s keys when given. */
   listWithCreators(db: DbClient, workspaceId: string, creatorId?: string) {
     return db.apiKey.findMany({

@@ -27,6 +27,11 @@ async function lockWorkspace(tx: DbClient, workspaceId: string) {
   await tx.$queryRaw`SELECT id FROM "Workspace" WHERE id = ${workspaceId} FOR UPDATE`;
 }
 
+/** The keys a member made in the workspace: bounded by their role, so every replica re-reads them after a change. */
+async function keysMadeBy(tx: DbClient, workspaceId: string, userId: string) {
+  return (await tx.apiKey.findMany({ where: { workspaceId, creatorId: userId }, select: { id: true } })).map((k) => k.id);
+}
+
 async function ownerCount(tx: DbClient, workspaceId: string) {
   return tx.membership.count({ where: { workspaceId, role: 'owner' } });
 }
@@ -34,6 +39,16 @@ async function ownerCount(tx: DbClient, workspaceId: string) {
 export const membershipRepository = {
   get(db: DbClient, workspaceId: string, userId: string) {
     return db.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } });
+  },
+
+  /** The membership with its workspace: what a dashboard request for that workspace needs, in one query. */
+  withWorkspace(db: DbClient, workspaceId: string, userId: string) {
+    return db.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } }, include: { workspace: true } });
+  },
+
+  /** The membership with its user, as the members page shows it. */
+  member(db: DbClient, workspaceId: string, userId: string) {
+    return db.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } }, include: { user: { select: userFields } } });
   },
 
   /** The workspace's members with their users, owners first, then by when they joined. */
@@ -64,7 +79,7 @@ export const membershipRepository = {
   },
 
   /** Changes a member's role; demoting the last owner is refused. */
-  changeRole(db: DbClient, workspaceId: string, userId: string, role: Role, actor?: Actor): Promise<MembershipChange<{ before: Role; after: Role }>> {
+  changeRole(db: DbClient, workspaceId: string, userId: string, role: Role, actor?: Actor): Promise<MembershipChange<{ before: Role; after: Role; keyIds: string[] }>> {
     return withTx(db, async (tx) => {
       await lockWorkspace(tx, workspaceId);
       const m = await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } });
@@ -72,7 +87,7 @@ export const membershipRepository = {
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
       if (m.role === 'owner' && role !== 'owner' && (await ownerCount(tx, workspaceId)) <= 1) return { ok: false, reason: 'last_owner' };
       await tx.membership.update({ where: { workspaceId_userId: { workspaceId, userId } }, data: { role } });
-      return { ok: true, value: { before: m.role, after: role } };
+      return { ok: true, value: { before: m.role, after: role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },
 
@@ -85,8 +100,7 @@ export const membershipRepository = {
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
       if (m.role === 'owner' && (await ownerCount(tx, workspaceId)) <= 1) return { ok: false, reason: 'last_owner' };
       await tx.membership.delete({ where: { workspaceId_userId: { workspaceId, userId } } });
-      const keys = await tx.apiKey.findMany({ where: { workspaceId, creatorId: userId }, select: { id: true } });
-      return { ok: true, value: { role: m.role, keyIds: keys.map((k) => k.id) } };
+      return { ok: true, value: { role: m.role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },
 };

@@ -7,6 +7,7 @@ import { errors } from '@gensvc/errors';
 import type { Redis } from 'ioredis';
 
 export const LOGIN_LIMIT = 10;
+const TAKE_BACK = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
 export const LOGIN_WINDOW_S = 15 * 60;
 
 export class LoginThrottle {
@@ -36,6 +37,7 @@ export class LoginThrottle {
 
   /** A correct password: the account's failures are forgiven, and the address's count no longer includes this attempt. */
   async succeeded(email: string, ip: string): Promise<void> {
-    await this.redis.multi().del(this.accountKey(email)).decr(this.addressKey(ip)).exec();
+    // Only a count that still exists is taken back: one that expired meanwhile must not go below zero.
+    await this.redis.multi().del(this.accountKey(email)).eval(TAKE_BACK, 1, this.addressKey(ip)).exec();
   }
 }

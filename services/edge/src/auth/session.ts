@@ -2,7 +2,7 @@
 // the URL → the person's membership and role. API keys are refused here (credential classes do not cross).
 import { csrfTokenFor, hashToken, OPAQUE_TOKEN, ROLE_RULES, roleAtLeast, sameToken, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
-import { membershipRepository, sessionRepository, workspaceRepository, type Db, type LiveSession } from '@gensvc/db';
+import { membershipRepository, sessionRepository, type Db, type LiveSession } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import { locals } from '../http/request-context';
@@ -14,7 +14,7 @@ export interface SessionContext {
 }
 
 export interface MemberContext {
-  workspace: NonNullable<Awaited<ReturnType<typeof workspaceRepository.get>>>;
+  workspace: NonNullable<Awaited<ReturnType<typeof membershipRepository.withWorkspace>>>['workspace'];
   role: WorkspaceRole;
 }
 
@@ -100,10 +100,9 @@ export function requireMembership(deps: { db: Db }) {
     try {
       const { user } = sessionOf(res);
       const ws = req.params.ws;
-      const membership = /^ws_[A-Za-z0-9]{1,64}$/.test(ws) ? await membershipRepository.get(deps.db, ws, user.id) : null;
-      const workspace = membership ? await workspaceRepository.get(deps.db, ws) : null;
-      if (!membership || !workspace) throw errors.notFound('No such workspace.');
-      locals(res).member = { workspace, role: membership.role } satisfies MemberContext;
+      const membership = /^ws_[A-Za-z0-9]{1,64}$/.test(ws) ? await membershipRepository.withWorkspace(deps.db, ws, user.id) : null;
+      if (!membership) throw errors.notFound('No such workspace.');
+      locals(res).member = { workspace: membership.workspace, role: membership.role } satisfies MemberContext;
       next();
     } catch (e) {
       next(e);

@@ -8,7 +8,8 @@ import { deleteOutput, listOutputs } from './library';
 import { addMember, changeRole, listMembers, removeMember, withdrawInvitation } from './members';
 import { acceptInvitation, changePassword, getInvitation, getSession, signIn, signOut } from './session-routes';
 import { getCallbackSecret, getTask, listTasks, redeliverTask, rotateCallbackSecret } from './tasks';
-import { getUsage, getWorkspace } from './usage';
+import { getUsage } from './usage';
+import { getWorkspace } from './workspace';
 
 /** The dashboard's JSON routes (API.md beside this file): session cookies only, CSRF on every state change. */
 export function dashboardRoutes(deps: EdgeDeps): express.Router {

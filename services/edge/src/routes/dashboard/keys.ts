@@ -77,7 +77,7 @@ async function manageableKey(deps: Deps, req: Request<{ id: string }>, res: Resp
 }
 
 async function withCreator(deps: Deps, workspaceId: string, id: string): Promise<KeyWithCreator> {
-  const [key] = (await apiKeyRepository.listWithCreators(deps.db, workspaceId)).filter((k) => k.id === id);
+  const key = await apiKeyRepository.getWithCreator(deps.db, id, workspaceId);
   if (!key) throw errors.notFound(`No key ${id} in this workspace.`, { param: 'id' });
   return key;
 }

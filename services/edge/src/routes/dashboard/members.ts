@@ -1,7 +1,7 @@
 // The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
 // last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
 import { membershipRule, newOpaqueToken, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
-import { apiKeyRepository, invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
+import { invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { publishKeyInvalidations } from '../../auth/key-cache';
@@ -28,12 +28,6 @@ function refused<T>(change: MembershipChange<T>, rule: RoleRule, email?: string)
   if (change.reason === 'actor_role') throw errors.insufficientRole(ROLE_RULES[rule].needed, ROLE_RULES[rule].what);
   if (change.reason === 'already_member') throw errors.alreadyMember(email ?? 'This person');
   throw errors.notFound('No such member in this workspace.', { param: 'user_id' });
-}
-
-/** The keys a member made here are bounded by their role: every replica re-reads them after a change. */
-async function invalidateKeysOf(deps: Deps, res: Response, workspaceId: string, userId: string) {
-  const keys = await apiKeyRepository.listWithCreators(deps.db, workspaceId, userId);
-  await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, keys.map((k) => k.id), locals(res).log);
 }
 
 /** GET …/members — members (owners first) and, for admins and owners, pending invitations. */
@@ -72,7 +66,7 @@ export function addMember(deps: Deps) {
 const actorFor = (userId: string, rule: RoleRule) => ({ userId, may: (role: WorkspaceRole | null) => role !== null && roleAtLeast(role, ROLE_RULES[rule].needed) });
 
 async function target(deps: Deps, req: Request<{ userId: string }>, workspaceId: string) {
-  const m = /^usr_[A-Za-z0-9]{22}$/.test(req.params.userId) ? await membershipRepository.get(deps.db, workspaceId, req.params.userId) : null;
+  const m = /^usr_[A-Za-z0-9]{22}$/.test(req.params.userId) ? await membershipRepository.member(deps.db, workspaceId, req.params.userId) : null;
   if (!m) throw errors.notFound('No such member in this workspace.', { param: 'user_id' });
   return m;
 }
@@ -85,10 +79,9 @@ export function changeRole(deps: Deps) {
     const m = await target(deps, req, workspace.id);
     const rule = membershipRule(m.role, body.role);
     assertRole(role, rule);
-    refused(await membershipRepository.changeRole(deps.db, workspace.id, m.userId, body.role, actorFor(sessionOf(res).user.id, rule)), rule);
-    await invalidateKeysOf(deps, res, workspace.id, m.userId);
-    const member = (await membershipRepository.list(deps.db, workspace.id)).find((x) => x.userId === m.userId)!;
-    res.json({ member: { user: member.user, role: member.role as WorkspaceRole, created_at: member.createdAt.toISOString() } });
+    const changed = refused(await membershipRepository.changeRole(deps.db, workspace.id, m.userId, body.role, actorFor(sessionOf(res).user.id, rule)), rule);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, changed.keyIds, locals(res).log);
+    res.json({ member: { user: m.user, role: changed.after, created_at: m.createdAt.toISOString() } });
   };
 }
 

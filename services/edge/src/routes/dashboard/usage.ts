@@ -1,6 +1,5 @@
 // Usage and balance: spend per UTC day for the last N days from the ledger, split by model or key, and each key's
 // spend against its cap.
-import { permissionsOf } from '@gensvc/auth';
 import { apiKeyRepository, toAmount, usageRepository } from '@gensvc/db';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
@@ -11,18 +10,7 @@ import { USAGE_QUERY } from './schema';
 type Deps = Pick<EdgeDeps, 'db'>;
 const DAY_MS = 24 * 3600_000;
 
-/** GET /workspaces/:ws — the workspace, the person's role, and what that role allows (for the pages to show). */
-export function getWorkspace() {
-  return async (_req: Request, res: Response) => {
-    const { workspace: w, role } = memberOf(res);
-    res.json({
-      workspace: { id: w.id, name: w.name, tier: w.tier, currency: w.currency, balance: toAmount(w.balance) },
-      role,
-      permissions: permissionsOf(role),
-    });
-  };
-}
-
+/** GET …/usage?days=&split= */
 export function getUsage(deps: Deps) {
   return async (req: Request, res: Response) => {
     const q = parseFields(USAGE_QUERY, req.query);
