@@ -125,6 +125,12 @@ describe('POST /v1/responses with the image_generation tool', () => {
     expect(entries.map((e) => [e.kind, e.amount, e.model, e.taskId, e.inputTokens, e.outputTokens])).toEqual([['charge', -cost, MODEL, body.svc_task_id, usage.inputTokens, usage.outputTokens]]);
     await expectBalanced(ctx.db, workspaceId);
     expect(sim.requests().map((r) => [r.channel, r.path, r.model, r.status])).toEqual([['oa-a', '/v1/responses', 'gpt-4.1', 200]]);
+    // The task reads like any other: completed, its output the archived file.
+    const view = await fetch(`${edge.url}/api/v1/tasks/${body.svc_task_id}`, { headers: { authorization: `Bearer ${secret}` } });
+    const envelope = await jsonOf(view);
+    expect(view.status).toBe(200);
+    expect(envelope).toMatchObject({ task_id: body.svc_task_id, status: 'completed', operation: 'responses.image_generation', model: MODEL });
+    expect(JSON.stringify(envelope.output)).toContain(items[0]!.svc_file_id!);
   });
 
   it('holds exactly the token bound plus price × max_tool_calls, and charges each of the images generated', async () => {
