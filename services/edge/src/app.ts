@@ -64,7 +64,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   const proxy = new ChatProxy(deps, upstream);
   app.use(chatRoutes(deps, proxy));
   app.use(imageRoutes(deps, upstream));
-  app.use(responseRoutes(deps, proxy));
+  app.use(responseRoutes(deps, proxy, upstream));
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));

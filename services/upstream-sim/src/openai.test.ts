@@ -182,6 +182,22 @@ describe('responses', () => {
 
   const inline = editedImagePng({ prompt: 'inline data url', images: [], index: 0, size: '256x256' });
 
+  it('answers the image_generation tool with image_generation_call items whose result is a real PNG of the prompt and the guide', async () => {
+    const input = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'paint it red' }, { type: 'input_image' as const, image_url: imageUrl, detail: 'auto' as const }] }];
+    const response = await client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '256x256' }], input });
+    expect(response.output.map((o) => o.type)).toEqual(['image_generation_call', 'message']);
+    const call = response.output[0] as OpenAI.Responses.ResponseOutputItem.ImageGenerationCall;
+    expect(call).toMatchObject({ id: expect.stringMatching(/^ig_/), status: 'completed' });
+    const png = Buffer.from(call.result!, 'base64');
+    expect(png.equals(editedImagePng({ prompt: 'paint it red', images: [served], index: 0, size: '256x256' }))).toBe(true);
+    expect(pngInfo(png)).toMatchObject({ width: 256, height: 256 });
+
+    // One image per built-in tool call allowed; a size the tool does not know is the provider's 400.
+    const two = await client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '256x256' }], input: 'two boats', max_tool_calls: 2 } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    expect(two.output.filter((o) => o.type === 'image_generation_call')).toHaveLength(2);
+    await expect(client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '7x7' }], input: 'x' })).rejects.toMatchObject({ status: 400, param: 'tools' });
+  });
+
   it('answers a string input with output_text and usage', async () => {
     const response = await client.responses.create({ model: 'gpt-4.1-mini', input: 'Say hi', instructions: 'Be brief' });
     expect(response.object).toBe('response');

@@ -2,8 +2,12 @@
 // input_image items (image_url an http(s) URL, fetched like OpenAI does, or a data:image/...;base64 URL). The
 // output text ends with one line per input image naming the sha256 of the bytes that arrived, so a test can
 // prove what a gateway sent. stream: true gives the response.* event stream.
+//
+// With the image_generation tool in `tools`, the answer also holds image_generation_call output items (before the
+// message) as OpenAI returns them: `result` is the base64 of a real PNG, editedImagePng of the text of the input and
+// the bytes of its input images (the guide), one per allowed built-in tool call (`max_tool_calls`, default 1).
 import { randomBytes } from 'node:crypto';
-import { chatReply, sha256Hex, tokensOf } from '../deterministic';
+import { chatReply, editedImagePng, IMAGE_SIZES, sha256Hex, tokensOf, type ImageSize } from '../deterministic';
 import { sniffImageType } from '../png';
 import { bearer, isPositiveInt, jsonObject, type Protocol } from '../protocol';
 import { json, type Reply, type SseEvent } from '../reply';
@@ -17,6 +21,9 @@ interface ResponsesRequest {
   images: Array<{ url?: string; fileId?: string }>;
   maxOutputTokens?: number;
   stream: boolean;
+  /** The image_generation tool, when it is offered. */
+  imageTool?: Record<string, unknown>;
+  maxToolCalls?: number;
 }
 
 const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -89,16 +96,39 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
     if (max !== undefined && max !== null && !isPositiveInt(max)) {
       return { model, error: openAiError(400, `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(max)} instead.`, 'max_output_tokens', 'integer_below_min_value') };
     }
-    return { model, value: { model, instructions: body.instructions, input: body.input, images, maxOutputTokens: (max ?? undefined) as number | undefined, stream: body.stream === true } };
+    const tools = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
+    const imageTool = tools.find((t): t is Record<string, unknown> => typeof t === 'object' && t !== null && (t as { type?: unknown }).type === 'image_generation');
+    const calls = body.max_tool_calls;
+    if (calls !== undefined && calls !== null && !isPositiveInt(calls)) {
+      return { model, error: openAiError(400, `Invalid 'max_tool_calls': expected an integer >= 1, but got ${JSON.stringify(calls)} instead.`, 'max_tool_calls', 'invalid_value') };
+    }
+    if (imageTool && imageTool.size !== undefined && imageTool.size !== 'auto' && !(IMAGE_SIZES as readonly unknown[]).includes(imageTool.size)) {
+      return { model, error: openAiError(400, `Invalid 'tools[].size': expected one of ${IMAGE_SIZES.join(', ')} or auto.`, 'tools', 'invalid_value') };
+    }
+    return {
+      model,
+      value: {
+        model,
+        instructions: body.instructions,
+        input: body.input,
+        images,
+        maxOutputTokens: (max ?? undefined) as number | undefined,
+        stream: body.stream === true,
+        imageTool,
+        maxToolCalls: (calls ?? undefined) as number | undefined,
+      },
+    };
   },
   async answer(request) {
     const lines: string[] = [];
+    const received: Buffer[] = [];
     for (const [i, image] of request.images.entries()) {
       if (image.fileId !== undefined) return openAiError(404, `No such File object: ${image.fileId}`, 'file_id', null);
       const bytes = await download(image.url!);
       if (!Buffer.isBuffer(bytes)) return bytes;
       const type = sniffImageType(bytes);
       if (!type) return openAiError(400, UNSUPPORTED_IMAGE, null, 'invalid_image_format');
+      received.push(bytes);
       lines.push(`\ninput_image[${i}] sha256=${sha256Hex(bytes)} bytes=${bytes.length} type=${type}`);
     }
     const conversation = { instructions: request.instructions, input: request.input };
@@ -146,7 +176,8 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,
     };
-    const done = response(finalStatus, [item(finalStatus, [part(text)])], usage);
+    const generated = request.imageTool ? imageCalls(request, received) : [];
+    const done = response(finalStatus, [...generated, item(finalStatus, [part(text)])], usage);
     if (!request.stream) return json(200, done, { 'x-request-id': requestId() });
 
     let sequence = 0;
@@ -174,3 +205,34 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
     return { ...b, delta: undefined };
   },
 };
+
+/** The text of a Responses input: the string, or every input_text of its messages, joined by newlines. */
+export function inputText(input: unknown): string {
+  if (typeof input === 'string') return input;
+  if (!Array.isArray(input)) return '';
+  const texts: string[] = [];
+  for (const item of input) {
+    const content = (item as { content?: unknown } | null)?.content;
+    if (typeof content === 'string') texts.push(content);
+    else if (Array.isArray(content)) for (const p of content) if ((p as { type?: unknown })?.type === 'input_text') texts.push(String((p as { text?: unknown }).text));
+  }
+  return texts.join('\n');
+}
+
+/** The image_generation_call items the tool produces, as OpenAI returns them (the PNG in `result`, base64). */
+function imageCalls(request: ResponsesRequest, guides: Buffer[]) {
+  const tool = request.imageTool!;
+  const size: ImageSize = typeof tool.size === 'string' && (IMAGE_SIZES as readonly string[]).includes(tool.size) ? (tool.size as ImageSize) : '1024x1024';
+  const prompt = inputText(request.input);
+  return Array.from({ length: request.maxToolCalls ?? 1 }, (_, index) => ({
+    id: `ig_${randomBytes(24).toString('hex')}`,
+    type: 'image_generation_call',
+    status: 'completed',
+    background: 'opaque',
+    output_format: 'png',
+    quality: typeof tool.quality === 'string' ? tool.quality : 'medium',
+    size,
+    revised_prompt: prompt,
+    result: editedImagePng({ prompt, images: guides, index, size }).toString('base64'),
+  }));
+}

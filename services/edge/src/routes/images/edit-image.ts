@@ -82,7 +82,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
           log,
         );
       } catch (e) {
-        await release(deps, hold.id, log);
+        await releaseHold(deps, hold.id, log);
         throw e;
       }
     } catch (e) {
@@ -99,6 +99,6 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
 }
 
 /** Gives the hold back; if that fails too, releaseExpired does it once the hold's TTL passes. */
-async function release(deps: Pick<EdgeDeps, 'db'>, holdId: string, log: Logger) {
+export async function releaseHold(deps: Pick<EdgeDeps, 'db'>, holdId: string, log: Logger) {
   await billingRepository.release(deps.db, holdId).catch((err) => log.error({ err, reservationId: holdId }, 'could not release the hold; it expires'));
 }

@@ -2,14 +2,15 @@
 // outbound client (public HTTPS on the default port only, DESIGN.md §5) or read from the workspace's files. Every
 // image is typed from its bytes and held to spec §8; together they stay within the request's 25 MiB.
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { fileRepository, type FileRow } from '@gensvc/db';
 import { errors, isAppError, type AppError } from '@gensvc/errors';
 import { fetchChecked, isOutboundError } from '@gensvc/outbound';
 import { getObjectStream } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
 import { formatBytes } from '../../http/errors';
-import { checkMediaLimits, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import { checkMediaLimits, HeadPeek, sniffMedia, SNIFF_BYTES, type SniffedMedia } from '@gensvc/media';
+import { imageUrlRefused, shownUrl } from './image-url-probe';
 import { FILE_ID } from '../files/schema';
 import type { ImageSource, UploadedImage } from './read-edit-request';
 import { IMAGE_FORMATS, IMAGE_TYPES, MAX_EDIT_REQUEST_BYTES, MAX_IMAGE_BYTES } from './schema';
@@ -82,7 +83,6 @@ export async function resolveImages(deps: ResolveDeps, workspaceId: string, sour
 
 async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: number): Promise<EditImage> {
   if (budget <= 0) throw combinedTooLarge();
-  const shown = url.length > 200 ? `${url.slice(0, 200)}…` : url;
   let bytes: Buffer;
   try {
     const answer = await fetchChecked(url, {
@@ -93,14 +93,16 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
       timeoutMs: FETCH_TIMEOUT_MS,
       headers: { accept: 'image/png, image/jpeg, image/webp, image/gif' },
     });
-    bytes = await readAll(answer.body);
+    // The type and pixel size are checked on the head as it arrives: a refused image is not downloaded whole.
+    const peek = new HeadPeek(SNIFF_BYTES, (head) => void checkImageOr(head, url, what));
+    // pipeline: a refused head stops the download, and the download's failure reaches the reader.
+    bytes = await readAll(pipeline(answer.body, peek, () => {}));
   } catch (e) {
-    if (!isOutboundError(e)) throw e;
-    if (e.reason === 'too_large') throw combinedTooLarge();
-    const reason = e.reason === 'timeout' || e.reason === 'connection' ? 'tls' : e.reason;
-    throw errors.invalidImageUrl(`${what} (${shown}) was refused [${reason}]: ${e.rule}`);
+    if (isAppError(e)) throw e;
+    if (isOutboundError(e) && e.reason === 'too_large') throw combinedTooLarge();
+    throw imageUrlRefused(e, what, url, 'image_url');
   }
-  const media = checkImageOr(bytes, what, () => errors.invalidImageUrl(`${what} (${shown}) does not return a supported image (${IMAGE_FORMATS}); the type is read from the bytes.`));
+  const media = checkImageOr(bytes, url, what);
   return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'url', url } };
 }
 
@@ -165,11 +167,14 @@ export async function readWorkspaceImage(deps: WorkspaceImageDeps, row: FileRow,
   return { bytes, media: checkImage(bytes, ref.param, `${ref.what} (file ${ref.fileId})`) };
 }
 
-function checkImageOr(bytes: Buffer, what: string, notImage: () => Error): SniffedMedia {
+/** checkImage for fetched bytes (or their head, checked as it arrives), a wrong type answered as the URL's fault. */
+function checkImageOr(bytes: Buffer, url: string, what: string): SniffedMedia {
   try {
     return checkImage(bytes, 'image_url', what);
   } catch (e) {
-    if (isAppError(e) && e.code === 'invalid_image') throw notImage();
+    if (isAppError(e) && e.code === 'invalid_image') {
+      throw errors.invalidImageUrl(`${what} (${shownUrl(url)}) does not return a supported image (${IMAGE_FORMATS}) [type]; the type is read from the bytes.`);
+    }
     throw e;
   }
 }

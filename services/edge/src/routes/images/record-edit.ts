@@ -1,5 +1,5 @@
-// What a successful edit leaves behind, all or nothing: its outputs archived as workspace files, one Task row
-// (operation images.edits, completed) that owns them, and one charge. b64_json results are stored in S3 at once
+// What a successful image call (an edit, or a Responses image generation) leaves behind, all or nothing: its outputs
+// archived as workspace files, one Task row (completed) that owns them, and one charge. b64_json results are stored in S3 at once
 // (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
 // because it derives from (task, output index) exactly as the archiver derives it.
 import { Readable } from 'node:stream';
@@ -32,21 +32,58 @@ export interface RecordEditInput {
   startedAt: Date;
 }
 
+/** Any call whose answer holds generated images: what recordImageOutputs writes. */
+export interface RecordImagesInput {
+  taskId: string;
+  requestId: string;
+  workspaceId: string;
+  apiKeyId: string;
+  modelId: string;
+  /** The Task row's operation, e.g. images.edits. */
+  operation: string;
+  /** What the task remembers of its input (never image bytes). */
+  input: Record<string, unknown>;
+  channelId: string;
+  outputs: EditOutput[];
+  usage: { inputTokens?: number; outputTokens?: number };
+  hold: { id: string; amount: bigint };
+  cost: bigint;
+  startedAt: Date;
+}
+
+/** The fields each output gets in the caller's answer. */
+export interface ArchivedFields {
+  svc_file_id: string;
+  svc_url: string;
+  archive_status: 'archived' | 'pending';
+}
+
 type RecordDeps = Pick<EdgeDeps, 'config' | 'db' | 's3' | 'queues' | 'metrics'>;
 
-/**
- * Archives, records and charges; returns the caller's answer. On failure nothing it wrote is left (objects
- * removed, the transaction rolled back) and the hold is still held, for the caller to release.
- */
+/** recordImageOutputs for an edit; returns the caller's answer (the provider's, each result with its svc_* fields). */
 export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: Logger): Promise<Record<string, unknown>> {
+  const { answer } = input;
+  const archived = await recordImageOutputs(
+    deps,
+    { ...input, operation: EDIT_OPERATION, input: taskInput(input), channelId: answer.route.channel.id, outputs: answer.outputs, usage: usageOf(answer.json) },
+    log,
+  );
+  return { ...answer.json, data: answer.outputs.map((o, i) => ({ ...o.item, ...archived[i] })), svc_task_id: input.taskId };
+}
+
+/**
+ * Archives, records and charges; returns each output's svc_* fields, in order. On failure nothing it wrote is left
+ * (objects removed, the transaction rolled back) and the hold is still held, for the caller to release.
+ */
+export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesInput, log: Logger): Promise<ArchivedFields[]> {
   const { config } = deps;
-  const { answer, taskId } = input;
-  const locations = answer.outputs.map((o) =>
+  const { outputs, taskId } = input;
+  const locations = outputs.map((o) =>
     generatedOutputLocation({ secret: config.signingSecret, fileBaseUrl: config.fileBaseUrl, bucket: config.s3.bucket, workspaceId: input.workspaceId, taskId, outputIndex: o.index }),
   );
-  const stored = answer.outputs.filter((o): o is Extract<EditOutput, { kind: 'b64' }> => o.kind === 'b64');
+  const stored = outputs.filter((o): o is Extract<EditOutput, { kind: 'b64' }> => o.kind === 'b64');
   const removeStored = () =>
-    Promise.all(stored.map((o) => deleteObject(deps.s3, config.s3.bucket, locations[o.index]!.storageKey).catch((err) => log.error({ err }, 'could not remove an archived edit output'))));
+    Promise.all(stored.map((o) => deleteObject(deps.s3, config.s3.bucket, locations[o.index]!.storageKey).catch((err) => log.error({ err }, 'could not remove an archived image output'))));
 
   const puts = await Promise.allSettled(
     stored.map((o) =>
@@ -56,7 +93,7 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
   const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
   if (failed) {
     await removeStored();
-    throw errors.storageUnavailable('The edited images could not be stored; try again.', failed.reason);
+    throw errors.storageUnavailable('The generated images could not be stored; try again.', failed.reason);
   }
 
   const completedAt = new Date();
@@ -72,11 +109,11 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
           workspaceId: input.workspaceId,
           apiKeyId: input.apiKeyId,
           model: input.modelId,
-          operation: EDIT_OPERATION,
+          operation: input.operation,
           status: 'completed',
-          input: taskInput(input) as Prisma.InputJsonValue,
-          channelId: answer.route.channel.id,
-          output: { outputs: answer.outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) } as Prisma.InputJsonValue,
+          input: input.input as Prisma.InputJsonValue,
+          channelId: input.channelId,
+          output: { outputs: outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) } as Prisma.InputJsonValue,
           requestId: input.requestId,
           reserved: input.hold.amount,
           cost: input.cost,
@@ -105,9 +142,9 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
           archiveStatus: 'archived',
         });
       }
-      const usage = usageOf(answer.json);
+      const { usage } = input;
       const settled = await billingRepository.settle(tx, input.hold.id, { cost: input.cost, model: input.modelId, taskId, ...usage });
-      // Held for longer than its TTL (released as abandoned): the edit cannot be charged, so it is not recorded.
+      // Held for longer than its TTL (released as abandoned): the call cannot be charged, so it is not recorded.
       if (!settled) throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
       charged = { ...usage, charged: settled.charged };
     });
@@ -118,27 +155,18 @@ export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: 
   }
 
   // After the commit (STYLE.md convention 8): the job re-reads the task, which now exists.
-  for (const o of answer.outputs) {
+  for (const o of outputs) {
     if (o.kind !== 'url') continue;
     await enqueue(deps.queues, ArchiveOutput, { taskId, outputIndex: o.index, workspaceId: input.workspaceId, requestId: input.requestId }, { jobId: [taskId, o.index] }).catch(
-      (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an edit output; it stays pending'),
+      (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an image output; it stays pending'),
     );
   }
 
-  return {
-    ...answer.json,
-    data: answer.outputs.map((o) => ({
-      ...o.item,
-      svc_file_id: locations[o.index]!.fileId,
-      svc_url: locations[o.index]!.url,
-      archive_status: o.kind === 'b64' ? 'archived' : 'pending',
-    })),
-    svc_task_id: taskId,
-  };
+  return outputs.map((o) => ({ svc_file_id: locations[o.index]!.fileId, svc_url: locations[o.index]!.url, archive_status: o.kind === 'b64' ? 'archived' : 'pending' }));
 }
 
 /** What the task remembers of its input: the fields and where each image came from, never the bytes. */
-function taskInput(input: RecordEditInput) {
+function taskInput(input: RecordEditInput): Record<string, unknown> {
   const image = (img: EditImage) => ({ ...img.origin, sha256: img.sha256, bytes: img.bytes.length, content_type: img.media.contentType });
   const passed = Object.fromEntries(PASS_THROUGH_FIELDS.flatMap((f) => (input.fields[f] !== undefined ? [[f, input.fields[f]]] : [])));
   return {
@@ -155,7 +183,7 @@ function taskInput(input: RecordEditInput) {
  * A url result keeps the provider's URL and is pending until the archiver records its svc_* fields.
  */
 function taskOutputEntry(o: EditOutput, location: GeneratedOutputLocation): TaskOutputEntry {
-  const { b64_json: _bytes, url: _url, ...rest } = o.item;
+  const { b64_json: _bytes, result: _result, url: _url, ...rest } = o.item;
   if (o.kind === 'b64') return { ...rest, kind: 'image', url: location.url, archive_status: 'archived', svc_file_id: location.fileId, svc_url: location.url };
   return { ...rest, kind: 'image', url: o.url, archive_status: 'pending' };
 }

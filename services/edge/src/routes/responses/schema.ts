@@ -66,3 +66,62 @@ export function fileImageRefs(input: unknown): FileImageRef[] {
   }
   return refs;
 }
+
+/**
+ * Images one response may generate, which bounds its hold. OpenAI's tool makes one image per call and a response makes
+ * at most `max_tool_calls` built-in tool calls; the gateway sends max_tool_calls (1 unless the caller asks for up to
+ * this many), so a response never holds fewer images than it can generate.
+ */
+export const MAX_GENERATED_IMAGES = 8;
+
+/** The image_generation tool of a request, or null when it offers none (the rest of `tools` is the provider's). */
+export function imageGenerationTool(tools: unknown): Record<string, unknown> | null {
+  if (!Array.isArray(tools)) return null;
+  const found = tools.filter((t): t is Record<string, unknown> => isObject(t) && t.type === 'image_generation');
+  if (found.length > 1) throw errors.invalidRequest('tools: offer the image_generation tool once.', 'tools');
+  const mask = found[0]?.input_image_mask;
+  if (isObject(mask) && mask.file_id !== undefined && mask.file_id !== null) {
+    throw errors.invalidRequest('tools[].input_image_mask.file_id: a mask is accepted as image_url (an https or data: URL) only.', 'tools');
+  }
+  return found[0] ?? null;
+}
+
+/** How many images a response with the image_generation tool may generate: its max_tool_calls, 1 when absent. */
+export function generatedImageBound(maxToolCalls: unknown): number {
+  if (maxToolCalls === undefined || maxToolCalls === null) return 1;
+  if (typeof maxToolCalls !== 'number' || !Number.isInteger(maxToolCalls) || maxToolCalls < 1 || maxToolCalls > MAX_GENERATED_IMAGES) {
+    throw errors.invalidRequest(
+      `max_tool_calls: with the image_generation tool, an integer from 1 to ${MAX_GENERATED_IMAGES} (each built-in tool call may generate an image, and each image is held before the call).`,
+      'max_tool_calls',
+    );
+  }
+  return maxToolCalls;
+}
+
+/** Guide images given by URL, per request: each is fetched (its header) before the call. */
+export const MAX_URL_IMAGES = 16;
+
+/** An input_image given by an http(s) URL (a data: URL carries its bytes and is bounded by the body). */
+export interface UrlImageRef {
+  param: string;
+  url: string;
+}
+
+/** Every input_image of message content with an image_url that is not a data: URL, in body order. */
+export function urlImageRefs(input: unknown): UrlImageRef[] {
+  const refs: UrlImageRef[] = [];
+  if (!Array.isArray(input)) return refs;
+  for (const [i, item] of input.entries()) {
+    if (!isObject(item) || !Array.isArray(item.content)) continue;
+    for (const [j, part] of item.content.entries()) {
+      if (!isObject(part) || part.type !== 'input_image' || part.image_url === undefined || part.image_url === null) continue;
+      const param = `input[${i}].content[${j}].image_url`;
+      if (typeof part.image_url !== 'string') throw errors.invalidRequest(`${param}: must be a string (an https URL or a data: URL).`, param);
+      if (!part.image_url.startsWith('data:')) refs.push({ param, url: part.image_url });
+    }
+  }
+  if (refs.length > MAX_URL_IMAGES) {
+    throw errors.invalidRequest(`With the image_generation tool, at most ${MAX_URL_IMAGES} input images may be given by URL (each is checked before the call); send the others as files.`, refs[MAX_URL_IMAGES]!.param);
+  }
+  return refs;
+}

@@ -38,7 +38,6 @@ describe('a valid creation', () => {
     ['text-to-image', MODELS.image, {}, IMAGE_PRICE, { width: 1024, height: 1024 }],
     ['text-to-image', MODELS.image, { size: '512x768' }, IMAGE_PRICE, { width: 512, height: 768 }],
     ['image-to-image', MODELS.image, { image: 'FILE' }, IMAGE_PRICE, { width: 1024, height: 1024, image: { file_id: 'FILE' } }],
-    ['image-to-image', MODELS.image, { image_url: 'https://93.184.216.34/cat.png' }, IMAGE_PRICE, { image: { url: 'https://93.184.216.34/cat.png' } }],
     ['text-to-video', MODELS.video, {}, VIDEO_PRICE * 5n, { width: 1280, height: 720, duration_seconds: 5 }],
     ['text-to-video', MODELS.video, { duration_seconds: 12, size: '1920x1080' }, VIDEO_PRICE * 12n, { width: 1920, height: 1080, duration_seconds: 12 }],
     ['image-to-video', MODELS.video, { image: 'FILE', duration_seconds: 3 }, VIDEO_PRICE * 3n, { width: 1280, height: 720, duration_seconds: 3, image: { file_id: 'FILE' } }],

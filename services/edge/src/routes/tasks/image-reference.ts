@@ -1,13 +1,14 @@
 // The input image of an image-to-* task, checked at creation and stored as a reference (GenerationInput.image): a
 // file of the caller's workspace, or a public HTTPS URL on the default port (spec §4.4, the rule images/edits
-// applies). Nothing is read here; the task runner turns a file id into a fresh signed link when it submits, and the
-// provider fetches the URL itself.
+// applies). A file is checked by its row; a URL is probed (image-url-probe.ts: its header only, so its type, 30 MB
+// and 8192 px per side are known before any money is held). The task runner turns a file id into a fresh signed
+// link when it submits, and the provider fetches the URL itself.
 import type { GenerationInput } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
-import { checkUrl, isOutboundError } from '@gensvc/outbound';
 import type { EdgeDeps } from '../../deps';
 import { FILE_ID } from '../files/schema';
 import { workspaceImageRow } from '../images/image-inputs';
+import { probeImageUrl } from '../images/image-url-probe';
 import type { ImageField } from './schema';
 
 export async function checkImageReference(deps: Pick<EdgeDeps, 'config' | 'db' | 's3' | 'outbound'>, workspaceId: string, field: ImageField): Promise<NonNullable<GenerationInput['image']>> {
@@ -21,11 +22,6 @@ export async function checkImageReference(deps: Pick<EdgeDeps, 'config' | 'db' |
     await workspaceImageRow(deps, workspaceId, { fileId: value, param, what: param, notFound });
     return { file_id: value };
   }
-  try {
-    const checked = await checkUrl(value, { allowCidrs: deps.config.outbound.allowCidrs, lookup: deps.outbound?.lookup, defaultPortOnly: true });
-    return { url: checked.url.href };
-  } catch (e) {
-    if (!isOutboundError(e)) throw e;
-    throw errors.invalidImageUrl(`${param} must be a file id (file_...) or a public https URL; it was refused (${e.reason}): ${e.rule}`, param);
-  }
+  const probed = await probeImageUrl(deps, value, param);
+  return { url: probed.url };
 }
