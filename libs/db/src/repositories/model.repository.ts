@@ -26,6 +26,10 @@ export const modelRepository = {
   list(db: DbClient) {
     return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: true } });
   },
+  /** Every model with its routes and their channels (the catalog's list; model discovery), by id. */
+  listWithChannels(db: DbClient) {
+    return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: { include: { channel: true } } } });
+  },
   get(db: DbClient, id: string) {
     return db.model.findUnique({ where: { id }, include: { routes: { include: { channel: true } } } });
   },

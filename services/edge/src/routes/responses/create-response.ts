@@ -22,7 +22,7 @@ export function createResponse(deps: FileImageDeps, proxy: ChatProxy) {
     }
     const raw = req.body as Record<string, unknown>;
     const refs = fileImageRefs(raw.input);
-    const { model, routes } = await proxy.models.resolve(body.model, openAiResponsesProtocol);
+    const { model, routes } = await proxy.models.resolve(authOf(res).key, body.model, openAiResponsesProtocol);
     checkOutputCap(model, 'max_output_tokens', body.max_output_tokens);
     const upstream = await inlineFileImages(deps, authOf(res).workspace.id, raw, refs);
     await proxy.handle(
