@@ -171,6 +171,16 @@ export const apiKeyRepository = {
     return rows[0] ?? null;
   },
 
+  /**
+   * Changes the key's model allow-list and its own rpm (the fields given); null when the key is not there. Callers
+   * publish the key's invalidation, so every edge drops its cached look-up.
+   */
+  async setLimits(db: DbClient, id: string, limits: { allowedModels?: string[]; rpm?: number | null }, workspaceId?: string) {
+    const scope = { id, ...(workspaceId ? { workspaceId } : {}) };
+    const { count } = await db.apiKey.updateMany({ where: scope, data: limits });
+    return count ? db.apiKey.findFirst({ where: scope }) : null;
+  },
+
   /** Records use; callers throttle it so a busy key does not write on every request. */
   async touch(db: DbClient, id: string, at = new Date()) {
     await db.apiKey.updateMany({ where: { id }, data: { lastUsedAt: at } });
