@@ -3,10 +3,11 @@
 // others (403 model_not_allowed) on every paid route before anything is held.
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
-import { channelRepository, modelRepository, type ChannelKind } from '@gensvc/db';
-import { addSimChannel, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { apiKeyRepository, channelRepository, modelRepository, type ChannelKind } from '@gensvc/db';
+import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import OpenAI from 'openai';
 import { startSim, type Sim } from '../../../../upstream-sim/src';
+import { publishKeyInvalidations } from '../../auth/key-cache';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const ctx = useTestContext();
@@ -273,4 +274,16 @@ describe('a key limited to some models', () => {
     expect(answer.model).toBe(CHAT);
     expect(sim.requests().map((r) => r.model)).toEqual(['chat-1']);
   });
+});
+
+it("a change of a key's limits reaches the edge with the key's invalidation (its cached look-up carries them)", async () => {
+  const { key, secret: changing } = await makeKey(ctx.db, workspaceId);
+  const ids = async () => (await openai(changing).models.list()).data.map((m) => m.id);
+  expect(await ids()).toEqual(USABLE);
+  await apiKeyRepository.setLimits(ctx.db, key.id, { allowedModels: [JUDGE] });
+  // Cached: without the invalidation the edge still answers from the look-up it holds.
+  expect(await ids()).toEqual(USABLE);
+  await publishKeyInvalidations(ctx.redis, ctx.config.queuePrefix, [key.id], edge.deps.logger);
+  await eventually(async () => ((await ids()).join() === JUDGE ? true : undefined), 'the narrowed list', 2_000);
+  expect(edge.deps.keyCache.size).toBeGreaterThan(0);
 });
