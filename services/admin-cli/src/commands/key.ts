@@ -198,7 +198,7 @@ const limit: Command = {
   ],
   prepare(flags) {
     const input = flagValues(z.object({ id: text(), models: models.optional(), rpm: keyRpm.optional() }), flags, limit);
-    if (input.models === undefined && input.rpm === undefined) throw new UsageError('Give --models, --rpm or both.', limit);
+    if (input.models === undefined && input.rpm === undefined) throw new UsageError('Nothing to change: give --models, --rpm or both.', limit);
     return async (deps) => {
       await checkModels(deps.db, input.models);
       const key = await apiKeyRepository.setLimits(deps.db, input.id, {
