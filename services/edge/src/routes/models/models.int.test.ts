@@ -273,6 +273,15 @@ describe('a key limited to some models', () => {
     const answer = await openai(limited).chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }] });
     expect(answer.model).toBe(CHAT);
     expect(sim.requests().map((r) => r.model)).toEqual(['chat-1']);
+    // The call shows in the usage API as the ledger has it.
+    await edge.deps.leases.flushed();
+    const [entry] = await ctx.db.ledgerEntry.findMany({ where: { apiKeyId: limitedKeyId } });
+    const res = await get(`/api/v1/usage?group_by=model&key_id=${limitedKeyId}`, { authorization: `Bearer ${limited}` });
+    expect(await jsonOf(res)).toMatchObject({
+      currency: 'USD',
+      data: [{ model: CHAT, calls: 1, input_tokens: entry!.inputTokens, output_tokens: entry!.outputTokens, images: 0, video_seconds: 0, cost: -Number(entry!.amount) / 1e6 }],
+    });
+    expect(answer.usage).toMatchObject({ prompt_tokens: entry!.inputTokens, completion_tokens: entry!.outputTokens });
   });
 });
 
