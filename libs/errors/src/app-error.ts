@@ -130,6 +130,9 @@ export const errors = {
   storageUnavailable: (message: string, cause?: unknown) => new AppError({ status: 503, code: 'storage_unavailable', message, cause, expose: true }),
   modelNotFound: (model: string) =>
     new AppError({ status: 404, code: 'model_not_found', message: `The model "${model}" does not exist or is not enabled.`, param: 'model' }),
+  /** The caller's key is limited to other models (its allow-list); the same answer whether the model exists or not. */
+  modelNotAllowed: (model: string, param = 'model') =>
+    new AppError({ status: 403, code: 'model_not_allowed', message: `This API key may not use the model "${model}": it is limited to the models listed by GET /v1/models.`, param }),
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
   modelNotSupported: (message: string) => new AppError({ status: 400, code: 'model_not_supported', message, param: 'model' }),
   /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */

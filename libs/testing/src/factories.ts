@@ -12,6 +12,10 @@ export interface KeyOptions {
   expiresAt?: Date | null;
   revoked?: boolean;
   name?: string;
+  /** The models the key may use (empty: all). */
+  allowedModels?: string[];
+  /** The key's own paid calls per minute. */
+  rpm?: number | null;
 }
 
 /** A key and its secret (the secret exists only here, as for a real caller). */
@@ -25,6 +29,8 @@ export async function makeKey(db: Db, workspaceId: string, options: KeyOptions =
     scopes: options.scopes ?? [...SCOPES],
     spendCap: options.spendCap ?? null,
     expiresAt: options.expiresAt ?? null,
+    allowedModels: options.allowedModels ?? [],
+    rpm: options.rpm ?? null,
   });
   if (options.spent !== undefined || options.revoked) {
     key = await db.apiKey.update({

@@ -1,4 +1,5 @@
 import { modelRepository, type Db } from '@gensvc/db';
+import { usableRoutes } from './failover';
 
 export type CatalogModel = NonNullable<Awaited<ReturnType<typeof modelRepository.get>>>;
 export type CatalogRoute = CatalogModel['routes'][number];
@@ -23,6 +24,8 @@ export interface CatalogOptions {
 export class Catalog {
   private readonly models: TtlMap<CatalogModel | null>;
   private readonly channels: TtlMap<CatalogChannel | null>;
+  /** Every model, one entry: dropped by any change to a model or a channel. */
+  private readonly lists: TtlMap<CatalogModel[]>;
   /** False while an invalidation subscription is expected but down: every look-up reads Postgres then. */
   private trusted = true;
 
@@ -32,11 +35,22 @@ export class Catalog {
   ) {
     this.models = new TtlMap(options.ttlMs ?? 5_000, options.now ?? Date.now);
     this.channels = new TtlMap(options.ttlMs ?? 5_000, options.now ?? Date.now);
+    this.lists = new TtlMap(options.ttlMs ?? 5_000, options.now ?? Date.now);
   }
 
   model(id: string): Promise<CatalogModel | null> {
     const read = () => modelRepository.get(this.db, id);
     return this.trusted ? this.models.get(id, read) : read();
+  }
+
+  /**
+   * The models that can serve calls now, by id: enabled, with at least one route a call would try (usableRoutes,
+   * the rule orderRoutes applies). Model discovery lists these and nothing else.
+   */
+  async usableModels(): Promise<CatalogModel[]> {
+    const read = () => modelRepository.listWithChannels(this.db);
+    const all = await (this.trusted ? this.lists.get('all', read) : read());
+    return all.filter((m) => m.enabled && usableRoutes(m.routes).length > 0);
   }
 
   /** A channel by id, whatever models route to it (a task's, which keeps polling the channel it was submitted to). */
@@ -51,6 +65,7 @@ export class Catalog {
    */
   invalidate(message: string) {
     const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
+    this.lists.clear();
     if (kind === 'model') this.models.delete(id);
     else if (kind === 'channel') {
       this.channels.delete(id);
@@ -67,6 +82,7 @@ export class Catalog {
   private clear() {
     this.models.clear();
     this.channels.clear();
+    this.lists.clear();
   }
 }
 

@@ -2,12 +2,15 @@ import { AppError } from '@gensvc/errors';
 import type { ChannelCallReport, CircuitBreaker } from './breaker';
 import type { CatalogRoute } from './catalog';
 
+/** The routes a call may try: to an enabled channel of positive weight. */
+export const usableRoutes = <R extends CatalogRoute>(routes: readonly R[]): R[] => routes.filter((r) => r.channel.enabled && r.channel.weight > 0);
+
 /**
  * The model's enabled channels in the order to try them: higher priority first; within one priority a weighted
  * random order (a channel of weight 3 comes first three times as often as one of weight 1).
  */
 export function orderRoutes<R extends CatalogRoute>(routes: readonly R[], random: () => number = Math.random): R[] {
-  const enabled = routes.filter((r) => r.channel.enabled && r.channel.weight > 0);
+  const enabled = usableRoutes(routes);
   const byPriority = new Map<number, R[]>();
   for (const r of enabled) byPriority.set(r.channel.priority, [...(byPriority.get(r.channel.priority) ?? []), r]);
   return [...byPriority.entries()].sort(([a], [b]) => b - a).flatMap(([, group]) => weightedShuffle(group, random));

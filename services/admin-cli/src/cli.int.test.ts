@@ -96,6 +96,8 @@ describe('admin CLI', () => {
       scopes: [...SCOPES],
       spend_cap: null,
       spent: 0,
+      models: 'all',
+      rpm: null,
       expires_at: null,
       revoked_at: null,
       last_used_at: null,
@@ -185,6 +187,39 @@ describe('admin CLI', () => {
       expect(missing.body.error.code).toBe('key_not_found');
     } finally {
       sub.close();
+    }
+  });
+
+  it('limits a key to some models and an rpm at creation, changes them with key limit (invalidating it), refuses unknown models', async () => {
+    const ws = await newWorkspace();
+    await ctx.db.model.createMany({ data: [{ id: 'acme/chat-1', kind: 'chat' }, { id: 'acme/judge-9', kind: 'evaluation' }] });
+    const made = await ok(['key', 'create', '--workspace', ws.id, '--models', 'acme/chat-1, acme/judge-9', '--rpm', '12']);
+    expect(made).toMatchObject({ models: ['acme/chat-1', 'acme/judge-9'], rpm: 12 });
+    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({ key: { allowedModels: ['acme/chat-1', 'acme/judge-9'], rpm: 12 } });
+
+    const sub = await invalidations();
+    try {
+      const narrowed = await ok(['key', 'limit', '--id', made.id, '--models', 'acme/chat-1']);
+      expect(narrowed).toMatchObject({ models: ['acme/chat-1'], rpm: 12 });
+      expect(await sub.next()).toBe(made.id);
+      const opened = await ok(['key', 'limit', '--id', made.id, '--models', 'all', '--rpm', 'none']);
+      expect(opened).toMatchObject({ models: 'all', rpm: null });
+      expect(await sub.next()).toBe(made.id);
+    } finally {
+      sub.close();
+    }
+    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({ key: { allowedModels: [], rpm: null } });
+
+    const typo = await cliJson(['key', 'create', '--workspace', ws.id, '--models', 'acme/chat-1,acme/chat-2']);
+    expect(typo.code).toBe(1);
+    expect(typo.body.error).toEqual({ code: 'model_not_found', message: 'No model "acme/chat-2".' });
+    expect(await ctx.db.apiKey.count({ where: { workspaceId: ws.id } })).toBe(1);
+    for (const args of [
+      ['key', 'create', '--workspace', ws.id, '--rpm', '0'],
+      ['key', 'create', '--workspace', ws.id, '--models', 'chat-1'],
+      ['key', 'limit', '--id', made.id],
+    ]) {
+      expect((await cli(args)).code).toBe(2);
     }
   });
 

@@ -3,7 +3,7 @@
 // each for the README.
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { fileRepository, membershipRepository } from '@gensvc/db';
+import { fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
 import { eventually, useTestContext } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
@@ -44,6 +44,7 @@ beforeAll(async () => {
   grace = await makeUser(ctx.db, 'grace.hopper@example.com', 'another long password', 'Grace Hopper');
   await addMember(ctx.db, ws.id, grace.id, 'member');
 
+  await modelRepository.create(ctx.db, { id: 'sim/chat-e2e', kind: 'chat' });
   const production = await makeKey(ctx.db, ws.id, { name: 'production', spendCap: 25_000_000n, spent: 3_120_000n });
   const staging = await makeKey(ctx.db, ws.id, { name: 'staging', scopes: ['llm.evaluate', 'tasks.read'] });
   keyIds = [production.key.id, staging.key.id];
@@ -132,6 +133,12 @@ describe('the owner', () => {
     await dialog.getByLabel('Name').fill(keyName);
     await dialog.getByLabel(/Spend cap/).fill('5');
     await dialog.getByLabel('Expires').selectOption('30');
+    // Limited to one model and 7 calls a minute; a model that does not exist is refused, naming it.
+    await dialog.getByLabel(/Models/).fill('sim/chat-e2e, sim/typo');
+    await dialog.getByLabel(/Calls per minute/).fill('7');
+    await dialog.getByRole('button', { name: 'Create secret key' }).click();
+    await dialog.getByText('there is no model "sim/typo"').waitFor();
+    await dialog.getByLabel(/Models/).fill('sim/chat-e2e');
     await dialog.getByRole('button', { name: 'Create secret key' }).click();
 
     const shown = page.getByRole('dialog', { name: 'Save your key' });
@@ -158,6 +165,17 @@ describe('the owner', () => {
     await expect(row.textContent()).resolves.toContain(secret.slice(0, 8));
     await expect(row.textContent()).resolves.toContain(OWNER.email);
     await expect(row.textContent()).resolves.toContain('$5.00');
+    await expect(row.locator('.key-models').textContent()).resolves.toBe('models: sim/chat-e2e');
+    await expect(row.locator('.key-rpm').textContent()).resolves.toBe('7 calls/min');
+    // The edge holds the key to them: another model is refused, and its own rpm is the binding limit.
+    const other = await fetch(`${edge.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim/image-1', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(other.status).toBe(403);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('model_not_allowed');
+    expect(other.headers.get('x-ratelimit-limit-rpm')).toBe('7');
   });
 
   it('rotates the key without grace: the old secret stops, the new one works', async () => {

@@ -18,10 +18,12 @@ import { evaluateRoutes } from './routes/evaluate';
 import type { EvaluateOptions } from './routes/evaluate/evaluate';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
+import { modelRoutes } from './routes/models';
 import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
 import { taskRoutes } from './routes/tasks';
+import { getUsage } from './routes/usage/get-usage';
 
 export type EdgeApp = express.Express & {
   /** Closes upstream connections once HTTP has stopped (the leases, closed with the deps, write the last charges). */
@@ -53,9 +55,11 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
 
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
+  app.get('/api/v1/usage', bearer, requireScope('account.read'), getUsage(deps));
   app.get('/api/v1/me/callback-secret', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), getCallbackSecret(deps));
   app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), rotateCallbackSecret(deps));
 
+  app.use(modelRoutes(deps));
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
   // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the

@@ -80,3 +80,25 @@ it('refuses to start on a bad configuration, listing every bad variable', async 
   for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'LOG_LEVEL']) expect(out).toContain(name);
   expect(out).not.toContain('short');
 });
+
+it("a key's own rpm holds exactly across both replicas: of 24 racing paid calls, 5 pass, the rest are 429", async () => {
+  const ws = await makeWorkspace(ctx.db);
+  const { secret } = await makeKey(ctx.db, ws.id, { rpm: 5 });
+  const { secret: other } = await makeKey(ctx.db, ws.id);
+  // An empty body is refused (400) after the rate limit has counted the call: no model or money needed.
+  const call = (url: string, key: string) =>
+    fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
+  const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => call(replicas[i % 2]!.url, secret)));
+  const codes = answers.map((r) => r.status);
+  expect(codes.filter((c) => c === 400)).toHaveLength(5);
+  expect(codes.filter((c) => c === 429)).toHaveLength(19);
+  const refused = answers.find((r) => r.status === 429)!;
+  expect(refused.headers.get('x-ratelimit-limit-rpm')).toBe('5');
+  expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/at most 5 paid calls per minute for this API key/);
+  // The workspace's other key has its own room; the workspace counted the 5 calls that passed.
+  const fine = await call(replicas[1]!.url, other);
+  expect(fine.status).toBe(400);
+  expect(fine.headers.get('x-ratelimit-limit-rpm')).toBe('300');
+  expect(fine.headers.get('x-ratelimit-remaining-rpm')).toBe('294');
+});

@@ -12,6 +12,10 @@ export interface CreateApiKeyInput {
   spendCap?: bigint | null;
   expiresAt?: Date | null;
   creatorId?: string | null;
+  /** The models the key may use; empty or absent: every enabled model. */
+  allowedModels?: string[];
+  /** The key's own paid calls per minute, beside its workspace's limit. */
+  rpm?: number | null;
 }
 
 /** A key as authentication sees it: the row's fields it checks, its workspace's limits, and its creator's role. */
@@ -27,6 +31,10 @@ export interface AuthKey {
   spent: bigint;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** Empty: every enabled model. */
+  allowedModels: string[];
+  /** Paid calls per minute for this key (beside the workspace's rpm); null: none of its own. */
+  rpm: number | null;
   creatorId: string | null;
   /** The creator's role in the key's workspace; null without a creator, or once the creator has left (creatorRoleOf). */
   creatorRole: Role | null;
@@ -40,7 +48,7 @@ export interface AuthKey {
 const FIND_BY_HASH = `
   SELECT k.id, k."workspaceId", k.name, k.hash, k."previousHash", k."previousExpiresAt" AT TIME ZONE 'UTC' AS "previousExpiresAt",
          k.scopes, k."spendCap"::text AS "spendCap", k.spent::text AS spent, k."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt",
-         k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", k."creatorId", m.role::text AS "creatorRole",
+         k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", coalesce(k."allowedModels", '{}') AS "allowedModels", k.rpm AS "keyRpm", k."creatorId", m.role::text AS "creatorRole",
          w.tier::text AS tier, w.rpm, w."uploadRpm", w.currency
   FROM "ApiKey" k
   JOIN "Workspace" w ON w.id = k."workspaceId"
@@ -49,7 +57,8 @@ const FIND_BY_HASH = `
   ORDER BY k.hash = $1 DESC
   LIMIT 1`;
 
-interface AuthKeyRow extends Omit<AuthKey, 'spendCap' | 'spent' | 'workspace'> {
+interface AuthKeyRow extends Omit<AuthKey, 'spendCap' | 'spent' | 'workspace' | 'rpm'> {
+  keyRpm: number | null;
   spendCap: string | null;
   spent: string;
   tier: Tier;
@@ -71,6 +80,8 @@ export const apiKeyRepository = {
         spendCap: input.spendCap ?? null,
         expiresAt: input.expiresAt ?? null,
         creatorId: input.creatorId ?? null,
+        allowedModels: input.allowedModels ?? [],
+        rpm: input.rpm ?? null,
       },
     });
   },
@@ -94,6 +105,8 @@ export const apiKeyRepository = {
       spent: BigInt(r.spent),
       expiresAt: r.expiresAt,
       revokedAt: r.revokedAt,
+      allowedModels: r.allowedModels,
+      rpm: r.keyRpm,
       creatorId: r.creatorId,
       creatorRole: r.creatorRole,
       workspace: { id: r.workspaceId, tier: r.tier, rpm: r.rpm, uploadRpm: r.uploadRpm, currency: r.currency },
@@ -156,6 +169,16 @@ export const apiKeyRepository = {
       WHERE id = ${id} AND "revokedAt" IS NULL AND (${workspaceId ?? null}::text IS NULL OR "workspaceId" = ${workspaceId ?? null})
       RETURNING *`;
     return rows[0] ?? null;
+  },
+
+  /**
+   * Changes the key's model allow-list and its own rpm (the fields given); null when the key is not there. Callers
+   * publish the key's invalidation, so every edge drops its cached look-up.
+   */
+  async setLimits(db: DbClient, id: string, limits: { allowedModels?: string[]; rpm?: number | null }, workspaceId?: string) {
+    const scope = { id, ...(workspaceId ? { workspaceId } : {}) };
+    const { count } = await db.apiKey.updateMany({ where: scope, data: limits });
+    return count ? db.apiKey.findFirst({ where: scope }) : null;
   },
 
   /** Records use; callers throttle it so a busy key does not write on every request. */

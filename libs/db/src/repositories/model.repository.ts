@@ -26,6 +26,15 @@ export const modelRepository = {
   list(db: DbClient) {
     return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: true } });
   },
+  /** Every model with its routes and their channels (the catalog's list; model discovery), by id. */
+  listWithChannels(db: DbClient) {
+    return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: { include: { channel: true } } } });
+  },
+  /** Those of `ids` that name no model (a key's allow-list is checked against these). */
+  async missing(db: DbClient, ids: readonly string[]): Promise<string[]> {
+    const found = new Set((await db.model.findMany({ where: { id: { in: [...ids] } }, select: { id: true } })).map((m) => m.id));
+    return ids.filter((id) => !found.has(id));
+  },
   get(db: DbClient, id: string) {
     return db.model.findUnique({ where: { id }, include: { routes: { include: { channel: true } } } });
   },

@@ -1,12 +1,12 @@
 import { isScope, newApiKey, SCOPES } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
-import { apiKeyRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
+import { apiKeyRepository, MODEL_ID, modelRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
 import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
-import { flagValues } from '../args';
+import { flagValues, UsageError } from '../args';
 import type { Command, Deps } from '../command';
 import { notFound } from '../failures';
-import { amount, duration, list, text } from '../flag-values';
+import { amount, duration, integer, list, text } from '../flag-values';
 import { fields, iso, table } from '../output';
 
 const DEFAULT_GRACE = '24h';
@@ -22,6 +22,8 @@ export function keyView(k: ApiKeyModel) {
     scopes: k.scopes,
     spend_cap: k.spendCap === null ? null : toAmount(k.spendCap),
     spent: toAmount(k.spent),
+    models: k.allowedModels.length ? k.allowedModels : 'all',
+    rpm: k.rpm,
     expires_at: iso(k.expiresAt),
     revoked_at: iso(k.revokedAt),
     last_used_at: iso(k.lastUsedAt),
@@ -35,6 +37,17 @@ export function keyView(k: ApiKeyModel) {
 function withSecret(k: ApiKeyModel, secret: string) {
   const { id, ...rest } = keyView(k);
   return { id, key: secret, ...rest };
+}
+
+/** `all`, or model ids (`<provider>/<model>`): the key's allow-list, empty for all. */
+const models = z.union([z.literal('all').transform(() => [] as string[]), list.pipe(z.array(z.string().regex(MODEL_ID, 'must be model ids, <provider>/<model>')).max(500))]);
+/** The key's own paid calls per minute, or `none`. */
+const keyRpm = z.union([z.literal('none').transform(() => null), integer(1, 1_000_000)]);
+
+/** Refuses an allow-list naming a model that does not exist (a typo would lock the key out of what was meant). */
+async function checkModels(db: Deps['db'], ids: readonly string[] | undefined) {
+  const missing = ids?.length ? await modelRepository.missing(db, ids) : [];
+  if (missing.length) throw notFound('model', missing.join(', '));
 }
 
 const scopes = list.superRefine((items, ctx) => {
@@ -65,6 +78,8 @@ const create: Command = {
     { name: 'spend-cap', value: 'USD', help: 'most the key may spend' },
     { name: 'expires-in', value: 'DURATION', help: 'lifetime such as 30d or 12h (default: does not expire)' },
     { name: 'creator', value: 'EMAIL', help: 'the member of the workspace it is made for' },
+    { name: 'models', value: 'a/b,c/d', help: 'the only models the key may use (default all)' },
+    { name: 'rpm', value: 'N', help: "the key's own paid calls per minute, beside its workspace's (default none)" },
   ],
   prepare(flags) {
     const input = flagValues(
@@ -75,6 +90,8 @@ const create: Command = {
         'spend-cap': amount().optional(),
         'expires-in': duration().optional(),
         creator: z.string().trim().min(1).optional(),
+        models: models.optional(),
+        rpm: keyRpm.optional(),
       }),
       flags,
       create,
@@ -91,6 +108,7 @@ const create: Command = {
         }
         creatorId = user.id;
       }
+      await checkModels(db, input.models);
       const expiresIn = input['expires-in'];
       const secret = newApiKey();
       const key = await apiKeyRepository.create(db, {
@@ -102,6 +120,8 @@ const create: Command = {
         spendCap: input['spend-cap'] ?? null,
         expiresAt: expiresIn === undefined ? null : new Date(Date.now() + expiresIn),
         creatorId,
+        allowedModels: input.models ?? [],
+        rpm: input.rpm ?? null,
       });
       const view = withSecret(key, secret.secret);
       out.result(view, () => fields(view));
@@ -120,7 +140,7 @@ const listKeys: Command = {
       if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
       const data = (await apiKeyRepository.listForWorkspace(db, input.workspace)).map(keyView);
       out.result({ object: 'list', data }, () =>
-        table(data, ['id', 'prefix', 'name', 'scopes', 'spend_cap', 'spent', 'expires_at', 'revoked_at', 'last_used_at']),
+        table(data, ['id', 'prefix', 'name', 'scopes', 'spend_cap', 'spent', 'models', 'rpm', 'expires_at', 'revoked_at', 'last_used_at']),
       );
     };
   },
@@ -168,4 +188,29 @@ const rotate: Command = {
   },
 };
 
-export const keyCommands: Command[] = [create, listKeys, revoke, rotate];
+const limit: Command = {
+  words: ['key', 'limit'],
+  summary: "Change the models an API key may use and its own rpm (every edge drops its cached look-up).",
+  flags: [
+    { name: 'id', value: 'KEY_ID', required: true, help: 'key id (key_...)' },
+    { name: 'models', value: 'a/b,c/d|all', help: 'the only models the key may use, or all' },
+    { name: 'rpm', value: 'N|none', help: "the key's own paid calls per minute, or none" },
+  ],
+  prepare(flags) {
+    const input = flagValues(z.object({ id: text(), models: models.optional(), rpm: keyRpm.optional() }), flags, limit);
+    if (input.models === undefined && input.rpm === undefined) throw new UsageError('Nothing to change: give --models, --rpm or both.', limit);
+    return async (deps) => {
+      await checkModels(deps.db, input.models);
+      const key = await apiKeyRepository.setLimits(deps.db, input.id, {
+        ...(input.models !== undefined ? { allowedModels: input.models } : {}),
+        ...(input.rpm !== undefined ? { rpm: input.rpm } : {}),
+      });
+      if (!key) throw notFound('key', input.id);
+      await invalidate(deps, key.id);
+      const view = keyView(key);
+      deps.out.result(view, () => fields(view));
+    };
+  },
+};
+
+export const keyCommands: Command[] = [create, listKeys, revoke, rotate, limit];

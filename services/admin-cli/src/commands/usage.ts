@@ -1,4 +1,4 @@
-import { toAmount, usageRepository, workspaceRepository, type DailySpend } from '@gensvc/db';
+import { toAmount, usageRepository, workspaceRepository, type UsageRow as LedgerUsage } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import type { Command } from '../command';
@@ -29,18 +29,12 @@ interface UsageRow {
   amount: number;
 }
 
-/** Spend (charges net of refunds, from the ledger) summed per day, per model or per key over the period. */
-export function groupSpend(rows: readonly DailySpend[], by: GroupBy): UsageRow[] {
-  const sums = new Map<string | null, bigint>();
-  for (const r of rows) {
-    const k = by === 'day' ? r.day : r.group;
-    sums.set(k, (sums.get(k) ?? 0n) + r.amount);
-  }
+/** Spend (charges net of refunds, from the ledger) per day, per model or per key over the period. */
+export function groupSpend(rows: readonly LedgerUsage[], by: GroupBy): UsageRow[] {
   const column = by === 'day' ? 'day' : by === 'model' ? 'model' : 'key_id';
-  return [...sums.entries()]
-    .sort(([a], [b]) => (by === 'day' ? String(a).localeCompare(String(b)) : 0))
-    .map(([k, amount]) => ({ [column]: k, amount: toAmount(amount) }) as UsageRow)
-    .sort((a, b) => (by === 'day' ? 0 : b.amount - a.amount));
+  const value = (r: LedgerUsage) => (by === 'day' ? r.day : by === 'model' ? r.model : r.keyId);
+  const out = rows.map((r) => ({ [column]: value(r), amount: toAmount(r.amount) }) as UsageRow);
+  return by === 'day' ? out : out.sort((a, b) => b.amount - a.amount);
 }
 
 const csvCell = (v: string | number | null) => {
@@ -84,7 +78,7 @@ const report: Command = {
     return async ({ db, out }) => {
       const workspace = await workspaceRepository.get(db, input.workspace);
       if (!workspace) throw notFound('workspace', input.workspace);
-      const spend = await usageRepository.dailySpend(db, input.workspace, first, end, by === 'key' ? 'key' : 'model');
+      const spend = await usageRepository.usage(db, input.workspace, { from: first, to: end, groupBy: [by] });
       const rows = groupSpend(spend, by);
       const total = toAmount(spend.reduce((sum, r) => sum + r.amount, 0n));
       const columns = [by === 'key' ? 'key_id' : by, 'amount'];

@@ -45,6 +45,10 @@ export interface Key {
   scopes: string[];
   spend_cap: number | null;
   spent: number;
+  /** The only models the key may use; empty: all. */
+  models: string[];
+  /** The key's own paid calls per minute; null: the workspace's limit only. */
+  rpm: number | null;
   expires_at: string | null;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -65,6 +69,8 @@ export interface CreateKeyInput {
   scopes: string[];
   spend_cap?: number | null;
   expires_at?: string | null;
+  models?: string[];
+  rpm?: number | null;
 }
 
 export interface Member {

@@ -28,7 +28,8 @@ function credential(req: Request, style: CredentialStyle): { key: string } | { p
   // beside x-goog-api-key. Both sent must name the same key: serving the call with either one would bill a key the
   // caller may not have meant, so a conflict is refused rather than settled by precedence.
   const header = style === 'anthropic' ? 'x-api-key' : 'x-goog-api-key';
-  const bare = req.get(header);
+  // Google also takes the key as `?key=` (its REST convention), when no header carries one.
+  const bare = req.get(header) ?? (style === 'google' && req.get('authorization') === undefined && typeof req.query.key === 'string' ? req.query.key : undefined);
   const authorization = req.get('authorization');
   if (bare === undefined) return parseBearer(authorization);
   const vendor = parseBareKey(bare);

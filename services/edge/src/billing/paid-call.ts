@@ -32,7 +32,7 @@ export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandl
   return [
     authenticate(deps, options.style),
     requireScope(options.scope),
-    rateLimit(deps, { bucket: 'paid', limitOf: (auth) => auth.workspace.rpm }),
+    rateLimit(deps, { bucket: 'paid', limitOf: (auth) => auth.workspace.rpm, keyLimitOf: (auth) => auth.key.rpm }),
     jsonBody({ limitBytes: options.bodyLimit, timeouts: deps.config.http, passThrough: options.passThrough }),
     ...(options.idempotency === false ? [] : [idempotency(deps)]),
   ];

@@ -1,5 +1,5 @@
 import { useTestContext } from '@gensvc/testing';
-import { SlotLeases, takeSlot } from './rate-limit';
+import { SlotLeases, takeSlot, takeSlotPair } from './rate-limit';
 
 const ctx = useTestContext();
 
@@ -79,5 +79,32 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
     for (let i = 0; i < 5; i++) decisions.push(await slots.take(key, 50, 60_000));
     expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45]);
     expect(slots.stats).toEqual({ redisCalls: 5, leased: 0 });
+  });
+});
+
+describe('takeSlotPair (a key with its own limit, beside its workspace\'s)', () => {
+  it('accepts exactly the key\'s limit when 400 calls race on three connections, and counts them in the workspace too', async () => {
+    const { createRedisConnection } = await import('@gensvc/queue');
+    const conns = [ctx.redis, createRedisConnection(ctx.config.redisUrl, { name: 'rlp-2' }), createRedisConnection(ctx.config.redisUrl, { name: 'rlp-3' })];
+    const ws = `${ctx.config.queuePrefix}:rl:test:pair-ws`;
+    const keys = [`${ctx.config.queuePrefix}:rl:test:pair-key-a`, `${ctx.config.queuePrefix}:rl:test:pair-key-b`];
+    // Key a: 40 a minute; key b: 70; the workspace: 300 — the keys bind.
+    const decisions = await Promise.all(
+      Array.from({ length: 400 }, (_, i) => takeSlotPair(conns[i % 3]!, ws, 300, keys[i % 2]!, i % 2 === 0 ? 40 : 70, 60_000).then((d) => ({ ...d, k: i % 2 }))),
+    );
+    conns.slice(1).forEach((c) => c.disconnect());
+    expect(decisions.filter((d) => d.accepted && d.k === 0)).toHaveLength(40);
+    expect(decisions.filter((d) => d.accepted && d.k === 1)).toHaveLength(70);
+    expect(decisions.filter((d) => !d.accepted).every((d) => d.binding === 'key' && d.remaining === 0)).toBe(true);
+    expect([await ctx.redis.zcard(ws), await ctx.redis.zcard(keys[0]!), await ctx.redis.zcard(keys[1]!)]).toEqual([110, 40, 70]);
+  });
+
+  it('takes a slot in both windows or in neither: a call the workspace refuses uses none of its key\'s slots', async () => {
+    const ws = `${ctx.config.queuePrefix}:rl:test:pair-full-ws`;
+    const key = `${ctx.config.queuePrefix}:rl:test:pair-full-key`;
+    const decisions = await Promise.all(Array.from({ length: 60 }, () => takeSlotPair(ctx.redis, ws, 25, key, 100, 60_000)));
+    expect(decisions.filter((d) => d.accepted)).toHaveLength(25);
+    expect(decisions.filter((d) => !d.accepted).every((d) => d.binding === 'workspace')).toBe(true);
+    expect(await ctx.redis.zcard(key)).toBe(25);
   });
 });

@@ -42,8 +42,38 @@ if oldest[2] then frees = tonumber(oldest[2]) + window end
 return {grant, room - grant, frees, now}
 `;
 
+// A call limited twice (its workspace's window and its key's own, issue 13): one slot taken in both windows or in
+// neither, atomically, so a refusal by one never uses up the other and racing replicas cannot overshoot either.
+// KEYS: workspace window, key window. ARGV: workspace limit, key limit, window, member, lease ms (the workspace window
+// may hold leased slots dated up to lease ms ahead: its expiry keeps them). Answers grant, the least room left, when
+// the binding window frees a slot, Redis's clock, and 1 when the key's window is the binding one.
+const SLIDING_WINDOW_PAIR = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+local roomW = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+local roomK = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[2])
+local grant = 0
+if roomW > 0 and roomK > 0 then
+  grant = 1
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('ZADD', KEYS[2], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], window + tonumber(ARGV[5]))
+  redis.call('PEXPIRE', KEYS[2], window)
+end
+local binding = 1
+if roomK <= roomW then binding = 2 end
+local oldest = redis.call('ZRANGE', KEYS[binding], 0, 0, 'WITHSCORES')
+local frees = now + window
+if oldest[2] then frees = tonumber(oldest[2]) + window end
+return {grant, math.min(roomW, roomK) - grant, frees, now, binding - 1}
+`;
+
 type WithWindow = Redis & {
   gensvcSlidingWindow(key: string, limit: number, windowMs: number, member: string, want: number, leaseMs: number): Promise<[number, number, number, number]>;
+  gensvcSlidingWindowPair(workspaceKey: string, keyKey: string, workspaceLimit: number, keyLimit: number, windowMs: number, member: string, leaseMs: number): Promise<[number, number, number, number, number]>;
 };
 
 export interface WindowDecision {
@@ -63,6 +93,20 @@ let sequence = 0;
 export async function takeSlot(redis: Redis, key: string, limit: number, windowMs: number): Promise<WindowDecision> {
   const granted = await takeSlots(redis, key, limit, windowMs, 1, 0);
   return { accepted: granted.members.length === 1, remaining: granted.remaining, resetAtMs: granted.resetAtMs, nowMs: granted.nowMs };
+}
+
+/** Which window decided a call limited twice: its workspace's or its key's. */
+export interface PairDecision extends WindowDecision {
+  binding: 'workspace' | 'key';
+}
+
+/** Counts one call in both windows if both have room, else in neither (SLIDING_WINDOW_PAIR). */
+export async function takeSlotPair(redis: Redis, workspaceKey: string, workspaceLimit: number, keyKey: string, keyLimit: number, windowMs: number): Promise<PairDecision> {
+  const r = redis as WithWindow;
+  if (typeof r.gensvcSlidingWindowPair !== 'function') r.defineCommand('gensvcSlidingWindowPair', { numberOfKeys: 2, lua: SLIDING_WINDOW_PAIR });
+  const member = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}:1`;
+  const [granted, remaining, resetAtMs, nowMs, binding] = await r.gensvcSlidingWindowPair(workspaceKey, keyKey, workspaceLimit, keyLimit, windowMs, member, SLOT_LEASE_MS);
+  return { accepted: granted === 1, remaining: Math.max(0, remaining), resetAtMs, nowMs, binding: binding === 1 ? 'key' : 'workspace' };
 }
 
 export interface SlotGrant {
@@ -110,7 +154,7 @@ export class SlotLeases {
   /** Redis calls made and calls accepted from a lease (tests). */
   readonly stats = { redisCalls: 0, leased: 0 };
 
-  constructor(private readonly redis: Redis) {}
+  constructor(readonly redis: Redis) {}
 
   async take(key: string, limit: number, windowMs: number): Promise<WindowDecision> {
     if (limit < SLOT_LEASE_MIN_LIMIT) {
@@ -174,6 +218,8 @@ export interface RateLimitOptions {
   bucket: string;
   /** The workspace's limit per window (workspace.rpm, workspace.uploadRpm). */
   limitOf: (auth: AuthContext) => number;
+  /** The key's own limit per window, counted beside the workspace's (key.rpm); null: the workspace's only. */
+  keyLimitOf?: (auth: AuthContext) => number | null;
   windowMs?: number;
 }
 
@@ -182,16 +228,24 @@ export const MINUTE_MS = 60_000;
 /**
  * Middleware after authentication: counts the call against the workspace, sets X-RateLimit-Limit-RPM,
  * X-RateLimit-Remaining-RPM and X-RateLimit-Reset (Unix seconds when a slot frees) on every answer, and answers
- * 429 with Retry-After (seconds) when the window is full.
+ * 429 with Retry-After (seconds) when the window is full. A key with a limit of its own is counted in its own
+ * window too, one slot in both or in neither (takeSlotPair; such calls take their slots one by one, never leased);
+ * the headers then speak of the window with less room left.
  */
 export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
   const windowMs = options.windowMs ?? MINUTE_MS;
   return async (_req: Request, res: Response, next: NextFunction) => {
     try {
       const auth = authOf(res);
-      const limit = options.limitOf(auth);
+      const workspaceLimit = options.limitOf(auth);
+      const keyLimit = options.keyLimitOf?.(auth) ?? null;
       const key = `${deps.config.queuePrefix}:rl:${options.bucket}:${auth.workspace.id}`;
-      const d = await deps.rateSlots.take(key, limit, windowMs);
+      const d: WindowDecision & { binding?: PairDecision['binding'] } =
+        keyLimit === null
+          ? await deps.rateSlots.take(key, workspaceLimit, windowMs)
+          : await takeSlotPair(deps.rateSlots.redis, key, workspaceLimit, `${deps.config.queuePrefix}:rl:${options.bucket}:key:${auth.key.id}`, keyLimit, windowMs);
+      const byKey = d.binding === 'key';
+      const limit = byKey ? keyLimit! : workspaceLimit;
       const headers: Record<string, string> = {
         'X-RateLimit-Limit-RPM': String(limit),
         'X-RateLimit-Remaining-RPM': String(d.remaining),
@@ -201,7 +255,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       if (d.accepted) return next();
       const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
       next(
-        errors.rateLimited(`Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} per minute for this workspace. Retry in ${retryAfter} s.`, {
+        errors.rateLimited(`Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`, {
           ...headers,
           'Retry-After': String(retryAfter),
         }),

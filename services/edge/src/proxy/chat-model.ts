@@ -1,6 +1,7 @@
-import type { ChannelKind } from '@gensvc/db';
+import type { AuthKey, ChannelKind } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Catalog, CatalogModel, CatalogRoute } from '@gensvc/upstream';
+import { modelForKey } from '../models/key-models';
 import type { ChatProtocol } from './protocol';
 
 const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
@@ -10,15 +11,15 @@ const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
 };
 
 /**
- * The chat model a caller named and its channels that speak the route's protocol: 404 for an unknown or disabled
+ * The chat model a caller named (403 when the key may not use it) and its channels that speak the route's protocol: 404 for an unknown or disabled
  * model, 400 model_not_supported for a model that is not a chat model (spec §7: chat rejects evaluation models) or
  * has no channel of this protocol. Requests are not translated between protocols.
  */
 export class ChatModels {
   constructor(private readonly catalog: Catalog) {}
 
-  async resolve(id: string, protocol: ChatProtocol): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
-    const model = await this.catalog.model(id);
+  async resolve(key: Pick<AuthKey, 'allowedModels'>, id: string, protocol: ChatProtocol): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
+    const model = await modelForKey(this.catalog, key, id);
     if (!model || !model.enabled) throw errors.modelNotFound(id);
     if (model.kind !== 'chat') {
       throw errors.modelNotSupported(

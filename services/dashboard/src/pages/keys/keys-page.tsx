@@ -50,7 +50,7 @@ export function KeysPage() {
       {keys.list.loading && !keys.list.data ? <Loading /> : null}
       {keys.list.data && rows.length === 0 ? <Empty title="No API keys yet">Create one to call the API from your code.</Empty> : null}
       {rows.length > 0 ? (
-        <Table columns={['Name and key', 'Scopes', 'Spent / cap', 'Expires', 'Last used', 'Created by']} actions>
+        <Table columns={['Name and key', 'Scopes and limits', 'Spent / cap', 'Expires', 'Last used', 'Created by']} actions>
           {rows.map((k) => (
             <tr key={k.id} data-key-id={k.id}>
               <td className="name-cell">
@@ -60,6 +60,8 @@ export function KeysPage() {
               </td>
               <td>
                 <span className="scopes">{k.scopes.length === SCOPES.length ? 'All' : k.scopes.join(', ')}</span>
+                {k.models.length ? <span className="muted small block key-models">models: {k.models.join(', ')}</span> : null}
+                {k.rpm !== null ? <span className="muted small block key-rpm">{k.rpm} calls/min</span> : null}
               </td>
               <td className="nowrap">
                 {formatMoney(k.spent, currency)}
@@ -115,6 +117,8 @@ function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeo
   const [scopes, setScopes] = useState<string[]>(SCOPES.map((s) => s.id));
   const [cap, setCap] = useState('');
   const [expiry, setExpiry] = useState('');
+  const [models, setModels] = useState('');
+  const [rpm, setRpm] = useState('');
   const action = useAction(create);
 
   const submit = async (e: FormEvent) => {
@@ -125,6 +129,11 @@ function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeo
       scopes,
       spend_cap: cap.trim() === '' ? null : Number(cap),
       expires_at: expiry ? new Date(Date.now() + days * 86_400_000).toISOString() : null,
+      models: models
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean),
+      rpm: rpm.trim() === '' ? null : Number(rpm),
     });
     if (made) onMade(made);
   };
@@ -157,6 +166,17 @@ function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeo
               <input id="key-cap" className="input" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No cap" value={cap} onChange={(e) => setCap(e.target.value)} />
             </div>
             <SelectField label="Expires" value={expiry} options={EXPIRY} onChange={setExpiry} />
+          </div>
+          <div className="field-row">
+            <div className="field">
+              <label htmlFor="key-models">Models (optional)</label>
+              <input id="key-models" className="input" maxLength={4000} placeholder="All models" value={models} onChange={(e) => setModels(e.target.value)} />
+              <span className="muted small">Comma-separated model ids, such as openai/gpt-4o-mini; the key may use only these.</span>
+            </div>
+            <div className="field">
+              <label htmlFor="key-rpm">Calls per minute (optional)</label>
+              <input id="key-rpm" className="input" type="number" min="1" step="1" inputMode="numeric" placeholder="Workspace limit" value={rpm} onChange={(e) => setRpm(e.target.value)} />
+            </div>
           </div>
           <ErrorNotice error={action.error} />
         </div>

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { openAiProtocol } from '../../proxy/openai-protocol';
 import { parseBody } from '../../http/parse-body';
@@ -8,7 +9,7 @@ import { chatCompletionBody, checkOutputCap } from './schema';
 export function createChatCompletion(proxy: ChatProxy) {
   return async (req: Request, res: Response) => {
     const body = parseBody(chatCompletionBody, req.body);
-    const { model, routes } = await proxy.models.resolve(body.model, openAiProtocol);
+    const { model, routes } = await proxy.models.resolve(authOf(res).key, body.model, openAiProtocol);
     checkOutputCap(model, 'max_tokens', body.max_tokens);
     checkOutputCap(model, 'max_completion_tokens', body.max_completion_tokens);
     await proxy.handle(

@@ -1,5 +1,6 @@
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
 import { anthropicProtocol } from '../../proxy/anthropic-protocol';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { parseBody } from '../../http/parse-body';
@@ -11,7 +12,7 @@ export function createMessage(proxy: ChatProxy) {
     const version = req.get('anthropic-version');
     if (!version) throw errors.invalidRequest('anthropic-version: header is required', 'anthropic-version');
     const body = parseBody(messageBody, req.body);
-    const { model, routes } = await proxy.models.resolve(body.model, anthropicProtocol);
+    const { model, routes } = await proxy.models.resolve(authOf(res).key, body.model, anthropicProtocol);
     checkOutputCap(model, 'max_tokens', body.max_tokens);
     await proxy.handle(
       anthropicProtocol,

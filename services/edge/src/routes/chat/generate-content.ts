@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { authOf } from '../../auth/authenticate';
 import type { ChatProxy } from '../../proxy/chat-proxy';
 import { geminiProtocol } from '../../proxy/gemini-protocol';
 import { parseBody } from '../../http/parse-body';
@@ -17,7 +18,7 @@ export function generateContent(proxy: ChatProxy) {
     const modelId = params[0]!.replace(/^models\//, '');
     const stream = params[1] === 'streamGenerateContent';
     const body = parseBody(generateContentBody, req.body);
-    const { model, routes } = await proxy.models.resolve(modelId, geminiProtocol);
+    const { model, routes } = await proxy.models.resolve(authOf(res).key, modelId, geminiProtocol);
     checkOutputCap(model, 'generationConfig.maxOutputTokens', body.generationConfig?.maxOutputTokens);
     await proxy.handle(
       geminiProtocol,

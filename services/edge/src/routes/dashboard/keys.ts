@@ -1,7 +1,7 @@
 // The API Keys page's routes: list, create (the secret shown once), rotate with a grace period, revoke. A member
 // manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
 import { newApiKey } from '@gensvc/auth';
-import { apiKeyRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
+import { apiKeyRepository, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { publishKeyInvalidations } from '../../auth/key-cache';
@@ -24,6 +24,8 @@ export function keyObject(k: KeyWithCreator, now = new Date()) {
     scopes: k.scopes,
     spend_cap: k.spendCap === null ? null : toAmount(k.spendCap),
     spent: toAmount(k.spent),
+    models: k.allowedModels,
+    rpm: k.rpm,
     expires_at: iso(k.expiresAt),
     last_used_at: iso(k.lastUsedAt),
     revoked_at: iso(k.revokedAt),
@@ -51,6 +53,8 @@ export function createKey(deps: Deps) {
     const body = parseBody(CREATE_KEY, req.body);
     const { workspace } = memberOf(res);
     const { user } = sessionOf(res);
+    const missing = body.models?.length ? await modelRepository.missing(deps.db, body.models) : [];
+    if (missing.length) throw errors.invalidRequest(`models: there is no model "${missing[0]}".`, 'models');
     const made = newApiKey();
     const key = await apiKeyRepository.create(deps.db, {
       workspaceId: workspace.id,
@@ -61,6 +65,8 @@ export function createKey(deps: Deps) {
       spendCap: body.spend_cap ?? null,
       expiresAt: body.expires_at ?? null,
       creatorId: user.id,
+      allowedModels: body.models ?? [],
+      rpm: body.rpm ?? null,
     });
     res.status(201).json({ key: keyObject({ ...key, creator: { id: user.id, email: user.email } }), secret: made.secret });
   };

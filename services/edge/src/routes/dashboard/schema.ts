@@ -1,7 +1,7 @@
 // What the dashboard's JSON routes accept (API.md beside this file). Names, emails and passwords are bounded, so a
 // 10 KB name is a 400 naming the field, never a row.
 import { SCOPES } from '@gensvc/auth';
-import { parseAmount } from '@gensvc/db';
+import { MODEL_ID, parseAmount } from '@gensvc/db';
 import { z } from 'zod';
 import { FILE_ID } from '../files/schema';
 import { TASK_ID } from '../tasks/schema';
@@ -40,6 +40,14 @@ export const CREATE_KEY = z.strictObject({
     .max(SCOPES.length)
     .refine((s) => new Set(s).size === s.length, 'must not repeat a scope'),
   spend_cap: amount.nullable().optional(),
+  /** The only models the key may use; empty or absent: all. */
+  models: z
+    .array(z.string().regex(MODEL_ID, 'must be model ids, <provider>/<model>'))
+    .max(500)
+    .refine((m) => new Set(m).size === m.length, 'must not repeat a model')
+    .optional(),
+  /** The key's own paid calls per minute, beside the workspace's. */
+  rpm: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000_000).nullable().optional(),
   expires_at: z.iso
     .datetime({ offset: true, message: 'must be an ISO 8601 time' })
     .transform((s) => new Date(s))

@@ -20,16 +20,17 @@ export function getUsage(deps: Deps) {
     const to = new Date(today + DAY_MS);
     const days = Array.from({ length: q.days }, (_, i) => new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10));
     const [rows, keys] = await Promise.all([
-      usageRepository.dailySpend(deps.db, workspace.id, from, to, q.split),
+      usageRepository.usage(deps.db, workspace.id, { from, to, groupBy: ['day', q.split] }),
       apiKeyRepository.listWithCreators(deps.db, workspace.id),
     ]);
     const keyName = new Map(keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`]));
     const series = new Map<string, { id: string | null; label: string; micros: bigint[] }>();
     for (const r of rows) {
-      const id = r.group ?? '';
-      const label = r.group === null ? (q.split === 'model' ? 'other' : 'no key') : q.split === 'key' ? (keyName.get(r.group) ?? r.group) : r.group;
-      const s = series.get(id) ?? { id: r.group, label, micros: days.map(() => 0n) };
-      s.micros[days.indexOf(r.day)]! += r.amount;
+      const group = q.split === 'model' ? r.model : r.keyId;
+      const id = group ?? '';
+      const label = group === null ? (q.split === 'model' ? 'other' : 'no key') : q.split === 'key' ? (keyName.get(group) ?? group) : group;
+      const s = series.get(id) ?? { id: group, label, micros: days.map(() => 0n) };
+      s.micros[days.indexOf(r.day!)]! += r.amount;
       series.set(id, s);
     }
     const total = rows.reduce((sum, r) => sum + r.amount, 0n);

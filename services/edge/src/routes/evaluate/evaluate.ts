@@ -20,6 +20,7 @@ import { authOf } from '../../auth/authenticate';
 import { reserveFor } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
+import { modelForKey } from '../../models/key-models';
 import { parseEvaluateRequest, unknownModel } from './schema';
 
 export interface EvaluateOptions {
@@ -36,7 +37,7 @@ type Waited = { kind: 'finished'; value: unknown } | { kind: 'failed'; error: un
 export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
   return async (req: Request, res: Response) => {
     const body = parseEvaluateRequest(req.body);
-    const model = await deps.catalog.model(body.model);
+    const model = await modelForKey(deps.catalog, authOf(res).key, body.model);
     if (!model) throw unknownModel(body.model);
     if (model.kind !== 'evaluation') {
       throw errors.modelNotSupported(`The model "${model.id}" is a ${model.kind} model; POST /api/v1/evaluate takes an evaluation model.`);

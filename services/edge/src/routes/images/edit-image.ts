@@ -44,7 +44,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
     const count = request.images.length;
     if (count === 0) throw errors.invalidRequest('Send at least one image: as files in "image" (or "image[]"), or as image_url.', 'image');
     if (count > MAX_IMAGES) throw errors.invalidRequest(`Send at most ${MAX_IMAGES} images; got ${count}.`, 'image');
-    const { model, routes } = await resolveImageModel(deps.catalog, fields.model);
+    const { model, routes } = await resolveImageModel(deps.catalog, key, fields.model);
 
     const idempotency = await startIdempotency(deps.db, workspace.id, req.get('idempotency-key'), editRequestHash(req.path, request));
     if (idempotency.state === 'replay') {

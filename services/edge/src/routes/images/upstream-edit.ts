@@ -6,6 +6,8 @@ import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import { readBody, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
 import { sniffMedia, type SniffedMedia } from '@gensvc/media';
+import type { AuthKey } from '@gensvc/db';
+import { modelForKey } from '../../models/key-models';
 import { invalidResponse, parseObject } from '../../proxy/protocol';
 import type { EditImage } from './image-inputs';
 import { IMAGE_TYPES, PASS_THROUGH_FIELDS, type EditFields } from './schema';
@@ -33,8 +35,8 @@ export interface EditAnswer {
 }
 
 /** The image model a caller named and its channels that speak the OpenAI images protocol. */
-export async function resolveImageModel(catalog: Catalog, id: string): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
-  const model = await catalog.model(id);
+export async function resolveImageModel(catalog: Catalog, key: Pick<AuthKey, 'allowedModels'>, id: string): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
+  const model = await modelForKey(catalog, key, id);
   if (!model || !model.enabled) throw errors.modelNotFound(id);
   if (model.kind !== 'image') {
     throw errors.modelNotSupported(`"${id}" is a${model.kind === 'evaluation' ? 'n evaluation' : ` ${model.kind}`} model; image edits need an image model.`);

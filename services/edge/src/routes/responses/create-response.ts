@@ -28,7 +28,7 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy, client: Upstrea
     }
     const raw = req.body as Record<string, unknown>;
     const refs = fileImageRefs(raw.input);
-    const { model, routes } = await proxy.models.resolve(body.model, openAiResponsesProtocol);
+    const { model, routes } = await proxy.models.resolve(authOf(res).key, body.model, openAiResponsesProtocol);
     checkOutputCap(model, 'max_output_tokens', body.max_output_tokens);
     const imageTool = imageGenerationTool(raw.tools);
     if (imageTool) {

@@ -7,9 +7,10 @@ import { errors } from '@gensvc/errors';
 import { enqueue } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
 import type { NextFunction, Request, Response } from 'express';
-import { authOf } from '../../auth/authenticate';
+import { authOf, type AuthContext } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
+import { modelForKey } from '../../models/key-models';
 import { unknownModel } from '../evaluate/schema';
 import { checkCallbackUrl } from './callback-url';
 import { checkImageReference } from './image-reference';
@@ -18,8 +19,8 @@ import { parseCreateTask, type CreateTaskBody } from './schema';
 export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOperation) {
   return async (req: Request<{ provider: string }>, res: Response) => {
     const body = parseCreateTask(name, op, req.body);
-    const model = await taskModel(deps, req.params.provider, name, op, body.model);
     const { key, workspace } = authOf(res);
+    const model = await taskModel(deps, key, req.params.provider, name, op, body.model);
     const { requestId, log } = locals(res);
     const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
     const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
@@ -81,8 +82,8 @@ function generationInput(body: CreateTaskBody, image: GenerationInput['image']) 
  * POST /api/v1/evaluate answers), is enabled, is of the operation's kind, belongs to the path's provider, and has an
  * enabled channel of a task protocol (else 400 model_not_supported saying which).
  */
-async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, provider: string, name: TaskOperationName, op: TaskOperation, id: string): Promise<CatalogModel> {
-  const model = await deps.catalog.model(id);
+async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, key: AuthContext['key'], provider: string, name: TaskOperationName, op: TaskOperation, id: string): Promise<CatalogModel> {
+  const model = await modelForKey(deps.catalog, key, id);
   if (!model) throw unknownModel(id);
   if (!model.enabled) throw errors.modelNotSupported(`The model "${id}" is disabled.`);
   if (model.kind !== op.kind) throw errors.modelNotSupported(`The model "${id}" is a ${model.kind} model; ${name} takes a ${op.kind} model.`);
