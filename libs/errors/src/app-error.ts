@@ -265,7 +265,8 @@ export const errors = {
       message,
     }),
   upstreamRejected: (message: string, cause?: unknown) => new AppError({ code: 'upstream_rejected', message, cause }),
-  upstreamTimeout: (message = 'The model provider did not answer in time.', cause?: unknown) => new AppError({ code: 'upstream_timeout', message, cause }),
+  /** Its message is always ours (never a provider's), so it is shown though the status is 5xx. */
+  upstreamTimeout: (message = 'The model provider did not answer in time.', cause?: unknown) => new AppError({ code: 'upstream_timeout', message, cause, expose: true }),
   upstreamInvalidResponse: (message: string, cause?: unknown) => new AppError({ code: 'upstream_invalid_response', message, cause }),
   upstreamError: (cause?: unknown) => new AppError({ code: 'upstream_error', message: 'The model provider failed to answer.', cause }),
   noChannelAvailable: () => new AppError({ code: 'no_channel_available', message: 'No enabled channel serves this model.' }),
