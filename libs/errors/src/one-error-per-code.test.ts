@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { AppError, ERROR_CODES, errors, isErrorCode, statusOf } from './app-error';
+import { errorCodesTable } from './error-codes-table';
 
 const root = join(__dirname, '..', '..', '..');
 
@@ -87,5 +88,13 @@ describe('one error per code', () => {
       const e = errors.adminNotFound(what, 'x');
       expect([e.code, isErrorCode(e.code), e.status]).toEqual([`${what}_not_found`, true, 404]);
     }
+  });
+});
+
+describe("the README's table of codes", () => {
+  it('is ERROR_CODES, status by status', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const table = readme.match(/<!-- error-codes:start -->\n([\s\S]*?)\n<!-- error-codes:end -->/)?.[1];
+    expect(table).toBe(errorCodesTable());
   });
 });
