@@ -1,7 +1,7 @@
 // One error per code (issue 13): every code has one status, written once in ERROR_CODES; every AppError is made by a
 // factory of libs/errors. The scan below is the lint: it fails on `new AppError` anywhere outside libs/errors, and on
 // a `status:` written beside a `code:` in an error object outside it (a second place that gives a code a status).
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { AppError, ERROR_CODES, errors, isErrorCode, statusOf } from './app-error';
 import { errorCodesTable } from './error-codes-table';
@@ -92,9 +92,15 @@ describe('one error per code', () => {
 });
 
 describe("the README's table of codes", () => {
+  // After a code is added: UPDATE_README=1 node_modules/.bin/jest libs/errors rewrites the table.
   it('is ERROR_CODES, status by status', () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const table = readme.match(/<!-- error-codes:start -->\n([\s\S]*?)\n<!-- error-codes:end -->/)?.[1];
-    expect(table).toBe(errorCodesTable());
+    const file = join(root, 'README.md');
+    const markers = /(<!-- error-codes:start -->\n)([\s\S]*?)(\n<!-- error-codes:end -->)/;
+    let readme = readFileSync(file, 'utf8');
+    if (process.env.UPDATE_README === '1') {
+      readme = readme.replace(markers, (_all, start: string, _table: string, end: string) => `${start}${errorCodesTable()}${end}`);
+      writeFileSync(file, readme);
+    }
+    expect(readme.match(markers)?.[2]).toBe(errorCodesTable());
   });
 });
