@@ -52,7 +52,8 @@ export async function build() {
       const dist = join(root, group, pkg, 'dist');
       const files = [...sources(src)];
       const wanted = new Set(files.map((file) => join(dist, relative(src, file)).replace(/\.ts$/, '.js')));
-      for (const out of outputs(dist)) if (!wanted.has(out.replace(/\.map$/, ''))) rmSync(out);
+      // Declarations are left alone: a published package (libs/webhooks) emits them with tsc when it is packed.
+      for (const out of outputs(dist)) if (!wanted.has(out.replace(/\.map$/, '')) && !/\.d\.ts(\.map)?$/.test(out)) rmSync(out);
       total += files.length;
       await Promise.all(
         files.map(async (file) => {

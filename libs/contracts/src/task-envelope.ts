@@ -10,7 +10,9 @@
 // output.url is the archived public copy on {file_url} once archived, else the provider's URL (spec §7: an output
 // that cannot be archived does not fail the task). download_url is a fresh signed content link (one hour), made by
 // the caller of this function at every read.
-import { taskOutputSchema } from './task-output';
+import { z } from 'zod';
+import { TASK_FAILURE_CODES, TASK_STATUSES } from './task-operations';
+import { ARCHIVE_STATUSES, taskOutputSchema } from './task-output';
 
 export interface TaskEnvelopeSource {
   id: string;
@@ -85,3 +87,36 @@ export function taskEnvelope(task: TaskEnvelopeSource, opts: TaskEnvelopeOptions
 }
 
 export type TaskEnvelope = ReturnType<typeof taskEnvelope>;
+
+/**
+ * The envelope's shape as a schema, for the OpenAPI document (GET /api/v1/tasks/{id}, the creation's 202 and the
+ * callback body). task-envelope.test.ts checks taskEnvelope's answers against it.
+ */
+export const taskEnvelopeSchema = z.object({
+  object: z.literal('task'),
+  task_id: z.string(),
+  status: z.enum(TASK_STATUSES),
+  model: z.string(),
+  operation: z.string(),
+  output: z
+    .object({
+      url: z.string().describe("The archived public copy once archived, else the provider's URL."),
+      duration: z.number().optional(),
+      width: z.number().optional(),
+      height: z.number().optional(),
+      content_type: z.string().optional(),
+      archive_status: z.enum(ARCHIVE_STATUSES),
+      file_id: z.string().optional(),
+      download_url: z.string().optional().describe('A signed content link, fresh at every read (one hour).'),
+      download_expires_at: z.string().optional(),
+      provider_url: z.string().optional(),
+    })
+    .nullable(),
+  cost: z.object({ amount: z.number(), currency: z.string() }),
+  error: z.object({ code: z.string().describe(`One of ${TASK_FAILURE_CODES.join(', ')}.`), message: z.string() }).nullable(),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  completed_at: z.string().nullable(),
+  callback: z.object({ url: z.string(), state: z.string() }).nullable(),
+  delivered_at: z.string().optional().describe('In callbacks only.'),
+});

@@ -1,5 +1,5 @@
 import type { JobContract, JobInput, JobPayload, QueueName } from '@gensvc/contracts';
-import { AppError } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -112,13 +112,7 @@ export async function enqueue<J extends JobContract>(
       if (carrier.traceparent) input.trace = carrier;
       const parsed = contract.schema.safeParse(input);
       if (!parsed.success) {
-        throw new AppError({
-          status: 500,
-          code: 'invalid_job_payload',
-          message: `Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`,
-          expose: false,
-          cause: parsed.error,
-        });
+        throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
       }
       const { jobId, ...ownOpts } = opts;
       const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};

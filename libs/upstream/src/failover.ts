@@ -1,4 +1,4 @@
-import { AppError } from '@gensvc/errors';
+import { AppError, errors } from '@gensvc/errors';
 import type { ChannelCallReport, CircuitBreaker } from './breaker';
 import type { CatalogRoute } from './catalog';
 
@@ -73,11 +73,7 @@ export function failureFromStatus(status: number, text: string): UpstreamFailure
   const message = providerMessage(text);
   const detail = `the channel answered ${status}${message ? `: ${message}` : ''}`;
   if (failsOverOnStatus(status)) return new UpstreamFailure(detail, 'status', true, status);
-  const answer = new AppError({
-    status: status === 413 || status === 422 ? status : 400,
-    code: 'upstream_rejected_request',
-    message: `The model provider rejected the request${message ? `: ${message}` : '.'}`,
-  });
+  const answer = errors.upstreamRejectedRequest(status, `The model provider rejected the request${message ? `: ${message}` : '.'}`);
   return new UpstreamFailure(detail, 'status', false, status, answer);
 }
 
@@ -102,7 +98,7 @@ export interface FailoverOptions<T, R extends CatalogRoute = CatalogRoute> {
 export async function withFailover<T, R extends CatalogRoute = CatalogRoute>(opts: FailoverOptions<T, R>): Promise<T> {
   const ordered = orderRoutes(opts.routes, opts.random);
   if (ordered.length === 0) {
-    throw new AppError({ status: 503, code: 'no_channel_available', message: 'No enabled channel serves this model.' });
+    throw errors.noChannelAvailable();
   }
   let last: unknown;
   const attempt = async (route: R): Promise<{ value: T } | null> => {
@@ -158,11 +154,11 @@ export function toAppError(e: unknown): AppError {
   if (e instanceof UpstreamFailure) {
     if (e.answer) return e.answer;
     if (e.kind === 'status' && !e.failover && e.status !== undefined && e.status < 500) {
-      return new AppError({ status: 400, code: 'upstream_rejected', message: `The model provider refused the request: ${e.message}`, cause: e });
+      return errors.upstreamRejected(`The model provider refused the request: ${e.message}`, e);
     }
-    if (e.kind === 'timeout') return new AppError({ status: 504, code: 'upstream_timeout', message: 'The model provider did not answer in time.', cause: e });
-    if (e.kind === 'invalid_response') return new AppError({ status: 502, code: 'upstream_invalid_response', message: `The model provider gave an invalid answer: ${e.message}`, cause: e });
-    return new AppError({ status: 502, code: 'upstream_error', message: 'The model provider failed to answer.', cause: e });
+    if (e.kind === 'timeout') return errors.upstreamTimeout(undefined, e);
+    if (e.kind === 'invalid_response') return errors.upstreamInvalidResponse(`The model provider gave an invalid answer: ${e.message}`, e);
+    return errors.upstreamError(e);
   }
-  return new AppError({ status: 502, code: 'upstream_error', message: 'The model provider failed to answer.', cause: e });
+  return errors.upstreamError(e);
 }

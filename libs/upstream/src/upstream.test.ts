@@ -134,8 +134,16 @@ describe('failureFromStatus', () => {
       code: 'upstream_rejected_request',
       message: 'The model provider rejected the request: messages[0] is too long',
     });
-    expect(failureFromStatus(422, JSON.stringify({ error: 'bad state' })).answer).toMatchObject({ status: 422, message: expect.stringContaining('bad state') });
-    expect(failureFromStatus(413, JSON.stringify({ message: 'too big' })).answer).toMatchObject({ status: 413, message: expect.stringContaining('too big') });
+    expect(failureFromStatus(422, JSON.stringify({ error: 'bad state' })).answer).toMatchObject({
+      status: 422,
+      code: 'upstream_unprocessable_request',
+      message: expect.stringContaining('bad state'),
+    });
+    expect(failureFromStatus(413, JSON.stringify({ message: 'too big' })).answer).toMatchObject({
+      status: 413,
+      code: 'upstream_request_too_large',
+      message: expect.stringContaining('too big'),
+    });
     expect(failureFromStatus(409, 'not json')).toMatchObject({ failover: false, answer: { status: 400, message: 'The model provider rejected the request.' } });
   });
 });

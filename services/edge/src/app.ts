@@ -8,6 +8,8 @@ import { pathGuard } from './http/path-guard';
 import { boundUnreadBody } from './http/unread-body';
 import { requestContext } from './http/request-context';
 import { countRefusals } from './billing/refusal-metrics';
+import { API_OPERATIONS } from './openapi/operations';
+import { openApiRoutes } from './openapi/routes';
 import { ChatProxy } from './proxy/chat-proxy';
 import { chatRoutes } from './routes/chat';
 import { dashboardRoutes } from './routes/dashboard';
@@ -52,6 +54,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
 
   app.get('/healthz', healthz);
   app.get('/readyz', readyz(deps));
+  app.use(openApiRoutes({ publicBaseUrl: deps.config.publicBaseUrl, operations: API_OPERATIONS }));
 
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));

@@ -1,5 +1,4 @@
 import { ChannelKind, type ChannelModel, channelRepository, isUniqueViolation, type UpdateChannelInput } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
 import { readBreakerStates, upstreamModelOf, type SharedCircuit } from '@gensvc/upstream';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
@@ -188,11 +187,7 @@ const remove: Command = {
       const removed = await channelRepository.remove(deps.db, channel.id);
       if (!removed.ok && removed.reason === 'not_found') throw notFound('channel', channel.id);
       if (!removed.ok && removed.reason === 'in_use') {
-        throw new AppError({
-          status: 409,
-          code: 'channel_in_use',
-          message: `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; disable the channel and remove it once they finish.`,
-        });
+        throw conflict('channel_in_use', `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; disable the channel and remove it once they finish.`);
       }
       await announceCatalogChange(deps, { channel: channel.id });
       const view = { id: channel.id, name: channel.name, object: 'channel', deleted: true };

@@ -1,11 +1,11 @@
 import { isScope, newApiKey, SCOPES } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
 import { apiKeyRepository, MODEL_ID, modelRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import type { Command, Deps } from '../command';
-import { notFound } from '../failures';
+import { conflict, notFound } from '../failures';
 import { amount, duration, integer, list, text } from '../flag-values';
 import { fields, iso, table } from '../output';
 
@@ -104,7 +104,7 @@ const create: Command = {
         const user = await userRepository.findByEmail(db, input.creator);
         if (!user) throw notFound('user', input.creator);
         if (!(await userRepository.membership(db, input.workspace, user.id))) {
-          throw new AppError({ status: 409, code: 'not_a_member', message: `${user.email} is not a member of ${input.workspace}.` });
+          throw errors.notAMember(user.email, input.workspace);
         }
         creatorId = user.id;
       }
@@ -175,11 +175,11 @@ const rotate: Command = {
       const { db, out } = deps;
       const existing = await apiKeyRepository.get(db, input.id);
       if (!existing) throw notFound('key', input.id);
-      if (existing.revokedAt) throw new AppError({ status: 409, code: 'key_revoked', message: `Key ${input.id} is revoked and cannot be rotated.` });
+      if (existing.revokedAt) throw conflict('key_revoked', `Key ${input.id} is revoked and cannot be rotated.`);
       const secret = newApiKey();
       const key = await apiKeyRepository.rotate(db, input.id, { prefix: secret.prefix, hash: secret.hash }, input.grace);
       // Revoked between the check and the update.
-      if (!key) throw new AppError({ status: 409, code: 'key_revoked', message: `Key ${input.id} is revoked and cannot be rotated.` });
+      if (!key) throw conflict('key_revoked', `Key ${input.id} is revoked and cannot be rotated.`);
       await invalidate(deps, key.id);
       const view = withSecret(key, secret.secret);
       out.result(view, () => fields(view));

@@ -1,5 +1,4 @@
 import { channelRepository, isUniqueViolation, MODEL_ID, ModelKind, type ModelModel, modelRepository, toAmount, type UpdateModelInput, withTx } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import { announceCatalogChange } from '../catalog-changes';
@@ -163,11 +162,7 @@ const remove: Command = {
       const removed = await modelRepository.remove(deps.db, input.id);
       if (!removed.ok && removed.reason === 'not_found') throw notFound('model', input.id);
       if (!removed.ok && removed.reason === 'in_use') {
-        throw new AppError({
-          status: 409,
-          code: 'model_in_use',
-          message: `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`,
-        });
+        throw conflict('model_in_use', `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`);
       }
       await announceCatalogChange(deps, { model: input.id });
       const view = { id: input.id, object: 'model', deleted: true };

@@ -1,6 +1,6 @@
 import { hashPassword } from '@gensvc/auth';
 import { isUniqueViolation, membershipRepository, Role, userRepository, workspaceRepository } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues } from '../args';
 import type { Command } from '../command';
@@ -129,9 +129,9 @@ const removeMember: Command = {
       const removed = await membershipRepository.remove(db, input.workspace, user.id);
       if (!removed.ok) {
         if (removed.reason === 'last_owner') {
-          throw new AppError({ status: 409, code: 'last_owner', message: `${user.email} is the last owner of ${input.workspace}: make another member owner first.` });
+          throw errors.lastOwner(`${user.email} is the last owner of ${input.workspace}: make another member owner first.`);
         }
-        throw new AppError({ status: 404, code: 'not_a_member', message: `${user.email} is not a member of ${input.workspace}.` });
+        throw errors.notAMember(user.email, input.workspace);
       }
       // A key stops working once its creator has left the workspace (DESIGN.md §4): edges drop their cached look-ups.
       for (const keyId of removed.value.keyIds) await invalidate(deps, keyId);

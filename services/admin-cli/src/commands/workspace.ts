@@ -1,9 +1,8 @@
 import { apiKeyRepository, Tier, toAmount, type WorkspaceModel, workspaceRepository } from '@gensvc/db';
-import { AppError } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import type { Command } from '../command';
-import { notFound } from '../failures';
+import { conflict, notFound } from '../failures';
 import { invalidate } from './key';
 import { amount, choice, choices, integer, text } from '../flag-values';
 import { fields, iso, table, type JsonObject } from '../output';
@@ -106,7 +105,7 @@ const update: Command = {
       if (!current) throw notFound('workspace', input.id);
       const tier = input.tier ?? current.tier;
       if (input['retention-days'] !== undefined && tier !== 'enterprise') {
-        throw new AppError({ status: 409, code: 'retention_not_enterprise', message: '--retention-days applies to the enterprise tier only (other tiers keep outputs for their fixed period).' });
+        throw conflict('retention_not_enterprise', '--retention-days applies to the enterprise tier only (other tiers keep outputs for their fixed period).');
       }
       const updated = await workspaceRepository.update(db, input.id, {
         ...(input.name !== undefined && { name: input.name }),

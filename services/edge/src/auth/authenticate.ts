@@ -73,7 +73,7 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
       if (key.revokedAt) throw errors.revokedApiKey();
       if (key.expiresAt && key.expiresAt.getTime() <= now) throw errors.expiredApiKey();
       if (matched === 'previous' && (!key.previousExpiresAt || key.previousExpiresAt.getTime() <= now)) {
-        throw new AppError({ status: 401, code: 'expired_api_key', message: 'This key was rotated and the grace period of its old secret has ended.' });
+        throw errors.expiredApiKey('This key was rotated and the grace period of its old secret has ended.');
       }
       const role = creatorRoleOf(key);
       if (role === 'left') throw errors.keyCreatorLeft();
@@ -90,8 +90,8 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
 }
 
 function missing(style: CredentialStyle) {
-  if (style === 'anthropic') return new AppError({ status: 401, code: 'missing_api_key', message: 'No API key was sent. Send it in the x-api-key header.' });
-  if (style === 'google') return new AppError({ status: 401, code: 'missing_api_key', message: 'No API key was sent. Send it in the x-goog-api-key header or as "Authorization: Bearer <API_KEY>".' });
+  if (style === 'anthropic') return errors.missingApiKey('No API key was sent. Send it in the x-api-key header.');
+  if (style === 'google') return errors.missingApiKey('No API key was sent. Send it in the x-goog-api-key header or as "Authorization: Bearer <API_KEY>".');
   return errors.missingApiKey();
 }
 

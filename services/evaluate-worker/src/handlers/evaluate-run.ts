@@ -65,7 +65,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       });
     if (!settled) {
       log.warn({}, 'answer arrived after the caller stopped waiting; not charged');
-      return failed(new AppError({ status: 504, code: 'upstream_timeout', message: 'The answer arrived after the caller stopped waiting; nothing was charged.' }));
+      return failed(errors.upstreamTimeout('The answer arrived after the caller stopped waiting; nothing was charged.'));
     }
     if (deps.metrics) recordSpend(deps.metrics, { model: model.id, cost: settled.charged, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
     return { ok: true, answers, usage, charged: settled.charged.toString() };
@@ -75,7 +75,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
 async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: Logger, signal?: AbortSignal): Promise<Answered | AppError> {
   if (now() >= payload.deadlineAt) return pastDeadline('waited past its deadline before it could run');
   const model = await deps.catalog.model(payload.model);
-  if (!model) return new AppError({ status: 400, code: 'model_not_found', message: `There is no model "${payload.model}".`, param: 'model' });
+  if (!model) return errors.modelNotFound(payload.model);
   if (model.kind !== 'evaluation' || !model.enabled) return errors.modelNotSupported(`The model "${model.id}" no longer serves evaluations.`);
 
   const { questions } = payload.request;
@@ -118,7 +118,7 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
 }
 
 const pastDeadline = (what: string) =>
-  new AppError({ status: 504, code: 'upstream_timeout', message: `The evaluation ${what}; nothing was charged.` });
+  errors.upstreamTimeout(`The evaluation ${what}; nothing was charged.`);
 
 function failed(error: AppError): EvaluateRunResult {
   trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });

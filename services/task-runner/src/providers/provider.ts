@@ -7,7 +7,7 @@
 // next channel may be tried. A provider that judged the request itself throws JobRejected (no failover; the task
 // fails with its code).
 import type { OutputKind } from '@gensvc/contracts';
-import { AppError } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { UpstreamFailure, failsOverOnStatus, type CatalogChannel, type UpstreamClient } from '@gensvc/upstream';
 
 export type ProviderChannel = Pick<CatalogChannel, 'id' | 'kind' | 'baseUrl' | 'secret' | 'timeoutMs'>;
@@ -79,7 +79,7 @@ export class JobRejected extends UpstreamFailure {
     status?: number,
   ) {
     // `answer` is what withFailover throws (toAppError), so the handler sees the code and the provider's message.
-    super(message, 'status', false, status, new AppError({ status: 422, code, message }));
+    super(message, 'status', false, status, errors.taskRejected(code, message));
     this.name = 'JobRejected';
   }
 }

@@ -85,7 +85,7 @@ export function changePassword(deps: Deps) {
     const body = parseBody(CHANGE_PASSWORD, req.body);
     const { user } = sessionOf(res);
     const stored = await userRepository.findByEmail(deps.db, user.email);
-    if (!stored || !(await verifyPassword(body.current_password, stored.passwordHash))) throw errors.invalidCredentials(400, 'current_password');
+    if (!stored || !(await verifyPassword(body.current_password, stored.passwordHash))) throw errors.wrongPassword('current_password');
     const changed = await userRepository.setPasswordHash(deps.db, user.id, await hashPassword(body.new_password));
     if (!changed) throw errors.notSignedIn();
     await startSession(deps, req, res, user);

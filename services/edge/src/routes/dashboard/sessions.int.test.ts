@@ -200,7 +200,7 @@ describe('a session', () => {
     await b.signIn(email, password);
     const wrong = await a.post('/api/v1/dashboard/password', { current_password: 'nope', new_password: 'a new long password' });
     expect(wrong.status).toBe(400);
-    expect(wrong.body.error.param).toBe('current_password');
+    expect(wrong.body.error).toMatchObject({ code: 'wrong_password', param: 'current_password' });
     const short = await a.post('/api/v1/dashboard/password', { current_password: password, new_password: 'short' });
     expect(short.status).toBe(400);
     expect(short.body.error.param).toBe('new_password');

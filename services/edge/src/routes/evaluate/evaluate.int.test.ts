@@ -71,7 +71,6 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
     ['criteria on a boolean question', q({ type: 'boolean', instructions: 'x', criteria: ['a', 'b'] }), 'questions.q1.criteria', 'invalid_request'],
     ['an unknown top-level field', { ...valid, temperature: 0 }, 'temperature', 'invalid_request'],
     ['a body that is an array', [valid], null, 'invalid_request'],
-    ['an unknown model', { ...valid, model: 'acme/nope' }, 'model', 'model_not_found'],
     ['a chat model', { ...valid, model: 'acme/chatty' }, 'model', 'model_not_supported'],
     ['a disabled model', { ...valid, model: 'acme/retired' }, 'model', 'model_not_supported'],
   ])('%s', async (_what, body, param, code) => {
@@ -81,6 +80,16 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
     const { error } = await jsonOf(res);
     expect(error).toMatchObject({ type: 'invalid_request_error', code, param, request_id: res.headers.get('x-request-id') });
     if (param) expect(error.message).toContain(code === 'invalid_request' ? param : body && (body as { model: string }).model);
+    expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id } })).toBe(0);
+  });
+
+  it('answers an unknown model 404 model_not_found, as every route does, holding nothing', async () => {
+    const { ws, secret } = await makeCustomer(ctx.db);
+    const res = await post(edge.url, secret, JSON.stringify({ ...valid, model: 'acme/nope' }));
+    expect(res.status).toBe(404);
+    const { error } = await jsonOf(res);
+    expect(error).toMatchObject({ type: 'not_found_error', code: 'model_not_found', param: 'model' });
+    expect(error.message).toContain('acme/nope');
     expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id } })).toBe(0);
   });
 

@@ -11,7 +11,7 @@
 // by it, so a backlog never spends provider calls on callers who have gone.
 import { EvaluateRun, evaluateRunResultSchema, type EvaluateRunResult } from '@gensvc/contracts';
 import { billingRepository, toAmount } from '@gensvc/db';
-import { AppError, errors } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import { enqueue } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
 import type { Job } from 'bullmq';
@@ -21,7 +21,7 @@ import { reserveFor } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { modelForKey } from '../../models/key-models';
-import { parseEvaluateRequest, unknownModel } from './schema';
+import { parseEvaluateRequest } from './schema';
 
 export interface EvaluateOptions {
   /** How long the caller is kept waiting for the answer before 504 upstream_timeout. */
@@ -38,7 +38,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
   return async (req: Request, res: Response) => {
     const body = parseEvaluateRequest(req.body);
     const model = await modelForKey(deps.catalog, authOf(res).key, body.model);
-    if (!model) throw unknownModel(body.model);
+    if (!model) throw errors.modelNotFound(body.model);
     if (model.kind !== 'evaluation') {
       throw errors.modelNotSupported(`The model "${model.id}" is a ${model.kind} model; POST /api/v1/evaluate takes an evaluation model.`);
     }
@@ -64,7 +64,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
       );
     } catch (e) {
       await billingRepository.release(deps.db, reservation.id).catch((err) => log.error({ err, reservationId: reservation.id }, 'could not release'));
-      throw new AppError({ status: 503, code: 'service_unavailable', message: 'The evaluation could not be queued; nothing was charged. Retry shortly.', expose: true, cause: e });
+      throw errors.unavailable('The evaluation could not be queued; nothing was charged. Retry shortly.', e);
     }
 
     const finished = job.waitUntilFinished(deps.evaluateEvents, Math.max(1, deadlineAt - Date.now()) + options.graceMs).then(
@@ -77,12 +77,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     if (waited.kind === 'late' || waited.kind === 'gone') {
       if (await billingRepository.release(deps.db, reservation.id)) {
         if (waited.kind === 'gone') return;
-        throw new AppError({
-          status: 504,
-          code: 'upstream_timeout',
-          message: `The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`,
-          expose: true,
-        });
+        throw errors.upstreamTimeout(`The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`);
       }
       // The worker settled (or released after a failure) before the release: its result is on its way.
       waited = await finished;
@@ -103,9 +98,9 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
 
 function answer(res: Response, result: EvaluateRunResult, model: string, currency: string) {
   if (!result.ok) {
-    const { status, code, message, param } = result.error;
-    // The worker writes these messages itself (never a provider's stack or secret); only its 500s stay hidden.
-    throw new AppError({ status, code, message, param, expose: status !== 500 });
+    // The worker writes these messages itself (never a provider's stack or secret); only its 500s stay hidden. The
+    // status is the code's own, whatever the worker's build wrote.
+    throw errors.fromWire(result.error);
   }
   res.json({ model, answers: result.answers, usage: result.usage, cost: { amount: toAmount(BigInt(result.charged)), currency } });
 }

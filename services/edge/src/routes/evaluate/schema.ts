@@ -1,5 +1,4 @@
 import { evaluateRequestSchema, type EvaluateRequest } from '@gensvc/contracts';
-import { AppError } from '@gensvc/errors';
 import { parseBody } from '../../http/parse-body';
 
 /** The JSON body limit of POST /api/v1/evaluate (spec §8 leaves the size of state open). */
@@ -7,7 +6,3 @@ export const EVALUATE_BODY_LIMIT = 1024 * 1024;
 
 /** The body as spec 2.1/2.2 and DESIGN.md §4 define it, or 400 naming the first field at fault (`questions.q1.criteria`). */
 export const parseEvaluateRequest = (body: unknown): EvaluateRequest => parseBody(evaluateRequestSchema, body);
-
-/** Unknown model: 400 on this route (the body is what is wrong), with the same code as elsewhere. */
-export const unknownModel = (model: string) =>
-  new AppError({ status: 400, code: 'model_not_found', message: `There is no model "${model}".`, param: 'model' });

@@ -111,7 +111,7 @@ async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: str
     fileId,
     param: 'image_url',
     what,
-    notFound: () => errors.notFound(`No file "${fileId}" exists in this workspace.`, { param: 'image_url' }),
+    notFound: () => errors.fileNotFound(`No file "${fileId}" exists in this workspace.`, 'image_url'),
   };
   const row = await workspaceImageRow(deps, workspaceId, ref);
   if (Number(row.bytes) > budget) throw combinedTooLarge();

@@ -300,9 +300,9 @@ describe('image references', () => {
     const other = await makeWorkspace(ctx.db);
     const otherKey = (await makeKey(ctx.db, other.id)).secret;
     const theirs = await jsonOf(await upload(edge.url, otherKey, png, { filename: 'theirs.png' }));
-    const message = await refused(() => edit({ model: MODEL, prompt: 'x', image_url: theirs.id }), 404, 'not_found', 'image_url');
+    const message = await refused(() => edit({ model: MODEL, prompt: 'x', image_url: theirs.id }), 404, 'file_not_found', 'image_url');
     expect(message).toContain(theirs.id);
-    await refused(() => edit({ model: MODEL, prompt: 'x', image_url: 'file_0000000000000000000000' }), 404, 'not_found', 'image_url');
+    await refused(() => edit({ model: MODEL, prompt: 'x', image_url: 'file_0000000000000000000000' }), 404, 'file_not_found', 'image_url');
     const pdf = await jsonOf(await upload(edge.url, secret, sample.pdf(), { filename: 'doc.pdf', purpose: 'input' }));
     await refused(() => edit({ model: MODEL, prompt: 'x', image_url: pdf.id }), 400, 'invalid_image', 'image_url');
   });

@@ -62,7 +62,7 @@ export function parseImageRef(value: string): ImageRef {
   const text = value.trim();
   if (text.startsWith('file_')) {
     // A file id that is malformed names no file, exactly as an unknown one does.
-    if (!FILE_ID.test(text)) throw errors.notFound(`No file "${text.slice(0, 64)}" exists in this workspace.`, { param: 'image_url' });
+    if (!FILE_ID.test(text)) throw errors.fileNotFound(`No file "${text.slice(0, 64)}" exists in this workspace.`, 'image_url');
     return { kind: 'file', fileId: text };
   }
   if (text.length === 0 || text.length > 2048) throw errors.invalidImageUrl('image_url must be an HTTPS URL (at most 2048 characters) or a file id.');

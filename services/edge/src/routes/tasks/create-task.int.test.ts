@@ -126,7 +126,7 @@ describe('refusals: 400 naming the field (or 404 for a file), nothing held, writ
     ['an empty callback_url', 'text-to-image', { ...image, callback_url: '' }, 400, 'invalid_request', 'callback_url'],
     ['an unknown field', 'text-to-image', { ...image, seed: 7 }, 400, 'invalid_request', 'seed'],
     ['a body that is an array', 'text-to-image', [image], 400, 'invalid_request', null],
-    ['an unknown model', 'text-to-image', { ...image, model: 'sim/nope' }, 400, 'model_not_found', 'model'],
+    ['an unknown model', 'text-to-image', { ...image, model: 'sim/nope' }, 404, 'model_not_found', 'model'],
     ['a chat model', 'text-to-image', { ...image, model: MODELS.chat }, 400, 'model_not_supported', 'model'],
     ['a video model for an image', 'text-to-image', { ...image, model: MODELS.video }, 400, 'model_not_supported', 'model'],
     ['an image model for a video', 'image-to-video', { ...video, model: MODELS.image, image: 'PHOTO' }, 400, 'model_not_supported', 'model'],

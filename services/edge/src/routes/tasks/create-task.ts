@@ -11,7 +11,6 @@ import { authOf, type AuthContext } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { modelForKey } from '../../models/key-models';
-import { unknownModel } from '../evaluate/schema';
 import { checkCallbackUrl } from './callback-url';
 import { checkImageReference } from './image-reference';
 import { parseCreateTask, type CreateTaskBody } from './schema';
@@ -84,7 +83,7 @@ function generationInput(body: CreateTaskBody, image: GenerationInput['image']) 
  */
 async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, key: AuthContext['key'], provider: string, name: TaskOperationName, op: TaskOperation, id: string): Promise<CatalogModel> {
   const model = await modelForKey(deps.catalog, key, id);
-  if (!model) throw unknownModel(id);
+  if (!model) throw errors.modelNotFound(id);
   if (!model.enabled) throw errors.modelNotSupported(`The model "${id}" is disabled.`);
   if (model.kind !== op.kind) throw errors.modelNotSupported(`The model "${id}" is a ${model.kind} model; ${name} takes a ${op.kind} model.`);
   const owner = id.slice(0, id.indexOf('/'));

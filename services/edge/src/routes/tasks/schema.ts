@@ -85,7 +85,8 @@ export interface CreateTaskBody {
 
 const schemas = new Map<string, z.ZodType>();
 
-function schemaFor(op: TaskOperation): z.ZodType {
+/** The creation body of `op` (one schema per kind of operation, made once). */
+export function createTaskSchema(op: TaskOperation): z.ZodType {
   const key = `${op.kind}:${op.takesImage}`;
   let schema = schemas.get(key);
   if (!schema) {
@@ -108,7 +109,7 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
       }
     }
   }
-  const raw = parseBody(schemaFor(op), body) as {
+  const raw = parseBody(createTaskSchema(op), body) as {
     model: string;
     prompt: string;
     size?: string;
