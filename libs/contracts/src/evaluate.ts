@@ -120,8 +120,8 @@ export const evaluateRunResultSchema = z.discriminatedUnion('ok', [
 export type EvaluateRunResult = z.output<typeof evaluateRunResultSchema>;
 
 /**
- * What the evaluate worker publishes on a job's `replyTo` channel: the job's result, or `failed` when the worker
- * itself broke (the edge answers 500 and charges nothing).
+ * What the evaluate worker publishes on a job's `replyTo` channel, under the job's id: the job's result, or `failed`
+ * when the worker itself broke (the edge answers 500 and charges nothing).
  */
 export const evaluateReplySchema = z.union([
   z.object({ id: z.string(), result: evaluateRunResultSchema }),

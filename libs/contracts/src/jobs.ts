@@ -14,7 +14,7 @@ export const EvaluateRun = defineJob({
   // answers (no reservation id), and publishes its result on `replyTo`.
   version: 2,
   schema: z.object({
-    /** The caller's request id (also the job's id). */
+    /** The caller's request id (for logs; the job's id is the edge's own). */
     requestId: id,
     workspaceId: id,
     apiKeyId: id,
@@ -24,7 +24,7 @@ export const EvaluateRun = defineJob({
     model: id,
     /** `{state, questions}` as the edge validated them. */
     request: evaluateInputSchema,
-    /** The Redis channel of the edge process waiting for the answer: the worker publishes `{ id, result }` on it. */
+    /** The Redis channel of the edge process waiting for the answer: the worker publishes `{ id: <job id>, result }` on it. */
     replyTo: id,
   }),
 });

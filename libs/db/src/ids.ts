@@ -19,7 +19,7 @@ function take(n: number): number {
 }
 
 /** An opaque, unguessable id: `<prefix>_` and 22 base62 characters (about 131 bits). */
-export function newId(prefix: 'ws' | 'usr' | 'key' | 'ch' | 'tsk' | 'file' | 'led' | 'res' | 'idem' | 'cba' | 'ses' | 'inv'): string {
+export function newId(prefix: 'ws' | 'usr' | 'key' | 'ch' | 'tsk' | 'file' | 'led' | 'res' | 'idem' | 'cba' | 'ses' | 'inv' | 'evl'): string {
   const at = take(22);
   let out = '';
   // 256 % 62 leaves a small bias on the lowest characters; 22 × log2(62) - bias still exceeds 128 bits.

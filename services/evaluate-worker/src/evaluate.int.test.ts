@@ -106,6 +106,23 @@ describe('answers', () => {
     expect(sim.requests().filter((r) => r.channel === 'main').map((r) => [r.model, r.status, r.path])).toEqual([['judge', 200, '/evaluate']]);
   });
 
+  it('gives each caller its own answer and charge when two send the same X-Request-Id at once', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/same-id', channels: [{ name: 'sameid' }] });
+    const a = await makeCustomer(ctx.db);
+    const b = await makeCustomer(ctx.db);
+    const bodyA = { model: 'sim/same-id', state: 'first caller', questions: { q: questions.relevant! } };
+    const bodyB = { model: 'sim/same-id', state: 'second caller, another state', questions: { t: questions.tone! } };
+    const [ra, rb] = await Promise.all([
+      post(edge.url, a.secret, bodyA, { 'x-request-id': 'chosen-by-callers' }),
+      post(edge.url, b.secret, bodyB, { 'x-request-id': 'chosen-by-callers' }),
+    ]);
+    expect([ra.status, rb.status]).toEqual([200, 200]);
+    expect((await jsonOf(ra)).answers).toEqual(expectedAnswers({ state: bodyA.state, questions: bodyA.questions }));
+    expect((await jsonOf(rb)).answers).toEqual(expectedAnswers({ state: bodyB.state, questions: bodyB.questions }));
+    expect((await money(ctx.db, a.ws.id, a.key.id)).charges).toHaveLength(1);
+    expect((await money(ctx.db, b.ws.id, b.key.id)).charges).toHaveLength(1);
+  });
+
   it('charges input tokens only for an input-only model, and sends the route\'s upstream model name', async () => {
     const { model } = await addSimModel(ctx.db, sim.url, {
       id: 'sim/eval-input-only',
@@ -238,7 +255,8 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
 
   /** The result the worker gave the job of `requestId` (completed jobs are kept a minute). */
   const resultOf = async (requestId: string) => {
-    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${requestId}`);
+    const jobs = await edge.deps.queues.get('evaluate').getJobs(['waiting', 'active', 'completed']);
+    const job = jobs.find((j) => j.data.requestId === requestId);
     return (await job!.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
   };
 
@@ -314,7 +332,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
       const expected = { ok: true, answers: expectedAnswers({ state, questions }), usage, cost: costOf(model, usage).toString() };
       expect(result).toEqual(expected);
       await eventually(() => replies.length > 0, 'the reply');
-      expect(replies).toEqual([{ id: 'req_direct', result: expected }]);
+      expect(replies).toEqual([{ id: first.id, result: expected }]);
     } finally {
       subscriber.disconnect();
     }

@@ -46,7 +46,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       outcome = await ask(deps, payload, now, log, ctx.signal);
     } catch (e) {
       // Shutdown: the job goes back to the queue for the worker that re-runs it; the edge keeps waiting.
-      if (!ctx.signal?.aborted) await reply({ id: payload.requestId, failed: true });
+      if (!ctx.signal?.aborted) await reply({ id: ctx.job.id!, failed: true });
       throw e;
     }
     let result: EvaluateRunResult;
@@ -56,7 +56,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       const { model, answers, usage } = outcome;
       result = { ok: true, answers, usage, cost: costOf(model, usage).toString() };
     }
-    await reply({ id: payload.requestId, result });
+    await reply({ id: ctx.job.id!, result });
     return result;
   };
 }

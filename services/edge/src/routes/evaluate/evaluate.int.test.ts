@@ -153,7 +153,10 @@ describe('no answer in time', () => {
       // The hold was given back to the lease at once: nothing held in memory, nothing charged.
       await expectReleased(ctx.db, short.deps.leases, requestId);
       // The job waits for a worker with the ids, deadline and reply channel it needs to do nothing once it runs.
-      const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${requestId}`);
+      const [job, ...others] = (await edge.deps.queues.get('evaluate').getJobs(['waiting'])).filter((j) => j.data.requestId === requestId);
+      expect(others).toEqual([]);
+      // Its id is the edge's own, never the request id a caller may choose.
+      expect(job!.id).toMatch(/^evaluate\.run\/evl_[0-9A-Za-z]{22}$/);
       expect(await job!.getState()).toBe('waiting');
       expect(job!.opts.attempts).toBe(1);
       expect(job!.data).toMatchObject({ requestId, workspaceId: ws.id, apiKeyId: key.id, model: 'acme/judge', request: { state: valid.state, questions }, replyTo: short.deps.evaluateReplies.channel });

@@ -13,10 +13,10 @@
 // A SIGKILL of this edge loses only calls in flight, none charged: a charge is written before its answer is sent,
 // and the dead replica's leases are released at their expiry (billing.release-expired), as for chat.
 import { EvaluateRun, type EvaluateReply, type EvaluateRunResult } from '@gensvc/contracts';
-import { toAmount } from '@gensvc/db';
+import { newId, toAmount } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
 import { recordSpend } from '@gensvc/observability';
-import { enqueue } from '@gensvc/queue';
+import { enqueue, jobIdFor } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
@@ -55,14 +55,17 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     const hold = await deps.leases.hold({ workspaceId: workspace.id, apiKeyId: key.id, requestId }, reservationFor(model, { inputBytes }));
     const deadlineAt = Date.now() + options.waitMs;
 
-    const waiting = deps.evaluateReplies.wait(requestId);
+    // The job's id is made here, never from the request id (a caller may send its own X-Request-Id): the reply is
+    // matched to its waiting caller by it.
+    const call = newId('evl');
+    const waiting = deps.evaluateReplies.wait(jobIdFor(EvaluateRun, call));
     try {
       await enqueue(
         deps.queues,
         EvaluateRun,
         { requestId, workspaceId: workspace.id, apiKeyId: key.id, deadlineAt, model: model.id, request: input, replyTo: deps.evaluateReplies.channel },
         // One attempt: a retry after an upstream call could pay the provider twice; failover happens inside the job.
-        { jobId: requestId, attempts: 1, removeOnComplete: { age: KEEP_COMPLETED_S } },
+        { jobId: call, attempts: 1, removeOnComplete: { age: KEEP_COMPLETED_S } },
       );
     } catch (e) {
       waiting.cancel();

@@ -32,7 +32,7 @@ export class EvaluateReplies {
     return replies;
   }
 
-  /** Waits for the reply to job `id`; cancel() stops waiting (a reply arriving later is dropped). Call before enqueueing. */
+  /** Waits for the reply to the job of BullMQ id `id`; cancel() stops waiting (a later reply is dropped). Call before enqueueing. */
   wait(id: string): { reply: Promise<EvaluateReply>; cancel: () => void } {
     let cancel = () => {};
     const reply = new Promise<EvaluateReply>((resolve) => {
