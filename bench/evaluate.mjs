@@ -1,7 +1,9 @@
 // bench/evaluate: POST /evaluate straight to the upstream-sim against POST /api/v1/evaluate through gensvc (the edge
-// and an evaluate-worker as their own processes: authentication, rate limit, reservation, a real BullMQ job through
-// Redis, the worker's upstream call, answer validation and settlement), at concurrency 1 and 32, DURATION_MS per
-// case after WARMUP_MS, keep-alive connections. Overhead = gensvc percentile − direct percentile from the same run.
+// and an evaluate-worker as their own processes: authentication, rate limit, the hold on the edge's budget lease, a
+// real BullMQ job through Redis, the worker's upstream call and answer validation, its reply on the edge's channel,
+// and the charge written before the answer), and through gensvc×2 (the same, alternating between two edge replicas
+// sharing one worker, Postgres and Redis), at concurrency 1 and 32, DURATION_MS per case after WARMUP_MS, keep-alive
+// connections. Overhead = gensvc percentile − direct percentile from the same run.
 // Usage: npm run bench -- evaluate
 import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
 import { startEdge, startService, startSim } from './lib/processes.mjs';
@@ -10,6 +12,7 @@ import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
+const NAMES = ['direct', 'gensvc', 'gensvc×2'];
 const TARGET_OVERHEAD_MS = 2;
 const TARGET_RPS = 1000;
 
@@ -35,11 +38,14 @@ await withStack(async ({ env, db }) => {
     procs.push(await startService('evaluate-worker', env));
     const edge = await startEdge(env);
     procs.push(edge);
+    const edge2 = await startEdge(env);
+    procs.push(edge2);
 
     const json = { 'content-type': 'application/json' };
     const targets = {
       direct: { url: `${sim.url}/ch/sim-evaluate/evaluate`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: request('eval-1'), check },
       gensvc: { url: `${edge.url}/api/v1/evaluate`, headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
+      'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/api/v1/evaluate`), headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
     };
     for (const t of Object.values(targets)) await untilAnswers(t);
 
@@ -49,32 +55,34 @@ await withStack(async ({ env, db }) => {
     let gensvcAnswers = 0;
     for (const concurrency of CONCURRENCIES) {
       const row = { concurrency };
-      for (const name of ['direct', 'gensvc']) row[name] = await measure(targets[name], { concurrency });
-      gensvcAnswers += row.gensvc.answered;
+      for (const name of NAMES) row[name] = await measure(targets[name], { concurrency });
+      gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
       results.push(row);
     }
 
     console.log(`bench/evaluate  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim; 3 questions`);
     const rows = [];
     for (const r of results) {
-      for (const name of ['direct', 'gensvc']) {
+      for (const name of NAMES) {
         const x = r[name];
-        const over = name === 'gensvc' ? { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 } : null;
+        const over = name === 'direct' ? null : { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 };
         rows.push([`c=${r.concurrency} ${name}`, int(x.rps), ms(x.p50), ms(x.p99), over ? ms(over.p50) : '-', over ? ms(over.p99) : '-', ratio(x.rps / r.direct.rps), String(x.errors)]);
       }
     }
     printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
-    for (const r of results) for (const name of ['direct', 'gensvc']) printErrors(`c=${r.concurrency} ${name}`, r[name]);
+    for (const r of results) for (const name of NAMES) printErrors(`c=${r.concurrency} ${name}`, r[name]);
 
     const [one, many] = results;
     const over = one.gensvc.p50 - one.direct.p50;
     console.log('targets');
     console.log(`  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`);
-    console.log(`  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}`);
+    console.log(`  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`);
+    console.log(`  c=32  gensvc×2 ${int(many['gensvc×2'].rps)} req/s (two edges, one worker)`);
     console.log(`peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, evaluate-worker ${workerRss.stop().toFixed(0)} MiB`);
 
-    // Billing was on: every answer gensvc gave (warm-ups and the readiness probe included) is one charge in the ledger.
-    const expected = gensvcAnswers + 1;
+    // Billing was on: every answer gensvc gave (warm-ups and the readiness probes included) is one charge in the
+    // ledger, written before the answer was sent.
+    const expected = gensvcAnswers + 2;
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
     console.log(`billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`);
   } finally {

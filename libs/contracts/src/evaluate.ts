@@ -106,8 +106,11 @@ export const evaluateRunResultSchema = z.discriminatedUnion('ok', [
     ok: z.literal(true),
     answers: z.record(z.string(), answerSchema),
     usage: usageSchema,
-    /** Micro-units charged, as a decimal string (JSON has no BigInt). */
-    charged: z.string().regex(/^\d+$/),
+    /**
+     * What the answer costs at the model's prices (micro-units, a decimal string: JSON has no BigInt). The worker
+     * charges nothing: the edge charges this (at most its hold) through its budget lease once the reply reaches it.
+     */
+    cost: z.string().regex(/^\d+$/),
   }),
   z.object({
     ok: z.literal(false),
@@ -115,3 +118,13 @@ export const evaluateRunResultSchema = z.discriminatedUnion('ok', [
   }),
 ]);
 export type EvaluateRunResult = z.output<typeof evaluateRunResultSchema>;
+
+/**
+ * What the evaluate worker publishes on a job's `replyTo` channel, under the job's id: the job's result, or `failed`
+ * when the worker itself broke (the edge answers 500 and charges nothing).
+ */
+export const evaluateReplySchema = z.union([
+  z.object({ id: z.string(), result: evaluateRunResultSchema }),
+  z.object({ id: z.string(), failed: z.literal(true) }),
+]);
+export type EvaluateReply = z.output<typeof evaluateReplySchema>;

@@ -10,23 +10,22 @@ const attempt = z.number().int().min(1);
 export const EvaluateRun = defineJob({
   queue: 'evaluate',
   name: 'evaluate.run',
-  version: 1,
+  // v2: the edge holds the cost against its budget lease and charges it when the reply reaches it; the worker only
+  // answers (no reservation id), and publishes its result on `replyTo`.
+  version: 2,
   schema: z.object({
+    /** The caller's request id (for logs; the job's id is the edge's own). */
     requestId: id,
     workspaceId: id,
     apiKeyId: id,
-    /**
-     * The cost reservation the edge made (also the job's id). Settling it is the commit point of the answer: the
-     * worker settles after a valid answer, or releases; the edge releases it when it stops waiting, and a release
-     * that wins means the caller is told 504 and nothing is charged.
-     */
-    reservationId: id,
     /** Unix ms when the edge stops waiting: the worker makes no upstream call past it, and bounds each call by it. */
     deadlineAt: z.number().int().positive(),
     /** `<provider>/<model>`. */
     model: id,
     /** `{state, questions}` as the edge validated them. */
     request: evaluateInputSchema,
+    /** The Redis channel of the edge process waiting for the answer: the worker publishes `{ id: <job id>, result }` on it. */
+    replyTo: id,
   }),
 });
 

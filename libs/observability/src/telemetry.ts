@@ -1,9 +1,11 @@
 // OpenTelemetry bootstrap. main.ts calls startTelemetry() before it requires express, ioredis or pg: the
 // instrumentations patch those modules through require hooks, so a module loaded earlier is never traced.
 import { context, propagation, trace } from '@opentelemetry/api';
-import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { ExpressLayerType } from '@opentelemetry/instrumentation-express';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, NoopSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -69,49 +71,40 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   };
 }
 
-type Instrumentations = ReturnType<typeof getNodeAutoInstrumentations>;
-
 // Require hooks are process-wide and see each module once, at its first require: instrumentations made by a
 // second startTelemetry() in the same process (tests) would never see http or pg again. So the first set is kept
 // for the life of the process, and a later start re-enables it (shutdown disabled it).
-let created: Instrumentations | undefined;
+type Instrumentation = HttpInstrumentation | UndiciInstrumentation | PgInstrumentation | IORedisInstrumentation;
+let created: Instrumentation[] | undefined;
 
 /**
- * The libraries the services use and whose spans a trace needs: inbound and outbound HTTP (http, undici for fetch
- * and the upstream pools), Express route handlers, Postgres and Redis. Every other instrumentation of the bundle
- * patches modules nobody here loads, or adds spans nobody reads, and each costs CPU on every request it sees.
+ * Only what a trace needs, each built on its own: inbound and outbound HTTP (http; undici for fetch and the upstream
+ * pools), Postgres and Redis. Express is not instrumented: its instrumentation wraps every layer of every request
+ * (a span per middleware, or at least a wrapper call per layer) for spans nobody reads; the HTTP server span gets
+ * its route from the edge instead (nameServerSpan), and the handler's own spans (queue publish, Postgres, Redis)
+ * are children of the server span.
  */
-const USED = new Set([
-  '@opentelemetry/instrumentation-http',
-  '@opentelemetry/instrumentation-undici',
-  '@opentelemetry/instrumentation-express',
-  '@opentelemetry/instrumentation-pg',
-  '@opentelemetry/instrumentation-ioredis',
-]);
-
-function processInstrumentations(): Instrumentations {
+function processInstrumentations(): Instrumentation[] {
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
     return created;
   }
-  const all = getNodeAutoInstrumentations({
-    // One span per file read, lookup or socket: noise that drowns the request spans.
-    '@opentelemetry/instrumentation-fs': { enabled: false },
-    '@opentelemetry/instrumentation-dns': { enabled: false },
-    '@opentelemetry/instrumentation-net': { enabled: false },
-    // Our logger adds trace_id/span_id itself (logger.ts), whether pino was loaded before or after this call.
-    '@opentelemetry/instrumentation-pino': { enabled: false },
-    // A span per Express middleware (request id, metrics, auth, body parser…) costs more than the handler itself;
-    // the route handler's span and the HTTP server span (named after the route) remain.
-    '@opentelemetry/instrumentation-express': { ignoreLayersType: [ExpressLayerType.MIDDLEWARE] },
-    // Express 5 routes through the standalone `router` package, whose instrumentation makes a span for every layer
-    // (every middleware of every request) regardless of the setting above: measured, the largest tracing cost.
-    '@opentelemetry/instrumentation-router': { enabled: false },
-  });
-  // Instrumentations enable themselves when made: the unused ones are switched off again and dropped.
-  for (const instrumentation of all) if (!USED.has(instrumentation.instrumentationName)) instrumentation.disable();
-  created = all.filter((instrumentation) => USED.has(instrumentation.instrumentationName));
+  created = [new HttpInstrumentation(), new UndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
   return created;
+}
+
+/**
+ * Called while a request is handled (the HTTP server span is active): returns a function that gives that span its
+ * route once the router has matched it (`http.route`, and the name `<METHOD> <route>`). Call it before the response
+ * closes (the span ends on 'close'), e.g. on 'finish'. A no-op for requests whose trace is not sampled.
+ */
+export function nameServerSpan(): (method: string, route: string) => void {
+  const span = trace.getActiveSpan();
+  return (method, route) => {
+    if (!span?.isRecording()) return;
+    span.setAttribute('http.route', route);
+    span.updateName(`${method} ${route}`);
+  };
 }
 
 /** The OTel convention for OTEL_EXPORTER_OTLP_ENDPOINT: the signal path is appended to the base URL, path kept. */

@@ -5,7 +5,7 @@
 //   - an opening: the state key `<prefix>:upstream:breaker:<channel>` and a message on breakerEventsChannel;
 //   - a recovery (first success after failures): the keys removed and a message.
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
-import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
+import { breakerEventsChannel, catalogInvalidationChannel, trustWhileSubscribed } from '@gensvc/contracts';
 import type { Redis } from 'ioredis';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';
@@ -85,32 +85,24 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
     breaker.setListener(listener);
   }
 
-  subscriber.on('message', (channel: string, message: string) => {
-    if (channel === catalogChannel) catalog?.invalidate(message);
-    else if (channel === breakerChannel && breaker) {
-      const [event, channelId, at] = message.split(' ');
-      if (!channelId) return;
-      if (event === 'open') breaker.openedElsewhere(channelId, Number(at) || Date.now());
-      else if (event === 'closed') breaker.closedElsewhere(channelId);
-    }
+  const unsubscribe = await trustWhileSubscribed(subscriber, [catalogChannel, breakerChannel], {
+    name: 'upstream state',
+    onMessage(channel, message) {
+      if (channel === catalogChannel) catalog?.invalidate(message);
+      else if (channel === breakerChannel && breaker) {
+        const [event, channelId, at] = message.split(' ');
+        if (!channelId) return;
+        if (event === 'open') breaker.openedElsewhere(channelId, Number(at) || Date.now());
+        else if (event === 'closed') breaker.closedElsewhere(channelId);
+      }
+    },
+    setLive: (live) => catalog?.setTrusted(live),
+    log,
   });
-  const down = () => catalog?.setTrusted(false);
-  subscriber.on('close', down);
-  subscriber.on('reconnecting', down);
-  subscriber.on('error', (err) => {
-    down();
-    log.warn({ err }, 'upstream state subscriber error');
-  });
-  const subscribe = () =>
-    subscriber.subscribe(catalogChannel, breakerChannel).then(() => catalog?.setTrusted(true), warn('upstream state subscribe failed'));
-  down();
-  subscriber.on('ready', subscribe);
-  if (subscriber.status === 'ready') await subscribe();
   return {
     async close() {
       breaker?.setListener(null);
-      down();
-      subscriber.disconnect();
+      await unsubscribe();
     },
   };
 }

@@ -2,7 +2,7 @@
 // checks wait for it to leave the held state; a call held against a budget lease (the chat routes) is charged in
 // the leases' next group commit, so the checks wait for that.
 import { billingRepository, type Db } from '@gensvc/db';
-import type { BudgetLeases } from './billing/budget-leases';
+import { LEASE_TTL_MS, type BudgetLeases } from './billing/budget-leases';
 import { eventually, makeKey } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 
@@ -95,3 +95,38 @@ export const statusOf = (p: Promise<unknown>): Promise<number> => p.then(
   () => 200,
   (e: { status?: number }) => e.status ?? 0,
 );
+
+/**
+ * `callers` callers each calling `call` again and again for `ms`, then the edge process SIGKILLed under that load;
+ * every answer it gave before dying (a call cut by the kill gives none). Afterwards the dead edge's leases are
+ * released as at their expiry (billing.release-expired) and nothing of `workspaceId` is held any more.
+ */
+export async function killUnderLoad(
+  db: Db,
+  workspaceId: string,
+  edge: { child: { kill(signal: NodeJS.Signals): unknown }; stop(): Promise<unknown> },
+  call: (n: number) => Promise<{ status: number; requestId: string }>,
+  { callers = 32, ms }: { callers?: number; ms: number },
+): Promise<{ status: number; requestId: string }[]> {
+  const answers: { status: number; requestId: string }[] = [];
+  let stop = false;
+  const caller = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      try {
+        answers.push(await call(w * 100_000 + i));
+      } catch {
+        // the connection died with the edge
+      }
+    }
+  };
+  const load = Promise.all(Array.from({ length: callers }, (_, w) => caller(w)));
+  await new Promise((r) => setTimeout(r, ms));
+  edge.child.kill('SIGKILL');
+  await edge.stop();
+  stop = true;
+  await load;
+  // The dead replica's leases are held until their expiry; then billing.release-expired gives them back.
+  expect(await billingRepository.releaseExpired(db, new Date(Date.now() + LEASE_TTL_MS + 1000))).toBeGreaterThan(0);
+  expect(await db.reservation.count({ where: { workspaceId, state: 'held' } })).toBe(0);
+  return answers;
+}

@@ -3,13 +3,13 @@ import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import type { RequestOptions } from '@gensvc/outbound';
-import { createQueueEvents, createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
+import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
-import type { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
 import { SlotLeases } from './limits/rate-limit';
+import { EvaluateReplies } from './routes/evaluate/replies';
 
 /** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
@@ -25,8 +25,8 @@ export interface EdgeDeps {
   /** Health of the channels this process calls itself (chat and vendor routes). */
   breaker: CircuitBreaker;
   queues: Queues;
-  /** Completion events of the evaluate queue, to wait on a job's result. */
-  evaluateEvents: QueueEvents;
+  /** The evaluate workers' replies to this process (one subscription per process). */
+  evaluateReplies: EvaluateReplies;
   /** This replica's budget leases: paid calls are held against them in memory and charged in batches. */
   leases: BudgetLeases;
   /** This replica's rate-limit slots, leased in blocks for workspaces with large limits. */
@@ -49,7 +49,7 @@ export interface EdgeDepsOptions {
 
 /**
  * The rest of the deps over the caller's clients: the key cache with its invalidation subscription, the queues, the
- * evaluate queue's events, the catalog and the breaker. close() closes what was made here, once HTTP has stopped
+ * evaluate workers' replies, the catalog and the breaker. close() closes what was made here, once HTTP has stopped
  * and the routes have finished (EdgeApp.closeRoutes), before the caller closes its clients.
  */
 export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOptions = {}): Promise<{ deps: EdgeDeps; close(): Promise<void> }> {
@@ -58,8 +58,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const subscriber = createRedisConnection(config.redisUrl, { name: 'edge:key-invalidation' });
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix, logger);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
-  const evaluateEvents = createQueueEvents({ queue: 'evaluate', connection: redis, prefix: config.queuePrefix, logger });
-  await evaluateEvents.waitUntilReady();
+  const evaluateReplies = await EvaluateReplies.connect(createRedisConnection(config.redisUrl, { name: 'edge:evaluate-replies' }), config.queuePrefix, logger);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const catalog = new Catalog(db, options.catalog);
   const breaker = new CircuitBreaker();
@@ -76,7 +75,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
   const rateSlots = new SlotLeases(redis);
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateEvents, leases, rateSlots },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await leases.close();
@@ -84,7 +83,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
       await leaseReturns.close();
       await upstreamState.close();
       await unsubscribe();
-      await evaluateEvents.close();
+      await evaluateReplies.close();
       await queues.close();
     },
   };

@@ -1,7 +1,7 @@
 // The evaluate worker of one process: the evaluate.run handler on the `evaluate` queue, with the process's circuit
-// breaker and keep-alive client. Holds whose owner died are given back by the archiver's billing.release-expired.
+// breaker and keep-alive client. It answers; the edge that waits for the answer charges it (budget leases).
 import type { Db } from '@gensvc/db';
-import type { Logger, Metrics } from '@gensvc/observability';
+import type { Logger } from '@gensvc/observability';
 import { closeWorkers, defineWorker } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, UpstreamClient, type BreakerOptions } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
@@ -17,7 +17,6 @@ export interface EvaluateWorkerOptions {
   logger: Logger;
   catalog?: Catalog;
   breaker?: BreakerOptions;
-  metrics?: Metrics;
 }
 
 export interface EvaluateWorker {
@@ -37,7 +36,13 @@ export function startEvaluateWorker(opts: EvaluateWorkerOptions): EvaluateWorker
     concurrency: opts.concurrency,
     logger: opts.logger,
     handlers: {
-      'evaluate.run': evaluateRun({ db: opts.db, catalog: opts.catalog ?? new Catalog(opts.db), breaker, client, logger: opts.logger, metrics: opts.metrics }),
+      'evaluate.run': evaluateRun({
+        catalog: opts.catalog ?? new Catalog(opts.db),
+        breaker,
+        client,
+        logger: opts.logger,
+        publish: (channel, message) => opts.connection.publish(channel, message),
+      }),
     },
   });
   return {

@@ -1,10 +1,12 @@
 // POST /api/v1/evaluate end to end: the real edge app on a socket, the real worker, real Postgres and Redis, and
 // the upstream-sim as the provider. Answers, usage and cost are predicted with the sim's own deterministic functions.
 import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
-import { billingRepository, toAmount, type Db } from '@gensvc/db';
-import { enqueue } from '@gensvc/queue';
+import { toAmount, type Db } from '@gensvc/db';
+import { createQueueEvents, enqueue } from '@gensvc/queue';
+import type { QueueEvents } from 'bullmq';
 import { addSimModel, eventually, jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
+import { expectReleased } from '../../edge/src/billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
 import { expectedAnswers, startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
 import type { EvaluateWorker } from './evaluate-worker';
@@ -14,14 +16,20 @@ const ctx = useTestContext();
 let sim: Sim;
 let edge: EdgeUnderTest;
 let worker: EvaluateWorker;
+/** Edges started by a describe block, whose leases money() gives back too. */
+const extraEdges: EdgeUnderTest[] = [];
+let events: QueueEvents;
 const OPEN_MS = 400;
 
 beforeAll(async () => {
   sim = await startSim();
   edge = await startEdge(ctx);
   worker = await startWorker(ctx, { breaker: { failureThreshold: 3, openMs: OPEN_MS } });
+  events = createQueueEvents({ queue: 'evaluate', connection: ctx.redis, prefix: ctx.config.queuePrefix });
+  await events.waitUntilReady();
 });
 afterAll(async () => {
+  await events?.close();
   await worker?.close();
   await edge?.close();
   await sim?.close();
@@ -39,13 +47,17 @@ function post(url: string, secret: string, body: unknown, headers: Record<string
   });
 }
 
-/** Charges, key and balance of one customer, to compare before and after. */
+/**
+ * Charges, key and balance of one customer, to compare before and after, once the edges' leases of the workspace
+ * have given back what they hold unused: `held` counts rows still holding money.
+ */
 async function money(db: Db, workspaceId: string, keyId: string) {
+  await Promise.all([edge, ...extraEdges].map((e) => e.deps.leases.giveBack(workspaceId)));
   const [charges, key, ws, held] = await Promise.all([
     db.ledgerEntry.findMany({ where: { workspaceId, kind: 'charge' }, orderBy: { createdAt: 'asc' } }),
     db.apiKey.findUniqueOrThrow({ where: { id: keyId } }),
     db.workspace.findUniqueOrThrow({ where: { id: workspaceId } }),
-    db.reservation.count({ where: { workspaceId, state: 'held' } }),
+    db.reservation.count({ where: { workspaceId, state: 'held', amount: { gt: 0n } } }),
   ]);
   return { charges, spent: key.spent, reserved: key.reserved, balance: ws.balance, held };
 }
@@ -92,6 +104,23 @@ describe('answers', () => {
     expect(after).toMatchObject({ spent: cost, reserved: 0n, balance: ws.balance - cost, held: 0 });
     // The provider got the model's name at the provider (the part after the slash) and the channel's secret.
     expect(sim.requests().filter((r) => r.channel === 'main').map((r) => [r.model, r.status, r.path])).toEqual([['judge', 200, '/evaluate']]);
+  });
+
+  it('gives each caller its own answer and charge when two send the same X-Request-Id at once', async () => {
+    await addSimModel(ctx.db, sim.url, { id: 'sim/same-id', channels: [{ name: 'sameid' }] });
+    const a = await makeCustomer(ctx.db);
+    const b = await makeCustomer(ctx.db);
+    const bodyA = { model: 'sim/same-id', state: 'first caller', questions: { q: questions.relevant! } };
+    const bodyB = { model: 'sim/same-id', state: 'second caller, another state', questions: { t: questions.tone! } };
+    const [ra, rb] = await Promise.all([
+      post(edge.url, a.secret, bodyA, { 'x-request-id': 'chosen-by-callers' }),
+      post(edge.url, b.secret, bodyB, { 'x-request-id': 'chosen-by-callers' }),
+    ]);
+    expect([ra.status, rb.status]).toEqual([200, 200]);
+    expect((await jsonOf(ra)).answers).toEqual(expectedAnswers({ state: bodyA.state, questions: bodyA.questions }));
+    expect((await jsonOf(rb)).answers).toEqual(expectedAnswers({ state: bodyB.state, questions: bodyB.questions }));
+    expect((await money(ctx.db, a.ws.id, a.key.id)).charges).toHaveLength(1);
+    expect((await money(ctx.db, b.ws.id, b.key.id)).charges).toHaveLength(1);
   });
 
   it('charges input tokens only for an input-only model, and sends the route\'s upstream model name', async () => {
@@ -202,7 +231,7 @@ describe('invalid upstream answers', () => {
     expect(calls([a, b])).toEqual([`${a}:200`]);
     expect(await money(ctx.db, ws.id, key.id)).toEqual({ ...before, charges: [] });
     expect(before).toMatchObject({ spent: 0n, reserved: 0n, held: 0 });
-    expect(await ctx.db.reservation.findMany({ where: { workspaceId: ws.id }, select: { state: true } })).toEqual([{ state: 'released' }]);
+    await expectReleased(ctx.db, edge.deps.leases, res.headers.get('x-request-id'));
   });
 
   it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
@@ -219,9 +248,17 @@ describe('invalid upstream answers', () => {
 describe('deadlines: nothing is charged for an answer the caller never got', () => {
   let short: EdgeUnderTest;
   beforeAll(async () => {
-    short = await startEdge(ctx, {}, { evaluate: { waitMs: 400, graceMs: 2_000 } });
+    short = await startEdge(ctx, {}, { evaluate: { waitMs: 400 } });
+    extraEdges.push(short);
   });
   afterAll(() => short.close());
+
+  /** The result the worker gave the job of `requestId` (completed jobs are kept a minute). */
+  const resultOf = async (requestId: string) => {
+    const jobs = await edge.deps.queues.get('evaluate').getJobs(['waiting', 'active', 'completed']);
+    const job = jobs.find((j) => j.data.requestId === requestId);
+    return (await job!.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
+  };
 
   it('answers 504 when the answer is late; the worker stops at the deadline and nothing is charged', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/slow', channels: [{ name: 'slow' }] });
@@ -232,9 +269,8 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     expect(res.status).toBe(504);
     expect(Date.now() - started).toBeLessThan(1_400);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringMatching(/nothing was charged/) });
-    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${(await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } })).id}`);
-    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
-    expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
+    expect(await resultOf(res.headers.get('x-request-id')!)).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
+    await expectReleased(ctx.db, short.deps.leases, res.headers.get('x-request-id'));
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
@@ -244,23 +280,21 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     // Paused at the queue: every worker stops taking jobs, as when all are busy.
     const queue = edge.deps.queues.get('evaluate');
     await queue.pause();
+    let requestId: string;
     try {
       const res = await post(short.url, secret, { model: 'sim/queued', state, questions });
       expect(res.status).toBe(504);
-      expect((await money(ctx.db, ws.id, key.id)).reserved).toBe(0n);
+      requestId = res.headers.get('x-request-id')!;
     } finally {
       await queue.resume();
     }
-    const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } });
-    expect(reservation.state).toBe('released');
-    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation.id}`);
-    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
-    expect(result).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
+    expect(await resultOf(requestId)).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
     expect(calls(['queued'])).toEqual([]);
-    expect((await money(ctx.db, ws.id, key.id)).charges).toEqual([]);
+    await expectReleased(ctx.db, short.deps.leases, requestId);
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
-  it('a caller who hangs up gets the reservation released; the answer that arrives later is not charged', async () => {
+  it('a caller who hangs up gets the hold released; the answer that arrives later is charged by nobody', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/hangup', channels: [{ name: 'hangup' }] });
     sim.faults.add({ channel: 'hangup', latencyMs: 600 });
     const { ws, key, secret } = await makeCustomer(ctx.db);
@@ -269,32 +303,40 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     await sleep(200);
     abort.abort();
     await expect(pending).rejects.toThrow();
-    // The worker still gets its answer from the provider, finds the reservation released, and charges nothing.
+    // The worker still gets its answer from the provider and replies; the edge no longer waits and charges nothing.
     await eventually(() => calls(['hangup']).includes('hangup:200'), 'the provider to answer the abandoned job');
     expect(calls(['hangup'])).toEqual(['hangup:200']);
-    const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { workspaceId: ws.id } });
-    const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation.id}`);
-    const result = (await job!.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
-    expect(result).toMatchObject({ ok: false, error: { code: 'upstream_timeout', message: expect.stringMatching(/after the caller stopped waiting/) } });
-    expect(reservation.state).toBe('released');
+    const [job] = (await edge.deps.queues.get('evaluate').getJobs(['active', 'completed', 'waiting'])).filter((j) => j.data.model === 'sim/hangup');
+    const result = (await job!.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
+    expect(result).toMatchObject({ ok: true, usage: usageFor({ state, questions }) });
+    await expectReleased(ctx.db, edge.deps.leases, job!.data.requestId);
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
-  it('the worker settles a job whose reservation is still held, exactly once even if run twice', async () => {
+  it('the worker answers a job enqueued twice under one id once, on its reply channel, and charges nothing itself', async () => {
     const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
     const { ws, key } = await makeCustomer(ctx.db);
-    const reservation = await billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_direct', amount: 1_000_000n, ttlMs: 60_000 });
-    const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions } };
-    // Enqueued twice under the same deterministic job id: one job.
-    const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
-    const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
-    expect(again.id).toBe(first.id);
-    const result = (await first.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
-    const usage = usageFor({ state, questions });
-    expect(result).toEqual({ ok: true, answers: expectedAnswers({ state, questions }), usage, charged: costOf(model, usage).toString() });
-    const after = await money(ctx.db, ws.id, key.id);
-    expect(after.charges.map((c) => [c.requestId, c.amount])).toEqual([['req_direct', -costOf(model, usage)]]);
-    expect(after).toMatchObject({ reserved: 0n, held: 0 });
+    const replyTo = `${ctx.config.queuePrefix}:evaluate:reply:test`;
+    const subscriber = ctx.redis.duplicate();
+    const replies: unknown[] = [];
+    subscriber.on('message', (_ch: string, m: string) => replies.push(JSON.parse(m)));
+    await subscriber.subscribe(replyTo);
+    try {
+      const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
+      // Enqueued twice under the same deterministic job id: one job.
+      const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: 'req_direct', attempts: 1 });
+      const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: 'req_direct', attempts: 1 });
+      expect(again.id).toBe(first.id);
+      const result = (await first.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
+      const usage = usageFor({ state, questions });
+      const expected = { ok: true, answers: expectedAnswers({ state, questions }), usage, cost: costOf(model, usage).toString() };
+      expect(result).toEqual(expected);
+      await eventually(() => replies.length > 0, 'the reply');
+      expect(replies).toEqual([{ id: first.id, result: expected }]);
+    } finally {
+      subscriber.disconnect();
+    }
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, held: 0 });
     expect(calls(['direct'])).toEqual(['direct:200']);
   });
 });

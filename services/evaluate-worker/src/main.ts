@@ -16,12 +16,12 @@ async function main() {
   const { startEvaluateWorker } = await import('./evaluate-worker');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
-  // One connection per job slot at most: every job reads the catalog (cached) and settles or releases once.
-  const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.evaluate, 20) });
+  // Only the catalog reads Postgres (cached, refreshed on change): the edge charges the answers.
+  const db = createDb(config.databaseUrl, { max: 4 });
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const catalog = new Catalog(db);
   const metrics = createMetrics(SERVICE);
-  const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger, catalog, metrics });
+  const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger, catalog });
   instrumentUpstream(evaluate.breaker, metrics);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:upstream-state` });

@@ -1,5 +1,5 @@
 import { isScope, newApiKey, SCOPES } from '@gensvc/auth';
-import { keyInvalidationChannel } from '@gensvc/contracts';
+import { publishKeyInvalidations } from '@gensvc/contracts';
 import { apiKeyRepository, MODEL_ID, modelRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
@@ -61,11 +61,9 @@ const scopes = list.superRefine((items, ctx) => {
  */
 export async function invalidate({ redis, queuePrefix, out }: Deps, keyId: string) {
   if (!redis) return;
-  try {
-    await redis.publish(keyInvalidationChannel(queuePrefix), keyId);
-  } catch (e) {
-    out.note(`warning: could not publish the invalidation of ${keyId} on Redis (${(e as Error).message}); edges drop their cached look-up when it expires.`);
-  }
+  await publishKeyInvalidations(redis, queuePrefix, [keyId], (e) =>
+    out.note(`warning: could not publish the invalidation of ${keyId} on Redis (${e.message}); edges drop their cached look-up when it expires.`),
+  );
 }
 
 const create: Command = {

@@ -3,7 +3,7 @@
 // replica's subscription is live; while it is down (Redis restart, network cut) every look-up goes to Postgres,
 // and on reconnect the cache starts empty. So a revoked key stops working on every replica within the pub/sub
 // delivery time, and never later than one request after the subscription returns.
-import { keyInvalidationChannel } from '@gensvc/contracts';
+import { keyInvalidationChannel, trustWhileSubscribed } from '@gensvc/contracts';
 import type { ApiKeyLookup } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Redis } from 'ioredis';
@@ -95,41 +95,16 @@ export class KeyCache {
  * Subscribes a dedicated connection to the invalidation channel and keeps the cache's liveness in step with it.
  * Returns a function that unsubscribes and closes the connection.
  */
-export async function subscribeInvalidations(subscriber: Redis, cache: KeyCache, queuePrefix: string, log: Logger) {
-  const channel = keyInvalidationChannel(queuePrefix);
-  subscriber.on('message', (ch: string, keyId: string) => {
-    if (ch === channel) cache.invalidate(keyId);
+export function subscribeInvalidations(subscriber: Redis, cache: KeyCache, queuePrefix: string, log: Logger) {
+  return trustWhileSubscribed(subscriber, [keyInvalidationChannel(queuePrefix)], {
+    name: 'key invalidation',
+    onMessage: (_channel, keyId) => cache.invalidate(keyId),
+    setLive: (live) => cache.setLive(live),
+    log,
   });
-  const down = () => cache.setLive(false);
-  subscriber.on('close', down);
-  subscriber.on('reconnecting', down);
-  subscriber.on('error', (err) => {
-    down();
-    log.warn({ err }, 'key invalidation subscriber error');
-  });
-  // Live only once the (re)subscription is confirmed, so no invalidation can slip between reconnect and subscribe.
-  const subscribe = () =>
-    subscriber.subscribe(channel).then(
-      () => cache.setLive(true),
-      (err) => log.warn({ err }, 'key invalidation subscribe failed'),
-    );
-  subscriber.on('ready', subscribe);
-  if (subscriber.status === 'ready') await subscribe();
-  return async () => {
-    cache.setLive(false);
-    subscriber.disconnect();
-  };
 }
 
-/**
- * Tells every replica to drop these keys' cached look-ups (a revocation, a rotation, a change of the creator's
- * membership). A failed publish is logged: caches then expire on their TTL (KEY_CACHE_TTL_MS).
- */
-export async function publishKeyInvalidations(redis: Redis, queuePrefix: string, keyIds: readonly string[], log: Logger) {
-  const channel = keyInvalidationChannel(queuePrefix);
-  try {
-    for (const id of keyIds) await redis.publish(channel, id);
-  } catch (err) {
-    log.warn({ err, key_ids: keyIds }, 'could not publish key invalidations; caches expire on their TTL');
-  }
-}
+/** How the edge reports a key invalidation it could not publish (publishKeyInvalidations' onFailure). */
+export const warnUnpublished = (log: Logger) => (err: Error, keyIds: readonly string[]) =>
+  log.warn({ err, key_ids: keyIds }, 'could not publish key invalidations; caches expire on their TTL');
+

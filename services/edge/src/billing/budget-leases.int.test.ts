@@ -1,13 +1,12 @@
 // Budget leases and group-commit charges across real edge processes sharing Postgres and Redis, proxying chat calls to
 // the upstream-sim: a cap is never passed however the calls are spread, no caller is refused while money remains in
 // another replica's lease, a top-up is usable at once everywhere, and a SIGKILL leaves the books balanced.
-import { billingRepository, modelRepository, workspaceRepository } from '@gensvc/db';
+import { modelRepository, workspaceRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
 import { addSimChannel, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../../upstream-sim/src';
-import { expectBalanced } from '../billing-test-support';
+import { expectBalanced, killUnderLoad } from '../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../edge-under-test';
-import { LEASE_TTL_MS } from './budget-leases';
 
 const ctx = useTestContext();
 let sim: Sim;
@@ -98,8 +97,9 @@ it('leases in blocks and writes charges in groups: one statement at once when id
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => chat(edge.url, secret, i)));
     expect(answers.every((a) => a.status === 200)).toBe(true);
     await leases.flushed();
+    // (How many statements these 200 took depends on when their answers happened to end; the burst below is what
+    // proves that charges ending together share one statement.)
     expect(leases.stats.charges - mid.charges).toBe(200);
-    expect(leases.stats.flushes - mid.flushes).toBeLessThanOrEqual(200);
     expect(leases.stats.leases - mid.leases).toBeLessThanOrEqual(Math.ceil(200 / 64) + 2);
 
     // Calls that end together are charged together: 150 held, then charged in one tick, make one statement.
@@ -140,29 +140,9 @@ it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charg
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
   const victim = await startReplica();
-  const answers: { status: number; requestId: string }[] = [];
-  let stop = false;
-  const worker = async (w: number) => {
-    for (let i = 0; !stop; i++) {
-      try {
-        answers.push(await chat(victim.url, secret, w * 100_000 + i));
-      } catch {
-        // the connection died with the edge
-      }
-    }
-  };
-  const load = Promise.all(Array.from({ length: 32 }, (_, w) => worker(w)));
-  await new Promise((r) => setTimeout(r, 1500));
-  victim.proc.child.kill('SIGKILL');
-  await victim.proc.stop();
-  stop = true;
-  await load;
+  const answers = await killUnderLoad(ctx.db, ws.id, victim.proc, (n) => chat(victim.url, secret, n), { ms: 1500 });
   const answered = answers.filter((a) => a.status === 200);
   expect(answered.length).toBeGreaterThan(50);
-
-  // The dead replica's leases are held until their expiry; then billing.release-expired gives them back.
-  expect(await billingRepository.releaseExpired(ctx.db, new Date(Date.now() + LEASE_TTL_MS + 1000))).toBeGreaterThan(0);
-  expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id, state: 'held' } })).toBe(0);
 
   const { ledger, keys } = await books(ws.id);
   const answeredIds = new Set(answered.map((a) => a.requestId));

@@ -66,6 +66,8 @@ export interface Hold {
 interface PendingCharge extends LeaseCharge {
   leaseRef: Lease;
   onCharged?: () => void;
+  /** Told once the batch is written: whether this charge is in the ledger. */
+  written?: (charged: boolean) => void;
 }
 
 const slotOf = (o: Pick<HoldOwner, 'workspaceId' | 'apiKeyId'>) => `${o.workspaceId}|${o.apiKeyId}`;
@@ -129,11 +131,27 @@ export class BudgetLeases {
 
   /** The call is answered: `cost` (at most the hold) is charged in the next flush; the rest is free again at once. */
   charge(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void): void {
-    if (hold.done) return;
+    this.enqueueCharge(hold, input, onCharged);
+  }
+
+  /**
+   * As charge(), and resolves once the charge is written: with what was charged (0n for a free call), or null when
+   * it could not be (its lease was gone, or Postgres refused every retry). Never rejects.
+   */
+  chargeWritten(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void): Promise<bigint | null> {
+    return new Promise((resolve) => {
+      const cost = this.enqueueCharge(hold, input, onCharged, (ok) => resolve(ok ? cost : null));
+      if (cost === 0n) resolve(0n);
+    });
+  }
+
+  /** Queues the charge for the next flush; returns the cost charged (at most the hold), 0n when nothing is to be written. */
+  private enqueueCharge(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void, written?: (charged: boolean) => void): bigint {
+    if (hold.done) return 0n;
     hold.done = true;
     const cost = input.cost < 0n ? 0n : input.cost > hold.amount ? hold.amount : input.cost;
     hold.lease.committed -= hold.amount - cost;
-    if (cost === 0n) return;
+    if (cost === 0n) return 0n;
     this.pending.push({
       id: newId('led'),
       lease: hold.lease.id,
@@ -144,8 +162,10 @@ export class BudgetLeases {
       inputTokens: input.inputTokens ?? null,
       outputTokens: input.outputTokens ?? null,
       onCharged: onCharged && (() => onCharged(cost)),
+      written,
     });
     this.flushing ??= this.flush();
+    return cost;
   }
 
   /** The call is not charged: its hold is free again. */
@@ -256,6 +276,7 @@ export class BudgetLeases {
             // The lease no longer held the money (released as a dead replica's): the call goes uncharged.
             this.log.error({ lease: c.lease, cost: String(c.cost), request_id: c.requestId }, 'a charge found its lease gone; the call is not charged');
           }
+          c.written?.(charged.has(c.id));
           if (c.leaseRef.closing && c.leaseRef.committed === 0n) drained.add(c.leaseRef);
         }
         // A closing lease whose last call is charged gives back what its calls left unspent: one statement per lease,

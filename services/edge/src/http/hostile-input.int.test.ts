@@ -28,7 +28,7 @@ const MAX_OUTPUT = 4096;
 beforeAll(async () => {
   edgeS3 = createS3(ctx.config.s3);
   s3Sent = countS3Commands(edgeS3);
-  edge = await startEdge(ctx, { s3: edgeS3 }, { evaluate: { waitMs: 2_000, graceMs: 200 } });
+  edge = await startEdge(ctx, { s3: edgeS3 }, { evaluate: { waitMs: 2_000 } });
   port = Number(new URL(edge.url).port);
   // Nothing listens on these channels: a hostile request that reached a provider would end in a 5xx.
   const channel = (name: string, kind: 'evaluate' | 'openai' | 'anthropic' | 'gemini' | 'replicate') =>

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { newRequestId } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { NextFunction, Request, Response } from 'express';
 import type { ErrorStyle } from './error-body';
@@ -29,7 +29,7 @@ export function requestContext(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     const incoming = req.get('x-request-id');
-    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : newRequestId();
     res.setHeader('X-Request-Id', requestId);
     // API answers are per caller and never for a browser to sniff; routes serving cacheable content override these.
     res.setHeader('Cache-Control', 'no-store');

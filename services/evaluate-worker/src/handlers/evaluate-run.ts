@@ -1,14 +1,13 @@
-// evaluate.run: ask the model's channels (withFailover), check the answer, then settle the reservation to the cost
-// of the reported usage, or release it. Settling is the commit point shared with the edge (see the edge's
-// routes/evaluate/evaluate.ts): when the edge has already given the reservation back because it stopped waiting,
-// the settle finds nothing held and the answer is dropped uncharged.
+// evaluate.run: ask the model's channels (withFailover), check the answer, and publish the result (answers, usage
+// and what they cost) on the job's reply channel, where the edge process that holds the caller is listening. The
+// worker charges nothing: the edge charges the cost through its budget lease when the reply reaches it while the
+// caller is still waiting (see the edge's routes/evaluate/evaluate.ts), so an answer nobody receives costs nothing.
 //
-// Outcomes the caller should hear (the provider failed, the model went away, the deadline passed) are returned as
-// results, so their status and code reach the edge intact. Only a broken worker fails the job; it releases first.
-import { EvaluateRun, type EvaluateRunResult, type JobPayload } from '@gensvc/contracts';
-import { billingRepository, type Db } from '@gensvc/db';
+// Outcomes the caller should hear (the provider failed, the model went away, the deadline passed) are results, so
+// their status and code reach the edge intact. Only a broken worker fails the job; it publishes `failed` first.
+import { EvaluateRun, type EvaluateReply, type EvaluateRunResult, type JobPayload } from '@gensvc/contracts';
 import { AppError, errors } from '@gensvc/errors';
-import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
+import type { Logger } from '@gensvc/observability';
 import type { HandlerContext } from '@gensvc/queue';
 import { CircuitBreaker, UpstreamFailure, costOf, toAppError, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
@@ -16,14 +15,13 @@ import { InvalidAnswer, checkAnswer } from '../upstream/answer-check';
 import { callEvaluate } from '../upstream/evaluate-client';
 
 export interface EvaluateRunDeps {
-  db: Db;
   catalog: Catalog;
   /** Per process: every job of this worker shares what it learns about the channels. */
   breaker: CircuitBreaker;
   client: UpstreamClient;
   logger: Logger;
-  /** Tokens and spend by model at each settlement (main.ts passes the process's; tests may leave it out). */
-  metrics?: Metrics;
+  /** Publishes a reply on a Redis channel (the worker's command connection). */
+  publish: (channel: string, message: string) => Promise<unknown>;
   now?: () => number;
 }
 
@@ -40,35 +38,26 @@ class DeadlinePassed extends UpstreamFailure {
 export function evaluateRun(deps: EvaluateRunDeps) {
   const now = deps.now ?? Date.now;
   return async (payload: Payload, ctx: HandlerContext): Promise<EvaluateRunResult> => {
-    const log = deps.logger.child({ request_id: payload.requestId, reservation_id: payload.reservationId, model: payload.model });
+    const log = deps.logger.child({ request_id: payload.requestId, model: payload.model });
+    const reply = (message: EvaluateReply) =>
+      deps.publish(payload.replyTo, JSON.stringify(message)).catch((err) => log.error({ err }, 'could not publish the reply; the edge answers 504 at its deadline'));
     let outcome: Answered | AppError;
     try {
       outcome = await ask(deps, payload, now, log, ctx.signal);
     } catch (e) {
-      // Shutdown: the job goes back to the queue and its reservation stays held for the worker that re-runs it.
-      if (ctx.signal?.aborted) throw e;
-      await billingRepository.release(deps.db, payload.reservationId).catch((err) => log.error({ err }, 'could not release'));
+      // Shutdown: the job goes back to the queue for the worker that re-runs it; the edge keeps waiting.
+      if (!ctx.signal?.aborted) await reply({ id: ctx.job.id!, failed: true });
       throw e;
     }
+    let result: EvaluateRunResult;
     if (outcome instanceof AppError) {
-      await billingRepository.release(deps.db, payload.reservationId);
-      return failed(outcome);
+      result = failed(outcome);
+    } else {
+      const { model, answers, usage } = outcome;
+      result = { ok: true, answers, usage, cost: costOf(model, usage).toString() };
     }
-    const { model, answers, usage } = outcome;
-    const settled = await billingRepository
-      .settle(deps.db, payload.reservationId, { cost: costOf(model, usage), model: model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens })
-      .catch(async (e: unknown) => {
-        // Not settled (or not known to be): give the hold back rather than leave it to expire; a settle that did
-        // commit makes this release a no-op.
-        await billingRepository.release(deps.db, payload.reservationId).catch((err) => log.error({ err }, 'could not release'));
-        throw e;
-      });
-    if (!settled) {
-      log.warn({}, 'answer arrived after the caller stopped waiting; not charged');
-      return failed(errors.upstreamTimeout('The answer arrived after the caller stopped waiting; nothing was charged.'));
-    }
-    if (deps.metrics) recordSpend(deps.metrics, { model: model.id, cost: settled.charged, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
-    return { ok: true, answers, usage, charged: settled.charged.toString() };
+    await reply({ id: ctx.job.id!, result });
+    return result;
   };
 }
 

@@ -1,10 +1,11 @@
 // The API Keys page's routes: list, create (the secret shown once), rotate with a grace period, revoke. A member
 // manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
 import { newApiKey } from '@gensvc/auth';
+import { publishKeyInvalidations } from '@gensvc/contracts';
 import { apiKeyRepository, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
-import { publishKeyInvalidations } from '../../auth/key-cache';
+import { warnUnpublished } from '../../auth/key-cache';
 import { assertRole, memberOf, sessionOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
@@ -96,7 +97,7 @@ export function rotateKey(deps: Deps) {
     const made = newApiKey();
     const rotated = await apiKeyRepository.rotate(deps.db, key.id, { prefix: made.prefix, hash: made.hash }, body.grace_seconds * 1000, key.workspaceId);
     if (!rotated) throw errors.conflict('The key is revoked: a revoked key cannot be rotated.');
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], locals(res).log);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], warnUnpublished(locals(res).log));
     res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)), secret: made.secret });
   };
 }
@@ -106,7 +107,7 @@ export function revokeKey(deps: Deps) {
   return async (req: Request<{ id: string }>, res: Response) => {
     const key = await manageableKey(deps, req, res);
     await apiKeyRepository.revoke(deps.db, key.id, key.workspaceId);
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], locals(res).log);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], warnUnpublished(locals(res).log));
     res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)) });
   };
 }

@@ -1,10 +1,11 @@
 // The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
 // last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
 import { membershipRule, newOpaqueToken, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
+import { publishKeyInvalidations } from '@gensvc/contracts';
 import { invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
-import { publishKeyInvalidations } from '../../auth/key-cache';
+import { warnUnpublished } from '../../auth/key-cache';
 import { assertRole, memberOf, sessionOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
@@ -80,7 +81,7 @@ export function changeRole(deps: Deps) {
     const rule = membershipRule(m.role, body.role);
     assertRole(role, rule);
     const changed = refused(await membershipRepository.changeRole(deps.db, workspace.id, m.userId, body.role, actorFor(sessionOf(res).user.id, rule)), rule);
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, changed.keyIds, locals(res).log);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, changed.keyIds, warnUnpublished(locals(res).log));
     res.json({ member: { user: m.user, role: changed.after, created_at: m.createdAt.toISOString() } });
   };
 }
@@ -95,7 +96,7 @@ export function removeMember(deps: Deps) {
     if (!self) assertRole(role, rule);
     const actor = self ? undefined : actorFor(sessionOf(res).user.id, rule);
     const removed = refused(await membershipRepository.remove(deps.db, workspace.id, m.userId, actor), rule);
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, removed.keyIds, locals(res).log);
+    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, removed.keyIds, warnUnpublished(locals(res).log));
     res.status(204).end();
   };
 }

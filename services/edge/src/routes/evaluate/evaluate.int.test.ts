@@ -1,9 +1,10 @@
-// What the edge refuses before anything is reserved or queued, and what it does when no answer comes. No worker
+// What the edge refuses before anything is held or queued, and what it does when no answer comes. No worker
 // runs here: every request that got as far as the queue would show up as a waiting job.
 import { channelRepository, modelRepository } from '@gensvc/db';
 import { createQueues } from '@gensvc/queue';
 import { jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { reservationFor } from '@gensvc/upstream';
+import { expectReleased } from '../../billing-test-support';
 import type { EdgeDeps } from '../../deps';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
@@ -147,51 +148,60 @@ describe('credentials and money', () => {
 });
 
 describe('no answer in time', () => {
-  it('answers 504 upstream_timeout and gives the whole reservation back; the job keeps its deadline', async () => {
+  it('answers 504 upstream_timeout and gives the whole hold back; the job keeps its deadline and reply channel', async () => {
     const short = await shortWaitEdge(300);
+    let requestId: string | null = null;
+    const { ws, key, secret } = await makeCustomer(ctx.db, { spendCap: 5_000_000n });
     try {
-      const { ws, key, secret } = await makeCustomer(ctx.db, { spendCap: 5_000_000n });
       const started = Date.now();
       const res = await post(short.url, secret, JSON.stringify(valid));
+      requestId = res.headers.get('x-request-id');
       expect(res.status).toBe(504);
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
       expect((await jsonOf(res)).error).toMatchObject({ type: 'upstream_error', code: 'upstream_timeout', message: expect.stringContaining('nothing was charged') });
-      const [reservation] = await ctx.db.reservation.findMany({ where: { workspaceId: ws.id } });
-      expect(reservation).toMatchObject({ state: 'released', requestId: res.headers.get('x-request-id'), apiKeyId: key.id });
-      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
-      expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } })).balance).toBe(10_000_000n);
-      // The job waits for a worker with the ids and deadline it needs to do nothing once it runs.
-      const job = await edge.deps.queues.get('evaluate').getJob(`evaluate.run/${reservation!.id}`);
+      // The hold was given back to the lease at once: nothing held in memory, nothing charged.
+      await expectReleased(ctx.db, short.deps.leases, requestId);
+      // The job waits for a worker with the ids, deadline and reply channel it needs to do nothing once it runs.
+      const [job, ...others] = (await edge.deps.queues.get('evaluate').getJobs(['waiting'])).filter((j) => j.data.requestId === requestId);
+      expect(others).toEqual([]);
+      // Its id is the edge's own, never the request id a caller may choose.
+      expect(job!.id).toMatch(/^evaluate\.run\/evl_[0-9A-Za-z]{22}$/);
       expect(await job!.getState()).toBe('waiting');
       expect(job!.opts.attempts).toBe(1);
-      expect(job!.data).toMatchObject({ reservationId: reservation!.id, workspaceId: ws.id, apiKeyId: key.id, model: 'acme/judge', request: { state: valid.state, questions } });
+      expect(job!.data).toMatchObject({ requestId, workspaceId: ws.id, apiKeyId: key.id, model: 'acme/judge', request: { state: valid.state, questions }, replyTo: short.deps.evaluateReplies.channel });
       expect(job!.data.deadlineAt).toBeGreaterThanOrEqual(started + 300);
       expect(job!.data.deadlineAt).toBeLessThanOrEqual(Date.now());
     } finally {
       await short.close();
     }
+    // Closed, the edge gave its lease back: the key and the balance are whole again.
+    expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
+    expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } })).balance).toBe(10_000_000n);
+    expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id, state: 'held' } })).toBe(0);
+    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: ws.id, kind: 'charge' } })).toBe(0);
   });
 });
 
 describe('the queue cannot take the job', () => {
-  it('answers 503 and releases the reservation', async () => {
+  it('answers 503 and releases the hold', async () => {
     // Queues that are closed (as during shutdown) refuse every add.
     const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix, logger: { info() {}, warn() {}, error() {} } });
     const broken = await shortWaitEdge(5_000, { queues });
     await queues.close();
+    const { ws, key, secret } = await makeCustomer(ctx.db);
     try {
-      const { ws, key, secret } = await makeCustomer(ctx.db);
       const res = await post(broken.url, secret, JSON.stringify(valid));
       expect(res.status).toBe(503);
       expect((await jsonOf(res)).error).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('nothing was charged') });
-      expect(await ctx.db.reservation.findMany({ where: { workspaceId: ws.id }, select: { state: true } })).toEqual([{ state: 'released' }]);
-      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
-      expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } })).balance).toBe(10_000_000n);
+      await expectReleased(ctx.db, broken.deps.leases, res.headers.get('x-request-id'));
     } finally {
       await broken.close();
     }
+    expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
+    expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } })).balance).toBe(10_000_000n);
+    expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id, state: 'held' } })).toBe(0);
   });
 });
 
 /** Another edge whose evaluate route waits `waitMs` for an answer. */
-const shortWaitEdge = (waitMs: number, overrides: Partial<EdgeDeps> = {}) => startEdge(ctx, overrides, { evaluate: { waitMs, graceMs: 1_000 } });
+const shortWaitEdge = (waitMs: number, overrides: Partial<EdgeDeps> = {}) => startEdge(ctx, overrides, { evaluate: { waitMs } });

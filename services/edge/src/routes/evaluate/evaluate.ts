@@ -1,23 +1,25 @@
-// POST /api/v1/evaluate (spec 4.1): validate, reserve the cost bound, enqueue evaluate.run, wait for its result.
+// POST /api/v1/evaluate (spec 4.1): validate, hold the cost bound against this replica's budget lease, enqueue
+// evaluate.run, wait for the worker's reply, charge, answer.
 //
-// Who pays for an answer the caller never got: nobody. Settling the reservation is the commit point. The worker
-// settles only after a valid answer, and the edge, when it stops waiting (deadline passed, or the caller hung up),
-// releases the reservation first. Both are conditional updates of one row, so exactly one wins:
-// - the edge's release wins: the caller hears 504 upstream_timeout and the worker's later settle finds nothing
-//   held, so it charges nothing;
-// - the worker's settle won: the answer exists and was charged, and its result is published right after, so the
-//   edge waits a short grace for it and answers it after all.
-// The worker also makes no upstream call once the deadline (carried in the job) has passed, and bounds each call
-// by it, so a backlog never spends provider calls on callers who have gone.
-import { EvaluateRun, evaluateRunResultSchema, type EvaluateRunResult } from '@gensvc/contracts';
-import { billingRepository, toAmount } from '@gensvc/db';
+// Who pays for an answer the caller never got: nobody. The edge is the only one that charges, and it decides once,
+// in memory, with the caller in front of it: the worker answers and names the cost, and publishes that on this
+// process's reply channel; the edge charges it through its lease only if the reply came before the deadline and the
+// caller is still connected, and answers only once the charge is written (so every 200 is in the ledger, and its
+// `cost` is what was charged). When the edge stops waiting (deadline passed, or the caller hung up) it releases the
+// hold in memory and stops listening for that job: a reply arriving later finds nobody and is charged by nobody. The
+// worker, for its part, makes no upstream call once the deadline (carried in the job) has passed and bounds each
+// call by it, so a backlog never spends provider calls on callers who have gone.
+//
+// A SIGKILL of this edge loses only calls in flight, none charged: a charge is written before its answer is sent,
+// and the dead replica's leases are released at their expiry (billing.release-expired), as for chat.
+import { EvaluateRun, type EvaluateReply, type EvaluateRunResult } from '@gensvc/contracts';
+import { newId, toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { enqueue } from '@gensvc/queue';
+import { recordSpend } from '@gensvc/observability';
+import { enqueue, jobIdFor } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
-import type { Job } from 'bullmq';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
-import { reserveFor } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { modelForKey } from '../../models/key-models';
@@ -26,13 +28,14 @@ import { parseEvaluateRequest } from './schema';
 export interface EvaluateOptions {
   /** How long the caller is kept waiting for the answer before 504 upstream_timeout. */
   waitMs: number;
-  /** After losing the race to release, how long to wait for the result the worker is publishing. */
-  graceMs: number;
 }
 
-export const DEFAULT_EVALUATE_OPTIONS: EvaluateOptions = { waitMs: 60_000, graceMs: 10_000 };
+export const DEFAULT_EVALUATE_OPTIONS: EvaluateOptions = { waitMs: 60_000 };
 
-type Waited = { kind: 'finished'; value: unknown } | { kind: 'failed'; error: unknown } | { kind: 'late' } | { kind: 'gone' };
+/** Completed evaluate jobs are kept this long (seconds): the result travels on the reply channel, not in the job. */
+const KEEP_COMPLETED_S = 60;
+
+type Waited = { kind: 'replied'; reply: EvaluateReply } | { kind: 'late' } | { kind: 'gone' };
 
 export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
   return async (req: Request, res: Response) => {
@@ -48,61 +51,61 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     // What goes upstream is {model, state, questions}; the provider counts tokens of {state, questions}, and a
     // token is at least one byte, so these bytes bound the input tokens.
     const inputBytes = Buffer.byteLength(JSON.stringify(input), 'utf8');
-    const reservation = await reserveFor(deps, res, reservationFor(model, { inputBytes }));
     const { key, workspace } = authOf(res);
-    const { requestId, log } = locals(res);
+    const { requestId } = locals(res);
+    const hold = await deps.leases.hold({ workspaceId: workspace.id, apiKeyId: key.id, requestId }, reservationFor(model, { inputBytes }));
     const deadlineAt = Date.now() + options.waitMs;
 
-    let job: Job;
+    // The job's id is made here, never from the request id (a caller may send its own X-Request-Id): the reply is
+    // matched to its waiting caller by it.
+    const call = newId('evl');
+    const waiting = deps.evaluateReplies.wait(jobIdFor(EvaluateRun, call));
     try {
-      job = await enqueue(
+      await enqueue(
         deps.queues,
         EvaluateRun,
-        { requestId, workspaceId: workspace.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt, model: model.id, request: input },
+        { requestId, workspaceId: workspace.id, apiKeyId: key.id, deadlineAt, model: model.id, request: input, replyTo: deps.evaluateReplies.channel },
         // One attempt: a retry after an upstream call could pay the provider twice; failover happens inside the job.
-        { jobId: reservation.id, attempts: 1 },
+        { jobId: call, attempts: 1, removeOnComplete: { age: KEEP_COMPLETED_S } },
       );
     } catch (e) {
-      await billingRepository.release(deps.db, reservation.id).catch((err) => log.error({ err, reservationId: reservation.id }, 'could not release'));
+      waiting.cancel();
+      deps.leases.release(hold);
       throw errors.unavailable('The evaluation could not be queued; nothing was charged. Retry shortly.', e);
     }
 
-    const finished = job.waitUntilFinished(deps.evaluateEvents, Math.max(1, deadlineAt - Date.now()) + options.graceMs).then(
-      (value): Waited => ({ kind: 'finished', value }),
-      (error: unknown): Waited => ({ kind: 'failed', error }),
-    );
     const stop = stopWaiting(res, deadlineAt);
-    let waited = await Promise.race([finished, stop.promise]);
+    const waited = await Promise.race([waiting.reply.then((reply): Waited => ({ kind: 'replied', reply })), stop.promise]);
     stop.cancel();
-    if (waited.kind === 'late' || waited.kind === 'gone') {
-      if (await billingRepository.release(deps.db, reservation.id)) {
-        if (waited.kind === 'gone') return;
-        throw errors.upstreamTimeout(`The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`);
-      }
-      // The worker settled (or released after a failure) before the release: its result is on its way.
-      waited = await finished;
-      if (res.writableEnded || res.destroyed) return;
+    waiting.cancel();
+    if (waited.kind !== 'replied' || res.writableEnded || res.destroyed) {
+      deps.leases.release(hold);
+      if (waited.kind !== 'late') return;
+      throw errors.upstreamTimeout(`The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`);
     }
-    if (waited.kind !== 'finished') {
-      // The worker broke, or its result never came: whatever it held is given back unless it was charged.
-      const released = await billingRepository.release(deps.db, reservation.id).catch(() => false);
-      const why = waited.kind === 'failed' ? waited.error : undefined;
-      throw errors.internal(new Error(`evaluate.run gave no result (reservation ${reservation.id}, released: ${released})`, { cause: why }));
+    const { reply } = waited;
+    if (!('result' in reply)) {
+      deps.leases.release(hold);
+      throw errors.internal(new Error(`evaluate.run broke in the worker (request ${requestId}); nothing was charged`));
     }
-
-    const result = evaluateRunResultSchema.safeParse(waited.value);
-    if (!result.success) throw errors.internal(new Error(`evaluate.run returned an unreadable result: ${result.error.message}`));
-    answer(res, result.data, model.id, workspace.currency);
+    const { result } = reply;
+    if (!result.ok) {
+      deps.leases.release(hold);
+      return refuse(result.error);
+    }
+    const charge = { cost: BigInt(result.cost), model: model.id, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, requestId };
+    const charged = await deps.leases.chargeWritten(hold, charge, (cost) => recordSpend(deps.metrics, { ...charge, cost }));
+    if (charged === null) {
+      throw errors.unavailable('The evaluation could not be charged; nothing was charged. Retry shortly.');
+    }
+    res.json({ model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } });
   };
 }
 
-function answer(res: Response, result: EvaluateRunResult, model: string, currency: string) {
-  if (!result.ok) {
-    // The worker writes these messages itself (never a provider's stack or secret); only its 500s stay hidden. The
-    // status is the code's own, whatever the worker's build wrote.
-    throw errors.fromWire(result.error);
-  }
-  res.json({ model, answers: result.answers, usage: result.usage, cost: { amount: toAmount(BigInt(result.charged)), currency } });
+function refuse(error: Extract<EvaluateRunResult, { ok: false }>['error']): never {
+  // The worker writes these messages itself (never a provider's stack or secret); only its 500s stay hidden. The
+  // status is the code's own, whatever the worker's build wrote.
+  throw errors.fromWire(error);
 }
 
 /** Resolves 'late' at the deadline, or 'gone' if the caller hangs up before the answer is sent. */

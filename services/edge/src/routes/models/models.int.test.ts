@@ -7,7 +7,7 @@ import { apiKeyRepository, channelRepository, modelRepository, type ChannelKind 
 import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import OpenAI from 'openai';
 import { startSim, type Sim } from '../../../../upstream-sim/src';
-import { publishKeyInvalidations } from '../../auth/key-cache';
+import { publishKeyInvalidations } from '@gensvc/contracts';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const ctx = useTestContext();
@@ -292,7 +292,7 @@ it("a change of a key's limits reaches the edge with the key's invalidation (its
   await apiKeyRepository.setLimits(ctx.db, key.id, { allowedModels: [JUDGE] });
   // Cached: without the invalidation the edge still answers from the look-up it holds.
   expect(await ids()).toEqual(USABLE);
-  await publishKeyInvalidations(ctx.redis, ctx.config.queuePrefix, [key.id], edge.deps.logger);
+  await publishKeyInvalidations(ctx.redis, ctx.config.queuePrefix, [key.id], (err) => { throw err; });
   await eventually(async () => ((await ids()).join() === JUDGE ? true : undefined), 'the narrowed list', 2_000);
   expect(edge.deps.keyCache.size).toBeGreaterThan(0);
 });

@@ -1,0 +1,92 @@
+// bench/evaluate-trips: where POST /api/v1/evaluate's added latency goes, counted per request. Sends N evaluate
+// calls one at a time through the edge and an evaluate-worker (own processes) and counts, over those calls only:
+// Redis commands by connection (a MONITOR connection; client names say whose; `lua` lines are the commands run inside
+// BullMQ's scripts, not round trips), Postgres transactions (pg_stat_database), the CPU time the edge and the worker
+// spend per request (from /proc: unlike latency, it does not grow when a shared machine is throttled), and the mean
+// time of each request against the same call straight to the sim. TIMELINE=<n> prints the last n commands with times.
+// Usage: npm run bench -- evaluate-trips   (N=200)
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { gensvc } from './lib/gensvc.mjs';
+import { startEdge, startService, startSim } from './lib/processes.mjs';
+import { seedKey, seedSim, withStack } from './lib/stack.mjs';
+import { printTable } from './lib/table.mjs';
+
+const N = Number(process.env.N ?? 200);
+const { createRedisConnection } = gensvc('queue');
+
+const body = (model) =>
+  JSON.stringify({ model, state: { transcript: 'The customer asked for a refund.' }, questions: { resolved: { type: 'boolean', instructions: 'Resolved?' } } });
+
+/** CPU milliseconds (user + system) a process has used so far. */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
+}
+
+async function timed(url, headers, payload) {
+  const t = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`status ${res.status}`);
+  return performance.now() - t;
+}
+
+await withStack(async ({ env, db }) => {
+  const sim = await startSim();
+  const procs = [sim];
+  try {
+    await seedSim(db, sim.url);
+    const { auth } = await seedKey(db, { unlimited: true });
+    procs.push(await startService('evaluate-worker', env));
+    const edge = await startEdge(env);
+    procs.push(edge);
+    const viaEdge = () => timed(`${edge.url}/api/v1/evaluate`, auth, body('sim/eval-1'));
+    const direct = () => timed(`${sim.url}/ch/sim-evaluate/evaluate`, { authorization: 'Bearer sim-secret' }, body('eval-1'));
+    for (let i = 0; i < 50; i++) await viaEdge();
+
+    const redis = createRedisConnection(env.REDIS_URL, { name: 'bench:info' });
+    const clients = new Map();
+    for (const line of (await redis.client('LIST')).split('\n')) {
+      const addr = /addr=(\S+)/.exec(line)?.[1];
+      const name = /name=(\S*)/.exec(line)?.[1];
+      if (addr) clients.set(addr, name || '(unnamed)');
+    }
+    const monitor = await redis.monitor();
+    const counts = new Map();
+    const timeline = [];
+    monitor.on('monitor', (time, args, source) => {
+      const who = clients.get(source) ?? source;
+      timeline.push([Number(time) * 1000, who, String(args[0]).toLowerCase(), args[0] === 'evalsha' ? '' : String(args[1] ?? '').slice(-30)]);
+      const k = `${who} ${String(args[0]).toLowerCase()}${args[0] === 'evalsha' || args[0] === 'EVALSHA' ? '' : ''}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    });
+    const pg = async () => (await db.$queryRawUnsafe('SELECT xact_commit::bigint AS x, tup_fetched::bigint AS f FROM pg_stat_database WHERE datname = current_database()'))[0];
+    const before = await pg();
+    const cpu0 = { edge: cpuMs(edge.pid), worker: cpuMs(procs[1].pid) };
+    let edgeMs = 0;
+    for (let i = 0; i < N; i++) edgeMs += await viaEdge();
+    await new Promise((r) => setTimeout(r, 200));
+    const after = await pg();
+    const cpu1 = { edge: cpuMs(edge.pid), worker: cpuMs(procs[1].pid) };
+    monitor.disconnect();
+    let directMs = 0;
+    for (let i = 0; i < N; i++) directMs += await direct();
+
+    if (process.env.TIMELINE) {
+      const last = timeline.slice(-Number(process.env.TIMELINE));
+      for (const [t, who, cmd, arg] of last) console.log(`${(t - last[0][0]).toFixed(2).padStart(8)} ms  ${who.padEnd(34)} ${cmd} ${arg}`);
+    }
+    const rows = [...counts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, (v / N).toFixed(2)]);
+    printTable(['redis connection and command', 'per request'], rows);
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    console.log(`redis commands per request: ${(total / N).toFixed(2)} (blocking waits included)`);
+    // The stats of this database include the counting queries themselves (2) and the bench's own reads.
+    console.log(`postgres transactions per request: ${(Number(after.x - before.x) / N).toFixed(2)}`);
+    console.log(`CPU per request: edge ${((cpu1.edge - cpu0.edge) / N).toFixed(2)} ms, evaluate-worker ${((cpu1.worker - cpu0.worker) / N).toFixed(2)} ms (MONITOR on)`);
+    console.log(`mean latency: direct ${(directMs / N).toFixed(2)} ms, through gensvc ${(edgeMs / N).toFixed(2)} ms, added ${((edgeMs - directMs) / N).toFixed(2)} ms`);
+    redis.disconnect();
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+  }
+});

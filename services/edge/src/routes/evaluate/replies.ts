@@ -1,0 +1,66 @@
+// The replies of evaluate workers to this edge process: one Redis subscription per process, on a channel of its own
+// (`<prefix>:evaluate:reply:<process id>`), named in each job's `replyTo`. A worker publishes `{ id, result }` there
+// as soon as it has the answer, before it marks the job done, so the answer reaches the caller without waiting for
+// the job's completion event (no QueueEvents stream read, no isFinished check per call).
+//
+// Pub/sub is at-most-once: a reply lost with a dropped connection leaves its caller waiting until the deadline, who
+// is then answered 504 and charged nothing (the edge charges only a reply it received).
+import { randomUUID } from 'node:crypto';
+import { evaluateReplySchema, type EvaluateReply } from '@gensvc/contracts';
+import type { Logger } from '@gensvc/observability';
+import type { Redis } from 'ioredis';
+
+export class EvaluateReplies {
+  /** The channel this process listens on: what each job's `replyTo` names. */
+  readonly channel: string;
+  private readonly waiting = new Map<string, (reply: EvaluateReply) => void>();
+
+  private constructor(
+    private readonly subscriber: Redis,
+    queuePrefix: string,
+    private readonly log: Logger,
+  ) {
+    this.channel = `${queuePrefix}:evaluate:reply:${randomUUID()}`;
+  }
+
+  static async connect(subscriber: Redis, queuePrefix: string, log: Logger): Promise<EvaluateReplies> {
+    const replies = new EvaluateReplies(subscriber, queuePrefix, log);
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === replies.channel) replies.deliver(message);
+    });
+    await subscriber.subscribe(replies.channel);
+    return replies;
+  }
+
+  /** Waits for the reply to the job of BullMQ id `id`; cancel() stops waiting (a later reply is dropped). Call before enqueueing. */
+  wait(id: string): { reply: Promise<EvaluateReply>; cancel: () => void } {
+    let cancel = () => {};
+    const reply = new Promise<EvaluateReply>((resolve) => {
+      this.waiting.set(id, resolve);
+      cancel = () => this.waiting.delete(id);
+    });
+    return { reply, cancel };
+  }
+
+  async close(): Promise<void> {
+    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+    this.subscriber.disconnect();
+  }
+
+  private deliver(message: string) {
+    let parsed;
+    try {
+      parsed = evaluateReplySchema.safeParse(JSON.parse(message));
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed?.success) {
+      this.log.error({ message: message.slice(0, 200) }, 'an unreadable evaluate reply was dropped');
+      return;
+    }
+    const resolve = this.waiting.get(parsed.data.id);
+    if (!resolve) return; // its caller is no longer waiting: the answer is not charged
+    this.waiting.delete(parsed.data.id);
+    resolve(parsed.data);
+  }
+}
