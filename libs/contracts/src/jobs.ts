@@ -11,6 +11,7 @@ export const EvaluateRun = defineJob({
   queue: 'evaluate',
   name: 'evaluate.run',
   version: 1,
+  key: (p) => [p.reservationId],
   schema: z.object({
     requestId: id,
     workspaceId: id,
@@ -36,6 +37,7 @@ export const TaskSubmit = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id }),
+  key: (p) => [p.taskId],
 });
 
 /**
@@ -49,6 +51,7 @@ export const TaskPoll = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
+  key: (p) => [p.taskId, p.attempt],
 });
 
 /** Cancels the provider's job of a task the caller canceled (or that ran past its deadline); best effort. */
@@ -58,6 +61,7 @@ export const TaskCancel = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id }),
+  key: (p) => [p.taskId],
 });
 
 export const ArchiveOutput = defineJob({
@@ -66,6 +70,7 @@ export const ArchiveOutput = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
+  key: (p) => [p.taskId, p.outputIndex],
 });
 
 /**
@@ -79,6 +84,7 @@ export const CallbackDeliver = defineJob({
   // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
   retry: { attempts: 3, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
+  key: (p) => [p.taskId, p.attempt],
 });
 
 export const FilesRetentionSweep = defineJob({

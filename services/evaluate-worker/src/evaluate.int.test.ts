@@ -286,8 +286,8 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     const reservation = await billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_direct', amount: 1_000_000n, ttlMs: 60_000 });
     const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions } };
     // Enqueued twice under the same deterministic job id: one job.
-    const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
-    const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: reservation.id, attempts: 1 });
+    const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
+    const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
     expect(again.id).toBe(first.id);
     const result = (await first.waitUntilFinished(edge.deps.evaluateEvents, 5_000)) as EvaluateRunResult;
     const usage = usageFor({ state, questions });

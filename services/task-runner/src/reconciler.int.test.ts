@@ -56,7 +56,7 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
   // Job 3 ran and failed for good (say Postgres was down through its retries) while the task still waits on it:
   // taken by a worker of our own and failed on its last attempt.
   await queues.get('tasks').drain();
-  await enqueue(queues, TaskPoll, { taskId: task.id, attempt: 3 }, { jobId: [task.id, 3], attempts: 1 });
+  await enqueue(queues, TaskPoll, { taskId: task.id, attempt: 3 }, { attempts: 1 });
   const taker = new Worker('tasks', null, { connection: ctx.redis, prefix: ctx.config.queuePrefix, autorun: false });
   const taken = await taker.getNextJob('token-1');
   expect(taken?.id).toBe(jobIdFor(TaskPoll, [task.id, 3]));

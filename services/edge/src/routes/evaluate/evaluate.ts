@@ -9,10 +9,10 @@
 //   edge waits a short grace for it and answers it after all.
 // The worker also makes no upstream call once the deadline (carried in the job) has passed, and bounds each call
 // by it, so a backlog never spends provider calls on callers who have gone.
-import { EvaluateRun, evaluateRunResultSchema, type EvaluateRunResult } from '@gensvc/contracts';
+import { evaluateRunResultSchema, type EvaluateRunResult } from '@gensvc/contracts';
 import { billingRepository, toAmount } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
-import { enqueue } from '@gensvc/queue';
+import { scheduleEvaluate } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
 import type { Job } from 'bullmq';
 import type { Request, Response } from 'express';
@@ -54,13 +54,8 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
 
     let job: Job;
     try {
-      job = await enqueue(
-        deps.queues,
-        EvaluateRun,
-        { requestId, workspaceId: workspace.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt, model: model.id, request: input },
-        // One attempt: a retry after an upstream call could pay the provider twice; failover happens inside the job.
-        { jobId: reservation.id, attempts: 1 },
-      );
+      // Keyed by the reservation; one attempt (scheduleEvaluate says why).
+      job = await scheduleEvaluate(deps.queues, { requestId, workspaceId: workspace.id, apiKeyId: key.id, reservationId: reservation.id, deadlineAt, model: model.id, request: input });
     } catch (e) {
       await billingRepository.release(deps.db, reservation.id).catch((err) => log.error({ err, reservationId: reservation.id }, 'could not release'));
       throw new AppError({ status: 503, code: 'service_unavailable', message: 'The evaluation could not be queued; nothing was charged. Retry shortly.', expose: true, cause: e });
