@@ -1,4 +1,4 @@
-import { modelRepository, type Db } from '@gensvc/db';
+import { channelRepository, modelRepository, type Db } from '@gensvc/db';
 
 export type CatalogModel = NonNullable<Awaited<ReturnType<typeof modelRepository.get>>>;
 export type CatalogRoute = CatalogModel['routes'][number];
@@ -41,7 +41,7 @@ export class Catalog {
 
   /** A channel by id, whatever models route to it (a task's, which keeps polling the channel it was submitted to). */
   channel(id: string): Promise<CatalogChannel | null> {
-    const read = () => this.db.channel.findUnique({ where: { id } });
+    const read = () => channelRepository.get(this.db, id);
     return this.trusted ? this.channels.get(id, read) : read();
   }
 
