@@ -155,7 +155,10 @@ describe('recordArchive', () => {
         // A re-run of the first: its row stands, nothing is completed twice.
         taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 0, patch: archived(0), file: fileOf(task, 0) }),
       ]);
-      expect(results.filter((r) => r !== null)).toEqual([{ id: task.id, workspaceId: task.workspaceId, callbackRoundStart: 1, callback: true }]);
+      expect(results.map((r) => r.completed).filter((r) => r !== null)).toEqual([{ id: task.id, workspaceId: task.workspaceId, callbackRoundStart: 1, callback: true }]);
+      // Of the two runs of output 0, one wrote the row and the other found it written.
+      expect([results[0].fileCreated, results[2].fileCreated].sort()).toEqual([false, true]);
+      expect(results[1].fileCreated).toBe(false);
       const after = await taskRepository.find(ctx.db, task.id);
       expect(after).toMatchObject({ status: 'completed', callbackState: 'pending' });
       expect(after!.output).toEqual({ outputs: [{ ...twoOutputs.outputs[0], ...archived(0) }, { ...twoOutputs.outputs[1], archive_status: 'too_large' }] });
@@ -167,8 +170,8 @@ describe('recordArchive', () => {
     const task = await makeTask(ctx.db, {});
     await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
     await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
-    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'failed' } })).toBeNull();
-    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 7, patch: { archive_status: 'failed' }, file: fileOf(task, 7) })).toBeNull();
+    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'failed' } })).toEqual({ completed: null, fileCreated: false });
+    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 7, patch: { archive_status: 'failed' }, file: fileOf(task, 7) })).toEqual({ completed: null, fileCreated: false });
     expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(0);
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', callbackState: 'none' });
   });

@@ -218,12 +218,13 @@ export const taskRepository = {
    * of a task's outputs side by side never overwrite each other's), and, when no output is pending any more,
    * running → completed with the callback made pending when there is a callback_url. The row is locked first, so
    * racing archives of one task serialise and exactly one completes it. Returns the completion (for the callback
-   * its caller schedules now) when this call completed the task, else null.
+   * its caller schedules now) when this call completed the task, else null; and whether this call's file row was
+   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output).
    */
   async recordArchive(
     db: DbClient,
     input: { taskId: string; outputIndex: number; patch: Partial<TaskOutputEntry>; file?: CreateFileInput; now?: Date },
-  ): Promise<CompletedTask | null> {
+  ): Promise<{ completed: CompletedTask | null; fileCreated: boolean }> {
     const now = input.now ?? new Date();
     const { taskId, outputIndex, file } = input;
     const insertFile = file
@@ -236,7 +237,8 @@ export const taskRepository = {
           ON CONFLICT DO NOTHING
           RETURNING id)`
       : Prisma.empty;
-    const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean })[]>`
+    const fileCreated = file ? Prisma.sql`(SELECT count(*) FROM copy) > 0` : Prisma.sql`false`;
+    const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean; fileCreated: boolean })[]>`
       WITH cur AS (
         SELECT id, status, output FROM "Task"
         WHERE id = ${taskId} AND jsonb_typeof(output -> 'outputs' -> ${outputIndex}::int) = 'object'
@@ -250,17 +252,18 @@ export const taskRepository = {
           SELECT jsonb_set(cur.output, ARRAY['outputs', ${String(outputIndex)}], (cur.output -> 'outputs' -> ${outputIndex}::int) || ${JSON.stringify(input.patch)}::jsonb) AS output
         ) AS n
       )
-      UPDATE "Task" t SET output = next.output, "updatedAt" = ${now}::timestamp(3),
+      UPDATE "Task" t SET output = next.output,
+        "updatedAt" = CASE WHEN t.status = 'running' THEN ${now}::timestamp(3) ELSE t."updatedAt" END,
         status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
         "completedAt" = CASE WHEN next.completes THEN ${now}::timestamp(3) ELSE t."completedAt" END,
         "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
                                WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
       FROM next WHERE t.id = next.id
-      RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes`;
+      RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes, ${fileCreated} AS "fileCreated"`;
     const row = rows[0];
-    if (!row?.completes) return null;
-    const { callbackUrl, completes: _completes, ...task } = row;
-    return { ...task, callback: callbackUrl !== null };
+    if (!row) return { completed: null, fileCreated: false };
+    const { callbackUrl, completes, fileCreated: created, ...task } = row;
+    return { completed: completes ? { ...task, callback: callbackUrl !== null } : null, fileCreated: created };
   },
 
   /**

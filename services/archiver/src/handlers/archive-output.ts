@@ -34,11 +34,13 @@ export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
   /** Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last. */
-  const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput) => {
-    const done = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
-    if (!done) return;
-    logger.info({ taskId, callback: done.callback }, 'task completed');
-    if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart);
+  const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
+    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
+    if (done) {
+      logger.info({ taskId, callback: done.callback }, 'task completed');
+      if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart);
+    }
+    return fileCreated;
   };
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
@@ -149,7 +151,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       sha256: peek.digest(),
       createdAt: new Date(),
     });
-    await record(taskId, outputIndex, result, file);
+    if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
     log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
     return { outcome: 'archived', fileId, bytes, already: false };
   };
