@@ -57,6 +57,12 @@ export function startSweeper<R>(opts: SweeperOptions<R>): Sweeper<R> {
   };
 }
 
+/** What every reconciler reads of the config: its lock's prefix, its interval, and what makes a row stale. */
+export interface ReconcileConfig {
+  queuePrefix: string;
+  tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] };
+}
+
 /**
  * How long a row may sit unmoved before a reconciler looks at it: a live task moves at least every poll, so longer
  * than the slowest poll, and not less than an interval; healthy rows are then rarely looked at (looking at one is

@@ -5,7 +5,7 @@ import { ArchiveOutput, CallbackDeliver, TaskSubmit } from '@gensvc/contracts';
 import { taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, jobIdFor, type Queues } from '@gensvc/queue';
-import { makeTask, useTestContext } from '@gensvc/testing';
+import { letTasksGoStale, makeTask, useTestContext } from '@gensvc/testing';
 import { startArchiveReconciler } from './reconciler';
 
 const ctx = useTestContext({ RECONCILE_INTERVAL: '200ms', TASK_POLL_SCHEDULE: '50ms' });
@@ -21,10 +21,8 @@ afterAll(async () => {
   await queues.close();
 });
 
-/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here): updatedAt moved back. */
-const letGoStale = async (...ids: string[]) => {
-  await ctx.db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 1_000) } });
-};
+/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
+const letGoStale = (...ids: string[]) => letTasksGoStale(ctx.db, ids);
 
 it('completes a task whose archives all finished but whose completion was lost, and schedules its callback', async () => {
   const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });

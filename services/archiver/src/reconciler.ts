@@ -5,11 +5,11 @@
 // completed here, with its callback scheduled. One replica sweeps per interval (libs/queue startSweeper).
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { scheduleArchives, scheduleCallback, staleAfterMs, startSweeper, type Queues, type Sweeper } from '@gensvc/queue';
+import { scheduleArchives, scheduleCallback, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 
 export interface ArchiveReconcilerDeps {
-  config: { queuePrefix: string; tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] } };
+  config: ReconcileConfig;
   db: Db;
   queues: Queues;
   redis: Redis;

@@ -5,7 +5,7 @@ import { CallbackDeliver } from '@gensvc/contracts';
 import { callbackRepository, taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, jobIdFor, type Queues } from '@gensvc/queue';
-import { makeTask, useTestContext } from '@gensvc/testing';
+import { letTasksGoStale, makeTask, useTestContext } from '@gensvc/testing';
 import { startDeliveryReconciler } from './reconciler';
 
 const ctx = useTestContext({ RECONCILE_INTERVAL: '200ms', TASK_POLL_SCHEDULE: '50ms', CALLBACK_RETRY_SCHEDULE: '0,30s,2m,10m,1h' });
@@ -21,10 +21,8 @@ afterAll(async () => {
   await queues.close();
 });
 
-/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here): updatedAt moved back. */
-const letGoStale = async (...ids: string[]) => {
-  await ctx.db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 1_000) } });
-};
+/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
+const letGoStale = (...ids: string[]) => letTasksGoStale(ctx.db, ids);
 const job = (_name: string, id: string) => queues.get('callbacks').getJob(id);
 const stateOf = async (name: string, id: string) => (await job(name, id))?.getState();
 

@@ -5,12 +5,12 @@
 // replica sweeps per interval (libs/queue startSweeper).
 import { callbackRepository, taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { scheduleCallback, staleAfterMs, startSweeper, type Queues, type Sweeper } from '@gensvc/queue';
+import { scheduleCallback, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 import { applyAttempt } from './handlers/callback-deliver';
 
 export interface DeliveryReconcilerDeps {
-  config: { queuePrefix: string; tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] }; callbacks: { retryScheduleMs: number[] } };
+  config: ReconcileConfig & { callbacks: { retryScheduleMs: number[] } };
   db: Db;
   queues: Queues;
   redis: Redis;

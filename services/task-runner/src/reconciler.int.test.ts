@@ -4,7 +4,7 @@ import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit } from '@gensvc/co
 import { taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
-import { eventually, makeTask, useTestContext } from '@gensvc/testing';
+import { eventually, letTasksGoStale, makeTask, useTestContext } from '@gensvc/testing';
 import { Worker } from 'bullmq';
 import { startReconciler, type Reconciler } from './reconciler';
 
@@ -21,13 +21,8 @@ afterAll(async () => {
   await queues.close();
 });
 
-/**
- * Puts tasks past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here) by moving their updatedAt back,
- * the only column the reconciler judges staleness by.
- */
-const letGoStale = async (...ids: string[]) => {
-  await ctx.db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 1_000) } });
-};
+/** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
+const letGoStale = (...ids: string[]) => letTasksGoStale(ctx.db, ids);
 
 const job = (_name: string, id: string) => queues.get('tasks').getJob(id);
 const stateOf = async (name: string, id: string) => (await job(name, id))?.getState();

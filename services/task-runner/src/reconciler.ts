@@ -7,12 +7,12 @@
 // so re-adding a job that exists, or one whose step already happened, does nothing.
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { schedulePoll, scheduleSubmit, staleAfterMs, startSweeper, type Queues, type Sweeper } from '@gensvc/queue';
+import { schedulePoll, scheduleSubmit, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 import { jobRef } from './handlers/task-steps';
 
 export interface ReconcilerDeps {
-  config: { queuePrefix: string; tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] } };
+  config: ReconcileConfig;
   db: Db;
   queues: Queues;
   redis: Redis;
