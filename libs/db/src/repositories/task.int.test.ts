@@ -32,6 +32,20 @@ it('creates the row and its hold together; a hold that cannot be made leaves no 
   expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
 });
 
+it('creation is one statement: a row that cannot be written leaves no hold, and racing creations hold exactly', async () => {
+  const c = await customer(3n * PRICE);
+  const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+  // The same id again: the INSERT fails, and the hold made in the same statement is undone with it.
+  await expect(makeTask(ctx.db, { ...c, id: task.id, amount: PRICE })).rejects.toBeDefined();
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 2n * PRICE, held: PRICE, reserved: PRICE });
+  // Eight at once against the two prices left: exactly two are created, the rest are 402 and leave nothing.
+  const racing = await Promise.allSettled(Array.from({ length: 8 }, () => makeTask(ctx.db, { ...c, amount: PRICE })));
+  expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+  for (const r of racing) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 402, code: 'insufficient_balance' });
+  expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(3);
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
+});
+
 it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {
   for (let round = 0; round < 10; round++) {
     const c = await customer();
