@@ -14,12 +14,11 @@
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
 import { archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { errors } from '@gensvc/errors';
 import type { DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus } from '../generated/prisma/enums';
 import { newId } from '../ids';
-import { billingRepository } from './billing.repository';
+import { assertHeld } from './billing.repository';
 import { fileRepository, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -91,19 +90,9 @@ export const taskRepository = {
         RETURNING *
       )
       SELECT hold.outcome AS hold, created.* FROM hold LEFT JOIN created ON true`;
-    const row = rows[0];
-    switch (row?.hold) {
-      case 'ok': {
-        const { hold: _hold, ...task } = row;
-        return task;
-      }
-      case 'spending_cap_exhausted':
-        throw errors.spendingCapExhausted();
-      case 'insufficient_balance':
-        throw errors.insufficientBalance();
-      default:
-        throw new Error(`gensvc_reserve answered ${JSON.stringify(row?.hold)}`);
-    }
+    assertHeld(rows[0]?.hold);
+    const { hold: _hold, ...task } = rows[0]!;
+    return task;
   },
 
   /** The workspace's task; null for another workspace's (DESIGN.md §4: 404, never 403). */
