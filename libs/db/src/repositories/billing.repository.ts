@@ -62,8 +62,8 @@ export interface SettleInput {
  * conditional updates run under row locks, so a key's spent + reserved never passes its cap and a balance never
  * goes below zero.
  */
-/** gensvc_reserve's answer: returns on 'ok', else throws the 402 it names (or a bug for anything else). */
-export function assertHeld(outcome: string | undefined): void {
+/** A hold's answer (gensvc_reserve, gensvc_lease): returns on 'ok', else throws the 402 it names (a bug for anything else). */
+export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
   switch (outcome) {
     case 'ok':
       return;
@@ -72,7 +72,7 @@ export function assertHeld(outcome: string | undefined): void {
     case 'insufficient_balance':
       throw errors.insufficientBalance();
     default:
-      throw new Error(`gensvc_reserve answered ${JSON.stringify(outcome)}`);
+      throw new Error(`${fn} answered ${JSON.stringify(outcome)}`);
   }
 }
 
@@ -126,16 +126,8 @@ export const billingRepository = {
       input.want.toString(),
       expiryIn(input.ttlMs),
     ]);
-    switch (row?.outcome) {
-      case 'ok':
-        return { id, amount: BigInt(row.amount) };
-      case 'spending_cap_exhausted':
-        throw errors.spendingCapExhausted();
-      case 'insufficient_balance':
-        throw errors.insufficientBalance();
-      default:
-        throw new Error(`gensvc_lease answered ${JSON.stringify(row)}`);
-    }
+    assertHeld(row?.outcome, 'gensvc_lease');
+    return { id, amount: BigInt(row!.amount) };
   },
 
   /**
