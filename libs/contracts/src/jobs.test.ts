@@ -37,7 +37,7 @@ describe('job contracts', () => {
 
   it('lets a job narrow an envelope field: evaluate.run requires its request id', () => {
     const request = { state: 's', questions: { q1: { type: 'boolean', instructions: 'Is it?' } } };
-    const base = { workspaceId: 'ws_1', apiKeyId: 'key_1', deadlineAt: 1, model: 'acme/judge', request, replyTo: 'gensvc:evaluate:reply:edge_1' };
+    const base = { workspaceId: 'ws_1', apiKeyId: 'key_1', deadlineAt: 1, model: 'acme/judge', callId: 'evl_1', request, replyTo: 'gensvc:evaluate:reply:edge_1' };
     expect(EvaluateRun.schema.safeParse(base).success).toBe(false);
     expect(EvaluateRun.schema.parse({ ...base, requestId: 'req_1' })).toEqual({ ...base, requestId: 'req_1' });
   });

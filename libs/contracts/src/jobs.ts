@@ -13,9 +13,12 @@ export const EvaluateRun = defineJob({
   // v2: the edge holds the cost against its budget lease and charges it when the reply reaches it; the worker only
   // answers (no reservation id), and publishes its result on `replyTo`.
   version: 2,
+  key: (p) => [p.callId],
   schema: z.object({
-    /** The caller's request id (for logs; the job's id is the edge's own). */
+    /** The caller's request id (for logs only: a caller may send its own X-Request-Id). */
     requestId: id,
+    /** The edge's own id of this call (evl_…): the job's key, by which the reply finds its waiting caller. */
+    callId: id,
     workspaceId: id,
     apiKeyId: id,
     /** Unix ms when the edge stops waiting: the worker makes no upstream call past it, and bounds each call by it. */
@@ -35,6 +38,7 @@ export const TaskSubmit = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id }),
+  key: (p) => [p.taskId],
 });
 
 /**
@@ -48,6 +52,7 @@ export const TaskPoll = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
+  key: (p) => [p.taskId, p.attempt],
 });
 
 /** Cancels the provider's job of a task the caller canceled (or that ran past its deadline); best effort. */
@@ -57,6 +62,7 @@ export const TaskCancel = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id }),
+  key: (p) => [p.taskId],
 });
 
 export const ArchiveOutput = defineJob({
@@ -65,6 +71,7 @@ export const ArchiveOutput = defineJob({
   version: 1,
   retry: { attempts: 5, backoffMs: 2_000 },
   schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
+  key: (p) => [p.taskId, p.outputIndex],
 });
 
 /**
@@ -78,6 +85,7 @@ export const CallbackDeliver = defineJob({
   // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
   retry: { attempts: 3, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
+  key: (p) => [p.taskId, p.attempt],
 });
 
 export const FilesRetentionSweep = defineJob({

@@ -15,17 +15,17 @@ const stateOf = async (id: string) => (await queues.get('tasks').getJob(id))?.ge
 
 it('adds a missing job, leaves a live one, promotes a delayed one when asked, and replaces a finished one', async () => {
   const id = jobIdFor(TaskPoll, ['tsk_e', 1]);
-  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { jobId: ['tsk_e', 1], delay: 60_000 })).toBe('added');
+  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { delay: 60_000 })).toBe('added');
   expect(await stateOf(id)).toBe('delayed');
   // Live (delayed): left as it is, still delayed, unless promotion is asked for.
-  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { jobId: ['tsk_e', 1] })).toBe('exists');
+  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 })).toBe('exists');
   expect(await stateOf(id)).toBe('delayed');
-  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { jobId: ['tsk_e', 1], promote: true })).toBe('promoted');
+  expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { promote: true })).toBe('promoted');
   expect(await stateOf(id)).toBe('waiting');
 
   // Finished (failed for good): replaced by a new job of the same id, which waits to run.
   await queues.get('tasks').drain(true);
-  await enqueue(queues, TaskCancel, { taskId: 'tsk_f' }, { jobId: ['tsk_f'], attempts: 1 });
+  await enqueue(queues, TaskCancel, { taskId: 'tsk_f' }, { attempts: 1 });
   const taker = new Worker('tasks', null, { connection: ctx.redis, prefix: ctx.config.queuePrefix, autorun: false });
   const taken = await taker.getNextJob('token-e');
   await taken!.moveToFailed(new Error('gave up'), 'token-e', false);
@@ -33,8 +33,8 @@ it('adds a missing job, leaves a live one, promotes a delayed one when asked, an
   const cancelId = jobIdFor(TaskCancel, ['tsk_f']);
   expect(await stateOf(cancelId)).toBe('failed');
   // Plain enqueue cannot bring it back: the id is taken by the failed job.
-  await enqueue(queues, TaskCancel, { taskId: 'tsk_f' }, { jobId: ['tsk_f'] });
+  await enqueue(queues, TaskCancel, { taskId: 'tsk_f' });
   expect(await stateOf(cancelId)).toBe('failed');
-  expect(await ensureJob(queues, TaskCancel, { taskId: 'tsk_f' }, { jobId: ['tsk_f'] })).toBe('replaced');
+  expect(await ensureJob(queues, TaskCancel, { taskId: 'tsk_f' })).toBe('replaced');
   expect(await stateOf(cancelId)).toBe('waiting');
 });

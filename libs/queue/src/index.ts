@@ -5,3 +5,5 @@ export * from './logger';
 export * from './queues';
 export * from './worker';
 export * from './worker-health';
+export * from './producers';
+export * from './sweeper';

@@ -1,4 +1,4 @@
-import type { JobContract, JobInput, JobPayload, QueueName } from '@gensvc/contracts';
+import { jobKeyOf, type JobContract, type JobInput, type JobKey, type JobPayload, type KeyedJob, type QueueName } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
@@ -71,23 +71,24 @@ export function createQueueEvents(opts: { queue: QueueName; connection: Redis; p
  * ids that are integers: each part is URI-encoded (':' becomes '%3A') and parts are joined with '/', which keeps
  * the mapping one-to-one and never yields an integer.
  */
-export function jobIdFor(contract: Pick<JobContract, 'name'>, key: string | readonly (string | number)[]): string {
+export function jobIdFor(contract: Pick<JobContract, 'name'>, key: string | JobKey): string {
   const parts = typeof key === 'string' ? [key] : key;
   if (parts.length === 0) throw new Error(`Job ${contract.name}: an empty jobId key.`);
   return [contract.name, ...parts.map((p) => encodeURIComponent(String(p)))].join('/');
 }
 
-export interface EnqueueOptions extends Omit<JobsOptions, 'jobId'> {
-  /**
-   * Makes the job id deterministic (STYLE.md convention 2): adding a job whose id exists is a no-op while the
-   * first one is kept (see DEFAULT_JOB_OPTIONS). The BullMQ id is `jobIdFor(contract, jobId)`.
-   */
-  jobId?: string | readonly (string | number)[];
+/** The BullMQ id of a keyed job's payload: its contract's `key`, under its name. */
+export function jobIdOf<J extends KeyedJob>(contract: J, payload: JobInput<J>): string {
+  return jobIdFor(contract, jobKeyOf(contract, payload as JobPayload<J>));
 }
+
+/** BullMQ's options for one add, less the id: a keyed contract decides it (STYLE.md convention 2). */
+export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
 
 /**
  * Validates the payload against the contract, stamps the contract version and the trace context into the
- * envelope, and adds the job. An invalid payload is a producer bug: it is refused here (AppError 500
+ * envelope, and adds the job, under the id its contract's `key` derives (adding a job whose id exists is a no-op
+ * while the first one is kept, see DEFAULT_JOB_OPTIONS). An invalid payload is a producer bug: it is refused here (AppError 500
  * `invalid_job_payload`) rather than failing later in a consumer.
  *
  * The add runs in a producer span `<job name> publish` and `payload.trace` becomes that span's context. The span's
@@ -114,12 +115,10 @@ export async function enqueue<J extends JobContract>(
       if (!parsed.success) {
         throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
       }
-      const { jobId, ...ownOpts } = opts;
       const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
-      const jobOpts = { ...retry, ...ownOpts };
-      const added = await queues
-        .get(contract.queue)
-        .add(contract.name, parsed.data, jobId === undefined ? jobOpts : { ...jobOpts, jobId: jobIdFor(contract, jobId) });
+      const jobOpts: JobsOptions = { ...retry, ...opts };
+      if (contract.key) jobOpts.jobId = jobIdFor(contract, (contract.key as (p: unknown) => JobKey)(parsed.data));
+      const added = await queues.get(contract.queue).add(contract.name, parsed.data, jobOpts);
       if (added.id) span.setAttribute('messaging.message.id', added.id);
       return added as Job<JobPayload<J>, unknown, J['name']>;
     } catch (e) {

@@ -131,12 +131,12 @@ describe('queues and workers against Redis', () => {
     it('gives a job with a deterministic key one id, free of ":", and adds it once', async () => {
       const qe = await eventsFor('tasks');
       submitted.length = 0;
-      const first = await enqueue(queues, TaskSubmit, { taskId: 'tsk:6' }, { jobId: 'tsk:6' });
-      const again = await enqueue(queues, TaskSubmit, { taskId: 'tsk:6' }, { jobId: 'tsk:6' });
+      const first = await enqueue(queues, TaskSubmit, { taskId: 'tsk:6' });
+      const again = await enqueue(queues, TaskSubmit, { taskId: 'tsk:6' });
       expect(first.id).toBe('task.submit/tsk%3A6');
       expect(again.id).toBe(first.id);
       // Same key, other job on the same queue: a different id.
-      const poll = await enqueue(queues, TaskPoll, { taskId: 'tsk:6', attempt: 1 }, { jobId: ['tsk:6', 1] });
+      const poll = await enqueue(queues, TaskPoll, { taskId: 'tsk:6', attempt: 1 });
       expect(poll.id).toBe('task.poll/tsk%3A6/1');
       await first.waitUntilFinished(qe, 10_000);
       await poll.waitUntilFinished(qe, 10_000);

@@ -73,6 +73,14 @@ export async function makeTask(db: Db, over: Partial<CreateTaskInput> = {}) {
 }
 
 /** A user with a password, a member of the workspace with `role` (the password is known to the test). */
+/**
+ * Puts tasks past a reconciler's stale threshold by moving their updatedAt back `agoMs` (the only column a reconciler
+ * judges staleness by).
+ */
+export async function letTasksGoStale(db: Db, ids: string[], agoMs = 1_000) {
+  await db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - agoMs) } });
+}
+
 export async function makeMember(db: Db, workspaceId: string, role: Role, over: { email?: string; password?: string; name?: string } = {}) {
   const email = over.email ?? `${role}-${newId('usr').slice(4, 14).toLowerCase()}@example.com`;
   const password = over.password ?? 'correct horse battery staple';

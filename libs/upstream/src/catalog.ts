@@ -1,4 +1,4 @@
-import { modelRepository, type Db } from '@gensvc/db';
+import { channelRepository, modelRepository, type Db } from '@gensvc/db';
 import { usableRoutes } from './failover';
 
 export type CatalogModel = NonNullable<Awaited<ReturnType<typeof modelRepository.get>>>;
@@ -55,7 +55,7 @@ export class Catalog {
 
   /** A channel by id, whatever models route to it (a task's, which keeps polling the channel it was submitted to). */
   channel(id: string): Promise<CatalogChannel | null> {
-    const read = () => this.db.channel.findUnique({ where: { id } });
+    const read = () => channelRepository.get(this.db, id);
     return this.trusted ? this.channels.get(id, read) : read();
   }
 

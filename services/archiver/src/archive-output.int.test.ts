@@ -7,7 +7,7 @@ import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { newId, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
-import { closeWorkers, createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
+import { closeWorkers, createQueueEvents, createQueues, type Queues } from '@gensvc/queue';
 import { createS3, outputObjectKey } from '@gensvc/storage';
 import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
@@ -128,8 +128,15 @@ describe('archive.output', () => {
     });
   }
 
+  /**
+   * One delivery of the archive job. The contract's key makes a producer's second add a no-op, so each call adds a
+   * BullMQ job of its own id here: that is how one job delivered again (a stalled lock, a retry) or three times at
+   * once reaches the handler.
+   */
+  let deliveries = 0;
   async function archive(taskId: string, outputIndex: number, opts: { attempts?: number } = {}): Promise<ArchiveOutcome> {
-    const job = (await enqueue(queues, ArchiveOutput, { taskId, outputIndex }, { attempts: opts.attempts ?? 1 })) as Job;
+    const data = ArchiveOutput.schema.parse({ taskId, outputIndex, v: ArchiveOutput.version });
+    const job = (await queues.get('archive').add(ArchiveOutput.name, data, { jobId: `archive-delivery-${++deliveries}`, attempts: opts.attempts ?? 1 })) as Job;
     return job.waitUntilFinished(events, 60_000);
   }
 

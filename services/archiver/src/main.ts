@@ -18,6 +18,7 @@ async function main() {
   const { startArchiveWorker } = await import('./archive-worker');
   const { startMaintenanceWorker } = await import('./maintenance-worker');
   const { scheduleMaintenance } = await import('./maintenance-schedule');
+  const { startArchiveReconciler } = await import('./reconciler');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const db = createDb(config.databaseUrl);
@@ -53,11 +54,14 @@ async function main() {
     scheduleMaintenance(queues).catch((err: unknown) => logger.error({ err }, 'could not re-register the maintenance schedules'));
   }, RESCHEDULE_EVERY_MS);
   reschedule.unref();
+  // Archives whose job vanished (Redis flushed, a job failed for good) and completions left undone.
+  const reconciler = startArchiveReconciler({ config, db, queues, redis, logger });
   logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port }, 'archiver started');
 
   const shutdown = createShutdown(
     [
       { name: 'stop rescheduling', timeoutMs: 1_000, run: async () => clearInterval(reschedule) },
+      { name: 'stop reconciler', timeoutMs: 10_000, run: () => reconciler.stop() },
       // In-flight archives get 25 s to finish; past that they are aborted and go back to the queue unspent.
       closeWorkersPhase(workers, { waitMs: 25_000, abortGraceMs: 5_000, what: 'archive jobs', logger }),
       {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { verifyFileToken } from '@gensvc/auth';
-import { CallbackDeliver, taskEnvelope } from '@gensvc/contracts';
+import { CallbackDeliver, taskEnvelope, type TaskOutputEntry } from '@gensvc/contracts';
 import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
@@ -127,7 +127,7 @@ describe('callback.deliver', () => {
     } else {
       entry.archive_status = 'failed';
     }
-    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toEqual({ charged: 40_000n });
+    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry as TaskOutputEntry] }, 40_000n)).toEqual({ charged: 40_000n });
     expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId, callbackRoundStart: 1, callback: true });
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'completed', callbackState: 'pending', callbackRoundStart: 1 });
@@ -136,7 +136,7 @@ describe('callback.deliver', () => {
 
   /** Runs the job of (task, attempt) — again, if it ran before — and returns its outcome. */
   async function run(taskId: string, attempt: number): Promise<DeliverOutcome> {
-    await ensureJob(queues, CallbackDeliver, { taskId, attempt }, { jobId: [taskId, attempt] });
+    await ensureJob(queues, CallbackDeliver, { taskId, attempt });
     const job = await queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
     return job!.waitUntilFinished(events, 20_000);
   }
@@ -347,9 +347,9 @@ describe('callback.deliver', () => {
     await run(task.id, 1);
     await eventually(stateIs(task.id, 'parked'), 'the first round parked', 15_000);
 
-    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 6 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 6 });
     // What the edge's redeliver route does.
-    await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 }, { jobId: [task.id, 6], promote: true });
+    await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 }, { promote: true });
     await eventually(stateIs(task.id, 'delivered'), 'delivery in the second round', 10_000);
 
     const seen = arrivalsAt(path);
@@ -415,7 +415,7 @@ describe('callback.deliver', () => {
     for (const attempt of [1, 2]) {
       expect(await recordAttempt(task, attempt, 500)).toBe(true);
     }
-    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'stale_round' });
     expect(await run(task.id, 4)).toEqual({ outcome: 'skipped', reason: 'not_next' });
     expect(arrivalsAt(path)).toHaveLength(0);

@@ -52,7 +52,7 @@ it('delivers through NODE_EXTRA_CA_CERTS only, and exits 0 on SIGTERM', async ()
 
   // Without the test CA the receiver's certificate is not trusted: attempt 1 fails and attempt 2 is scheduled.
   const untrusting = await start(ctx.env);
-  await enqueue(queues, CallbackDeliver, { taskId: id, attempt: 1 }, { jobId: [id, 1] });
+  await enqueue(queues, CallbackDeliver, { taskId: id, attempt: 1 });
   const [first] = await eventually(async () => {
     const rows = await callbackRepository.attempts(ctx.db, id);
     return rows.length > 0 && rows;

@@ -23,6 +23,9 @@ async function main() {
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
   const worker = startDispatcherWorker({ config, db, queues, logger }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
+  // Pending deliveries whose chain of attempt jobs vanished (Redis flushed, a dispatcher killed between two steps).
+  const { startDeliveryReconciler } = await import('./reconciler');
+  const reconciler = startDeliveryReconciler({ config, db, queues, redis, logger });
   await worker.waitUntilReady();
   // The ops port: probes and Prometheus, never the public network.
   const metrics = createMetrics(SERVICE);
@@ -43,6 +46,7 @@ async function main() {
     [
       // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
       // unrecorded, to be made again under the same delivery id.
+      { name: 'stop reconciler', timeoutMs: 10_000, run: () => reconciler.stop() },
       closeWorkersPhase([worker], { waitMs: config.callbacks.timeoutMs + 2_000, abortGraceMs: 3_000, what: 'callback attempts', logger }),
       {
         name: 'close clients',

@@ -322,10 +322,10 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     subscriber.on('message', (_ch: string, m: string) => replies.push(JSON.parse(m)));
     await subscriber.subscribe(replyTo);
     try {
-      const payload = { requestId: 'req_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
+      const payload = { requestId: 'req_direct', callId: 'evl_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
       // Enqueued twice under the same deterministic job id: one job.
-      const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: 'req_direct', attempts: 1 });
-      const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { jobId: 'req_direct', attempts: 1 });
+      const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
+      const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
       expect(again.id).toBe(first.id);
       const result = (await first.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
       const usage = usageFor({ state, questions });

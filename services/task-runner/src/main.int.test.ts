@@ -25,7 +25,7 @@ it('runs tasks from its queue and from its reconciler, and exits 0 on SIGTERM', 
   await addSimModel(ctx.db, sim.url, { id: 'sim/image-main', kind: 'image', unitPrice: 1_000n, channels: [{ name: 'main-fal', kind: 'fal', upstreamModel: 'sim/image-1' }] });
   const create = () => makeTask(ctx.db, { model: 'sim/image-main', amount: 1_000n });
   const queued = await create();
-  await enqueue(queues, TaskSubmit, { taskId: queued.id, workspaceId: queued.workspaceId }, { jobId: [queued.id] });
+  await enqueue(queues, TaskSubmit, { taskId: queued.id, workspaceId: queued.workspaceId });
   // No job at all for this one: only the reconciler can find it.
   const orphan = await create();
 

@@ -88,7 +88,7 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
     amount: PRICE,
     deadlineAt: new Date(Date.now() + (spec.deadlineMs ?? 30_000)),
   });
-  if (!spec.noSubmit) await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+  if (!spec.noSubmit) await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id });
   return { task, ws, key };
 }
 
@@ -226,7 +226,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
 
     const ended = await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: ws.id });
     expect(ended).toMatchObject({ upstreamId: running.upstreamId });
-    await enqueue(queues, TaskCancel, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+    await enqueue(queues, TaskCancel, { taskId: task.id, workspaceId: ws.id });
     await cancelAccepted(s.channels[0]!);
 
     // The poll that was waiting runs and finds the task ended.
@@ -243,7 +243,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     fault(s.channels[0]!, { durationMs: 20_000 });
     const { task, ws } = await createTask(s);
     await taskWhen(task.id, (t) => t.status === 'running', 'to run');
-    const job = await enqueue(queues, TaskPoll, { taskId: task.id, workspaceId: ws.id, attempt: 99 }, { jobId: [task.id, 99] });
+    const job = await enqueue(queues, TaskPoll, { taskId: task.id, workspaceId: ws.id, attempt: 99 });
     expect((await completedJob(job.id!)).returnvalue).toEqual({ outcome: 'stale', reason: 'other_attempt' });
     const t = await taskRepository.find(ctx.db, task.id);
     expect(t!.attempts).toBeLessThan(99);
@@ -395,7 +395,7 @@ describe('input images', () => {
       expiresAt: new Date(Date.now() + 86_400_000),
     });
     await ctx.db.task.update({ where: { id: task.id }, data: { input: { ...(task.input as object), image: { file_id: fileId } } } });
-    await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id }, { jobId: [task.id] });
+    await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id });
     const running = await submitted(task.id);
     // The sim's prediction echoes the input it was given.
     const res = await fetch(`${sim.url}/ch/${s.channels[0]}/v1/predictions/${running.upstreamId}`, { headers: { authorization: 'Bearer x' } });

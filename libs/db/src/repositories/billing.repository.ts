@@ -62,6 +62,20 @@ export interface SettleInput {
  * conditional updates run under row locks, so a key's spent + reserved never passes its cap and a balance never
  * goes below zero.
  */
+/** A hold's answer (gensvc_reserve, gensvc_lease): returns on 'ok', else throws the 402 it names (a bug for anything else). */
+export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
+  switch (outcome) {
+    case 'ok':
+      return;
+    case 'spending_cap_exhausted':
+      throw errors.spendingCapExhausted();
+    case 'insufficient_balance':
+      throw errors.insufficientBalance();
+    default:
+      throw new Error(`${fn} answered ${JSON.stringify(outcome)}`);
+  }
+}
+
 export const billingRepository = {
   /** Holds `amount`; throws 402 spending_cap_exhausted or insufficient_balance when it cannot. */
   async reserve(db: DbClient, input: ReserveInput): Promise<{ id: string; amount: bigint }> {
@@ -70,16 +84,8 @@ export const billingRepository = {
     // An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone.
     const expires = new Date(Date.now() + input.ttlMs).toISOString();
     const [row] = await queryPrepared<{ outcome: string }>(db, 'gensvc_reserve', RESERVE, [id, input.workspaceId, input.apiKeyId, input.requestId, input.amount.toString(), expires]);
-    switch (row?.outcome) {
-      case 'ok':
-        return { id, amount: input.amount };
-      case 'spending_cap_exhausted':
-        throw errors.spendingCapExhausted();
-      case 'insufficient_balance':
-        throw errors.insufficientBalance();
-      default:
-        throw new Error(`gensvc_reserve answered ${JSON.stringify(row)}`);
-    }
+    assertHeld(row?.outcome);
+    return { id, amount: input.amount };
   },
 
   /**
@@ -120,16 +126,8 @@ export const billingRepository = {
       input.want.toString(),
       expiryIn(input.ttlMs),
     ]);
-    switch (row?.outcome) {
-      case 'ok':
-        return { id, amount: BigInt(row.amount) };
-      case 'spending_cap_exhausted':
-        throw errors.spendingCapExhausted();
-      case 'insufficient_balance':
-        throw errors.insufficientBalance();
-      default:
-        throw new Error(`gensvc_lease answered ${JSON.stringify(row)}`);
-    }
+    assertHeld(row?.outcome, 'gensvc_lease');
+    return { id, amount: BigInt(row!.amount) };
   },
 
   /**

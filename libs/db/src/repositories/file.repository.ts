@@ -1,6 +1,7 @@
 import type { DbClient } from '../client';
-import type { ArchiveStatus, FileSource } from '../generated/prisma/enums';
+import type { ArchiveStatus, FileSource, Tier } from '../generated/prisma/enums';
 import type { Prisma } from '../generated/prisma/client';
+import { generatedExpiry } from '../retention';
 
 // A file is visible (listed, inspected, served) while its library entry lives: expiresAt > now. Expiry is therefore
 // also the mark of a deletion in progress: a delete first expires the row, then removes the bytes, then the row,
@@ -23,6 +24,44 @@ export interface CreateFileInput {
   outputIndex?: number | null;
   archiveStatus?: ArchiveStatus;
   createdById?: string | null;
+}
+
+/** A generated output stored in S3 at its derived location (storage generatedOutputLocation). */
+export interface GeneratedFileInput {
+  location: { fileId: string; storageKey: string };
+  workspace: { id: string; tier: Tier; retentionDays: number | null };
+  taskId: string;
+  outputIndex: number;
+  /** Decided from the bytes: the content type and the usual extension. */
+  media: { contentType: string; extension: string };
+  bytes: number;
+  sha256: string;
+  createdAt: Date;
+}
+
+/**
+ * The library row of a generated output: the one place it is built (the archiver's copies and the edge's stored
+ * edits alike), with its two lives from the workspace's tier (retention.ts).
+ */
+export function generatedFile(input: GeneratedFileInput): CreateFileInput & { taskId: string; outputIndex: number; sha256: string } {
+  const expiry = generatedExpiry(input.createdAt, input.workspace.tier, input.workspace.retentionDays);
+  return {
+    id: input.location.fileId,
+    workspaceId: input.workspace.id,
+    source: 'generated',
+    purpose: 'output',
+    filename: `${input.taskId}-${input.outputIndex}.${input.media.extension}`,
+    contentType: input.media.contentType,
+    bytes: BigInt(input.bytes),
+    sha256: input.sha256,
+    storageKey: input.location.storageKey,
+    createdAt: input.createdAt,
+    expiresAt: expiry.expiresAt,
+    publicExpiresAt: expiry.publicExpiresAt,
+    taskId: input.taskId,
+    outputIndex: input.outputIndex,
+    archiveStatus: 'archived',
+  };
 }
 
 export interface ListFilesInput {

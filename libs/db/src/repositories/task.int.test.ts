@@ -21,7 +21,7 @@ async function customer(balance = 1_000_000n) {
   return { workspaceId: ws.id, apiKeyId: key.id };
 }
 
-const output = (status: string) => ({ outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: status }] });
+const output = (status: 'pending' | 'archived' | 'failed' | 'too_large') => ({ outputs: [{ kind: 'image' as const, url: 'https://provider.example/a.png', archive_status: status }] });
 
 it('creates the row and its hold together; a hold that cannot be made leaves no row', async () => {
   const c = await customer(PRICE);
@@ -30,6 +30,20 @@ it('creates the row and its hold together; a hold that cannot be made leaves no 
   expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: PRICE, reserved: PRICE });
   await expect(makeTask(ctx.db, { ...c, amount: 1n })).rejects.toMatchObject({ status: 402, code: 'insufficient_balance' });
   expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
+});
+
+it('creation is one statement: a row that cannot be written leaves no hold, and racing creations hold exactly', async () => {
+  const c = await customer(3n * PRICE);
+  const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+  // The same id again: the INSERT fails, and the hold made in the same statement is undone with it.
+  await expect(makeTask(ctx.db, { ...c, id: task.id, amount: PRICE })).rejects.toBeDefined();
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 2n * PRICE, held: PRICE, reserved: PRICE });
+  // Eight at once against the two prices left: exactly two are created, the rest are 402 and leave nothing.
+  const racing = await Promise.allSettled(Array.from({ length: 8 }, () => makeTask(ctx.db, { ...c, amount: PRICE })));
+  expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+  for (const r of racing) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 402, code: 'insufficient_balance' });
+  expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(3);
+  expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
 });
 
 it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {
@@ -108,7 +122,7 @@ describe('callbacks', () => {
 
   it('records an attempt once; a redelivery starts a round after the last attempt, and the old round cannot mark it', async () => {
     const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
-    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toBeNull(); // not finished yet
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toBeNull(); // not finished yet
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
     const attempt = (k: number, statusCode: number) => ({
       workspaceId: task.workspaceId, taskId: task.id, attempt: k, deliveryId: `dlv_${task.id}_${k}`, url: 'https://hooks.example/cb',
@@ -117,11 +131,62 @@ describe('callbacks', () => {
     expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(true);
     expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(false);
     expect(await callbackRepository.recordAttempt(ctx.db, attempt(2, 500))).toBe(true);
-    expect(await callbackRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     // Attempt 2 belongs to the round before: it can neither deliver nor park the new one.
-    expect(await callbackRepository.markDelivered(ctx.db, task.id, 2, new Date())).toBe(false);
-    expect(await callbackRepository.markParked(ctx.db, task.id, 2)).toBe(false);
-    expect(await callbackRepository.markDelivered(ctx.db, task.id, 3, new Date())).toBe(true);
+    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 2, to: 'delivered', at: new Date() })).toBe(false);
+    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 2, to: 'parked' })).toBe(false);
+    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 3, to: 'delivered', at: new Date() })).toBe(true);
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 3 });
+  });
+});
+
+describe('recordArchive', () => {
+  const twoOutputs = { outputs: [0, 1].map((i) => ({ kind: 'image' as const, url: `https://provider.example/${i}.png`, archive_status: 'pending' as const })) };
+  const fileOf = (task: { id: string; workspaceId: string }, outputIndex: number) => ({
+    id: `file_${task.id}_${outputIndex}`,
+    workspaceId: task.workspaceId,
+    source: 'generated' as const,
+    purpose: 'output',
+    filename: `${task.id}-${outputIndex}.png`,
+    contentType: 'image/png',
+    bytes: 10n,
+    sha256: 'ab',
+    storageKey: `outputs/${task.workspaceId}/${task.id}-${outputIndex}`,
+    expiresAt: new Date(Date.now() + 86_400_000),
+    taskId: task.id,
+    outputIndex,
+  });
+
+  it('archives of a task’s outputs side by side: each entry kept, one library row each, exactly one completes it', async () => {
+    for (let round = 0; round < 5; round++) {
+      const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+      await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+      await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
+      const archived = (i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
+      const results = await Promise.all([
+        taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 0, patch: archived(0), file: fileOf(task, 0) }),
+        taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'too_large' } }),
+        // A re-run of the first: its row stands, nothing is completed twice.
+        taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 0, patch: archived(0), file: fileOf(task, 0) }),
+      ]);
+      expect(results.map((r) => r.completed).filter((r) => r !== null)).toEqual([{ id: task.id, workspaceId: task.workspaceId, callbackRoundStart: 1, callback: true }]);
+      // Of the two runs of output 0, one wrote the row and the other found it written.
+      expect([results[0].fileCreated, results[2].fileCreated].sort()).toEqual([false, true]);
+      expect(results[1].fileCreated).toBe(false);
+      const after = await taskRepository.find(ctx.db, task.id);
+      expect(after).toMatchObject({ status: 'completed', callbackState: 'pending' });
+      expect(after!.output).toEqual({ outputs: [{ ...twoOutputs.outputs[0], ...archived(0) }, { ...twoOutputs.outputs[1], archive_status: 'too_large' }] });
+      expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(1);
+    }
+  });
+
+  it('does not complete a task with an output still pending, nor touch a task with no such output', async () => {
+    const task = await makeTask(ctx.db, {});
+    await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+    await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
+    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'failed' } })).toEqual({ completed: null, fileCreated: false });
+    expect(await taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 7, patch: { archive_status: 'failed' }, file: fileOf(task, 7) })).toEqual({ completed: null, fileCreated: false });
+    expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(0);
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', callbackState: 'none' });
   });
 });

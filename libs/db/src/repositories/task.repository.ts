@@ -1,4 +1,9 @@
-// Generation tasks (DESIGN.md §4): queued → running → completed | failed, and queued | running → canceled.
+// Generation tasks (DESIGN.md §4): queued → running → completed | failed, and queued | running → canceled; and
+// each finished task's callback delivery: none → pending → delivered | parked (a redelivery makes it pending again).
+//
+// This repository is the only writer of Task rows (issue 12; `task-writers.test.ts` fails on any other): creation,
+// submission, each poll, the provider's result, each output's archive, completion, failure, cancel, an image edit's
+// completed task, and the delivery state. The shape of Task.output is @gensvc/contracts task-output.ts.
 //
 // Every transition is one conditional UPDATE on the task row, so racing writers (a cancel and the provider's
 // success, two archive jobs, a re-run job and the reconciler) serialise on the row lock and exactly one wins. The
@@ -8,12 +13,13 @@
 //
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
+import { archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import type { DbClient } from '../client';
-import { withTx } from '../client';
-import type { Prisma, Task } from '../generated/prisma/client';
+import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus } from '../generated/prisma/enums';
-import { billingRepository } from './billing.repository';
-import { fileRepository } from './file.repository';
+import { newId } from '../ids';
+import { assertHeld } from './billing.repository';
+import { fileRepository, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
   id: string;
@@ -64,45 +70,29 @@ const HOLD_MARGIN_MS = 15 * 60_000;
 
 const LIVE: TaskStatus[] = ['queued', 'running'];
 
-/**
- * svc_file_id of outputs[0] when that entry is archived. The output's shape is @gensvc/contracts task-output.ts
- * (which this lib does not import); the archiver sets svc_file_id together with archive_status 'archived'.
- */
-function archivedFileId(output: Prisma.JsonValue): string | null {
-  const outputs = output !== null && typeof output === 'object' && !Array.isArray(output) ? output.outputs : undefined;
-  const first = Array.isArray(outputs) ? outputs[0] : undefined;
-  if (first === null || typeof first !== 'object' || Array.isArray(first)) return null;
-  return first.archive_status === 'archived' && typeof first.svc_file_id === 'string' ? first.svc_file_id : null;
-}
-
 export const taskRepository = {
-  /** Holds the price and writes the queued task, in one transaction: both or neither (402 when it cannot hold). */
-  create(db: DbClient, input: CreateTaskInput, now = new Date()) {
-    return withTx(db, async (tx) => {
-      const hold = await billingRepository.reserve(tx, {
-        workspaceId: input.workspaceId,
-        apiKeyId: input.apiKeyId,
-        requestId: input.requestId,
-        amount: input.amount,
-        ttlMs: input.deadlineAt.getTime() - now.getTime() + HOLD_MARGIN_MS,
-      });
-      return tx.task.create({
-        data: {
-          id: input.id,
-          workspaceId: input.workspaceId,
-          apiKeyId: input.apiKeyId,
-          requestId: input.requestId,
-          model: input.model,
-          operation: input.operation,
-          input: input.input,
-          callbackUrl: input.callbackUrl,
-          reservationId: hold.id,
-          reserved: hold.amount,
-          deadlineAt: input.deadlineAt,
-          createdAt: now,
-        },
-      });
-    });
+  /**
+   * Holds the price and writes the queued task in one statement (gensvc_reserve, then the INSERT only when the hold
+   * was made): both or neither, 402 when it cannot hold. One round trip and no interactive transaction, so no
+   * transaction timeout can fail a creation on a loaded machine.
+   */
+  async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
+    const reservationId = newId('res');
+    const holdExpires = new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS);
+    const rows = await db.$queryRaw<(TaskRow & { hold: string })[]>`
+      WITH hold AS (
+        SELECT gensvc_reserve(${reservationId}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.amount}::bigint, ${holdExpires}::timestamp(3)) AS outcome
+      ), created AS (
+        INSERT INTO "Task" (id, "workspaceId", "apiKeyId", "requestId", model, operation, input, "callbackUrl", "reservationId", reserved, "deadlineAt", "createdAt", "updatedAt")
+        SELECT ${input.id}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.model}, ${input.operation}, ${JSON.stringify(input.input)}::jsonb,
+               ${input.callbackUrl}, ${reservationId}, ${input.amount}::bigint, ${input.deadlineAt}::timestamp(3), ${now}::timestamp(3), ${now}::timestamp(3)
+        FROM hold WHERE hold.outcome = 'ok'
+        RETURNING *
+      )
+      SELECT hold.outcome AS hold, created.* FROM hold LEFT JOIN created ON true`;
+    assertHeld(rows[0]?.hold);
+    const { hold: _hold, ...task } = rows[0]!;
+    return task;
   },
 
   /** The workspace's task; null for another workspace's (DESIGN.md §4: 404, never 403). */
@@ -123,14 +113,14 @@ export const taskRepository = {
    * Only an archived entry costs a query.
    */
   async archivedOutputFile(db: DbClient, task: Pick<TaskRow, 'workspaceId' | 'output'>, now = new Date()) {
-    const fileId = archivedFileId(task.output);
+    const fileId = archivedFileIdOf(task.output);
     return fileId ? fileRepository.get(db, task.workspaceId, fileId, now) : null;
   },
 
   /** archivedOutputFile for a page of tasks, in one query: task id → its visible archived output file. */
   async archivedOutputFiles(db: DbClient, tasks: readonly Pick<TaskRow, 'id' | 'workspaceId' | 'output'>[], now = new Date()) {
     const wanted = tasks.flatMap((t) => {
-      const fileId = archivedFileId(t.output);
+      const fileId = archivedFileIdOf(t.output);
       return fileId ? [{ taskId: t.id, workspaceId: t.workspaceId, fileId }] : [];
     });
     const files = wanted.length ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } }) : [];
@@ -181,22 +171,88 @@ export const taskRepository = {
 
   /**
    * The provider finished: records the output (archive_status pending on every entry) and settles the hold, in one
-   * transaction. The task stays running until the archiver has dealt with every output (completeIfArchived). Null
-   * when the task was not running without an output (canceled or failed meanwhile, or recorded by another run).
+   * statement (gensvc_task_record_output). The task stays running until the archiver has dealt with every output
+   * (recordArchive). Null when the task was not running without an output (canceled or failed meanwhile, or
+   * recorded by another run).
    */
-  recordOutput(db: DbClient, id: string, output: Prisma.InputJsonValue, cost: bigint, now = new Date()) {
-    return withTx(db, async (tx) => {
-      const rows = await tx.$queryRaw<{ reservationId: string | null; model: string }[]>`
-        UPDATE "Task" SET output = ${JSON.stringify(output)}::jsonb, "updatedAt" = ${now}::timestamp(3)
-        WHERE id = ${id} AND status = 'running' AND output IS NULL
-        RETURNING "reservationId", model`;
-      const row = rows[0];
-      if (!row) return null;
-      const settled = row.reservationId ? await billingRepository.settle(tx, row.reservationId, { cost, model: row.model, taskId: id }) : null;
-      const charged = settled?.charged ?? 0n;
-      await tx.$executeRaw`UPDATE "Task" SET cost = ${charged} WHERE id = ${id}`;
-      return { charged };
+  async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint } | null> {
+    const rows = await db.$queryRaw<{ charged: bigint }[]>`
+      SELECT charged FROM gensvc_task_record_output(${id}, ${JSON.stringify(output)}::jsonb, ${cost}::bigint, ${newId('led')}, ${now}::timestamp(3))`;
+    return rows[0] ? { charged: BigInt(rows[0].charged) } : null;
+  },
+
+  /**
+   * What archiving output `outputIndex` needs, in one read: the task's output and workspace (for the file's lives),
+   * and the library row of that output when an earlier run made it. Null when the task is gone.
+   */
+  async archiveSource(db: DbClient, id: string, outputIndex: number) {
+    const task = await db.task.findUnique({
+      where: { id },
+      select: {
+        id: true,
+        workspaceId: true,
+        output: true,
+        workspace: { select: { tier: true, retentionDays: true } },
+        files: { where: { outputIndex }, select: { id: true, bytes: true } },
+      },
     });
+    if (!task) return null;
+    const { files, workspace, ...rest } = task;
+    return { ...rest, workspace: { id: task.workspaceId, ...workspace }, archived: files[0] ?? null };
+  },
+
+  /**
+   * Records the archiver's outcome for output `outputIndex` in one statement: the library row of the copy (when
+   * archived; an existing row of that output stands), the entry's patch (merged into that entry alone, so archives
+   * of a task's outputs side by side never overwrite each other's), and, when no output is pending any more,
+   * running → completed with the callback made pending when there is a callback_url. The row is locked first, so
+   * racing archives of one task serialise and exactly one completes it. Returns the completion (for the callback
+   * its caller schedules now) when this call completed the task, else null; and whether this call's file row was
+   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output).
+   */
+  async recordArchive(
+    db: DbClient,
+    input: { taskId: string; outputIndex: number; patch: Partial<TaskOutputEntry>; file?: CreateFileInput; now?: Date },
+  ): Promise<{ completed: CompletedTask | null; fileCreated: boolean }> {
+    const now = input.now ?? new Date();
+    const { taskId, outputIndex, file } = input;
+    const insertFile = file
+      ? Prisma.sql`, copy AS (
+          INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
+          SELECT ${file.id}, ${file.workspaceId}, ${file.source}::"FileSource", ${file.purpose}, ${file.filename}, ${file.contentType}, ${file.bytes}::bigint, ${file.sha256 ?? null},
+                 ${file.storageKey}, ${file.createdAt ?? now}::timestamp(3), ${file.expiresAt}::timestamp(3), ${file.publicExpiresAt ?? null}::timestamp(3), ${taskId}, ${outputIndex},
+                 ${file.archiveStatus ?? 'archived'}::"ArchiveStatus"
+          FROM cur
+          ON CONFLICT DO NOTHING
+          RETURNING id)`
+      : Prisma.empty;
+    const fileCreated = file ? Prisma.sql`(SELECT count(*) FROM copy) > 0` : Prisma.sql`false`;
+    const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean; fileCreated: boolean })[]>`
+      WITH cur AS (
+        SELECT id, status, output FROM "Task"
+        WHERE id = ${taskId} AND jsonb_typeof(output -> 'outputs' -> ${outputIndex}::int) = 'object'
+        FOR UPDATE
+      )${insertFile}, next AS (
+        SELECT cur.id, n.output,
+               cur.status = 'running' AND NOT EXISTS (
+                 SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending'
+               ) AS completes
+        FROM cur CROSS JOIN LATERAL (
+          SELECT jsonb_set(cur.output, ARRAY['outputs', ${String(outputIndex)}], (cur.output -> 'outputs' -> ${outputIndex}::int) || ${JSON.stringify(input.patch)}::jsonb) AS output
+        ) AS n
+      )
+      UPDATE "Task" t SET output = next.output,
+        "updatedAt" = CASE WHEN t.status = 'running' THEN ${now}::timestamp(3) ELSE t."updatedAt" END,
+        status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
+        "completedAt" = CASE WHEN next.completes THEN ${now}::timestamp(3) ELSE t."completedAt" END,
+        "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
+                               WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+      FROM next WHERE t.id = next.id
+      RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes, ${fileCreated} AS "fileCreated"`;
+    const row = rows[0];
+    if (!row) return { completed: null, fileCreated: false };
+    const { callbackUrl, completes, fileCreated: created, ...task } = row;
+    return { completed: completes ? { ...task, callback: callbackUrl !== null } : null, fileCreated: created };
   },
 
   /**
@@ -221,44 +277,152 @@ export const taskRepository = {
    * Returns the task as it now is, with whether a callback is due (and its upstreamId, the provider job to cancel);
    * null when the task had already finished or its output was already recorded (the success won the race).
    */
-  finish(db: DbClient, id: string, how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' }, opts: { workspaceId?: string; now?: Date } = {}) {
+  async finish(db: DbClient, id: string, how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' }, opts: { workspaceId?: string; now?: Date } = {}): Promise<FinishedTask | null> {
     const now = opts.now ?? new Date();
     const code = how.status === 'failed' ? how.failure.code : null;
     const message = how.status === 'failed' ? how.failure.message.slice(0, 2000) : null;
-    return withTx(db, async (tx): Promise<FinishedTask | null> => {
-      // RETURNING * gives the row as findUnique does (same columns, same types): callers render it without a re-read.
-      const rows = await tx.$queryRaw<TaskRow[]>`
+    // One statement: the row is locked by its UPDATE before gensvc_release locks the reservation (the order every
+    // transition uses). RETURNING * gives the row as findUnique does (same columns, same types): callers render it
+    // without a re-read.
+    const rows = await db.$queryRaw<(TaskRow & { released: boolean | null })[]>`
+      WITH ended AS (
         UPDATE "Task" SET status = ${how.status}::"TaskStatus", "errorCode" = ${code}, "errorMessage" = ${message},
           "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
           "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
         WHERE id = ${id} AND status IN ('queued', 'running') AND output IS NULL
           AND (${opts.workspaceId ?? null}::text IS NULL OR "workspaceId" = ${opts.workspaceId ?? null})
-        RETURNING *`;
-      const row = rows[0];
-      if (!row) return null;
-      if (row.reservationId) await billingRepository.release(tx, row.reservationId);
-      return { ...row, callback: row.callbackUrl !== null };
-    });
+        RETURNING *
+      )
+      SELECT ended.*, CASE WHEN ended."reservationId" IS NULL THEN NULL ELSE gensvc_release(ended."reservationId") END AS released FROM ended`;
+    const row = rows[0];
+    if (!row) return null;
+    const { released: _released, ...task } = row;
+    return { ...task, callback: task.callbackUrl !== null };
   },
 
   /**
-   * Live tasks that have not moved since `before`: their job may have vanished (Redis flushed) or died with its
-   * worker. The reconciler makes sure each has its next job.
+   * Live tasks the task-runner owes a step and that have not moved since `before` (queued: a submit; running
+   * without the provider's result: a poll): their job may have vanished (Redis flushed) or died with its worker.
    */
-  stale(db: DbClient, before: Date, limit: number) {
+  staleInProvider(db: DbClient, before: Date, limit: number) {
     return db.task.findMany({
-      where: { status: { in: LIVE }, updatedAt: { lt: before } },
-      select: { id: true, workspaceId: true, status: true, upstreamId: true, attempts: true, output: true },
+      where: { updatedAt: { lt: before }, OR: [{ status: 'queued' }, { status: 'running', output: { equals: Prisma.DbNull } }] },
+      select: { id: true, workspaceId: true, status: true, attempts: true },
       orderBy: { updatedAt: 'asc' },
       take: limit,
     });
   },
 
-  /** Marks a task as looked at by the reconciler, so the next sweep moves on to others. */
+  /** Running tasks whose result is recorded and that have not moved since `before`: the archiver owes them. */
+  staleInArchive(db: DbClient, before: Date, limit: number) {
+    return db.task.findMany({
+      where: { status: 'running', output: { not: Prisma.DbNull }, updatedAt: { lt: before } },
+      select: { id: true, workspaceId: true, output: true },
+      orderBy: { updatedAt: 'asc' },
+      take: limit,
+    });
+  },
+
+  /** Marks a live task as looked at by a reconciler, so the next sweep moves on to others. */
   async touch(db: DbClient, id: string, now = new Date()): Promise<void> {
     await db.task.updateMany({ where: { id, status: { in: LIVE } }, data: { updatedAt: now } });
   },
+
+  /**
+   * Writes an image edit's task, completed at once (its result is in hand), with the library rows of the outputs
+   * the edge stored. Joins the caller's transaction, which also settles the edit's hold.
+   */
+  async createCompleted(db: DbClient, input: CompletedEditInput): Promise<void> {
+    await db.task.create({
+      data: {
+        id: input.id,
+        workspaceId: input.workspaceId,
+        apiKeyId: input.apiKeyId,
+        model: input.model,
+        operation: input.operation,
+        status: 'completed',
+        input: input.input,
+        channelId: input.channelId,
+        output: input.output as Prisma.InputJsonValue,
+        requestId: input.requestId,
+        reserved: input.reserved,
+        cost: input.cost,
+        attempts: 1,
+        startedAt: input.startedAt,
+        completedAt: input.completedAt,
+      },
+    });
+    for (const file of input.files) await fileRepository.create(db, file);
+  },
+
+  // Delivery state. The decision (delivered, parked, the next attempt and when) is the dispatcher's
+  // (services/callback-dispatcher/src/delivery-decision.ts); these only apply it, each conditionally, so applying
+  // one outcome twice changes nothing.
+
+  /**
+   * Applies a delivery decision for the round that `attempt` belongs to: pending → delivered (as of `at`, the
+   * attempt's start) or → parked; or, for 'retry', records that the pending delivery moved (for the reconciler: a
+   * pending delivery that stops moving has lost its next job). A redelivery that started a newer round meanwhile (a
+   * higher round start) is not touched by an attempt of the old one. False when nothing changed.
+   */
+  async applyDelivery(db: DbClient, taskId: string, step: DeliveryUpdate, now = new Date()): Promise<boolean> {
+    const where = { id: taskId, callbackState: 'pending' as const, callbackRoundStart: { lte: step.attempt } };
+    const data =
+      step.to === 'delivered'
+        ? { callbackState: 'delivered' as const, deliveredAt: step.at, updatedAt: step.at }
+        : step.to === 'parked'
+          ? { callbackState: 'parked' as const, updatedAt: now }
+          : { updatedAt: now };
+    const { count } = await db.task.updateMany({ where, data });
+    return count === 1;
+  },
+
+  /**
+   * Starts a new round of attempts for a finished task with a callback_url, delivered, parked or pending: its first
+   * attempt follows the last one ever recorded. Returns that attempt number, or null when the task is not finished
+   * or has no callback_url.
+   */
+  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number } | null> {
+    const rows = await db.$queryRaw<{ callbackRoundStart: number }[]>`
+      UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = ${now}::timestamp(3),
+        "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
+      WHERE t.id = ${taskId} AND t."workspaceId" = ${workspaceId} AND t."callbackUrl" IS NOT NULL
+        AND t.status IN ('completed', 'failed', 'canceled')
+      RETURNING t."callbackRoundStart"`;
+    return rows[0] ? { attempt: rows[0].callbackRoundStart } : null;
+  },
+
+  /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
+  stalePendingDeliveries(db: DbClient, before: Date, limit: number) {
+    return db.task.findMany({
+      where: { callbackState: 'pending', updatedAt: { lt: before } },
+      select: { id: true, workspaceId: true, callbackState: true, callbackRoundStart: true },
+      orderBy: { updatedAt: 'asc' },
+      take: limit,
+    });
+  },
 };
+
+/** How a delivery decision changes the task: the attempt it is about, and what it decided. */
+export type DeliveryUpdate = { attempt: number } & ({ to: 'delivered'; at: Date } | { to: 'parked' } | { to: 'pending' });
+
+export interface CompletedEditInput {
+  id: string;
+  workspaceId: string;
+  apiKeyId: string;
+  model: string;
+  operation: string;
+  input: Prisma.InputJsonValue;
+  channelId: string;
+  output: TaskOutput;
+  requestId: string;
+  reserved: bigint;
+  cost: bigint;
+  startedAt: Date;
+  completedAt: Date;
+  /** The library rows of the outputs already stored (generatedFile). */
+  files: CreateFileInput[];
+}
 
 /** A task row as findUnique reads it (and RETURNING * gives it). */
 export type TaskRow = Task;

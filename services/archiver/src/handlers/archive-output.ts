@@ -5,11 +5,11 @@
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
 // object and one row. The bytes stream from the provider through the outbound client into a multipart upload and
 // are never held whole; a failure mid-way aborts the upload and leaves no object.
-import { ARCHIVE_LIMIT_BYTES, CallbackDeliver, taskOutputSchema, type ArchiveStatusValue, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { fileRepository, generatedExpiry, isUniqueViolation, taskRepository, withTx, type DbClient } from '@gensvc/db';
+import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
-import { ensureJob, isLastAttempt, type HandlerContext } from '@gensvc/queue';
-import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
+import { isLastAttempt, scheduleCallback, type HandlerContext } from '@gensvc/queue';
+import { deleteObject, generatedOutputLocation, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
 
@@ -24,45 +24,33 @@ const TIMEOUTS = {
   video: { timeoutMs: 20 * 60_000, idleTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
 };
 
-export function archiveOutput(deps: ArchiverDeps) {
-  const archive = archiveOne(deps);
-  return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
-    const outcome = await archive(payload, ctx);
-    if (outcome.outcome !== 'skipped') await completeTask(deps, payload.taskId);
-    return outcome;
-  };
-}
-
 /**
- * A generation task is completed once every output is archived or given up on (spec §7: an output that cannot be
- * archived does not fail the task), so its envelope and callback point at {file_url}. Of archives finishing side
- * by side exactly one completes it (a conditional update); that one schedules the callback. A task completed
- * already (an image edit, or a re-run) is left as it is.
+ * Each outcome is recorded in one statement (taskRepository.recordArchive): the library row, the output's entry and,
+ * once no output is pending, the task's completion (spec §7: an output that cannot be archived does not fail the
+ * task), so its envelope and callback point at {file_url}. Of archives finishing side by side exactly one completes
+ * it; that one schedules the callback at once. A task completed already (an image edit, or a re-run) is left as it is.
  */
-async function completeTask(deps: ArchiverDeps, taskId: string): Promise<void> {
-  const done = await taskRepository.completeIfArchived(deps.db, taskId);
-  if (!done) return;
-  deps.logger.info({ taskId, callback: done.callback }, 'task completed');
-  if (!done.callback) return;
-  const attempt = done.callbackRoundStart;
-  await ensureJob(deps.queues, CallbackDeliver, { taskId, workspaceId: done.workspaceId, attempt }, { jobId: [taskId, attempt] });
-}
-
-function archiveOne(deps: ArchiverDeps) {
+export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
+
+  /** Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last. */
+  const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
+    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
+    if (done) {
+      logger.info({ taskId, callback: done.callback }, 'task completed');
+      if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart);
+    }
+    return fileCreated;
+  };
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
     const { taskId, outputIndex } = payload;
     const log = logger.child({ taskId, outputIndex, jobId: ctx.job.id });
-    const task = await db.task.findUnique({
-      where: { id: taskId },
-      select: { id: true, workspaceId: true, output: true, workspace: { select: { tier: true, retentionDays: true } } },
-    });
+    const task = await taskRepository.archiveSource(db, taskId, outputIndex);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
-    const parsed = taskOutputSchema.safeParse(task.output);
-    const entry = parsed.success ? parsed.data.outputs[outputIndex] : undefined;
+    const entry = outputEntriesOf(task.output)[outputIndex];
     if (!entry) {
-      log.warn({ issues: parsed.success ? undefined : parsed.error.issues }, 'archive: the task has no such output');
+      log.warn({}, 'archive: the task has no such output');
       return { outcome: 'skipped', reason: 'no_such_output' };
     }
 
@@ -75,20 +63,20 @@ function archiveOne(deps: ArchiverDeps) {
       outputIndex,
     });
     const { fileId, storageKey } = location;
-    const result = archivedEntry(location);
+    const result = archivedOutputPatch(location);
 
-    const existing = await db.file.findUnique({ where: { taskId_outputIndex: { taskId, outputIndex } } });
+    const existing = task.archived;
     if (existing) {
       // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so. The
       // row is at the location derived above: every writer of an output derives it the same way.
-      await writeEntry(db, taskId, outputIndex, result);
+      await record(taskId, outputIndex, result);
       return { outcome: 'archived', fileId: existing.id, bytes: Number(existing.bytes), already: true };
     }
 
-    const notArchived = async (status: ArchiveStatusValue, reason: string): Promise<ArchiveOutcome> => {
+    const notArchived = async (status: 'failed' | 'too_large', reason: string): Promise<ArchiveOutcome> => {
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
-      await writeEntry(db, taskId, outputIndex, { archive_status: status });
+      await record(taskId, outputIndex, notArchivedOutputPatch(status));
       log.info({ status, reason }, 'archive: output not archived; the provider URL stays');
       return { outcome: status === 'too_large' ? 'too_large' : 'failed', reason };
     };
@@ -150,52 +138,21 @@ function archiveOne(deps: ArchiverDeps) {
       throw e;
     }
 
-    const now = new Date();
-    const expiry = generatedExpiry(now, task.workspace.tier, task.workspace.retentionDays);
     const bytes = peek.bytes;
-    try {
-      await withTx(db, async (tx) => {
-        await fileRepository.create(tx, {
-          id: fileId,
-          workspaceId: task.workspaceId,
-          source: 'generated',
-          purpose: 'output',
-          filename: `${taskId}-${outputIndex}.${type.extensions[0]}`,
-          contentType: type.contentType,
-          bytes: BigInt(bytes),
-          sha256: peek.digest(),
-          storageKey,
-          createdAt: now,
-          expiresAt: expiry.expiresAt,
-          publicExpiresAt: expiry.publicExpiresAt,
-          taskId,
-          outputIndex,
-          archiveStatus: 'archived',
-        });
-        await writeEntry(tx, taskId, outputIndex, result);
-      });
-    } catch (e) {
-      if (!isUniqueViolation(e)) throw e;
-      // A concurrent run of the same job recorded it first, for the same object: its row stands.
-      await writeEntry(db, taskId, outputIndex, result);
-      return { outcome: 'archived', fileId, bytes, already: true };
-    }
+    // A concurrent run of the same job that recorded it first, for the same object: its row stands (the insert is a
+    // no-op on the output's unique key) and the entry says archived either way.
+    const file = generatedFile({
+      location,
+      workspace: task.workspace,
+      taskId,
+      outputIndex,
+      media: { contentType: type.contentType, extension: type.extensions[0]! },
+      bytes,
+      sha256: peek.digest(),
+      createdAt: new Date(),
+    });
+    if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
     log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
     return { outcome: 'archived', fileId, bytes, already: false };
   };
-}
-
-function archivedEntry(location: GeneratedOutputLocation): Partial<TaskOutputEntry> {
-  return { archive_status: 'archived', svc_file_id: location.fileId, svc_url: location.url };
-}
-
-/**
- * Merges `patch` into outputs[outputIndex] of the task's output in one statement, so archives of a task's outputs
- * running side by side cannot overwrite each other's entries, and nothing else of the task changes.
- */
-async function writeEntry(db: DbClient, taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>): Promise<void> {
-  await db.$executeRaw`
-    UPDATE "Task"
-    SET output = jsonb_set(output::jsonb, ARRAY['outputs', ${String(outputIndex)}], (output::jsonb -> 'outputs' -> ${outputIndex}::int) || ${JSON.stringify(patch)}::jsonb)
-    WHERE id = ${taskId} AND jsonb_typeof(output::jsonb -> 'outputs' -> ${outputIndex}::int) = 'object'`;
 }

@@ -10,20 +10,47 @@
 // those (CallbackDeliver.retry). An attempt's row is written once, after the request ((taskId, attempt) unique), so:
 //  - a job whose attempt is already recorded sends nothing. It re-applies the outcome of the round's last recorded
 //    attempt instead (delivered, parked, or the next job ensured), which a run that died between recording and
-//    scheduling left undone. The reconciler re-applies it the same way (callbackRepository.applyAttempt) for a
-//    pending delivery whose chain of jobs vanished (Redis flushed).
+//    scheduling left undone. The reconciler re-applies it the same way (applyAttempt below) for a pending delivery
+//    whose chain of jobs vanished (Redis flushed). What follows an attempt is decided by delivery-decision.ts.
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
-import { CallbackDeliver, type JobPayload } from '@gensvc/contracts';
-import { callbackRepository, isDeliveredStatus, taskRepository, type DeliveryStep, type RecordedAttempt, type TaskRow } from '@gensvc/db';
+import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
+import { callbackRepository, taskRepository, type Db, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
-import { ensureJob, type HandlerContext } from '@gensvc/queue';
+import { scheduleCallback, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import type { Readable } from 'node:stream';
+import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
 
 export type { DeliveryStep };
+
+/**
+ * Decides what follows a recorded attempt, for `task` as read after the attempt was recorded (a redelivery may have
+ * started a new round while it was in flight), applies it to the task (conditionally: applying one outcome twice
+ * changes nothing) and adds the next attempt's job when one is due. The handler calls it after each attempt; the
+ * reconciler with the last recorded one.
+ */
+export async function applyAttempt(
+  deps: { db: Db; queues: Queues; config: { callbacks: { retryScheduleMs: number[] } } },
+  task: Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'> | null,
+  recorded: RecordedAttempt,
+  at: { now?: Date; endedAt?: number } = {},
+): Promise<DeliveryStep> {
+  if (!task) return { step: 'none', reason: 'not_pending' };
+  const now = at.now ?? new Date();
+  const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: at.endedAt });
+  const attempt = recorded.attempt;
+  if (then.step === 'delivered') await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'delivered', at: recorded.createdAt }, now);
+  if (then.step === 'parked') await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'parked' }, now);
+  if (then.step === 'retry') {
+    // Moved, for the reconciler: a pending delivery that stops moving has lost its next job.
+    await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'pending' }, now);
+    await scheduleCallback(deps.queues, { taskId: task.id, workspaceId: task.workspaceId }, then.attempt, { delayMs: then.delayMs });
+  }
+  return then;
+}
 
 export type DeliverOutcome =
   | { outcome: 'skipped'; reason: 'task_gone' | 'no_callback' | 'not_pending' | 'stale_round' | 'not_next' }
@@ -40,22 +67,7 @@ const USER_AGENT = 'gensvc-callbacks/1';
 const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
 
 export function callbackDeliver(deps: DispatcherDeps) {
-  const { config, db, queues, logger } = deps;
-  const schedule = config.callbacks.retryScheduleMs;
-
-  /**
-   * Applies a recorded attempt's outcome to `task` as read after the attempt was recorded, and adds the next
-   * attempt's job when one is due (ensureJob is idempotent, so applying one outcome twice changes nothing).
-   */
-  async function apply(task: TaskRow | null, recorded: RecordedAttempt, endedAt?: number): Promise<DeliveryStep> {
-    if (!task) return { step: 'none', reason: 'not_pending' };
-    const then = await callbackRepository.applyAttempt(db, task, recorded, schedule, { endedAt });
-    if (then.step === 'retry') {
-      const { attempt, delayMs } = then;
-      await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt }, { jobId: [task.id, attempt], delay: delayMs });
-    }
-    return then;
-  }
+  const { config, db, logger } = deps;
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
@@ -72,7 +84,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const last = await callbackRepository.lastAttempt(db, taskId);
     if (last && attempt <= last.attempt) {
       // Nothing was in flight since the task was read: no re-read.
-      const then = await apply(task, last);
+      const then = await applyAttempt(deps, task, last);
       log.info({ lastAttempt: last.attempt, then }, 'callback: attempt already recorded; nothing sent');
       return { outcome: 'already_recorded', attempt, then };
     }
@@ -118,7 +130,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     log.info(fields, 'callback: attempt');
     // Read afresh: a redelivery may have started a new round while this attempt was in flight.
     const current = await taskRepository.find(db, taskId);
-    const then = await apply(current, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, result.endedAt);
+    const then = await applyAttempt(deps, current, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, { endedAt: result.endedAt });
     if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
     return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
   };

@@ -6,14 +6,14 @@
 //
 // A poll whose n is not the task's poll count is stale and does nothing, so however often a poll is re-added (a
 // retry, the reconciler) one chain of polls lives per task.
-import { ArchiveOutput, TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload, type OutputKind, type TaskPoll } from '@gensvc/contracts';
+import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type JobPayload, type TaskOutputEntry, type TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
 import { recordSpend } from '@gensvc/observability';
-import { enqueue, type HandlerContext } from '@gensvc/queue';
+import { scheduleArchives, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure } from '@gensvc/upstream';
 import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
 import { isTaskChannelKind } from '../providers/providers';
-import { deadlineOf, enqueuePoll, ensureArchives, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
+import { deadlineOf, enqueuePoll, failTask, jobRef, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
 /** A job's return value is stored as JSON: micro-units travel as a decimal string. */
 export type PollOutcome =
@@ -31,7 +31,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
     if (task.status !== 'running') return { outcome: 'stale', reason: 'not_running' };
     if (task.output !== null) {
       // A run of this poll that recorded the output may have died before handing every output to the archiver.
-      await ensureArchives(queues, task);
+      await scheduleArchives(queues, jobRef(task), task.output, { recover: true });
       return { outcome: 'stale', reason: 'moved_on' };
     }
     if (task.attempts !== payload.attempt) {
@@ -76,9 +76,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
         if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
         log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
         if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
-        for (const [outputIndex] of outputs.entries()) {
-          await enqueue(queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] });
-        }
+        await scheduleArchives(queues, jobRef(task), { outputs });
         return { outcome: 'succeeded', outputs: outputs.length, charged: recorded.charged.toString() };
       }
       case 'failed':
@@ -90,18 +88,15 @@ export function taskPoll(deps: TaskHandlerDeps) {
   };
 }
 
-/** One entry of Task.output (TaskOutputEntry), as a plain JSON value. */
-type OutputEntry = ProviderOutput & { kind: OutputKind; archive_status: 'pending' };
-
 /**
  * Task.output entries (contracts task-output.ts): the kind the operation makes, the provider's URL and what it said
  * of the file, archive_status pending. A video's duration is the provider's, else the one asked for.
  */
-function outputEntries(task: TaskRow, outputs: ProviderOutput[]): OutputEntry[] {
+function outputEntries(task: TaskRow, outputs: ProviderOutput[]): TaskOutputEntry[] {
   const kind = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation].kind : 'image';
   const requested = (task.input as unknown as GenerationInput | null)?.duration_seconds;
-  return outputs.map((o) => {
-    const duration = kind === 'video' ? (o.duration ?? requested) : undefined;
-    return { kind, ...o, ...(duration !== undefined && { duration }), archive_status: 'pending' as const };
+  return outputs.map(({ url, ...fields }) => {
+    const duration = kind === 'video' ? (fields.duration ?? requested) : undefined;
+    return pendingOutputEntry(kind, url, { ...fields, ...(duration !== undefined && { duration }) });
   });
 }

@@ -4,10 +4,9 @@
 // deterministic id. A worker that dies between the two leaves the row ahead of the queue; the reconciler finds the
 // row unmoved and re-adds the job, and the job's handler re-checks the row, so nothing runs twice.
 import type { Config } from '@gensvc/config';
-import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, taskOutputSchema } from '@gensvc/contracts';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
-import { enqueue, ensureJob, type EnsureJobOutcome, type Queues } from '@gensvc/queue';
+import { scheduleCallback, scheduleCancel, schedulePoll, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
@@ -24,21 +23,10 @@ export interface TaskHandlerDeps {
   metrics?: Metrics;
 }
 
-type TaskRef = Pick<TaskRow, 'id' | 'workspaceId' | 'callbackRoundStart'>;
+type TaskRef = Pick<TaskRow, 'id' | 'workspaceId'>;
 
-/**
- * The callback a transition made due: attempt `callbackRoundStart` (1 unless the caller asked for a redelivery).
- * ensureJob, not enqueue: a finished delivery job of that id from an earlier round must not swallow this one.
- */
-export async function enqueueCallback(queues: Queues, task: TaskRef): Promise<void> {
-  const attempt = task.callbackRoundStart;
-  await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt }, { jobId: [task.id, attempt] });
-}
-
-/** The provider's job of a task that ended without it (deadline, cancel); best effort, retried by its job. */
-export async function enqueueProviderCancel(queues: Queues, task: TaskRef): Promise<void> {
-  await ensureJob(queues, TaskCancel, { taskId: task.id, workspaceId: task.workspaceId }, { jobId: [task.id] });
-}
+/** The envelope of a task's follow-up jobs. */
+export const jobRef = (task: Pick<TaskRow, 'id' | 'workspaceId'>) => ({ taskId: task.id, workspaceId: task.workspaceId });
 
 /**
  * Fails a live task that has no output yet, giving its hold back, and adds what follows: the callback when one is
@@ -52,8 +40,9 @@ export async function failTask(deps: Pick<TaskHandlerDeps, 'db' | 'queues'>, tas
     return false;
   }
   log.info({ code: failure.code, message: failure.message }, 'task failed');
-  if (opts.cancelProviderJob && done.upstreamId) await enqueueProviderCancel(deps.queues, task);
-  if (done.callback) await enqueueCallback(deps.queues, task);
+  // The provider's job of a task that ended without it: best effort, retried by its job.
+  if (opts.cancelProviderJob && done.upstreamId) await scheduleCancel(deps.queues, jobRef(task), { recover: true });
+  if (done.callback) await scheduleCallback(deps.queues, jobRef(task), done.callbackRoundStart);
   return true;
 }
 
@@ -68,14 +57,16 @@ export async function enqueuePoll(
   attempt: number,
   opts: { ensure?: boolean; now?: number } = {},
 ): Promise<number> {
-  const schedule = deps.config.tasks.pollScheduleMs;
-  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
-  const delay = task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - (opts.now ?? Date.now()))) : wait;
-  const payload = { taskId: task.id, workspaceId: task.workspaceId, attempt };
+  const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now);
   // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
-  if (opts.ensure) await ensureJob(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
-  else await enqueue(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
+  await schedulePoll(deps.queues, jobRef(task), attempt, delay, { recover: opts.ensure });
   return delay;
+}
+
+/** The wait before poll `attempt`: the n-th value of the schedule (the last repeats), never past the deadline. */
+export function pollDelay(schedule: readonly number[], task: Pick<TaskRow, 'deadlineAt'>, attempt: number, now = Date.now()): number {
+  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
+  return task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - now)) : wait;
 }
 
 /** The provider URLs recorded at submission (a JSON object of strings), or null. */
@@ -98,18 +89,3 @@ export function describeMs(ms: number): string {
 export const deadlineOf = (task: Pick<TaskRow, 'createdAt' | 'deadlineAt'>) => describeMs((task.deadlineAt?.getTime() ?? task.createdAt.getTime()) - task.createdAt.getTime());
 
 export const pastDeadline = (task: Pick<TaskRow, 'deadlineAt'>, now = Date.now()) => task.deadlineAt !== null && now >= task.deadlineAt.getTime();
-
-/**
- * Makes sure every output still pending archive has its archive job (an existing one is left as it is); answers
- * the outcome per pending output, so none pending means the archiver has dealt with all of them.
- */
-export async function ensureArchives(queues: Queues, task: Pick<TaskRow, 'id' | 'workspaceId' | 'output'>): Promise<EnsureJobOutcome[]> {
-  const parsed = taskOutputSchema.safeParse(task.output);
-  if (!parsed.success) return [];
-  const outcomes: EnsureJobOutcome[] = [];
-  for (const [outputIndex, entry] of parsed.data.outputs.entries()) {
-    if ((entry.archive_status ?? 'pending') !== 'pending') continue;
-    outcomes.push(await ensureJob(queues, ArchiveOutput, { taskId: task.id, workspaceId: task.workspaceId, outputIndex }, { jobId: [task.id, outputIndex] }));
-  }
-  return outcomes;
-}

@@ -16,7 +16,7 @@ import { EvaluateRun, type EvaluateReply, type EvaluateRunResult } from '@gensvc
 import { newId, toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { recordSpend } from '@gensvc/observability';
-import { enqueue, jobIdFor } from '@gensvc/queue';
+import { jobIdOf, scheduleEvaluate } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
@@ -32,8 +32,6 @@ export interface EvaluateOptions {
 
 export const DEFAULT_EVALUATE_OPTIONS: EvaluateOptions = { waitMs: 60_000 };
 
-/** Completed evaluate jobs are kept this long (seconds): the result travels on the reply channel, not in the job. */
-const KEEP_COMPLETED_S = 60;
 
 type Waited = { kind: 'replied'; reply: EvaluateReply } | { kind: 'late' } | { kind: 'gone' };
 
@@ -58,16 +56,10 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
 
     // The job's id is made here, never from the request id (a caller may send its own X-Request-Id): the reply is
     // matched to its waiting caller by it.
-    const call = newId('evl');
-    const waiting = deps.evaluateReplies.wait(jobIdFor(EvaluateRun, call));
+    const payload = { requestId, callId: newId('evl'), workspaceId: workspace.id, apiKeyId: key.id, deadlineAt, model: model.id, request: input, replyTo: deps.evaluateReplies.channel };
+    const waiting = deps.evaluateReplies.wait(jobIdOf(EvaluateRun, payload));
     try {
-      await enqueue(
-        deps.queues,
-        EvaluateRun,
-        { requestId, workspaceId: workspace.id, apiKeyId: key.id, deadlineAt, model: model.id, request: input, replyTo: deps.evaluateReplies.channel },
-        // One attempt: a retry after an upstream call could pay the provider twice; failover happens inside the job.
-        { jobId: call, attempts: 1, removeOnComplete: { age: KEEP_COMPLETED_S } },
-      );
+      await scheduleEvaluate(deps.queues, payload);
     } catch (e) {
       waiting.cancel();
       deps.leases.release(hold);

@@ -3,11 +3,11 @@
 // (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
 // because it derives from (task, output index) exactly as the archiver derives it.
 import { Readable } from 'node:stream';
-import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { billingRepository, fileRepository, generatedExpiry, withTx, workspaceRepository, type Prisma } from '@gensvc/db';
+import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
+import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { recordSpend, type Logger } from '@gensvc/observability';
-import { enqueue } from '@gensvc/queue';
+import { scheduleArchive } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
 import { sha256Of, type EditImage } from './image-inputs';
@@ -102,46 +102,33 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
     await withTx(deps.db, async (tx) => {
       const workspace = await workspaceRepository.get(tx, input.workspaceId);
       if (!workspace) throw errors.internal(new Error(`workspace ${input.workspaceId} is gone`));
-      const expiry = generatedExpiry(completedAt, workspace.tier, workspace.retentionDays);
-      await tx.task.create({
-        data: {
-          id: taskId,
-          workspaceId: input.workspaceId,
-          apiKeyId: input.apiKeyId,
-          model: input.modelId,
-          operation: input.operation,
-          status: 'completed',
-          input: input.input as Prisma.InputJsonValue,
-          channelId: input.channelId,
-          output: { outputs: outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) } as Prisma.InputJsonValue,
-          requestId: input.requestId,
-          reserved: input.hold.amount,
-          cost: input.cost,
-          attempts: 1,
-          startedAt: input.startedAt,
-          completedAt,
-        },
+      await taskRepository.createCompleted(tx, {
+        id: taskId,
+        workspaceId: input.workspaceId,
+        apiKeyId: input.apiKeyId,
+        model: input.modelId,
+        operation: input.operation,
+        input: input.input as Prisma.InputJsonValue,
+        channelId: input.channelId,
+        output: { outputs: outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) },
+        requestId: input.requestId,
+        reserved: input.hold.amount,
+        cost: input.cost,
+        startedAt: input.startedAt,
+        completedAt,
+        files: stored.map((o) =>
+          generatedFile({
+            location: locations[o.index]!,
+            workspace,
+            taskId,
+            outputIndex: o.index,
+            media: { contentType: o.media.contentType, extension: o.media.extensions[0]! },
+            bytes: o.bytes.length,
+            sha256: sha256Of(o.bytes),
+            createdAt: completedAt,
+          }),
+        ),
       });
-      for (const o of stored) {
-        const location = locations[o.index]!;
-        await fileRepository.create(tx, {
-          id: location.fileId,
-          workspaceId: input.workspaceId,
-          source: 'generated',
-          purpose: 'output',
-          filename: `${taskId}-${o.index}.${o.media.extensions[0]}`,
-          contentType: o.media.contentType,
-          bytes: BigInt(o.bytes.length),
-          sha256: sha256Of(o.bytes),
-          storageKey: location.storageKey,
-          createdAt: completedAt,
-          expiresAt: expiry.expiresAt,
-          publicExpiresAt: expiry.publicExpiresAt,
-          taskId,
-          outputIndex: o.index,
-          archiveStatus: 'archived',
-        });
-      }
       const { usage } = input;
       const settled = await billingRepository.settle(tx, input.hold.id, { cost: input.cost, model: input.modelId, taskId, ...usage });
       // Held for longer than its TTL (released as abandoned): the call cannot be charged, so it is not recorded.
@@ -157,7 +144,7 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
   // After the commit (STYLE.md convention 8): the job re-reads the task, which now exists.
   for (const o of outputs) {
     if (o.kind !== 'url') continue;
-    await enqueue(deps.queues, ArchiveOutput, { taskId, outputIndex: o.index, workspaceId: input.workspaceId, requestId: input.requestId }, { jobId: [taskId, o.index] }).catch(
+    await scheduleArchive(deps.queues, { taskId, workspaceId: input.workspaceId, requestId: input.requestId }, o.index).catch(
       (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an image output; it stays pending'),
     );
   }
@@ -183,9 +170,8 @@ function taskInput(input: RecordEditInput): Record<string, unknown> {
  * A url result keeps the provider's URL and is pending until the archiver records its svc_* fields.
  */
 function taskOutputEntry(o: EditOutput, location: GeneratedOutputLocation): TaskOutputEntry {
-  const { b64_json: _bytes, result: _result, url: _url, ...rest } = o.item;
-  if (o.kind === 'b64') return { ...rest, kind: 'image', url: location.url, archive_status: 'archived', svc_file_id: location.fileId, svc_url: location.url };
-  return { ...rest, kind: 'image', url: o.url, archive_status: 'pending' };
+  const { b64_json: _bytes, url: _url, ...rest } = o.item;
+  return o.kind === 'b64' ? archivedOutputEntry('image', location, rest) : pendingOutputEntry('image', o.url, rest);
 }
 
 /** Token usage as gpt-image models report it; recorded on the ledger entry when present. */

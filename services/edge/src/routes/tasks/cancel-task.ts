@@ -1,7 +1,6 @@
-import { CallbackDeliver, TaskCancel } from '@gensvc/contracts';
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { enqueue, ensureJob } from '@gensvc/queue';
+import { scheduleCallback, scheduleCancel } from '@gensvc/queue';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
@@ -24,11 +23,9 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     // The cancel is committed; what follows is the aftermath. A job that cannot be queued is logged, not answered:
     // the reconciler re-ensures pending callbacks, and the provider's job ends at its own deadline.
     const jobs: Promise<unknown>[] = [];
-    if (task.upstreamId) jobs.push(enqueue(deps.queues, TaskCancel, { taskId: id, workspaceId: workspace.id, requestId }, { jobId: [id] }));
-    if (task.callback) {
-      const attempt = task.callbackRoundStart;
-      jobs.push(ensureJob(deps.queues, CallbackDeliver, { taskId: id, workspaceId: workspace.id, requestId, attempt }, { jobId: [id, attempt] }));
-    }
+    const ref = { taskId: id, workspaceId: workspace.id, requestId };
+    if (task.upstreamId) jobs.push(scheduleCancel(deps.queues, ref));
+    if (task.callback) jobs.push(scheduleCallback(deps.queues, ref, task.callbackRoundStart));
     for (const outcome of await Promise.allSettled(jobs)) {
       if (outcome.status === 'rejected') log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');
     }

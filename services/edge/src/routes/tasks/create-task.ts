@@ -1,10 +1,10 @@
 // POST /api/v1/<provider>/<operation> (spec §4.2): validate, price, hold the price and write the queued task in one
-// transaction, then queue task.submit. Everything that can refuse the request (the body, the model, the input
+// statement, then queue task.submit. Everything that can refuse the request (the body, the model, the input
 // image, the callback_url's address and certificate) is checked before the hold, so a refusal leaves nothing.
-import { TaskSubmit, isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
+import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
 import { newId, taskRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { enqueue } from '@gensvc/queue';
+import { scheduleSubmit } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
 import type { NextFunction, Request, Response } from 'express';
 import { authOf, type AuthContext } from '../../auth/authenticate';
@@ -37,7 +37,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
       deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
     });
     try {
-      await enqueue(deps.queues, TaskSubmit, { taskId: task.id, workspaceId: workspace.id, requestId }, { jobId: [task.id] });
+      await scheduleSubmit(deps.queues, { taskId: task.id, workspaceId: workspace.id, requestId });
     } catch (err) {
       // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
       // job is missing, so the caller is answered as usual.

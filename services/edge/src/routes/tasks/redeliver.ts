@@ -1,8 +1,7 @@
-import { CallbackDeliver } from '@gensvc/contracts';
-import { callbackRepository } from '@gensvc/db';
+import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
-import { ensureJob } from '@gensvc/queue';
+import { scheduleCallback } from '@gensvc/queue';
 import { deliveryIdFor } from '@gensvc/webhooks';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
@@ -26,14 +25,14 @@ export function redeliver(deps: Pick<EdgeDeps, 'db' | 'queues'>) {
 
 /** Starts a new delivery round of the workspace's task (the API's redeliver and the dashboard's); its first attempt number. */
 export async function startRedelivery(deps: Pick<EdgeDeps, 'db' | 'queues'>, workspaceId: string, id: string, requestId: string, log: Logger): Promise<number> {
-  const round = TASK_ID.test(id) ? await callbackRepository.redeliver(deps.db, workspaceId, id) : null;
+  const round = TASK_ID.test(id) ? await taskRepository.redeliver(deps.db, workspaceId, id) : null;
   if (!round) {
     const task = await findTask(deps, workspaceId, id);
     throw errors.notRedeliverable(task.callbackUrl === null ? 'The task has no callback_url: there is nothing to deliver.' : `The task is ${task.status}: its result is delivered once it has finished.`);
   }
   const { attempt } = round;
   try {
-    await ensureJob(deps.queues, CallbackDeliver, { taskId: id, workspaceId, requestId, attempt }, { jobId: [id, attempt], promote: true });
+    await scheduleCallback(deps.queues, { taskId: id, workspaceId, requestId }, attempt, { promote: true });
   } catch (err) {
     // The round is recorded (callback pending): the reconciler re-ensures its job.
     log.error({ err, task_id: id, attempt }, 'redeliver: callback.deliver could not be queued; the reconciler will');

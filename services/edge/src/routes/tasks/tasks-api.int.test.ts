@@ -351,7 +351,7 @@ describe('deliveries and redelivery', () => {
     for (const attempt of [1, 2]) {
       await callbackRepository.recordAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() });
     }
-    await callbackRepository.markParked(ctx.db, id, 2);
+    await taskRepository.applyDelivery(ctx.db, id, { attempt: 2, to: 'parked' });
 
     const res = await post(`/api/v1/tasks/${id}/redeliver`, c.secret);
     expect(res.status).toBe(202);

@@ -1,0 +1,90 @@
+// The named producers: the only place the pipeline's jobs are made (STYLE.md: one place schedules each kind of job).
+// Each job's id comes from its contract's `key`, so a producer re-run (a retried handler, a reconciler) adds nothing
+// twice. Every producer is called after the transition that made the job due has committed (STYLE.md convention 8);
+// a process that dies in between leaves the row ahead of the queue, and the owning service's reconciler calls the
+// same producer with `recover: true`.
+//
+// Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
+// more than the contracts and enqueue; a lib of its own would be one more package for five functions.
+import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
+import { ensureJob, type EnsureJobOutcome } from './ensure-job';
+import { enqueue, type Queues } from './queues';
+
+/** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
+export interface TaskJobRef {
+  taskId: string;
+  workspaceId: string;
+  requestId?: string;
+}
+
+export interface ScheduleOptions {
+  /**
+   * A re-run or a reconciler: a finished job of the same id (one that failed for good, or ran before its step was
+   * undone) is replaced rather than kept (ensureJob), at the cost of one more Redis round trip. Without it a plain
+   * add, which keeps an existing job of that id.
+   */
+  recover?: boolean;
+}
+
+const envelope = (ref: TaskJobRef) => ({ taskId: ref.taskId, workspaceId: ref.workspaceId, ...(ref.requestId ? { requestId: ref.requestId } : {}) });
+
+async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCancel | typeof ArchiveOutput | typeof CallbackDeliver>(
+  queues: Queues,
+  contract: J,
+  payload: JobInput<J>,
+  opts: ScheduleOptions & { delay?: number; promote?: boolean },
+): Promise<EnsureJobOutcome> {
+  const jobOpts = opts.delay !== undefined ? { delay: opts.delay } : {};
+  if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
+  await enqueue(queues, contract, payload, jobOpts);
+  return 'added';
+}
+
+/** task.submit of a queued task (the edge at creation; the task-runner's reconciler for one whose job vanished). */
+export function scheduleSubmit(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+  return add(queues, TaskSubmit, envelope(ref), opts);
+}
+
+/** Poll `attempt` of a running task, due in `delayMs` (the task-runner decides the wait). */
+export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, delayMs: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+  return add(queues, TaskPoll, { ...envelope(ref), attempt }, { ...opts, delay: delayMs });
+}
+
+/** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */
+export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+  return add(queues, TaskCancel, envelope(ref), opts);
+}
+
+/** Copies output `outputIndex` of a task into S3 (the archiver). */
+export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+  return add(queues, ArchiveOutput, { ...envelope(ref), outputIndex }, opts);
+}
+
+/**
+ * An archive job for every output of `output` (a stored Task.output) still pending archive: the task runner at the
+ * provider's result, the archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
+ * so none pending means the archiver has dealt with all of them.
+ */
+export async function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
+  const outcomes: EnsureJobOutcome[] = [];
+  for (const outputIndex of pendingOutputIndexes(output)) outcomes.push(await scheduleArchive(queues, ref, outputIndex, opts));
+  return outcomes;
+}
+
+/**
+ * Delivery attempt `attempt` of a task's callback, due in `delayMs` (0: now). Always ensured: an attempt number is
+ * re-used when a dispatcher died before recording it, and a finished job of that id must not swallow the re-send.
+ * `promote`: a delayed job of that id runs now (a redelivery asked for now, not in an hour).
+ */
+export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: number, opts: { delayMs?: number; promote?: boolean } = {}): Promise<EnsureJobOutcome> {
+  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: true, promote: opts.promote, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
+}
+
+/**
+ * One evaluation, run once (a retry after an upstream call could pay the provider twice; failover happens inside
+ * the job), keyed by the edge's call id. Its result travels on the edge's reply channel, not in the job, so a
+ * completed job is kept only a minute.
+ */
+export function scheduleEvaluate(queues: Queues, payload: JobInput<typeof EvaluateRun>) {
+  return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } });
+}

@@ -1,0 +1,73 @@
+// The one scheduler of each reconciler (issue 12): every service that owns a step runs the sweep that recovers it
+// (the task-runner submits and polls, the archiver archives and completes, the dispatcher delivers), each on its
+// own timer and its own Redis lock, so one replica of that service sweeps per interval however many run. A sweep
+// that overlaps another is harmless anyway: every job has a deterministic id and every handler re-checks its row.
+//
+// A timer and a lock rather than a BullMQ repeatable job: a recovery must survive the very thing it recovers from,
+// Redis losing its keys (a job scheduler would vanish with them; the lock is simply taken again).
+import type { Redis } from 'ioredis';
+import type { QueueLogger } from './logger';
+
+export interface Sweeper<R> {
+  /** One sweep now (tests, and the timer). */
+  runOnce(): Promise<R>;
+  stop(): Promise<void>;
+}
+
+export interface SweeperOptions<R> {
+  /** The kind of recovery: names its lock (`<prefix>:sweep:<name>`) and its log lines. */
+  name: string;
+  redis: Redis;
+  prefix: string;
+  intervalMs: number;
+  logger: QueueLogger;
+  sweep: () => Promise<R>;
+  /** false: no timer (tests call runOnce). */
+  autorun?: boolean;
+}
+
+export function startSweeper<R>(opts: SweeperOptions<R>): Sweeper<R> {
+  const { name, redis, intervalMs, logger } = opts;
+  const lockKey = `${opts.prefix}:sweep:${name}`;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const tick = async () => {
+    // Held for most of an interval: the other replicas skip this round.
+    const won = await redis.set(lockKey, String(process.pid), 'PX', Math.max(1, intervalMs - 100), 'NX');
+    if (won === 'OK') await opts.sweep();
+  };
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = tick()
+        .catch((err: unknown) => logger.error({ err, sweep: name }, 'sweep failed; the next interval retries'))
+        .finally(next);
+    }, intervalMs);
+    timer.unref();
+  };
+  if (opts.autorun !== false) next();
+  return {
+    runOnce: opts.sweep,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/** What every reconciler reads of the config: its lock's prefix, its interval, and what makes a row stale. */
+export interface ReconcileConfig {
+  queuePrefix: string;
+  tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] };
+}
+
+/**
+ * How long a row may sit unmoved before a reconciler looks at it: a live task moves at least every poll, so longer
+ * than the slowest poll, and not less than an interval; healthy rows are then rarely looked at (looking at one is
+ * harmless, only work).
+ */
+export function staleAfterMs(tasks: { reconcileIntervalMs: number; pollScheduleMs: readonly number[] }): number {
+  return Math.max(tasks.reconcileIntervalMs, 3 * Math.max(...tasks.pollScheduleMs));
+}
