@@ -186,9 +186,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   let baseUrl = '';
   // The HTTPS outputs listener's port, once listening.
   let tlsPort = 0;
+  let tlsHandshakes = 0;
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
     const method = req.method ?? 'GET';
+    if (path === '/__sim/stats' && method === 'GET') {
+      // TLS handshakes the outputs listener completed: how many connections its clients opened (bench/tasks).
+      return sendJson(res, 200, { tls_handshakes: tlsHandshakes });
+    }
     if (path === '/__sim/requests') {
       if (method === 'GET') return sendJson(res, 200, { object: 'list', data: log.list() });
       if (method === 'DELETE') return (log.reset(), sendJson(res, 204));
@@ -298,6 +303,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     const tls = createHttpsServer({ key: options.outputs.tls.key, cert: options.outputs.tls.cert }, handler(outputsListener));
     // A client refusing the certificate is the client's business, not a sim failure.
     tls.on('tlsClientError', () => {});
+    tls.on('secureConnection', () => tlsHandshakes++);
     servers.push(tls);
   }
   // Longer than common client pools' idle timeouts, so a pooled connection is never closed under a request.
