@@ -21,6 +21,7 @@ import { imageRoutes } from './routes/images';
 import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
+import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
 import { taskRoutes } from './routes/tasks';
 
 export type EdgeApp = express.Express & {
@@ -68,6 +69,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
+  app.use(providerWebhookRoutes(deps));
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
   app.use(countRefusals(deps.metrics));

@@ -12,7 +12,7 @@ import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
 export interface TaskHandlerDeps {
-  config: Pick<Config, 'publicBaseUrl' | 'signingSecret' | 'tasks'>;
+  config: Pick<Config, 'publicBaseUrl' | 'signingSecret' | 'tasks' | 'providerWebhooks'>;
   db: Db;
   queues: Queues;
   catalog: Catalog;
@@ -66,16 +66,27 @@ export async function enqueuePoll(
   deps: Pick<TaskHandlerDeps, 'config' | 'queues'>,
   task: Pick<TaskRow, 'id' | 'workspaceId' | 'deadlineAt'>,
   attempt: number,
-  opts: { ensure?: boolean; now?: number } = {},
+  opts: { ensure?: boolean; now?: number; delayMs?: number } = {},
 ): Promise<number> {
   const schedule = deps.config.tasks.pollScheduleMs;
-  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
+  const wait = opts.delayMs ?? schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
   const delay = task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - (opts.now ?? Date.now()))) : wait;
   const payload = { taskId: task.id, workspaceId: task.workspaceId, attempt };
   // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
   if (opts.ensure) await ensureJob(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
   else await enqueue(deps.queues, TaskPoll, payload, { jobId: [task.id, attempt], delay });
   return delay;
+}
+
+/**
+ * Where a provider of this kind should POST when the task's job ends (the edge's signed inbound route), or
+ * undefined when provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified
+ * (Replicate without REPLICATE_WEBHOOK_SECRET).
+ */
+export function webhookUrlFor(config: Pick<Config, 'providerWebhooks'>, kind: 'replicate' | 'fal', taskId: string): string | undefined {
+  const { baseUrl, replicateSecret } = config.providerWebhooks;
+  if (baseUrl === undefined || (kind === 'replicate' && replicateSecret === undefined)) return undefined;
+  return `${baseUrl}/v1/provider-webhooks/${kind}/${encodeURIComponent(taskId)}`;
 }
 
 /** The provider URLs recorded at submission (a JSON object of strings), or null. */
