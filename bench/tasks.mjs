@@ -19,8 +19,8 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gensvc, root } from './lib/gensvc.mjs';
-import { startEdge, startNode, startService } from './lib/processes.mjs';
+import { gensvc, root, service } from './lib/gensvc.mjs';
+import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { percentiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
@@ -58,6 +58,8 @@ const BEFORE = {
 };
 
 const { createTestCa } = gensvc('testing');
+const { freePort } = gensvc('local-stack');
+const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
 const { createRedisConnection, createQueues, enqueue } = gensvc('queue');
 const { callbackRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
@@ -147,9 +149,21 @@ await withStack(async ({ env: base, db }) => {
     await seedSim(db, sim.url);
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
     const plain = await seedKey(db, { unlimited: true });
-    const edge = await startEdge(env);
+    // Provider webhooks on (WEBHOOKS=0 turns them off): the sim calls the edge back when a job ends, signed as
+    // Replicate and fal sign; the fallback poll waits TASK_POLL_WEBHOOK_FALLBACK (default 30 s).
+    if (process.env.WEBHOOKS !== '0') {
+      const edgePort = await freePort();
+      Object.assign(env, {
+        PROVIDER_WEBHOOK_BASE_URL: `http://127.0.0.1:${edgePort}`,
+        REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
+        FAL_WEBHOOK_JWKS_URL: `${sim.url}/__sim/fal/jwks.json`,
+        PORT: String(edgePort),
+      });
+    }
+    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true });
     procs.push(edge);
-    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, env));
+    const { PORT: _edgePort, ...workerEnv } = env;
+    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv));
 
     /** `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. */
     const createAll = async (key, callbackUrl) => {
@@ -257,7 +271,7 @@ await withStack(async ({ env: base, db }) => {
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker; sim job ${SIM_TASK_MS} ms; polls every 100 ms`);
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker; sim job ${SIM_TASK_MS} ms; polls every 100 ms; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
