@@ -8,24 +8,58 @@
 //   2. callback deliveries/s: a new delivery round for every task (the redelivery path), the dispatcher alone.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      and TASKS no-op jobs, through one worker of the same concurrency.
+//   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
+// Then the per-task time budget (p50 of each step, from the rows' timestamps) and what each task cost the stores and
+// the network (Postgres transactions, provider requests by kind, TLS handshakes), and the before/after table: BEFORE
+// holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
+// the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gensvc, root } from './lib/gensvc.mjs';
-import { startEdge, startNode, startService } from './lib/processes.mjs';
+import { gensvc, root, service } from './lib/gensvc.mjs';
+import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { percentiles } from './lib/stats.mjs';
-import { int, ms, printTable, ratio } from './lib/table.mjs';
+import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
 const TASKS = Number(process.env.TASKS ?? 300);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 const JOBS_PER_TASK = 5;
 
+/**
+ * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
+ * (2 throttled cores shared with other work). The budget rows are p50s in ms; per-task counts are means.
+ */
+const BEFORE = {
+  // 2026-11-25 16:58 UTC, load average 9 on 2 cores (raw BullMQ 1595 jobs/s, 308 tasks/s as tasks of 5 jobs).
+  tasksPerSecond: 4, tasksRatio: 0.01, deliveriesPerSecond: 46, deliveriesRatio: 0.03, lagP50: 3855, lagP99: 9465,
+  createWith: 2598, createWithout: 1832,
+  budget: {
+    'create (HTTP, with callback_url)': 2598,
+    'created → submitted (queue + provider submit)': 2297,
+    'submitted → archived (provider job + poll waits + fetch + S3 put)': 4291,
+    'archived → completed': 509,
+    'completed → callback received': 3855,
+    'created → callback received': 11677,
+  },
+  perTask: {
+    'Postgres transactions': 16.94,
+    'provider submits': 1,
+    'provider polls (status/result GETs)': 1.61,
+    'output fetches (archive)': 1,
+    'TLS handshakes, archive fetches': 1,
+    'TLS handshakes, callback check + deliveries': 2.09,
+    'S3 objects written (one PutObject each, image < 5 MiB)': 1,
+  },
+};
+
 const { createTestCa } = gensvc('testing');
+const { freePort } = gensvc('local-stack');
+const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
 const { createRedisConnection, createQueues, enqueue } = gensvc('queue');
 const { callbackRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
@@ -50,8 +84,11 @@ async function startReceiver(cert) {
     });
   });
   server.keepAliveTimeout = 65_000;
+  let handshakes = 0;
+  server.on('secureConnection', () => handshakes++);
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return {
+    handshakes: () => handshakes,
     url: `https://127.0.0.1:${server.address().port}`,
     arrivals,
     count: () => count,
@@ -111,36 +148,108 @@ await withStack(async ({ env: base, db }) => {
   try {
     await seedSim(db, sim.url);
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
-    const edge = await startEdge(env);
+    const plain = await seedKey(db, { unlimited: true });
+    // Provider webhooks on (WEBHOOKS=0 turns them off): the sim calls the edge back when a job ends, signed as
+    // Replicate and fal sign; the fallback poll waits TASK_POLL_WEBHOOK_FALLBACK (default 30 s).
+    if (process.env.WEBHOOKS !== '0') {
+      const edgePort = await freePort();
+      Object.assign(env, {
+        PROVIDER_WEBHOOK_BASE_URL: `http://127.0.0.1:${edgePort}`,
+        REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
+        FAL_WEBHOOK_JWKS_URL: `${sim.url}/__sim/fal/jwks.json`,
+        PORT: String(edgePort),
+      });
+    }
+    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true });
     procs.push(edge);
-    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, env));
+    const { PORT: _edgePort, ...workerEnv } = env;
+    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv));
+
+    /** `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. */
+    const createAll = async (key, callbackUrl) => {
+      const ids = [];
+      const latencies = [];
+      const failures = new Map();
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < TASKS) {
+            const i = next++;
+            const t = performance.now();
+            let body;
+            // A creation that fails is reported (and retried, so every run has TASKS tasks), never hidden.
+            for (let tries = 1; ; tries++) {
+              const res = await fetch(`${edge.url}/api/v1/sim/text-to-image`, {
+                method: 'POST',
+                headers: { ...key, 'content-type': 'application/json' },
+                body: JSON.stringify({ model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) }),
+              });
+              body = await res.json();
+              if (res.status === 202) break;
+              const reason = `${res.status} ${body.error?.code}`;
+              failures.set(reason, (failures.get(reason) ?? 0) + 1);
+              if (tries === 5) throw new Error(`create: ${res.status} ${JSON.stringify(body)}\n${edge.output().slice(-3000)}`);
+            }
+            latencies.push(performance.now() - t);
+            ids.push(body.task_id);
+          }
+        }),
+      );
+      return { ids, seconds: (performance.now() - t0) / 1000, latency: percentiles(latencies), failures };
+    };
+    const terminal = async (wsId) => {
+      while ((await db.task.count({ where: { workspaceId: wsId, status: { in: ['completed', 'failed', 'canceled'] } } })) < TASKS) {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
+    const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
+
+    // 0. Creation without a callback_url, in a workspace of its own, run to the end before the timed run.
+    const without = await createAll(plain.auth, null);
+    await terminal(plain.workspaceId);
 
     // 1. End to end.
-    const created = [];
-    let next = 0;
+    await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
+    const simBefore = await simGet('/__sim/stats');
+    const xactBefore = await xacts();
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < TASKS) {
-          const i = next++;
-          const res = await fetch(`${edge.url}/api/v1/sim/text-to-image`, {
-            method: 'POST',
-            headers: { ...auth, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', callback_url: `${receiver.url}/cb` }),
-          });
-          const body = await res.json();
-          if (res.status !== 202) throw new Error(`create: ${res.status} ${JSON.stringify(body)}`);
-          created.push(body.task_id);
-        }
-      }),
-    );
-    const createdIn = (performance.now() - started) / 1000;
+    const withCb = await createAll(auth, `${receiver.url}/cb`);
+    const createdIn = withCb.seconds;
     await receiver.until(TASKS);
     const endToEnd = (performance.now() - started) / 1000;
-    const tasks = await db.task.findMany({ where: { workspaceId }, select: { id: true, status: true, completedAt: true } });
+    const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
+    const simAfter = await simGet('/__sim/stats');
+    const simLog = (await simGet('/__sim/requests')).data;
+    const receiverHandshakes = receiver.handshakes();
+    const tasks = await db.task.findMany({
+      where: { workspaceId },
+      select: { id: true, status: true, createdAt: true, startedAt: true, completedAt: true, files: { select: { createdAt: true, bytes: true } } },
+    });
     const lag = tasks.map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime()).filter(Number.isFinite);
     const lagP = percentiles(lag);
     const completed = tasks.filter((t) => t.status === 'completed').length;
+    const step = (f) => percentiles(tasks.map(f).filter(Number.isFinite)).p50;
+    const archivedAt = (t) => (t.files.length ? Math.max(...t.files.map((f) => f.createdAt.getTime())) : NaN);
+    const budget = {
+      'create (HTTP, with callback_url)': withCb.latency.p50,
+      'created → submitted (queue + provider submit)': step((t) => t.startedAt - t.createdAt),
+      'submitted → archived (provider job + poll waits + fetch + S3 put)': step((t) => archivedAt(t) - t.startedAt),
+      'archived → completed': step((t) => t.completedAt - archivedAt(t)),
+      'completed → callback received': lagP.p50,
+      'created → callback received': step((t) => receiver.arrivals.get(t.id) - t.createdAt.getTime()),
+    };
+    const byKind = (pred) => simLog.filter(pred).length / TASKS;
+    const perTask = {
+      'Postgres transactions': xactPerTask,
+      'provider submits': byKind((r) => r.method === 'POST' && !r.path.includes('/cancel') && !r.path.startsWith('/outputs')),
+      'provider polls (status/result GETs)': byKind((r) => r.method === 'GET' && !r.path.startsWith('/outputs')),
+      'output fetches (archive)': byKind((r) => r.path.startsWith('/outputs')),
+      'TLS handshakes, archive fetches': (simAfter.tls_handshakes - simBefore.tls_handshakes) / TASKS,
+      'TLS handshakes, callback check + deliveries': receiverHandshakes / TASKS,
+      'S3 objects written (one PutObject each, image < 5 MiB)': tasks.reduce((n, t) => n + t.files.length, 0) / TASKS,
+    };
 
     // 2. Callback deliveries alone: a new round for every task, enqueued at once.
     const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-redeliver' });
@@ -161,19 +270,51 @@ await withStack(async ({ env: base, db }) => {
 
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker; sim job ${SIM_TASK_MS} ms; polls every 100 ms`);
+    const rawTask = rawPipeline / JOBS_PER_TASK;
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker; sim job ${SIM_TASK_MS} ms; polls every 100 ms; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
         ['raw BullMQ no-op jobs', int(rawSingle), '1.00x', `${TASKS} jobs`],
-        [`raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`, int(rawPipeline / JOBS_PER_TASK), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`],
-        ['tasks end to end', int(tasksPerSecond), ratio(tasksPerSecond / (rawPipeline / JOBS_PER_TASK)), `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`],
+        [`raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`, int(rawTask), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`],
+        ['tasks end to end', int(tasksPerSecond), ratio(tasksPerSecond / rawTask), `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`],
         ['callback deliveries', int(deliveriesPerSecond), ratio(deliveriesPerSecond / rawSingle), 'signed HTTPS POST, attempt logged'],
+        ['creations without callback_url', int(TASKS / without.seconds), '', `p50 ${ms(without.latency.p50)} ms each`],
+        ['creations with callback_url', int(TASKS / withCb.seconds), '', `p50 ${ms(withCb.latency.p50)} ms each`],
       ],
     );
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
+    for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
+      for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
+    }
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
     console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}`);
+
+    console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
+    printTable(
+      ['step', 'before', 'now'],
+      [
+        ...Object.entries(budget).map(([k, v]) => [k, ms(BEFORE.budget[k]), ms(v)]),
+        ...Object.entries(perTask).map(([k, v]) => [k, ms(BEFORE.perTask[k]), ms(v)]),
+      ],
+    );
+
+    const pct = (v) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)} %` : '-');
+    const createSlowdown = withCb.latency.p50 / without.latency.p50 - 1;
+    const row = (name, before, now, target, ok) => [name, before, now, target, verdict(ok)];
+    console.log('\nbefore (386ce66) / after, and the targets of issue 12');
+    printTable(
+      ['figure', 'before', 'now', 'target', ''],
+      [
+        row('tasks end to end vs raw BullMQ ÷ 5', ratio(BEFORE.tasksRatio), ratio(tasksPerSecond / rawTask), '≥ 0.10x', tasksPerSecond / rawTask >= 0.1),
+        row('tasks end to end, per second', int(BEFORE.tasksPerSecond), int(tasksPerSecond), '', true),
+        row('callback deliveries vs raw BullMQ', ratio(BEFORE.deliveriesRatio), ratio(deliveriesPerSecond / rawSingle), '≥ 0.25x', deliveriesPerSecond / rawSingle >= 0.25),
+        row('callback deliveries, per second', int(BEFORE.deliveriesPerSecond), int(deliveriesPerSecond), '', true),
+        row('completion → callback p50 (ms)', ms(BEFORE.lagP50), ms(lagP.p50), '≤ 50', lagP.p50 <= 50),
+        row('completion → callback p99 (ms)', ms(BEFORE.lagP99), ms(lagP.p99), '', true),
+        row('creation p50 with callback_url vs without', pct(BEFORE.createWith / BEFORE.createWithout - 1), pct(createSlowdown), '≤ 20 %', createSlowdown <= 0.2),
+      ],
+    );
   } finally {
     for (const p of procs.reverse()) await p.stop();
     await receiver.close();

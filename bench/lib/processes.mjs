@@ -10,8 +10,9 @@ const { freePort, stopChild, waitForHttp } = gensvc('local-stack');
  * answers 2xx when given, and answers { url, port, pid, child, output(), stop() }. The output is kept (its last
  * 64 KiB) for the error when the process fails to start or dies during the run.
  */
+/** `port`: true for a free one, a number for that one, false for none. */
 export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000 }) {
-  const port = wantPort ? await freePort() : undefined;
+  const port = typeof wantPort === 'number' ? wantPort : wantPort ? await freePort() : undefined;
   const child = spawn(process.execPath, [...nodeArgs, script, ...args.map((a) => a.replace('{port}', String(port)))], {
     env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],

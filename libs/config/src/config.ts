@@ -100,6 +100,17 @@ export const envSchema = z.object({
   HTTP_JSON_BODY_TIMEOUT: clientTimeout.default(60_000),
   HTTP_UPLOAD_TIMEOUT: clientTimeout.default(15 * 60_000),
   HTTP_KEEP_ALIVE_TIMEOUT: clientTimeout.default(65_000),
+  /**
+   * The public base URL providers call back (https://api.example.com): set, tasks ask Replicate and fal for a webhook
+   * to `<base>/v1/provider-webhooks/<provider>/<task id>` when their job ends, and poll only as the fallback. Unset: off.
+   */
+  PROVIDER_WEBHOOK_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
+  /** The Replicate account's webhook signing secret (whsec_..., GET /v1/webhooks/default/secret); Replicate webhooks need it. */
+  REPLICATE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>').optional(),
+  /** Where fal publishes its webhook signing keys (a JWKS of Ed25519 keys). */
+  FAL_WEBHOOK_JWKS_URL: urlWithScheme(['http:', 'https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  /** The first poll's wait when the provider was asked for a webhook: the poll is then only the fallback. */
+  TASK_POLL_WEBHOOK_FALLBACK: duration.default(30_000),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -122,6 +133,8 @@ export interface Config {
   signingSecret: string;
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
+  /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret. */
+  providerWebhooks: { baseUrl: string | undefined; replicateSecret: string | undefined; falJwksUrl: string; fallbackPollMs: number };
   outbound: { allowCidrs: string[] };
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
   otel: { endpoint: string | undefined; sampleRatio: number };
@@ -192,6 +205,12 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     signingSecret: e.SIGNING_SECRET,
     callbacks: { retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE, timeoutMs: e.CALLBACK_TIMEOUT_MS },
     tasks: { deadlineMs: e.TASK_DEADLINE, pollScheduleMs: e.TASK_POLL_SCHEDULE, reconcileIntervalMs: e.RECONCILE_INTERVAL },
+    providerWebhooks: {
+      baseUrl: e.PROVIDER_WEBHOOK_BASE_URL?.replace(/\/+$/, ''),
+      replicateSecret: e.REPLICATE_WEBHOOK_SECRET,
+      falJwksUrl: e.FAL_WEBHOOK_JWKS_URL,
+      fallbackPollMs: e.TASK_POLL_WEBHOOK_FALLBACK,
+    },
     outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },
     concurrency: {
       evaluate: e.EVALUATE_CONCURRENCY,

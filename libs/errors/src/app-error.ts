@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   invalid_file_token: { status: 401, description: 'The signed file link is invalid or has expired.' },
   not_signed_in: { status: 401, description: 'Dashboard: the session is missing, has expired or was signed out.' },
   invalid_credentials: { status: 401, description: 'Dashboard sign-in: the email or password is not correct (one answer for both).' },
+  invalid_webhook_signature: { status: 401, description: 'A provider webhook (Replicate, fal) whose signature does not verify.' },
   key_creator_left: { status: 401, description: 'The person who created the key is no longer a member of its workspace.' },
   spending_cap_exhausted: { status: 402, description: "The key's spending cap is exhausted." },
   insufficient_balance: { status: 402, description: "The workspace's balance is insufficient." },
@@ -90,6 +91,7 @@ export const ERROR_CODES = {
   upstream_error: { status: 502, description: 'The model provider failed to answer.' },
   upstream_invalid_response: { status: 502, description: 'The model provider gave an invalid answer.' },
   storage_unavailable: { status: 503, description: 'Object storage failed; retry.' },
+  webhook_keys_unavailable: { status: 503, description: "The keys a provider's webhooks are verified with could not be fetched now; the provider retries." },
   service_unavailable: { status: 503, description: 'The service cannot take the request now; retry.' },
   no_channel_available: { status: 503, description: 'No enabled channel serves this model.' },
   upstream_timeout: { status: 504, description: 'The model provider (or the evaluation) did not answer in time.' },
@@ -225,6 +227,10 @@ export const errors = {
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
   modelNotSupported: (message: string) => new AppError({ code: 'model_not_supported', message, param: 'model' }),
   /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */
+  /** A provider webhook (Replicate, fal) whose signature does not verify (issue 12). */
+  invalidWebhookSignature: (message: string) => new AppError({ code: 'invalid_webhook_signature', message }),
+  /** The keys a provider's webhooks are verified with could not be fetched now; the provider retries. */
+  webhookKeysUnavailable: (message: string, cause?: unknown) => new AppError({ code: 'webhook_keys_unavailable', message, cause, expose: true }),
   invalidCallbackUrl: (message: string) => new AppError({ code: 'invalid_callback_url', message, param: 'callback_url' }),
   invalidImageUrl: (message: string, param = 'image_url') => new AppError({ code: 'invalid_image_url', message, param }),
   /** An image input whose bytes are not a supported image (or not an image at all); `param` names the field. */

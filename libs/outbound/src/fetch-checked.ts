@@ -1,11 +1,19 @@
-// The one HTTP client for URLs a caller gave us (DESIGN.md §5). The host is resolved and checked once, and the
-// socket is opened to a checked address itself: the original host name only names the server for SNI, certificate
-// verification and the Host header, so a second DNS answer (rebinding) can never redirect the connection.
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+// The one HTTP client for URLs a caller gave us (DESIGN.md §5). The host is resolved and checked once per request,
+// and the request goes to a checked address itself: the original host name only names the server for SNI,
+// certificate verification and the Host header, so a second DNS answer (rebinding) can never redirect the connection.
+//
+// Connections are kept alive and reused (issue 12): one undici Agent per (host name, policy), whose pools are keyed by
+// the checked address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the
+// address policy again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
+// own fresh resolution checked just now, so reuse changes nothing of what a name may reach: a name that now resolves
+// to a forbidden address is refused by checkUrl before any pool is asked for a connection.
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { rootCertificates } from 'node:tls';
+import { connect as tlsConnect, rootCertificates, type TLSSocket } from 'node:tls';
+import { Agent, type Dispatcher } from 'undici';
+import { compileAllowList, judgeAddress } from './address-policy';
 import { checkUrl, type CheckUrlOptions, type CheckedUrl, type ResolvedAddress } from './check-url';
 import { OutboundError } from './outbound-error';
 
@@ -43,6 +51,10 @@ export interface OutboundResponse {
 
 const DEFAULTS = { connectTimeoutMs: 5_000, timeoutMs: 30_000, maxBytes: 10 * 1024 * 1024 };
 const USER_AGENT = 'gensvc-outbound/1';
+/** An idle connection is kept this long (less when the server's Keep-Alive hint says so). */
+const KEEP_ALIVE_MS = 30_000;
+/** Agents kept (one per host name and policy); the least recently used is closed past this. */
+const MAX_AGENTS = 256;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse> {
@@ -77,7 +89,7 @@ export async function requestChecked(url: string | URL, opts: RequestOptions = {
  * address itself (an IP literal, so no resolution happens on the socket), the host name only naming the server for
  * SNI and the certificate check, the certificate verified, `ca` added to Node's roots.
  */
-export function tlsConnectOptions(checked: CheckedUrl, address: ResolvedAddress, ca: RequestOptions['ca']) {
+export function tlsConnectOptions(checked: Pick<CheckedUrl, 'hostname' | 'port'>, address: ResolvedAddress, ca: RequestOptions['ca']) {
   return {
     host: address.address,
     family: address.family,
@@ -93,10 +105,110 @@ export function tlsConnectOptions(checked: CheckedUrl, address: ResolvedAddress,
 
 type ConnectFailure = OutboundError & { beforeConnect?: boolean };
 
-function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse> {
+/** What an Agent's connections share: the name they serve, the policy their addresses are judged by, the trust. */
+interface AgentKey {
+  hostname: string;
+  allowCidrs: readonly string[];
+  ca: RequestOptions['ca'];
+  connectTimeoutMs: number;
+}
+
+const agents = new Map<string, Agent>();
+
+function agentFor(key: AgentKey): Agent {
+  const ca = key.ca === undefined ? '' : createHash('sha256').update(typeof key.ca === 'string' ? key.ca : key.ca.join('\n')).digest('hex');
+  const id = JSON.stringify([key.hostname, key.allowCidrs, ca, key.connectTimeoutMs]);
+  let agent = agents.get(id);
+  if (agent) {
+    // Most recently used last, so the first is the one to close.
+    agents.delete(id);
+    agents.set(id, agent);
+    return agent;
+  }
+  agent = new Agent({ keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS, connect: pinnedConnector(key) });
+  agents.set(id, agent);
+  if (agents.size > MAX_AGENTS) {
+    const [oldest, evicted] = agents.entries().next().value as [string, Agent];
+    agents.delete(oldest);
+    void evicted.close().catch(() => {});
+  }
+  return agent;
+}
+
+/** Closes every kept connection (tests, shutdown). */
+export async function closeOutboundConnections(): Promise<void> {
+  const all = [...agents.values()];
+  agents.clear();
+  await Promise.all(all.map((a) => a.close().catch(() => {})));
+}
+
+/**
+ * The Agent's `connect`: the origin's host is the checked address (an IP literal), judged again against the policy
+ * here (so no pool ever opens a socket to an address the policy refuses), and the TLS socket opened to it, pinned,
+ * the host name naming the server.
+ */
+function pinnedConnector(key: AgentKey) {
+  return (options: { hostname: string; port: string }, callback: (...args: [null, TLSSocket] | [Error, null]) => void) => {
+    const text = options.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(options.port) || 443;
+    const url = new URL(`https://${isIP(key.hostname) === 6 ? `[${key.hostname}]` : key.hostname}:${port}`);
+    let verdict;
+    try {
+      verdict = judgeAddress(text, compileAllowList(key.allowCidrs));
+    } catch (e) {
+      return callback(new OutboundError('connection', `Not an address: ${text}.`, { cause: e }), null);
+    }
+    const address: ResolvedAddress = { address: verdict.address, family: verdict.family };
+    if (!verdict.allowed) {
+      return callback(new OutboundError('private_address', `${verdict.address} is not a public address (${verdict.range}).`), null);
+    }
+    let phase: 'tcp' | 'tls' = 'tcp';
+    let done = false;
+    const finish = (err: OutboundError | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.off('error', onError);
+      if (err) {
+        if (phase === 'tcp') (err as ConnectFailure).beforeConnect = true;
+        socket.destroy();
+        callback(err, null);
+      } else {
+        socket.setNoDelay(true);
+        socket.setKeepAlive(true, 60_000);
+        callback(null, socket);
+      }
+    };
+    const onError = (e: Error) => finish(connectFailure(e, phase, url, address));
+    const socket = tlsConnect({ ...tlsConnectOptions({ hostname: key.hostname, port }, address, key.ca), ALPNProtocols: ['http/1.1'] });
+    const timer = setTimeout(
+      () => finish(new OutboundError('timeout', `Could not connect to ${url.host} within ${key.connectTimeoutMs} ms.`)),
+      key.connectTimeoutMs,
+    );
+    socket.once('connect', () => (phase = 'tls'));
+    socket.once('secureConnect', () => finish(null));
+    socket.on('error', onError);
+  };
+}
+
+/** undici's own failures as OutboundErrors; ours pass through. */
+function undiciFailure(e: unknown, url: URL, address: ResolvedAddress, idleMs: number): OutboundError {
+  if (e instanceof OutboundError) return e;
+  const code = (e as { code?: string })?.code ?? '';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new OutboundError('timeout', `${url.host} sent nothing for ${idleMs} ms.`, { cause: e });
+  }
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_SOCKET') {
+    return new OutboundError('connection', `${url.host} closed the connection before the body was complete.`, { cause: e });
+  }
+  return connectFailure(e, 'http', url, address);
+}
+
+async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse> {
   const { url } = checked;
   const maxBytes = opts.maxBytes ?? DEFAULTS.maxBytes;
   const accept = opts.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
+  const idleMs = opts.idleTimeoutMs ?? opts.timeoutMs ?? DEFAULTS.timeoutMs;
   const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
   const headers: Record<string, string> = {
     'user-agent': USER_AGENT,
@@ -104,102 +216,105 @@ function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOpt
     host: url.host,
     ...(body ? { 'content-length': String(body.length) } : {}),
   };
-
-  return new Promise<OutboundResponse>((resolve, reject) => {
-    let phase: 'tcp' | 'tls' | 'http' = 'tcp';
-    let settled = false;
-    let output: Transform | undefined;
-    const timers: NodeJS.Timeout[] = [];
-    const clearTimers = () => timers.splice(0).forEach(clearTimeout);
-
-    const req = httpsRequest({
-      ...tlsConnectOptions(checked, address, opts.ca),
-      method: opts.method ?? 'GET',
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent: false,
-    });
-
-    const fail = (err: OutboundError) => {
-      clearTimers();
-      opts.signal?.removeEventListener('abort', onAbort);
-      if (!settled) {
-        settled = true;
-        if (phase === 'tcp') (err as ConnectFailure).beforeConnect = true;
-        reject(err);
-      } else if (output && !output.destroyed) {
-        output.destroy(err);
-      }
-      req.destroy(err);
-    };
-    const onAbort = () => fail(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-
-    timers.push(setTimeout(() => fail(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)), Math.max(0, deadline - Date.now())));
-    const connectMs = opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
-    const connectTimer = setTimeout(() => fail(new OutboundError('timeout', `Could not connect to ${url.host} within ${connectMs} ms.`)), connectMs);
-    timers.push(connectTimer);
-
-    req.on('socket', (socket) => {
-      socket.once('connect', () => (phase = 'tls'));
-      socket.once('secureConnect', () => {
-        phase = 'http';
-        clearTimeout(connectTimer);
-      });
-      const idleMs = opts.idleTimeoutMs ?? opts.timeoutMs ?? DEFAULTS.timeoutMs;
-      socket.setTimeout(idleMs, () => fail(new OutboundError('timeout', `${url.host} sent nothing for ${idleMs} ms.`)));
-    });
-
-    req.on('error', (e) => fail(connectFailure(e, phase, url, address)));
-
-    req.on('response', (res: IncomingMessage) => {
-      const status = res.statusCode ?? 0;
-      if (status >= 300 && status < 400) {
-        const location = res.headers.location;
-        return fail(
-          new OutboundError('redirect', `${url.host} answered ${status}${location ? ` (to ${truncate(location)})` : ''}; redirects are not followed.`, { status }),
-        );
-      }
-      if (!accept(status)) return fail(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
-      const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        return fail(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
-      }
-
-      let received = 0;
-      output = new Transform({
-        transform(chunk: Buffer, _enc, cb: TransformCallback) {
-          received += chunk.length;
-          if (received > maxBytes) return cb(new OutboundError('too_large', `The body exceeds the limit of ${maxBytes} bytes.`));
-          cb(null, chunk);
-        },
-        flush(cb) {
-          // A body cut short (connection closed before Content-Length was met) must not pass for a whole one.
-          if (!res.complete) return cb(new OutboundError('connection', `${url.host} closed the connection before the body was complete.`));
-          clearTimers();
-          opts.signal?.removeEventListener('abort', onAbort);
-          cb();
-        },
-        destroy(err, cb) {
-          // Whoever stops reading (a failed upload) also stops the download.
-          clearTimers();
-          opts.signal?.removeEventListener('abort', onAbort);
-          req.destroy();
-          cb(err);
-        },
-      });
-      // A consumer that stops listening must not crash the process when a late timeout destroys the body; readers
-      // (pipeline, for await) attach their own listeners and still see the error.
-      output.on('error', () => {});
-      res.on('error', (e) => fail(connectFailure(e, phase, url, address)));
-      res.on('aborted', () => fail(new OutboundError('connection', `${url.host} closed the connection before the body was complete.`)));
-      res.pipe(output);
-      settled = true;
-      resolve({ status, headers: res.headers, body: output, address, url });
-    });
-
-    req.end(body);
+  const agent = agentFor({
+    hostname: checked.hostname,
+    allowCidrs: opts.allowCidrs ?? [],
+    ca: opts.ca,
+    connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
   });
+  const origin = `https://${address.family === 6 ? `[${address.address}]` : address.address}:${checked.port}`;
+
+  // One controller stops the request, or its body once it streams: the total deadline, or the caller's signal.
+  const controller = new AbortController();
+  let failure: OutboundError | undefined;
+  let output: Transform | undefined;
+  const stop = (err: OutboundError) => {
+    failure ??= err;
+    clear();
+    controller.abort(failure);
+    if (output && !output.destroyed) output.destroy(failure);
+  };
+  const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
+  const timer = setTimeout(
+    () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
+    Math.max(0, deadline - Date.now()),
+  );
+  const clear = () => {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await agent.request({
+      origin,
+      path: `${url.pathname}${url.search}`,
+      method: opts.method ?? 'GET',
+      headers,
+      body,
+      signal: controller.signal,
+      headersTimeout: idleMs,
+      bodyTimeout: idleMs,
+    });
+  } catch (e) {
+    clear();
+    throw failure ?? undiciFailure(e, url, address, idleMs);
+  }
+
+  const status = res.statusCode;
+  const source = res.body;
+  const reject = (err: OutboundError): never => {
+    clear();
+    source.on('error', () => {});
+    source.destroy();
+    throw err;
+  };
+  if (status >= 300 && status < 400) {
+    const location = res.headers.location;
+    const where = Array.isArray(location) ? location[0] : location;
+    reject(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
+  }
+  if (!accept(status)) reject(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
+  }
+
+  let received = 0;
+  let complete = false;
+  const out = new Transform({
+    transform(chunk: Buffer, _enc, cb: TransformCallback) {
+      received += chunk.length;
+      if (received > maxBytes) return cb(new OutboundError('too_large', `The body exceeds the limit of ${maxBytes} bytes.`));
+      cb(null, chunk);
+    },
+    flush(cb) {
+      // undici ends the body only when it is whole (Content-Length met, or the chunked body's end); a connection
+      // closed early errors it instead.
+      complete = true;
+      clear();
+      // undici hands the connection back to its pool a turn after the body ends: ending ours a turn later lets a
+      // caller that sends its next request at once find it there, rather than open another.
+      setImmediate(cb);
+    },
+    destroy(err, cb) {
+      // Whoever stops reading (a failed upload) also stops the download; a whole body leaves the connection to its
+      // pool for the next request.
+      clear();
+      if (!complete) source.destroy();
+      cb(err);
+    },
+  });
+  output = out;
+  // A consumer that stops listening must not crash the process when a late timeout destroys the body; readers
+  // (pipeline, for await) attach their own listeners and still see the error.
+  out.on('error', () => {});
+  source.on('error', (e) => {
+    if (!out.destroyed) out.destroy(failure ?? undiciFailure(e, url, address, idleMs));
+  });
+  source.pipe(out);
+  return { status, headers: res.headers as IncomingHttpHeaders, body: out, address, url };
 }
 
 /** What each certificate failure means, in words the URL's owner can act on. */

@@ -8,7 +8,7 @@
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
-import { enqueue, type Queues } from './queues';
+import { enqueue, jobIdFor, type Queues } from './queues';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -48,6 +48,27 @@ export function scheduleSubmit(queues: Queues, ref: TaskJobRef, opts: ScheduleOp
 /** Poll `attempt` of a running task, due in `delayMs` (the task-runner decides the wait). */
 export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, delayMs: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
   return add(queues, TaskPoll, { ...envelope(ref), attempt }, { ...opts, delay: delayMs });
+}
+
+/**
+ * Brings a task's waiting poll forward (a verified provider webhook said its job ended): poll `attempt`, or the next
+ * one if that poll was running meanwhile, is promoted; a poll that became due meanwhile runs now anyway. Adds nothing:
+ * when no poll waits, the task has moved on or its poll is running. True when one was promoted.
+ */
+export async function promotePoll(queues: Queues, taskId: string, attempt: number, secondLookMs = 250): Promise<boolean> {
+  const queue = queues.get(TaskPoll.queue);
+  for (let look = 0; look < 2; look++) {
+    for (const n of [attempt, attempt + 1]) {
+      const job = await queue.getJob(jobIdFor(TaskPoll, [taskId, n]));
+      if (job && (await job.isDelayed())) {
+        await job.promote().catch(() => undefined);
+        return true;
+      }
+    }
+    // A poll in flight when the webhook arrived adds the next one a moment later: it is looked for once more then.
+    if (look === 0) await new Promise((r) => setTimeout(r, secondLookMs));
+  }
+  return false;
 }
 
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */

@@ -11,3 +11,4 @@ export * as sampleMedia from './sample-media';
 export * from './tls';
 export * from './outputs';
 export * from './s3-policy-gateway';
+export * from './otlp-collector';

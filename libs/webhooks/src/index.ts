@@ -4,3 +4,4 @@ export * from './secret';
 export * from './delivery-id';
 export { computeSignature, signatureHeader, type RawBody } from './signature';
 export * from './verify';
+export * from './provider-webhooks';

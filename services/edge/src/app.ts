@@ -24,6 +24,7 @@ import { modelRoutes } from './routes/models';
 import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
+import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
 import { taskRoutes } from './routes/tasks';
 import { getUsage } from './routes/usage/get-usage';
 
@@ -75,6 +76,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
+  app.use(providerWebhookRoutes(deps));
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
   app.use(countRefusals(deps.metrics));

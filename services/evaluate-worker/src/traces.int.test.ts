@@ -2,83 +2,21 @@
 // production (telemetry first, auto-instrumentation of http, express, ioredis, pg), export over OTLP/HTTP to a
 // collector in this test. Instrumentation cannot be observed inside Jest (see libs/observability's
 // telemetry.test.ts), hence the child processes; SIGTERM's shutdown flushes their spans.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { gunzipSync } from 'node:zlib';
 import { freePort } from '@gensvc/local-stack';
-import { addSimModel, jsonOf, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import { addSimModel, jsonOf, makeKey, makeWorkspace, spawnService, startOtlpCollector, traceOf, useTestContext, waitForHttp, type OtlpCollector, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
 
 const ctx = useTestContext();
 
-interface OtlpValue {
-  stringValue?: string;
-  intValue?: string | number;
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: { key: string; value: OtlpValue }[];
-}
-interface ExportRequest {
-  resourceSpans?: { resource?: { attributes?: { key: string; value: OtlpValue }[] }; scopeSpans?: { spans?: OtlpSpan[] }[] }[];
-}
-interface Span {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parent: string | null;
-  name: string;
-  kind: 'internal' | 'server' | 'client' | 'producer' | 'consumer' | 'unspecified';
-  attributes: Record<string, string | number | undefined>;
-}
-
-const KINDS = ['unspecified', 'internal', 'server', 'client', 'producer', 'consumer'] as const;
-
-function spansOf(body: ExportRequest): Span[] {
-  return (body.resourceSpans ?? []).flatMap((rs) => {
-    const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
-    return (rs.scopeSpans ?? []).flatMap((ss) =>
-      (ss.spans ?? []).map((s) => ({
-        service,
-        traceId: s.traceId.toLowerCase(),
-        spanId: s.spanId.toLowerCase(),
-        parent: s.parentSpanId ? s.parentSpanId.toLowerCase() : null,
-        name: s.name,
-        kind: KINDS[s.kind] ?? 'unspecified',
-        attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : undefined)])),
-      })),
-    );
-  });
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const body = Buffer.concat(chunks);
-  return (req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8');
-}
-
-let collector: Server;
+let collector: OtlpCollector;
 let sim: Sim;
-const spans: Span[] = [];
-const otherPosts: string[] = [];
 
 beforeAll(async () => {
   sim = await startSim();
-  collector = createServer(async (req, res) => {
-    const text = await readBody(req);
-    if (req.method === 'POST' && req.url === '/v1/traces') spans.push(...spansOf(JSON.parse(text) as ExportRequest));
-    else otherPosts.push(`${req.method} ${req.url}`);
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  collector = await startOtlpCollector();
 });
 afterAll(async () => {
-  await new Promise<void>((r) => collector.close(() => r()));
+  await collector?.close();
   await sim?.close();
 });
 
@@ -87,9 +25,8 @@ it('links edge HTTP server span → evaluate.run publish → evaluate.run proces
   const ws = await makeWorkspace(ctx.db);
   const { secret } = await makeKey(ctx.db, ws.id);
 
-  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   const port = await freePort();
-  const env = { ...ctx.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER_ARG: '1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+  const env = { ...ctx.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER_ARG: '1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
   const procs: ServiceProcess[] = [spawnService('edge', { ...env, PORT: String(port) }), spawnService('evaluate-worker', { ...env, LOG_LEVEL: 'info' })];
   let requestId = '';
   try {
@@ -111,20 +48,10 @@ it('links edge HTTP server span → evaluate.run publish → evaluate.run proces
   expect(procs[1]!.output()).toContain('evaluate worker ready');
   expect(requestId).toMatch(/^req_/);
 
-  const publish = spans.filter((s) => s.name === 'evaluate.run publish');
+  const publish = collector.spans.filter((s) => s.name === 'evaluate.run publish');
   expect(publish).toHaveLength(1);
-  const trace = spans.filter((s) => s.traceId === publish[0]!.traceId);
-  const byId = new Map(trace.map((s) => [s.spanId, s]));
-  const one = (pred: (s: Span) => boolean, what: string) => {
-    const found = trace.filter(pred);
-    if (found.length !== 1) throw new Error(`expected one ${what}, found ${found.length} in ${JSON.stringify(trace.map((s) => [s.service, s.kind, s.name]))}`);
-    return found[0]!;
-  };
-  const ancestors = (s: Span) => {
-    const chain: Span[] = [];
-    for (let p = s.parent ? byId.get(s.parent) : undefined; p; p = p.parent ? byId.get(p.parent) : undefined) chain.push(p);
-    return chain;
-  };
+  const { trace, one, chain } = traceOf(collector.spans, publish[0]!.traceId);
+  const ancestors = (s: (typeof trace)[number]) => chain(s).slice(1);
 
   // The trace starts at the edge's HTTP server span for the request (nothing upstream of it is traced).
   const server = one((s) => s.service === 'gensvc-edge' && s.kind === 'server', 'edge server span');

@@ -27,3 +27,4 @@ export { isVideoModel } from './jobs';
 export { SENSITIVE_ERROR as REPLICATE_SENSITIVE_ERROR } from './protocols/replicate';
 export { CONTENT_POLICY_MSG as FAL_CONTENT_POLICY_MSG } from './protocols/fal-queue';
 export { pngInfo, sniffImageType, type PngInfo } from './png';
+export { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID, type WebhookAttempt } from './webhooks';

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { generatedImagePng, generatedVideoMp4, type GenerationSpec } from './deterministic';
 import type { FaultStore, JobOutcome } from './faults';
+import type { WebhookSender } from './webhooks';
 
 export type JobPhase = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
@@ -230,6 +231,8 @@ export interface TaskContext {
   /** A job's duration unless a job rule says otherwise. */
   taskDurationMs: number;
   jobs: JobStoreOptions;
+  /** Sends the webhook a job's submitter asked for when the job ends. */
+  webhooks: WebhookSender;
 }
 
 /** The JSON type name of a value, as validators name it. */

@@ -14,6 +14,8 @@ interface Config {
   taskDurationMs: number;
   /** The HTTPS outputs listener, when SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE are set. */
   outputs?: { tls: { cert: string; key: string }; port: number };
+  /** SIM_REPLICATE_WEBHOOK_SECRET: the whsec_ secret Replicate webhooks are signed with (default: the sim's own). */
+  replicateWebhookSecret?: string;
 }
 
 function readConfig(env: NodeJS.ProcessEnv): Config {
@@ -46,11 +48,13 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
   } else if (env.SIM_OUTPUTS_PORT !== undefined) {
     problems.push('SIM_OUTPUTS_PORT needs SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE');
   }
+  const replicateWebhookSecret = env.SIM_REPLICATE_WEBHOOK_SECRET;
+  if (replicateWebhookSecret !== undefined && !/^whsec_[A-Za-z0-9+/]+=*$/.test(replicateWebhookSecret)) problems.push('SIM_REPLICATE_WEBHOOK_SECRET must be whsec_<base64>');
   if (problems.length) {
     process.stderr.write(`${SERVICE}: invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
     process.exit(1);
   }
-  return { port, logLevel, taskDurationMs, outputs };
+  return { port, logLevel, taskDurationMs, outputs, replicateWebhookSecret };
 }
 
 async function main() {
@@ -60,6 +64,7 @@ async function main() {
     port: config.port,
     host: '0.0.0.0',
     taskDurationMs: config.taskDurationMs,
+    replicateWebhookSecret: config.replicateWebhookSecret,
     outputs: config.outputs,
     onRequest: logger.isLevelEnabled('debug') ? (record) => logger.debug({ request: record }, 'upstream request') : undefined,
   });

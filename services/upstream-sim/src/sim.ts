@@ -17,6 +17,7 @@ import { openAiResponsesProtocol } from './protocols/openai-responses';
 import { createOutputsProtocol } from './protocols/outputs';
 import { createReplicateProtocol } from './protocols/replicate';
 import { deliver, json, sleep, type Reply } from './reply';
+import { createWebhookSender, type WebhookAttempt } from './webhooks';
 
 export interface RequestRecord {
   /** Arrival order, from 1; survives resetRequests() so later records never reuse a number. */
@@ -48,6 +49,10 @@ export interface Sim {
   /** The most recent records (up to maxRecords), oldest first. */
   requests(): RequestRecord[];
   resetRequests(): void;
+  /** Provider webhooks sent when jobs ended (Replicate `webhook`, fal `fal_webhook`), oldest first. */
+  webhooks(): WebhookAttempt[];
+  /** fal's webhook keys as fal publishes them (also GET /__sim/fal/jwks.json). */
+  falJwksUrl: string;
   /** Stops listening and drops every connection, hanging ones included. */
   close(): Promise<void>;
 }
@@ -68,6 +73,8 @@ export interface SimOptions {
   /** Serve output files over HTTPS too, on a second listener (same host, `port` or a free one) that serves
    *  /outputs/* only, and hand out its URLs: gensvc's archiver fetches HTTPS only. */
   outputs?: { tls: { key: string; cert: string }; port?: number };
+  /** The whsec_ secret Replicate webhooks are signed with (default DEFAULT_REPLICATE_WEBHOOK_SECRET). */
+  replicateWebhookSecret?: string;
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -162,7 +169,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const log = new RequestLog(options.maxRecords ?? 10_000);
   const files = new FileStore();
   const outputs = new OutputStore();
-  const tasks: TaskContext = { faults, outputs, taskDurationMs: options.taskDurationMs ?? 300, jobs: { maxJobs: options.maxJobs } };
+  const webhooks = createWebhookSender(options.replicateWebhookSecret);
+  const tasks: TaskContext = { faults, outputs, taskDurationMs: options.taskDurationMs ?? 300, jobs: { maxJobs: options.maxJobs }, webhooks };
   const outputsProtocol = createOutputsProtocol(outputs) as Protocol;
   const main: Listener = {
     scheme: 'http',
@@ -186,9 +194,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   let baseUrl = '';
   // The HTTPS outputs listener's port, once listening.
   let tlsPort = 0;
+  let tlsHandshakes = 0;
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
     const method = req.method ?? 'GET';
+    if (path === '/__sim/fal/jwks.json' && method === 'GET') return sendJson(res, 200, webhooks.jwks());
+    if (path === '/__sim/webhooks' && method === 'GET') return sendJson(res, 200, { object: 'list', data: webhooks.attempts() });
+    if (path === '/__sim/stats' && method === 'GET') {
+      // TLS handshakes the outputs listener completed: how many connections its clients opened (bench/tasks).
+      return sendJson(res, 200, { tls_handshakes: tlsHandshakes });
+    }
     if (path === '/__sim/requests') {
       if (method === 'GET') return sendJson(res, 200, { object: 'list', data: log.list() });
       if (method === 'DELETE') return (log.reset(), sendJson(res, 204));
@@ -298,12 +313,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     const tls = createHttpsServer({ key: options.outputs.tls.key, cert: options.outputs.tls.cert }, handler(outputsListener));
     // A client refusing the certificate is the client's business, not a sim failure.
     tls.on('tlsClientError', () => {});
+    tls.on('secureConnection', () => tlsHandshakes++);
     servers.push(tls);
   }
   // Longer than common client pools' idle timeouts, so a pooled connection is never closed under a request.
   for (const server of servers) server.keepAliveTimeout = 65_000;
-  const close = () =>
-    Promise.all(
+  const close = () => {
+    webhooks.close();
+    return Promise.all(
       servers.map(
         (server) =>
           new Promise<void>((resolve) => {
@@ -313,6 +330,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
           }),
       ),
     ).then(() => undefined);
+  };
   const port = await listen(servers[0]!, options.port ?? 0, host);
   if (servers[1]) {
     // The main listener is up by now: a busy outputs port must not leave it running.
@@ -329,6 +347,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     outputsUrl: tlsPort ? `https://${reachable}:${tlsPort}` : baseUrl,
     faults,
     requests: () => log.list(),
+    webhooks: () => webhooks.attempts(),
+    falJwksUrl: `${baseUrl}/__sim/fal/jwks.json`,
     resetRequests: () => log.reset(),
     close,
   };

@@ -8,6 +8,7 @@ import { healthApi } from '../routes/health/openapi';
 import { imageApi } from '../routes/images/openapi';
 import { meApi } from '../routes/me/openapi';
 import { modelApi } from '../routes/models/openapi';
+import { providerWebhookApi } from '../routes/provider-webhooks/openapi';
 import { responseApi } from '../routes/responses/openapi';
 import { taskApi } from '../routes/tasks/openapi';
 import { usageApi } from '../routes/usage/openapi';
@@ -24,6 +25,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
   ...chatApi,
   ...responseApi,
   ...imageApi,
+  ...providerWebhookApi,
   ...healthApi,
   ...docsApi,
 ];

@@ -11,7 +11,7 @@ import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
 export interface TaskHandlerDeps {
-  config: Pick<Config, 'publicBaseUrl' | 'signingSecret' | 'tasks'>;
+  config: Pick<Config, 'publicBaseUrl' | 'signingSecret' | 'tasks' | 'providerWebhooks'>;
   db: Db;
   queues: Queues;
   catalog: Catalog;
@@ -55,18 +55,37 @@ export async function enqueuePoll(
   deps: Pick<TaskHandlerDeps, 'config' | 'queues'>,
   task: Pick<TaskRow, 'id' | 'workspaceId' | 'deadlineAt'>,
   attempt: number,
-  opts: { ensure?: boolean; now?: number } = {},
+  opts: { ensure?: boolean; now?: number; delayMs?: number } = {},
 ): Promise<number> {
-  const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now);
+  const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now, opts.delayMs);
   // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
   await schedulePoll(deps.queues, jobRef(task), attempt, delay, { recover: opts.ensure });
   return delay;
 }
 
-/** The wait before poll `attempt`: the n-th value of the schedule (the last repeats), never past the deadline. */
-export function pollDelay(schedule: readonly number[], task: Pick<TaskRow, 'deadlineAt'>, attempt: number, now = Date.now()): number {
-  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
+/**
+ * The wait before poll `attempt`: `wait` when given (the webhook fallback), else the n-th value of the schedule (the
+ * last repeats); never past the deadline.
+ */
+export function pollDelay(
+  schedule: readonly number[],
+  task: Pick<TaskRow, 'deadlineAt'>,
+  attempt: number,
+  now = Date.now(),
+  wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000,
+): number {
   return task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - now)) : wait;
+}
+
+/**
+ * Where a provider of this kind should POST when the task's job ends (the edge's signed inbound route), or
+ * undefined when provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified
+ * (Replicate without REPLICATE_WEBHOOK_SECRET).
+ */
+export function webhookUrlFor(config: Pick<Config, 'providerWebhooks'>, kind: 'replicate' | 'fal', taskId: string): string | undefined {
+  const { baseUrl, replicateSecret } = config.providerWebhooks;
+  if (baseUrl === undefined || (kind === 'replicate' && replicateSecret === undefined)) return undefined;
+  return `${baseUrl}/v1/provider-webhooks/${kind}/${encodeURIComponent(taskId)}`;
 }
 
 /** The provider URLs recorded at submission (a JSON object of strings), or null. */

@@ -13,7 +13,7 @@ import { isLastAttempt, type HandlerContext } from '@gensvc/queue';
 import { toAppError, upstreamModelOf, withFailover, type CatalogRoute } from '@gensvc/upstream';
 import type { ProviderInput, Submitted } from '../providers/provider';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
-import { deadlineOf, enqueuePoll, failTask, pastDeadline, type TaskHandlerDeps } from './task-steps';
+import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
 
 export type SubmitOutcome =
   | { outcome: 'submitted'; channelId: string; upstreamId: string }
@@ -51,14 +51,15 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     const prepared = await prepareInput(deps, task, operation.kind);
     if ('failure' in prepared) return fail(prepared.failure.code, prepared.failure.message);
 
-    let submitted: { route: TaskRoute; job: Submitted };
+    let submitted: { route: TaskRoute; job: Submitted; webhook: boolean };
     try {
       submitted = await withFailover({
         routes,
         breaker,
         call: async (route) => {
-          const job = await providers[route.channel.kind].submit({ channel: route.channel, upstreamModel: upstreamModelOf(route, model), input: prepared.input, signal: ctx.signal });
-          return { route, job };
+          const webhookUrl = webhookUrlFor(deps.config, route.channel.kind, task.id);
+          const job = await providers[route.channel.kind].submit({ channel: route.channel, upstreamModel: upstreamModelOf(route, model), input: prepared.input, signal: ctx.signal, webhookUrl });
+          return { route, job, webhook: webhookUrl !== undefined };
         },
         // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the queue.
         isAbort: () => ctx.signal?.aborted === true,
@@ -85,7 +86,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
         .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
-    const delay = await enqueuePoll(deps, task, 1);
+    // With a webhook coming, the poll is the fallback: the webhook's arrival promotes it (edge provider-webhooks).
+    const delay = await enqueuePoll(deps, task, 1, submitted.webhook ? { delayMs: deps.config.providerWebhooks.fallbackPollMs } : {});
     log.info({ channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs: delay }, 'task submitted');
     return { outcome: 'submitted', channelId: route.channel.id, upstreamId: job.upstreamId };
   };

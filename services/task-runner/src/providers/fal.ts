@@ -164,12 +164,13 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
   }
 
   return {
-    async submit({ channel, upstreamModel, input, signal }: SubmitCall): Promise<Submitted> {
+    async submit({ channel, upstreamModel, input, signal, webhookUrl }: SubmitCall): Promise<Submitted> {
       if (upstreamModel.split('/').filter(Boolean).length < 2) {
         // A route that names no owner/app cannot be called here; another channel's route may name one.
         throw new UpstreamFailure(`"${upstreamModel}" is not a fal model id (owner/app[/path])`, 'status', true, 404);
       }
-      const answer = await call({ channel, method: 'POST', url: channelUrl(channel, `/${encodePath(upstreamModel)}`), body: falInput(input), signal });
+      const path = `/${encodePath(upstreamModel)}${webhookUrl !== undefined ? `?fal_webhook=${encodeURIComponent(webhookUrl)}` : ''}`;
+      const answer = await call({ channel, method: 'POST', url: channelUrl(channel, path), body: falInput(input), signal });
       if (!answer.ok) throw submitFailure(answer.status, messageOf(answer), isContentPolicy(answer));
       const body = answer.body;
       if (!isObject(body) || typeof body.request_id !== 'string' || !body.request_id) {

@@ -32,6 +32,8 @@ export interface SubmitCall extends ProviderCall {
   /** The model's name at the provider (owner/name[...]). */
   upstreamModel: string;
   input: ProviderInput;
+  /** Where the provider should POST when the job ends (Replicate `webhook`, fal `fal_webhook`); none: poll only. */
+  webhookUrl?: string;
 }
 
 export interface JobCall extends ProviderCall {

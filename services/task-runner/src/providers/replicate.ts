@@ -75,14 +75,15 @@ export function createReplicateProvider(http: UpstreamClient): TaskProvider {
   const call = providerCaller(http, (secret) => `Bearer ${secret}`);
 
   return {
-    async submit({ channel, upstreamModel, input, signal }: SubmitCall): Promise<Submitted> {
+    async submit({ channel, upstreamModel, input, signal, webhookUrl }: SubmitCall): Promise<Submitted> {
       const [ref, version] = upstreamModel.split(':', 2) as [string, string | undefined];
       const [owner, name, ...rest] = ref.split('/');
       if (!owner || !name || rest.length) {
         // A route that names no owner/name cannot be called here; another channel's route may name one.
         throw new UpstreamFailure(`"${upstreamModel}" is not a Replicate model (owner/name)`, 'status', true, 404);
       }
-      const body = { input: replicateInput(input) };
+      // A webhook when the prediction ends (its one "completed" event), signed with the account's secret.
+      const body = { input: replicateInput(input), ...(webhookUrl !== undefined && { webhook: webhookUrl, webhook_events_filter: ['completed'] }) };
       const url = version
         ? channelUrl(channel, '/v1/predictions')
         : channelUrl(channel, `/v1/models/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/predictions`);

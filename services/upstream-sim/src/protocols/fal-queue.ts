@@ -47,7 +47,7 @@ interface FalJob extends Job {
 }
 
 type Operation =
-  | { kind: 'submit'; model: string; appId: string; spec?: GenerationSpec; media?: Media; invalid?: FalErrorItem[] }
+  | { kind: 'submit'; model: string; appId: string; spec?: GenerationSpec; media?: Media; invalid?: FalErrorItem[]; webhook?: string }
   | { kind: 'status'; job: FalJob; logs: boolean }
   | { kind: 'result'; job: FalJob }
   | { kind: 'cancel'; job: FalJob };
@@ -231,8 +231,10 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
       const body = jsonObject(r.body);
       if (!body) return { model, operation: 'create', error: json(422, { detail: [item(null, 'Input should be a valid dictionary', 'dict_type', r.body.toString('utf8').slice(0, 200))] }) };
       const read = readInput(model, body);
-      if ('invalid' in read) return { model, operation: 'create', value: { kind: 'submit', model, appId, invalid: read.invalid } };
-      return { model, operation: 'create', value: { kind: 'submit', model, appId, ...read } };
+      const webhook = r.query.get('fal_webhook') ?? undefined;
+      if (webhook !== undefined && !URL.canParse(webhook)) return { model, operation: 'create', error: detail(422, 'fal_webhook must be a URL') };
+      if ('invalid' in read) return { model, operation: 'create', value: { kind: 'submit', model, appId, invalid: read.invalid, webhook } };
+      return { model, operation: 'create', value: { kind: 'submit', model, appId, ...read, webhook } };
     },
     answer(op, r) {
       const now = Date.now();
@@ -267,6 +269,15 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
         job.outputUrls = ctx.outputs.register(job).map((oid) => `${r.outputsOrigin}${r.prefix}/outputs/${oid}.${ext}`);
       }
       jobs.add(job);
+      if (op.webhook && Number.isFinite(job.endsAt)) {
+        // fal's webhook body: the request ids, OK or ERROR, and the result's payload.
+        ctx.webhooks.schedule('fal', op.webhook, job.endsAt, id, () => {
+          const done = result(job, Math.max(Date.now(), job.endsAt), ctx.outputs);
+          const ok = done.status === 200;
+          const payload = done.kind === 'json' ? done.body : null;
+          return { request_id: id, gateway_request_id: id, status: ok ? 'OK' : 'ERROR', payload, ...(ok ? {} : { error: `Invalid status code: ${done.status}` }) };
+        });
+      }
       const urls = { request_id: id, response_url: job.base, status_url: `${job.base}/status`, cancel_url: `${job.base}/cancel` };
       return json(200, { status: 'IN_QUEUE', ...urls, queue_position: 0 }, { 'x-fal-request-id': id });
     },

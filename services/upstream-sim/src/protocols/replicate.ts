@@ -39,7 +39,7 @@ interface ReplicateJob extends Job {
 }
 
 type Operation =
-  | { kind: 'create'; model: string; version: string; input: Record<string, unknown>; spec: GenerationSpec; media: Media; waitSeconds?: number }
+  | { kind: 'create'; model: string; version: string; input: Record<string, unknown>; spec: GenerationSpec; media: Media; waitSeconds?: number; webhook?: string }
   | { kind: 'get'; job: ReplicateJob }
   | { kind: 'cancel'; job: ReplicateJob };
 
@@ -252,7 +252,7 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
     const input = body.input as Record<string, unknown>;
     const read = readInput(model!, input);
     if ('problems' in read) return { model, operation: 'create', error: invalid(read.problems) };
-    return { model, operation: 'create', value: { kind: 'create', model: model!, version: version!, input, ...read, waitSeconds: preferWait(r.req) } };
+    return { model, operation: 'create', value: { kind: 'create', model: model!, version: version!, input, ...read, waitSeconds: preferWait(r.req), webhook: body.webhook as string | undefined } };
   }
 
   return {
@@ -298,6 +298,8 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
       job.outputUrls = ctx.outputs.register(job).map((id) => `${r.outputsOrigin}${r.prefix}/outputs/${id}.${ext}`);
       jobs.add(job);
       versions.set(job.version, job.model);
+      // The prediction as it ends, sent to the webhook (events filter "completed": the one event the sim sends).
+      if (op.webhook && Number.isFinite(job.endsAt)) ctx.webhooks.schedule('replicate', op.webhook, job.endsAt, job.id, () => prediction(job, Math.max(Date.now(), job.endsAt)));
       if (op.waitSeconds !== undefined) await waitFor(job, op.waitSeconds * 1000);
       return json(201, prediction(job, Date.now()));
     },

@@ -232,3 +232,38 @@ describe('a valid receiver', () => {
     expect(await ctx.db.task.findUniqueOrThrow({ where: { id: envelope.task_id } })).toMatchObject({ callbackUrl: url, callbackState: 'none' });
   });
 });
+
+describe('the TLS check is kept for a minute per host, port and checked addresses (issue 12)', () => {
+  it('a burst of creations to one receiver makes one handshake; the name is still resolved for each', async () => {
+    const burst = await serve({ cert: sharedTestCa().ca.issue(['burst.example']) });
+    dns.set('burst.example', [['127.0.0.1']]);
+    lookups.length = 0;
+    const url = `https://burst.example:${burst.port}/cb`;
+    const results = await Promise.all(Array.from({ length: 8 }, () => createTask(edge.url, c.secret, 'sim/text-to-image', body(url))));
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(202));
+    expect((await createTask(edge.url, c.secret, 'sim/text-to-image', body(url))).status).toBe(202);
+    expect(lookups.filter((n) => n === 'burst.example')).toHaveLength(9);
+    await eventually(() => handshakesOf(burst) === 1, 'the one handshake');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(handshakesOf(burst)).toBe(1);
+  });
+
+  it('a failed check is not kept: each creation to a failing receiver handshakes again, and is refused', async () => {
+    const bad = await serve({ cert: selfSignedCert(['127.0.0.1']) });
+    // The client refuses the certificate, so the server completes no handshake: count the client's tries by connection.
+    let connections = 0;
+    bad.server.on('connection', () => connections++);
+    for (let i = 0; i < 3; i++) await refused(`${bad.url}/cb`, /\(tls\): The server's TLS certificate is self-signed/);
+    await eventually(() => connections === 3, 'a handshake tried for each creation');
+    expect(handshakesOf(bad)).toBe(0);
+  });
+
+  it('a cached verdict does not outlive a changed answer: the name now resolving elsewhere is checked afresh', async () => {
+    const first = await serve({ cert: sharedTestCa().ca.issue(['moving.example']) });
+    dns.set('moving.example', [['127.0.0.1']]);
+    const url = `https://moving.example:${first.port}/cb`;
+    expect((await createTask(edge.url, c.secret, 'sim/text-to-image', body(url))).status).toBe(202);
+    dns.set('moving.example', [['127.0.0.2']]);
+    await refused(url, NAME_RULE);
+  });
+});

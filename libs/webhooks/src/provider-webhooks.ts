@@ -1,0 +1,109 @@
+// Verifies the webhooks generation providers send when a job ends (issue 12), each as its provider documents it.
+//
+//  - Replicate signs with Standard Webhooks: headers `webhook-id`, `webhook-timestamp` (Unix seconds) and
+//    `webhook-signature`, a space-separated list of `v1,<base64>`; each signature is HMAC-SHA256 over
+//    `${id}.${timestamp}.${body}` keyed with the base64 bytes after the `whsec_` prefix of the account's secret.
+//  - fal signs with ED25519: headers `x-fal-webhook-request-id`, `x-fal-webhook-user-id`, `x-fal-webhook-timestamp`
+//    (Unix seconds) and `x-fal-webhook-signature` (hex); the message is the request id, the user id, the timestamp
+//    and the hex SHA-256 of the body, joined by newlines; any Ed25519 key of the JWKS fal publishes may verify it.
+//
+// Both refuse a timestamp more than `toleranceSeconds` (default 5 minutes) from now, so a captured webhook cannot
+// be replayed later. The body must be the raw bytes received: re-serialised JSON would not verify.
+import { createHash, createHmac, createPublicKey, timingSafeEqual, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+
+export type ProviderWebhookFailure = 'missing_header' | 'stale' | 'bad_signature';
+
+export class ProviderWebhookError extends Error {
+  constructor(
+    readonly reason: ProviderWebhookFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProviderWebhookError';
+  }
+}
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export interface ProviderWebhookOptions {
+  /** Unix seconds; default now. */
+  now?: number;
+  /** Default 300. */
+  toleranceSeconds?: number;
+}
+
+const header = (headers: Headers, name: string): string => {
+  const value = headers[name];
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) throw new ProviderWebhookError('missing_header', `The ${name} header is missing.`);
+  return text;
+};
+
+function checkTimestamp(text: string, opts: ProviderWebhookOptions): number {
+  const timestamp = Number(text);
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (!/^\d{1,12}$/.test(text) || Math.abs(now - timestamp) > (opts.toleranceSeconds ?? 300)) {
+    throw new ProviderWebhookError('stale', 'The webhook timestamp is missing or too far from now.');
+  }
+  return timestamp;
+}
+
+/** The HMAC key of a Standard Webhooks secret (`whsec_<base64>`). */
+function standardKey(secret: string): Buffer {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  if (key.length === 0) throw new Error('The webhook signing secret is empty.');
+  return key;
+}
+
+/** The `v1,<base64>` signature of a Standard Webhooks message (what the sender puts in webhook-signature). */
+export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: Buffer | string): string {
+  const mac = createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** Verifies a Replicate (Standard Webhooks) webhook; returns its id and timestamp, or throws ProviderWebhookError. */
+export function verifyReplicateWebhook(body: Buffer, headers: Headers, secret: string, opts: ProviderWebhookOptions = {}): { id: string; timestamp: number } {
+  const id = header(headers, 'webhook-id');
+  const timestamp = checkTimestamp(header(headers, 'webhook-timestamp'), opts);
+  const expected = Buffer.from(standardWebhookSignature(secret, id, timestamp, body).slice('v1,'.length), 'base64');
+  const offered = header(headers, 'webhook-signature').split(' ');
+  for (const entry of offered) {
+    const [version, sig] = entry.split(',', 2);
+    if (version !== 'v1' || !sig) continue;
+    const given = Buffer.from(sig, 'base64');
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return { id, timestamp };
+  }
+  throw new ProviderWebhookError('bad_signature', 'No webhook-signature matches the body.');
+}
+
+/** The message fal signs for a webhook. */
+export function falWebhookMessage(requestId: string, userId: string, timestamp: number | string, body: Buffer | string): Buffer {
+  return Buffer.from([requestId, userId, String(timestamp), createHash('sha256').update(body).digest('hex')].join('\n'), 'utf8');
+}
+
+/** fal's published keys (a JWKS's `keys`) as Ed25519 public keys; other key types are left out. */
+export function ed25519Keys(jwks: { keys?: JsonWebKey[] }): KeyObject[] {
+  return (jwks.keys ?? [])
+    .filter((k) => k.kty === 'OKP' && k.crv === 'Ed25519' && typeof k.x === 'string')
+    .map((k) => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k.x }, format: 'jwk' }));
+}
+
+/** Verifies a fal webhook against fal's keys; returns its request id, user id and timestamp, or throws. */
+export function verifyFalWebhook(
+  body: Buffer,
+  headers: Headers,
+  keys: readonly KeyObject[],
+  opts: ProviderWebhookOptions = {},
+): { requestId: string; userId: string; timestamp: number } {
+  const requestId = header(headers, 'x-fal-webhook-request-id');
+  const userId = header(headers, 'x-fal-webhook-user-id');
+  const timestampText = header(headers, 'x-fal-webhook-timestamp');
+  const timestamp = checkTimestamp(timestampText, opts);
+  const signatureHex = header(headers, 'x-fal-webhook-signature');
+  const signature = /^[0-9a-f]{128}$/i.test(signatureHex) ? Buffer.from(signatureHex, 'hex') : null;
+  if (signature) {
+    const message = falWebhookMessage(requestId, userId, timestampText, body);
+    for (const key of keys) if (verify(null, message, key, signature)) return { requestId, userId, timestamp };
+  }
+  throw new ProviderWebhookError('bad_signature', 'The x-fal-webhook-signature does not verify against any of fal\'s keys.');
+}

@@ -1,0 +1,84 @@
+// Provider webhooks as the real providers send them when a job ends (issue 12): Replicate's signed with Standard
+// Webhooks (HMAC-SHA256 with the account's whsec_ secret over `${webhook-id}.${webhook-timestamp}.${body}`), fal's
+// with ED25519 over the request id, user id, timestamp and the body's hex SHA-256, the public key served as a JWKS
+// (GET /__sim/fal/jwks.json). Signed here on their own, with nothing of gensvc's code, so gensvc's verification is
+// checked against an independent signer. Sent once at the job's end, never retried (the caller's polls are the
+// fallback); each attempt is kept for tests.
+import { createHash, createHmac, generateKeyPairSync, randomUUID, sign, type JsonWebKey } from 'node:crypto';
+
+/** The sim's Replicate webhook secret unless SIM_REPLICATE_WEBHOOK_SECRET says otherwise. */
+export const DEFAULT_REPLICATE_WEBHOOK_SECRET = `whsec_${Buffer.from('gensvc upstream-sim replicate webhooks').toString('base64')}`;
+/** The user id fal puts in x-fal-webhook-user-id. */
+export const SIM_FAL_USER_ID = 'sim-user';
+
+export interface WebhookAttempt {
+  provider: 'replicate' | 'fal';
+  url: string;
+  id: string;
+  status: number | null;
+  error: string | null;
+}
+
+export interface WebhookSender {
+  /** Sends `body()` to `url` at `at` (epoch ms), as `provider` signs it; `id` is the job's id. */
+  schedule(provider: 'replicate' | 'fal', url: string, at: number, id: string, body: () => unknown): void;
+  jwks(): { keys: JsonWebKey[] };
+  attempts(): WebhookAttempt[];
+  close(): void;
+}
+
+export function createWebhookSender(replicateSecret: string = DEFAULT_REPLICATE_WEBHOOK_SECRET): WebhookSender {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const jwk = { ...(publicKey.export({ format: 'jwk' }) as JsonWebKey), kid: 'sim-1', use: 'sig', alg: 'EdDSA' };
+  const hmacKey = Buffer.from(replicateSecret.replace(/^whsec_/, ''), 'base64');
+  const attempts: WebhookAttempt[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+
+  function headersFor(provider: 'replicate' | 'fal', id: string, body: string): Record<string, string> {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    if (provider === 'replicate') {
+      const webhookId = `msg_${randomUUID().replace(/-/g, '')}`;
+      const mac = createHmac('sha256', hmacKey).update(`${webhookId}.${timestamp}.${body}`).digest('base64');
+      return { 'webhook-id': webhookId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${mac}` };
+    }
+    const digest = createHash('sha256').update(body).digest('hex');
+    const message = Buffer.from([id, SIM_FAL_USER_ID, timestamp, digest].join('\n'));
+    return {
+      'x-fal-webhook-request-id': id,
+      'x-fal-webhook-user-id': SIM_FAL_USER_ID,
+      'x-fal-webhook-timestamp': timestamp,
+      'x-fal-webhook-signature': sign(null, message, privateKey).toString('hex'),
+    };
+  }
+
+  async function send(provider: 'replicate' | 'fal', url: string, id: string, body: unknown) {
+    const text = JSON.stringify(body);
+    const attempt: WebhookAttempt = { provider, url, id, status: null, error: null };
+    attempts.push(attempt);
+    if (attempts.length > 10_000) attempts.shift();
+    try {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headersFor(provider, id, text) }, body: text, signal: AbortSignal.timeout(10_000) });
+      attempt.status = res.status;
+      await res.arrayBuffer().catch(() => undefined);
+    } catch (e) {
+      attempt.error = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
+    }
+  }
+
+  return {
+    schedule(provider, url, at, id, body) {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        void send(provider, url, id, body());
+      }, Math.max(0, at - Date.now()));
+      timer.unref();
+      timers.add(timer);
+    },
+    jwks: () => ({ keys: [jwk] }),
+    attempts: () => attempts.slice(),
+    close() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
+  };
+}
