@@ -14,13 +14,32 @@ export interface Printed {
   opsPorts: Record<string, number>;
 }
 
+/** Fleets started and not yet exited: a test that fails half-way must not leave its fleet running (jest would wait on it). */
+const running = new Set<number>();
+afterAll(() => {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  running.clear();
+});
+
 export function startFleet(port: number, env: Record<string, string>, dataDir: string) {
   const full: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...env };
   const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], { env: full, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  running.add(child.pid!);
+  const exited = new Promise<number | null>((r) =>
+    child.once('exit', (code) => {
+      running.delete(child.pid!);
+      r(code);
+    }),
+  );
   const printed = new Promise<Printed>((resolve, reject) => {
     const timer = setInterval(() => {
       const curls = printedCurls(out);

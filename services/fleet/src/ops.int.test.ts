@@ -79,13 +79,14 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'input' }],
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'output' }],
         ['gensvc_spend_microunits_total', { model: 'sim/chat-1' }],
+        // Evaluate is charged by the edge through its lease (issue 11): its tokens and spend count where it is charged.
+        ['gensvc_tokens_total', { model: 'sim/eval-1' }],
+        ['gensvc_spend_microunits_total', { model: 'sim/eval-1' }],
         ['gensvc_reservations_refused_total', { reason: 'spend_cap' }],
         ['gensvc_circuit_breaker_state', { channel: 'sim-openai', state: 'closed' }],
       ],
       'evaluate-worker': [
         ['gensvc_upstream_request_duration_seconds_count', { channel: 'sim-evaluate', model: 'sim/eval-1', outcome: 'ok' }],
-        ['gensvc_tokens_total', { model: 'sim/eval-1' }],
-        ['gensvc_spend_microunits_total', { model: 'sim/eval-1' }],
         ['gensvc_job_duration_seconds_count', { queue: 'evaluate', job: 'evaluate.run', outcome: 'completed' }],
       ],
       'task-runner': [

@@ -1,4 +1,4 @@
-import { withTx, type DbClient } from '../client';
+import { queryPrepared, withTx, type DbClient } from '../client';
 import type { Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
@@ -31,6 +31,23 @@ export const workspaceRepository = {
 
   get(db: DbClient, id: string) {
     return db.workspace.findUnique({ where: { id } });
+  },
+
+  /**
+   * The balance as its owner reads it: the money not yet charged. Workspace.balance leaves out what is held — for a
+   * call in flight, or leased in a block to an edge replica (issue 11) — which is still the workspace's until a
+   * charge takes it; so this is balance + Σ held, which equals Σ ledger exactly, whatever the replicas hold at the
+   * moment. null when there is no such workspace.
+   */
+  async unspent(db: DbClient, id: string): Promise<bigint | null> {
+    const [row] = await queryPrepared<{ amount: string }>(
+      db,
+      'workspace_unspent',
+      `SELECT (w."balance" + COALESCE((SELECT SUM(r."amount") FROM "Reservation" r WHERE r."workspaceId" = w."id" AND r."state" = 'held'), 0))::text AS amount
+         FROM "Workspace" w WHERE w."id" = $1`,
+      [id],
+    );
+    return row ? BigInt(row.amount) : null;
   },
 
   /** Changes the given settings (never the balance: that moves through the ledger); null when there is no such workspace. */

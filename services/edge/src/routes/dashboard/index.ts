@@ -28,7 +28,7 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
 
   const ws = express.Router({ caseSensitive: true, mergeParams: true });
   router.use(`${base}/workspaces/:ws`, session, requireMembership(deps), ws);
-  ws.get('/', getWorkspace());
+  ws.get('/', getWorkspace(deps));
   ws.get('/keys', listKeys(deps));
   ws.post('/keys', json, createKey(deps));
   ws.post('/keys/:id/rotate', json, rotateKey(deps));

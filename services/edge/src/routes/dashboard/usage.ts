@@ -1,6 +1,6 @@
 // Usage and balance: spend per UTC day for the last N days from the ledger, split by model or key, and each key's
 // spend against its cap.
-import { apiKeyRepository, toAmount, usageRepository } from '@gensvc/db';
+import { apiKeyRepository, toAmount, usageRepository, workspaceRepository } from '@gensvc/db';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
@@ -19,9 +19,10 @@ export function getUsage(deps: Deps) {
     const from = new Date(today - (q.days - 1) * DAY_MS);
     const to = new Date(today + DAY_MS);
     const days = Array.from({ length: q.days }, (_, i) => new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10));
-    const [rows, keys] = await Promise.all([
+    const [rows, keys, unspent] = await Promise.all([
       usageRepository.usage(deps.db, workspace.id, { from, to, groupBy: ['day', q.split] }),
       apiKeyRepository.listWithCreators(deps.db, workspace.id),
+      workspaceRepository.unspent(deps.db, workspace.id),
     ]);
     const keyName = new Map(keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`]));
     const series = new Map<string, { id: string | null; label: string; micros: bigint[] }>();
@@ -36,7 +37,7 @@ export function getUsage(deps: Deps) {
     const total = rows.reduce((sum, r) => sum + r.amount, 0n);
     res.json({
       currency: workspace.currency,
-      balance: toAmount(workspace.balance),
+      balance: toAmount(unspent ?? workspace.balance),
       days,
       series: [...series.values()].map((s) => ({ id: s.id, label: s.label, amounts: s.micros.map(toAmount) })),
       total: toAmount(total),

@@ -1,14 +1,17 @@
 import { permissionsOf } from '@gensvc/auth';
-import { toAmount } from '@gensvc/db';
+import { toAmount, workspaceRepository } from '@gensvc/db';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
+import type { EdgeDeps } from '../../deps';
 
 /** GET /workspaces/:ws — the workspace, the person's role, and what that role allows (for the pages to show). */
-export function getWorkspace() {
+export function getWorkspace(deps: Pick<EdgeDeps, 'db'>) {
   return async (_req: Request, res: Response) => {
     const { workspace: w, role } = memberOf(res);
+    // The money not yet charged (what replicas hold or lease still counts), as GET /api/v1/me/balance answers it.
+    const balance = (await workspaceRepository.unspent(deps.db, w.id)) ?? w.balance;
     res.json({
-      workspace: { id: w.id, name: w.name, tier: w.tier, currency: w.currency, balance: toAmount(w.balance) },
+      workspace: { id: w.id, name: w.name, tier: w.tier, currency: w.currency, balance: toAmount(balance) },
       role,
       permissions: permissionsOf(role),
     });

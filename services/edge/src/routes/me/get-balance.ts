@@ -4,20 +4,23 @@ import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 
-/** GET /api/v1/me/balance — DESIGN.md §4: {object, workspace_id, amount, currency, key:{spend_cap, spent}}, read fresh. */
+/**
+ * GET /api/v1/me/balance — DESIGN.md §4: {object, workspace_id, amount, currency, key:{spend_cap, spent}}, read fresh.
+ * `amount` is the money not yet charged (workspaceRepository.unspent): what replicas hold or lease is still counted.
+ */
 export function getBalance(deps: Pick<EdgeDeps, 'db'>) {
   return async (_req: Request, res: Response) => {
     const { key, workspace } = authOf(res);
-    const [ws, current] = await Promise.all([
-      workspaceRepository.get(deps.db, workspace.id),
+    const [unspent, current] = await Promise.all([
+      workspaceRepository.unspent(deps.db, workspace.id),
       apiKeyRepository.spending(deps.db, key.id, workspace.id),
     ]);
-    if (!ws || !current) throw errors.notFound('The workspace no longer exists.');
+    if (unspent === null || !current) throw errors.notFound('The workspace no longer exists.');
     res.json({
       object: 'balance',
-      workspace_id: ws.id,
-      amount: toAmount(ws.balance),
-      currency: ws.currency,
+      workspace_id: workspace.id,
+      amount: toAmount(unspent),
+      currency: workspace.currency,
       key: { spend_cap: current.spendCap === null ? null : toAmount(current.spendCap), spent: toAmount(current.spent) },
     });
   };
