@@ -61,7 +61,7 @@ const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
 const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
 const { createRedisConnection, createQueues, enqueue } = gensvc('queue');
-const { callbackRepository } = gensvc('db');
+const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
 
@@ -256,9 +256,9 @@ await withStack(async ({ env: base, db }) => {
     const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
     const before = receiver.count();
     const rounds = [];
-    for (const t of tasks) rounds.push({ task: t, round: await callbackRepository.redeliver(db, workspaceId, t.id) });
+    for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
     const deliverStart = performance.now();
-    await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt }, { jobId: [task.id, round.attempt] })));
+    await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
     await receiver.until(before + TASKS);
     const deliverSeconds = (performance.now() - deliverStart) / 1000;
     await queues.close();

@@ -1,7 +1,7 @@
 // Generation tasks (DESIGN.md §4): queued → running → completed | failed, and queued | running → canceled; and
 // each finished task's callback delivery: none → pending → delivered | parked (a redelivery makes it pending again).
 //
-// This repository is the only writer of Task rows (issue 12; `task-writers.test.ts` fails on any other): creation,
+// This repository is the only writer of Task rows (issue 12; `libs/db/src/boundaries.test.ts` fails on any other): creation,
 // submission, each poll, the provider's result, each output's archive, completion, failure, cancel, an image edit's
 // completed task, and the delivery state. The shape of Task.output is @gensvc/contracts task-output.ts.
 //
