@@ -34,16 +34,17 @@ export const workspaceRepository = {
   },
 
   /**
-   * The balance as its owner reads it: the money not yet charged. Workspace.balance leaves out what is held — for a
-   * call in flight, or leased in a block to an edge replica (issue 11) — which is still the workspace's until a
-   * charge takes it; so this is balance + Σ held, which equals Σ ledger exactly, whatever the replicas hold at the
-   * moment. null when there is no such workspace.
+   * The balance as its owner reads it. Workspace.balance leaves out every hold, including the blocks edge replicas
+   * lease to serve calls from memory (issue 11): those are the replicas' bookkeeping, not a commitment the owner
+   * made, so what they still hold unspent is counted back in — the owner sees the same balance however many replicas
+   * hold a block. Holds of the owner's own calls and tasks in flight stay out, as before leases: that money is
+   * committed (a running task's bound), and a call beyond it is refused. null when there is no such workspace.
    */
-  async unspent(db: DbClient, id: string): Promise<bigint | null> {
+  async ownerBalance(db: DbClient, id: string): Promise<bigint | null> {
     const [row] = await queryPrepared<{ amount: string }>(
       db,
-      'workspace_unspent',
-      `SELECT (w."balance" + COALESCE((SELECT SUM(r."amount") FROM "Reservation" r WHERE r."workspaceId" = w."id" AND r."state" = 'held'), 0))::text AS amount
+      'workspace_owner_balance',
+      `SELECT (w."balance" + COALESCE((SELECT SUM(r."amount") FROM "Reservation" r WHERE r."workspaceId" = w."id" AND r."lease" AND r."state" = 'held'), 0))::text AS amount
          FROM "Workspace" w WHERE w."id" = $1`,
       [id],
     );

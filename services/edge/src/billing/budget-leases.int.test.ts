@@ -3,7 +3,7 @@
 // another replica's lease, a top-up is usable at once everywhere, and a SIGKILL leaves the books balanced.
 import { modelRepository, workspaceRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
-import { addSimChannel, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import { addSimChannel, eventually, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
 import { startSim, type Sim } from '../../../upstream-sim/src';
 import { expectBalanced, killUnderLoad } from '../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../edge-under-test';
@@ -133,6 +133,24 @@ it('serves a workspace on every replica within a second of a top-up', async () =
     }
   }
   expect(Date.now() - started).toBeLessThan(1000);
+});
+
+it('shows the owner a balance that leases do not move: opening balance less the charges, on every replica', async () => {
+  const opening = 10_000_000n;
+  const ws = await makeWorkspace(ctx.db, { balance: opening });
+  const { secret } = await makeKey(ctx.db, ws.id);
+  for (let i = 0; i < 6; i++) expect((await chat(replicas[i % 2]!.url, secret, i)).status).toBe(200);
+  // Each replica now holds a block of this workspace's money, far more than the six calls cost.
+  const raw = (await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } })).balance;
+  expect(raw).toBeLessThan(opening - 6n * CALL_COST);
+  const charged = async () => (await books(ws.id)).ledger.reduce((sum, e) => sum - e.amount, 0n);
+  await eventually(async () => (await charged()) === 6n * CALL_COST, 'the six charges written');
+  for (const r of replicas) {
+    const res = await fetch(`${r.url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } });
+    const body = (await res.json()) as { amount: number; key: { spent: number } };
+    expect(body.amount).toBeCloseTo(Number(opening - 6n * CALL_COST) / 1e6, 6);
+    expect(body.key.spent).toBeCloseTo(Number(6n * CALL_COST) / 1e6, 6);
+  }
 });
 
 it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charged twice, nothing charged unanswered', async () => {

@@ -22,7 +22,7 @@ export function getUsage(deps: Deps) {
     const [rows, keys, unspent] = await Promise.all([
       usageRepository.usage(deps.db, workspace.id, { from, to, groupBy: ['day', q.split] }),
       apiKeyRepository.listWithCreators(deps.db, workspace.id),
-      workspaceRepository.unspent(deps.db, workspace.id),
+      workspaceRepository.ownerBalance(deps.db, workspace.id),
     ]);
     const keyName = new Map(keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`]));
     const series = new Map<string, { id: string | null; label: string; micros: bigint[] }>();

@@ -8,8 +8,8 @@ import type { EdgeDeps } from '../../deps';
 export function getWorkspace(deps: Pick<EdgeDeps, 'db'>) {
   return async (_req: Request, res: Response) => {
     const { workspace: w, role } = memberOf(res);
-    // The money not yet charged (what replicas hold or lease still counts), as GET /api/v1/me/balance answers it.
-    const balance = (await workspaceRepository.unspent(deps.db, w.id)) ?? w.balance;
+    // What replicas lease and have not spent counts back in, as GET /api/v1/me/balance answers it.
+    const balance = (await workspaceRepository.ownerBalance(deps.db, w.id)) ?? w.balance;
     res.json({
       workspace: { id: w.id, name: w.name, tier: w.tier, currency: w.currency, balance: toAmount(balance) },
       role,

@@ -6,13 +6,13 @@ import type { EdgeDeps } from '../../deps';
 
 /**
  * GET /api/v1/me/balance — DESIGN.md §4: {object, workspace_id, amount, currency, key:{spend_cap, spent}}, read fresh.
- * `amount` is the money not yet charged (workspaceRepository.unspent): what replicas hold or lease is still counted.
+ * `amount` counts back what edge replicas lease and have not spent (workspaceRepository.ownerBalance).
  */
 export function getBalance(deps: Pick<EdgeDeps, 'db'>) {
   return async (_req: Request, res: Response) => {
     const { key, workspace } = authOf(res);
     const [unspent, current] = await Promise.all([
-      workspaceRepository.unspent(deps.db, workspace.id),
+      workspaceRepository.ownerBalance(deps.db, workspace.id),
       apiKeyRepository.spending(deps.db, key.id, workspace.id),
     ]);
     if (unspent === null || !current) throw errors.notFound('The workspace no longer exists.');
