@@ -3,7 +3,7 @@
 import { useTestContext } from '@gensvc/testing';
 import type { Browser } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
-import { launchChromium, watchPage } from './browser';
+import { launchChromium, screenshot, watchPage } from './browser';
 
 jest.setTimeout(120_000);
 
@@ -57,5 +57,7 @@ it('renders every operation and the callback webhook, loading nothing from anoth
   expect(requested.every((u) => u.startsWith('http://127.0.0.1:'))).toBe(true);
   expect(requested).toEqual(expect.arrayContaining([`${edge.url}/docs`, `${edge.url}/openapi.json`, `${edge.url}/docs/assets/swagger-ui-bundle.js`]));
   expect(problems).toEqual([]);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await screenshot(page, 'api-docs');
   await context.close();
 });
