@@ -4,10 +4,13 @@
 // BullMQ's scripts, not round trips), Postgres transactions (pg_stat_database), the CPU time the edge and the worker
 // spend per request (from /proc: unlike latency, it does not grow when a shared machine is throttled), and the mean
 // time of each request against the same call straight to the sim. TIMELINE=<n> prints the last n commands with times.
+// Then, with MONITOR off, the same calls at concurrency 1 and 32 (5 s each): CPU and read/write system calls per
+// request of the edge and the worker (/proc/<pid>/stat and /proc/<pid>/io; a socket write or read is one each).
 // Usage: npm run bench -- evaluate-trips   (N=200)
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { gensvc } from './lib/gensvc.mjs';
+import { measure } from './lib/load.mjs';
 import { startEdge, startService, startSim } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { printTable } from './lib/table.mjs';
@@ -22,6 +25,12 @@ const body = (model) =>
 function cpuMs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
+}
+
+/** Read and write system calls a process has made so far. */
+function syscalls(pid) {
+  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((l) => l.split(': ')));
+  return { r: Number(io.syscr), w: Number(io.syscw) };
 }
 
 async function timed(url, headers, payload) {
@@ -85,6 +94,32 @@ await withStack(async ({ env, db }) => {
     console.log(`postgres transactions per request: ${(Number(after.x - before.x) / N).toFixed(2)}`);
     console.log(`CPU per request: edge ${((cpu1.edge - cpu0.edge) / N).toFixed(2)} ms, evaluate-worker ${((cpu1.worker - cpu0.worker) / N).toFixed(2)} ms (MONITOR on)`);
     console.log(`mean latency: direct ${(directMs / N).toFixed(2)} ms, through gensvc ${(edgeMs / N).toFixed(2)} ms, added ${((edgeMs - directMs) / N).toFixed(2)} ms`);
+
+    const target = { url: `${edge.url}/api/v1/evaluate`, headers: { 'content-type': 'application/json', ...auth }, body: body('sim/eval-1') };
+    const rows2 = [];
+    // Redis's own CPU (INFO: it serves every engineer's tests too, so read it as an upper bound), the sim's and this
+    // load generator's, to show where the two cores go.
+    const redisCpuMs = async () => {
+      const info = await redis.info('cpu');
+      const f = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]);
+      return (f('used_cpu_user') + f('used_cpu_sys')) * 1000;
+    };
+    const selfCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+    for (const concurrency of [1, 32]) {
+      const pids = { edge: edge.pid, worker: procs[1].pid };
+      const o0 = { redis: await redisCpuMs(), sim: cpuMs(sim.pid), load: selfCpuMs() };
+      const c0 = { edge: cpuMs(pids.edge), worker: cpuMs(pids.worker) };
+      const s0 = { edge: syscalls(pids.edge), worker: syscalls(pids.worker) };
+      const r = await measure(target, { concurrency, warmupMs: 0 });
+      const n = r.answered + r.errors;
+      const c1 = { edge: cpuMs(pids.edge), worker: cpuMs(pids.worker) };
+      const s1 = { edge: syscalls(pids.edge), worker: syscalls(pids.worker) };
+      const o1 = { redis: await redisCpuMs(), sim: cpuMs(sim.pid), load: selfCpuMs() };
+      const per = (v) => (v / n).toFixed(2);
+      rows2.push([`c=${concurrency}`, r.rps.toFixed(0), per(c1.edge - c0.edge), per(c1.worker - c0.worker), per(s1.edge.w - s0.edge.w), per(s1.edge.r - s0.edge.r), per(s1.worker.w - s0.worker.w), per(s1.worker.r - s0.worker.r), per(o1.redis - o0.redis), per(o1.sim - o0.sim), per(o1.load - o0.load)]);
+    }
+    console.log('MONITOR off, per request:');
+    printTable(['load', 'req/s', 'edge CPU ms', 'worker CPU ms', 'edge writes', 'edge reads', 'worker writes', 'worker reads', 'redis CPU ms', 'sim CPU ms', 'load gen CPU ms'], rows2);
     redis.disconnect();
   } finally {
     for (const p of procs.reverse()) await p.stop();

@@ -3,6 +3,7 @@
 // the profile, and prints the functions with the most self time, grouped by where their code lives. With the
 // argument `evaluate`, drives POST /api/v1/evaluate instead and profiles the evaluate-worker as well.
 // The .cpuprofile files are kept (paths printed) for Chrome DevTools or speedscope.
+// CONCURRENCY=<n> (default 32) sets the load.
 // Usage: npm run bench -- hot-path-profile [evaluate]
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { startEdge, startService, startSim } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { int, printTable } from './lib/table.mjs';
 
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
 const workload = process.argv[2] === 'evaluate' ? 'evaluate' : 'chat';
 const edgeDir = mkdtempSync(join(tmpdir(), 'gensvc-prof-edge-'));
 const workerDir = mkdtempSync(join(tmpdir(), 'gensvc-prof-worker-'));
@@ -44,13 +46,13 @@ await withStack(async ({ env, db }) => {
       check: (status) => (status === 200 ? null : `status ${status}`),
     };
     await untilAnswers(target);
-    await measure(target, { concurrency: 32, durationMs: 1000, warmupMs: 0 });
+    await measure(target, { concurrency: CONCURRENCY, durationMs: 1000, warmupMs: 0 });
     skipMs.edge = Date.now() - spawned;
     skipMs.worker = skipMs.edge;
-    const r = await measure(target, { concurrency: 32, warmupMs: 0 });
+    const r = await measure(target, { concurrency: CONCURRENCY, warmupMs: 0 });
     await edge.stop();
     await worker?.stop();
-    console.log(`bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency 32 for ${DURATION_MS / 1000} s (profiled)`);
+    console.log(`bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`);
   } finally {
     await sim.stop();
   }

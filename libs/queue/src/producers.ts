@@ -7,6 +7,7 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
+import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdFor, type Queues } from './queues';
 
@@ -104,8 +105,10 @@ export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: numbe
 /**
  * One evaluation, run once (a retry after an upstream call could pay the provider twice; failover happens inside
  * the job), keyed by the edge's call id. Its result travels on the edge's reply channel, not in the job, so a
- * completed job is kept only a minute.
+ * completed job is kept only a minute. The adds of callers served in the same turn of the event loop leave in one
+ * socket write (coalesceWrites).
  */
 export function scheduleEvaluate(queues: Queues, payload: JobInput<typeof EvaluateRun>) {
+  coalesceWrites(queues.connection);
   return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } });
 }

@@ -15,6 +15,8 @@ export const DEFAULT_JOB_OPTIONS = {
 
 export interface Queues {
   readonly prefix: string;
+  /** The connection every queue's commands go through (its owner closes it). */
+  readonly connection: Redis;
   /** The BullMQ queue of that name, created on first use. */
   get(name: QueueName): Queue;
   /** Closes the queues created so far. The connection stays open: its owner closes it. */
@@ -35,6 +37,7 @@ export function createQueues(opts: CreateQueuesOptions): Queues {
   let closed = false;
   return {
     prefix: opts.prefix,
+    connection: opts.connection,
     get(name) {
       if (closed) throw new Error(`Queues under prefix "${opts.prefix}" are closed.`);
       let queue = created.get(name);

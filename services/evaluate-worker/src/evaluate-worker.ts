@@ -2,7 +2,7 @@
 // breaker and keep-alive client. It answers; the edge that waits for the answer charges it (budget leases).
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { closeWorkers, defineWorker } from '@gensvc/queue';
+import { closeWorkers, coalesceWrites, defineWorker } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, UpstreamClient, type BreakerOptions } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -41,7 +41,11 @@ export function startEvaluateWorker(opts: EvaluateWorkerOptions): EvaluateWorker
         breaker,
         client,
         logger: opts.logger,
-        publish: (channel, message) => opts.connection.publish(channel, message),
+        // The reply and the job's completion, which BullMQ sends on this connection right after, leave in one write.
+        publish: (channel, message) => {
+          coalesceWrites(opts.connection);
+          return opts.connection.publish(channel, message);
+        },
       }),
     },
   });
