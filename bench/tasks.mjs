@@ -29,6 +29,9 @@ const TASKS = Number(process.env.TASKS ?? 300);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 const JOBS_PER_TASK = 5;
+// PROFILE=<dir>: the edge and the callback-dispatcher run under `node --cpu-prof`, their profiles written there.
+const PROFILE = process.env.PROFILE;
+const profiled = (name) => (PROFILE && ['edge', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -160,10 +163,10 @@ await withStack(async ({ env: base, db }) => {
         PORT: String(edgePort),
       });
     }
-    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true });
+    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true, nodeArgs: profiled('edge') });
     procs.push(edge);
     const { PORT: _edgePort, ...workerEnv } = env;
-    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv));
+    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv, { nodeArgs: profiled(name) }));
 
     /** `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. */
     const createAll = async (key, callbackUrl) => {

@@ -74,14 +74,17 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const deliveryId = deliveryIdFor(taskId, attempt);
     const log = logger.child({ taskId, attempt, deliveryId, jobId: ctx.job.id });
 
-    const task = await taskRepository.find(db, taskId);
-    if (!task) return { outcome: 'skipped', reason: 'task_gone' };
+    // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
+    // and one write after it (the attempt, with the task's state as of then); applying the outcome is the third.
+    const startedAt = new Date();
+    const context = await callbackRepository.attemptContext(db, taskId, startedAt);
+    if (!context) return { outcome: 'skipped', reason: 'task_gone' };
+    const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
     if (task.callbackState !== 'pending') return { outcome: 'skipped', reason: 'not_pending' };
     // An attempt of a round a redelivery has since replaced (a delayed retry promoted late, say).
     if (attempt < task.callbackRoundStart) return { outcome: 'skipped', reason: 'stale_round' };
 
-    const last = await callbackRepository.lastAttempt(db, taskId);
     if (last && attempt <= last.attempt) {
       // Nothing was in flight since the task was read: no re-read.
       const then = await applyAttempt(deps, task, last);
@@ -96,10 +99,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
       return { outcome: 'skipped', reason: 'not_next' };
     }
 
-    const startedAt = new Date();
-    const body = await deliveryBody(db, config, task, startedAt);
+    const body = await deliveryBody(config, context, startedAt);
     if (body === null) return { outcome: 'skipped', reason: 'task_gone' };
-    const secrets = await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt);
+    // The workspace's first delivery makes its secret.
+    const secrets = context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
     const headers = {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
@@ -109,7 +112,8 @@ export function callbackDeliver(deps: DispatcherDeps) {
     };
 
     const result = await send(task.callbackUrl, body, headers, deps, ctx.signal);
-    const recorded = await callbackRepository.recordAttempt(db, {
+    // Read afresh in the recording statement: a redelivery may have started a new round while this attempt was in flight.
+    const { recorded, task: current } = await callbackRepository.recordAttemptAndRead(db, {
       workspaceId: task.workspaceId,
       taskId,
       attempt,
@@ -128,8 +132,6 @@ export function callbackDeliver(deps: DispatcherDeps) {
     }
     // Logged before its outcome is applied, so an attempt is logged even when applying it fails (and is retried).
     log.info(fields, 'callback: attempt');
-    // Read afresh: a redelivery may have started a new round while this attempt was in flight.
-    const current = await taskRepository.find(db, taskId);
     const then = await applyAttempt(deps, current, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, { endedAt: result.endedAt });
     if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
     return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
