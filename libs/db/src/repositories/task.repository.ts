@@ -366,14 +366,15 @@ export const taskRepository = {
    * higher round start) is not touched by an attempt of the old one. False when nothing changed.
    */
   async applyDelivery(db: DbClient, taskId: string, step: DeliveryUpdate, now = new Date()): Promise<boolean> {
-    const where = { id: taskId, callbackState: 'pending' as const, callbackRoundStart: { lte: step.attempt } };
-    const data =
+    // Raw, one statement of its own: the per-delivery write (issue 12), without the query compiler's cost.
+    const set =
       step.to === 'delivered'
-        ? { callbackState: 'delivered' as const, deliveredAt: step.at, updatedAt: step.at }
+        ? Prisma.sql`"callbackState" = 'delivered', "deliveredAt" = ${step.at}::timestamp(3), "updatedAt" = ${step.at}::timestamp(3)`
         : step.to === 'parked'
-          ? { callbackState: 'parked' as const, updatedAt: now }
-          : { updatedAt: now };
-    const { count } = await db.task.updateMany({ where, data });
+          ? Prisma.sql`"callbackState" = 'parked', "updatedAt" = ${now}::timestamp(3)`
+          : Prisma.sql`"updatedAt" = ${now}::timestamp(3)`;
+    const count = await db.$executeRaw`
+      UPDATE "Task" SET ${set} WHERE id = ${taskId} AND "callbackState" = 'pending' AND "callbackRoundStart" <= ${step.attempt}`;
     return count === 1;
   },
 
