@@ -14,7 +14,7 @@
 // holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
 // the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -98,6 +98,16 @@ async function startReceiver(cert) {
     until: (n) => new Promise((resolve) => (count >= n ? resolve() : (onCount = (c) => c >= n && resolve()))),
     close: () => new Promise((r) => (server.closeAllConnections(), server.close(r))),
   };
+}
+
+/** CPU seconds a process has used (user + system, /proc; NaN where there is none): what each phase cost it. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
@@ -213,14 +223,20 @@ await withStack(async ({ env: base, db }) => {
     const without = await createAll(plain.auth, null);
     await terminal(plain.workspaceId);
 
+    const cpu = () => Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)]));
+    const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
+
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
+    const cpuStart = cpu();
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const started = performance.now();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
+    const createdEnd = Date.now();
     await receiver.until(TASKS);
+    const cpuEndToEnd = cpuDiff(cpuStart, cpu());
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
@@ -232,6 +248,13 @@ await withStack(async ({ env: base, db }) => {
     });
     const lag = tasks.map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime()).filter(Number.isFinite);
     const lagP = percentiles(lag);
+    // The lag of callbacks of tasks completed while creations were still arriving (the machine busiest) and after.
+    const lagOf = (pred) => {
+      const xs = tasks.filter((t) => receiver.arrivals.has(t.id) && pred(t.completedAt.getTime())).map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime());
+      return { ...percentiles(xs), n: xs.length };
+    };
+    const lagDuring = lagOf((c) => c < createdEnd);
+    const lagAfter = lagOf((c) => c >= createdEnd);
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const step = (f) => percentiles(tasks.map(f).filter(Number.isFinite)).p50;
     const archivedAt = (t) => (t.files.length ? Math.max(...t.files.map((f) => f.createdAt.getTime())) : NaN);
@@ -260,10 +283,12 @@ await withStack(async ({ env: base, db }) => {
     const before = receiver.count();
     const rounds = [];
     for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
+    const cpuDeliverStart = cpu();
     const deliverStart = performance.now();
     await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
     await receiver.until(before + TASKS);
     const deliverSeconds = (performance.now() - deliverStart) / 1000;
+    const cpuDeliver = cpuDiff(cpuDeliverStart, cpu());
     await queues.close();
     connection.disconnect();
 
@@ -287,6 +312,10 @@ await withStack(async ({ env: base, db }) => {
       ],
     );
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
+    console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
+    const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
+    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}`);
+    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
