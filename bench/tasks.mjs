@@ -63,7 +63,7 @@ const BEFORE = {
 const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
 const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
-const { createRedisConnection, createQueues, enqueue } = gensvc('queue');
+const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
@@ -255,6 +255,23 @@ await withStack(async ({ env: base, db }) => {
     };
     const lagDuring = lagOf((c) => c < createdEnd);
     const lagAfter = lagOf((c) => c >= createdEnd);
+    // Where the lag goes, from each task's first callback job (completed jobs are kept): completion → the job added
+    // (the archiver's hop), added → a dispatcher took it (queue wait), taken → the receiver had the callback.
+    const hops = { added: [], waited: [], handled: [] };
+    {
+      const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-hops' });
+      const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
+      for (const t of tasks) {
+        const job = await queues.get(CallbackDeliver.queue).getJob(jobIdFor(CallbackDeliver, [t.id, 1]));
+        const arrived = receiver.arrivals.get(t.id);
+        if (!job?.processedOn || !arrived) continue;
+        hops.added.push(job.timestamp - t.completedAt.getTime());
+        hops.waited.push(job.processedOn - job.timestamp);
+        hops.handled.push(arrived - job.processedOn);
+      }
+      await queues.close();
+      connection.disconnect();
+    }
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const step = (f) => percentiles(tasks.map(f).filter(Number.isFinite)).p50;
     const archivedAt = (t) => (t.files.length ? Math.max(...t.files.map((f) => f.createdAt.getTime())) : NaN);
@@ -264,6 +281,9 @@ await withStack(async ({ env: base, db }) => {
       'submitted → archived (provider job + poll waits + fetch + S3 put)': step((t) => archivedAt(t) - t.startedAt),
       'archived → completed': step((t) => t.completedAt - archivedAt(t)),
       'completed → callback received': lagP.p50,
+      '  completed → callback job added': percentiles(hops.added).p50,
+      '  job added → taken by a dispatcher': percentiles(hops.waited).p50,
+      '  taken → callback received': percentiles(hops.handled).p50,
       'created → callback received': step((t) => receiver.arrivals.get(t.id) - t.createdAt.getTime()),
     };
     const byKind = (pred) => simLog.filter(pred).length / TASKS;
