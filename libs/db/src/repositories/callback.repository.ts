@@ -62,9 +62,6 @@ export interface AttemptContext {
   archivedFile: { id: string; workspaceId: string } | null;
 }
 
-/** The task's delivery state as read in the statement that recorded an attempt. */
-export type DeliveryState = Pick<Task, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'>;
-
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
   countParked(db: DbClient): Promise<number> {
@@ -162,28 +159,6 @@ export const callbackRepository = {
       signing,
       archivedFile: archived ? { id: fileId, workspaceId: task.workspaceId } : null,
     };
-  },
-
-  /**
-   * Records an attempt's outcome and reads the task's delivery state in the same statement (its snapshot is taken
-   * after the attempt was made, so a redelivery that started a new round meanwhile is seen). `recorded` is false
-   * when that attempt was already recorded (a concurrent run of the same job); `task` is null when the task is gone.
-   */
-  async recordAttemptAndRead(db: DbClient, input: RecordAttemptInput): Promise<{ recorded: boolean; task: DeliveryState | null }> {
-    const rows = await db.$queryRaw<{ recorded: boolean; id: string | null; workspaceId: string | null; callbackState: Task['callbackState'] | null; callbackRoundStart: number | null }[]>`
-      WITH rec AS (
-        INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
-        VALUES (${newId('cba')}, ${input.workspaceId}, ${input.taskId}, ${input.attempt}, ${input.deliveryId}, ${input.url}, ${input.statusCode},
-                ${input.durationMs}, ${input.error}, ${input.responseHead}, ${input.at}::timestamp(3))
-        ON CONFLICT DO NOTHING
-        RETURNING 1
-      )
-      SELECT EXISTS (SELECT 1 FROM rec) AS recorded, t.id, t."workspaceId", t."callbackState", t."callbackRoundStart"
-      FROM (SELECT 1) one LEFT JOIN "Task" t ON t.id = ${input.taskId}`;
-    const row = rows[0]!;
-    const task =
-      row.id === null ? null : { id: row.id, workspaceId: row.workspaceId!, callbackState: row.callbackState!, callbackRoundStart: row.callbackRoundStart! };
-    return { recorded: row.recorded, task };
   },
 
   /** Writes an attempt's outcome; false when that attempt was already recorded (a re-run of the same job). */
