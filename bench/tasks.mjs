@@ -324,6 +324,9 @@ await withStack(async ({ env: base, db }) => {
     const rawPipeline = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const rawSingle = await rawBullmq(env, TASKS, CONCURRENCY);
 
+    // Counted before run 4 adds tasks of its own.
+    const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
+
     // 4. Creation with and without a callback_url interleaved (every other creation has one, each in its workspace),
     //    so both see the same load: runs 0 and 1 above differ in what else the machine is doing (phase 1 runs the
     //    whole pipeline and its callbacks beside its creations), which moves their p50s by more than the check costs.
@@ -354,7 +357,6 @@ await withStack(async ({ env: base, db }) => {
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
-    const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
     console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}`);
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
