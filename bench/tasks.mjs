@@ -9,12 +9,13 @@
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      and TASKS no-op jobs, through one worker of the same concurrency.
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
+//   4. creations with and without a callback_url interleaved, last: the same comparison under the same load.
 // Then the per-task time budget (p50 of each step, from the rows' timestamps) and what each task cost the stores and
 // the network (Postgres transactions, provider requests by kind, TLS handshakes), and the before/after table: BEFORE
 // holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
 // the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -29,6 +30,9 @@ const TASKS = Number(process.env.TASKS ?? 300);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 const JOBS_PER_TASK = 5;
+// PROFILE=<dir>: the edge and the callback-dispatcher run under `node --cpu-prof`, their profiles written there.
+const PROFILE = process.env.PROFILE;
+const profiled = (name) => (PROFILE && ['edge', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -60,7 +64,7 @@ const BEFORE = {
 const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
 const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
-const { createRedisConnection, createQueues, enqueue } = gensvc('queue');
+const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
@@ -95,6 +99,16 @@ async function startReceiver(cert) {
     until: (n) => new Promise((resolve) => (count >= n ? resolve() : (onCount = (c) => c >= n && resolve()))),
     close: () => new Promise((r) => (server.closeAllConnections(), server.close(r))),
   };
+}
+
+/** CPU seconds a process has used (user + system, /proc; NaN where there is none): what each phase cost it. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
@@ -160,15 +174,19 @@ await withStack(async ({ env: base, db }) => {
         PORT: String(edgePort),
       });
     }
-    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true });
+    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true, nodeArgs: profiled('edge') });
     procs.push(edge);
     const { PORT: _edgePort, ...workerEnv } = env;
-    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv));
+    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv, { nodeArgs: profiled(name) }));
 
-    /** `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. */
-    const createAll = async (key, callbackUrl) => {
+    /**
+     * `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. `key` and `callbackUrl`
+     * may be functions of the creation's index (the interleaved run); `latencies` holds each creation's, by index.
+     */
+    const createAll = async (keyOf, callbackUrlOf) => {
       const ids = [];
       const latencies = [];
+      const byIndex = [];
       const failures = new Map();
       let next = 0;
       const t0 = performance.now();
@@ -176,6 +194,8 @@ await withStack(async ({ env: base, db }) => {
         Array.from({ length: CONCURRENCY }, async () => {
           while (next < TASKS) {
             const i = next++;
+            const key = typeof keyOf === 'function' ? keyOf(i) : keyOf;
+            const callbackUrl = typeof callbackUrlOf === 'function' ? callbackUrlOf(i) : callbackUrlOf;
             const t = performance.now();
             let body;
             // A creation that fails is reported (and retried, so every run has TASKS tasks), never hidden.
@@ -192,11 +212,12 @@ await withStack(async ({ env: base, db }) => {
               if (tries === 5) throw new Error(`create: ${res.status} ${JSON.stringify(body)}\n${edge.output().slice(-3000)}`);
             }
             latencies.push(performance.now() - t);
+            byIndex[i] = performance.now() - t;
             ids.push(body.task_id);
           }
         }),
       );
-      return { ids, seconds: (performance.now() - t0) / 1000, latency: percentiles(latencies), failures };
+      return { ids, seconds: (performance.now() - t0) / 1000, latency: percentiles(latencies), byIndex, failures };
     };
     const terminal = async (wsId) => {
       while ((await db.task.count({ where: { workspaceId: wsId, status: { in: ['completed', 'failed', 'canceled'] } } })) < TASKS) {
@@ -210,14 +231,20 @@ await withStack(async ({ env: base, db }) => {
     const without = await createAll(plain.auth, null);
     await terminal(plain.workspaceId);
 
+    const cpu = () => Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)]));
+    const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
+
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
+    const cpuStart = cpu();
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const started = performance.now();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
+    const createdEnd = Date.now();
     await receiver.until(TASKS);
+    const cpuEndToEnd = cpuDiff(cpuStart, cpu());
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
@@ -229,6 +256,30 @@ await withStack(async ({ env: base, db }) => {
     });
     const lag = tasks.map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime()).filter(Number.isFinite);
     const lagP = percentiles(lag);
+    // The lag of callbacks of tasks completed while creations were still arriving (the machine busiest) and after.
+    const lagOf = (pred) => {
+      const xs = tasks.filter((t) => receiver.arrivals.has(t.id) && pred(t.completedAt.getTime())).map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime());
+      return { ...percentiles(xs), n: xs.length };
+    };
+    const lagDuring = lagOf((c) => c < createdEnd);
+    const lagAfter = lagOf((c) => c >= createdEnd);
+    // Where the lag goes, from each task's first callback job (completed jobs are kept): completion → the job added
+    // (the archiver's hop), added → a dispatcher took it (queue wait), taken → the receiver had the callback.
+    const hops = { added: [], waited: [], handled: [] };
+    {
+      const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-hops' });
+      const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
+      for (const t of tasks) {
+        const job = await queues.get(CallbackDeliver.queue).getJob(jobIdFor(CallbackDeliver, [t.id, 1]));
+        const arrived = receiver.arrivals.get(t.id);
+        if (!job?.processedOn || !arrived) continue;
+        hops.added.push(job.timestamp - t.completedAt.getTime());
+        hops.waited.push(job.processedOn - job.timestamp);
+        hops.handled.push(arrived - job.processedOn);
+      }
+      await queues.close();
+      connection.disconnect();
+    }
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const step = (f) => percentiles(tasks.map(f).filter(Number.isFinite)).p50;
     const archivedAt = (t) => (t.files.length ? Math.max(...t.files.map((f) => f.createdAt.getTime())) : NaN);
@@ -238,6 +289,9 @@ await withStack(async ({ env: base, db }) => {
       'submitted → archived (provider job + poll waits + fetch + S3 put)': step((t) => archivedAt(t) - t.startedAt),
       'archived → completed': step((t) => t.completedAt - archivedAt(t)),
       'completed → callback received': lagP.p50,
+      '  completed → callback job added': percentiles(hops.added).p50,
+      '  job added → taken by a dispatcher': percentiles(hops.waited).p50,
+      '  taken → callback received': percentiles(hops.handled).p50,
       'created → callback received': step((t) => receiver.arrivals.get(t.id) - t.createdAt.getTime()),
     };
     const byKind = (pred) => simLog.filter(pred).length / TASKS;
@@ -257,16 +311,28 @@ await withStack(async ({ env: base, db }) => {
     const before = receiver.count();
     const rounds = [];
     for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
+    const cpuDeliverStart = cpu();
     const deliverStart = performance.now();
     await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
     await receiver.until(before + TASKS);
     const deliverSeconds = (performance.now() - deliverStart) / 1000;
+    const cpuDeliver = cpuDiff(cpuDeliverStart, cpu());
     await queues.close();
     connection.disconnect();
 
     // 3. The baseline, in the same run.
     const rawPipeline = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const rawSingle = await rawBullmq(env, TASKS, CONCURRENCY);
+
+    // Counted before run 4 adds tasks of its own.
+    const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
+
+    // 4. Creation with and without a callback_url interleaved (every other creation has one, each in its workspace),
+    //    so both see the same load: runs 0 and 1 above differ in what else the machine is doing (phase 1 runs the
+    //    whole pipeline and its callbacks beside its creations), which moves their p50s by more than the check costs.
+    const mixed = await createAll((i) => (i % 2 ? auth : plain.auth), (i) => (i % 2 ? `${receiver.url}/cb` : null));
+    const mixedWith = percentiles(mixed.byIndex.filter((_, i) => i % 2 === 1));
+    const mixedWithout = percentiles(mixed.byIndex.filter((_, i) => i % 2 === 0));
 
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
@@ -284,10 +350,13 @@ await withStack(async ({ env: base, db }) => {
       ],
     );
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
+    console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
+    const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
+    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}`);
+    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
-    const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
     console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}`);
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
@@ -301,6 +370,7 @@ await withStack(async ({ env: base, db }) => {
 
     const pct = (v) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)} %` : '-');
     const createSlowdown = withCb.latency.p50 / without.latency.p50 - 1;
+    const mixedSlowdown = mixedWith.p50 / mixedWithout.p50 - 1;
     const row = (name, before, now, target, ok) => [name, before, now, target, verdict(ok)];
     console.log('\nbefore (386ce66) / after, and the targets of issue 12');
     printTable(
@@ -313,6 +383,7 @@ await withStack(async ({ env: base, db }) => {
         row('completion → callback p50 (ms)', ms(BEFORE.lagP50), ms(lagP.p50), '≤ 50', lagP.p50 <= 50),
         row('completion → callback p99 (ms)', ms(BEFORE.lagP99), ms(lagP.p99), '', true),
         row('creation p50 with callback_url vs without', pct(BEFORE.createWith / BEFORE.createWithout - 1), pct(createSlowdown), '≤ 20 %', createSlowdown <= 0.2),
+        row('  the same, interleaved (same load)', '-', `${pct(mixedSlowdown)} (${ms(mixedWith.p50)} / ${ms(mixedWithout.p50)} ms)`, '≤ 20 %', mixedSlowdown <= 0.2),
       ],
     );
   } finally {

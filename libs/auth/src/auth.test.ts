@@ -63,4 +63,17 @@ describe('file tokens', () => {
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
     await expect(verifyFileToken(secret, none)).resolves.toBeNull();
   });
+
+  it('is the very token jose signs for the same claims and times', async () => {
+    const { token } = await signFileToken(secret, { fileId: 'file_1', workspaceId: 'ws_1' });
+    const { iat, exp } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { iat: number; exp: number };
+    expect(exp - iat).toBe(3600);
+    const jose = await new SignJWT({ ws: 'ws_1', scope: 'download' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('file_1')
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(new TextEncoder().encode(secret));
+    expect(token).toBe(jose);
+  });
 });

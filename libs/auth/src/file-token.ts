@@ -1,6 +1,7 @@
 // Signed content links (DESIGN.md §5): a JWS, HS256 with the server's secret, checked against an algorithms
 // allow-list, carrying the file, its workspace and the scope "download".
-import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import { createHmac } from 'node:crypto';
+import { jwtVerify, errors as joseErrors } from 'jose';
 
 const ALGORITHMS = ['HS256'];
 export const FILE_TOKEN_TTL_SECONDS = 3600;
@@ -12,15 +13,19 @@ export interface FileTokenClaims {
 
 const keyOf = (secret: string) => new TextEncoder().encode(secret);
 
+const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256' })).toString('base64url');
+
+/**
+ * The JWS compact serialisation of RFC 7515 (HS256), as jose's SignJWT makes it, signed synchronously with
+ * node:crypto: one is signed per callback delivery and per task read with a download link (issue 12), and WebCrypto's
+ * async HMAC cost more than the rest of the link. jose verifies it (verifyFileToken).
+ */
 export async function signFileToken(secret: string, claims: FileTokenClaims, ttlSeconds = FILE_TOKEN_TTL_SECONDS) {
-  const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
-  const token = await new SignJWT({ ws: claims.workspaceId, scope: 'download' })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setSubject(claims.fileId)
-    .setIssuedAt()
-    .setExpirationTime(exp)
-    .sign(keyOf(secret));
-  return { token, expiresAt: new Date(exp * 1000) };
+  const iat = Math.floor(Date.now() / 1000);
+  const exp = iat + ttlSeconds;
+  const payload = Buffer.from(JSON.stringify({ ws: claims.workspaceId, scope: 'download', sub: claims.fileId, iat, exp })).toString('base64url');
+  const signature = createHmac('sha256', secret).update(`${HEADER}.${payload}`).digest('base64url');
+  return { token: `${HEADER}.${payload}.${signature}`, expiresAt: new Date(exp * 1000) };
 }
 
 /** The claims, or null for a token that is tampered, expired, of another algorithm or another scope. */

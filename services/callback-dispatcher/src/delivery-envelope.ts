@@ -4,20 +4,20 @@
 import { fileContentLink } from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
 import { taskEnvelope } from '@gensvc/contracts';
-import { taskRepository, workspaceRepository, type DbClient, type TaskRow } from '@gensvc/db';
+import type { AttemptContext } from '@gensvc/db';
 
 /**
  * The exact bytes to sign and send, or null when the workspace is gone (its tasks go with it: a delete racing this
- * attempt). `deliveredAt` is the attempt's start, which becomes the task's deliveredAt if this attempt succeeds.
+ * attempt). `deliveredAt` is the attempt's start, which becomes the task's deliveredAt if this attempt succeeds;
+ * `context` is what the attempt read (callbackRepository.attemptContext, as of `deliveredAt`).
  */
 export async function deliveryBody(
-  db: DbClient,
   config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>,
-  task: TaskRow,
+  context: Pick<AttemptContext, 'task' | 'currency' | 'archivedFile'>,
   deliveredAt: Date,
 ): Promise<string | null> {
-  const [workspace, file] = await Promise.all([workspaceRepository.get(db, task.workspaceId), taskRepository.archivedOutputFile(db, task, deliveredAt)]);
-  if (!workspace) return null;
+  const { task, currency, archivedFile: file } = context;
+  if (currency === null) return null;
   const download = file && (await fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
-  return JSON.stringify(taskEnvelope(task, { currency: workspace.currency, download, deliveredAt }));
+  return JSON.stringify(taskEnvelope(task, { currency, download, deliveredAt }));
 }

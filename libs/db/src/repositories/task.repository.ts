@@ -19,6 +19,7 @@ import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { assertHeld } from './billing.repository';
+import type { RecordAttemptInput } from './callback.repository';
 import { fileRepository, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -366,15 +367,51 @@ export const taskRepository = {
    * higher round start) is not touched by an attempt of the old one. False when nothing changed.
    */
   async applyDelivery(db: DbClient, taskId: string, step: DeliveryUpdate, now = new Date()): Promise<boolean> {
-    const where = { id: taskId, callbackState: 'pending' as const, callbackRoundStart: { lte: step.attempt } };
-    const data =
-      step.to === 'delivered'
-        ? { callbackState: 'delivered' as const, deliveredAt: step.at, updatedAt: step.at }
-        : step.to === 'parked'
-          ? { callbackState: 'parked' as const, updatedAt: now }
-          : { updatedAt: now };
-    const { count } = await db.task.updateMany({ where, data });
+    // Raw: the per-delivery write (issue 12), without the query compiler's cost.
+    const set = deliverySet(step, now);
+    const count = await db.$executeRaw`
+      UPDATE "Task" SET ${set} WHERE id = ${taskId} AND "callbackState" = 'pending' AND "callbackRoundStart" <= ${step.attempt}`;
     return count === 1;
+  },
+
+  /**
+   * An attempt's outcome recorded (callbackRepository.recordAttempt's row) and the decision taken on it applied, in
+   * one statement: the decision was made on the task as the attempt read it (`decidedOn`), so it is applied only
+   * while the task still is so (pending, the same round start), as applyDelivery's own condition would. `recorded`
+   * is false when that attempt had a row already (a concurrent run of the same job; nothing is applied then);
+   * `applied` false when the task changed meanwhile (a redelivery), and `task` is its state as read then, for the
+   * caller to decide again. One round trip where recording, re-reading and applying took three.
+   */
+  async recordDeliveryAttempt(
+    db: DbClient,
+    input: RecordAttemptInput,
+    decidedOn: { callbackRoundStart: number },
+    step: DeliveryUpdate | null,
+    now = new Date(),
+  ): Promise<{ recorded: boolean; applied: boolean; task: Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'> | null }> {
+    const update = step
+      ? Prisma.sql`UPDATE "Task" SET ${deliverySet(step, now)}
+          WHERE id = ${input.taskId} AND EXISTS (SELECT 1 FROM rec) AND "callbackState" = 'pending'
+            AND "callbackRoundStart" = ${decidedOn.callbackRoundStart} AND "callbackRoundStart" <= ${step.attempt}
+          RETURNING 1`
+      : Prisma.sql`SELECT 1 WHERE false`;
+    const rows = await db.$queryRaw<
+      { recorded: boolean; applied: boolean; id: string | null; workspaceId: string | null; callbackState: TaskRow['callbackState'] | null; callbackRoundStart: number | null }[]
+    >`
+      WITH rec AS (
+        INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
+        VALUES (${newId('cba')}, ${input.workspaceId}, ${input.taskId}, ${input.attempt}, ${input.deliveryId}, ${input.url}, ${input.statusCode},
+                ${input.durationMs}, ${input.error}, ${input.responseHead}, ${input.at}::timestamp(3))
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+      ), upd AS (${update})
+      SELECT EXISTS (SELECT 1 FROM rec) AS recorded, EXISTS (SELECT 1 FROM upd) AS applied,
+        t.id, t."workspaceId", t."callbackState", t."callbackRoundStart"
+      FROM (SELECT 1) one LEFT JOIN "Task" t ON t.id = ${input.taskId}`;
+    const row = rows[0]!;
+    const task =
+      row.id === null ? null : { id: row.id, workspaceId: row.workspaceId!, callbackState: row.callbackState!, callbackRoundStart: row.callbackRoundStart! };
+    return { recorded: row.recorded, applied: row.applied, task };
   },
 
   /**
@@ -402,6 +439,15 @@ export const taskRepository = {
     });
   },
 };
+
+/** The columns a delivery decision sets (applyDelivery, recordDeliveryAttempt). */
+function deliverySet(step: DeliveryUpdate, now: Date): Prisma.Sql {
+  return step.to === 'delivered'
+    ? Prisma.sql`"callbackState" = 'delivered', "deliveredAt" = ${step.at}::timestamp(3), "updatedAt" = ${step.at}::timestamp(3)`
+    : step.to === 'parked'
+      ? Prisma.sql`"callbackState" = 'parked', "updatedAt" = ${now}::timestamp(3)`
+      : Prisma.sql`"updatedAt" = ${now}::timestamp(3)`;
+}
 
 /** How a delivery decision changes the task: the attempt it is about, and what it decided. */
 export type DeliveryUpdate = { attempt: number } & ({ to: 'delivered'; at: Date } | { to: 'parked' } | { to: 'pending' });

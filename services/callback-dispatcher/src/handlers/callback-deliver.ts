@@ -15,7 +15,7 @@
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
 import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
-import { callbackRepository, taskRepository, type Db, type TaskRow } from '@gensvc/db';
+import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
@@ -41,15 +41,25 @@ export async function applyAttempt(
   if (!task) return { step: 'none', reason: 'not_pending' };
   const now = at.now ?? new Date();
   const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: at.endedAt });
-  const attempt = recorded.attempt;
-  if (then.step === 'delivered') await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'delivered', at: recorded.createdAt }, now);
-  if (then.step === 'parked') await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'parked' }, now);
-  if (then.step === 'retry') {
-    // Moved, for the reconciler: a pending delivery that stops moving has lost its next job.
-    await taskRepository.applyDelivery(deps.db, task.id, { attempt, to: 'pending' }, now);
-    await scheduleCallback(deps.queues, { taskId: task.id, workspaceId: task.workspaceId }, then.attempt, { delayMs: then.delayMs });
-  }
+  const update = deliveryUpdate(then, recorded);
+  if (update) await taskRepository.applyDelivery(deps.db, task.id, update, now);
+  await scheduleNext(deps, task, then);
   return then;
+}
+
+/** How a step changes the task (taskRepository.applyDelivery), or null when it changes nothing. */
+function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): DeliveryUpdate | null {
+  const { attempt } = recorded;
+  if (then.step === 'delivered') return { attempt, to: 'delivered', at: recorded.createdAt };
+  if (then.step === 'parked') return { attempt, to: 'parked' };
+  // Moved, for the reconciler: a pending delivery that stops moving has lost its next job.
+  if (then.step === 'retry') return { attempt, to: 'pending' };
+  return null;
+}
+
+/** The next attempt's job, when the step is a retry (after the step was applied). */
+async function scheduleNext(deps: { queues: Queues }, task: Pick<TaskRow, 'id' | 'workspaceId'>, then: DeliveryStep) {
+  if (then.step === 'retry') await scheduleCallback(deps.queues, { taskId: task.id, workspaceId: task.workspaceId }, then.attempt, { delayMs: then.delayMs });
 }
 
 export type DeliverOutcome =
@@ -74,14 +84,17 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const deliveryId = deliveryIdFor(taskId, attempt);
     const log = logger.child({ taskId, attempt, deliveryId, jobId: ctx.job.id });
 
-    const task = await taskRepository.find(db, taskId);
-    if (!task) return { outcome: 'skipped', reason: 'task_gone' };
+    // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
+    // and one write after it (the attempt, with the task's state as of then); applying the outcome is the third.
+    const startedAt = new Date();
+    const context = await callbackRepository.attemptContext(db, taskId, startedAt);
+    if (!context) return { outcome: 'skipped', reason: 'task_gone' };
+    const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
     if (task.callbackState !== 'pending') return { outcome: 'skipped', reason: 'not_pending' };
     // An attempt of a round a redelivery has since replaced (a delayed retry promoted late, say).
     if (attempt < task.callbackRoundStart) return { outcome: 'skipped', reason: 'stale_round' };
 
-    const last = await callbackRepository.lastAttempt(db, taskId);
     if (last && attempt <= last.attempt) {
       // Nothing was in flight since the task was read: no re-read.
       const then = await applyAttempt(deps, task, last);
@@ -96,10 +109,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
       return { outcome: 'skipped', reason: 'not_next' };
     }
 
-    const startedAt = new Date();
-    const body = await deliveryBody(db, config, task, startedAt);
+    const body = await deliveryBody(config, context, startedAt);
     if (body === null) return { outcome: 'skipped', reason: 'task_gone' };
-    const secrets = await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt);
+    // The workspace's first delivery makes its secret.
+    const secrets = context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
     const headers = {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
@@ -109,28 +122,39 @@ export function callbackDeliver(deps: DispatcherDeps) {
     };
 
     const result = await send(task.callbackUrl, body, headers, deps, ctx.signal);
-    const recorded = await callbackRepository.recordAttempt(db, {
-      workspaceId: task.workspaceId,
-      taskId,
-      attempt,
-      deliveryId,
-      url: task.callbackUrl,
-      statusCode: result.statusCode,
-      durationMs: result.durationMs,
-      error: result.error,
-      responseHead: result.responseHead,
-      at: startedAt,
-    });
+    // Decided on the task as this attempt read it, and applied in the statement that records the attempt while the
+    // task still is so; when a redelivery started a new round meanwhile, decided again on the task as it is now.
+    const outcome: RecordedAttempt = { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs };
+    const now = new Date();
+    const planned = decideDelivery(task, outcome, config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: result.endedAt });
+    const { recorded, applied, task: current } = await taskRepository.recordDeliveryAttempt(
+      db,
+      {
+        workspaceId: task.workspaceId,
+        taskId,
+        attempt,
+        deliveryId,
+        url: task.callbackUrl,
+        statusCode: result.statusCode,
+        durationMs: result.durationMs,
+        error: result.error,
+        responseHead: result.responseHead,
+        at: startedAt,
+      },
+      task,
+      deliveryUpdate(planned, outcome),
+      now,
+    );
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (!recorded) {
       log.info(fields, 'callback: attempt made, but a concurrent run recorded it first');
       return { outcome: 'raced', attempt };
     }
-    // Logged before its outcome is applied, so an attempt is logged even when applying it fails (and is retried).
+    // Logged before what follows is scheduled, so an attempt is logged even when that fails (and is retried).
     log.info(fields, 'callback: attempt');
-    // Read afresh: a redelivery may have started a new round while this attempt was in flight.
-    const current = await taskRepository.find(db, taskId);
-    const then = await applyAttempt(deps, current, { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs }, { endedAt: result.endedAt });
+    let then = planned;
+    if (applied) await scheduleNext(deps, task, planned);
+    else then = await applyAttempt(deps, current, outcome, { now, endedAt: result.endedAt });
     if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
     return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
   };
