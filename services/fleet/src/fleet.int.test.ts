@@ -35,6 +35,11 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   });
   expect(chat.status).toBe(200);
   expect((await jsonOf(chat)).choices[0].message.content).toMatch(/^sim reply/);
+  // The printed API reference and its document are served.
+  expect(first.output()).toContain(`API reference http://localhost:${port}/docs`);
+  const docs = await fetch(`http://127.0.0.1:${port}/docs`);
+  expect([docs.status, docs.headers.get('content-type')]).toEqual([200, expect.stringContaining('text/html')]);
+  expect((await jsonOf(await fetch(`http://127.0.0.1:${port}/openapi.json`))).openapi).toMatch(/^3\.1/);
   // The printed task request: a sim image generated through the provider protocol, archived over HTTPS into S3.
   const task = runCurl((await first.printed).task);
   expect(task).toMatchObject({ object: 'task', status: 'queued', model: 'sim/image-1' });

@@ -154,7 +154,7 @@ async function main() {
       '',
       `gensvc is up (${seconds} s): ${FLEET.join(', ')}; upstream-sim on ${simUrl}`,
       `  dashboard  ${base}/dashboard/   sign in as ${demo.email} / ${demo.password} (owner of "Demo")`,
-      `  base URL   ${base}`,
+      `  base URL   ${base}   (API reference ${base}/docs, OpenAPI ${base}/openapi.json)`,
       `  API key    ${demo.secret}`,
       `             workspace "Demo" (${demo.workspaceId}), every scope`,
       `  ops ports  ${FLEET.map((n) => `${n} ${opsPorts[n]}`).join(', ')} (/healthz, /readyz, /metrics)`,
