@@ -18,14 +18,19 @@ function take(n: number): number {
   return at;
 }
 
+export type IdPrefix = 'ws' | 'usr' | 'key' | 'ch' | 'tsk' | 'file' | 'led' | 'res' | 'idem' | 'cba' | 'ses' | 'inv' | 'evl';
+
 /** An opaque, unguessable id: `<prefix>_` and 22 base62 characters (about 131 bits). */
-export function newId(prefix: 'ws' | 'usr' | 'key' | 'ch' | 'tsk' | 'file' | 'led' | 'res' | 'idem' | 'cba' | 'ses' | 'inv' | 'evl'): string {
+export function newId(prefix: IdPrefix): string {
   const at = take(22);
   let out = '';
   // 256 % 62 leaves a small bias on the lowest characters; 22 × log2(62) - bias still exceeds 128 bits.
   for (let i = at; i < at + 22; i++) out += ALPHABET[pool[i]! % 62];
   return `${prefix}_${out}`;
 }
+
+/** The shape newId gives ids of `prefix`: a cheap check before a look-up, and a schema's pattern. */
+export const idPattern = (prefix: IdPrefix): RegExp => new RegExp(`^${prefix}_[A-Za-z0-9]{22}$`);
 
 /** A request id made here (the edge's, when the caller sent none): `req_` and 24 hex digits (96 bits). */
 export function newRequestId(): string {

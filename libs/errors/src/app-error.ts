@@ -226,11 +226,11 @@ export const errors = {
     new AppError({ code: 'model_not_allowed', message: `This API key may not use the model "${model}": it is limited to the models listed by GET /v1/models.`, param }),
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
   modelNotSupported: (message: string) => new AppError({ code: 'model_not_supported', message, param: 'model' }),
-  /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */
   /** A provider webhook (Replicate, fal) whose signature does not verify (issue 12). */
   invalidWebhookSignature: (message: string) => new AppError({ code: 'invalid_webhook_signature', message }),
   /** The keys a provider's webhooks are verified with could not be fetched now; the provider retries. */
   webhookKeysUnavailable: (message: string, cause?: unknown) => new AppError({ code: 'webhook_keys_unavailable', message, cause, expose: true }),
+  /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */
   invalidCallbackUrl: (message: string) => new AppError({ code: 'invalid_callback_url', message, param: 'callback_url' }),
   invalidImageUrl: (message: string, param = 'image_url') => new AppError({ code: 'invalid_image_url', message, param }),
   /** An image input whose bytes are not a supported image (or not an image at all); `param` names the field. */

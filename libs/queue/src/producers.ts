@@ -9,7 +9,7 @@
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
-import { enqueue, jobIdFor, type Queues } from './queues';
+import { enqueue, jobIdOf, type Queues } from './queues';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -56,11 +56,11 @@ export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, d
  * one if that poll was running meanwhile, is promoted; a poll that became due meanwhile runs now anyway. Adds nothing:
  * when no poll waits, the task has moved on or its poll is running. True when one was promoted.
  */
-export async function promotePoll(queues: Queues, taskId: string, attempt: number, secondLookMs = 250): Promise<boolean> {
+export async function promotePoll(queues: Queues, ref: TaskJobRef, attempt: number, secondLookMs = 250): Promise<boolean> {
   const queue = queues.get(TaskPoll.queue);
   for (let look = 0; look < 2; look++) {
     for (const n of [attempt, attempt + 1]) {
-      const job = await queue.getJob(jobIdFor(TaskPoll, [taskId, n]));
+      const job = await queue.getJob(jobIdOf(TaskPoll, { ...envelope(ref), attempt: n }));
       if (job && (await job.isDelayed())) {
         await job.promote().catch(() => undefined);
         return true;

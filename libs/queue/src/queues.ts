@@ -120,7 +120,7 @@ export async function enqueue<J extends JobContract>(
       }
       const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
       const jobOpts: JobsOptions = { ...retry, ...opts };
-      if (contract.key) jobOpts.jobId = jobIdFor(contract, (contract.key as (p: unknown) => JobKey)(parsed.data));
+      if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, parsed.data as JobPayload<KeyedJob>));
       const added = await queues.get(contract.queue).add(contract.name, parsed.data, jobOpts);
       if (added.id) span.setAttribute('messaging.message.id', added.id);
       return added as Job<JobPayload<J>, unknown, J['name']>;

@@ -5,10 +5,10 @@
 // Task.callbackRoundStart. An attempt's row is written once, when its outcome is known ((taskId, attempt) unique):
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
-import { archivedFileIdOf } from '@gensvc/contracts';
 import type { DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
 import { newId } from '../ids';
+import { isArchivedOutputOf } from './file.repository';
 
 /** After a rotation the previous secret still signs for this long (DESIGN.md §4). */
 export const CALLBACK_SECRET_OVERLAP_MS = 24 * 3600 * 1000;
@@ -58,7 +58,7 @@ export interface AttemptContext {
   currency: string | null;
   /** The secrets to sign with now; null before the workspace's first delivery (callbackRepository.signingSecrets makes it). */
   signing: string[] | null;
-  /** The visible library file of the task's archived first output (taskRepository.archivedOutputFile), or null. */
+  /** The visible library file of the task's archived first output (isArchivedOutputOf), or null. */
   archivedFile: { id: string; workspaceId: string } | null;
 }
 
@@ -101,7 +101,7 @@ export const callbackRepository = {
    * Everything a delivery attempt reads, in one statement (issue 12: an attempt's store round trips were its cost):
    * the task, its last recorded attempt, the workspace's currency and signing secrets, and the library file of its
    * first output. The file is read by (task, output 0) and kept only when it is the very file the output entry names,
-   * of the task's workspace and still visible at `now`, as taskRepository.archivedOutputFile answers. Null when
+   * of the task's workspace and still visible at `now` (isArchivedOutputOf). Null when
    * there is no such task.
    */
   async attemptContext(db: DbClient, taskId: string, now = new Date()): Promise<AttemptContext | null> {
@@ -150,8 +150,7 @@ export const callbackRepository = {
     } = row;
     const signing =
       secret === null ? null : signingOf(view({ secret, previousSecret, previousExpiresAt, rotatedAt: null, createdAt: now }, now));
-    const archived =
-      fileId !== null && fileId === archivedFileIdOf(task.output) && fileWorkspaceId === task.workspaceId && fileExpiresAt !== null && fileExpiresAt > now;
+    const archived = fileId !== null && isArchivedOutputOf(task, { id: fileId, workspaceId: fileWorkspaceId!, expiresAt: fileExpiresAt }, now);
     return {
       task,
       last: lastAttempt === null ? null : { attempt: lastAttempt, statusCode, createdAt: lastAt!, durationMs },

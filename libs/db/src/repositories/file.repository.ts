@@ -1,6 +1,7 @@
 import type { DbClient } from '../client';
 import type { ArchiveStatus, FileSource, Tier } from '../generated/prisma/enums';
 import type { Prisma } from '../generated/prisma/client';
+import { archivedFileIdOf } from '@gensvc/contracts';
 import { generatedExpiry } from '../retention';
 
 // A file is visible (listed, inspected, served) while its library entry lives: expiresAt > now. Expiry is therefore
@@ -224,3 +225,11 @@ export const fileRepository = {
 };
 
 export type FileRow = NonNullable<Awaited<ReturnType<typeof fileRepository.get>>>;
+
+/**
+ * Whether `file` is the task's archived output a link may point at (spec §2.4): the very file its first output entry
+ * names, of the task's workspace, and still visible at `now` (not expired, not deleted: a deleted one is not read).
+ */
+export function isArchivedOutputOf(task: { workspaceId: string; output: unknown }, file: { id: string; workspaceId: string; expiresAt: Date | null }, now: Date): boolean {
+  return file.id === archivedFileIdOf(task.output) && file.workspaceId === task.workspaceId && file.expiresAt !== null && file.expiresAt > now;
+}

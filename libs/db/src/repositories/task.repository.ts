@@ -20,7 +20,7 @@ import type { TaskStatus } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { assertHeld } from './billing.repository';
 import type { RecordAttemptInput } from './callback.repository';
-import { fileRepository, type CreateFileInput } from './file.repository';
+import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
   id: string;
@@ -108,28 +108,22 @@ export const taskRepository = {
   },
 
   /**
-   * The library file of the task's archived output (outputs[0], the one its envelope shows) while the file is
-   * visible: what a download link may point at, signed afresh on each read (spec §2.4). Null before the output is
-   * archived, when archiving gave up, and once the file has expired or been deleted (a link would answer 404).
-   * Only an archived entry costs a query.
+   * For a page of tasks, in one query: task id → the library file of its archived output (outputs[0], the one its
+   * envelope shows) while the file is visible (isArchivedOutputOf): what a download link may point at, signed afresh
+   * on each read (spec §2.4). Absent before the output is archived, when archiving gave up, and once the file has
+   * expired or been deleted (a link would answer 404).
    */
-  async archivedOutputFile(db: DbClient, task: Pick<TaskRow, 'workspaceId' | 'output'>, now = new Date()) {
-    const fileId = archivedFileIdOf(task.output);
-    return fileId ? fileRepository.get(db, task.workspaceId, fileId, now) : null;
-  },
-
-  /** archivedOutputFile for a page of tasks, in one query: task id → its visible archived output file. */
   async archivedOutputFiles(db: DbClient, tasks: readonly Pick<TaskRow, 'id' | 'workspaceId' | 'output'>[], now = new Date()) {
     const wanted = tasks.flatMap((t) => {
       const fileId = archivedFileIdOf(t.output);
-      return fileId ? [{ taskId: t.id, workspaceId: t.workspaceId, fileId }] : [];
+      return fileId ? [{ taskId: t.id, task: t, fileId }] : [];
     });
     const files = wanted.length ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } }) : [];
     const byId = new Map(files.map((f) => [f.id, f]));
     const found = new Map<string, (typeof files)[number]>();
     for (const w of wanted) {
       const file = byId.get(w.fileId);
-      if (file && file.workspaceId === w.workspaceId) found.set(w.taskId, file);
+      if (file && isArchivedOutputOf(w.task, file, now)) found.set(w.taskId, file);
     }
     return found;
   },

@@ -96,7 +96,7 @@ export async function takeSlot(redis: Redis, key: string, limit: number, windowM
 }
 
 /** Which window decided a call limited twice: its workspace's or its key's. */
-export interface PairDecision extends WindowDecision {
+interface PairDecision extends WindowDecision {
   binding: 'workspace' | 'key';
 }
 

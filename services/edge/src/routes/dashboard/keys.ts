@@ -2,7 +2,7 @@
 // manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
 import { newApiKey } from '@gensvc/auth';
 import { publishKeyInvalidations } from '@gensvc/contracts';
-import { apiKeyRepository, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
+import { apiKeyRepository, idPattern, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { warnUnpublished } from '../../auth/key-cache';
@@ -73,11 +73,13 @@ export function createKey(deps: Deps) {
   };
 }
 
+const KEY_ID = idPattern('key');
+
 /** The workspace's key by the route's :id, which the person may manage (their own, or any for admins); 404 otherwise. */
 async function manageableKey(deps: Deps, req: Request<{ id: string }>, res: Response) {
   const { workspace, role } = memberOf(res);
   const id = req.params.id;
-  const key = /^key_[A-Za-z0-9]{22}$/.test(id) ? await apiKeyRepository.get(deps.db, id, workspace.id) : null;
+  const key = KEY_ID.test(id) ? await apiKeyRepository.get(deps.db, id, workspace.id) : null;
   if (!key) throw errors.notFound(`No key ${id.slice(0, 64)} in this workspace.`, { param: 'id' });
   if (key.creatorId !== sessionOf(res).user.id) assertRole(role, 'manageAllKeys');
   return key;

@@ -30,8 +30,8 @@ const FETCH_TIMEOUT_MS = 30_000;
 export const sha256Of = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** The bytes' image type, or a 400 naming `param`; beyond spec §8's limits, 400 media_limit_exceeded. */
-export function checkImage(bytes: Buffer, param: string, what: string): SniffedMedia {
-  const media = sniffMedia(bytes, true);
+export function checkImage(bytes: Buffer, param: string, what: string, complete = true): SniffedMedia {
+  const media = sniffMedia(bytes, complete);
   if (!media || media.kind !== 'image' || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) {
     throw errors.invalidImage(`${what} is not a supported image (${IMAGE_FORMATS}); the type is read from its bytes, not its name or Content-Type.`, param);
   }
@@ -84,6 +84,12 @@ export async function resolveImages(deps: ResolveDeps, workspaceId: string, sour
 async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: number): Promise<EditImage> {
   if (budget <= 0) throw combinedTooLarge();
   let bytes: Buffer;
+  let media: SniffedMedia | undefined;
+  // The type and pixel size are checked on the head as it arrives (a refused image is not downloaded whole); the
+  // peek counts and hashes every byte on the way.
+  const peek = new HeadPeek(SNIFF_BYTES, (head, complete) => {
+    media = checkImageOr(head, complete, url, what);
+  });
   try {
     const answer = await fetchChecked(url, {
       allowCidrs: deps.config.outbound.allowCidrs,
@@ -93,8 +99,6 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
       timeoutMs: FETCH_TIMEOUT_MS,
       headers: { accept: 'image/png, image/jpeg, image/webp, image/gif' },
     });
-    // The type and pixel size are checked on the head as it arrives: a refused image is not downloaded whole.
-    const peek = new HeadPeek(SNIFF_BYTES, (head) => void checkImageOr(head, url, what));
     // pipeline: a refused head stops the download, and the download's failure reaches the reader.
     bytes = await readAll(pipeline(answer.body, peek, () => {}));
   } catch (e) {
@@ -102,8 +106,7 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
     if (isOutboundError(e) && e.reason === 'too_large') throw combinedTooLarge();
     throw imageUrlRefused(e, what, url, 'image_url');
   }
-  const media = checkImageOr(bytes, url, what);
-  return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'url', url } };
+  return { bytes, media: media!, sha256: peek.digest(), origin: { source: 'url', url } };
 }
 
 async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: string, what: string, budget: number): Promise<EditImage> {
@@ -168,9 +171,9 @@ export async function readWorkspaceImage(deps: WorkspaceImageDeps, row: FileRow,
 }
 
 /** checkImage for fetched bytes (or their head, checked as it arrives), a wrong type answered as the URL's fault. */
-function checkImageOr(bytes: Buffer, url: string, what: string): SniffedMedia {
+function checkImageOr(head: Buffer, complete: boolean, url: string, what: string): SniffedMedia {
   try {
-    return checkImage(bytes, 'image_url', what);
+    return checkImage(head, 'image_url', what, complete);
   } catch (e) {
     if (isAppError(e) && e.code === 'invalid_image') {
       throw errors.invalidImageUrl(`${what} (${shownUrl(url)}) does not return a supported image (${IMAGE_FORMATS}) [type]; the type is read from the bytes.`);

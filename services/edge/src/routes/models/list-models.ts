@@ -31,7 +31,7 @@ function extension(m: CatalogModel, currency: string): ModelExtension {
 }
 
 /** Whether a request to /v1/models speaks Anthropic's dialect: the header Anthropic's clients always send. */
-export const isAnthropicListing = (req: Request) => req.get('anthropic-version') !== undefined;
+const isAnthropicListing = (req: Request) => req.get('anthropic-version') !== undefined;
 
 /** The key's model by the path's id, or 404 for one that is unknown, not usable now, or not the key's to use. */
 async function visibleModel(deps: Deps, res: Response, id: string): Promise<CatalogModel> {
@@ -42,7 +42,7 @@ async function visibleModel(deps: Deps, res: Response, id: string): Promise<Cata
 }
 
 /** The path's model id: `/v1/models/<provider>/<model>` (a literal slash) or its encoded form (`%2F`, as SDKs send). */
-export const modelIdParam = (req: Request) => String((req.params as Record<string, string>)[0] ?? '').replace(/^models\//, '');
+const modelIdParam = (req: Request) => String((req.params as Record<string, string>)[0] ?? '').replace(/^models\//, '');
 
 // --- OpenAI -------------------------------------------------------------------------------------------------------
 

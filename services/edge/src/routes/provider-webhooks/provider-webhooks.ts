@@ -68,7 +68,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       // A task that is not this job's, or that moved on, is answered as done: there is nothing for the provider to retry.
       const task = await taskRepository.find(deps.db, taskId);
       if (task && task.upstreamId === upstreamId && task.status === 'running' && task.output === null) {
-        const promoted = await promotePoll(deps.queues, taskId, task.attempts);
+        const promoted = await promotePoll(deps.queues, { taskId, workspaceId: task.workspaceId }, task.attempts);
         locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward');
       }
       res.status(204).end();

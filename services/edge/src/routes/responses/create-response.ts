@@ -37,8 +37,8 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy, client: Upstrea
       }
       checkImagePrice(model);
       const maxImages = generatedImageBound(raw.max_tool_calls);
-      const guides = [];
-      for (const ref of urlImageRefs(raw.input)) guides.push({ url: (await probeImageUrl(deps, ref.url, ref.param)).url });
+      // Probed at once: a request's guides wait for the slowest, not for the sum.
+      const guides = await Promise.all(urlImageRefs(raw.input).map(async (ref) => ({ url: (await probeImageUrl(deps, ref.url, ref.param)).url })));
       const upstream = await inlineFileImages(deps, authOf(res).workspace.id, { ...raw, max_tool_calls: maxImages }, refs);
       // The mask may be a data URL: the task keeps the tool's options, not image bytes.
       const { input_image_mask: _mask, ...tool } = imageTool;

@@ -26,7 +26,7 @@ import { recordImageOutputs } from '../images/record-edit';
 import { IMAGE_TYPES } from '../images/schema';
 import type { EditOutput } from '../images/upstream-edit';
 
-export const IMAGE_GENERATION_OPERATION = 'responses.image_generation';
+const IMAGE_GENERATION_OPERATION = 'responses.image_generation';
 
 /** Largest upstream answer read: up to MAX_GENERATED_IMAGES base64 images of a few MiB each. */
 const MAX_ANSWER_BYTES = 128 * 1024 * 1024;

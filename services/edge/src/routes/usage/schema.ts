@@ -1,9 +1,9 @@
 // GET /api/v1/usage (issue 13): the query and the answer, as zod schemas (the OpenAPI document is generated from them).
+import { idPattern } from '@gensvc/db';
 import { z } from 'zod';
 
 export const MAX_USAGE_DAYS = 366;
 const DAY_MS = 86_400_000;
-export const KEY_ID = /^key_[A-Za-z0-9]{22}$/;
 
 /**
  * A day (YYYY-MM-DD, UTC) or an ISO 8601 time with its offset. A day given as `to` means through its end; a time
@@ -28,7 +28,7 @@ export const USAGE_QUERY = z
     from: instant(false).optional().describe('start, inclusive: a day (its 00:00 UTC) or an ISO 8601 time; default 30 days before `to`'),
     to: instant(true).optional().describe('end: a day (through its end, UTC) or an ISO 8601 time (exclusive); default now'),
     group_by: z.enum(['day', 'model', 'key'], { error: 'must be day, model or key' }).default('day'),
-    key_id: z.string().regex(KEY_ID, 'must be an API key id (key_...)').optional(),
+    key_id: z.string().regex(idPattern('key'), 'must be an API key id (key_...)').optional(),
   })
   .transform((q, ctx) => {
     const to = q.to ?? new Date();
