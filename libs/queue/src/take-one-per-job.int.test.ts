@@ -67,7 +67,7 @@ describe('defineWorker with takeOnePerJob', () => {
   it('clears the marker its take left once the queue is empty, and still wakes for the next job', async () => {
     const { add, events, queues } = setUp(async (job) => job.data.taskId);
     await events.waitUntilReady();
-    const marker = queues.get('archive').keys.marker;
+    const marker = queues.get('archive').keys.marker!;
     for (const i of [1, 2]) {
       const job = await add(i);
       await expect(job.waitUntilFinished(events, 10_000)).resolves.toBe(`tsk_${i}`);
