@@ -177,6 +177,10 @@ const CLEAR_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('
  */
 function takeOnePerJob(worker: Worker): void {
   const w = worker as unknown as WorkerInternals;
+  // A BullMQ upgrade that renames these fails here, at start-up, rather than in a loop that takes nothing.
+  const driven = ['mainLoop', 'moveToActive', 'waitForJob', 'isRateLimited', 'waitForRateLimit', 'processJob', 'retryIfFailed'] as const;
+  const missing = driven.filter((name) => typeof w[name] !== 'function');
+  if (missing.length || !w.keys?.marker) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${missing.join(', ') || 'keys.marker'}.`);
   w.mainLoop = async function (this: WorkerInternals) {
     const slots = new Set<Promise<void>>();
     let tokens = 0;
