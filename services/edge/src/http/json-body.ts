@@ -44,7 +44,7 @@ const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== u
  */
 export function jsonBody(o: JsonBodyOptions): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !req.is(JSON_TYPES)) return next();
+    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !isJson(req)) return next();
     const charset = contentCharset(req.headers['content-type']);
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
       return next(errors.unsupportedMediaType('JSON bodies must be UTF-8 (charset=utf-8).', { param: 'Content-Type' }));
@@ -133,6 +133,12 @@ function parseJson(text: string, o: JsonBodyOptions): unknown {
     throw errors.invalidCharacter('A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.', 'body');
   }
   return value;
+}
+
+/** JSON by its Content-Type; the header every client sends is recognised without parsing it (type-is does the rest). */
+function isJson(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return type === 'application/json' || type === 'application/json; charset=utf-8' || Boolean(req.is(JSON_TYPES));
 }
 
 /** The charset parameter of a Content-Type, lower-cased, or null when there is none. */
