@@ -34,6 +34,9 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   br: createBrotliDecompress,
 };
 
+/** Stateless between calls (no `stream` option): one decoder serves every request. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A request with a body (a Content-Length, even 0, or chunked), as body-parser judges it. */
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
 
@@ -88,7 +91,7 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
       }
       if (error) return reject(error);
       try {
-        resolve(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks, size)));
+        resolve(UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
       } catch {
         reject(errors.invalidEncoding('The request body is not valid UTF-8.', 'body'));
       }
@@ -106,7 +109,8 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
     const onClose = () => {
       if (!req.complete) settle(aborted());
     };
-    const stopWatching = watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
+    // A body already whole (it came with the headers, as a JSON call's usually does) can no longer stall: no timers.
+    const stopWatching = req.complete ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
     source.on('data', onData).once('end', onEnd).once('error', onError);
     req.once('close', onClose);
     if (decoder) {
