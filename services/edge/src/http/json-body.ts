@@ -34,6 +34,9 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   br: createBrotliDecompress,
 };
 
+/** Stateless between calls (no `stream` option): one decoder serves every request. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A request with a body (a Content-Length, even 0, or chunked), as body-parser judges it. */
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
 
@@ -44,7 +47,7 @@ const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== u
  */
 export function jsonBody(o: JsonBodyOptions): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !req.is(JSON_TYPES)) return next();
+    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !isJson(req)) return next();
     const charset = contentCharset(req.headers['content-type']);
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
       return next(errors.unsupportedMediaType('JSON bodies must be UTF-8 (charset=utf-8).', { param: 'Content-Type' }));
@@ -88,7 +91,7 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
       }
       if (error) return reject(error);
       try {
-        resolve(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks, size)));
+        resolve(UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
       } catch {
         reject(errors.invalidEncoding('The request body is not valid UTF-8.', 'body'));
       }
@@ -106,7 +109,8 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
     const onClose = () => {
       if (!req.complete) settle(aborted());
     };
-    const stopWatching = watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
+    // A body already whole (it came with the headers, as a JSON call's usually does) can no longer stall: no timers.
+    const stopWatching = req.complete ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
     source.on('data', onData).once('end', onEnd).once('error', onError);
     req.once('close', onClose);
     if (decoder) {
@@ -133,6 +137,12 @@ function parseJson(text: string, o: JsonBodyOptions): unknown {
     throw errors.invalidCharacter('A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.', 'body');
   }
   return value;
+}
+
+/** JSON by its Content-Type; the header every client sends is recognised without parsing it (type-is does the rest). */
+function isJson(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return type === 'application/json' || type === 'application/json; charset=utf-8' || Boolean(req.is(JSON_TYPES));
 }
 
 /** The charset parameter of a Content-Type, lower-cased, or null when there is none. */
