@@ -15,11 +15,10 @@ import { errors } from '@gensvc/errors';
 import { promotePoll } from '@gensvc/queue';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { IncomingMessage } from 'node:http';
 import type { EdgeDeps } from '../../deps';
-import { jsonDeadline, watchBody } from '../../http/body-deadline';
 import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
+import { readRawBody } from '../../http/json-body';
 import { locals } from '../../http/request-context';
 import { falKeyCache } from './fal-keys';
 
@@ -37,7 +36,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       const on = baseUrl !== undefined && (provider === 'fal' || (provider === 'replicate' && replicateSecret !== undefined));
       if (!on || taskId.length > 64) throw errors.notFound('No such webhook.');
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
-      const raw = await readRaw(req, deps);
+      const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
 
       let upstreamId: string;
       try {
@@ -74,32 +73,4 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
     }
   });
   return router;
-}
-
-function readRaw(req: IncomingMessage, deps: EdgeDeps): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (error: unknown) => {
-      if (settled) return;
-      settled = true;
-      stop();
-      req.off('data', onData).off('end', onEnd).off('error', onAbort).off('close', onClose);
-      if (error) reject(error);
-      else resolve(Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > BODY_LIMIT_BYTES) return settle(errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES)));
-      chunks.push(chunk);
-    };
-    const onEnd = () => settle(null);
-    const onAbort = () => settle(errors.invalidRequest('The request body could not be read: the client aborted it.'));
-    const onClose = () => {
-      if (!req.complete) onAbort();
-    };
-    const stop = watchBody(req, jsonDeadline(deps.config.http), (timeout) => settle(timeout));
-    req.on('data', onData).once('end', onEnd).once('error', onAbort).once('close', onClose);
-  });
 }
