@@ -12,7 +12,7 @@
 // operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL), made through libs/outbound.
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { promotePoll } from '@gensvc/queue';
+import { promotePoll, taskJobRef } from '@gensvc/queue';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
@@ -64,7 +64,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       // A task that is not this job's, or that moved on, is answered as done: there is nothing for the provider to retry.
       const task = await taskRepository.find(deps.db, taskId);
       if (task && task.upstreamId === upstreamId && task.status === 'running' && task.output === null) {
-        const promoted = await promotePoll(deps.queues, { taskId, workspaceId: task.workspaceId }, task.attempts);
+        const promoted = await promotePoll(deps.queues, taskJobRef(task), task.attempts);
         locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward');
       }
       res.status(204).end();
