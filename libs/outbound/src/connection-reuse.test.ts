@@ -5,11 +5,13 @@ import type { TLSSocket } from 'node:tls';
 import { buffer } from 'node:stream/consumers';
 import { rejectionOf, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import type { LookupFn } from './check-url';
-import { closeOutboundConnections, fetchChecked, postChecked, type RequestOptions } from './fetch-checked';
+import { fetchChecked, OutboundAgents, postChecked, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
 
 const ALLOW = ['127.0.0.1/32'];
 let receiver: TlsTestServer;
+/** The process's kept-alive connections, as a service's deps hold them. */
+let agents = new OutboundAgents();
 let privateSide: TlsTestServer;
 /** TLS handshakes each server completed, and the distinct sockets its requests came over. */
 const handshakes = { receiver: 0, private: 0 };
@@ -31,18 +33,19 @@ beforeAll(async () => {
   privateSide.server.on('secureConnection', () => handshakes.private++);
 });
 afterAll(async () => {
-  await closeOutboundConnections();
+  await agents.close();
   await Promise.all([receiver.close(), privateSide.close()]);
 });
 beforeEach(async () => {
-  await closeOutboundConnections();
+  await agents.close();
+  agents = new OutboundAgents();
   handshakes.receiver = handshakes.private = 0;
   sockets.clear();
   receiver.requests.length = 0;
   privateSide.requests.length = 0;
 });
 
-const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, ...extra });
+const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, agents, ...extra });
 
 it('N callbacks to one receiver, one after another, make one TLS handshake over one socket', async () => {
   for (let i = 0; i < 20; i++) {
@@ -101,9 +104,9 @@ it('a request whose body was cut off does not leave its connection for the next 
     res2.write(Buffer.alloc(1000));
   });
   try {
-    const partial = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, timeoutMs: 2_000 });
+    const partial = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 2_000 });
     partial.body.destroy();
-    const again = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, timeoutMs: 300 });
+    const again = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 300 });
     expect((await rejectionOf(buffer(again.body), OutboundError)).reason).toBe('timeout');
     expect(cut.requests).toHaveLength(2);
   } finally {

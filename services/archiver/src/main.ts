@@ -19,6 +19,7 @@ async function main() {
   const { startMaintenanceWorker } = await import('./maintenance-worker');
   const { scheduleMaintenance } = await import('./maintenance-schedule');
   const { startArchiveReconciler } = await import('./reconciler');
+  const { OutboundAgents } = await import('@gensvc/outbound');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const db = createDb(config.databaseUrl);
@@ -27,7 +28,9 @@ async function main() {
   await checkBucket(s3, config.s3.bucket);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
-  const deps = { config, db, s3, logger, queues };
+  // Kept-alive connections to providers' output hosts, reused across archives (issue 12).
+  const agents = new OutboundAgents();
+  const deps = { config, db, s3, logger, queues, outbound: { agents } };
   const conn = { connection: redis, prefix: config.queuePrefix, logger };
   const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
   // The ops port: probes and Prometheus, never the public network.
@@ -69,6 +72,7 @@ async function main() {
         timeoutMs: 5_000,
         run: async () => {
           await ops.close();
+          await agents.close();
           await queues.close();
           redis.disconnect();
           s3.destroy();

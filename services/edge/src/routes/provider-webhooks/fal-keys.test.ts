@@ -1,6 +1,5 @@
 // fal's JWKS is fetched through libs/outbound (the address policy, the certificate, the size bound) and cached.
 import { generateKeyPairSync } from 'node:crypto';
-import { closeOutboundConnections } from '@gensvc/outbound';
 import { rejectionOf, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import { isAppError } from '@gensvc/errors';
 import { falKeyCache } from './fal-keys';
@@ -13,7 +12,6 @@ beforeAll(async () => {
   server = await startTlsServer((_req, res) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body));
 });
 afterAll(async () => {
-  await closeOutboundConnections();
   await server.close();
 });
 beforeEach(() => {
