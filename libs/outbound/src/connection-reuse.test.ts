@@ -3,7 +3,7 @@
 // address is refused even though a warm connection to its old address sits in the pool.
 import type { TLSSocket } from 'node:tls';
 import { buffer } from 'node:stream/consumers';
-import { rejectionOf, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
+import { createTestCa, rejectionOf, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import type { LookupFn } from './check-url';
 import { fetchChecked, OutboundAgents, postChecked, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
@@ -56,6 +56,15 @@ it('N callbacks to one receiver, one after another, make one TLS handshake over 
   expect(receiver.requests).toHaveLength(20);
   expect(handshakes.receiver).toBe(1);
   expect(sockets.size).toBe(1);
+});
+
+it('lends no connection across trust: the same receiver under another CA verifies its certificate afresh, and fails', async () => {
+  await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
+  const other = createTestCa('another CA').certPem;
+  expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe('tls');
+  // And back under the first CA it is served again; the refused request reached nothing.
+  await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
+  expect(receiver.requests).toHaveLength(2);
 });
 
 it('a burst side by side opens at most one connection per request in flight, and reuses them afterwards', async () => {

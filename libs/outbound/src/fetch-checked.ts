@@ -2,9 +2,10 @@
 // and the request goes to a checked address itself: the original host name only names the server for SNI,
 // certificate verification and the Host header, so a second DNS answer (rebinding) can never redirect the connection.
 //
-// Connections are kept alive and reused (issue 12) through an OutboundAgents a service makes once (its deps) and passes
-// in every request's options: one undici Agent per (host name, policy), whose pools are keyed by the checked address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the
-// address policy again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
+// Connections are kept alive and reused (issue 12) through an OutboundAgents a service makes once (its deps) and
+// passes in every request's options: one undici Agent per (host name, policy), whose pools are keyed by the checked
+// address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the address policy
+// again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
 // own fresh resolution checked just now, so reuse changes nothing of what a name may reach: a name that now resolves
 // to a forbidden address is refused by checkUrl before any pool is asked for a connection.
 import type { IncomingHttpHeaders } from 'node:http';
@@ -130,6 +131,8 @@ export class OutboundAgents {
    * request (the CA is the same string object every time, whose hash V8 keeps).
    */
   private readonly caIds = new Map<string, number>();
+  /** Never reused, so no Agent made for one CA is ever found under another's number. */
+  private lastCaId = 0;
 
   agentFor(key: AgentKey): Agent {
     const id = `${key.hostname} ${key.allowCidrs.join(',')} ${this.caId(key.ca)} ${key.connectTimeoutMs}`;
@@ -164,7 +167,7 @@ export class OutboundAgents {
     if (id === undefined) {
       // Only a process that keeps changing its CA gets here often; a new number only costs a new Agent.
       if (this.caIds.size >= MAX_AGENTS) this.caIds.clear();
-      this.caIds.set(text, (id = this.caIds.size + 1));
+      this.caIds.set(text, (id = ++this.lastCaId));
     }
     return id;
   }
@@ -273,9 +276,9 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   const clear = () => {
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
-    // Graceful: waits for the exchange still under way (a body being read) before closing the socket.
-    void own?.close().catch(() => {});
   };
+  // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
+  const release = () => void own?.destroy().catch(() => {});
   opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   let res: Dispatcher.ResponseData;
@@ -292,6 +295,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     });
   } catch (e) {
     clear();
+    release();
     throw failure ?? undiciFailure(e, url, address, idleMs);
   }
 
@@ -301,6 +305,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     clear();
     source.on('error', () => {});
     source.destroy();
+    release();
     throw err;
   };
   if (status >= 300 && status < 400) {
@@ -340,6 +345,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     },
   });
   output = out;
+  if (own) out.once('close', release);
   // A consumer that stops listening must not crash the process when a late timeout destroys the body; readers
   // (pipeline, for await) attach their own listeners and still see the error.
   out.on('error', () => {});

@@ -19,7 +19,6 @@ async function main() {
   const { startMaintenanceWorker } = await import('./maintenance-worker');
   const { scheduleMaintenance } = await import('./maintenance-schedule');
   const { startArchiveReconciler } = await import('./reconciler');
-  const { OutboundAgents } = await import('@gensvc/outbound');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const db = createDb(config.databaseUrl);
@@ -28,9 +27,7 @@ async function main() {
   await checkBucket(s3, config.s3.bucket);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
-  // Kept-alive connections to providers' output hosts, reused across archives (issue 12).
-  const agents = new OutboundAgents();
-  const deps = { config, db, s3, logger, queues, outbound: { agents } };
+  const deps = { config, db, s3, logger, queues };
   const conn = { connection: redis, prefix: config.queuePrefix, logger };
   const workers = [startArchiveWorker(deps, conn), startMaintenanceWorker(deps, conn)];
   // The ops port: probes and Prometheus, never the public network.
@@ -72,7 +69,6 @@ async function main() {
         timeoutMs: 5_000,
         run: async () => {
           await ops.close();
-          await agents.close();
           await queues.close();
           redis.disconnect();
           s3.destroy();

@@ -14,7 +14,6 @@ async function main() {
   const { countDeliveries } = await import('./dispatch-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { startDispatcherWorker } = await import('./dispatcher-worker');
-  const { OutboundAgents } = await import('@gensvc/outbound');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const concurrency = config.concurrency.callbackDispatcher;
@@ -23,9 +22,7 @@ async function main() {
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
-  // Kept-alive connections to receivers, reused across attempts (issue 12).
-  const agents = new OutboundAgents();
-  const worker = startDispatcherWorker({ config, db, queues, logger, outbound: { agents } }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
+  const worker = startDispatcherWorker({ config, db, queues, logger }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
   // Pending deliveries whose chain of attempt jobs vanished (Redis flushed, a dispatcher killed between two steps).
   const { startDeliveryReconciler } = await import('./reconciler');
   const reconciler = startDeliveryReconciler({ config, db, queues, redis, logger });
@@ -56,7 +53,6 @@ async function main() {
         timeoutMs: 5_000,
         run: async () => {
           await ops.close();
-          await agents.close();
           await queues.close();
           redis.disconnect();
           await db.$disconnect();
