@@ -1,4 +1,5 @@
-// The one JSON body reader of every JSON route (issue 14). Everything a caller can get wrong about the bytes is a
+// The one JSON body reader of every JSON route (issue 14), whose byte reader also serves the routes that need the raw
+// bytes (readRawBody: provider webhooks, signed over them). Everything a caller can get wrong about the bytes is a
 // 4xx decided here, before any store is touched: a Content-Encoding the bytes do not follow (400 invalid_encoding),
 // bytes that are not UTF-8 (400 invalid_encoding), malformed JSON (400 invalid_json), nesting beyond MAX_JSON_DEPTH
 // (400 json_too_deep), "\u0000" or an unpaired surrogate in a string (400 invalid_character), a body over the
@@ -72,8 +73,26 @@ export function jsonBody(o: JsonBodyOptions): RequestHandler {
 }
 
 /** The decoded body as text, or the AppError that refuses it. */
-function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
+async function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Promise<string> {
+  const bytes = await readBytes(req, coding, o);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw errors.invalidEncoding('The request body is not valid UTF-8.', 'body');
+  }
+}
+
+/**
+ * The body's bytes exactly as received, for a route that must see them unparsed (a signature over the raw body), with
+ * the JSON routes' limit and deadline; `Content-Encoding` is not undone (the bytes are what was signed).
+ */
+export function readRawBody(req: IncomingMessage, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+  return readBytes(req, 'identity', o);
+}
+
+/** The body's bytes, decoded by `coding` (one of DECODERS, or identity), or the AppError that refuses it. */
+function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
     const decoder = coding === 'identity' ? null : DECODERS[coding]!();
     const source: Readable = (decoder as unknown as Readable | null) ?? req;
     const chunks: Buffer[] = [];
@@ -89,12 +108,8 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
         req.unpipe(decoder as unknown as NodeJS.WritableStream);
         (decoder as unknown as Readable).on('error', () => {}).destroy();
       }
-      if (error) return reject(error);
-      try {
-        resolve(UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-      } catch {
-        reject(errors.invalidEncoding('The request body is not valid UTF-8.', 'body'));
-      }
+      if (error) reject(error);
+      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
