@@ -109,7 +109,7 @@ function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions
         (decoder as unknown as Readable).on('error', () => {}).destroy();
       }
       if (error) reject(error);
-      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
