@@ -4,8 +4,12 @@
 //  - only libs/queue makes jobs: every other file goes through its named producers (libs/queue/src/producers.ts).
 // Tests and their support files, libs/testing (fixtures that set rows up) and the browser test's seed are outside
 // the rules.
+// The types say most of it first (typeBoundary below, checked by npm run typecheck): outside libs/db a Db or Tx
+// handle has no query method and the Prisma namespace is not exported, so the rules on sources remain for what a
+// type cannot stop: an import of the client itself or of the test-only entry.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import * as db from './index';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -60,9 +64,13 @@ export const RULES: Rule[] = [
   },
   {
     name: 'calls a Prisma model delegate outside libs/db (use its repository)',
-    // The local supervisor's demo seed (not in the production image) upserts the sim's catalogue in one transaction.
-    outside: ['libs/db/', 'services/fleet/src/seed-sim.ts'],
+    outside: ['libs/db/'],
     find: matches(DELEGATE_CALL),
+  },
+  {
+    name: 'imports the test-only entry @gensvc/db/testing (the Prisma client under a handle) outside tests',
+    outside: [],
+    find: matches(/from\s+['"]@gensvc\/db\/testing['"]|import\(\s*['"]@gensvc\/db\/testing['"]/g),
   },
   {
     name: 'makes a job outside libs/queue (use a named producer: scheduleSubmit, schedulePoll, scheduleArchive, scheduleCallback, scheduleCancel, scheduleEvaluate)',
@@ -95,9 +103,34 @@ describe('boundaries', () => {
       'await db.$queryRaw`SELECT 1`',
       'const f = await deps.db.file.findUnique({ where: { id } });',
       'await enqueue(queues, ArchiveOutput, payload);',
+      "import { createTestDb } from '@gensvc/db/testing';",
     ];
     for (const rule of RULES) expect(bad.filter((b) => rule.find(b).length > 0)).not.toEqual([]);
     expect(RULES[0]!.find(bad[1]!)).toHaveLength(1);
     expect(RULES[4]!.find('await scheduleArchive(queues, ref, 0);')).toEqual([]);
   });
 });
+
+/**
+ * What a service can do with a handle, as tsc sees it from @gensvc/db (never called: each @ts-expect-error line
+ * must fail to compile, or npm run typecheck fails on the unused directive).
+ */
+export async function typeBoundary(handle: db.Db, id: string): Promise<void> {
+  // @ts-expect-error a Db has no model delegate
+  await handle.task.findUnique({ where: { id } });
+  // @ts-expect-error nor raw SQL
+  await handle.$queryRaw`SELECT 1`;
+  // @ts-expect-error nor Prisma's transaction
+  await handle.$transaction([]);
+  await db.withTx(handle, async (tx) => {
+    // @ts-expect-error a Tx neither
+    await tx.task.update({ where: { id }, data: {} });
+    // @ts-expect-error a Tx is not a Db (as a Prisma transaction client is not a client)
+    await db.pingDb(tx);
+    await db.taskRepository.find(tx, id);
+  });
+  // @ts-expect-error a repository answers a plain Promise, without Prisma's fluent queries on it
+  await db.taskRepository.find(handle, id).workspace();
+  // @ts-expect-error the Prisma namespace is not exported
+  void db.Prisma;
+}

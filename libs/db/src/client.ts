@@ -2,9 +2,47 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient, type Prisma } from './generated/prisma/client';
 
-export type Db = PrismaClient;
-/** A client or an open transaction: every repository method accepts either. */
+declare const handle: unique symbol;
+/**
+ * The database a service holds (createDb): opaque outside libs/db, with no query method on its type, so a service
+ * reaches rows only through a repository (issue 12). Inside libs/db it is the Prisma client itself (clientOf).
+ */
+export interface Db {
+  readonly [handle]: 'Db';
+}
+/** An open transaction (withTx), opaque like Db: repositories called with it join the transaction. */
+export interface Tx {
+  readonly [handle]: 'Tx';
+}
+/** What every repository method takes outside libs/db: the database or an open transaction. */
+export type DbHandle = Db | Tx;
+
+/** Inside libs/db, what a handle is: the client or an open transaction; every repository method accepts either. */
 export type DbClient = PrismaClient | Prisma.TransactionClient;
+
+/** The one unwrapping of a handle into Prisma's client: libs/db only (index.ts does not export it). */
+export function clientOf(db: Db): PrismaClient;
+export function clientOf(db: DbHandle): DbClient;
+export function clientOf(db: DbHandle): DbClient {
+  return db as unknown as DbClient;
+}
+
+/**
+ * A repository as services see it (index.ts): each method takes a handle where its file takes the client, and
+ * answers a plain Promise (not Prisma's, whose fluent methods would run queries). The object is the same: a handle
+ * is the client, so this is a type at the export boundary and no repository body changes.
+ */
+export type Published<R> = {
+  readonly [K in keyof R]: R[K] extends (db: DbClient, ...args: infer A) => infer T
+    ? (db: DbHandle, ...args: A) => T extends PromiseLike<infer V> ? Promise<V> : T
+    : never;
+};
+
+export const published = <R extends Record<string, (db: DbClient, ...args: never[]) => unknown>>(repository: R): Published<R> =>
+  repository as unknown as Published<R>;
+
+/** The JSON a repository stores in a Json column (a task's input), as a plain data type for services. */
+export type JsonInput = Prisma.InputJsonValue;
 
 export interface DbOptions {
   /** Connections in the pool. */
@@ -22,7 +60,12 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
-  return db;
+  return db as unknown as Db;
+}
+
+/** Closes the database's connections (its pool with them): the last step of a service's shutdown. */
+export function closeDb(db: Db): Promise<void> {
+  return clientOf(db).$disconnect();
 }
 
 const pools = new WeakMap<object, pg.Pool>();
@@ -49,8 +92,13 @@ export function withTx<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Pr
   return '$transaction' in db ? db.$transaction(fn) : fn(db);
 }
 
+/** withTx for services (exported as withTx): fn gets the transaction's handle, to pass to repositories. */
+export function withTxHandle<T>(db: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return withTx(clientOf(db), (tx) => fn(tx as unknown as Tx));
+}
+
 export async function pingDb(db: Db): Promise<void> {
-  await db.$queryRaw`SELECT 1`;
+  await clientOf(db).$queryRaw`SELECT 1`;
 }
 
 /** A unique constraint refused the write (Prisma P2002): the row was made concurrently, or already exists. */

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { loadConfig, type Config } from '@gensvc/config';
-import { createDb, type Db } from '@gensvc/db';
+import { createTestDb, type TestDb } from '@gensvc/db/testing';
 import { createRedisConnection } from '@gensvc/queue';
 import { createS3 } from '@gensvc/storage';
 import type { Redis } from 'ioredis';
@@ -14,7 +14,8 @@ export interface TestContext {
   /** The full environment a service of this test file would get. */
   env: Record<string, string>;
   config: Config;
-  db: Db;
+  /** A Db handle for the code under test, and the Prisma client for the test's own fixtures and assertions. */
+  db: TestDb;
   redis: Redis;
   s3: S3Client;
 }
@@ -70,7 +71,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     };
     ctx.env = env;
     ctx.config = loadConfig(env);
-    ctx.db = createDb(url, { max: 20 });
+    ctx.db = createTestDb(url, { max: 20 });
     ctx.redis = createRedisConnection(ctx.config.redisUrl, { name: 'test' });
     ctx.s3 = createS3(ctx.config.s3);
     await ctx.s3.send(new CreateBucketCommand({ Bucket: env.S3_BUCKET }));

@@ -1,7 +1,8 @@
 import { hashPassword, newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, newId, taskRepository, userRepository, workspaceRepository, type CreateTaskInput, type Db, type Role, type Tier } from '@gensvc/db';
+import { apiKeyRepository, newId, taskRepository, userRepository, workspaceRepository, type CreateTaskInput, type Role, type Tier } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 
-export async function makeWorkspace(db: Db, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
+export async function makeWorkspace(db: TestDb, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
   return workspaceRepository.create(db, { name: over.name ?? 'Test workspace', tier: over.tier ?? 'payg', balance: over.balance ?? 10_000_000n });
 }
 
@@ -19,7 +20,7 @@ export interface KeyOptions {
 }
 
 /** A key and its secret (the secret exists only here, as for a real caller). */
-export async function makeKey(db: Db, workspaceId: string, options: KeyOptions = {}) {
+export async function makeKey(db: TestDb, workspaceId: string, options: KeyOptions = {}) {
   const k = newApiKey();
   let key = await apiKeyRepository.create(db, {
     workspaceId,
@@ -42,7 +43,7 @@ export async function makeKey(db: Db, workspaceId: string, options: KeyOptions =
 }
 
 /** A workspace with a balance and a key on it: the caller of most API tests. */
-export async function makeCustomer(db: Db, opts: { balance?: bigint } & KeyOptions = {}) {
+export async function makeCustomer(db: TestDb, opts: { balance?: bigint } & KeyOptions = {}) {
   const { balance, ...keyOptions } = opts;
   const ws = await makeWorkspace(db, { balance: balance ?? 10_000_000n });
   const { key, secret } = await makeKey(db, ws.id, keyOptions);
@@ -53,7 +54,7 @@ export async function makeCustomer(db: Db, opts: { balance?: bigint } & KeyOptio
  * A queued generation task with its hold, made as the edge makes one (taskRepository.create); a workspace with a
  * balance and a key are made for it unless given.
  */
-export async function makeTask(db: Db, over: Partial<CreateTaskInput> = {}) {
+export async function makeTask(db: TestDb, over: Partial<CreateTaskInput> = {}) {
   let { workspaceId, apiKeyId } = over;
   if (!workspaceId) workspaceId = (await makeWorkspace(db, { balance: 10_000_000n })).id;
   if (!apiKeyId) apiKeyId = (await makeKey(db, workspaceId)).key.id;
@@ -77,11 +78,11 @@ export async function makeTask(db: Db, over: Partial<CreateTaskInput> = {}) {
  * Puts tasks past a reconciler's stale threshold by moving their updatedAt back `agoMs` (the only column a reconciler
  * judges staleness by).
  */
-export async function letTasksGoStale(db: Db, ids: string[], agoMs = 1_000) {
+export async function letTasksGoStale(db: TestDb, ids: string[], agoMs = 1_000) {
   await db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - agoMs) } });
 }
 
-export async function makeMember(db: Db, workspaceId: string, role: Role, over: { email?: string; password?: string; name?: string } = {}) {
+export async function makeMember(db: TestDb, workspaceId: string, role: Role, over: { email?: string; password?: string; name?: string } = {}) {
   const email = over.email ?? `${role}-${newId('usr').slice(4, 14).toLowerCase()}@example.com`;
   const password = over.password ?? 'correct horse battery staple';
   const user = await userRepository.create(db, { email, passwordHash: await hashPassword(password), name: over.name ?? null });

@@ -1,7 +1,8 @@
 // A generated output as the archiver leaves one: a completed task whose first output is archived, its file row
 // (source generated) and its bytes in the test bucket, under the generated-outputs prefix the archiver writes to.
 import { Readable } from 'node:stream';
-import { fileRepository, newId, type Db } from '@gensvc/db';
+import { fileRepository, newId } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 import { outputObjectKey, putObjectStream } from '@gensvc/storage';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { makeTask } from './factories';
@@ -24,7 +25,7 @@ export interface OutputOptions {
   bytes?: Buffer;
 }
 
-export async function makeOutput(ctx: { db: Db; s3: S3Client; config: { s3: { bucket: string } } }, workspaceId: string, o: OutputOptions = {}) {
+export async function makeOutput(ctx: { db: TestDb; s3: S3Client; config: { s3: { bucket: string } } }, workspaceId: string, o: OutputOptions = {}) {
   const kind = o.kind ?? 'image';
   const width = o.width ?? 64;
   const height = o.height ?? 48;

@@ -1,4 +1,5 @@
-import { channelRepository, modelRepository, type ChannelKind, type Db, type ModelKind } from '@gensvc/db';
+import { channelRepository, modelRepository, type ChannelKind, type ModelKind } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 
 export interface SimChannelSpec {
   /** Also the sim's channel prefix: the sim logs requests to `${simUrl}/ch/<name>` under this name. */
@@ -11,7 +12,7 @@ export interface SimChannelSpec {
 }
 
 /** A channel pointing at an upstream-sim, with its own credential (never a caller's key). */
-export function addSimChannel(db: Db, simUrl: string, spec: SimChannelSpec) {
+export function addSimChannel(db: TestDb, simUrl: string, spec: SimChannelSpec) {
   return channelRepository.create(db, {
     name: spec.name,
     kind: spec.kind,
@@ -50,7 +51,7 @@ export interface SimModelSpec {
  * A model served by upstream-sim channels (`${simUrl}/ch/<name>`), made with the channels. Returns the model row
  * with its prices, and the channels' ids in the order given.
  */
-export async function addSimModel(db: Db, simUrl: string, spec: SimModelSpec) {
+export async function addSimModel(db: TestDb, simUrl: string, spec: SimModelSpec) {
   const routes: { channelId: string; upstreamModel: string | null }[] = [];
   for (const { upstreamModel, ...c } of spec.channels) {
     const channel = await addSimChannel(db, simUrl, { ...c, kind: c.kind ?? 'evaluate' });

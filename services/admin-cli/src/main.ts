@@ -2,7 +2,7 @@
 // exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments. Only `migrate`
 // migrates (and the embedded Postgres a local run starts for itself, which nothing else has migrated).
 import { resolve } from 'node:path';
-import { createDb, migrate, type Db } from '@gensvc/db';
+import { closeDb, createDb, migrate, type Db } from '@gensvc/db';
 import { isAppError } from '@gensvc/errors';
 import { Redis } from 'ioredis';
 import { commandUsage, generalUsage, parseArgv, UsageError } from './args';
@@ -88,7 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return EXIT_FAILED;
   } finally {
     redis?.disconnect();
-    await db?.$disconnect().catch(() => {});
+    if (db) await closeDb(db).catch(() => {});
     await stores?.stop().catch((e: unknown) => log(`could not stop the embedded Postgres: ${String(e)}`));
   }
 }

@@ -10,7 +10,7 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
-  const { createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { countArchiveResults } = await import('./archive-metrics');
@@ -72,7 +72,7 @@ async function main() {
           await queues.close();
           redis.disconnect();
           s3.destroy();
-          await db.$disconnect();
+          await closeDb(db);
         },
       },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },

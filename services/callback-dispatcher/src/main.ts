@@ -9,7 +9,7 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
-  const { createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { countDeliveries } = await import('./dispatch-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -55,7 +55,7 @@ async function main() {
           await ops.close();
           await queues.close();
           redis.disconnect();
-          await db.$disconnect();
+          await closeDb(db);
         },
       },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },

@@ -1,7 +1,8 @@
 // Test support: a request's money as Postgres holds it. A hold is settled after the answer has been sent, so the
 // checks wait for it to leave the held state; a call held against a budget lease (the chat routes) is charged in
 // the leases' next group commit, so the checks wait for that.
-import { billingRepository, type Db } from '@gensvc/db';
+import { billingRepository } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 import { LEASE_TTL_MS, type BudgetLeases } from './billing/budget-leases';
 import { eventually, makeKey } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
@@ -12,7 +13,7 @@ export interface Usage {
 }
 
 /** The reservation of a request once it is no longer held (settled or released), and the request's ledger entries. */
-export async function chargeOf(db: Db, requestId: string) {
+export async function chargeOf(db: TestDb, requestId: string) {
   const reservation = await eventually(async () => {
     const r = await db.reservation.findFirst({ where: { requestId } });
     return r && r.state !== 'held' ? r : null;
@@ -31,7 +32,7 @@ export interface ExpectedCharge {
  * The ledger entries of a call held against a budget lease, once no lease counts anything held or pending: every
  * call of the test has ended (a stream whose caller left is still read to its end) and its charge is written.
  */
-export async function leaseChargesOf(db: Db, leases: BudgetLeases, requestId: string) {
+export async function leaseChargesOf(db: TestDb, leases: BudgetLeases, requestId: string) {
   await eventually(() => leases.snapshot().every((l) => l.committed === 0n), 'every held call to end and its charge to be written');
   await leases.flushed();
   return db.ledgerEntry.findMany({ where: { requestId } });
@@ -41,7 +42,7 @@ export async function leaseChargesOf(db: Db, leases: BudgetLeases, requestId: st
  * A call held against a budget lease was not charged, and its hold was given back to the lease: once the leases
  * have written everything, no entry has its request id and no lease still counts anything held.
  */
-export async function expectReleased(db: Db, leases: BudgetLeases, requestId: string | null) {
+export async function expectReleased(db: TestDb, leases: BudgetLeases, requestId: string | null) {
   expect(requestId).toBeTruthy();
   expect(await leaseChargesOf(db, leases, requestId!)).toEqual([]);
 }
@@ -50,7 +51,7 @@ export async function expectReleased(db: Db, leases: BudgetLeases, requestId: st
  * The request was settled with exactly one charge: `usage` at the model's prices, booked to the workspace. With
  * `leases`, the call was held against a budget lease (no reservation of its own).
  */
-export async function expectCharged(db: Db, requestId: string | null, charge: ExpectedCharge, leases?: BudgetLeases) {
+export async function expectCharged(db: TestDb, requestId: string | null, charge: ExpectedCharge, leases?: BudgetLeases) {
   expect(requestId).toBeTruthy();
   let entries;
   if (leases) {
@@ -73,7 +74,7 @@ export async function expectCharged(db: Db, requestId: string | null, charge: Ex
 }
 
 /** No money made or lost: the balance plus what is still held equals the ledger's total. */
-export async function expectBalanced(db: Db, workspaceId: string) {
+export async function expectBalanced(db: TestDb, workspaceId: string) {
   const ws = await db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
   const held = await db.reservation.aggregate({ where: { workspaceId, state: 'held' }, _sum: { amount: true } });
   expect(ws.balance + (held._sum.amount ?? 0n)).toBe(await billingRepository.ledgerTotal(db, workspaceId));
@@ -83,7 +84,7 @@ export async function expectBalanced(db: Db, workspaceId: string) {
  * A call's hold is exactly `amount` (the hold is in the edge's memory, not a row): served for a key capped at
  * `amount`, refused 402 for a key capped one micro-unit lower. `call` makes the call with a key and answers its status.
  */
-export async function expectHoldOf(db: Db, workspaceId: string, amount: bigint, call: (secret: string) => Promise<number>) {
+export async function expectHoldOf(db: TestDb, workspaceId: string, amount: bigint, call: (secret: string) => Promise<number>) {
   const short = await makeKey(db, workspaceId, { spendCap: amount - 1n });
   expect(await call(short.secret)).toBe(402);
   const exact = await makeKey(db, workspaceId, { spendCap: amount });
@@ -102,7 +103,7 @@ export const statusOf = (p: Promise<unknown>): Promise<number> => p.then(
  * released as at their expiry (billing.release-expired) and nothing of `workspaceId` is held any more.
  */
 export async function killUnderLoad(
-  db: Db,
+  db: TestDb,
   workspaceId: string,
   edge: { child: { kill(signal: NodeJS.Signals): unknown }; stop(): Promise<unknown> },
   call: (n: number) => Promise<{ status: number; requestId: string }>,

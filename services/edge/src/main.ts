@@ -10,7 +10,7 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 async function main() {
   const { createEdgeServer } = await import('./http/server');
   const { createRedisConnection } = await import('@gensvc/queue');
-  const { createDb } = await import('@gensvc/db');
+  const { closeDb, createDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { instrumentUpstream } = await import('@gensvc/upstream');
@@ -52,7 +52,7 @@ async function main() {
         await edge.close();
         redis.disconnect();
         s3.destroy();
-        await db.$disconnect();
+        await closeDb(db);
       } },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
     ],

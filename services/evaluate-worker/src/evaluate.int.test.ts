@@ -1,7 +1,8 @@
 // POST /api/v1/evaluate end to end: the real edge app on a socket, the real worker, real Postgres and Redis, and
 // the upstream-sim as the provider. Answers, usage and cost are predicted with the sim's own deterministic functions.
 import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
-import { toAmount, type Db } from '@gensvc/db';
+import { toAmount } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 import { createQueueEvents, enqueue } from '@gensvc/queue';
 import type { QueueEvents } from 'bullmq';
 import { addSimModel, eventually, jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
@@ -51,7 +52,7 @@ function post(url: string, secret: string, body: unknown, headers: Record<string
  * Charges, key and balance of one customer, to compare before and after, once the edges' leases of the workspace
  * have given back what they hold unused: `held` counts rows still holding money.
  */
-async function money(db: Db, workspaceId: string, keyId: string) {
+async function money(db: TestDb, workspaceId: string, keyId: string) {
   await Promise.all([edge, ...extraEdges].map((e) => e.deps.leases.giveBack(workspaceId)));
   const [charges, key, ws, held] = await Promise.all([
     db.ledgerEntry.findMany({ where: { workspaceId, kind: 'charge' }, orderBy: { createdAt: 'asc' } }),

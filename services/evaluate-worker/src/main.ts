@@ -9,7 +9,7 @@ const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoin
 
 async function main() {
   const { createRedisConnection, createQueues, watchQueues, watchWorker } = await import('@gensvc/queue');
-  const { createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { Catalog, instrumentUpstream, shareUpstreamState } = await import('@gensvc/upstream');
@@ -47,7 +47,7 @@ async function main() {
         await upstreamState.close();
         await queues.close();
         connection.disconnect();
-        await db.$disconnect();
+        await closeDb(db);
       } },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
     ],

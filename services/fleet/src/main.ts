@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { createDb, migrate } from '@gensvc/db';
+import { closeDb, createDb, migrate } from '@gensvc/db';
 import { freePort, serviceArgs, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
 import { makeLocalTls } from './local-tls';
@@ -106,7 +106,7 @@ async function main() {
   const db = createDb(env.DATABASE_URL!, { max: 2 });
   const demo = await seedDemo(db, join(dataDir, 'demo.json'));
   await seedSim(db, simUrl);
-  await db.$disconnect();
+  await closeDb(db);
   writeStackRecord(stackFile, { pid: process.pid, env });
 
   // Every service's internal ops port (/healthz, /readyz, /metrics), each its own on this one machine.

@@ -1,6 +1,6 @@
 // The upstream-sim channels and models `npm start` serves, so that a fresh start can evaluate and chat at once.
 // Channels are upserted by name: the sim may listen on another port at the next start.
-import { withTx, type ChannelKind, type Db, type ModelKind } from '@gensvc/db';
+import { channelRepository, modelRepository, withTx, type ChannelKind, type Db, type ModelKind } from '@gensvc/db';
 
 interface SimModel {
   id: string;
@@ -40,27 +40,31 @@ export async function seedSim(db: Db, simUrl: string): Promise<void> {
     const ids = new Map<string, string>();
     for (const c of SIM_CHANNELS) {
       const baseUrl = `${simUrl}/ch/${c.name}`;
-      const row = await tx.channel.upsert({
-        where: { name: c.name },
-        create: { id: `ch_${c.name.replace(/-/g, '_')}`, name: c.name, kind: c.kind, baseUrl, secret: 'sim-secret' },
-        update: { baseUrl },
-      });
-      ids.set(c.name, row.id);
+      const found = await channelRepository.findByName(tx, c.name);
+      const row = found
+        ? await channelRepository.update(tx, found.id, { baseUrl })
+        : await channelRepository.create(tx, { name: c.name, kind: c.kind, baseUrl, secret: 'sim-secret' });
+      ids.set(c.name, row!.id);
     }
     for (const m of SIM_MODELS) {
-      const data = {
-        kind: m.kind,
-        inputPricePerMTok: m.input,
-        outputPricePerMTok: m.output,
-        inputOnly: m.inputOnly ?? false,
-        unitPrice: m.unitPrice ?? 0n,
-      };
-      await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: {} });
-      for (const name of m.channels) {
-        const channelId = ids.get(name)!;
-        const route = { upstreamModel: m.upstreamModel ?? null };
-        await tx.modelRoute.upsert({ where: { modelId_channelId: { modelId: m.id, channelId } }, create: { modelId: m.id, channelId, ...route }, update: route });
+      const routes = m.channels.map((name) => ({ channelId: ids.get(name)!, upstreamModel: m.upstreamModel ?? null }));
+      const found = await modelRepository.get(tx, m.id);
+      if (!found) {
+        await modelRepository.create(tx, {
+          id: m.id,
+          kind: m.kind,
+          inputPricePerMTok: m.input,
+          outputPricePerMTok: m.output,
+          inputOnly: m.inputOnly ?? false,
+          unitPrice: m.unitPrice ?? 0n,
+          routes,
+        });
+        continue;
       }
+      // A model seeded before keeps its prices and the routes an admin added; the sim's missing routes are added.
+      const kept = found.routes.map((r) => ({ channelId: r.channelId, upstreamModel: r.upstreamModel }));
+      const added = routes.filter((r) => !kept.some((k) => k.channelId === r.channelId));
+      if (added.length) await modelRepository.update(tx, m.id, { routes: [...kept, ...added] });
     }
   });
 }

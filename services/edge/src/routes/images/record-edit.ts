@@ -4,7 +4,7 @@
 // because it derives from (task, output index) exactly as the archiver derives it.
 import { Readable } from 'node:stream';
 import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
-import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type Prisma } from '@gensvc/db';
+import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { recordSpend, type Logger } from '@gensvc/observability';
 import { scheduleArchive } from '@gensvc/queue';
@@ -108,7 +108,7 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
         apiKeyId: input.apiKeyId,
         model: input.modelId,
         operation: input.operation,
-        input: input.input as Prisma.InputJsonValue,
+        input: input.input as JsonInput,
         channelId: input.channelId,
         output: { outputs: outputs.map((o) => taskOutputEntry(o, locations[o.index]!)) },
         requestId: input.requestId,

@@ -2,7 +2,7 @@
 // statement, then queue task.submit. Everything that can refuse the request (the body, the model, the input
 // image, the callback_url's address and certificate) is checked before the hold, so a refusal leaves nothing.
 import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
-import { newId, taskRepository, type Prisma } from '@gensvc/db';
+import { newId, taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { scheduleSubmit, taskJobRef } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
@@ -31,7 +31,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
       requestId,
       model: model.id,
       operation: name,
-      input: generationInput(body, image) as Prisma.InputJsonValue,
+      input: generationInput(body, image),
       callbackUrl,
       amount: priceOf(model, body),
       deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),

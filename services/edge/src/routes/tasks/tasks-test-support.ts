@@ -1,6 +1,7 @@
 // Test support for the task routes: the models and channels they need, requests, and what a refused creation must
 // leave as it was. The edge never calls a provider, so channels point at an address where nothing listens.
-import { channelRepository, modelRepository, type Db } from '@gensvc/db';
+import { channelRepository, modelRepository } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 import { jsonOf } from '@gensvc/testing';
 import { bearer } from '../files/files-test-support';
 
@@ -25,7 +26,7 @@ export const MODELS = {
   otherProvider: 'acme/image-1',
 } as const;
 
-export async function seedTaskModels(db: Db) {
+export async function seedTaskModels(db: TestDb) {
   const channel = (name: string, kind: 'replicate' | 'fal' | 'openai', enabled = true) =>
     channelRepository.create(db, { name, kind, baseUrl: 'http://127.0.0.1:9/none', secret: `sk-${name}`, enabled });
   const [replicate, fal, openai, off] = await Promise.all([
@@ -53,7 +54,7 @@ export function createTask(baseUrl: string, secret: string, path: string, body: 
 }
 
 /** What a refused creation must leave as it was: the workspace's tasks, holds, balance and key. */
-export async function workspaceState(db: Db, workspaceId: string) {
+export async function workspaceState(db: TestDb, workspaceId: string) {
   const [tasks, reservations, workspace, keys] = await Promise.all([
     db.task.count({ where: { workspaceId } }),
     db.reservation.count({ where: { workspaceId } }),
