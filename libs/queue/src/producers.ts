@@ -37,6 +37,9 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   opts: ScheduleOptions & { delay?: number; promote?: boolean },
 ): Promise<EnsureJobOutcome> {
   const jobOpts = opts.delay !== undefined ? { delay: opts.delay } : {};
+  // Whatever else this process sends on the connection in this turn (other jobs' adds and completions, which BullMQ
+  // sends on the same connection) leaves in the same socket write: a write costs more CPU here than the script it carries.
+  coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
   await enqueue(queues, contract, payload, jobOpts);
   return 'added';
