@@ -74,7 +74,13 @@ await withStack(async ({ env, db }) => {
     const before = await pg();
     const cpu0 = { edge: cpuMs(edge.pid), worker: cpuMs(procs[1].pid) };
     let edgeMs = 0;
-    for (let i = 0; i < N; i++) edgeMs += await viaEdge();
+    const windows = [];
+    const epochNow = () => performance.timeOrigin + performance.now();
+    for (let i = 0; i < N; i++) {
+      const start = epochNow();
+      edgeMs += await viaEdge();
+      windows.push([start, epochNow()]);
+    }
     await new Promise((r) => setTimeout(r, 200));
     const after = await pg();
     const cpu1 = { edge: cpuMs(edge.pid), worker: cpuMs(procs[1].pid) };
@@ -94,6 +100,32 @@ await withStack(async ({ env, db }) => {
     console.log(`postgres transactions per request: ${(Number(after.x - before.x) / N).toFixed(2)}`);
     console.log(`CPU per request: edge ${((cpu1.edge - cpu0.edge) / N).toFixed(2)} ms, evaluate-worker ${((cpu1.worker - cpu0.worker) / N).toFixed(2)} ms (MONITOR on)`);
     console.log(`mean latency: direct ${(directMs / N).toFixed(2)} ms, through gensvc ${(edgeMs / N).toFixed(2)} ms, added ${((edgeMs - directMs) / N).toFixed(2)} ms`);
+    // Where a serial call's time goes, by the times Redis received each hop's command (MONITOR, same clock as ours):
+    // the edge's add, the worker's take (its first script after the add), and its PUBLISH of the reply.
+    const hops = { 'edge: request in → add': [], 'worker woken → take': [], 'take → reply (upstream call inside)': [], 'reply → response at the caller': [] };
+    for (const [start, end] of windows) {
+      const inside = timeline.filter(([t]) => t >= start && t <= end);
+      const take = inside.findIndex(([, who, cmd]) => who.startsWith('evaluate-worker') && cmd === 'evalsha');
+      const add = inside.slice(0, take).findLastIndex(([, who, cmd]) => who.startsWith('edge') && cmd === 'evalsha');
+      const reply = inside.findIndex(([, who, cmd]) => who.startsWith('evaluate-worker') && cmd === 'publish');
+      if (take < 0 || add < 0 || reply < take) continue;
+      const [tAdd, tTake, tReply] = [inside[add][0], inside[take][0], inside[reply][0]];
+      const values = [tAdd - start, tTake - tAdd, tReply - tTake, end - tReply];
+      Object.values(hops).forEach((list, i) => list.push(values[i]));
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+    printTable(['serial call, hop (MONITOR on)', 'p50 ms'], Object.entries(hops).map(([k, v]) => [k, median(v).toFixed(2)]));
+    // The units a serial call is made of, timed from here in the same window (MONITOR off): a Redis round trip (each
+    // of the call's four Redis crossings costs at least one), a Postgres commit (evaluate answers once its charge is
+    // written) and the upstream call straight to the sim.
+    const unit = async (fn) => { const ts = []; for (let i = 0; i < 100; i++) { const t = performance.now(); await fn(); ts.push(performance.now() - t); } return median(ts); };
+    const units = [
+      ['Redis round trip (PING)', await unit(() => redis.ping())],
+      ['Postgres read (SELECT 1, via Prisma)', await unit(() => db.$queryRawUnsafe('SELECT 1'))],
+      ['Postgres commit (SELECT txid_current(): a WAL flush)', await unit(() => db.$queryRawUnsafe('SELECT txid_current()'))],
+      ['upstream call straight to the sim', await unit(direct)],
+    ];
+    printTable(['unit, same window', 'p50 ms'], units.map(([k, v]) => [k, v.toFixed(2)]));
 
     const target = { url: `${edge.url}/api/v1/evaluate`, headers: { 'content-type': 'application/json', ...auth }, body: body('sim/eval-1') };
     const rows2 = [];

@@ -184,10 +184,18 @@ await withStack(async ({ env: base, db }) => {
     ARCHIVER_CONCURRENCY: String(CONCURRENCY),
     CALLBACK_DISPATCHER_CONCURRENCY: String(CONCURRENCY),
   };
+  // The outputs listener's port is chosen here: fal's JWKS is served there too (the edge fetches it over https).
+  const simOutputsPort = await freePort();
   const sim = await startNode({
     name: 'upstream-sim',
     script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'),
-    env: { LOG_LEVEL: 'warn', SIM_TASK_MS: String(SIM_TASK_MS), SIM_OUTPUTS_TLS_CERT_FILE: files.cert, SIM_OUTPUTS_TLS_KEY_FILE: files.key },
+    env: {
+      LOG_LEVEL: 'warn',
+      SIM_TASK_MS: String(SIM_TASK_MS),
+      SIM_OUTPUTS_TLS_CERT_FILE: files.cert,
+      SIM_OUTPUTS_TLS_KEY_FILE: files.key,
+      SIM_OUTPUTS_PORT: String(simOutputsPort),
+    },
     readyPath: '/__sim/requests',
   });
   const receiver = await startReceiver(leaf);
@@ -203,7 +211,7 @@ await withStack(async ({ env: base, db }) => {
       Object.assign(env, {
         PROVIDER_WEBHOOK_BASE_URL: `http://127.0.0.1:${edgePort}`,
         REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
-        FAL_WEBHOOK_JWKS_URL: `${sim.url}/__sim/fal/jwks.json`,
+        FAL_WEBHOOK_JWKS_URL: `https://127.0.0.1:${simOutputsPort}/__sim/fal/jwks.json`,
         PORT: String(edgePort),
       });
     }

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, REQUIRED_VARIABLES, loadConfig } from '@gensvc/config';
+import { serviceNodeFlags } from '@gensvc/local-stack';
 import { PUBLIC_OUTPUTS_PREFIX } from '@gensvc/storage';
 import { FLEET } from '../services/fleet/src/fleet-services';
 
@@ -519,6 +520,9 @@ const LOCAL_ONLY = Object.entries(packageRules()).filter(([, how]) => how === 'l
 describe('image runtime tree and entrypoint', () => {
   let work: string;
   const NEW_SERVICE = 'x-new-service_2'; // a service the image has never heard of: nothing may list names
+  // Its Node flags (services/<name>/node-flags), which the entrypoint passes to node before main.js.
+  const NEW_SERVICE_FLAGS_FILE = '# V8 flags\n--max-semi-space-size=4  # young generation\n--stack-size=900\n';
+  const NEW_SERVICE_FLAGS = ['--max-semi-space-size=4', '--stack-size=900'];
   const localServices = () => serviceNames().filter((n) => LOCAL_ONLY.includes(`services/${n}`));
   /** The services the image runs: every one but the development tools. */
   const names = () => [...serviceNames().filter((n) => !localServices().includes(n)), NEW_SERVICE];
@@ -553,11 +557,12 @@ describe('image runtime tree and entrypoint', () => {
       put(`services/${name}/src/main.ts`, 'export {};\n');
       put(
         `services/${name}/dist/main.js`,
-        `process.stdout.write(JSON.stringify({ service: ${JSON.stringify(name)}, args: process.argv.slice(2), cwd: process.cwd(), lib: require("@gensvc/config").lib }));\n`,
+        `process.stdout.write(JSON.stringify({ service: ${JSON.stringify(name)}, args: process.argv.slice(2), execArgv: process.execArgv, cwd: process.cwd(), lib: require("@gensvc/config").lib }));\n`,
       );
       mkdirSync(join(src, 'services', name, 'node_modules', '@gensvc'), { recursive: true });
       symlinkSync('../../../../libs/config', join(src, 'services', name, 'node_modules', '@gensvc', 'config'));
     }
+    put(`services/${NEW_SERVICE}/node-flags`, NEW_SERVICE_FLAGS_FILE);
     put('prisma/migrations/20250101000000_init/migration.sql', 'SELECT 1;\n');
     put('prisma/schema.prisma', '// not shipped\n');
     for (const script of ['gensvc.sh', 'assemble-runtime.sh', 'packages.txt']) cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
@@ -590,6 +595,7 @@ describe('image runtime tree and entrypoint', () => {
     expect(LOCAL_ONLY).toEqual(expect.arrayContaining(['services/fleet', 'services/upstream-sim', 'libs/local-stack', 'libs/testing']));
     expect(LOCAL_ONLY.filter((dir) => existsSync(join(app, dir)))).toEqual([]);
     // The dashboard's bundle ships for the edge to serve; its build-time dependencies do not.
+    expect(existsSync(join(app, `services/${NEW_SERVICE}/node-flags`))).toBe(true);
     expect(existsSync(join(app, 'services/dashboard/dist/index.html'))).toBe(true);
     expect(existsSync(join(app, 'services/dashboard/node_modules'))).toBe(false);
     expect(lstatSync(join(work, 'out', 'usr', 'local', 'bin', 'gensvc')).mode & 0o111).toBe(0o111);
@@ -602,9 +608,19 @@ describe('image runtime tree and entrypoint', () => {
     expect(JSON.parse(result.stdout)).toEqual({
       service: name,
       args: ['migrate', '--dry-run'],
+      execArgv: name === NEW_SERVICE ? NEW_SERVICE_FLAGS : [],
       cwd: join(work, 'out', 'app'),
       lib: 'config:dep',
     });
+  });
+
+  it("gives node each real service's node-flags, and node accepts them", () => {
+    for (const name of serviceNames()) {
+      const run = spawnSync(process.execPath, [...serviceNodeFlags(ROOT, name), '-e', '0'], { encoding: 'utf8' });
+      expect({ name, status: run.status, stderr: run.stderr }).toEqual({ name, status: 0, stderr: '' });
+    }
+    // The edge's young generation is bounded (its RSS under load, issue 11).
+    expect(serviceNodeFlags(ROOT, 'edge')).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/)]));
   });
 
   it('refuses unknown or unsafe names with a usage message listing the services found', () => {

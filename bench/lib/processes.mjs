@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { gensvc, root } from './gensvc.mjs';
 
-const { freePort, stopChild, waitForHttp } = gensvc('local-stack');
+const { freePort, serviceNodeFlags, stopChild, waitForHttp } = gensvc('local-stack');
 
 /**
  * Starts `node <script> ...args` with `env` (PORT set to a free port unless `port: false`), waits until `readyPath`
@@ -50,12 +50,15 @@ export async function startNode({ name, script, args = [], nodeArgs = [], env, p
   return proc;
 }
 
-/** A gensvc service from services/<name>/dist/main.js; HTTP services pass their readiness path. */
+/**
+ * A gensvc service from services/<name>/dist/main.js with its node-flags (as production runs it), then `nodeArgs`;
+ * HTTP services pass their readiness path.
+ */
 export function startService(name, env, { extra = {}, readyPath, port = Boolean(readyPath), nodeArgs = [] } = {}) {
   return startNode({
     name,
     script: join(root, 'services', name, 'dist', 'main.js'),
-    nodeArgs,
+    nodeArgs: [...serviceNodeFlags(root, name), ...nodeArgs],
     // OPS_PORT 0: each service its own free ops port (/healthz, /readyz, /metrics), never the fixed 9464 twice.
     env: { LOG_LEVEL: 'warn', OPS_PORT: '0', ...env, ...extra },
     port,

@@ -28,6 +28,7 @@ for pkg in libs/* services/*; do
   esac
   mkdir -p "$app/$pkg"
   cp -a "$pkg/package.json" "$app/$pkg/"
+  if [ -f "$pkg/node-flags" ]; then cp -a "$pkg/node-flags" "$app/$pkg/"; fi
   for part in $parts; do
     if [ -e "$pkg/$part" ]; then cp -a "$pkg/$part" "$app/$pkg/"; fi
   done

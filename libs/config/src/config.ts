@@ -107,8 +107,8 @@ export const envSchema = z.object({
   PROVIDER_WEBHOOK_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
   /** The Replicate account's webhook signing secret (whsec_..., GET /v1/webhooks/default/secret); Replicate webhooks need it. */
   REPLICATE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>').optional(),
-  /** Where fal publishes its webhook signing keys (a JWKS of Ed25519 keys). */
-  FAL_WEBHOOK_JWKS_URL: urlWithScheme(['http:', 'https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  /** Where fal publishes its webhook signing keys (a JWKS of Ed25519 keys); fetched through libs/outbound, so https. */
+  FAL_WEBHOOK_JWKS_URL: urlWithScheme(['https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
   /** The first poll's wait when the provider was asked for a webhook: the poll is then only the fallback. */
   TASK_POLL_WEBHOOK_FALLBACK: duration.default(30_000),
 });

@@ -1,29 +1,8 @@
-// Redis pub/sub channels shared by producers and consumers in different processes.
+// Redis pub/sub channels shared by producers and consumers in different processes: their names only (publishing and
+// subscribing are libs/queue's pub-sub.ts).
 
 /** Carries an API key id whose cached look-ups every edge replica must drop (revocation, rotation, cap change). */
 export const keyInvalidationChannel = (queuePrefix: string) => `${queuePrefix}:auth:key-invalidated`;
-
-/**
- * Tells every edge replica to drop these keys' cached look-ups (a revocation, a rotation, a cap change, a change of
- * the creator's membership). Never throws: a failed publish is handed to `onFailure` (with the keys not yet told),
- * and caches then drop those look-ups when they expire (KEY_CACHE_TTL_MS).
- */
-export async function publishKeyInvalidations(
-  redis: { publish(channel: string, message: string): Promise<unknown> },
-  queuePrefix: string,
-  keyIds: readonly string[],
-  onFailure: (err: Error, keyIds: readonly string[]) => void,
-): Promise<void> {
-  const channel = keyInvalidationChannel(queuePrefix);
-  for (let i = 0; i < keyIds.length; i++) {
-    try {
-      await redis.publish(channel, keyIds[i]!);
-    } catch (e) {
-      onFailure(e instanceof Error ? e : new Error(String(e)), keyIds.slice(i));
-      return;
-    }
-  }
-}
 
 /**
  * Carries `model:<id>` or `channel:<id>`: a model or channel an admin changed (disabled, repriced, removed), whose
@@ -33,51 +12,3 @@ export const catalogInvalidationChannel = (queuePrefix: string) => `${queuePrefi
 
 /** Carries a channel id whose circuit-breaker state changed on one replica (libs/upstream SharedBreakerState). */
 export const breakerEventsChannel = (queuePrefix: string) => `${queuePrefix}:upstream:breaker`;
-
-/** The part of an ioredis connection a subscription uses. */
-export interface ChannelSubscriber {
-  status: string;
-  on(event: string, listener: (...args: any[]) => void): unknown;
-  subscribe(...channels: string[]): Promise<unknown>;
-  disconnect(): void;
-}
-
-export interface TrustWhileSubscribedOptions {
-  /** Names the subscription in its warnings ("key invalidation", "upstream state"). */
-  name: string;
-  onMessage(channel: string, message: string): void;
-  /** Whether what the messages keep fresh (a cache) may be trusted now. */
-  setLive(live: boolean): void;
-  log: { warn(obj: object, msg: string): void };
-}
-
-/**
- * Subscribes a dedicated connection to `channels` for a cache their messages keep fresh, and trusts the cache only
- * while the subscription is live: not live as soon as the connection drops (close, reconnecting, error), live again
- * only once the (re)subscription is confirmed, so no message can slip between a reconnect and the subscribe. Returns
- * close(): not live, connection closed.
- */
-export async function trustWhileSubscribed(subscriber: ChannelSubscriber, channels: readonly string[], opts: TrustWhileSubscribedOptions): Promise<() => Promise<void>> {
-  subscriber.on('message', (channel: string, message: string) => {
-    if (channels.includes(channel)) opts.onMessage(channel, message);
-  });
-  const down = () => opts.setLive(false);
-  subscriber.on('close', down);
-  subscriber.on('reconnecting', down);
-  subscriber.on('error', (err: unknown) => {
-    down();
-    opts.log.warn({ err }, `${opts.name} subscriber error`);
-  });
-  const subscribe = () =>
-    subscriber.subscribe(...channels).then(
-      () => opts.setLive(true),
-      (err: unknown) => opts.log.warn({ err }, `${opts.name} subscribe failed`),
-    );
-  down();
-  subscriber.on('ready', subscribe);
-  if (subscriber.status === 'ready') await subscribe();
-  return async () => {
-    down();
-    subscriber.disconnect();
-  };
-}

@@ -8,6 +8,7 @@ export * from './repositories/api-key.repository';
 export * from './repositories/channel.repository';
 export * from './repositories/model.repository';
 export * from './repositories/file.repository';
+export * from './days';
 export * from './retention';
 export { Prisma } from './generated/prisma/client';
 export type * from './generated/prisma/models';

@@ -2,15 +2,12 @@
 // public copy on {file_url}, kept by tier, and its workspace-library entry, which lives 30 days or until the public
 // copy goes, whichever is first. The row is hidden from the library at `expiresAt`; row and bytes are removed once
 // both lives are over (fileRepository.purgeable).
+import { plusDays } from './days';
 import type { Tier } from './generated/prisma/enums';
-
-const DAY_MS = 86_400_000;
 
 export const UPLOAD_RETENTION_DAYS = 30;
 export const LIBRARY_RETENTION_DAYS = 30;
 export const PUBLIC_RETENTION_DAYS: Record<Tier, number> = { free: 7, payg: 90, team: 365, enterprise: 365 };
-
-const plusDays = (from: Date, days: number) => new Date(from.getTime() + days * DAY_MS);
 
 /** Days a generated output's public copy is kept: by tier; Enterprise takes the workspace's own setting when set. */
 export function publicRetentionDays(tier: Tier, workspaceRetentionDays?: number | null): number {

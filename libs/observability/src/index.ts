@@ -1,4 +1,4 @@
 export { createLogger, type Logger, type LoggerOptions } from './logger';
 export { createMetrics, recordSpend, renderMetrics, scrapedGauge, type Metrics } from './metrics';
-export { nameServerSpan, startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry';
+export { inActiveContext, nameServerSpan, startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry';
 export { runCheck, runChecks, startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessCheck } from './ops-server';

@@ -94,11 +94,51 @@ async function sampling(): Promise<object> {
   return { spans, traceparents: seen };
 }
 
-/** Arguments are scenarios run one after another in this process: `propagation`, or `otlp=<endpoint>`. */
+/**
+ * A request that starts its own trace (sent raw: no traceparent), at ratio 0 and then 1. Not drawn, it records
+ * nothing, yet its handler runs in a valid trace context and its outbound fetch (undici) carries that trace as
+ * `-00`; drawn, its server span and the fetch's client span are recorded in one trace, propagated as `-01`.
+ */
+async function newTraces(ratio: number): Promise<object> {
+  const exporter = new InMemorySpanExporter();
+  const telemetry = startTelemetry({ serviceName: 'new-trace-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: ratio });
+  const http: Http = require('node:http');
+  const net: typeof import('node:net') = require('node:net');
+  let seen: string | undefined;
+  const echo = http.createServer((req, res) => {
+    seen = req.headers.traceparent as string | undefined;
+    res.end('echo');
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  const echoUrl = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`;
+  let handlerTraceId: string | undefined;
+  const server = http.createServer((_req, res) => {
+    handlerTraceId = trace.getActiveSpan()?.spanContext().traceId;
+    void fetch(echoUrl)
+      .then((r) => r.text())
+      .then((t) => res.end(t));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const answer = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    socket.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text)).on('error', reject);
+  });
+  const deadline = Date.now() + 2_000;
+  while (ratio > 0 && exporter.getFinishedSpans().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
+  await Promise.all([server, echo].map((x) => new Promise<void>((resolve) => x.close(() => resolve()))));
+  await telemetry.shutdown();
+  return { answered: answer.endsWith('echo'), handlerTraceId, traceparent: seen, spans };
+}
+
+/** Arguments are scenarios run one after another in this process: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`. */
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);
-    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : undefined;
+    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : name === 'new-trace' ? await newTraces(Number(arg)) : undefined;
     if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
     process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
   }

@@ -16,7 +16,8 @@ interface ChildSpan {
 type ChildResult =
   | { scenario: 'propagation'; body: string; spans: ChildSpan[] }
   | { scenario: 'otlp'; traceId: string }
-  | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] };
+  | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] }
+  | { scenario: 'new-trace'; answered: boolean; handlerTraceId?: string; traceparent?: string; spans: { traceId: string; kind: string }[] };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
 const RUN_TS = `
@@ -67,7 +68,7 @@ describe('startTelemetry in a plain Node process', () => {
     });
     const endpoint = await listen(collector);
     // Three starts in one process: the last proves shutdown leaves the process able to start (and patch) again.
-    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling']);
+    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling', 'new-trace=0', 'new-trace=1']);
   });
   afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
 
@@ -112,6 +113,25 @@ describe('startTelemetry in a plain Node process', () => {
     // The server's outbound calls carried a traceparent both times: unsampled (-00), then sampled in the caller's trace.
     expect(result.traceparents[0]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(result.traceparents[1]).toMatch(new RegExp(`^00-${'ab'.repeat(16)}-[0-9a-f]{16}-01$`));
+  });
+
+  it('does not record a new trace that is not drawn, yet runs it in a valid trace context propagated as unsampled', () => {
+    const result = results[4];
+    if (result?.scenario !== 'new-trace') throw new Error(`expected a new-trace result, got ${JSON.stringify(result)}`);
+    expect(result.answered).toBe(true);
+    expect(result.spans).toEqual([]);
+    expect(result.handlerTraceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(result.handlerTraceId).not.toBe('0'.repeat(32));
+    expect(result.traceparent).toMatch(new RegExp(`^00-${result.handlerTraceId}-[0-9a-f]{16}-00$`));
+  });
+
+  it('records a drawn new trace whole: its server span, its outbound fetch and the span of the echo server, in one trace', () => {
+    const result = results[5];
+    if (result?.scenario !== 'new-trace') throw new Error(`expected a new-trace result, got ${JSON.stringify(result)}`);
+    expect(result.answered).toBe(true);
+    expect(result.spans.map((s) => s.kind).sort()).toEqual(['client', 'server', 'server']);
+    expect(result.spans.map((s) => s.traceId)).toEqual(Array(3).fill(result.handlerTraceId));
+    expect(result.traceparent).toMatch(new RegExp(`^00-${result.handlerTraceId}-[0-9a-f]{16}-01$`));
   });
 });
 

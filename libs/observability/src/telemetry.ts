@@ -1,6 +1,6 @@
 // OpenTelemetry bootstrap. main.ts calls startTelemetry() before it requires express, ioredis or pg: the
 // instrumentations patch those modules through require hooks, so a module loaded earlier is never traced.
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
@@ -8,7 +8,18 @@ import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, NoopSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { IncomingMessage } from 'node:http';
+import {
+  BatchSpanProcessor,
+  NoopSpanProcessor,
+  ParentBasedSampler,
+  RandomIdGenerator,
+  SamplingDecision,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+  type SamplingResult,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -39,13 +50,14 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   // no-op processor keeps ids being made and propagated (and so written into logs) while exporting nothing.
   if (spanProcessors.length === 0) spanProcessors.push(new NoopSpanProcessor());
 
-  const instrumentations = processInstrumentations();
+  const ratio = options.sampleRatio ?? 1;
+  const instrumentations = processInstrumentations(ratio);
 
   const sdk = new NodeSDK({
     resource: defaultResource().merge(resourceFromAttributes({ 'service.name': options.serviceName })),
     // Merged after the resource detectors, so OTEL_SERVICE_NAME cannot rename a service behind its entrypoint.
     serviceName: options.serviceName,
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(options.sampleRatio ?? 1) }),
+    sampler: new ParentBasedSampler({ root: new RootSampler(ratio) }),
     spanProcessors,
     instrumentations,
     // Left unset, NodeSDK would build OTLP metric and log exporters from the environment and post to
@@ -76,6 +88,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
 // for the life of the process, and a later start re-enables it (shutdown disabled it).
 type Instrumentation = HttpInstrumentation | UndiciInstrumentation | PgInstrumentation | IORedisInstrumentation;
 let created: Instrumentation[] | undefined;
+/** The share of new traces recorded, as the running SDK was given it: LeanHttpInstrumentation draws by it. */
+let incomingRatio = 1;
 
 /**
  * Only what a trace needs, each built on its own: inbound and outbound HTTP (http; undici for fetch and the upstream
@@ -84,13 +98,83 @@ let created: Instrumentation[] | undefined;
  * its route from the edge instead (nameServerSpan), and the handler's own spans (queue publish, Postgres, Redis)
  * are children of the server span.
  */
-function processInstrumentations(): Instrumentation[] {
+function processInstrumentations(ratio: number): Instrumentation[] {
+  incomingRatio = ratio;
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
     return created;
   }
-  created = [new HttpInstrumentation(), new UndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
+  created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
   return created;
+}
+
+// An unrecorded request costs next to nothing (issue 11: the instrumentations did all their work — attributes,
+// span, event-emitter binding, duration metrics — for every request, recorded or not):
+//  - an inbound request that starts a trace draws the ratio before anything is built; not drawn, it runs inside a
+//    bare, unsampled span context (fresh ids: logs still carry a trace_id, outbound calls still carry a `-00`
+//    traceparent) and nothing else. Drawn, or inside a caller's trace, it takes the instrumentation's full path.
+//  - an outbound undici call inside an unsampled trace only gets the traceparent header.
+// Both override a method of the pinned instrumentation versions (package.json pins them exactly); the trace tests
+// (telemetry.test.ts) check recorded and unrecorded requests alike.
+
+/** Root spans: an HTTP server span was drawn already (LeanHttpInstrumentation, below); any other root by its trace id. */
+class RootSampler implements Sampler {
+  private readonly byTraceId: TraceIdRatioBasedSampler;
+
+  constructor(private readonly ratio: number) {
+    this.byTraceId = new TraceIdRatioBasedSampler(ratio);
+  }
+
+  shouldSample(ctx: Context, traceId: string, _name: string, kind: SpanKind, _attributes: Attributes, _links: Link[]): SamplingResult {
+    if (kind === SpanKind.SERVER) return { decision: SamplingDecision.RECORD_AND_SAMPLED };
+    return this.byTraceId.shouldSample(ctx, traceId);
+  }
+
+  toString(): string {
+    return `RootSampler{server spans drawn on arrival, others ${this.ratio}}`;
+  }
+}
+
+const ids = new RandomIdGenerator();
+type EmitRequest = (this: unknown, event: string, ...args: unknown[]) => boolean;
+
+class LeanHttpInstrumentation extends HttpInstrumentation {}
+{
+  const proto = LeanHttpInstrumentation.prototype as unknown as { _incomingRequestFunction(component: string, original: EmitRequest): EmitRequest };
+  const full = proto._incomingRequestFunction;
+  proto._incomingRequestFunction = function (component, original) {
+    const traced = full.call(this, component, original);
+    return function incomingRequest(this: unknown, event, ...args) {
+      if (event !== 'request') return original.apply(this, [event, ...args]);
+      const { headers } = args[0] as IncomingMessage;
+      // Inside a caller's trace (a valid traceparent) the caller decided, and the full path follows that decision.
+      const parent = headers.traceparent === undefined ? undefined : trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
+      if ((parent && isSpanContextValid(parent)) || Math.random() < incomingRatio) return traced.apply(this, [event, ...args]);
+      // Not drawn. The request's emitters are not bound to this context (the full path binds them): a listener that
+      // logs must be bound itself (inActiveContext).
+      const unsampled = trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE });
+      return context.with(unsampled, () => original.apply(this, [event, ...args]));
+    };
+  };
+}
+
+interface UndiciRequest {
+  addHeader(name: string, value: string): unknown;
+}
+
+class LeanUndiciInstrumentation extends UndiciInstrumentation {}
+{
+  // Prototype-level: the instrumentation subscribes `this.onRequestCreated.bind(this)` while it is constructed.
+  const proto = LeanUndiciInstrumentation.prototype as unknown as { onRequestCreated(message: { request: UndiciRequest }): void };
+  const full = proto.onRequestCreated;
+  proto.onRequestCreated = function (message) {
+    const active = context.active();
+    const parent = trace.getSpanContext(active);
+    if (!parent || !isSpanContextValid(parent) || (parent.traceFlags & TraceFlags.SAMPLED) !== 0) return full.call(this, message);
+    const carrier: Record<string, string> = {};
+    propagation.inject(active, carrier);
+    for (const name in carrier) message.request.addHeader(name, carrier[name]!);
+  };
 }
 
 /**
@@ -105,6 +189,11 @@ export function nameServerSpan(): (method: string, route: string) => void {
     span.setAttribute('http.route', route);
     span.updateName(`${method} ${route}`);
   };
+}
+
+/** `fn` run in the context active now, wherever it is called from (an event listener of the request, say). */
+export function inActiveContext<F extends (...args: never[]) => unknown>(fn: F): F {
+  return context.bind(context.active(), fn);
 }
 
 /** The OTel convention for OTEL_EXPORTER_OTLP_ENDPOINT: the signal path is appended to the base URL, path kept. */

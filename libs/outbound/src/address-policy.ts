@@ -12,6 +12,11 @@ export interface AllowList {
   readonly ranges: readonly Cidr[];
 }
 
+/**
+ * Compiled lists by the entries array itself (the config's, made once): a memo of a pure function that holds nothing
+ * of any request, kept here so checkUrl, called per request with that same array, does not parse CIDRs per request.
+ * A WeakMap, so a list whose config is gone goes with it.
+ */
 const compiled = new WeakMap<readonly string[], AllowList>();
 
 export function compileAllowList(entries: readonly string[] = []): AllowList {

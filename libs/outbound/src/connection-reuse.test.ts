@@ -3,13 +3,15 @@
 // address is refused even though a warm connection to its old address sits in the pool.
 import type { TLSSocket } from 'node:tls';
 import { buffer } from 'node:stream/consumers';
-import { rejectionOf, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
+import { createTestCa, rejectionOf, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 import type { LookupFn } from './check-url';
-import { closeOutboundConnections, fetchChecked, postChecked, type RequestOptions } from './fetch-checked';
+import { fetchChecked, OutboundAgents, postChecked, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
 
 const ALLOW = ['127.0.0.1/32'];
 let receiver: TlsTestServer;
+/** The process's kept-alive connections, as a service's deps hold them. */
+let agents = new OutboundAgents();
 let privateSide: TlsTestServer;
 /** TLS handshakes each server completed, and the distinct sockets its requests came over. */
 const handshakes = { receiver: 0, private: 0 };
@@ -31,18 +33,19 @@ beforeAll(async () => {
   privateSide.server.on('secureConnection', () => handshakes.private++);
 });
 afterAll(async () => {
-  await closeOutboundConnections();
+  await agents.close();
   await Promise.all([receiver.close(), privateSide.close()]);
 });
 beforeEach(async () => {
-  await closeOutboundConnections();
+  await agents.close();
+  agents = new OutboundAgents();
   handshakes.receiver = handshakes.private = 0;
   sockets.clear();
   receiver.requests.length = 0;
   privateSide.requests.length = 0;
 });
 
-const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, ...extra });
+const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, agents, ...extra });
 
 it('N callbacks to one receiver, one after another, make one TLS handshake over one socket', async () => {
   for (let i = 0; i < 20; i++) {
@@ -53,6 +56,15 @@ it('N callbacks to one receiver, one after another, make one TLS handshake over 
   expect(receiver.requests).toHaveLength(20);
   expect(handshakes.receiver).toBe(1);
   expect(sockets.size).toBe(1);
+});
+
+it('lends no connection across trust: the same receiver under another CA verifies its certificate afresh, and fails', async () => {
+  await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
+  const other = createTestCa('another CA').certPem;
+  expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe('tls');
+  // And back under the first CA it is served again; the refused request reached nothing.
+  await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
+  expect(receiver.requests).toHaveLength(2);
 });
 
 it('a burst side by side opens at most one connection per request in flight, and reuses them afterwards', async () => {
@@ -101,9 +113,9 @@ it('a request whose body was cut off does not leave its connection for the next 
     res2.write(Buffer.alloc(1000));
   });
   try {
-    const partial = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, timeoutMs: 2_000 });
+    const partial = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 2_000 });
     partial.body.destroy();
-    const again = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, timeoutMs: 300 });
+    const again = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 300 });
     expect((await rejectionOf(buffer(again.body), OutboundError)).reason).toBe('timeout');
     expect(cut.requests).toHaveLength(2);
   } finally {

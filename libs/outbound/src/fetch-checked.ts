@@ -2,18 +2,18 @@
 // and the request goes to a checked address itself: the original host name only names the server for SNI,
 // certificate verification and the Host header, so a second DNS answer (rebinding) can never redirect the connection.
 //
-// Connections are kept alive and reused (issue 12): one undici Agent per (host name, policy), whose pools are keyed by
-// the checked address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the
-// address policy again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
+// Connections are kept alive and reused (issue 12) through an OutboundAgents a service makes once (its deps) and
+// passes in every request's options: one undici Agent per (host name, policy), whose pools are keyed by the checked
+// address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the address policy
+// again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
 // own fresh resolution checked just now, so reuse changes nothing of what a name may reach: a name that now resolves
 // to a forbidden address is refused by checkUrl before any pool is asked for a connection.
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { connect as tlsConnect, rootCertificates, type TLSSocket } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
-import { compileAllowList, judgeAddress } from './address-policy';
+import { compileAllowList, judgeAddress, type AllowList } from './address-policy';
 import { checkUrl, type CheckUrlOptions, type CheckedUrl, type ResolvedAddress } from './check-url';
 import { OutboundError } from './outbound-error';
 
@@ -37,6 +37,8 @@ export interface RequestOptions extends CheckUrlOptions {
   /** Which statuses count as success; any other is an OutboundError `http_status`. Default: 2xx. */
   acceptStatus?: (status: number) => boolean;
   signal?: AbortSignal;
+  /** The process's kept-alive connections (made once in main/deps). Without it the request opens its own, closed after. */
+  agents?: OutboundAgents;
 }
 
 export interface OutboundResponse {
@@ -55,6 +57,7 @@ const USER_AGENT = 'gensvc-outbound/1';
 const KEEP_ALIVE_MS = 30_000;
 /** Agents kept (one per host name and policy); the least recently used is closed past this. */
 const MAX_AGENTS = 256;
+const NO_CIDRS: readonly string[] = [];
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse> {
@@ -113,33 +116,61 @@ interface AgentKey {
   connectTimeoutMs: number;
 }
 
-const agents = new Map<string, Agent>();
+/** An Agent for one AgentKey: its allow-list compiled once, for every connection it opens. */
+const newAgent = (key: AgentKey) =>
+  new Agent({ keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS, connect: pinnedConnector(key, compileAllowList(key.allowCidrs)) });
 
-function agentFor(key: AgentKey): Agent {
-  const ca = key.ca === undefined ? '' : createHash('sha256').update(typeof key.ca === 'string' ? key.ca : key.ca.join('\n')).digest('hex');
-  const id = JSON.stringify([key.hostname, key.allowCidrs, ca, key.connectTimeoutMs]);
-  let agent = agents.get(id);
-  if (agent) {
-    // Most recently used last, so the first is the one to close.
-    agents.delete(id);
-    agents.set(id, agent);
+/**
+ * A process's kept-alive outbound connections: one Agent per AgentKey, the least recently used closed past
+ * MAX_AGENTS. Made once per service (main.ts, through its deps) and closed at shutdown after the work that uses it.
+ */
+export class OutboundAgents {
+  private readonly agents = new Map<string, Agent>();
+  /**
+   * A small number per trusted-CA text, so an Agent's key costs a Map look-up rather than a hash of the PEM per
+   * request (the CA is the same string object every time, whose hash V8 keeps).
+   */
+  private readonly caIds = new Map<string, number>();
+  /** Never reused, so no Agent made for one CA is ever found under another's number. */
+  private lastCaId = 0;
+
+  agentFor(key: AgentKey): Agent {
+    const id = `${key.hostname} ${key.allowCidrs.join(',')} ${this.caId(key.ca)} ${key.connectTimeoutMs}`;
+    let agent = this.agents.get(id);
+    if (agent) {
+      // Most recently used last, so the first is the one to close.
+      this.agents.delete(id);
+      this.agents.set(id, agent);
+      return agent;
+    }
+    agent = newAgent(key);
+    this.agents.set(id, agent);
+    if (this.agents.size > MAX_AGENTS) {
+      const [oldest, evicted] = this.agents.entries().next().value as [string, Agent];
+      this.agents.delete(oldest);
+      void evicted.close().catch(() => {});
+    }
     return agent;
   }
-  agent = new Agent({ keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS, connect: pinnedConnector(key) });
-  agents.set(id, agent);
-  if (agents.size > MAX_AGENTS) {
-    const [oldest, evicted] = agents.entries().next().value as [string, Agent];
-    agents.delete(oldest);
-    void evicted.close().catch(() => {});
-  }
-  return agent;
-}
 
-/** Closes every kept connection (tests, shutdown). */
-export async function closeOutboundConnections(): Promise<void> {
-  const all = [...agents.values()];
-  agents.clear();
-  await Promise.all(all.map((a) => a.close().catch(() => {})));
+  /** Closes every kept connection (shutdown, tests), letting requests in flight finish. */
+  async close(): Promise<void> {
+    const all = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(all.map((a) => a.close().catch(() => {})));
+  }
+
+  private caId(ca: RequestOptions['ca']): number {
+    if (ca === undefined) return 0;
+    const text = typeof ca === 'string' ? ca : ca.join('\n');
+    let id = this.caIds.get(text);
+    if (id === undefined) {
+      // Only a process that keeps changing its CA gets here often; a new number only costs a new Agent.
+      if (this.caIds.size >= MAX_AGENTS) this.caIds.clear();
+      this.caIds.set(text, (id = ++this.lastCaId));
+    }
+    return id;
+  }
 }
 
 /**
@@ -147,14 +178,14 @@ export async function closeOutboundConnections(): Promise<void> {
  * here (so no pool ever opens a socket to an address the policy refuses), and the TLS socket opened to it, pinned,
  * the host name naming the server.
  */
-function pinnedConnector(key: AgentKey) {
+function pinnedConnector(key: AgentKey, allow: AllowList) {
   return (options: { hostname: string; port: string }, callback: (...args: [null, TLSSocket] | [Error, null]) => void) => {
     const text = options.hostname.replace(/^\[|\]$/g, '');
     const port = Number(options.port) || 443;
     const url = new URL(`https://${isIP(key.hostname) === 6 ? `[${key.hostname}]` : key.hostname}:${port}`);
     let verdict;
     try {
-      verdict = judgeAddress(text, compileAllowList(key.allowCidrs));
+      verdict = judgeAddress(text, allow);
     } catch (e) {
       return callback(new OutboundError('connection', `Not an address: ${text}.`, { cause: e }), null);
     }
@@ -216,12 +247,15 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     host: url.host,
     ...(body ? { 'content-length': String(body.length) } : {}),
   };
-  const agent = agentFor({
+  const key: AgentKey = {
     hostname: checked.hostname,
-    allowCidrs: opts.allowCidrs ?? [],
+    allowCidrs: opts.allowCidrs ?? NO_CIDRS,
     ca: opts.ca,
     connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-  });
+  };
+  // Without the process's agents the request has an Agent of its own, closed once the exchange is over.
+  const own = opts.agents ? null : newAgent(key);
+  const agent = own ?? opts.agents!.agentFor(key);
   const origin = `https://${address.family === 6 ? `[${address.address}]` : address.address}:${checked.port}`;
 
   // One controller stops the request, or its body once it streams: the total deadline, or the caller's signal.
@@ -243,6 +277,8 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   };
+  // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
+  const release = () => void own?.destroy().catch(() => {});
   opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   let res: Dispatcher.ResponseData;
@@ -259,6 +295,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     });
   } catch (e) {
     clear();
+    release();
     throw failure ?? undiciFailure(e, url, address, idleMs);
   }
 
@@ -268,6 +305,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     clear();
     source.on('error', () => {});
     source.destroy();
+    release();
     throw err;
   };
   if (status >= 300 && status < 400) {
@@ -307,6 +345,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     },
   });
   output = out;
+  if (own) out.once('close', release);
   // A consumer that stops listening must not crash the process when a late timeout destroys the body; readers
   // (pipeline, for await) attach their own listeners and still see the error.
   out.on('error', () => {});

@@ -7,3 +7,4 @@ export * from './worker';
 export * from './worker-health';
 export * from './producers';
 export * from './sweeper';
+export * from './pub-sub';

@@ -30,6 +30,9 @@ export interface ScheduleOptions {
 
 const envelope = (ref: TaskJobRef) => ({ taskId: ref.taskId, workspaceId: ref.workspaceId, ...(ref.requestId ? { requestId: ref.requestId } : {}) });
 
+/** The envelope of a task row's jobs (its id and workspace), with the request that made them due when there is one. */
+export const taskJobRef = (task: { id: string; workspaceId: string }, requestId?: string): TaskJobRef => envelope({ taskId: task.id, workspaceId: task.workspaceId, requestId });
+
 async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCancel | typeof ArchiveOutput | typeof CallbackDeliver>(
   queues: Queues,
   contract: J,

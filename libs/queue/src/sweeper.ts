@@ -63,11 +63,48 @@ export interface ReconcileConfig {
   tasks: { reconcileIntervalMs: number; pollScheduleMs: number[] };
 }
 
+/** What every reconciler is given beside its own stores: its config, the Redis its lock lives in, its logger. */
+export interface ReconcilerBaseDeps {
+  config: ReconcileConfig;
+  redis: Redis;
+  logger: QueueLogger;
+}
+
+/** One sweep's view: rows unmoved since before `staleBefore` are looked at, at most `batch` of them. */
+export interface ReconcileSweep {
+  now: Date;
+  staleBefore: Date;
+  batch: number;
+}
+
+/** Rows a sweep looks at, at most: a backlog larger than this is worked through over the next intervals. */
+const RECONCILE_BATCH = 500;
+
+/**
+ * A service's reconciler: `sweep` every TASK_RECONCILE_INTERVAL on one replica (startSweeper, locked as `name`),
+ * given the cut-off before which an unmoved row is stale (staleAfterMs).
+ */
+export function startReconcileSweeper<R>(name: string, deps: ReconcilerBaseDeps, sweep: (s: ReconcileSweep) => Promise<R>, opts: { autorun?: boolean } = {}): Sweeper<R> {
+  const { config } = deps;
+  return startSweeper({
+    name,
+    redis: deps.redis,
+    prefix: config.queuePrefix,
+    intervalMs: config.tasks.reconcileIntervalMs,
+    logger: deps.logger,
+    autorun: opts.autorun,
+    sweep: () => {
+      const now = new Date();
+      return sweep({ now, staleBefore: new Date(now.getTime() - staleAfterMs(config.tasks)), batch: RECONCILE_BATCH });
+    },
+  });
+}
+
 /**
  * How long a row may sit unmoved before a reconciler looks at it: a live task moves at least every poll, so longer
  * than the slowest poll, and not less than an interval; healthy rows are then rarely looked at (looking at one is
  * harmless, only work).
  */
-export function staleAfterMs(tasks: { reconcileIntervalMs: number; pollScheduleMs: readonly number[] }): number {
+function staleAfterMs(tasks: { reconcileIntervalMs: number; pollScheduleMs: readonly number[] }): number {
   return Math.max(tasks.reconcileIntervalMs, 3 * Math.max(...tasks.pollScheduleMs));
 }

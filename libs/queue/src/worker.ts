@@ -4,6 +4,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { UnrecoverableError, WaitingError, Worker, type BackoffStrategy, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { coalesceWrites } from './connection';
 import { stderrLogger, type QueueLogger } from './logger';
 import { TRACER_NAME, contextFromEnvelope } from './trace-context';
 
@@ -30,6 +31,12 @@ export interface DefineWorkerOptions<Q extends QueueName> {
   /** How retries are spaced for jobs enqueued with `backoff: SCHEDULED_BACKOFF`; see scheduleBackoff. */
   backoffStrategy?: BackoffStrategy;
   options?: Pick<WorkerOptions, 'autorun' | 'name' | 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter' | 'drainDelay'>;
+  /**
+   * Fetch jobs with takeOnePerJob's loop instead of BullMQ's: a job starts as soon as it is taken, and a worker that
+   * finds the queue empty clears the marker its own take left behind before it blocks. For latency-bound queues
+   * (evaluate), where BullMQ's loop spends 3 takes and 2 blocking waits per job when jobs come one at a time.
+   */
+  takeOnePerJob?: boolean;
 }
 
 /** This run of the job is its last: a failure now is final (no attempt left for BullMQ to retry). */
@@ -105,11 +112,15 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
 
   const worker = new Worker(queue, processor, {
     ...opts.options,
+    // Started below, once its fetch loop is chosen: BullMQ's constructor would start BullMQ's own.
+    autorun: false,
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency: opts.concurrency,
     ...(opts.backoffStrategy ? { settings: { backoffStrategy: opts.backoffStrategy } } : {}),
   });
+  if (opts.takeOnePerJob) takeOnePerJob(worker);
+  if (opts.options?.autorun !== false) worker.run().catch((err: unknown) => worker.emit('error', err as Error));
   worker.on('error', (err) => logger.error({ err, queue }, 'worker error'));
   worker.on('stalled', (jobId) => logger.warn({ queue, jobId }, 'job stalled: its lock expired, it will run again'));
   worker.on('failed', (job, err) => {
@@ -119,6 +130,97 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
     else logger.warn(fields, 'job attempt failed, will retry');
   });
   return worker;
+}
+
+/** The parts of BullMQ 6.7's Worker that takeOnePerJob's loop drives (private in its typings, stable in its code). */
+interface WorkerInternals {
+  id: string;
+  opts: WorkerOptions;
+  closing: Promise<void> | null;
+  paused: boolean;
+  /** When the next delayed job is due (0: none), from the last take; waitForJob blocks until then at most. */
+  blockUntil: number;
+  _concurrency: number;
+  keys: Record<'marker' | 'wait' | 'prioritized', string>;
+  backend: { blockingClient: Promise<Redis> };
+  mainLoop: () => Promise<void>;
+  moveToActive(token: string, name?: string): Promise<Job | undefined>;
+  waitForJob(blockUntil: number): Promise<number>;
+  isRateLimited(): boolean;
+  waitForRateLimit(): Promise<void>;
+  processJob(job: Job, token: string, fetchNext: () => boolean): Promise<Job | void>;
+  retryIfFailed<T>(fn: () => Promise<T>, opts: { delayInMs?: number; onlyEmitError?: boolean }): Promise<T | undefined>;
+  emit(event: 'error', err: Error): boolean;
+}
+
+/**
+ * Removes the queue's base marker (member "0", "a job waits in `wait`") when no job waits. Safe at any moment: it
+ * removes nothing while a job waits, atomically, and every add after it puts the marker back. Delay markers (member
+ * "1") are left alone. BullMQ's take puts the base marker back after each job it takes, whether or not another
+ * waits, so without this a worker's next blocking wait returns at once, on a marker for a job already taken.
+ */
+const CLEAR_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 then return redis.call('ZREM', KEYS[1], '0') end return 0`;
+
+/**
+ * Replaces BullMQ's fetch loop (Worker.mainLoop, run by Worker.run) with one that takes a job once and starts it at
+ * once. Everything else is BullMQ's own: run() still starts the stalled-job checker and lock renewal, processJob
+ * still tracks the lock, completes or fails the job (retries, backoff, removal settings) and takes the next job in
+ * the same script call (fetchNext), close() still breaks the blocking wait and waits for the jobs in flight.
+ *
+ * BullMQ's loop, per job arriving at an idle worker: the blocking wait returns, a take gets the job, a second take
+ * (awaited before the job starts) finds nothing, a second blocking wait returns at once on the marker the first
+ * take put back, and a third take finds nothing: 3 takes and 2 waits, the first 2 takes before the job starts.
+ * Here: the wait returns, the take gets the job and the job starts, and the loop clears the marker its take put back
+ * in the same write as its next wait, which then blocks: 1 take and 1 wait. Under load (other jobs in flight) the
+ * loop takes again at once, as BullMQ's does, and a slot whose job completes goes on with the job its completion
+ * took in the same script call.
+ */
+function takeOnePerJob(worker: Worker): void {
+  const w = worker as unknown as WorkerInternals;
+  // A BullMQ upgrade that renames these fails here, at start-up, rather than in a loop that takes nothing.
+  const driven = ['mainLoop', 'moveToActive', 'waitForJob', 'isRateLimited', 'waitForRateLimit', 'processJob', 'retryIfFailed'] as const;
+  const missing = driven.filter((name) => typeof w[name] !== 'function');
+  if (missing.length || !w.keys?.marker) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${missing.join(', ') || 'keys.marker'}.`);
+  w.mainLoop = async function (this: WorkerInternals) {
+    const slots = new Set<Promise<void>>();
+    let tokens = 0;
+    const occupy = (first: Job) => {
+      const slot = (async () => {
+        for (let job: Job | void = first; job; ) job = await this.processJob(job, job.token!, () => true);
+      })()
+        .catch((err: unknown) => void this.emit('error', err as Error))
+        .finally(() => slots.delete(slot));
+      slots.add(slot);
+    };
+    // Block on the marker before the next take: after a take that found nothing, and after one whose job found the
+    // worker idle (it most likely came alone; when it did not, the marker it left ends the wait at once).
+    let block = false;
+    const take = async (token: string): Promise<Job | undefined> => {
+      if (block) {
+        const { marker, wait, prioritized } = this.keys;
+        const blocking = await this.backend.blockingClient;
+        // The clear and the wait leave in one write, in that order, on the connection that blocks.
+        coalesceWrites(blocking);
+        blocking.eval(CLEAR_STALE_MARKER, 3, marker, wait, prioritized).catch(() => undefined);
+        this.blockUntil = await this.waitForJob(this.blockUntil);
+        // A delay marker not yet due: nothing to take before it is (as BullMQ's _getNextJob).
+        if (this.blockUntil > 0 && this.blockUntil - Date.now() >= 1) return undefined;
+      }
+      return this.moveToActive(token, this.opts.name);
+    };
+    while (!this.closing && !this.paused) {
+      if (slots.size >= this._concurrency) {
+        await Promise.race(slots);
+      } else if (this.isRateLimited()) {
+        await this.waitForRateLimit();
+      } else {
+        const job = await this.retryIfFailed(() => take(`${this.id}:${tokens++}`), { delayInMs: this.opts.runRetryDelay, onlyEmitError: true });
+        if (job) occupy(job);
+        block = !job || slots.size === 1;
+      }
+    }
+    await Promise.all(slots);
+  };
 }
 
 /** A 4xx-class AppError is the caller's fault: retrying cannot help, so BullMQ must not retry it. */

@@ -1,7 +1,7 @@
 // Starts a built service as a real child process, for tests that need several replicas or a real exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { stopChild, waitForHttp as waitUntilAnswers } from '@gensvc/local-stack';
+import { resolve } from 'node:path';
+import { serviceArgs, stopChild, waitForHttp as waitUntilAnswers } from '@gensvc/local-stack';
 import { eventually } from './eventually';
 
 export { freePort } from '@gensvc/local-stack';
@@ -15,7 +15,7 @@ export interface ServiceProcess {
 }
 
 export function spawnService(service: string, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'services', service, 'dist', 'main.js')], {
+  const child = spawn(process.execPath, serviceArgs(REPO_ROOT, service), {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,6 +11,7 @@ export const usableRoutes = <R extends CatalogRoute>(routes: readonly R[]): R[] 
  */
 export function orderRoutes<R extends CatalogRoute>(routes: readonly R[], random: () => number = Math.random): R[] {
   const enabled = usableRoutes(routes);
+  if (enabled.length <= 1) return enabled; // the usual model: nothing to order
   const byPriority = new Map<number, R[]>();
   for (const r of enabled) byPriority.set(r.channel.priority, [...(byPriority.get(r.channel.priority) ?? []), r]);
   return [...byPriority.entries()].sort(([a], [b]) => b - a).flatMap(([, group]) => weightedShuffle(group, random));

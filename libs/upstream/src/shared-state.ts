@@ -5,7 +5,8 @@
 //   - an opening: the state key `<prefix>:upstream:breaker:<channel>` and a message on breakerEventsChannel;
 //   - a recovery (first success after failures): the keys removed and a message.
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
-import { breakerEventsChannel, catalogInvalidationChannel, trustWhileSubscribed } from '@gensvc/contracts';
+import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
+import { trustWhileSubscribed } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';

@@ -100,21 +100,31 @@ export function failureOf(e: unknown): UpstreamFailure {
   return new UpstreamFailure(`upstream connection failed: ${code ?? ''} ${message}`.trim(), 'connection', true);
 }
 
-/** The whole body, or an UpstreamFailure past `limit` bytes or when the connection fails while reading. */
-export async function readBody(body: UpstreamBody, limit: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length;
-      if (size > limit) {
-        body.destroy();
-        throw new UpstreamFailure(`upstream answer exceeds ${limit} bytes`, 'invalid_response', true);
-      }
-      parts.push(chunk as Buffer);
-    }
-  } catch (e) {
-    throw failureOf(e);
-  }
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+/**
+ * The whole body, or an UpstreamFailure past `limit` bytes or when the connection fails while reading. Read from its
+ * events rather than an async iterator (a promise per chunk): it is on every JSON call's path.
+ */
+export function readBody(body: UpstreamBody, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let ended = false;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void parts.push(chunk);
+      body.off('data', onData);
+      body.destroy();
+      reject(new UpstreamFailure(`upstream answer exceeds ${limit} bytes`, 'invalid_response', true));
+    };
+    body.on('data', onData);
+    body.once('end', () => {
+      ended = true;
+      resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+    });
+    body.once('error', (e) => reject(failureOf(e)));
+    // Closed without an end or an error (destroyed elsewhere): the answer is cut. A settled promise ignores it.
+    body.once('close', () => {
+      if (!ended) reject(failureOf(new Error('the answer was closed before its end')));
+    });
+  });
 }

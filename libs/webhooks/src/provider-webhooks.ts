@@ -9,7 +9,9 @@
 //
 // Both refuse a timestamp more than `toleranceSeconds` (default 5 minutes) from now, so a captured webhook cannot
 // be replayed later. The body must be the raw bytes received: re-serialised JSON would not verify.
-import { createHash, createHmac, createPublicKey, timingSafeEqual, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { hmacSha256 } from './signature';
+import { anyMacMatches, headerValue, outsideTolerance, type CallbackHeaders, type VerifyOptions } from './signature-checks';
 
 export type ProviderWebhookFailure = 'missing_header' | 'stale' | 'bad_signature';
 
@@ -23,26 +25,18 @@ export class ProviderWebhookError extends Error {
   }
 }
 
-type Headers = Record<string, string | string[] | undefined>;
+/** `now` (Unix seconds, default now) and `toleranceSeconds` (default 300), as for verifyCallback. */
+export type ProviderWebhookOptions = VerifyOptions;
 
-export interface ProviderWebhookOptions {
-  /** Unix seconds; default now. */
-  now?: number;
-  /** Default 300. */
-  toleranceSeconds?: number;
-}
-
-const header = (headers: Headers, name: string): string => {
-  const value = headers[name];
-  const text = Array.isArray(value) ? value[0] : value;
-  if (!text) throw new ProviderWebhookError('missing_header', `The ${name} header is missing.`);
+function header(headers: CallbackHeaders, name: string): string {
+  const text = headerValue(headers, name);
+  if (text === undefined) throw new ProviderWebhookError('missing_header', `The ${name} header is missing.`);
   return text;
-};
+}
 
 function checkTimestamp(text: string, opts: ProviderWebhookOptions): number {
   const timestamp = Number(text);
-  const now = opts.now ?? Math.floor(Date.now() / 1000);
-  if (!/^\d{1,12}$/.test(text) || Math.abs(now - timestamp) > (opts.toleranceSeconds ?? 300)) {
+  if (!/^\d{1,12}$/.test(text) || outsideTolerance(timestamp, opts) !== null) {
     throw new ProviderWebhookError('stale', 'The webhook timestamp is missing or too far from now.');
   }
   return timestamp;
@@ -55,24 +49,23 @@ function standardKey(secret: string): Buffer {
   return key;
 }
 
+const standardMac = (secret: string, id: string, timestamp: number, body: Buffer | string) => hmacSha256(standardKey(secret), `${id}.${timestamp}.`, body);
+
 /** The `v1,<base64>` signature of a Standard Webhooks message (what the sender puts in webhook-signature). */
 export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: Buffer | string): string {
-  const mac = createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
-  return `v1,${mac}`;
+  return `v1,${standardMac(secret, id, timestamp, body).toString('base64')}`;
 }
 
 /** Verifies a Replicate (Standard Webhooks) webhook; returns its id and timestamp, or throws ProviderWebhookError. */
-export function verifyReplicateWebhook(body: Buffer, headers: Headers, secret: string, opts: ProviderWebhookOptions = {}): { id: string; timestamp: number } {
+export function verifyReplicateWebhook(body: Buffer, headers: CallbackHeaders, secret: string, opts: ProviderWebhookOptions = {}): { id: string; timestamp: number } {
   const id = header(headers, 'webhook-id');
   const timestamp = checkTimestamp(header(headers, 'webhook-timestamp'), opts);
-  const expected = Buffer.from(standardWebhookSignature(secret, id, timestamp, body).slice('v1,'.length), 'base64');
-  const offered = header(headers, 'webhook-signature').split(' ');
-  for (const entry of offered) {
-    const [version, sig] = entry.split(',', 2);
-    if (version !== 'v1' || !sig) continue;
-    const given = Buffer.from(sig, 'base64');
-    if (given.length === expected.length && timingSafeEqual(given, expected)) return { id, timestamp };
-  }
+  const offered = header(headers, 'webhook-signature')
+    .split(' ')
+    .map((entry) => entry.split(',', 2))
+    .filter(([version, sig]) => version === 'v1' && sig)
+    .map(([, sig]) => Buffer.from(sig!, 'base64'));
+  if (anyMacMatches([standardMac(secret, id, timestamp, body)], offered)) return { id, timestamp };
   throw new ProviderWebhookError('bad_signature', 'No webhook-signature matches the body.');
 }
 
@@ -91,7 +84,7 @@ export function ed25519Keys(jwks: { keys?: JsonWebKey[] }): KeyObject[] {
 /** Verifies a fal webhook against fal's keys; returns its request id, user id and timestamp, or throws. */
 export function verifyFalWebhook(
   body: Buffer,
-  headers: Headers,
+  headers: CallbackHeaders,
   keys: readonly KeyObject[],
   opts: ProviderWebhookOptions = {},
 ): { requestId: string; userId: string; timestamp: number } {

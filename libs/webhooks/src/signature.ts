@@ -10,7 +10,12 @@ export function unixNow(): number {
 
 /** Hex HMAC-SHA256 keyed with the whole secret string (UTF-8) over `<timestamp>.` followed by the raw body bytes. */
 export function computeSignature(rawBody: RawBody, secret: string, timestamp: number): string {
-  return createHmac('sha256', secret).update(`${timestamp}.`).update(bodyBytes(rawBody)).digest('hex');
+  return hmacSha256(secret, `${timestamp}.`, rawBody).toString('hex');
+}
+
+/** HMAC-SHA256 over a signed prefix followed by the raw body bytes: what each HMAC scheme here signs. */
+export function hmacSha256(key: string | Uint8Array, signedPrefix: string, rawBody: RawBody): Buffer {
+  return createHmac('sha256', key).update(signedPrefix).update(bodyBytes(rawBody)).digest();
 }
 
 /**

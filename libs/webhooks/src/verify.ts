@@ -1,11 +1,10 @@
 // Receiving side of SVC-Signature (spec section 6). Dependency-free beyond node:crypto so a receiver can install
 // this package alone.
-import { timingSafeEqual } from 'node:crypto';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER } from './headers';
-import { bodyBytes, checkedSecret, computeSignature, unixNow, type RawBody } from './signature';
+import { bodyBytes, checkedSecret, computeSignature, type RawBody } from './signature';
+import { anyMacMatches, DEFAULT_TOLERANCE_SECONDS, headerValue, outsideTolerance, type CallbackHeaders, type VerifyOptions } from './signature-checks';
 
-/** The reference check's window (spec section 8): a callback signed further than this from now is refused. */
-export const DEFAULT_TOLERANCE_SECONDS = 300;
+export { DEFAULT_TOLERANCE_SECONDS, type CallbackHeaders, type VerifyOptions };
 
 export type WebhookVerificationReason =
   | 'missing_header'
@@ -25,16 +24,6 @@ export class WebhookVerificationError extends Error {
 }
 
 export const isWebhookVerificationError = (e: unknown): e is WebhookVerificationError => e instanceof WebhookVerificationError;
-
-/** Node's `req.headers` (any casing of names), or a fetch `Headers`. */
-export type CallbackHeaders = { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | undefined>>;
-
-export interface VerifyOptions {
-  /** Largest accepted |now - t|, in seconds. */
-  toleranceSeconds?: number;
-  /** Unix seconds; tests pin it. */
-  now?: number;
-}
 
 export interface VerifiedCallback {
   /** The signed `t`, unix seconds. */
@@ -68,22 +57,11 @@ export function verifyCallback(rawBody: RawBody, headers: CallbackHeaders, secre
   if (header === undefined) throw new WebhookVerificationError('missing_header', `no ${SIGNATURE_HEADER} header`);
   const { timestamp, signatures } = parseSignatureHeader(header);
 
-  // Every (secret, v1) pair is compared, with no early exit and the same work for a v1 of the wrong length, so the
-  // time taken says nothing about which byte, value or secret came close.
-  let matched = false;
-  for (const key of keys) {
-    const expected = Buffer.from(computeSignature(body, key, timestamp), 'hex');
-    for (const candidate of signatures) {
-      const sameLength = candidate.length === expected.length;
-      const equal = timingSafeEqual(expected, sameLength ? candidate : Buffer.alloc(expected.length));
-      matched = (equal && sameLength) || matched;
-    }
-  }
-  if (!matched) throw new WebhookVerificationError('no_matching_signature', `no ${SIGNATURE_HEADER} v1 matches the body under the given secret(s)`);
+  const expected = keys.map((key) => Buffer.from(computeSignature(body, key, timestamp), 'hex'));
+  if (!anyMacMatches(expected, signatures)) throw new WebhookVerificationError('no_matching_signature', `no ${SIGNATURE_HEADER} v1 matches the body under the given secret(s)`);
 
-  const now = opts.now ?? unixNow();
-  const skew = now - timestamp;
-  if (Math.abs(skew) > tolerance) {
+  const skew = outsideTolerance(timestamp, { ...opts, toleranceSeconds: tolerance });
+  if (skew !== null) {
     throw new WebhookVerificationError('timestamp_outside_tolerance', `signed ${Math.abs(skew)} s ${skew > 0 ? 'ago' : 'ahead'}; tolerance is ${tolerance} s`);
   }
   return { timestamp, taskId: headerValue(headers, TASK_ID_HEADER), deliveryId: headerValue(headers, DELIVERY_ID_HEADER) };
@@ -118,24 +96,4 @@ function parseSignatureHeader(header: string): { timestamp: number; signatures: 
 
 function malformed(why: string): WebhookVerificationError {
   return new WebhookVerificationError('malformed_header', `malformed ${SIGNATURE_HEADER} header: ${why}`);
-}
-
-/**
- * A header's value by case-insensitive name, or undefined when absent or empty. Repeated values are joined with
- * ", " as fetch and Node do, which a strict parser then refuses rather than picking one.
- */
-function headerValue(headers: CallbackHeaders, name: string): string | undefined {
-  let value: string | null | undefined;
-  if (typeof headers.get === 'function') {
-    value = (headers as { get(name: string): string | null }).get(name);
-  } else {
-    const wanted = name.toLowerCase();
-    const found: string[] = [];
-    for (const [key, v] of Object.entries(headers as Readonly<Record<string, string | readonly string[] | undefined>>)) {
-      if (key.toLowerCase() !== wanted || v === undefined) continue;
-      found.push(...(typeof v === 'string' ? [v] : v));
-    }
-    value = found.length === 0 ? undefined : found.join(', ');
-  }
-  return value === null || value === undefined || value === '' ? undefined : value;
 }

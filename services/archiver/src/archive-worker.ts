@@ -1,3 +1,4 @@
+import { OutboundAgents } from '@gensvc/outbound';
 import { defineWorker, type QueueLogger } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 import type { Worker } from 'bullmq';
@@ -10,14 +11,18 @@ export interface WorkerConnection {
   logger?: QueueLogger;
 }
 
-/** The `archive` queue's worker: one handler, `archive.output`. */
+/** The `archive` queue's worker: one handler, `archive.output`, with the kept-alive connections it owns. */
 export function startArchiveWorker(deps: ArchiverDeps, conn: WorkerConnection, concurrency = deps.config.concurrency.archiver): Worker {
-  return defineWorker({
+  // Connections to the providers' output hosts reused across archives (issue 12), closed with the worker.
+  const agents = new OutboundAgents();
+  const worker = defineWorker({
     queue: 'archive',
     connection: conn.connection,
     prefix: conn.prefix,
     concurrency,
     logger: conn.logger ?? deps.logger,
-    handlers: { 'archive.output': archiveOutput(deps) },
+    handlers: { 'archive.output': archiveOutput({ ...deps, outbound: { ...deps.outbound, agents } }) },
   });
+  worker.once('closed', () => void agents.close());
+  return worker;
 }

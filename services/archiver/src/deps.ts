@@ -14,8 +14,9 @@ export interface ArchiverDeps {
   /** For the callback of a task whose last output this archiver dealt with. */
   queues: Queues;
   /**
-   * Outbound client settings beyond config.outbound: none in production (Node trusts NODE_EXTRA_CA_CERTS itself);
+   * Outbound client settings beyond config.outbound: in production only the worker's kept-alive connections (its
+   * starter adds them; Node trusts NODE_EXTRA_CA_CERTS itself);
    * tests pass their test CA, or a resolver.
    */
-  outbound?: Pick<RequestOptions, 'ca' | 'lookup'>;
+  outbound?: Pick<RequestOptions, 'ca' | 'lookup' | 'agents'>;
 }

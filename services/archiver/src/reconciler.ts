@@ -5,14 +5,11 @@
 // completed here, with its callback scheduled. One replica sweeps per interval (libs/queue startSweeper).
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { scheduleArchives, scheduleCallback, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
+import { scheduleArchives, scheduleCallback, startReconcileSweeper, taskJobRef, type Queues, type ReconcilerBaseDeps, type Sweeper } from '@gensvc/queue';
 
-export interface ArchiveReconcilerDeps {
-  config: ReconcileConfig;
+export interface ArchiveReconcilerDeps extends ReconcilerBaseDeps {
   db: Db;
   queues: Queues;
-  redis: Redis;
   logger: Logger;
 }
 
@@ -24,18 +21,14 @@ export interface ArchiveReconcileReport {
   completed: number;
 }
 
-const BATCH = 500;
-
 export function startArchiveReconciler(deps: ArchiveReconcilerDeps, opts: { autorun?: boolean } = {}): Sweeper<ArchiveReconcileReport> {
-  const { config, db, queues, logger } = deps;
-
-  async function sweep(): Promise<ArchiveReconcileReport> {
-    const now = new Date();
-    const stale = await taskRepository.staleInArchive(db, new Date(now.getTime() - staleAfterMs(config.tasks)), BATCH);
+  const { db, queues, logger } = deps;
+  return startReconcileSweeper('archiver', deps, async ({ now, staleBefore, batch }): Promise<ArchiveReconcileReport> => {
+    const stale = await taskRepository.staleInArchive(db, staleBefore, batch);
     let readded = 0;
     let completed = 0;
     for (const task of stale) {
-      const ref = { taskId: task.id, workspaceId: task.workspaceId };
+      const ref = taskJobRef(task);
       const pending = await scheduleArchives(queues, ref, task.output, { recover: true });
       readded += pending.filter((o) => o !== 'exists' && o !== 'promoted').length;
       const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
@@ -46,7 +39,5 @@ export function startArchiveReconciler(deps: ArchiveReconcilerDeps, opts: { auto
     const report = { tasks: stale.length, readded, completed };
     if (readded + completed > 0) logger.warn(report, 'archive reconciler: re-added archive jobs or completed tasks');
     return report;
-  }
-
-  return startSweeper({ name: 'archiver', redis: deps.redis, prefix: config.queuePrefix, intervalMs: config.tasks.reconcileIntervalMs, logger, sweep, autorun: opts.autorun });
+  }, opts);
 }

@@ -143,18 +143,20 @@ describe('callback.deliver', () => {
 
   /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
   const recordAttempt = (task: { id: string; workspaceId: string; callbackUrl: string | null }, attempt: number, statusCode: number, at = new Date()) =>
-    callbackRepository.recordAttempt(ctx.db, {
-      workspaceId: task.workspaceId,
-      taskId: task.id,
-      attempt,
-      deliveryId: deliveryIdFor(task.id, attempt),
-      url: task.callbackUrl!,
-      statusCode,
-      durationMs: 10,
-      error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
-      responseHead: null,
-      at,
-    });
+    taskRepository
+      .recordDeliveryAttempt(ctx.db, {
+        workspaceId: task.workspaceId,
+        taskId: task.id,
+        attempt,
+        deliveryId: deliveryIdFor(task.id, attempt),
+        url: task.callbackUrl!,
+        statusCode,
+        durationMs: 10,
+        error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
+        responseHead: null,
+        at,
+      }, { callbackRoundStart: 1 }, null)
+      .then((r) => r.recorded);
   const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });

@@ -12,8 +12,9 @@ export interface DispatcherDeps {
   queues: Queues;
   logger: Logger;
   /**
-   * Outbound client settings beyond config.outbound: none in production (Node trusts NODE_EXTRA_CA_CERTS itself);
+   * Outbound client settings beyond config.outbound: in production only the worker's kept-alive connections (its
+   * starter adds them; Node trusts NODE_EXTRA_CA_CERTS itself);
    * tests pass their test CA, or a resolver playing a hostile DNS.
    */
-  outbound?: Pick<RequestOptions, 'ca' | 'lookup'>;
+  outbound?: Pick<RequestOptions, 'ca' | 'lookup' | 'agents'>;
 }

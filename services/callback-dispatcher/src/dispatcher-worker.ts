@@ -1,3 +1,4 @@
+import { OutboundAgents } from '@gensvc/outbound';
 import { defineWorker, type QueueLogger } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -10,18 +11,22 @@ export interface WorkerConnection {
   logger?: QueueLogger;
 }
 
-/** The `callbacks` queue's worker: one handler, `callback.deliver`. */
+/** The `callbacks` queue's worker: one handler, `callback.deliver`, with the kept-alive connections it owns. */
 export function startDispatcherWorker(
   deps: DispatcherDeps,
   conn: WorkerConnection,
   concurrency = deps.config.concurrency.callbackDispatcher,
 ): Worker {
-  return defineWorker({
+  // Connections to receivers reused across attempts (issue 12), closed with the worker.
+  const agents = new OutboundAgents();
+  const worker = defineWorker({
     queue: 'callbacks',
     connection: conn.connection,
     prefix: conn.prefix,
     concurrency,
     logger: conn.logger ?? deps.logger,
-    handlers: { 'callback.deliver': callbackDeliver(deps) },
+    handlers: { 'callback.deliver': callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } }) },
   });
+  worker.once('closed', () => void agents.close());
+  return worker;
 }

@@ -2,7 +2,7 @@
 // recorded attempt's outcome decided and applied again (delivered, parked, or the next attempt at its time), or its
 // round's first attempt when none was recorded.
 import { CallbackDeliver } from '@gensvc/contracts';
-import { callbackRepository, taskRepository } from '@gensvc/db';
+import { taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, jobIdFor, type Queues } from '@gensvc/queue';
 import { letTasksGoStale, makeTask, useTestContext } from '@gensvc/testing';
@@ -31,7 +31,7 @@ describe('callbacks', () => {
     const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
     for (const [i, a] of (opts.attempts ?? []).entries()) {
-      await callbackRepository.recordAttempt(ctx.db, {
+      await taskRepository.recordDeliveryAttempt(ctx.db, {
         workspaceId: task.workspaceId,
         taskId: task.id,
         attempt: i + 1,
@@ -42,7 +42,7 @@ describe('callbacks', () => {
         error: a.status === null ? 'timeout' : null,
         responseHead: null,
         at: new Date(Date.now() - a.agoMs),
-      });
+      }, { callbackRoundStart: 1 }, null);
     }
     await letGoStale(task.id);
     return task;

@@ -5,15 +5,13 @@
 // replica sweeps per interval (libs/queue startSweeper).
 import { callbackRepository, taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { scheduleCallback, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
+import { scheduleCallback, startReconcileSweeper, taskJobRef, type Queues, type ReconcilerBaseDeps, type Sweeper } from '@gensvc/queue';
 import { applyAttempt } from './handlers/callback-deliver';
 
-export interface DeliveryReconcilerDeps {
-  config: ReconcileConfig & { callbacks: { retryScheduleMs: number[] } };
+export interface DeliveryReconcilerDeps extends ReconcilerBaseDeps {
+  config: ReconcilerBaseDeps['config'] & { callbacks: { retryScheduleMs: number[] } };
   db: Db;
   queues: Queues;
-  redis: Redis;
   logger: Logger;
 }
 
@@ -23,14 +21,10 @@ export interface DeliveryReconcileReport {
   readded: number;
 }
 
-const BATCH = 500;
-
 export function startDeliveryReconciler(deps: DeliveryReconcilerDeps, opts: { autorun?: boolean } = {}): Sweeper<DeliveryReconcileReport> {
-  const { config, db, queues, logger } = deps;
-
-  async function sweep(): Promise<DeliveryReconcileReport> {
-    const now = new Date();
-    const pending = await taskRepository.stalePendingDeliveries(db, new Date(now.getTime() - staleAfterMs(config.tasks)), BATCH);
+  const { db, queues, logger } = deps;
+  return startReconcileSweeper('callback-dispatcher', deps, async ({ now, staleBefore, batch }): Promise<DeliveryReconcileReport> => {
+    const pending = await taskRepository.stalePendingDeliveries(db, staleBefore, batch);
     let readded = 0;
     for (const task of pending) {
       const last = await callbackRepository.lastAttempt(db, task.id);
@@ -42,14 +36,12 @@ export function startDeliveryReconciler(deps: DeliveryReconcilerDeps, opts: { au
         continue;
       }
       // No attempt of this round recorded yet (none at all, or only an earlier round's): the round's first, now.
-      const outcome = await scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, task.callbackRoundStart);
+      const outcome = await scheduleCallback(queues, taskJobRef(task), task.callbackRoundStart);
       if (outcome !== 'exists') readded++;
       await taskRepository.applyDelivery(db, task.id, { attempt: task.callbackRoundStart, to: 'pending' }, now);
     }
     const report = { callbacks: pending.length, readded };
     if (readded > 0) logger.warn(report, 'delivery reconciler: re-added callback attempts');
     return report;
-  }
-
-  return startSweeper({ name: 'callback-dispatcher', redis: deps.redis, prefix: config.queuePrefix, intervalMs: config.tasks.reconcileIntervalMs, logger, sweep, autorun: opts.autorun });
+  }, opts);
 }

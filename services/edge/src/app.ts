@@ -52,6 +52,12 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   // bounded (issue 14).
   app.use(pathGuard);
   app.use(boundUnreadBody(deps.config.http));
+  // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the
+  // replica's budget leases) for every streamed provider route. The chat routes come first: the paid hot path
+  // passes no other route's layers (none of theirs matches a chat path).
+  const upstream = new UpstreamClient();
+  const proxy = new ChatProxy(deps, upstream);
+  app.use(chatRoutes(deps, proxy));
 
   app.get('/healthz', healthz);
   app.get('/readyz', readyz(deps));
@@ -66,11 +72,6 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(modelRoutes(deps));
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
-  // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the
-  // replica's budget leases) for every streamed provider route.
-  const upstream = new UpstreamClient();
-  const proxy = new ChatProxy(deps, upstream);
-  app.use(chatRoutes(deps, proxy));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy, upstream));
   app.use(dashboardRoutes(deps));

@@ -2,7 +2,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
 import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
-import type { RequestOptions } from '@gensvc/outbound';
+import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
 import type { Redis } from 'ioredis';
@@ -10,6 +10,7 @@ import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
 import { SlotLeases } from './limits/rate-limit';
 import { EvaluateReplies } from './routes/evaluate/replies';
+import { VerifiedTlsCache } from './routes/tasks/callback-url';
 
 /** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
@@ -32,10 +33,12 @@ export interface EdgeDeps {
   /** This replica's rate-limit slots, leased in blocks for workspaces with large limits. */
   rateSlots: SlotLeases;
   /**
-   * Outbound client settings beyond config.outbound for caller-given URLs (image_url): none in production (Node
-   * trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
+   * Outbound client settings beyond config.outbound for caller-given URLs (image_url): in production only the
+   * process's kept-alive connections (made here; Node trusts NODE_EXTRA_CA_CERTS itself); tests pass their test CA.
    */
-  outbound?: Pick<RequestOptions, 'ca' | 'lookup'>;
+  outbound?: Pick<RequestOptions, 'ca' | 'lookup' | 'agents'>;
+  /** Callback URLs' verified TLS handshakes, reused for a minute (routes/tasks/callback-url.ts). */
+  callbackTls: VerifiedTlsCache;
 }
 
 /** The clients the caller makes (and closes, after close() below): from config in main.ts, from the test context in tests. */
@@ -74,8 +77,9 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const leaseReturns = await connectLeaseReturns(redis, createRedisConnection(config.redisUrl, { name: 'edge:lease-returns' }), config.queuePrefix, () => leases, logger);
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
   const rateSlots = new SlotLeases(redis);
+  const agents = new OutboundAgents();
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache() },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await leases.close();
@@ -85,6 +89,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
       await unsubscribe();
       await evaluateReplies.close();
       await queues.close();
+      await agents.close();
     },
   };
 }

@@ -21,7 +21,8 @@ export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> =
     { config: ctx.config, db: ctx.db, redis: ctx.redis, s3: ctx.s3, logger, metrics: createMetrics('edge-test') },
     { catalog: { ttlMs: 0 } },
   );
-  const deps: EdgeDeps = { ...made.deps, ...overrides };
+  // A test's outbound settings (its CA, a resolver) join the edge's own kept-alive connections rather than drop them.
+  const deps: EdgeDeps = { ...made.deps, ...overrides, outbound: { ...made.deps.outbound, ...overrides.outbound } };
   const app = buildApp(deps, options);
   const server: Server = createEdgeServer(app, ctx.config.http);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

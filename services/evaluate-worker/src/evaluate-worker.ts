@@ -35,6 +35,8 @@ export function startEvaluateWorker(opts: EvaluateWorkerOptions): EvaluateWorker
     prefix: opts.prefix,
     concurrency: opts.concurrency,
     logger: opts.logger,
+    // Callers wait on each job: it starts as soon as it is taken, one take and one wait per job at low load.
+    takeOnePerJob: true,
     handlers: {
       'evaluate.run': evaluateRun({
         catalog: opts.catalog ?? new Catalog(opts.db),

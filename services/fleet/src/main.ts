@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createDb, migrate } from '@gensvc/db';
-import { freePort, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
+import { freePort, serviceArgs, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
 import { makeLocalTls } from './local-tls';
 import { seedDemo } from './seed-demo';
@@ -113,7 +113,7 @@ async function main() {
   const opsPorts: Record<string, number> = {};
   for (const name of FLEET) opsPorts[name] = await freePort();
   const launch = (name: string, extra: Record<string, string> = {}) => {
-    const proc = spawn(process.execPath, [join(root, 'services', name, 'dist', 'main.js')], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, serviceArgs(root, name), { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     const prefix = `[${name}] `;
     const pipe = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) => {
       let rest = '';

@@ -7,15 +7,11 @@
 // so re-adding a job that exists, or one whose step already happened, does nothing.
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { schedulePoll, scheduleSubmit, staleAfterMs, startSweeper, type Queues, type ReconcileConfig, type Sweeper } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
-import { jobRef } from './handlers/task-steps';
+import { schedulePoll, scheduleSubmit, startReconcileSweeper, taskJobRef, type Queues, type ReconcilerBaseDeps, type Sweeper } from '@gensvc/queue';
 
-export interface ReconcilerDeps {
-  config: ReconcileConfig;
+export interface ReconcilerDeps extends ReconcilerBaseDeps {
   db: Db;
   queues: Queues;
-  redis: Redis;
   logger: Logger;
 }
 
@@ -27,28 +23,22 @@ export interface ReconcileReport {
 
 export type Reconciler = Sweeper<ReconcileReport>;
 
-const BATCH = 500;
-
 export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean } = {}): Reconciler {
-  const { config, db, queues, logger } = deps;
-
-  async function sweep(): Promise<ReconcileReport> {
-    const now = new Date();
-    const stale = await taskRepository.staleInProvider(db, new Date(now.getTime() - staleAfterMs(config.tasks)), BATCH);
+  const { db, queues, logger } = deps;
+  return startReconcileSweeper('task-runner', deps, async ({ now, staleBefore, batch }): Promise<ReconcileReport> => {
+    const stale = await taskRepository.staleInProvider(db, staleBefore, batch);
     let readded = 0;
     for (const task of stale) {
       const outcome =
         task.status === 'queued'
-          ? await scheduleSubmit(queues, jobRef(task), { recover: true })
+          ? await scheduleSubmit(queues, taskJobRef(task), { recover: true })
           : // The poll the task's count says is next, due now: the task has waited longer than any poll already.
-            await schedulePoll(queues, jobRef(task), task.attempts, 0, { recover: true });
+            await schedulePoll(queues, taskJobRef(task), task.attempts, 0, { recover: true });
       if (outcome !== 'exists' && outcome !== 'promoted') readded++;
       await taskRepository.touch(db, task.id, now);
     }
     const report = { tasks: stale.length, readded };
     if (readded > 0) logger.warn(report, 'reconciler: re-added submit and poll jobs that had vanished');
     return report;
-  }
-
-  return startSweeper({ name: 'task-runner', redis: deps.redis, prefix: config.queuePrefix, intervalMs: config.tasks.reconcileIntervalMs, logger, sweep, autorun: opts.autorun });
+  }, opts);
 }

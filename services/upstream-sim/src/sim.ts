@@ -51,7 +51,7 @@ export interface Sim {
   resetRequests(): void;
   /** Provider webhooks sent when jobs ended (Replicate `webhook`, fal `fal_webhook`), oldest first. */
   webhooks(): WebhookAttempt[];
-  /** fal's webhook keys as fal publishes them (also GET /__sim/fal/jwks.json). */
+  /** fal's webhook keys as fal publishes them (GET /__sim/fal/jwks.json), on the HTTPS listener when there is one. */
   falJwksUrl: string;
   /** Stops listening and drops every connection, hanging ones included. */
   close(): Promise<void>;
@@ -79,6 +79,7 @@ export interface SimOptions {
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const CONTROL = '/__sim/';
+const FAL_JWKS_PATH = '/__sim/fal/jwks.json';
 
 class RequestLog {
   private records: RequestRecord[] = [];
@@ -198,7 +199,6 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
     const method = req.method ?? 'GET';
-    if (path === '/__sim/fal/jwks.json' && method === 'GET') return sendJson(res, 200, webhooks.jwks());
     if (path === '/__sim/webhooks' && method === 'GET') return sendJson(res, 200, { object: 'list', data: webhooks.attempts() });
     if (path === '/__sim/stats' && method === 'GET') {
       // TLS handshakes the outputs listener completed: how many connections its clients opened (bench/tasks).
@@ -244,6 +244,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         channel = prefix.slice(4);
       }
       path = end < 0 ? '/' : path.slice(end);
+    } else if (path === FAL_JWKS_PATH && method === 'GET') {
+      // On every listener: the gateway fetches it through its outbound client, which speaks https only.
+      return sendJson(res, 200, webhooks.jwks());
     } else if (listener.control && path.startsWith(CONTROL)) {
       return control(req, res, path);
     } else if (path === '/healthz') {
@@ -342,13 +345,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   baseUrl = `http://${reachable}:${port}`;
 
+  const outputsUrl = tlsPort ? `https://${reachable}:${tlsPort}` : baseUrl;
   return {
     url: baseUrl,
-    outputsUrl: tlsPort ? `https://${reachable}:${tlsPort}` : baseUrl,
+    outputsUrl,
     faults,
     requests: () => log.list(),
     webhooks: () => webhooks.attempts(),
-    falJwksUrl: `${baseUrl}/__sim/fal/jwks.json`,
+    falJwksUrl: `${outputsUrl}${FAL_JWKS_PATH}`,
     resetRequests: () => log.reset(),
     close,
   };

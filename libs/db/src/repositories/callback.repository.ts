@@ -7,7 +7,6 @@
 // same delivery id.
 import type { DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
-import { newId } from '../ids';
 import { isArchivedOutputOf } from './file.repository';
 
 /** After a rotation the previous secret still signs for this long (DESIGN.md §4). */
@@ -158,16 +157,6 @@ export const callbackRepository = {
       signing,
       archivedFile: archived ? { id: fileId, workspaceId: task.workspaceId } : null,
     };
-  },
-
-  /** Writes an attempt's outcome; false when that attempt was already recorded (a re-run of the same job). */
-  async recordAttempt(db: DbClient, input: RecordAttemptInput): Promise<boolean> {
-    const count = await db.$executeRaw`
-      INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
-      VALUES (${newId('cba')}, ${input.workspaceId}, ${input.taskId}, ${input.attempt}, ${input.deliveryId}, ${input.url}, ${input.statusCode},
-              ${input.durationMs}, ${input.error}, ${input.responseHead}, ${input.at}::timestamp(3))
-      ON CONFLICT DO NOTHING`;
-    return count === 1;
   },
 
   attempts(db: DbClient, taskId: string) {

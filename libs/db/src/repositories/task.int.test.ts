@@ -128,9 +128,11 @@ describe('callbacks', () => {
       workspaceId: task.workspaceId, taskId: task.id, attempt: k, deliveryId: `dlv_${task.id}_${k}`, url: 'https://hooks.example/cb',
       statusCode, durationMs: 3, error: null, responseHead: null, at: new Date(),
     });
-    expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(true);
-    expect(await callbackRepository.recordAttempt(ctx.db, attempt(1, 500))).toBe(false);
-    expect(await callbackRepository.recordAttempt(ctx.db, attempt(2, 500))).toBe(true);
+    // As the dispatcher records an attempt, with no decision to apply (step null).
+    const record = async (k: number) => (await taskRepository.recordDeliveryAttempt(ctx.db, attempt(k, 500), { callbackRoundStart: 1 }, null)).recorded;
+    expect(await record(1)).toBe(true);
+    expect(await record(1)).toBe(false);
+    expect(await record(2)).toBe(true);
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     // Attempt 2 belongs to the round before: it can neither deliver nor park the new one.
     expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 2, to: 'delivered', at: new Date() })).toBe(false);

@@ -434,7 +434,7 @@ export const taskRepository = {
   },
 
   /**
-   * An attempt's outcome recorded (callbackRepository.recordAttempt's row) and the decision taken on it applied, in
+   * An attempt's outcome recorded (its CallbackAttempt row) and the decision taken on it applied, in
    * one statement: the decision was made on the task as the attempt read it (`decidedOn`), so it is applied only
    * while the task still is so (pending, the same round start), as applyDelivery's own condition would. `recorded`
    * is false when that attempt had a row already (a concurrent run of the same job; nothing is applied then);

@@ -1,5 +1,5 @@
 import { isScope, newApiKey, SCOPES } from '@gensvc/auth';
-import { publishKeyInvalidations } from '@gensvc/contracts';
+import { publishKeyInvalidations } from '@gensvc/queue';
 import { apiKeyRepository, MODEL_ID, modelRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';

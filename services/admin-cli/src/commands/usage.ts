@@ -1,4 +1,4 @@
-import { toAmount, usageRepository, workspaceRepository, type UsageRow as LedgerUsage } from '@gensvc/db';
+import { plusDays, toAmount, usageRepository, workspaceRepository, type UsageRow as LedgerUsage } from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import type { Command } from '../command';
@@ -6,7 +6,6 @@ import { notFound } from '../failures';
 import { text } from '../flag-values';
 import { table } from '../output';
 
-const DAY_MS = 86_400_000;
 const DEFAULT_DAYS = 30;
 
 /** YYYY-MM-DD (a UTC day) → its start; anything else is a usage error. */
@@ -71,9 +70,9 @@ const report: Command = {
     );
     const today = new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00.000Z`);
     const last = input.to ?? today;
-    const first = input.from ?? new Date(last.getTime() - (DEFAULT_DAYS - 1) * DAY_MS);
+    const first = input.from ?? plusDays(last, -(DEFAULT_DAYS - 1));
     if (first > last) throw new UsageError('--from is after --to.', report);
-    const end = new Date(last.getTime() + DAY_MS); // --to is included: the period ends at the start of the next day
+    const end = plusDays(last, 1); // --to is included: the period ends at the start of the next day
     const by = input['group-by'];
     return async ({ db, out }) => {
       const workspace = await workspaceRepository.get(db, input.workspace);

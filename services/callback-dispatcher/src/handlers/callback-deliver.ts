@@ -17,7 +17,7 @@
 import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
 import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
-import { scheduleCallback, type HandlerContext, type Queues } from '@gensvc/queue';
+import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import type { Readable } from 'node:stream';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
@@ -59,7 +59,7 @@ function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): Delivery
 
 /** The next attempt's job, when the step is a retry (after the step was applied). */
 async function scheduleNext(deps: { queues: Queues }, task: Pick<TaskRow, 'id' | 'workspaceId'>, then: DeliveryStep) {
-  if (then.step === 'retry') await scheduleCallback(deps.queues, { taskId: task.id, workspaceId: task.workspaceId }, then.attempt, { delayMs: then.delayMs });
+  if (then.step === 'retry') await scheduleCallback(deps.queues, taskJobRef(task), then.attempt, { delayMs: then.delayMs });
 }
 
 export type DeliverOutcome =

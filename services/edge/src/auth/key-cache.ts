@@ -3,7 +3,8 @@
 // replica's subscription is live; while it is down (Redis restart, network cut) every look-up goes to Postgres,
 // and on reconnect the cache starts empty. So a revoked key stops working on every replica within the pub/sub
 // delivery time, and never later than one request after the subscription returns.
-import { keyInvalidationChannel, trustWhileSubscribed } from '@gensvc/contracts';
+import { keyInvalidationChannel } from '@gensvc/contracts';
+import { trustWhileSubscribed } from '@gensvc/queue';
 import type { ApiKeyLookup } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { Redis } from 'ioredis';

@@ -1,4 +1,5 @@
-// The one JSON body reader of every JSON route (issue 14). Everything a caller can get wrong about the bytes is a
+// The one JSON body reader of every JSON route (issue 14), whose byte reader also serves the routes that need the raw
+// bytes (readRawBody: provider webhooks, signed over them). Everything a caller can get wrong about the bytes is a
 // 4xx decided here, before any store is touched: a Content-Encoding the bytes do not follow (400 invalid_encoding),
 // bytes that are not UTF-8 (400 invalid_encoding), malformed JSON (400 invalid_json), nesting beyond MAX_JSON_DEPTH
 // (400 json_too_deep), "\u0000" or an unpaired surrogate in a string (400 invalid_character), a body over the
@@ -34,6 +35,9 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   br: createBrotliDecompress,
 };
 
+/** Stateless between calls (no `stream` option): one decoder serves every request. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A request with a body (a Content-Length, even 0, or chunked), as body-parser judges it. */
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
 
@@ -44,7 +48,7 @@ const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== u
  */
 export function jsonBody(o: JsonBodyOptions): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !req.is(JSON_TYPES)) return next();
+    if (req.body !== undefined || req.readableEnded || !hasBody(req) || !isJson(req)) return next();
     const charset = contentCharset(req.headers['content-type']);
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
       return next(errors.unsupportedMediaType('JSON bodies must be UTF-8 (charset=utf-8).', { param: 'Content-Type' }));
@@ -69,8 +73,26 @@ export function jsonBody(o: JsonBodyOptions): RequestHandler {
 }
 
 /** The decoded body as text, or the AppError that refuses it. */
-function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
+async function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Promise<string> {
+  const bytes = await readBytes(req, coding, o);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw errors.invalidEncoding('The request body is not valid UTF-8.', 'body');
+  }
+}
+
+/**
+ * The body's bytes exactly as received, for a route that must see them unparsed (a signature over the raw body), with
+ * the JSON routes' limit and deadline; `Content-Encoding` is not undone (the bytes are what was signed).
+ */
+export function readRawBody(req: IncomingMessage, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+  return readBytes(req, 'identity', o);
+}
+
+/** The body's bytes, decoded by `coding` (one of DECODERS, or identity), or the AppError that refuses it. */
+function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
     const decoder = coding === 'identity' ? null : DECODERS[coding]!();
     const source: Readable = (decoder as unknown as Readable | null) ?? req;
     const chunks: Buffer[] = [];
@@ -86,12 +108,8 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
         req.unpipe(decoder as unknown as NodeJS.WritableStream);
         (decoder as unknown as Readable).on('error', () => {}).destroy();
       }
-      if (error) return reject(error);
-      try {
-        resolve(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks, size)));
-      } catch {
-        reject(errors.invalidEncoding('The request body is not valid UTF-8.', 'body'));
-      }
+      if (error) reject(error);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -106,7 +124,8 @@ function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions): Pro
     const onClose = () => {
       if (!req.complete) settle(aborted());
     };
-    const stopWatching = watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
+    // A body already whole (it came with the headers, as a JSON call's usually does) can no longer stall: no timers.
+    const stopWatching = req.complete ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
     source.on('data', onData).once('end', onEnd).once('error', onError);
     req.once('close', onClose);
     if (decoder) {
@@ -133,6 +152,12 @@ function parseJson(text: string, o: JsonBodyOptions): unknown {
     throw errors.invalidCharacter('A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.', 'body');
   }
   return value;
+}
+
+/** JSON by its Content-Type; the header every client sends is recognised without parsing it (type-is does the rest). */
+function isJson(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return type === 'application/json' || type === 'application/json; charset=utf-8' || Boolean(req.is(JSON_TYPES));
 }
 
 /** The charset parameter of a Content-Type, lower-cased, or null when there is none. */

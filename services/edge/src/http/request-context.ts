@@ -1,5 +1,5 @@
 import { newRequestId } from '@gensvc/db';
-import type { Logger } from '@gensvc/observability';
+import { inActiveContext, type Logger } from '@gensvc/observability';
 import type { NextFunction, Request, Response } from 'express';
 import type { ErrorStyle } from './error-body';
 
@@ -23,24 +23,42 @@ export function errorStyleFor(path: string): ErrorStyle {
 /**
  * Every answer carries X-Request-Id: the caller's own when it is a sane token (so one id can follow a request
  * through the caller's systems), a new one otherwise. Every request ends with one access-log line (the logger adds
- * the trace id).
+ * the trace id). The request's child logger is made on its first use: most requests log nothing but that line,
+ * which is skipped whole when the level leaves it out.
  */
 export function requestContext(logger: Logger) {
+  const accessLog = logger.isLevelEnabled('info');
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
-    const incoming = req.get('x-request-id');
-    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : newRequestId();
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newRequestId();
     res.setHeader('X-Request-Id', requestId);
     // API answers are per caller and never for a browser to sniff; routes serving cacheable content override these.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    const log = logger.child({ request_id: requestId });
-    Object.assign(res.locals, { requestId, log, errorStyle: errorStyleFor(req.path) });
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const workspace = (res.locals.auth as { workspace?: { id: string } } | undefined)?.workspace?.id;
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100, workspace_id: workspace }, 'request');
+    const l = res.locals as Partial<RequestLocals>;
+    l.requestId = requestId;
+    l.errorStyle = errorStyleFor(req.path);
+    Object.defineProperty(l, 'log', {
+      configurable: true,
+      enumerable: true,
+      get() {
+        const log = logger.child({ request_id: requestId });
+        Object.defineProperty(l, 'log', { value: log, enumerable: true, writable: true });
+        return log;
+      },
     });
+    if (accessLog) {
+      // Bound: 'finish' comes from the socket, outside the request's trace context, and the line carries its trace id.
+      res.on(
+        'finish',
+        inActiveContext(() => {
+          const ms = Number(process.hrtime.bigint() - started) / 1e6;
+          const workspace = (res.locals.auth as { workspace?: { id: string } } | undefined)?.workspace?.id;
+          locals(res).log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100, workspace_id: workspace }, 'request');
+        }),
+      );
+    }
     next();
   };
 }

@@ -251,7 +251,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
         'X-RateLimit-Remaining-RPM': String(d.remaining),
         'X-RateLimit-Reset': String(Math.ceil(d.resetAtMs / 1000)),
       };
-      res.set(headers);
+      for (const name in headers) res.setHeader(name, headers[name]!);
       if (d.accepted) return next();
       const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
       next(

@@ -22,6 +22,7 @@ import type { Response } from 'express';
 import { authOf } from '../auth/authenticate';
 import type { BudgetLeases, Hold } from '../billing/budget-leases';
 import { locals } from '../http/request-context';
+import { sendJson } from '../http/send-json';
 import { ChatModels } from './chat-model';
 import { invalidResponse, parseObject, type ChatCall, type ChatProtocol, type Usage } from './protocol';
 import { StreamRelay } from './stream-relay';
@@ -110,7 +111,7 @@ export class ChatProxy {
 
     if (opened.kind === 'json') {
       try {
-        res.status(200).json(opened.json);
+        sendJson(res, 200, opened.json);
       } finally {
         this.charge(hold, call, opened.usage, owner.requestId);
       }

@@ -65,12 +65,17 @@ export class StreamRelay {
     this.body.destroy();
   }
 
+  // The events of one upstream chunk go out in one write (one chunk of the caller's chunked body, not one each).
   private readonly onData = (chunk: Buffer) => {
+    let out = '';
     try {
-      for (const raw of this.splitter.push(chunk)) this.emit(this.translator.event(raw));
+      for (const raw of this.splitter.push(chunk)) out += this.translator.event(raw);
     } catch (e) {
-      this.fail(e);
+      // What was read before the unreadable event still goes out first.
+      this.emit(out);
+      return this.fail(e);
     }
+    this.emit(out);
   };
 
   private readonly onEnd = () => {

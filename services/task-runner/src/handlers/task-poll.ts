@@ -9,11 +9,11 @@
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type JobPayload, type TaskOutputEntry, type TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
 import { recordSpend } from '@gensvc/observability';
-import { scheduleArchives, type HandlerContext } from '@gensvc/queue';
+import { scheduleArchives, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure } from '@gensvc/upstream';
 import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
 import { isTaskChannelKind } from '../providers/providers';
-import { deadlineOf, enqueuePoll, failTask, jobRef, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
+import { deadlineOf, enqueuePoll, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
 /** A job's return value is stored as JSON: micro-units travel as a decimal string. */
 export type PollOutcome =
@@ -31,7 +31,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
     if (task.status !== 'running') return { outcome: 'stale', reason: 'not_running' };
     if (task.output !== null) {
       // A run of this poll that recorded the output may have died before handing every output to the archiver.
-      await scheduleArchives(queues, jobRef(task), task.output, { recover: true });
+      await scheduleArchives(queues, taskJobRef(task), task.output, { recover: true });
       return { outcome: 'stale', reason: 'moved_on' };
     }
     if (task.attempts !== payload.attempt) {
@@ -76,7 +76,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
         if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
         log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
         if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
-        await scheduleArchives(queues, jobRef(task), { outputs });
+        await scheduleArchives(queues, taskJobRef(task), { outputs });
         return { outcome: 'succeeded', outputs: outputs.length, charged: recorded.charged.toString() };
       }
       case 'failed':

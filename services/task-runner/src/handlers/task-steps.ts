@@ -6,7 +6,7 @@
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
-import { scheduleCallback, scheduleCancel, schedulePoll, type Queues } from '@gensvc/queue';
+import { scheduleCallback, scheduleCancel, schedulePoll, taskJobRef, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
@@ -26,8 +26,6 @@ export interface TaskHandlerDeps {
 type TaskRef = Pick<TaskRow, 'id' | 'workspaceId'>;
 
 /** The envelope of a task's follow-up jobs. */
-export const jobRef = (task: Pick<TaskRow, 'id' | 'workspaceId'>) => ({ taskId: task.id, workspaceId: task.workspaceId });
-
 /**
  * Fails a live task that has no output yet, giving its hold back, and adds what follows: the callback when one is
  * due, and the provider's cancel when the provider still has the job and `cancelProviderJob` says so. False when
@@ -41,8 +39,8 @@ export async function failTask(deps: Pick<TaskHandlerDeps, 'db' | 'queues'>, tas
   }
   log.info({ code: failure.code, message: failure.message }, 'task failed');
   // The provider's job of a task that ended without it: best effort, retried by its job.
-  if (opts.cancelProviderJob && done.upstreamId) await scheduleCancel(deps.queues, jobRef(task), { recover: true });
-  if (done.callback) await scheduleCallback(deps.queues, jobRef(task), done.callbackRoundStart, { first: true });
+  if (opts.cancelProviderJob && done.upstreamId) await scheduleCancel(deps.queues, taskJobRef(task), { recover: true });
+  if (done.callback) await scheduleCallback(deps.queues, taskJobRef(task), done.callbackRoundStart, { first: true });
   return true;
 }
 
@@ -59,7 +57,7 @@ export async function enqueuePoll(
 ): Promise<number> {
   const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now, opts.delayMs);
   // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
-  await schedulePoll(deps.queues, jobRef(task), attempt, delay, { recover: opts.ensure });
+  await schedulePoll(deps.queues, taskJobRef(task), attempt, delay, { recover: opts.ensure });
   return delay;
 }
 

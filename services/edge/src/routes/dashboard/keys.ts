@@ -1,7 +1,7 @@
 // The API Keys page's routes: list, create (the secret shown once), rotate with a grace period, revoke. A member
 // manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
 import { newApiKey } from '@gensvc/auth';
-import { publishKeyInvalidations } from '@gensvc/contracts';
+import { publishKeyInvalidations } from '@gensvc/queue';
 import { apiKeyRepository, idPattern, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';

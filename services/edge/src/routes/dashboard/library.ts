@@ -2,7 +2,7 @@
 // Members browse and preview; deleting (row and bytes, as the API's delete) needs an admin or owner.
 import { fileContentLink } from '@gensvc/auth';
 import { taskOutputSchema } from '@gensvc/contracts';
-import { fileRepository, toAmount } from '@gensvc/db';
+import { fileRepository, plusDays, toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
@@ -16,7 +16,6 @@ type Deps = Pick<EdgeDeps, 'db' | 's3' | 'config'>;
 type LibraryRow = NonNullable<Awaited<ReturnType<typeof fileRepository.library>>>['data'][number];
 
 const KIND_PREFIX = { image: 'image/', video: 'video/', audio: 'audio/', document: 'application/pdf' } as const;
-const DAY_MS = 24 * 3600_000;
 
 const kindOf = (contentType: string) =>
   (Object.entries(KIND_PREFIX).find(([, prefix]) => contentType.startsWith(prefix))?.[0] ?? 'document') as keyof typeof KIND_PREFIX;
@@ -64,7 +63,7 @@ export function listOutputs(deps: Deps) {
       ...(q.kind ? { contentTypePrefix: KIND_PREFIX[q.kind] } : {}),
       ...(q.model ? { model: q.model } : {}),
       ...(q.from ? { from: q.from } : {}),
-      ...(q.to ? { to: new Date(q.to.getTime() + DAY_MS) } : {}),
+      ...(q.to ? { to: plusDays(q.to, 1) } : {}),
     });
     if (!page) throw errors.invalidRequest(`after: no file ${q.after} in this workspace.`, 'after');
     const data = await Promise.all(page.data.map((f) => outputObject(deps, f, workspace.currency)));

@@ -1,7 +1,7 @@
 // The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
 // last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
 import { membershipRule, newOpaqueToken, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
-import { publishKeyInvalidations } from '@gensvc/contracts';
+import { publishKeyInvalidations } from '@gensvc/queue';
 import { invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';

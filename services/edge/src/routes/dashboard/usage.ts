@@ -1,6 +1,6 @@
 // Usage and balance: spend per UTC day for the last N days from the ledger, split by model or key, and each key's
 // spend against its cap.
-import { apiKeyRepository, toAmount, usageRepository, workspaceRepository } from '@gensvc/db';
+import { apiKeyRepository, DAY_MS, toAmount, usageRepository, workspaceRepository } from '@gensvc/db';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
@@ -8,7 +8,6 @@ import { parseFields } from '../../http/parse-body';
 import { USAGE_QUERY } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db'>;
-const DAY_MS = 24 * 3600_000;
 
 /** GET …/usage?days=&split= */
 export function getUsage(deps: Deps) {

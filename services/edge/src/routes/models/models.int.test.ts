@@ -7,7 +7,7 @@ import { apiKeyRepository, channelRepository, modelRepository, type ChannelKind 
 import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import OpenAI from 'openai';
 import { startSim, type Sim } from '../../../../upstream-sim/src';
-import { publishKeyInvalidations } from '@gensvc/contracts';
+import { publishKeyInvalidations } from '@gensvc/queue';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const ctx = useTestContext();

@@ -9,25 +9,21 @@
 // the provider giving up) costs only the wait of the fallback poll (TASK_POLL_WEBHOOK_FALLBACK).
 //
 // Nothing here makes a request to an address a caller chose: the only outbound call is fal's JWKS, at the
-// operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL).
+// operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL), made through libs/outbound.
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { promotePoll } from '@gensvc/queue';
-import { ProviderWebhookError, ed25519Keys, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
+import { promotePoll, taskJobRef } from '@gensvc/queue';
+import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { KeyObject } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import type { EdgeDeps } from '../../deps';
-import { jsonDeadline, watchBody } from '../../http/body-deadline';
 import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
+import { readRawBody } from '../../http/json-body';
 import { locals } from '../../http/request-context';
+import { falKeyCache } from './fal-keys';
 
 /** A provider's webhook body: a prediction or a fal result with its images' URLs. */
 const BODY_LIMIT_BYTES = 1024 * 1024;
-/** fal's keys are fetched at most this often, and again early when a signature does not verify (a rotation). */
-const JWKS_TTL_MS = 10 * 60_000;
-const JWKS_REFRESH_MS = 60_000;
 /**
  * When no poll waits yet, looked for again after these waits: a poll in flight adds the next one within moments; a
  * submit in flight adds poll 1 once its record of the provider's id has committed, which under load takes longer.
@@ -37,7 +33,7 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
   const router = express.Router({ caseSensitive: true });
-  const falKeys = jwksCache(deps.config.providerWebhooks.falJwksUrl);
+  const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -46,7 +42,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       const on = baseUrl !== undefined && (provider === 'fal' || (provider === 'replicate' && replicateSecret !== undefined));
       if (!on || taskId.length > 64) throw errors.notFound('No such webhook.');
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
-      const raw = await readRaw(req, deps);
+      const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
 
       let upstreamId: string;
       try {
@@ -82,7 +78,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       // first and the poll looked for after, without holding its request while the submit or a poll adds one.
       if (task && (live || submitting)) {
         const log = locals(res).log;
-        promotePoll(deps.queues, { taskId, workspaceId: task.workspaceId }, submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS).then(
+        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS).then(
           (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
           (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
         );
@@ -92,61 +88,4 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
     }
   });
   return router;
-}
-
-function readRaw(req: IncomingMessage, deps: EdgeDeps): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (error: unknown) => {
-      if (settled) return;
-      settled = true;
-      stop();
-      req.off('data', onData).off('end', onEnd).off('error', onAbort).off('close', onClose);
-      if (error) reject(error);
-      else resolve(Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > BODY_LIMIT_BYTES) return settle(errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES)));
-      chunks.push(chunk);
-    };
-    const onEnd = () => settle(null);
-    const onAbort = () => settle(errors.invalidRequest('The request body could not be read: the client aborted it.'));
-    const onClose = () => {
-      if (!req.complete) onAbort();
-    };
-    const stop = watchBody(req, jsonDeadline(deps.config.http), (timeout) => settle(timeout));
-    req.on('data', onData).once('end', onEnd).once('error', onAbort).once('close', onClose);
-  });
-}
-
-/** fal's published Ed25519 keys, fetched when older than JWKS_TTL_MS, or when `refresh` and older than a minute. */
-function jwksCache(url: string) {
-  let keys: KeyObject[] = [];
-  let at = 0;
-  let pending: Promise<KeyObject[]> | null = null;
-  const fetchKeys = async (): Promise<KeyObject[]> => {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000), headers: { accept: 'application/json' } });
-      if (!res.ok) throw new Error(`${url} answered ${res.status}`);
-      const fetched = ed25519Keys((await res.json()) as { keys?: [] });
-      keys = fetched;
-      at = Date.now();
-      return fetched;
-    } catch (e) {
-      if (keys.length) return keys;
-      throw errors.webhookKeysUnavailable('The keys to verify this webhook could not be fetched; try again later.', e);
-    } finally {
-      pending = null;
-    }
-  };
-  return {
-    get(refresh: boolean): Promise<KeyObject[]> {
-      const age = Date.now() - at;
-      if (keys.length && age < (refresh ? JWKS_REFRESH_MS : JWKS_TTL_MS)) return Promise.resolve(keys);
-      return (pending ??= fetchKeys());
-    },
-  };
 }

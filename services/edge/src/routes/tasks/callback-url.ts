@@ -8,7 +8,7 @@
 // follows no redirect. The handshake here sends no HTTP request, so no answer of the receiver (a redirect to a
 // private address among them) can play a part at creation.
 import { errors } from '@gensvc/errors';
-import { checkTls, checkUrl, isOutboundError, type CheckedUrl, type TlsVerdict } from '@gensvc/outbound';
+import { checkTls, checkUrl, isOutboundError, type CheckTlsOptions, type CheckedUrl, type TlsVerdict } from '@gensvc/outbound';
 import type { EdgeDeps } from '../../deps';
 
 /** The handshake must complete within this (the dispatcher's own connect timeout is the same). */
@@ -22,32 +22,31 @@ const CACHE_MAX = 10_000;
  * makes one handshake, not one each. The name is still resolved and every address judged at each creation (above):
  * only the certificate check is reused, and only for the very same addresses, so an answer that changes (rebinding)
  * is checked afresh. A check in flight is shared by the creations that arrive meanwhile; a failed check is never
- * kept, so the next creation tries again (those that shared it get its failure).
+ * kept, so the next creation tries again (those that shared it get its failure). One per edge (createEdgeDeps), so
+ * edges with other trust or policy, as tests start, never share a verdict.
  */
-type Verified = Map<string, { at: number; check: Promise<TlsVerdict> }>;
-/** One cache per edge (its config): edges with other trust or policy, as tests start, never share a verdict. */
-const caches = new WeakMap<object, Verified>();
+export class VerifiedTlsCache {
+  private readonly verified = new Map<string, { at: number; check: Promise<TlsVerdict> }>();
 
-function verifiedTls(deps: Pick<EdgeDeps, 'config' | 'outbound'>, checked: CheckedUrl): Promise<TlsVerdict> {
-  let verified = caches.get(deps.config);
-  if (!verified) caches.set(deps.config, (verified = new Map()));
-  const key = `${checked.hostname}:${checked.port} ${checked.addresses.map((a) => a.address).join(',')}`;
-  const now = Date.now();
-  const hit = verified.get(key);
-  if (hit && now - hit.at < CALLBACK_TLS_CACHE_MS) return hit.check;
-  if (verified.size >= CACHE_MAX) verified.clear();
-  const check = checkTls(checked, { ca: deps.outbound?.ca, timeoutMs: CALLBACK_TLS_TIMEOUT_MS });
-  const entry = { at: now, check };
-  verified.set(key, entry);
-  check.catch(() => verified.get(key) === entry && verified.delete(key));
-  return check;
+  check(checked: CheckedUrl, ca: CheckTlsOptions['ca']): Promise<TlsVerdict> {
+    const key = `${checked.hostname}:${checked.port} ${checked.addresses.map((a) => a.address).join(',')}`;
+    const now = Date.now();
+    const hit = this.verified.get(key);
+    if (hit && now - hit.at < CALLBACK_TLS_CACHE_MS) return hit.check;
+    if (this.verified.size >= CACHE_MAX) this.verified.clear();
+    const check = checkTls(checked, { ca, timeoutMs: CALLBACK_TLS_TIMEOUT_MS });
+    const entry = { at: now, check };
+    this.verified.set(key, entry);
+    check.catch(() => this.verified.get(key) === entry && this.verified.delete(key));
+    return check;
+  }
 }
 
 /** The URL, normalised, or 400 invalid_callback_url whose message names the rule it breaks. */
-export async function checkCallbackUrl(deps: Pick<EdgeDeps, 'config' | 'outbound'>, value: string): Promise<string> {
+export async function checkCallbackUrl(deps: Pick<EdgeDeps, 'config' | 'outbound' | 'callbackTls'>, value: string): Promise<string> {
   try {
     const checked = await checkUrl(value, { allowCidrs: deps.config.outbound.allowCidrs, lookup: deps.outbound?.lookup });
-    await verifiedTls(deps, checked);
+    await deps.callbackTls.check(checked, deps.outbound?.ca);
     return checked.url.href;
   } catch (e) {
     if (!isOutboundError(e)) throw e;

@@ -4,7 +4,7 @@
 import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
 import { newId, taskRepository, type Prisma } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { scheduleSubmit } from '@gensvc/queue';
+import { scheduleSubmit, taskJobRef } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
 import type { NextFunction, Request, Response } from 'express';
 import { authOf, type AuthContext } from '../../auth/authenticate';
@@ -37,7 +37,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
       deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
     });
     try {
-      await scheduleSubmit(deps.queues, { taskId: task.id, workspaceId: workspace.id, requestId });
+      await scheduleSubmit(deps.queues, taskJobRef(task, requestId));
     } catch (err) {
       // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
       // job is missing, so the caller is answered as usual.

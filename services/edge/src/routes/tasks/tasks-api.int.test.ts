@@ -305,8 +305,8 @@ describe('deliveries and redelivery', () => {
     expect(await post(`/api/v1/tasks/${id}/cancel`, c.secret).then((r) => r.status)).toBe(200);
     const url = `${receiver.url}/hooks`;
     const at = new Date(Date.now() - 60_000);
-    await callbackRepository.recordAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 2, deliveryId: deliveryIdFor(id, 2), url, statusCode: 200, durationMs: 12, error: null, responseHead: 'ok', at: new Date(at.getTime() + 30_000) });
-    await callbackRepository.recordAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 1, deliveryId: deliveryIdFor(id, 1), url, statusCode: 503, durationMs: 40, error: 'receiver answered 503', responseHead: 'busy', at });
+    await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 2, deliveryId: deliveryIdFor(id, 2), url, statusCode: 200, durationMs: 12, error: null, responseHead: 'ok', at: new Date(at.getTime() + 30_000) }, { callbackRoundStart: 1 }, null);
+    await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 1, deliveryId: deliveryIdFor(id, 1), url, statusCode: 503, durationMs: 40, error: 'receiver answered 503', responseHead: 'busy', at }, { callbackRoundStart: 1 }, null);
 
     const res = await get(`/api/v1/tasks/${id}/deliveries`, c.secret);
     expect(res.status).toBe(200);
@@ -349,7 +349,7 @@ describe('deliveries and redelivery', () => {
     await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     const url = `${receiver.url}/hooks`;
     for (const attempt of [1, 2]) {
-      await callbackRepository.recordAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() });
+      await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() }, { callbackRoundStart: 1 }, null);
     }
     await taskRepository.applyDelivery(ctx.db, id, { attempt: 2, to: 'parked' });
 

@@ -1,9 +1,8 @@
 // GET /api/v1/usage (issue 13): the query and the answer, as zod schemas (the OpenAPI document is generated from them).
-import { idPattern } from '@gensvc/db';
+import { DAY_MS, idPattern, plusDays } from '@gensvc/db';
 import { z } from 'zod';
 
 export const MAX_USAGE_DAYS = 366;
-const DAY_MS = 86_400_000;
 
 /**
  * A day (YYYY-MM-DD, UTC) or an ISO 8601 time with its offset. A day given as `to` means through its end; a time
@@ -20,7 +19,7 @@ const instant = (end: boolean) =>
       ctx.addIssue({ code: 'custom', message: 'must be a day (YYYY-MM-DD) or an ISO 8601 time with its offset (2026-11-25T10:00:00Z)' });
       return z.NEVER;
     }
-    return day && end ? new Date(at.getTime() + DAY_MS) : at;
+    return day && end ? plusDays(at, 1) : at;
   });
 
 export const USAGE_QUERY = z
@@ -32,7 +31,7 @@ export const USAGE_QUERY = z
   })
   .transform((q, ctx) => {
     const to = q.to ?? new Date();
-    const from = q.from ?? new Date(to.getTime() - 30 * DAY_MS);
+    const from = q.from ?? plusDays(to, -30);
     if (to.getTime() < from.getTime()) {
       ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' });
       return z.NEVER;
