@@ -15,7 +15,7 @@
 // holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
 // the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -30,9 +30,9 @@ const TASKS = Number(process.env.TASKS ?? 300);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 const JOBS_PER_TASK = 5;
-// PROFILE=<dir>: the edge and the callback-dispatcher run under `node --cpu-prof`, their profiles written there.
+// PROFILE=<dir>: the edge, task-runner, archiver and callback-dispatcher run under `node --cpu-prof`, their profiles written there.
 const PROFILE = process.env.PROFILE;
-const profiled = (name) => (PROFILE && ['edge', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
+const profiled = (name) => (PROFILE && ['edge', 'task-runner', 'archiver', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -109,6 +109,39 @@ function cpuSeconds(pid) {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU seconds of what the bench brought up besides the services, from /proc: the embedded Postgres (every backend,
+ * and those it has reaped) and Redis, and this process (s3rver, the callback receiver and the callers run in it).
+ * The stores are those of this run alone (withStack starts them unless the environment names its own).
+ */
+function harnessCpuSeconds(servicePids) {
+  const procs = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      procs.push({ pid: Number(pid), comm, ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100 });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const children = new Map();
+  for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const sums = { Postgres: 0, Redis: 0 };
+  const walk = (pid) => {
+    for (const c of children.get(pid) ?? []) {
+      if (servicePids.has(c.pid)) continue;
+      if (c.comm.startsWith('postgres')) sums.Postgres += c.cpu;
+      else if (c.comm.startsWith('redis')) sums.Redis += c.cpu;
+      walk(c.pid);
+    }
+  };
+  walk(process.pid);
+  const self = process.cpuUsage();
+  return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
@@ -239,7 +272,7 @@ await withStack(async ({ env: base, db }) => {
     const without = await createAll(plain.auth, null);
     await terminal(plain.workspaceId);
 
-    const cpu = () => Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)]));
+    const cpu = () => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(new Set(procs.map((p) => p.pid))) });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
 
     // 1. End to end.
@@ -311,6 +344,8 @@ await withStack(async ({ env: base, db }) => {
       'TLS handshakes, archive fetches': (simAfter.tls_handshakes - simBefore.tls_handshakes) / TASKS,
       'TLS handshakes, callback check + deliveries': receiverHandshakes / TASKS,
       'S3 objects written (one PutObject each, image < 5 MiB)': tasks.reduce((n, t) => n + t.files.length, 0) / TASKS,
+      // A webhook that brought no poll forward leaves the task to its fallback poll (30 s after the submit).
+      'tasks archived ≥ 25 s after submit (fallback poll)': tasks.filter((t) => archivedAt(t) - t.startedAt >= 25_000).length / TASKS,
     };
 
     // 2. Callback deliveries alone: a new round for every task, enqueued at once.

@@ -7,6 +7,7 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
+import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdOf, type Queues } from './queues';
@@ -39,6 +40,9 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   opts: ScheduleOptions & { delay?: number; promote?: boolean },
 ): Promise<EnsureJobOutcome> {
   const jobOpts = opts.delay !== undefined ? { delay: opts.delay } : {};
+  // Whatever else this process sends on the connection in this turn (other jobs' adds and completions, which BullMQ
+  // sends on the same connection) leaves in the same socket write: a write costs more CPU here than the script it carries.
+  coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
   await enqueue(queues, contract, payload, jobOpts);
   return 'added';
@@ -57,22 +61,26 @@ export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, d
 /**
  * Brings a task's waiting poll forward (a verified provider webhook said its job ended): poll `attempt`, or the next
  * one if that poll was running meanwhile, is promoted; a poll that became due meanwhile runs now anyway. Adds nothing:
- * when no poll waits, the task has moved on or its poll is running. True when one was promoted.
+ * when no poll waits, the task has moved on, its poll is running, or its submit has not added poll 1 yet. Each look
+ * is one promote per candidate (one Redis round trip each; no read of the job first), and when none waited the look
+ * is made again after each of `waitsMs` (the submit or the poll in flight adds its poll a moment later). True when
+ * one was promoted.
  */
-export async function promotePoll(queues: Queues, ref: TaskJobRef, attempt: number, secondLookMs = 250): Promise<boolean> {
+export async function promotePoll(queues: Queues, ref: TaskJobRef, attempt: number, waitsMs: readonly number[] = [250]): Promise<boolean> {
   const queue = queues.get(TaskPoll.queue);
-  for (let look = 0; look < 2; look++) {
+  for (let look = 0; ; look++) {
     for (const n of [attempt, attempt + 1]) {
-      const job = await queue.getJob(jobIdOf(TaskPoll, { ...envelope(ref), attempt: n }));
-      if (job && (await job.isDelayed())) {
-        await job.promote().catch(() => undefined);
+      try {
+        await queue.backend.promote(jobIdOf(TaskPoll, { ...envelope(ref), attempt: n }));
         return true;
+      } catch (e) {
+        // Not in the delayed set: absent, running, or finished. Anything else (Redis) is the caller's to see.
+        if ((e as { code?: unknown }).code !== ErrorCode.JobNotInState) throw e;
       }
     }
-    // A poll in flight when the webhook arrived adds the next one a moment later: it is looked for once more then.
-    if (look === 0) await new Promise((r) => setTimeout(r, secondLookMs));
+    if (look === waitsMs.length) return false;
+    await new Promise((r) => setTimeout(r, waitsMs[look]));
   }
-  return false;
 }
 
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */
@@ -97,12 +105,14 @@ export async function scheduleArchives(queues: Queues, ref: TaskJobRef, output: 
 }
 
 /**
- * Delivery attempt `attempt` of a task's callback, due in `delayMs` (0: now). Always ensured: an attempt number is
- * re-used when a dispatcher died before recording it, and a finished job of that id must not swallow the re-send.
- * `promote`: a delayed job of that id runs now (a redelivery asked for now, not in an hour).
+ * Delivery attempt `attempt` of a task's callback, due in `delayMs` (0: now). Ensured unless `first`: an attempt
+ * number is re-used when a dispatcher died before recording it, and a finished job of that id must not swallow the
+ * re-send. `first`: the first attempt of a task's first round, scheduled by the one transition that finished the
+ * task (recordArchive's completion, finish): no job of that id can exist before it, so a plain add (one round trip,
+ * no look-up) does. `promote`: a delayed job of that id runs now (a redelivery asked for now, not in an hour).
  */
-export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: number, opts: { delayMs?: number; promote?: boolean } = {}): Promise<EnsureJobOutcome> {
-  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: true, promote: opts.promote, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
+export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: number, opts: { delayMs?: number; promote?: boolean; first?: boolean } = {}): Promise<EnsureJobOutcome> {
+  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: !opts.first, promote: opts.promote, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
 }
 
 /**

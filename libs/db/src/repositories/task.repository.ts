@@ -14,9 +14,9 @@
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
 import { archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import type { DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
-import type { TaskStatus } from '../generated/prisma/enums';
+import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { assertHeld } from './billing.repository';
 import type { RecordAttemptInput } from './callback.repository';
@@ -71,6 +71,92 @@ const HOLD_MARGIN_MS = 15 * 60_000;
 
 const LIVE: TaskStatus[] = ['queued', 'running'];
 
+// The per-task statements of the pipeline (creation, submit, each poll, the result, each archive) run as named
+// prepared statements on the pg pool (queryPrepared): through Prisma each paid its query compiler or raw-query path
+// on every call, the largest single item of the task-runner's CPU per task (issue 12). Times go in as ISO strings
+// with Z and come out `AT TIME ZONE 'UTC'`, and bigints as text, so rows read as Prisma reads them whatever the
+// session's zone (taskRowOf).
+
+/** A Task row's columns as taskRowOf reads them; `t` is the row's alias. */
+const taskColumns = (t: string) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input, ${t}."callbackUrl",
+  ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId", ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt",
+  ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode", ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
+  ${t}.cost::text AS cost, ${t}.attempts, ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
+  ${t}."createdAt" AT TIME ZONE 'UTC' AS "createdAt", ${t}."updatedAt" AT TIME ZONE 'UTC' AS "updatedAt",
+  ${t}."startedAt" AT TIME ZONE 'UTC' AS "startedAt", ${t}."completedAt" AT TIME ZONE 'UTC' AS "completedAt"`;
+
+type RawTaskRow = Omit<TaskRow, 'reserved' | 'cost'> & { reserved: string; cost: string | null };
+
+/** A row selected with taskColumns, typed as findUnique types it. */
+const taskRowOf = ({ reserved, cost, ...row }: RawTaskRow): TaskRow => ({ ...row, reserved: BigInt(reserved), cost: cost === null ? null : BigInt(cost) });
+
+const iso = (d: Date) => d.toISOString();
+
+const CREATE = `
+  WITH hold AS (
+    SELECT gensvc_reserve($1, $2, $3, $4, $5::bigint, $6::timestamp(3)) AS outcome
+  ), created AS (
+    INSERT INTO "Task" (id, "workspaceId", "apiKeyId", "requestId", model, operation, input, "callbackUrl", "reservationId", reserved, "deadlineAt", "createdAt", "updatedAt")
+    SELECT $7, $2, $3, $4, $8, $9, $10::jsonb, $11, $1, $5::bigint, $12::timestamp(3), $13::timestamp(3), $13::timestamp(3)
+    FROM hold WHERE hold.outcome = 'ok'
+    RETURNING *
+  )
+  SELECT hold.outcome AS hold, ${taskColumns('created')} FROM hold LEFT JOIN created ON true`;
+
+const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
+
+const MARK_SUBMITTED = `
+  UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3, "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
+    "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
+  WHERE id = $1 AND status = 'queued' AND "upstreamId" IS NULL`;
+
+const ADVANCE_POLL = `
+  UPDATE "Task" SET attempts = $2::int + 1, "updatedAt" = $3::timestamp(3)
+  WHERE id = $1 AND attempts = $2::int AND status = 'running' AND output IS NULL`;
+
+const RECORD_OUTPUT = 'SELECT charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3))';
+
+const ARCHIVE_SOURCE = `
+  SELECT t.id, t."workspaceId", t.output, w.tier, w."retentionDays", f.id AS "fileId", f.bytes::text AS "fileBytes"
+  FROM "Task" t JOIN "Workspace" w ON w.id = t."workspaceId"
+  LEFT JOIN LATERAL (SELECT id, bytes FROM "File" WHERE "taskId" = t.id AND "outputIndex" = $2::int LIMIT 1) f ON true
+  WHERE t.id = $1`;
+
+/** recordArchive's statement, with the library row's insert (`withFile`) or without. */
+const recordArchiveSql = (withFile: boolean) => `
+  WITH cur AS (
+    SELECT id, status, output FROM "Task"
+    WHERE id = $1 AND jsonb_typeof(output -> 'outputs' -> $2::int) = 'object'
+    FOR UPDATE
+  )${
+    withFile
+      ? `, copy AS (
+    INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
+    SELECT $5, $6, $7::"FileSource", $8, $9, $10, $11::bigint, $12, $13, $14::timestamp(3), $15::timestamp(3), $16::timestamp(3), $1, $2::int, $17::"ArchiveStatus"
+    FROM cur
+    ON CONFLICT DO NOTHING
+    RETURNING id)`
+      : ''
+  }, next AS (
+    SELECT cur.id, n.output,
+           cur.status = 'running' AND NOT EXISTS (
+             SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending'
+           ) AS completes
+    FROM cur CROSS JOIN LATERAL (
+      SELECT jsonb_set(cur.output, ARRAY['outputs', $2::int::text], (cur.output -> 'outputs' -> $2::int) || $3::jsonb) AS output
+    ) AS n
+  )
+  UPDATE "Task" t SET output = next.output,
+    "updatedAt" = CASE WHEN t.status = 'running' THEN $4::timestamp(3) ELSE t."updatedAt" END,
+    status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
+    "completedAt" = CASE WHEN next.completes THEN $4::timestamp(3) ELSE t."completedAt" END,
+    "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
+                           WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+  FROM next WHERE t.id = next.id
+  RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated"`;
+const RECORD_ARCHIVE = recordArchiveSql(false);
+const RECORD_ARCHIVE_WITH_FILE = recordArchiveSql(true);
+
 export const taskRepository = {
   /**
    * Holds the price and writes the queued task in one statement (gensvc_reserve, then the INSERT only when the hold
@@ -80,20 +166,24 @@ export const taskRepository = {
   async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
     const reservationId = newId('res');
     const holdExpires = new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS);
-    const rows = await db.$queryRaw<(TaskRow & { hold: string })[]>`
-      WITH hold AS (
-        SELECT gensvc_reserve(${reservationId}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.amount}::bigint, ${holdExpires}::timestamp(3)) AS outcome
-      ), created AS (
-        INSERT INTO "Task" (id, "workspaceId", "apiKeyId", "requestId", model, operation, input, "callbackUrl", "reservationId", reserved, "deadlineAt", "createdAt", "updatedAt")
-        SELECT ${input.id}, ${input.workspaceId}, ${input.apiKeyId}, ${input.requestId}, ${input.model}, ${input.operation}, ${JSON.stringify(input.input)}::jsonb,
-               ${input.callbackUrl}, ${reservationId}, ${input.amount}::bigint, ${input.deadlineAt}::timestamp(3), ${now}::timestamp(3), ${now}::timestamp(3)
-        FROM hold WHERE hold.outcome = 'ok'
-        RETURNING *
-      )
-      SELECT hold.outcome AS hold, created.* FROM hold LEFT JOIN created ON true`;
+    const rows = await queryPrepared<RawTaskRow & { hold: string }>(db, 'gensvc_task_create', CREATE, [
+      reservationId,
+      input.workspaceId,
+      input.apiKeyId,
+      input.requestId,
+      input.amount.toString(),
+      iso(holdExpires),
+      input.id,
+      input.model,
+      input.operation,
+      JSON.stringify(input.input),
+      input.callbackUrl,
+      iso(input.deadlineAt),
+      iso(now),
+    ]);
     assertHeld(rows[0]?.hold);
     const { hold: _hold, ...task } = rows[0]!;
-    return task;
+    return taskRowOf(task);
   },
 
   /** The workspace's task; null for another workspace's (DESIGN.md §4: 404, never 403). */
@@ -102,9 +192,10 @@ export const taskRepository = {
     return task && task.workspaceId === workspaceId ? task : null;
   },
 
-  /** Any task by id, for workers (their jobs carry ids only). */
-  find(db: DbClient, id: string) {
-    return db.task.findUnique({ where: { id } });
+  /** Any task by id, for workers (their jobs carry ids only), and the provider webhook route. */
+  async find(db: DbClient, id: string): Promise<TaskRow | null> {
+    const [row] = await queryPrepared<RawTaskRow>(db, 'gensvc_task_find', FIND, [id]);
+    return row ? taskRowOf(row) : null;
   },
 
   /**
@@ -146,11 +237,9 @@ export const taskRepository = {
    * task is no longer queued (canceled meanwhile, or submitted by another run): the caller cancels its job.
    */
   async markSubmitted(db: DbClient, id: string, job: SubmittedJob, now = new Date()): Promise<boolean> {
-    const { count } = await db.task.updateMany({
-      where: { id, status: 'queued', upstreamId: null },
-      data: { status: 'running', channelId: job.channelId, upstreamId: job.upstreamId, upstreamUrls: job.upstreamUrls ?? undefined, attempts: 1, startedAt: now, updatedAt: now },
-    });
-    return count === 1;
+    const upstreamUrls = job.upstreamUrls === null ? null : JSON.stringify(job.upstreamUrls);
+    const rows = await queryPrepared(db, 'gensvc_task_mark_submitted', `${MARK_SUBMITTED} RETURNING 1`, [id, job.channelId, job.upstreamId, upstreamUrls, iso(now)]);
+    return rows.length === 1;
   },
 
   /**
@@ -158,10 +247,8 @@ export const taskRepository = {
    * (its count is not the task's, or the task moved on), so the caller schedules nothing: one poll chain per task.
    */
   async advancePoll(db: DbClient, id: string, attempt: number, now = new Date()): Promise<boolean> {
-    const count = await db.$executeRaw`
-      UPDATE "Task" SET attempts = ${attempt + 1}, "updatedAt" = ${now}::timestamp(3)
-      WHERE id = ${id} AND attempts = ${attempt} AND status = 'running' AND output IS NULL`;
-    return count === 1;
+    const rows = await queryPrepared(db, 'gensvc_task_advance_poll', `${ADVANCE_POLL} RETURNING 1`, [id, attempt, iso(now)]);
+    return rows.length === 1;
   },
 
   /**
@@ -171,8 +258,7 @@ export const taskRepository = {
    * recorded by another run).
    */
   async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint } | null> {
-    const rows = await db.$queryRaw<{ charged: bigint }[]>`
-      SELECT charged FROM gensvc_task_record_output(${id}, ${JSON.stringify(output)}::jsonb, ${cost}::bigint, ${newId('led')}, ${now}::timestamp(3))`;
+    const rows = await queryPrepared<{ charged: string }>(db, 'gensvc_task_record_output', RECORD_OUTPUT, [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)]);
     return rows[0] ? { charged: BigInt(rows[0].charged) } : null;
   },
 
@@ -181,19 +267,20 @@ export const taskRepository = {
    * and the library row of that output when an earlier run made it. Null when the task is gone.
    */
   async archiveSource(db: DbClient, id: string, outputIndex: number) {
-    const task = await db.task.findUnique({
-      where: { id },
-      select: {
-        id: true,
-        workspaceId: true,
-        output: true,
-        workspace: { select: { tier: true, retentionDays: true } },
-        files: { where: { outputIndex }, select: { id: true, bytes: true } },
-      },
-    });
-    if (!task) return null;
-    const { files, workspace, ...rest } = task;
-    return { ...rest, workspace: { id: task.workspaceId, ...workspace }, archived: files[0] ?? null };
+    const [row] = await queryPrepared<{ id: string; workspaceId: string; output: Prisma.JsonValue; tier: Tier; retentionDays: number | null; fileId: string | null; fileBytes: string | null }>(
+      db,
+      'gensvc_task_archive_source',
+      ARCHIVE_SOURCE,
+      [id, outputIndex],
+    );
+    if (!row) return null;
+    return {
+      id: row.id,
+      workspaceId: row.workspaceId,
+      output: row.output,
+      workspace: { id: row.workspaceId, tier: row.tier, retentionDays: row.retentionDays },
+      archived: row.fileId === null ? null : { id: row.fileId, bytes: BigInt(row.fileBytes!) },
+    };
   },
 
   /**
@@ -211,39 +298,17 @@ export const taskRepository = {
   ): Promise<{ completed: CompletedTask | null; fileCreated: boolean }> {
     const now = input.now ?? new Date();
     const { taskId, outputIndex, file } = input;
-    const insertFile = file
-      ? Prisma.sql`, copy AS (
-          INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
-          SELECT ${file.id}, ${file.workspaceId}, ${file.source}::"FileSource", ${file.purpose}, ${file.filename}, ${file.contentType}, ${file.bytes}::bigint, ${file.sha256 ?? null},
-                 ${file.storageKey}, ${file.createdAt ?? now}::timestamp(3), ${file.expiresAt}::timestamp(3), ${file.publicExpiresAt ?? null}::timestamp(3), ${taskId}, ${outputIndex},
-                 ${file.archiveStatus ?? 'archived'}::"ArchiveStatus"
-          FROM cur
-          ON CONFLICT DO NOTHING
-          RETURNING id)`
-      : Prisma.empty;
-    const fileCreated = file ? Prisma.sql`(SELECT count(*) FROM copy) > 0` : Prisma.sql`false`;
-    const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean; fileCreated: boolean })[]>`
-      WITH cur AS (
-        SELECT id, status, output FROM "Task"
-        WHERE id = ${taskId} AND jsonb_typeof(output -> 'outputs' -> ${outputIndex}::int) = 'object'
-        FOR UPDATE
-      )${insertFile}, next AS (
-        SELECT cur.id, n.output,
-               cur.status = 'running' AND NOT EXISTS (
-                 SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending'
-               ) AS completes
-        FROM cur CROSS JOIN LATERAL (
-          SELECT jsonb_set(cur.output, ARRAY['outputs', ${String(outputIndex)}], (cur.output -> 'outputs' -> ${outputIndex}::int) || ${JSON.stringify(input.patch)}::jsonb) AS output
-        ) AS n
-      )
-      UPDATE "Task" t SET output = next.output,
-        "updatedAt" = CASE WHEN t.status = 'running' THEN ${now}::timestamp(3) ELSE t."updatedAt" END,
-        status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
-        "completedAt" = CASE WHEN next.completes THEN ${now}::timestamp(3) ELSE t."completedAt" END,
-        "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
-                               WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
-      FROM next WHERE t.id = next.id
-      RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes, ${fileCreated} AS "fileCreated"`;
+    const params: unknown[] = [taskId, outputIndex, JSON.stringify(input.patch), iso(now)];
+    if (file) {
+      params.push(file.id, file.workspaceId, file.source, file.purpose, file.filename, file.contentType, file.bytes.toString(), file.sha256 ?? null, file.storageKey);
+      params.push(iso(file.createdAt ?? now), iso(file.expiresAt), file.publicExpiresAt ? iso(file.publicExpiresAt) : null, file.archiveStatus ?? 'archived');
+    }
+    const rows = await queryPrepared<Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean; fileCreated: boolean }>(
+      db,
+      file ? 'gensvc_task_record_archive_file' : 'gensvc_task_record_archive',
+      file ? RECORD_ARCHIVE_WITH_FILE : RECORD_ARCHIVE,
+      params,
+    );
     const row = rows[0];
     if (!row) return { completed: null, fileCreated: false };
     const { callbackUrl, completes, fileCreated: created, ...task } = row;

@@ -38,7 +38,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
-      if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart);
+      if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart, { first: true });
     }
     return fileCreated;
   };

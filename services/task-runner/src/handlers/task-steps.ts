@@ -40,7 +40,7 @@ export async function failTask(deps: Pick<TaskHandlerDeps, 'db' | 'queues'>, tas
   log.info({ code: failure.code, message: failure.message }, 'task failed');
   // The provider's job of a task that ended without it: best effort, retried by its job.
   if (opts.cancelProviderJob && done.upstreamId) await scheduleCancel(deps.queues, taskJobRef(task), { recover: true });
-  if (done.callback) await scheduleCallback(deps.queues, taskJobRef(task), done.callbackRoundStart);
+  if (done.callback) await scheduleCallback(deps.queues, taskJobRef(task), done.callbackRoundStart, { first: true });
   return true;
 }
 

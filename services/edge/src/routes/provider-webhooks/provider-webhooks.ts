@@ -24,6 +24,12 @@ import { falKeyCache } from './fal-keys';
 
 /** A provider's webhook body: a prediction or a fal result with its images' URLs. */
 const BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * When no poll waits yet, looked for again after these waits: a poll in flight adds the next one within moments; a
+ * submit in flight adds poll 1 once its record of the provider's id has committed, which under load takes longer.
+ */
+const POLL_LOOKS_MS = [250];
+const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
   const router = express.Router({ caseSensitive: true });
@@ -62,12 +68,21 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       }
 
       // A task that is not this job's, or that moved on, is answered as done: there is nothing for the provider to retry.
+      // A task still queued without a provider id is one whose submit is in flight: the provider answered it and
+      // its job may end before the task-runner has recorded the id and added poll 1, so its poll is waited for.
       const task = await taskRepository.find(deps.db, taskId);
-      if (task && task.upstreamId === upstreamId && task.status === 'running' && task.output === null) {
-        const promoted = await promotePoll(deps.queues, taskJobRef(task), task.attempts);
-        locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward');
-      }
+      const submitting = task?.status === 'queued' && task.upstreamId === null;
+      const live = task?.status === 'running' && task.upstreamId === upstreamId && task.output === null;
       res.status(204).end();
+      // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
+      // first and the poll looked for after, without holding its request while the submit or a poll adds one.
+      if (task && (live || submitting)) {
+        const log = locals(res).log;
+        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS).then(
+          (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
+          (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
+        );
+      }
     } catch (e) {
       next(e);
     }

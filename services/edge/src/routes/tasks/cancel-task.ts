@@ -25,7 +25,7 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     const jobs: Promise<unknown>[] = [];
     const ref = { taskId: id, workspaceId: workspace.id, requestId };
     if (task.upstreamId) jobs.push(scheduleCancel(deps.queues, ref));
-    if (task.callback) jobs.push(scheduleCallback(deps.queues, ref, task.callbackRoundStart));
+    if (task.callback) jobs.push(scheduleCallback(deps.queues, ref, task.callbackRoundStart, { first: true }));
     for (const outcome of await Promise.allSettled(jobs)) {
       if (outcome.status === 'rejected') log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');
     }
