@@ -100,7 +100,13 @@ export function callbackDeliver(deps: DispatcherDeps) {
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
-    const log = logger.child({ taskId, attempt, deliveryId, jobId: ctx.job.id });
+    // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
+    // it is made; at the usual level most attempts log nothing).
+    const bound = { taskId, attempt, deliveryId, jobId: ctx.job.id };
+    const log = {
+      info: (fields: object, msg: string) => logger.info({ ...bound, ...fields }, msg),
+      warn: (fields: object, msg: string) => logger.warn({ ...bound, ...fields }, msg),
+    };
 
     // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
     // and one write after it (the attempt, and its decision applied while the task is still as read), each a
