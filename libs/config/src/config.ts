@@ -83,7 +83,8 @@ export const envSchema = z.object({
   EVALUATE_CONCURRENCY: concurrency.default(50),
   TASK_RUNNER_CONCURRENCY: concurrency.default(20),
   ARCHIVER_CONCURRENCY: concurrency.default(4),
-  CALLBACK_DISPATCHER_CONCURRENCY: concurrency.default(20),
+  /** An attempt mostly waits (the receiver, Postgres); the attempts in flight share their statements (group commit). */
+  CALLBACK_DISPATCHER_CONCURRENCY: concurrency.default(64),
   OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
   /** The share of new traces recorded (parent-based ratio sampling). */
   OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(0.1),

@@ -5,7 +5,7 @@
 // Task.callbackRoundStart. An attempt's row is written once, when its outcome is known ((taskId, attempt) unique):
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
-import type { DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
 import { isArchivedOutputOf } from './file.repository';
 
@@ -48,9 +48,30 @@ export interface LastAttempt {
   durationMs: number | null;
 }
 
-/** What one delivery attempt reads before it sends (callbackRepository.attemptContext). */
+/** The task's columns a delivery attempt reads: what it decides on and what its body (the task envelope) shows. */
+export type AttemptTask = Pick<
+  Task,
+  | 'id'
+  | 'workspaceId'
+  | 'status'
+  | 'model'
+  | 'operation'
+  | 'output'
+  | 'reserved'
+  | 'cost'
+  | 'errorCode'
+  | 'errorMessage'
+  | 'callbackUrl'
+  | 'callbackState'
+  | 'callbackRoundStart'
+  | 'createdAt'
+  | 'startedAt'
+  | 'completedAt'
+>;
+
+/** What one delivery attempt reads before it sends (callbackRepository.attemptContexts). */
 export interface AttemptContext {
-  task: Task;
+  task: AttemptTask;
   /** The task's last recorded attempt, or null. */
   last: LastAttempt | null;
   /** The workspace's currency; null when the workspace is gone (its tasks go with it). */
@@ -60,6 +81,63 @@ export interface AttemptContext {
   /** The visible library file of the task's archived first output (isArchivedOutputOf), or null. */
   archivedFile: { id: string; workspaceId: string } | null;
 }
+
+/** A `timestamp` column (UTC wall time) as epoch milliseconds. */
+const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/**
+ * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
+ * epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw path
+ * both answer as a number whatever the session's or the process's time zone; money as text.
+ */
+const ATTEMPT_CONTEXTS = `
+  SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
+    t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
+    ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
+    w.currency, s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
+    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration",
+    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"
+  FROM "Task" t
+  LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
+  LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
+  LEFT JOIN LATERAL (
+    SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
+  ) a ON true
+  LEFT JOIN "File" f ON f."taskId" = t.id AND f."outputIndex" = 0
+  WHERE t.id = ANY($1::text[])`;
+
+type Ms = number | null;
+interface AttemptContextRow {
+  id: string;
+  workspaceId: string;
+  status: AttemptTask['status'];
+  model: string;
+  operation: string;
+  output: AttemptTask['output'];
+  reserved: string;
+  cost: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  callbackUrl: string | null;
+  callbackState: AttemptTask['callbackState'];
+  callbackRoundStart: number;
+  createdAt: number;
+  startedAt: Ms;
+  completedAt: Ms;
+  currency: string | null;
+  secret: string | null;
+  previousSecret: string | null;
+  previousExpiresAt: Ms;
+  lastAttempt: number | null;
+  lastStatus: number | null;
+  lastAt: Ms;
+  lastDuration: number | null;
+  fileId: string | null;
+  fileWorkspaceId: string | null;
+  fileExpiresAt: Ms;
+}
+
+const dateOf = (ms: Ms) => (ms === null ? null : new Date(ms));
 
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
@@ -96,67 +174,56 @@ export const callbackRepository = {
     return signingOf(await callbackRepository.secret(db, workspaceId, make, now));
   },
 
-  /**
-   * Everything a delivery attempt reads, in one statement (issue 12: an attempt's store round trips were its cost):
-   * the task, its last recorded attempt, the workspace's currency and signing secrets, and the library file of its
-   * first output. The file is read by (task, output 0) and kept only when it is the very file the output entry names,
-   * of the task's workspace and still visible at `now` (isArchivedOutputOf). Null when
-   * there is no such task.
-   */
+  /** One task's attempt context (attemptContexts for a single task); null when there is no such task. */
   async attemptContext(db: DbClient, taskId: string, now = new Date()): Promise<AttemptContext | null> {
-    const rows = await db.$queryRaw<
-      (Task & {
-        ctx_currency: string | null;
-        ctx_secret: string | null;
-        ctx_previousSecret: string | null;
-        ctx_previousExpiresAt: Date | null;
-        ctx_lastAttempt: number | null;
-        ctx_lastStatus: number | null;
-        ctx_lastAt: Date | null;
-        ctx_lastDuration: number | null;
-        ctx_fileId: string | null;
-        ctx_fileWorkspaceId: string | null;
-        ctx_fileExpiresAt: Date | null;
-      })[]
-    >`
-      SELECT t.*, w.currency AS "ctx_currency",
-        s.secret AS "ctx_secret", s."previousSecret" AS "ctx_previousSecret", s."previousExpiresAt" AS "ctx_previousExpiresAt",
-        a.attempt AS "ctx_lastAttempt", a."statusCode" AS "ctx_lastStatus", a."createdAt" AS "ctx_lastAt", a."durationMs" AS "ctx_lastDuration",
-        f.id AS "ctx_fileId", f."workspaceId" AS "ctx_fileWorkspaceId", f."expiresAt" AS "ctx_fileExpiresAt"
-      FROM "Task" t
-      LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
-      LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
-      LEFT JOIN LATERAL (
-        SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
-      ) a ON true
-      LEFT JOIN "File" f ON f."taskId" = t.id AND f."outputIndex" = 0
-      WHERE t.id = ${taskId}`;
-    const row = rows[0];
-    if (!row) return null;
-    const {
-      ctx_currency: currency,
-      ctx_secret: secret,
-      ctx_previousSecret: previousSecret,
-      ctx_previousExpiresAt: previousExpiresAt,
-      ctx_lastAttempt: lastAttempt,
-      ctx_lastStatus: statusCode,
-      ctx_lastAt: lastAt,
-      ctx_lastDuration: durationMs,
-      ctx_fileId: fileId,
-      ctx_fileWorkspaceId: fileWorkspaceId,
-      ctx_fileExpiresAt: fileExpiresAt,
-      ...task
-    } = row;
-    const signing =
-      secret === null ? null : signingOf(view({ secret, previousSecret, previousExpiresAt, rotatedAt: null, createdAt: now }, now));
-    const archived = fileId !== null && isArchivedOutputOf(task, { id: fileId, workspaceId: fileWorkspaceId!, expiresAt: fileExpiresAt }, now);
-    return {
-      task,
-      last: lastAttempt === null ? null : { attempt: lastAttempt, statusCode, createdAt: lastAt!, durationMs },
-      currency,
-      signing,
-      archivedFile: archived ? { id: fileId, workspaceId: task.workspaceId } : null,
-    };
+    return (await callbackRepository.attemptContexts(db, [taskId], now)).get(taskId) ?? null;
+  },
+
+  /**
+   * Everything the delivery attempts of `taskIds` read, in one statement (issue 12: an attempt's store round trips,
+   * then the client's cost per statement, were its cost; the dispatcher reads the attempts it runs at once together):
+   * each task, its last recorded attempt, the workspace's currency and signing secrets, and the library file of its
+   * first output. The file is read by (task, output 0) and kept only when it is the very file the output entry
+   * names, of the task's workspace and still visible at `now` (isArchivedOutputOf). Tasks that do not exist are
+   * absent from the map.
+   */
+  async attemptContexts(db: DbClient, taskIds: readonly string[], now = new Date()): Promise<Map<string, AttemptContext>> {
+    const rows = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_contexts', ATTEMPT_CONTEXTS, [taskIds]);
+    const contexts = new Map<string, AttemptContext>();
+    for (const row of rows) {
+      const task: AttemptTask = {
+        id: row.id,
+        workspaceId: row.workspaceId,
+        status: row.status,
+        model: row.model,
+        operation: row.operation,
+        output: row.output,
+        reserved: BigInt(row.reserved),
+        cost: row.cost === null ? null : BigInt(row.cost),
+        errorCode: row.errorCode,
+        errorMessage: row.errorMessage,
+        callbackUrl: row.callbackUrl,
+        callbackState: row.callbackState,
+        callbackRoundStart: row.callbackRoundStart,
+        createdAt: new Date(row.createdAt),
+        startedAt: dateOf(row.startedAt),
+        completedAt: dateOf(row.completedAt),
+      };
+      const signing =
+        row.secret === null
+          ? null
+          : signingOf(view({ secret: row.secret, previousSecret: row.previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now));
+      const archived =
+        row.fileId !== null && isArchivedOutputOf(task, { id: row.fileId, workspaceId: row.fileWorkspaceId!, expiresAt: dateOf(row.fileExpiresAt) }, now);
+      contexts.set(task.id, {
+        task,
+        last: row.lastAttempt === null ? null : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration },
+        currency: row.currency,
+        signing,
+        archivedFile: archived ? { id: row.fileId!, workspaceId: task.workspaceId } : null,
+      });
+    }
+    return contexts;
   },
 
   attempts(db: DbClient, taskId: string) {

@@ -433,44 +433,61 @@ export const taskRepository = {
     return count === 1;
   },
 
-  /**
-   * An attempt's outcome recorded (its CallbackAttempt row) and the decision taken on it applied, in
-   * one statement: the decision was made on the task as the attempt read it (`decidedOn`), so it is applied only
-   * while the task still is so (pending, the same round start), as applyDelivery's own condition would. `recorded`
-   * is false when that attempt had a row already (a concurrent run of the same job; nothing is applied then);
-   * `applied` false when the task changed meanwhile (a redelivery), and `task` is its state as read then, for the
-   * caller to decide again. One round trip where recording, re-reading and applying took three.
-   */
+  /** One attempt recorded and its decision applied (recordDeliveryAttempts for a single attempt). */
   async recordDeliveryAttempt(
     db: DbClient,
     input: RecordAttemptInput,
     decidedOn: { callbackRoundStart: number },
     step: DeliveryUpdate | null,
     now = new Date(),
-  ): Promise<{ recorded: boolean; applied: boolean; task: Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'> | null }> {
-    const update = step
-      ? Prisma.sql`UPDATE "Task" SET ${deliverySet(step, now)}
-          WHERE id = ${input.taskId} AND EXISTS (SELECT 1 FROM rec) AND "callbackState" = 'pending'
-            AND "callbackRoundStart" = ${decidedOn.callbackRoundStart} AND "callbackRoundStart" <= ${step.attempt}
-          RETURNING 1`
-      : Prisma.sql`SELECT 1 WHERE false`;
-    const rows = await db.$queryRaw<
-      { recorded: boolean; applied: boolean; id: string | null; workspaceId: string | null; callbackState: TaskRow['callbackState'] | null; callbackRoundStart: number | null }[]
-    >`
-      WITH rec AS (
-        INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
-        VALUES (${newId('cba')}, ${input.workspaceId}, ${input.taskId}, ${input.attempt}, ${input.deliveryId}, ${input.url}, ${input.statusCode},
-                ${input.durationMs}, ${input.error}, ${input.responseHead}, ${input.at}::timestamp(3))
-        ON CONFLICT DO NOTHING
-        RETURNING 1
-      ), upd AS (${update})
-      SELECT EXISTS (SELECT 1 FROM rec) AS recorded, EXISTS (SELECT 1 FROM upd) AS applied,
-        t.id, t."workspaceId", t."callbackState", t."callbackRoundStart"
-      FROM (SELECT 1) one LEFT JOIN "Task" t ON t.id = ${input.taskId}`;
-    const row = rows[0]!;
-    const task =
-      row.id === null ? null : { id: row.id, workspaceId: row.workspaceId!, callbackState: row.callbackState!, callbackRoundStart: row.callbackRoundStart! };
-    return { recorded: row.recorded, applied: row.applied, task };
+  ): Promise<DeliveryRecord> {
+    const [record] = await taskRepository.recordDeliveryAttempts(db, [{ input, decidedOn, step }], now);
+    return record!;
+  },
+
+  /**
+   * Attempts' outcomes recorded (callbackRepository.recordAttempt's rows) and the decision taken on each applied, in
+   * one statement for all of them (the dispatcher records the attempts that end together at once). Each decision
+   * was made on the task as its attempt read it (`decidedOn`), so it is applied only while the task still is so
+   * (pending, the same round start), as applyDelivery's own condition would. Per entry, in order: `recorded` is false
+   * when that attempt had a row already (a concurrent run of the same job; nothing is applied then); `applied` false
+   * when the task changed meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide
+   * again. At most one entry per task: one statement applies one decision to a row.
+   */
+  async recordDeliveryAttempts(db: DbClient, entries: readonly DeliveryAttemptEntry[], now = new Date()): Promise<DeliveryRecord[]> {
+    const rows = entries.map(({ input, decidedOn, step }) => ({
+      id: newId('cba'),
+      workspaceId: input.workspaceId,
+      taskId: input.taskId,
+      attempt: input.attempt,
+      deliveryId: input.deliveryId,
+      url: input.url,
+      statusCode: input.statusCode,
+      durationMs: input.durationMs,
+      error: input.error,
+      responseHead: input.responseHead,
+      at: input.at.toISOString(),
+      roundStart: decidedOn.callbackRoundStart,
+      to: step?.to ?? null,
+      deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
+    }));
+    if (new Set(rows.map((r) => r.taskId)).size !== rows.length) throw new Error('recordDeliveryAttempts: two entries for one task');
+    const result = await queryPrepared<{
+      id: string;
+      recorded: boolean;
+      applied: boolean;
+      taskId: string | null;
+      workspaceId: string | null;
+      callbackState: TaskRow['callbackState'] | null;
+      callbackRoundStart: number | null;
+    }>(db, 'gensvc_record_delivery_attempts', RECORD_DELIVERY_ATTEMPTS, [JSON.stringify(rows), now.toISOString()]);
+    const byId = new Map(result.map((r) => [r.id, r]));
+    return rows.map(({ id }) => {
+      const row = byId.get(id)!;
+      const task =
+        row.taskId === null ? null : { id: row.taskId, workspaceId: row.workspaceId!, callbackState: row.callbackState!, callbackRoundStart: row.callbackRoundStart! };
+      return { recorded: row.recorded, applied: row.applied, task };
+    });
   },
 
   /**
@@ -506,6 +523,50 @@ function deliverySet(step: DeliveryUpdate, now: Date): Prisma.Sql {
     : step.to === 'parked'
       ? Prisma.sql`"callbackState" = 'parked', "updatedAt" = ${now}::timestamp(3)`
       : Prisma.sql`"updatedAt" = ${now}::timestamp(3)`;
+}
+
+/**
+ * recordDeliveryAttempts' statement, prepared on the pool. The attempts come as one JSON array (times as ISO UTC
+ * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); the task update is
+ * deliverySet's, per entry: delivered as of the attempt's start, parked or moved as of $2. The final SELECT reads the
+ * tasks as the statement began (a data-modifying CTE's writes are not visible to it): for an entry not applied, the
+ * state that made it so.
+ */
+const RECORD_DELIVERY_ATTEMPTS = `
+  WITH e AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
+      "statusCode" int, "durationMs" int, error text, "responseHead" text, at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
+  ), rec AS (
+    INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
+    SELECT id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", at FROM e
+    ON CONFLICT DO NOTHING
+    RETURNING id
+  ), upd AS (
+    UPDATE "Task" t SET
+      "callbackState" = CASE e."to" WHEN 'delivered' THEN 'delivered'::"CallbackState" WHEN 'parked' THEN 'parked'::"CallbackState" ELSE t."callbackState" END,
+      "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
+      "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
+    FROM e JOIN rec ON rec.id = e.id
+    WHERE t.id = e."taskId" AND e."to" IS NOT NULL AND t."callbackState" = 'pending'
+      AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
+    RETURNING e.id
+  )
+  SELECT e.id, rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
+    t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
+  FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN "Task" t ON t.id = e."taskId"`;
+
+/** One attempt for recordDeliveryAttempts: its outcome, the task state its decision was made on, and the decision. */
+export interface DeliveryAttemptEntry {
+  input: RecordAttemptInput;
+  decidedOn: { callbackRoundStart: number };
+  step: DeliveryUpdate | null;
+}
+
+/** What recording one attempt did (recordDeliveryAttempts). */
+export interface DeliveryRecord {
+  recorded: boolean;
+  applied: boolean;
+  task: Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'> | null;
 }
 
 /** How a delivery decision changes the task: the attempt it is about, and what it decided. */

@@ -15,7 +15,7 @@
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
 import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
-import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
+import { callbackRepository, taskRepository, type Db, type DeliveryAttemptEntry, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
@@ -23,6 +23,7 @@ import type { Readable } from 'node:stream';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
+import { groupCommit } from '../group-commit';
 
 export type { DeliveryStep };
 
@@ -76,18 +77,41 @@ const USER_AGENT = 'gensvc-callbacks/1';
 /** Refusals of the URL itself: at delivery time they mean the address policy said no (DNS rebinding, say). */
 const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
 
+/** Attempts read or recorded in one statement at most (the worker's concurrency bounds it in practice). */
+const GROUP_MAX = 100;
+
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger } = deps;
+  // The attempts running at once read their contexts in one statement and record their outcomes in one
+  // (group-commit.ts); an attempt's start is when its context was read.
+  const readContext = groupCommit(
+    async (taskIds: string[]) => {
+      const at = new Date();
+      const contexts = await callbackRepository.attemptContexts(db, taskIds, at);
+      return taskIds.map((id) => ({ context: contexts.get(id) ?? null, at }));
+    },
+    { max: GROUP_MAX },
+  );
+  const recordAttempt = groupCommit((entries: DeliveryAttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
+    max: GROUP_MAX,
+    keyOf: (entry) => entry.input.taskId,
+  });
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
-    const log = logger.child({ taskId, attempt, deliveryId, jobId: ctx.job.id });
+    // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
+    // it is made; at the usual level most attempts log nothing).
+    const bound = { taskId, attempt, deliveryId, jobId: ctx.job.id };
+    const log = {
+      info: (fields: object, msg: string) => logger.info({ ...bound, ...fields }, msg),
+      warn: (fields: object, msg: string) => logger.warn({ ...bound, ...fields }, msg),
+    };
 
     // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
-    // and one write after it (the attempt, with the task's state as of then); applying the outcome is the third.
-    const startedAt = new Date();
-    const context = await callbackRepository.attemptContext(db, taskId, startedAt);
+    // and one write after it (the attempt, and its decision applied while the task is still as read), each a
+    // statement shared with the attempts running at once.
+    const { context, at: startedAt } = await readContext(taskId);
     if (!context) return { outcome: 'skipped', reason: 'task_gone' };
     const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
@@ -127,9 +151,8 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const outcome: RecordedAttempt = { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs };
     const now = new Date();
     const planned = decideDelivery(task, outcome, config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: result.endedAt });
-    const { recorded, applied, task: current } = await taskRepository.recordDeliveryAttempt(
-      db,
-      {
+    const { recorded, applied, task: current } = await recordAttempt({
+      input: {
         workspaceId: task.workspaceId,
         taskId,
         attempt,
@@ -141,10 +164,9 @@ export function callbackDeliver(deps: DispatcherDeps) {
         responseHead: result.responseHead,
         at: startedAt,
       },
-      task,
-      deliveryUpdate(planned, outcome),
-      now,
-    );
+      decidedOn: task,
+      step: deliveryUpdate(planned, outcome),
+    });
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (!recorded) {
       log.info(fields, 'callback: attempt made, but a concurrent run recorded it first');

@@ -1,0 +1,103 @@
+// The dispatcher's grouped statements against real Postgres: the attempts of several tasks read in one statement and
+// recorded (with their decisions) in one, each entry under the same rules as alone.
+import { makeTask, useTestContext } from '@gensvc/testing';
+import { withTx } from '../client';
+import { callbackRepository } from './callback.repository';
+import { taskRepository } from './task.repository';
+
+const ctx = useTestContext();
+
+async function finishedTask() {
+  const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+  await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
+  return task;
+}
+
+const attempt = (task: { id: string; workspaceId: string }, k: number, statusCode: number, at: Date) => ({
+  workspaceId: task.workspaceId,
+  taskId: task.id,
+  attempt: k,
+  deliveryId: `dlv_${task.id}_${k}`,
+  url: 'https://hooks.example/cb',
+  statusCode,
+  durationMs: 7,
+  error: statusCode >= 300 ? 'http_status: the receiver answered 500.' : null,
+  responseHead: null,
+  at,
+});
+
+it('reads the attempt contexts of several tasks in one statement, as Prisma reads the rows (times, money)', async () => {
+  const [a, b] = [await finishedTask(), await finishedTask()];
+  const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 0, 123));
+  await callbackRepository.recordAttempt(ctx.db, attempt(b, 1, 500, at));
+  const contexts = await callbackRepository.attemptContexts(ctx.db, [a.id, b.id, 'tsk_none']);
+  expect([...contexts.keys()].sort()).toEqual([a.id, b.id].sort());
+  for (const id of [a.id, b.id]) {
+    const row = (await taskRepository.find(ctx.db, id))!;
+    expect(contexts.get(id)!.task).toEqual({
+      id,
+      workspaceId: row.workspaceId,
+      status: 'canceled',
+      model: row.model,
+      operation: row.operation,
+      output: row.output,
+      reserved: row.reserved,
+      cost: row.cost,
+      errorCode: row.errorCode,
+      errorMessage: row.errorMessage,
+      callbackUrl: row.callbackUrl,
+      callbackState: 'pending',
+      callbackRoundStart: 1,
+      createdAt: row.createdAt,
+      startedAt: row.startedAt,
+      completedAt: row.completedAt,
+    });
+  }
+  expect(contexts.get(a.id)!.last).toBeNull();
+  expect(contexts.get(b.id)!.last).toEqual({ attempt: 1, statusCode: 500, createdAt: at, durationMs: 7 });
+  // Inside a transaction the statement runs through Prisma, with the same answer.
+  const inTx = await withTx(ctx.db, (tx) => callbackRepository.attemptContexts(tx, [a.id, b.id]));
+  expect(inTx).toEqual(contexts);
+});
+
+it('records attempts of several tasks in one statement, each decision applied only while its task is as it was read', async () => {
+  const [delivered, rerun, redelivered, parked] = [await finishedTask(), await finishedTask(), await finishedTask(), await finishedTask()];
+  const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 1, 456));
+  const now = new Date(Date.UTC(2026, 10, 25, 12, 0, 2, 789));
+  // A run of attempt 1 of `rerun` recorded it already; `redelivered` got a new round after its attempt 1 was read.
+  await callbackRepository.recordAttempt(ctx.db, attempt(rerun, 1, 500, at));
+  await callbackRepository.recordAttempt(ctx.db, attempt(redelivered, 1, 500, at));
+  expect(await taskRepository.redeliver(ctx.db, redelivered.workspaceId, redelivered.id)).toEqual({ attempt: 2 });
+
+  const records = await taskRepository.recordDeliveryAttempts(
+    ctx.db,
+    [
+      { input: attempt(delivered, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
+      { input: attempt(rerun, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
+      { input: attempt(redelivered, 2, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'pending' } },
+      { input: attempt(parked, 5, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 5, to: 'parked' } },
+    ],
+    now,
+  );
+  expect(records).toEqual([
+    { recorded: true, applied: true, task: { id: delivered.id, workspaceId: delivered.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
+    { recorded: false, applied: false, task: { id: rerun.id, workspaceId: rerun.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
+    { recorded: true, applied: false, task: { id: redelivered.id, workspaceId: redelivered.workspaceId, callbackState: 'pending', callbackRoundStart: 2 } },
+    { recorded: true, applied: true, task: { id: parked.id, workspaceId: parked.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
+  ]);
+  expect(await taskRepository.find(ctx.db, delivered.id)).toMatchObject({ callbackState: 'delivered', deliveredAt: at, updatedAt: at });
+  expect(await taskRepository.find(ctx.db, rerun.id)).toMatchObject({ callbackState: 'pending', deliveredAt: null });
+  expect(await taskRepository.find(ctx.db, redelivered.id)).toMatchObject({ callbackState: 'pending', callbackRoundStart: 2 });
+  expect(await taskRepository.find(ctx.db, parked.id)).toMatchObject({ callbackState: 'parked', updatedAt: now });
+  // The re-run's row is the first run's: its outcome was not overwritten.
+  expect(await callbackRepository.attempts(ctx.db, rerun.id)).toMatchObject([{ attempt: 1, statusCode: 500, createdAt: at }]);
+  expect(await callbackRepository.attempts(ctx.db, delivered.id)).toMatchObject([{ attempt: 1, statusCode: 200, durationMs: 7, createdAt: at }]);
+});
+
+it('refuses two entries for one task in one statement (one decision per row)', async () => {
+  const task = await finishedTask();
+  const at = new Date();
+  const entry = (k: number) => ({ input: attempt(task, k, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: k, to: 'pending' as const } });
+  await expect(taskRepository.recordDeliveryAttempts(ctx.db, [entry(1), entry(2)])).rejects.toThrow('two entries for one task');
+  expect(await callbackRepository.attempts(ctx.db, task.id)).toEqual([]);
+});

@@ -1,0 +1,78 @@
+import { groupCommit } from './group-commit';
+
+/** A `run` whose groups are recorded and which answers only when told to (one deferred answer per group). */
+function gated() {
+  const groups: string[][] = [];
+  const gates: { release: () => void; fail: (e: Error) => void }[] = [];
+  const run = (items: string[]) => {
+    groups.push(items);
+    return new Promise<string[]>((resolve, reject) => {
+      gates.push({ release: () => resolve(items.map((i) => `${i}!`)), fail: reject });
+    });
+  };
+  return { groups, gates, run };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('groupCommit', () => {
+  it('sends an item at once when nothing is in flight, and what arrives meanwhile as the next group', async () => {
+    const { groups, gates, run } = gated();
+    const send = groupCommit(run, { max: 10 });
+    const a = send('a');
+    await tick();
+    expect(groups).toEqual([['a']]);
+    const rest = ['b', 'c', 'd'].map(send);
+    await tick();
+    expect(groups).toHaveLength(1); // b, c and d wait for a's group
+    gates[0]!.release();
+    expect(await a).toBe('a!');
+    await tick();
+    expect(groups).toEqual([['a'], ['b', 'c', 'd']]);
+    gates[1]!.release();
+    expect(await Promise.all(rest)).toEqual(['b!', 'c!', 'd!']);
+  });
+
+  it('puts the items of one tick in one group, at most `max`', async () => {
+    const { groups, gates, run } = gated();
+    const send = groupCommit(run, { max: 2 });
+    const all = ['a', 'b', 'c'].map(send);
+    await tick();
+    expect(groups).toEqual([['a', 'b']]);
+    gates[0]!.release();
+    await tick();
+    expect(groups).toEqual([['a', 'b'], ['c']]);
+    gates[1]!.release();
+    expect(await Promise.all(all)).toEqual(['a!', 'b!', 'c!']);
+  });
+
+  it('never puts two items of one key in a group: the later one waits for the next', async () => {
+    const { groups, gates, run } = gated();
+    const send = groupCommit(run, { max: 10, keyOf: (item) => item[0]! });
+    const all = ['x1', 'y1', 'x2', 'z1', 'x3'].map(send);
+    await tick();
+    expect(groups).toEqual([['x1', 'y1', 'z1']]);
+    gates[0]!.release();
+    await tick();
+    expect(groups[1]).toEqual(['x2']);
+    gates[1]!.release();
+    await tick();
+    expect(groups[2]).toEqual(['x3']);
+    gates[2]!.release();
+    expect(await Promise.all(all)).toEqual(['x1!', 'y1!', 'x2!', 'z1!', 'x3!']);
+  });
+
+  it('rejects the items of a failed group only, and sends the next group', async () => {
+    const { groups, gates, run } = gated();
+    const send = groupCommit(run, { max: 10 });
+    const a = send('a');
+    await tick();
+    const b = send('b');
+    gates[0]!.fail(new Error('postgres went away'));
+    await expect(a).rejects.toThrow('postgres went away');
+    await tick();
+    expect(groups).toEqual([['a'], ['b']]);
+    gates[1]!.release();
+    expect(await b).toBe('b!');
+  });
+});
