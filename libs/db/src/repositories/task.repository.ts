@@ -446,7 +446,7 @@ export const taskRepository = {
   },
 
   /**
-   * Attempts' outcomes recorded (callbackRepository.recordAttempt's rows) and the decision taken on each applied, in
+   * Attempts' outcomes recorded (their CallbackAttempt rows) and the decision taken on each applied, in
    * one statement for all of them (the dispatcher records the attempts that end together at once). Each decision
    * was made on the task as its attempt read it (`decidedOn`), so it is applied only while the task still is so
    * (pending, the same round start), as applyDelivery's own condition would. Per entry, in order: `recorded` is false
