@@ -2,16 +2,17 @@
 // and ledger charges over the last 30 days.
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { hashPassword } from '@gensvc/auth';
-import { fileRepository, membershipRepository, newId, userRepository, type Db } from '@gensvc/db';
+import { fileRepository, membershipRepository, newId, userRepository } from '@gensvc/db';
+import type { TestDb } from '@gensvc/db/testing';
 import { fileObjectKey } from '@gensvc/storage';
 import { makeKey, makeOutput as makeGeneratedOutput, makeTask, makeWorkspace, type TestContext } from '@gensvc/testing';
 import { gradientPng } from './png';
 
-export async function makeUser(db: Db, email: string, password: string, name: string | null = null) {
+export async function makeUser(db: TestDb, email: string, password: string, name: string | null = null) {
   return userRepository.create(db, { email, passwordHash: await hashPassword(password), name });
 }
 
-export async function addMember(db: Db, workspaceId: string, userId: string, role: 'owner' | 'admin' | 'member') {
+export async function addMember(db: TestDb, workspaceId: string, userId: string, role: 'owner' | 'admin' | 'member') {
   const r = await membershipRepository.add(db, workspaceId, userId, role);
   if (!r.ok) throw new Error(`membership not added: ${r.reason}`);
 }
@@ -82,7 +83,7 @@ export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, a
  * Charges over the last 30 days on three models and two keys (the usage chart's data): one per (day, model) but
  * some skipped. Returns their sum in micro-units and how many there are.
  */
-export async function seedCharges(db: Db, workspaceId: string, keyIds: string[]): Promise<{ total: bigint; entries: number }> {
+export async function seedCharges(db: TestDb, workspaceId: string, keyIds: string[]): Promise<{ total: bigint; entries: number }> {
   const models = ['sim/image-1', 'sim/video-1', 'sim/chat-1'];
   let balance = 50_000_000n;
   let total = 0n;
