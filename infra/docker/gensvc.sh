@@ -52,5 +52,7 @@ if [ -f "$home/services/$name/node-flags" ]; then flags=$(sed -e 's/#.*//' "$hom
 
 shift
 cd "$home"
+# The flags split on whitespace, never globbed.
+set -f
 # shellcheck disable=SC2086
 exec node $flags "$main" "$@"

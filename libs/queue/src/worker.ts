@@ -142,7 +142,7 @@ interface WorkerInternals {
   blockUntil: number;
   _concurrency: number;
   keys: Record<'marker' | 'wait' | 'prioritized', string>;
-  backend: { blockingClient: Promise<Redis> };
+  backend: { blockingClient: Promise<Redis> | undefined };
   mainLoop: () => Promise<void>;
   moveToActive(token: string, name?: string): Promise<Job | undefined>;
   waitForJob(blockUntil: number): Promise<number>;
@@ -180,7 +180,8 @@ function takeOnePerJob(worker: Worker): void {
   // A BullMQ upgrade that renames these fails here, at start-up, rather than in a loop that takes nothing.
   const driven = ['mainLoop', 'moveToActive', 'waitForJob', 'isRateLimited', 'waitForRateLimit', 'processJob', 'retryIfFailed'] as const;
   const missing = driven.filter((name) => typeof w[name] !== 'function');
-  if (missing.length || !w.keys?.marker) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${missing.join(', ') || 'keys.marker'}.`);
+  const lacks = [...missing, ...(w.keys?.marker ? [] : ['keys.marker']), ...(w.backend?.blockingClient ? [] : ['backend.blockingClient'])];
+  if (lacks.length) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${lacks.join(', ')}.`);
   w.mainLoop = async function (this: WorkerInternals) {
     const slots = new Set<Promise<void>>();
     let tokens = 0;
@@ -198,7 +199,7 @@ function takeOnePerJob(worker: Worker): void {
     const take = async (token: string): Promise<Job | undefined> => {
       if (block) {
         const { marker, wait, prioritized } = this.keys;
-        const blocking = await this.backend.blockingClient;
+        const blocking = (await this.backend.blockingClient)!;
         // The clear and the wait leave in one write, in that order, on the connection that blocks.
         coalesceWrites(blocking);
         blocking.eval(CLEAR_STALE_MARKER, 3, marker, wait, prioritized).catch(() => undefined);

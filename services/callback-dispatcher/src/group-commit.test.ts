@@ -75,4 +75,19 @@ describe('groupCommit', () => {
     gates[1]!.release();
     expect(await b).toBe('b!');
   });
+
+  it('runs each item of a failed group alone, so only the item that fails alone is rejected', async () => {
+    const groups: string[][] = [];
+    const run = async (items: string[]) => {
+      groups.push(items);
+      if (items.includes('bad')) throw new Error('a bad row');
+      return items.map((i) => `${i}!`);
+    };
+    const send = groupCommit(run, { max: 10 });
+    const [a, bad, c] = [send('a'), send('bad'), send('c')];
+    await expect(bad).rejects.toThrow('a bad row');
+    expect(await a).toBe('a!');
+    expect(await c).toBe('c!');
+    expect(groups).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
+  });
 });

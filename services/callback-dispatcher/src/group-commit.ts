@@ -12,8 +12,8 @@ export interface GroupCommitOptions<I> {
 
 /**
  * `run` answers a group of items, one answer per item in order; the function returned queues an item for the next
- * group and resolves with its answer. A group that fails rejects each of its items (each caller's own retry
- * applies), and the next group is still sent.
+ * group and resolves with its answer. When a group fails, each of its items is run again alone, so only the items
+ * that fail alone are rejected (each caller's own retry applies); the next group is still sent.
  */
 export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): (item: I) => Promise<O> {
   const { max, keyOf } = options;
@@ -47,7 +47,10 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
           const answers = await run(group.map((p) => p.item));
           group.forEach((p, i) => p.resolve(answers[i]!));
         } catch (e) {
-          for (const p of group) p.reject(e);
+          if (group.length === 1) group[0]!.reject(e);
+          // One item's failure (a bad row, a deadlock, a dropped connection) must not fail the rest of its group: their
+          // callbacks were sent already, and a rejection would send them again. Each is tried alone, in order.
+          else for (const p of group) await run([p.item]).then(([answer]) => p.resolve(answer!), p.reject);
         }
       }
     } finally {

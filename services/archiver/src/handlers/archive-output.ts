@@ -8,7 +8,7 @@
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
-import { isLastAttempt, scheduleCallback, type HandlerContext } from '@gensvc/queue';
+import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
@@ -38,7 +38,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
-      if (done.callback) await scheduleCallback(deps.queues, { taskId, workspaceId: done.workspaceId }, done.callbackRoundStart, { first: true });
+      if (done.callback) await scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true });
     }
     return fileCreated;
   };

@@ -25,7 +25,6 @@ export interface TaskHandlerDeps {
 
 type TaskRef = Pick<TaskRow, 'id' | 'workspaceId'>;
 
-/** The envelope of a task's follow-up jobs. */
 /**
  * Fails a live task that has no output yet, giving its hold back, and adds what follows: the callback when one is
  * due, and the provider's cancel when the provider still has the job and `cancelProviderJob` says so. False when

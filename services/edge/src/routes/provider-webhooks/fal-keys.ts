@@ -40,7 +40,11 @@ export function falKeyCache(url: string, outbound: Omit<RequestOptions, 'method'
       at = Date.now();
       return fetched;
     } catch (e) {
-      if (keys.length) return keys;
+      // Keep the keys held and wait a whole TTL before the next fetch, so a key endpoint that is down is not asked once per webhook.
+      if (keys.length) {
+        at = Date.now();
+        return keys;
+      }
       throw errors.webhookKeysUnavailable('The keys to verify this webhook could not be fetched; try again later.', e);
     } finally {
       pending = null;

@@ -33,6 +33,8 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
   const router = express.Router({ caseSensitive: true });
+  /** Tasks whose poll a webhook is bringing forward now (this process). */
+  const promoting = new Set<string>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
@@ -76,12 +78,18 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       res.status(204).end();
       // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
       // first and the poll looked for after, without holding its request while the submit or a poll adds one.
-      if (task && (live || submitting)) {
+      // A submitting task's webhook cannot be matched to its job yet (fal signs every account's webhooks with the same
+      // keys), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
+      // One look per task at a time, so replays cannot pile up loops.
+      if (task && (live || submitting) && !promoting.has(taskId)) {
         const log = locals(res).log;
-        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS).then(
-          (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
-          (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
-        );
+        promoting.add(taskId);
+        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
+          .then(
+            (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
+            (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
+          )
+          .finally(() => promoting.delete(taskId));
       }
     } catch (e) {
       next(e);
