@@ -88,8 +88,6 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
 // for the life of the process, and a later start re-enables it (shutdown disabled it).
 type Instrumentation = HttpInstrumentation | UndiciInstrumentation | PgInstrumentation | IORedisInstrumentation;
 let created: Instrumentation[] | undefined;
-/** The share of new traces recorded, as the running SDK was given it: LeanHttpInstrumentation draws by it. */
-let incomingRatio = 1;
 
 /**
  * Only what a trace needs, each built on its own: inbound and outbound HTTP (http; undici for fetch and the upstream
@@ -99,12 +97,13 @@ let incomingRatio = 1;
  * are children of the server span.
  */
 function processInstrumentations(ratio: number): Instrumentation[] {
-  incomingRatio = ratio;
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
-    return created;
+  } else {
+    created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
   }
-  created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
+  // The running SDK's share of new traces, which the kept http instrumentation draws by.
+  (created[0] as LeanHttpInstrumentation).ratio = ratio;
   return created;
 }
 
@@ -138,18 +137,22 @@ class RootSampler implements Sampler {
 const ids = new RandomIdGenerator();
 type EmitRequest = (this: unknown, event: string, ...args: unknown[]) => boolean;
 
-class LeanHttpInstrumentation extends HttpInstrumentation {}
+class LeanHttpInstrumentation extends HttpInstrumentation {
+  /** The share of new traces recorded (set by processInstrumentations for the running SDK). */
+  ratio = 1;
+}
 {
   const proto = LeanHttpInstrumentation.prototype as unknown as { _incomingRequestFunction(component: string, original: EmitRequest): EmitRequest };
   const full = proto._incomingRequestFunction;
   proto._incomingRequestFunction = function (component, original) {
+    const instrumentation = this as unknown as LeanHttpInstrumentation;
     const traced = full.call(this, component, original);
     return function incomingRequest(this: unknown, event, ...args) {
       if (event !== 'request') return original.apply(this, [event, ...args]);
       const { headers } = args[0] as IncomingMessage;
       // Inside a caller's trace (a valid traceparent) the caller decided, and the full path follows that decision.
       const parent = headers.traceparent === undefined ? undefined : trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
-      if ((parent && isSpanContextValid(parent)) || Math.random() < incomingRatio) return traced.apply(this, [event, ...args]);
+      if ((parent && isSpanContextValid(parent)) || Math.random() < instrumentation.ratio) return traced.apply(this, [event, ...args]);
       // Not drawn. The request's emitters are not bound to this context (the full path binds them): a listener that
       // logs must be bound itself (inActiveContext).
       const unsampled = trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE });
