@@ -51,6 +51,9 @@ it('leaves queued and polling tasks to the task-runner', async () => {
   const polling = await makeTask(ctx.db);
   await taskRepository.markSubmitted(ctx.db, polling.id, { channelId: 'ch_x', upstreamId: 'pred_5', upstreamUrls: null });
   await letGoStale(queued.id, polling.id);
-  expect(await reconciler.runOnce()).toMatchObject({ tasks: 0, readded: 0 });
+  // The earlier test's running task may still be examined (its archive job exists): nothing may be added or completed.
+  expect(await reconciler.runOnce()).toMatchObject({ readded: 0, completed: 0 });
   expect(await queues.get('tasks').getJob(jobIdFor(TaskSubmit, [queued.id]))).toBeUndefined();
+  expect(await taskRepository.find(ctx.db, queued.id)).toMatchObject({ status: 'queued' });
+  expect(await taskRepository.find(ctx.db, polling.id)).toMatchObject({ status: 'running' });
 });
