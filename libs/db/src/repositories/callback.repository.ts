@@ -174,11 +174,6 @@ export const callbackRepository = {
     return signingOf(await callbackRepository.secret(db, workspaceId, make, now));
   },
 
-  /** One task's attempt context (attemptContexts for a single task); null when there is no such task. */
-  async attemptContext(db: DbClient, taskId: string, now = new Date()): Promise<AttemptContext | null> {
-    return (await callbackRepository.attemptContexts(db, [taskId], now)).get(taskId) ?? null;
-  },
-
   /**
    * Everything the delivery attempts of `taskIds` read, in one statement (issue 12: an attempt's store round trips,
    * then the client's cost per statement, were its cost; the dispatcher reads the attempts it runs at once together):

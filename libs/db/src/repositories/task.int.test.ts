@@ -148,7 +148,7 @@ describe('callbacks', () => {
       workspaceId: task.workspaceId, taskId: task.id, attempt: k, deliveryId: `dlv_${task.id}_${k}`, url: 'https://hooks.example/cb',
       statusCode, durationMs: 3, error: null, responseHead: null, at,
     });
-    const read = (await callbackRepository.attemptContext(ctx.db, task.id))!;
+    const read = (await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!;
     expect(read).toMatchObject({ task: { id: task.id, callbackState: 'pending', callbackRoundStart: 1 }, last: null, currency: 'USD', signing: null, archivedFile: null });
     // Attempt 1 failed: the retry step is applied (the task moved); its re-run records and applies nothing.
     const failed = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(1, 500), read.task, { attempt: 1, to: 'pending' });
@@ -156,7 +156,7 @@ describe('callbacks', () => {
     const again = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(1, 200), read.task, { attempt: 1, to: 'delivered', at: new Date() });
     expect(again).toMatchObject({ recorded: false, applied: false });
     const secret = await callbackRepository.secret(ctx.db, task.workspaceId, make);
-    expect((await callbackRepository.attemptContext(ctx.db, task.id))!).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
+    expect((await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
     // A redelivery starts a new round while attempt 2 is in flight: decided on round 1, it is recorded but not applied.
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 2 });
     const raced = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(2, 500), read.task, { attempt: 2, to: 'parked' });
@@ -165,7 +165,7 @@ describe('callbacks', () => {
     const delivered = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(3, 200), raced.task!, { attempt: 3, to: 'delivered', at: new Date() });
     expect(delivered).toMatchObject({ recorded: true, applied: true });
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 2 });
-    expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
+    expect((await callbackRepository.attemptContexts(ctx.db, ['tsk_none'])).get('tsk_none')).toBeUndefined();
   });
 });
 
