@@ -84,8 +84,8 @@ export const startPortkey = () =>
   });
 
 /** bench/chat's floor: the thinnest pass-through gateway (floor-proxy.mjs) in front of `upstream`. */
-export const startFloorProxy = (upstream) =>
-  startNode({ name: 'floor-proxy', script: join(root, 'bench', 'lib', 'floor-proxy.mjs'), env: { UPSTREAM: upstream } });
+export const startFloorProxy = (upstream, nodeArgs = []) =>
+  startNode({ name: 'floor-proxy', script: join(root, 'bench', 'lib', 'floor-proxy.mjs'), env: { UPSTREAM: upstream }, nodeArgs });
 
 /**
  * bench/evaluate's floor (floor-queue.mjs) on its own queue prefix: the HTTP server that enqueues and awaits the
