@@ -13,8 +13,8 @@
 // crosses: the gateway, the sim, this load generator, Redis and Postgres. All of them share the machine's cores, so
 // req/s ≈ cores ÷ their sum; the direct case is a gateway that costs nothing, the bound no gateway can pass.
 // Usage: npm run bench -- chat
-import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
-import { CORES, perRequestCpu, pidsCpuMs, postgresCpuMs, printCpuTable, redisCpuMs, selfCpuMs, totalCpu } from './lib/cpu.mjs';
+import { DURATION_MS, WARMUP_MS, untilAnswers } from './lib/load.mjs';
+import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
 import { gensvc } from './lib/gensvc.mjs';
 import { startEdge, startFloorProxy, startPortkey, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
@@ -51,7 +51,7 @@ await withStack(async ({ env, db }) => {
     procs.push(floor);
     const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
     const gateways = { direct: [], gensvc: [edge.pid], 'gensvc×2': [edge.pid, edge2.pid], portkey: [portkey.pid], floor: [floor.pid] };
-    const cpuSources = (name) => ({ gateway: pidsCpuMs(...gateways[name]), sim: pidsCpuMs(sim.pid), 'load gen': selfCpuMs, redis: redisCpuMs(redis), postgres: postgresCpuMs(db) });
+    const cpuSources = (name) => ({ gateway: pidsCpuMs(...gateways[name]), ...harnessCpuSources({ simPid: sim.pid, redis, db }) });
 
     const json = { 'content-type': 'application/json' };
     const targets = (stream) => {
@@ -80,10 +80,7 @@ await withStack(async ({ env, db }) => {
       for (const concurrency of CONCURRENCIES) {
         const row = { stream, concurrency };
         // Interleaved, so that drift in the machine's load touches them all alike.
-        for (const name of NAMES) {
-          const { result, cpu } = await perRequestCpu(cpuSources(name), () => measure(t[name], { concurrency }), (x) => x.answered + x.errors);
-          row[name] = { ...result, cpu };
-        }
+        for (const name of NAMES) row[name] = await measureCpu(t[name], { concurrency }, cpuSources(name));
         gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
         results.push(row);
       }

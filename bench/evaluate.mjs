@@ -10,8 +10,8 @@
 // evaluate-worker's). Each case meters CPU ms per request (/proc utime+stime over the case, warm-up included) of
 // every process it crosses; all share the machine's cores, so req/s ≈ cores ÷ their sum.
 // Usage: npm run bench -- evaluate
-import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
-import { CORES, perRequestCpu, pidsCpuMs, postgresCpuMs, printCpuTable, redisCpuMs, selfCpuMs, totalCpu } from './lib/cpu.mjs';
+import { DURATION_MS, WARMUP_MS, untilAnswers } from './lib/load.mjs';
+import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
 import { gensvc } from './lib/gensvc.mjs';
 import { startEdge, startFloorQueue, startService, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
@@ -57,10 +57,7 @@ await withStack(async ({ env, db }) => {
     const cpuSources = (name) => ({
       'edge/server': pidsCpuMs(...crossed[name][0]),
       worker: pidsCpuMs(...crossed[name][1]),
-      sim: pidsCpuMs(sim.pid),
-      'load gen': selfCpuMs,
-      redis: redisCpuMs(redis),
-      postgres: postgresCpuMs(db),
+      ...harnessCpuSources({ simPid: sim.pid, redis, db }),
     });
 
     const json = { 'content-type': 'application/json' };
@@ -79,10 +76,7 @@ await withStack(async ({ env, db }) => {
     let gensvcAnswers = 0;
     for (const concurrency of CONCURRENCIES) {
       const row = { concurrency };
-      for (const name of NAMES) {
-        const { result, cpu } = await perRequestCpu(cpuSources(name), () => measure(targets[name], { concurrency }), (x) => x.answered + x.errors);
-        row[name] = { ...result, cpu };
-      }
+      for (const name of NAMES) row[name] = await measureCpu(targets[name], { concurrency }, cpuSources(name));
       gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
       results.push(row);
     }

@@ -3,6 +3,7 @@
 // throughput ≈ cores ÷ (CPU ms per request summed over every process the request crosses).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { measure } from './load.mjs';
 import { printTable } from './table.mjs';
 
 /** Linux's USER_HZ (`getconf CLK_TCK`): 100 on every mainstream build. */
@@ -54,16 +55,22 @@ export const postgresCpuMs = (db) => {
 };
 
 /**
- * Meters `sources` ({ name: () => ms or Promise<ms> }) over `fn`: answers fn's result and, per name, the CPU ms
- * used meanwhile divided by `count(result)` (the requests it made).
+ * The processes every case of a bench/chat or bench/evaluate run crosses besides its gateway: the sim, this load
+ * generator, Redis and Postgres. Fresh for each case (postgresCpuMs keeps state).
  */
-export async function perRequestCpu(sources, fn, count) {
+export const harnessCpuSources = ({ simPid, redis, db }) => ({ sim: pidsCpuMs(simPid), 'load gen': selfCpuMs, redis: redisCpuMs(redis), postgres: postgresCpuMs(db) });
+
+/**
+ * measure(target, options), metering `sources` ({ name: () => ms or Promise<ms> }) meanwhile: answers measure's
+ * result with `cpu`, per name the CPU ms used divided by the requests made (warm-up included, errors included).
+ */
+export async function measureCpu(target, options, sources) {
   const read = async () => Object.fromEntries(await Promise.all(Object.entries(sources).map(async ([k, f]) => [k, await f()])));
   const before = await read();
-  const result = await fn();
+  const result = await measure(target, options);
   const after = await read();
-  const n = count(result);
-  return { result, cpu: Object.fromEntries(Object.keys(sources).map((k) => [k, (after[k] - before[k]) / n])) };
+  const n = result.answered + result.errors;
+  return { ...result, cpu: Object.fromEntries(Object.keys(sources).map((k) => [k, (after[k] - before[k]) / n])) };
 }
 
 /**
