@@ -5,23 +5,32 @@
 //   gensvc×2 the same, alternating between two edge replicas that share Postgres and Redis (their budget leases
 //            and rate limits are shared through the stores)
 //   portkey  POST {portkey}/v1/chat/completions, Portkey's open-source gateway 1.15.2 forwarding to the same sim path
+//   floor    the same sim path through the thinnest correct Node pass-through (lib/floor-proxy.mjs: node:http in, an
+//            undici Pool out, no auth, billing or logging): the least any Node gateway can add on this machine
 // Each non-streamed and streamed (SSE, read to `data: [DONE]`), at concurrency 1 and 32, DURATION_MS per case after
 // WARMUP_MS, keep-alive connections. Overhead = gateway percentile − direct percentile from the same run.
+// Each case also meters CPU ms per request (/proc utime+stime over the case, warm-up included) of every process it
+// crosses: the gateway, the sim, this load generator, Redis and Postgres. All of them share the machine's cores, so
+// req/s ≈ cores ÷ their sum; the direct case is a gateway that costs nothing, the bound no gateway can pass.
 // Usage: npm run bench -- chat
-import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
-import { startEdge, startPortkey, startSim } from './lib/processes.mjs';
+import { DURATION_MS, WARMUP_MS, untilAnswers } from './lib/load.mjs';
+import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
+import { gensvc } from './lib/gensvc.mjs';
+import { startEdge, startFloorProxy, startPortkey, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
-const NAMES = ['direct', 'gensvc', 'gensvc×2', 'portkey'];
+const NAMES = ['direct', 'gensvc', 'gensvc×2', 'portkey', 'floor'];
 const CHANNEL = 'sim-openai';
 const TARGET_OVERHEAD_MS = 0.5;
 const TARGET_VS_PORTKEY = 1.5;
 
 const body = (model, stream) =>
   JSON.stringify({ model, stream, max_tokens: 32, messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }] });
+const label = (r) => `${r.stream ? 'stream' : 'json'} c=${r.concurrency}`;
+const ms3 = (v) => v.toFixed(3);
 const checkJson = (status, text) => (status !== 200 ? `status ${status}` : text.includes('"chat.completion"') ? null : `not a chat completion: ${text.slice(0, 200)}`);
 // A stream is right when it ended cleanly: its last event is [DONE] (a cut stream ends with an error event instead).
 const checkStream = (status, text) => (status !== 200 ? `status ${status}` : text.trimEnd().endsWith('data: [DONE]') ? null : `stream did not end with [DONE]: …${text.slice(-200)}`);
@@ -38,6 +47,11 @@ await withStack(async ({ env, db }) => {
     procs.push(edge2);
     const portkey = await startPortkey();
     procs.push(portkey);
+    const floor = await startFloorProxy(sim.url);
+    procs.push(floor);
+    const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
+    const gateways = { direct: [], gensvc: [edge.pid], 'gensvc×2': [edge.pid, edge2.pid], portkey: [portkey.pid], floor: [floor.pid] };
+    const cpuSources = (name) => ({ gateway: pidsCpuMs(...gateways[name]), ...harnessCpuSources({ simPid: sim.pid, redis, db }) });
 
     const json = { 'content-type': 'application/json' };
     const targets = (stream) => {
@@ -52,6 +66,7 @@ await withStack(async ({ env, db }) => {
           body: body('chat-1', stream),
           check,
         },
+        floor: { url: `${floor.url}/ch/${CHANNEL}/v1/chat/completions`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: body('chat-1', stream), check },
       };
     };
     for (const stream of [false, true]) for (const t of Object.values(targets(stream))) await untilAnswers(t);
@@ -64,14 +79,15 @@ await withStack(async ({ env, db }) => {
       const t = targets(stream);
       for (const concurrency of CONCURRENCIES) {
         const row = { stream, concurrency };
-        // Interleaved, so that drift in the machine's load touches all three alike.
-        for (const name of NAMES) row[name] = await measure(t[name], { concurrency });
+        // Interleaved, so that drift in the machine's load touches them all alike.
+        for (const name of NAMES) row[name] = await measureCpu(t[name], { concurrency }, cpuSources(name));
         gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
         results.push(row);
       }
     }
     const edgePeak = edgeRss.stop();
     const portkeyPeak = portkeyRss.stop();
+    redis.disconnect();
 
     console.log(`bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`);
     const rows = [];
@@ -80,7 +96,7 @@ await withStack(async ({ env, db }) => {
         const x = r[name];
         const over = name === 'direct' ? null : { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 };
         rows.push([
-          `${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`,
+          `${label(r)} ${name}`,
           int(x.rps),
           ms(x.p50),
           ms(x.p99),
@@ -92,21 +108,36 @@ await withStack(async ({ env, db }) => {
       }
     }
     printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
-    for (const r of results) for (const name of NAMES) printErrors(`${r.stream ? 'stream' : 'json'} c=${r.concurrency} ${name}`, r[name]);
+    for (const r of results) for (const name of NAMES) printErrors(`${label(r)} ${name}`, r[name]);
 
     console.log('targets');
     for (const r of results) {
       if (r.concurrency === 1) {
         const over = r.gensvc.p50 - r.direct.p50;
-        console.log(`  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms`);
+        console.log(`  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms, the floor's ${ms(r.floor.p50 - r.direct.p50)} ms`);
       }
       if (r.concurrency === 32) {
         const x = r.gensvc.rps / r.portkey.rps;
-        console.log(`  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}`);
+        console.log(`  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}; the floor's ${ratio(r.floor.rps / r.portkey.rps)}`);
       }
     }
     // Read in its build (build/start-server.js): the stream reader sleeps 25 ms before the first event it relays.
     console.log("  (Portkey 1.15.2 waits 25 ms before relaying a stream's first event: a setTimeout(25) in its SSE reader)");
+    console.log(`CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)`);
+    printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `${label(r)} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
+    console.log(`the floor: req/s ≈ ${CORES} cores ÷ total CPU per request (every process shares them)`);
+    for (const r of results) {
+      const total = Object.fromEntries(NAMES.map((n) => [n, totalCpu(r[n].cpu)]));
+      const gw = Object.fromEntries(NAMES.map((n) => [n, r[n].cpu.gateway + r[n].cpu.redis + r[n].cpu.postgres]));
+      // Where gensvc's edge (and the store work it causes) sits between the floor (0) and Portkey (1), in CPU per request.
+      const between = (gw.gensvc - gw.floor) / (gw.portkey - gw.floor);
+      console.log(
+        `  ${label(r).padEnd(11)} a zero-cost gateway: ≤ ${ratio(total.portkey / total.direct)} Portkey's req/s; the floor gateway: ${ratio(total.portkey / total.floor)}; ` +
+          `gensvc: ${ratio(total.portkey / total.gensvc)}.  Gateway + stores ms/req: floor ${ms3(gw.floor)}, gensvc ${ms3(gw.gensvc)}, Portkey ${ms3(gw.portkey)} ` +
+          `(gensvc at ${between.toFixed(2)} of the way from floor to Portkey)` +
+          (r.concurrency === 32 ? `; ${TARGET_VS_PORTKEY}x Portkey needs a total ≤ ${ms3(total.portkey / TARGET_VS_PORTKEY)} ms, of which sim + load gen take ${ms3(total.direct)}` : ''),
+      );
+    }
     console.log(`peak RSS over the run: edge ${edgePeak.toFixed(0)} MiB, Portkey ${portkeyPeak.toFixed(0)} MiB`);
 
     // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger, settled off the latency path.

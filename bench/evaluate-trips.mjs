@@ -7,8 +7,8 @@
 // Then, with MONITOR off, the same calls at concurrency 1 and 32 (5 s each): CPU and read/write system calls per
 // request of the edge and the worker (/proc/<pid>/stat and /proc/<pid>/io; a socket write or read is one each).
 // Usage: npm run bench -- evaluate-trips   (N=200)
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { cpuMs, redisCpuMs as redisCpu, selfCpuMs, syscalls } from './lib/cpu.mjs';
 import { gensvc } from './lib/gensvc.mjs';
 import { measure } from './lib/load.mjs';
 import { startEdge, startService, startSim } from './lib/processes.mjs';
@@ -20,18 +20,6 @@ const { createRedisConnection } = gensvc('queue');
 
 const body = (model) =>
   JSON.stringify({ model, state: { transcript: 'The customer asked for a refund.' }, questions: { resolved: { type: 'boolean', instructions: 'Resolved?' } } });
-
-/** CPU milliseconds (user + system) a process has used so far. */
-function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
-}
-
-/** Read and write system calls a process has made so far. */
-function syscalls(pid) {
-  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((l) => l.split(': ')));
-  return { r: Number(io.syscr), w: Number(io.syscw) };
-}
 
 async function timed(url, headers, payload) {
   const t = performance.now();
@@ -131,12 +119,7 @@ await withStack(async ({ env, db }) => {
     const rows2 = [];
     // Redis's own CPU (INFO: it serves every engineer's tests too, so read it as an upper bound), the sim's and this
     // load generator's, to show where the two cores go.
-    const redisCpuMs = async () => {
-      const info = await redis.info('cpu');
-      const f = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]);
-      return (f('used_cpu_user') + f('used_cpu_sys')) * 1000;
-    };
-    const selfCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+    const redisCpuMs = redisCpu(redis);
     for (const concurrency of [1, 32]) {
       const pids = { edge: edge.pid, worker: procs[1].pid };
       const o0 = { redis: await redisCpuMs(), sim: cpuMs(sim.pid), load: selfCpuMs() };

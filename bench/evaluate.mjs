@@ -4,15 +4,22 @@
 // and the charge written before the answer), and through gensvc×2 (the same, alternating between two edge replicas
 // sharing one worker, Postgres and Redis), at concurrency 1 and 32, DURATION_MS per case after WARMUP_MS, keep-alive
 // connections. Overhead = gensvc percentile − direct percentile from the same run.
+// The floor rows are the least a BullMQ hop allows (lib/floor-queue.mjs): a node:http server that adds the job and
+// awaits its reply on a pub/sub channel, and a worker that calls the sim and publishes the reply, on the same Redis;
+// no auth, no billing. `floor` runs a plain BullMQ Worker, `floor takeOne` libs/queue's takeOnePerJob loop (the
+// evaluate-worker's). Each case meters CPU ms per request (/proc utime+stime over the case, warm-up included) of
+// every process it crosses; all share the machine's cores, so req/s ≈ cores ÷ their sum.
 // Usage: npm run bench -- evaluate
-import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
-import { startEdge, startService, startSim } from './lib/processes.mjs';
+import { DURATION_MS, WARMUP_MS, untilAnswers } from './lib/load.mjs';
+import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
+import { gensvc } from './lib/gensvc.mjs';
+import { startEdge, startFloorQueue, startService, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
 import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
-const NAMES = ['direct', 'gensvc', 'gensvc×2'];
+const NAMES = ['direct', 'gensvc', 'gensvc×2', 'floor', 'floor takeOne'];
 const TARGET_OVERHEAD_MS = 2;
 const TARGET_RPS = 1000;
 
@@ -35,27 +42,41 @@ await withStack(async ({ env, db }) => {
   try {
     await seedSim(db, sim.url);
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
-    procs.push(await startService('evaluate-worker', env));
+    const worker = await startService('evaluate-worker', env);
+    procs.push(worker);
     const edge = await startEdge(env);
     procs.push(edge);
     const edge2 = await startEdge(env);
     procs.push(edge2);
+    const floor = await startFloorQueue(env, sim.url, 'bullmq');
+    const floorTakeOne = await startFloorQueue(env, sim.url, 'takeOnePerJob');
+    procs.push(...floor, ...floorTakeOne);
+    const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
+    // The processes each case crosses: [HTTP front (edge or floor server), worker].
+    const crossed = { direct: [[], []], gensvc: [[edge.pid], [worker.pid]], 'gensvc×2': [[edge.pid, edge2.pid], [worker.pid]], floor: floor.map((p) => [p.pid]), 'floor takeOne': floorTakeOne.map((p) => [p.pid]) };
+    const cpuSources = (name) => ({
+      'edge/server': pidsCpuMs(...crossed[name][0]),
+      worker: pidsCpuMs(...crossed[name][1]),
+      ...harnessCpuSources({ simPid: sim.pid, redis, db }),
+    });
 
     const json = { 'content-type': 'application/json' };
     const targets = {
       direct: { url: `${sim.url}/ch/sim-evaluate/evaluate`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: request('eval-1'), check },
       gensvc: { url: `${edge.url}/api/v1/evaluate`, headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
       'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/api/v1/evaluate`), headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
+      floor: { url: `${floor[0].url}/evaluate`, headers: json, body: request('eval-1'), check },
+      'floor takeOne': { url: `${floorTakeOne[0].url}/evaluate`, headers: json, body: request('eval-1'), check },
     };
     for (const t of Object.values(targets)) await untilAnswers(t);
 
     const edgeRss = rssSampler(edge.pid);
-    const workerRss = rssSampler(procs[1].pid);
+    const workerRss = rssSampler(worker.pid);
     const results = [];
     let gensvcAnswers = 0;
     for (const concurrency of CONCURRENCIES) {
       const row = { concurrency };
-      for (const name of NAMES) row[name] = await measure(targets[name], { concurrency });
+      for (const name of NAMES) row[name] = await measureCpu(targets[name], { concurrency }, cpuSources(name));
       gensvcAnswers += row.gensvc.answered + row['gensvc×2'].answered;
       results.push(row);
     }
@@ -78,6 +99,15 @@ await withStack(async ({ env, db }) => {
     console.log(`  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`);
     console.log(`  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`);
     console.log(`  c=32  gensvc×2 ${int(many['gensvc×2'].rps)} req/s (two edges, one worker)`);
+    console.log(`  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms, takeOnePerJob ${ms(one['floor takeOne'].p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s, takeOnePerJob ${int(many['floor takeOne'].rps)} req/s`);
+    console.log('CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)');
+    printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `c=${r.concurrency} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
+    const bound = (name) => (CORES * 1000) / totalCpu(many[name].cpu);
+    console.log(
+      `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain BullMQ worker, ${int(bound('floor takeOne'))} with takeOnePerJob, ` +
+        `${int(bound('gensvc'))} for gensvc (target ≥ ${TARGET_RPS}); no gateway at all: ${int(bound('direct'))}`,
+    );
+    redis.disconnect();
     console.log(`peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, evaluate-worker ${workerRss.stop().toFixed(0)} MiB`);
 
     // Billing was on: every answer gensvc gave (warm-ups and the readiness probes included) is one charge in the

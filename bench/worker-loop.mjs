@@ -5,10 +5,10 @@
 // alternating 2 s slices. Per job and worker: the time from add to reply, the worker's CPU (/proc) and its socket
 // reads and writes. No upstream call and no edge: what is left is the queue hop itself.
 // Usage: npm run bench -- worker-loop   (N=300 serial jobs per loop)
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { cpuMs, syscalls as io } from './lib/cpu.mjs';
 import { gensvc } from './lib/gensvc.mjs';
 import { printTable } from './lib/table.mjs';
 
@@ -46,14 +46,6 @@ if (process.argv[2] === '--child') {
   const N = Number(process.env.N ?? 300);
   const modes = ['bullmq', 'takeOnePerJob'];
   const stamp = `bench-loop-${process.pid}`;
-  const cpuMs = (pid) => {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-  };
-  const io = (pid) => {
-    const m = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((l) => l.split(': ')));
-    return { r: Number(m.syscr), w: Number(m.syscw) };
-  };
   const connection = createRedisConnection(REDIS_URL, { name: 'bench-loop-producer' });
   const subscriber = createRedisConnection(REDIS_URL, { name: 'bench-loop-replies' });
   const w = {};

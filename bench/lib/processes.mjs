@@ -82,3 +82,19 @@ export const startPortkey = () =>
     env: {},
     readyPath: '/',
   });
+
+/** bench/chat's floor: the thinnest pass-through gateway (floor-proxy.mjs) in front of `upstream`. */
+export const startFloorProxy = (upstream, nodeArgs = []) =>
+  startNode({ name: 'floor-proxy', script: join(root, 'bench', 'lib', 'floor-proxy.mjs'), env: { UPSTREAM: upstream }, nodeArgs });
+
+/**
+ * bench/evaluate's floor (floor-queue.mjs) on its own queue prefix: the HTTP server that enqueues and awaits the
+ * reply, and a worker with `loop` ('bullmq' or 'takeOnePerJob') that calls the sim. Answers [server, worker].
+ */
+export async function startFloorQueue(env, simUrl, loop) {
+  const script = join(root, 'bench', 'lib', 'floor-queue.mjs');
+  const floorEnv = { REDIS_URL: env.REDIS_URL, FLOOR_PREFIX: `${env.QUEUE_PREFIX}-floor-${loop}` };
+  const worker = await startNode({ name: `floor-worker (${loop})`, script, args: ['worker', loop], env: { ...floorEnv, SIM: simUrl }, port: false });
+  const server = await startNode({ name: `floor-server (${loop})`, script, args: ['server'], env: floorEnv });
+  return [server, worker];
+}
