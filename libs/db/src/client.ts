@@ -97,8 +97,9 @@ export function withTxHandle<T>(db: DbHandle, fn: (tx: Tx) => Promise<T>): Promi
   return withTx(clientOf(db), (tx) => fn(tx as unknown as Tx));
 }
 
+/** Readiness: on the pool, not through Prisma, whose query compiler loads at a client's first query (issue 11). */
 export async function pingDb(db: Db): Promise<void> {
-  await clientOf(db).$queryRaw`SELECT 1`;
+  await queryPrepared(clientOf(db), 'gensvc_ping', 'SELECT 1', []);
 }
 
 /** A unique constraint refused the write (Prisma P2002): the row was made concurrently, or already exists. */
