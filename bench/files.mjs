@@ -1,6 +1,6 @@
 // bench/files: upload throughput through the edge (POST /v1/files, multipart, streamed from the client, 25 MiB
-// bodies made on the fly) against PutObject straight to the same S3 with lib-storage's Upload (the same part size
-// and queue the edge uses), in the same run; and the edge's memory while 10 such uploads run at once.
+// bodies made on the fly) against PutObject straight to the same S3 with the storage library's putObjectStream
+// (the same part size and queue the edge uses), in the same run; and the edge's memory while 10 such uploads run at once.
 //   c=1    UPLOADS uploads one after another, each way
 //   c=10   10 uploads at once, each way (aggregate MiB/s), sampling the edge's RSS against its idle RSS
 // The S3 is the stack's s3rver (in this process, so the load generator shares its core; both ways pay it alike).

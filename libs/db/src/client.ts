@@ -58,14 +58,21 @@ export interface DbOptions {
  */
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
+  // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
+  // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
+  // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11).
+  pool.on('error', () => undefined);
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
   return db as unknown as Db;
 }
 
 /** Closes the database's connections (its pool with them): the last step of a service's shutdown. */
-export function closeDb(db: Db): Promise<void> {
-  return clientOf(db).$disconnect();
+export async function closeDb(db: Db): Promise<void> {
+  const client = clientOf(db);
+  await client.$disconnect(); // ends the pool when Prisma had connected (disposeExternalPool)
+  const pool = pools.get(client);
+  if (pool && !pool.ended) await pool.end();
 }
 
 const pools = new WeakMap<object, pg.Pool>();
@@ -97,8 +104,9 @@ export function withTxHandle<T>(db: DbHandle, fn: (tx: Tx) => Promise<T>): Promi
   return withTx(clientOf(db), (tx) => fn(tx as unknown as Tx));
 }
 
+/** Readiness: on the pool, not through Prisma, whose query compiler loads at a client's first query (issue 11). */
 export async function pingDb(db: Db): Promise<void> {
-  await clientOf(db).$queryRaw`SELECT 1`;
+  await queryPrepared(clientOf(db), 'gensvc_ping', 'SELECT 1', []);
 }
 
 /** A unique constraint refused the write (Prisma P2002): the row was made concurrently, or already exists. */

@@ -1,15 +1,18 @@
 // OpenTelemetry bootstrap. main.ts calls startTelemetry() before it requires express, ioredis or pg: the
 // instrumentations patch those modules through require hooks, so a module loaded earlier is never traced.
 import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { defaultResource, detectResources, envDetector, hostDetector, processDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import type { IncomingMessage } from 'node:http';
 import {
+  BasicTracerProvider,
   BatchSpanProcessor,
   NoopSpanProcessor,
   ParentBasedSampler,
@@ -41,38 +44,48 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
+/**
+ * What NodeSDK.start() did with this configuration, without NodeSDK (issue 11: its module graph — metric and log
+ * SDKs, every OTLP exporter flavour, gRPC, Prometheus — cost ~10 MiB of the edge's RSS for parts never started):
+ * the instrumentations registered, an AsyncLocalStorage context manager, the W3C trace-context and baggage
+ * propagators, one tracer provider with the resource (defaults, then the env/process/host detectors, then the service
+ * name, so OTEL_SERVICE_NAME cannot rename a service behind its entrypoint), the sampler and the span processors; span
+ * limits from the environment as before (BasicTracerProvider reads them). No metric or log provider: metrics are
+ * prom-client's (metrics.ts) and logs go to stdout (logger.ts).
+ */
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   const spanProcessors = [...(options.spanProcessors ?? [])];
   if (options.otlpEndpoint) {
+    // Loaded only when traces are exported: the OTLP exporter's modules (transformer, HTTP transport) are ~5 MiB.
+    const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
     spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(options.otlpEndpoint) })));
   }
-  // NodeSDK registers no tracer provider without a processor, and without one new root spans carry no ids: the
-  // no-op processor keeps ids being made and propagated (and so written into logs) while exporting nothing.
+  // Without a processor new root spans would carry no ids: the no-op processor keeps ids being made and propagated
+  // (and so written into logs) while exporting nothing.
   if (spanProcessors.length === 0) spanProcessors.push(new NoopSpanProcessor());
 
   const ratio = options.sampleRatio ?? 1;
   const instrumentations = processInstrumentations(ratio);
+  registerInstrumentations({ instrumentations });
 
-  const sdk = new NodeSDK({
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': options.serviceName })),
-    // Merged after the resource detectors, so OTEL_SERVICE_NAME cannot rename a service behind its entrypoint.
-    serviceName: options.serviceName,
+  const contextManager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(contextManager);
+  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
+  const provider = new BasicTracerProvider({
+    resource: defaultResource()
+      .merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
+      .merge(resourceFromAttributes({ 'service.name': options.serviceName })),
     sampler: new ParentBasedSampler({ root: new RootSampler(ratio) }),
     spanProcessors,
-    instrumentations,
-    // Left unset, NodeSDK would build OTLP metric and log exporters from the environment and post to
-    // localhost:4318. Metrics are prom-client's (metrics.ts) and logs go to stdout (logger.ts).
-    metricReaders: [],
-    logRecordProcessors: [],
   });
-  sdk.start();
+  trace.setGlobalTracerProvider(provider);
 
   let stopped: Promise<void> | undefined;
   return {
     shutdown() {
-      stopped ??= sdk.shutdown().finally(() => {
-        // NodeSDK.shutdown() flushes and closes the providers but leaves the globals registered and the modules
-        // patched; a second SDK in the same process (tests) could then register nothing.
+      stopped ??= provider.shutdown().finally(() => {
+        // The provider is flushed and closed; the globals are unregistered and the modules unpatched too, so that a
+        // second startTelemetry() in the same process (tests) registers afresh.
         for (const instrumentation of instrumentations) instrumentation.disable();
         trace.disable();
         context.disable();
@@ -102,7 +115,7 @@ function processInstrumentations(ratio: number): Instrumentation[] {
   } else {
     created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
   }
-  // The running SDK's share of new traces, which the kept http instrumentation draws by.
+  // The running telemetry's share of new traces, which the kept http instrumentation draws by.
   (created[0] as LeanHttpInstrumentation).ratio = ratio;
   return created;
 }
@@ -138,7 +151,7 @@ const ids = new RandomIdGenerator();
 type EmitRequest = (this: unknown, event: string, ...args: unknown[]) => boolean;
 
 class LeanHttpInstrumentation extends HttpInstrumentation {
-  /** The share of new traces recorded (set by processInstrumentations for the running SDK). */
+  /** The share of new traces recorded (set by processInstrumentations for the running telemetry). */
   ratio = 1;
 }
 {

@@ -1,12 +1,21 @@
 // Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
 // are; S3 holds only the bytes, under keys that name their workspace.
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createS3, type S3Settings } from './s3';
 
-/** Multipart part size and parts in flight: at most about (queueSize + 1) × partSize of a stream is held in memory. */
+/** Multipart part size and parts in flight: at most (queueSize + 1) × partSize of a stream is held in memory. */
 export const UPLOAD_PART_SIZE = 5 * 1024 * 1024;
 export const UPLOAD_QUEUE_SIZE = 2;
 
@@ -37,25 +46,81 @@ export interface PutStreamInput {
 
 /**
  * Streams `body` into `key` (one PutObject under a part size, a multipart upload above). Resolves once the object
- * is complete. To give up, destroy `body` with an error: the promise then rejects only after the multipart upload
- * is aborted, so no object and no parts are left behind (Upload.abort() would reject at once while parts are still
- * in flight).
+ * is complete. To give up, destroy `body` with an error: the promise then rejects only after the parts in flight
+ * have settled and the multipart upload is aborted, so no object and no parts are left behind.
+ *
+ * The stream is copied once into part-sized buffers, reused as their parts are sent: at most UPLOAD_QUEUE_SIZE parts
+ * in flight and one filling, and nothing else (issue 11: lib-storage's Upload concatenated each part out of the
+ * stream's chunks and kept the part's tail as a view of that copy, so every upload held about twice its parts and
+ * left the rest to the garbage collector; 10 concurrent 25 MiB uploads raised the edge's RSS by 165–213 MiB).
  */
 export async function putObjectStream(s3: S3Client, input: PutStreamInput): Promise<void> {
-  const upload = new Upload({
-    client: s3,
-    params: {
-      Bucket: input.bucket,
-      Key: input.key,
-      Body: input.body,
-      ContentType: input.contentType,
-      ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
-    },
-    partSize: UPLOAD_PART_SIZE,
-    queueSize: UPLOAD_QUEUE_SIZE,
-    leavePartsOnError: false,
-  });
-  await upload.done();
+  const object = {
+    Bucket: input.bucket,
+    Key: input.key,
+    ContentType: input.contentType,
+    ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
+  };
+  const spare: Buffer[] = [];
+  let part: Buffer = Buffer.allocUnsafe(UPLOAD_PART_SIZE);
+  let filled = 0;
+  let sentParts = 0;
+  let uploadId: string | undefined;
+  const done: CompletedPart[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let failed: { error: unknown } | undefined;
+
+  const send = (buffer: Buffer, length: number) => {
+    const PartNumber = ++sentParts;
+    const sent: Promise<void> = s3
+      .send(new UploadPartCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
+      .then(({ ETag }) => {
+        done.push({ ETag, PartNumber });
+        spare.push(buffer);
+      })
+      .catch((error: unknown) => {
+        failed ??= { error };
+      })
+      .finally(() => inFlight.delete(sent));
+    inFlight.add(sent);
+  };
+  const check = () => {
+    if (failed) throw failed.error;
+  };
+
+  try {
+    for await (const chunk of input.body as AsyncIterable<Buffer>) {
+      check();
+      for (let offset = 0; offset < chunk.length; ) {
+        const n = Math.min(chunk.length - offset, UPLOAD_PART_SIZE - filled);
+        chunk.copy(part, filled, offset, offset + n);
+        filled += n;
+        offset += n;
+        if (filled < UPLOAD_PART_SIZE) continue;
+        uploadId ??= (await s3.send(new CreateMultipartUploadCommand(object))).UploadId;
+        while (inFlight.size >= UPLOAD_QUEUE_SIZE) await Promise.race(inFlight);
+        check();
+        send(part, filled);
+        part = spare.pop() ?? Buffer.allocUnsafe(UPLOAD_PART_SIZE);
+        filled = 0;
+      }
+    }
+    if (uploadId === undefined) {
+      await s3.send(new PutObjectCommand({ ...object, Body: part.subarray(0, filled), ContentLength: filled }));
+      return;
+    }
+    if (filled > 0) send(part, filled);
+    await Promise.all(inFlight);
+    check();
+    done.sort((a, b) => a.PartNumber! - b.PartNumber!);
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId, MultipartUpload: { Parts: done } }));
+  } catch (e) {
+    await Promise.all(inFlight);
+    if (uploadId !== undefined) {
+      await s3.send(new AbortMultipartUploadCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId })).catch(() => undefined);
+    }
+    throw e;
+  }
 }
 
 export interface ObjectRange {

@@ -57,6 +57,9 @@ const FIND_BY_HASH = `
   ORDER BY k.hash = $1 DESC
   LIMIT 1`;
 
+// Authentication records a key's use (throttled by the key cache): prepared too, like the look-up above.
+const TOUCH = 'UPDATE "ApiKey" SET "lastUsedAt" = $2::timestamp(3) WHERE id = $1';
+
 interface AuthKeyRow extends Omit<AuthKey, 'spendCap' | 'spent' | 'workspace' | 'rpm'> {
   keyRpm: number | null;
   spendCap: string | null;
@@ -183,7 +186,7 @@ export const apiKeyRepository = {
 
   /** Records use; callers throttle it so a busy key does not write on every request. */
   async touch(db: DbClient, id: string, at = new Date()) {
-    await db.apiKey.updateMany({ where: { id }, data: { lastUsedAt: at } });
+    await queryPrepared(db, 'gensvc_key_touch', TOUCH, [id, at.toISOString()]);
   },
 };
 

@@ -1,4 +1,5 @@
-import { withTx, type DbClient } from '../client';
+import { queryPrepared, withTx, type DbClient } from '../client';
+import type { Channel } from '../generated/prisma/client';
 import type { ChannelKind } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
@@ -14,6 +15,32 @@ export interface CreateChannelInput {
   enabled?: boolean;
 }
 
+/**
+ * A channel's columns prefixed `c_` (alias `c`), for the catalog's prepared reads here and in model.repository.ts
+ * (a task's polls read their channel; a paid call its model's channels): no Prisma on an edge serving paid calls.
+ */
+export const CHANNEL_COLUMNS = `c.id AS c_id, c.name AS c_name, c.kind::text AS c_kind, c."baseUrl" AS "c_baseUrl", c.secret AS c_secret,
+  c."evaluatePath" AS "c_evaluatePath", c.priority AS c_priority, c.weight AS c_weight, c.enabled AS c_enabled,
+  c."timeoutMs" AS "c_timeoutMs", c."createdAt" AT TIME ZONE 'UTC' AS "c_createdAt"`;
+
+export type RawChannelRow = { [K in keyof Channel as `c_${K}`]: Channel[K] };
+
+export const channelOf = (row: RawChannelRow): Channel => ({
+  id: row.c_id,
+  name: row.c_name,
+  kind: row.c_kind,
+  baseUrl: row.c_baseUrl,
+  secret: row.c_secret,
+  evaluatePath: row.c_evaluatePath,
+  priority: row.c_priority,
+  weight: row.c_weight,
+  enabled: row.c_enabled,
+  timeoutMs: row.c_timeoutMs,
+  createdAt: row.c_createdAt,
+});
+
+const CHANNEL_BY_ID = `SELECT ${CHANNEL_COLUMNS} FROM "Channel" c WHERE c.id = $1`;
+
 export const channelRepository = {
   create(db: DbClient, input: CreateChannelInput) {
     return db.channel.create({ data: { id: newId('ch'), ...input } });
@@ -24,8 +51,9 @@ export const channelRepository = {
   findByName(db: DbClient, name: string) {
     return db.channel.findUnique({ where: { name } });
   },
-  get(db: DbClient, id: string) {
-    return db.channel.findUnique({ where: { id } });
+  async get(db: DbClient, id: string): Promise<Channel | null> {
+    const [row] = await queryPrepared<RawChannelRow>(db, 'gensvc_channel', CHANNEL_BY_ID, [id]);
+    return row ? channelOf(row) : null;
   },
   /** One model route to the channel (the first by model id), for a test call naming a model it serves. */
   firstRoute(db: DbClient, channelId: string) {

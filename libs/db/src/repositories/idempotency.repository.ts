@@ -1,4 +1,4 @@
-import type { DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import { newId } from '../ids';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -11,6 +11,22 @@ export type IdempotencyBegin =
   | { state: 'mismatch' }
   | { state: 'in_flight' };
 
+// A paid call that carries an Idempotency-Key runs these on its path: prepared statements on the pg pool, as the rest
+// of the paid path, so that Prisma's query compiler is not loaded by an edge serving paid calls (issue 11). Times go
+// in as ISO strings with Z, read as UTC by `::timestamp(3)`.
+const BEGIN = `
+  INSERT INTO "IdempotencyRecord" ("id", "workspaceId", "key", "requestHash", "expiresAt", "createdAt")
+  VALUES ($1, $2, $3, $4, $5::timestamp(3), $6::timestamp(3))
+  ON CONFLICT ("workspaceId", "key") DO UPDATE SET
+    "id" = EXCLUDED."id", "requestHash" = EXCLUDED."requestHash", "responseStatus" = NULL, "responseBody" = NULL,
+    "expiresAt" = EXCLUDED."expiresAt", "createdAt" = EXCLUDED."createdAt"
+  WHERE "IdempotencyRecord"."expiresAt" <= $6::timestamp(3)
+     OR ("IdempotencyRecord"."responseStatus" IS NULL AND "IdempotencyRecord"."createdAt" <= $7::timestamp(3))
+  RETURNING "id"`;
+const EXISTING = 'SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord" WHERE "workspaceId" = $1 AND "key" = $2';
+const COMPLETE = 'UPDATE "IdempotencyRecord" SET "responseStatus" = $2::int, "responseBody" = $3::jsonb WHERE "id" = $1';
+const ABANDON = 'DELETE FROM "IdempotencyRecord" WHERE "id" = $1';
+
 /**
  * Idempotency-Key records, one per (workspace, key) for 24 h. The insert is the lock: of racing requests with one
  * key exactly one gets 'new'; the others see it in flight, then its stored answer.
@@ -20,17 +36,10 @@ export const idempotencyRepository = {
     const id = newId('idem');
     const expiresAt = new Date(now.getTime() + IDEMPOTENCY_TTL_MS);
     // A record past its 24 h, or in flight for longer than any request lives, is taken over by this request.
-    const rows = await db.$queryRaw<{ id: string }[]>`
-      INSERT INTO "IdempotencyRecord" ("id", "workspaceId", "key", "requestHash", "expiresAt", "createdAt")
-      VALUES (${id}, ${workspaceId}, ${key}, ${requestHash}, ${expiresAt}::timestamp(3), ${now}::timestamp(3))
-      ON CONFLICT ("workspaceId", "key") DO UPDATE SET
-        "id" = EXCLUDED."id", "requestHash" = EXCLUDED."requestHash", "responseStatus" = NULL, "responseBody" = NULL,
-        "expiresAt" = EXCLUDED."expiresAt", "createdAt" = EXCLUDED."createdAt"
-      WHERE "IdempotencyRecord"."expiresAt" <= ${now}::timestamp(3)
-         OR ("IdempotencyRecord"."responseStatus" IS NULL AND "IdempotencyRecord"."createdAt" <= ${new Date(now.getTime() - IN_FLIGHT_TAKEOVER_MS)}::timestamp(3))
-      RETURNING "id"`;
+    const takeoverBefore = new Date(now.getTime() - IN_FLIGHT_TAKEOVER_MS);
+    const rows = await queryPrepared<{ id: string }>(db, 'gensvc_idem_begin', BEGIN, [id, workspaceId, key, requestHash, expiresAt.toISOString(), now.toISOString(), takeoverBefore.toISOString()]);
     if (rows.length) return { state: 'new', id };
-    const existing = await db.idempotencyRecord.findUnique({ where: { workspaceId_key: { workspaceId, key } } });
+    const [existing] = await queryPrepared<{ requestHash: string; responseStatus: number | null; responseBody: unknown }>(db, 'gensvc_idem_existing', EXISTING, [workspaceId, key]);
     if (!existing) return idempotencyRepository.begin(db, workspaceId, key, requestHash, now);
     if (existing.requestHash !== requestHash) return { state: 'mismatch' };
     if (existing.responseStatus === null) return { state: 'in_flight' };
@@ -41,12 +50,12 @@ export const idempotencyRepository = {
   async complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
     // Raw jsonb from the exact text: Prisma's Json writes round numbers to 16 significant digits, and a replay must
     // answer the very same bytes' worth of numbers as the first answer.
-    await db.$executeRaw`UPDATE "IdempotencyRecord" SET "responseStatus" = ${status}, "responseBody" = ${JSON.stringify(body ?? null)}::jsonb WHERE "id" = ${id}`;
+    await queryPrepared(db, 'gensvc_idem_complete', COMPLETE, [id, status, JSON.stringify(body ?? null)]);
   },
 
   /** Forgets a first request that did not succeed, so that a retry runs again (it was not charged). */
   async abandon(db: DbClient, id: string): Promise<void> {
-    await db.idempotencyRecord.deleteMany({ where: { id } });
+    await queryPrepared(db, 'gensvc_idem_abandon', ABANDON, [id]);
   },
 
   async deleteExpired(db: DbClient, now = new Date()): Promise<number> {

@@ -1,5 +1,7 @@
-import { withTx, type DbClient } from '../client';
+import { queryPrepared, withTx, type DbClient } from '../client';
+import type { Channel, Model, ModelRoute } from '../generated/prisma/client';
 import type { ModelKind } from '../generated/prisma/enums';
+import { CHANNEL_COLUMNS, channelOf, type RawChannelRow } from './channel.repository';
 
 export interface CreateModelInput {
   id: string;
@@ -15,6 +17,55 @@ export interface CreateModelInput {
 
 export const MODEL_ID = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 
+/** A model with its routes, each with its channel: what the catalog serves calls from. */
+export type ModelWithChannels = Model & { routes: (ModelRoute & { channel: Channel })[] };
+
+// The catalog's reads (a model on a miss, every model for discovery) are the only model reads of an edge serving
+// paid calls: prepared statements on the pg pool, so that Prisma's query compiler (26–33 MiB of WASM, instantiated
+// at a client's first query) is never loaded by such an edge (issue 11). One row per route (a model without routes:
+// one row, its route columns null), grouped here; the channel's columns are prefixed `c_` (channel.repository.ts).
+// Routes come by their channel's priority, then age, as channelRepository.list orders channels.
+const MODEL_ROUTES = (where: string) => `
+  SELECT m.id, m.kind::text AS kind, m.enabled, m."inputPricePerMTok"::text AS "inputPricePerMTok",
+         m."outputPricePerMTok"::text AS "outputPricePerMTok", m."unitPrice"::text AS "unitPrice", m."inputOnly",
+         m."maxOutputTokens", m."createdAt" AT TIME ZONE 'UTC' AS "createdAt", r."channelId", r."upstreamModel", ${CHANNEL_COLUMNS}
+  FROM "Model" m
+  LEFT JOIN "ModelRoute" r ON r."modelId" = m.id
+  LEFT JOIN "Channel" c ON c.id = r."channelId"
+  ${where}
+  ORDER BY m.id, c.priority DESC, c."createdAt", c.id`;
+const MODEL_BY_ID = MODEL_ROUTES('WHERE m.id = $1');
+const EVERY_MODEL = MODEL_ROUTES('');
+
+type RawModelRouteRow = Omit<Model, 'inputPricePerMTok' | 'outputPricePerMTok' | 'unitPrice'> & {
+  inputPricePerMTok: string;
+  outputPricePerMTok: string;
+  unitPrice: string;
+  channelId: string | null;
+  upstreamModel: string | null;
+} & RawChannelRow;
+
+/** Rows of MODEL_ROUTES (in model order) as Prisma's include of routes and their channels reads them. */
+function modelsOf(rows: RawModelRouteRow[]): ModelWithChannels[] {
+  const models: ModelWithChannels[] = [];
+  for (const row of rows) {
+    let model = models.at(-1);
+    if (model?.id !== row.id) {
+      const { id, kind, enabled, inputOnly, maxOutputTokens, createdAt } = row;
+      model = {
+        id, kind, enabled, inputOnly, maxOutputTokens, createdAt,
+        inputPricePerMTok: BigInt(row.inputPricePerMTok),
+        outputPricePerMTok: BigInt(row.outputPricePerMTok),
+        unitPrice: BigInt(row.unitPrice),
+        routes: [],
+      };
+      models.push(model);
+    }
+    if (row.channelId !== null) model.routes.push({ modelId: row.id, channelId: row.channelId, upstreamModel: row.upstreamModel, channel: channelOf(row) });
+  }
+  return models;
+}
+
 export const modelRepository = {
   create(db: DbClient, input: CreateModelInput) {
     const { routes = [], ...model } = input;
@@ -27,16 +78,16 @@ export const modelRepository = {
     return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: true } });
   },
   /** Every model with its routes and their channels (the catalog's list; model discovery), by id. */
-  listWithChannels(db: DbClient) {
-    return db.model.findMany({ orderBy: { id: 'asc' }, include: { routes: { include: { channel: true } } } });
+  async listWithChannels(db: DbClient): Promise<ModelWithChannels[]> {
+    return modelsOf(await queryPrepared<RawModelRouteRow>(db, 'gensvc_models', EVERY_MODEL, []));
   },
   /** Those of `ids` that name no model (a key's allow-list is checked against these). */
   async missing(db: DbClient, ids: readonly string[]): Promise<string[]> {
     const found = new Set((await db.model.findMany({ where: { id: { in: [...ids] } }, select: { id: true } })).map((m) => m.id));
     return ids.filter((id) => !found.has(id));
   },
-  get(db: DbClient, id: string) {
-    return db.model.findUnique({ where: { id }, include: { routes: { include: { channel: true } } } });
+  async get(db: DbClient, id: string): Promise<ModelWithChannels | null> {
+    return modelsOf(await queryPrepared<RawModelRouteRow>(db, 'gensvc_model', MODEL_BY_ID, [id]))[0] ?? null;
   },
   /**
    * Changes the given fields; `routes`, when given, replaces the model's channels (routes to channels kept keep their

@@ -612,7 +612,7 @@ describe('slow clients', () => {
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
     const commandsBefore = s3Sent.commands.length;
-    // Past lib-storage's 5 MiB first part, so a multipart upload exists in S3 when the client stops.
+    // Past putObjectStream's 5 MiB first part, so a multipart upload exists in S3 when the client stops.
     const sent = form.subarray(0, 6 * 1024 * 1024);
     const head = postHead('/v1/files', { authorization: `Bearer ${customer.secret}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(form.length) });
     const { answer } = await stall(head, sent);
