@@ -40,8 +40,8 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
   router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { provider, taskId } = req.params as { provider: string; taskId: string };
-      const { baseUrl, replicateSecret } = deps.config.providerWebhooks;
-      const on = baseUrl !== undefined && (provider === 'fal' || (provider === 'replicate' && replicateSecret !== undefined));
+      const { baseUrl, replicateSecret, falUserId } = deps.config.providerWebhooks;
+      const on = baseUrl !== undefined && ((provider === 'fal' && falUserId !== undefined) || (provider === 'replicate' && replicateSecret !== undefined));
       if (!on || taskId.length > 64) throw errors.notFound('No such webhook.');
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
       const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
@@ -56,11 +56,11 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
         } else {
           let keys = await falKeys.get(false);
           try {
-            upstreamId = verifyFalWebhook(raw, req.headers, keys).requestId;
+            upstreamId = verifyFalWebhook(raw, req.headers, keys, { userId: falUserId! }).requestId;
           } catch (e) {
             if (!(e instanceof ProviderWebhookError) || e.reason !== 'bad_signature') throw e;
             keys = await falKeys.get(true);
-            upstreamId = verifyFalWebhook(raw, req.headers, keys).requestId;
+            upstreamId = verifyFalWebhook(raw, req.headers, keys, { userId: falUserId! }).requestId;
           }
         }
       } catch (e) {
@@ -78,8 +78,8 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       res.status(204).end();
       // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
       // first and the poll looked for after, without holding its request while the submit or a poll adds one.
-      // A submitting task's webhook cannot be matched to its job yet (fal signs every account's webhooks with the same
-      // keys), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
+      // A submitting task's webhook cannot be matched to its job yet (it is this account's, but which of its jobs is
+      // not known), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
       // One look per task at a time, so replays cannot pile up loops.
       if (task && (live || submitting) && !promoting.has(taskId)) {
         const log = locals(res).log;
