@@ -31,10 +31,11 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 const POLL_LOOKS_MS = [250];
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
-export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
+/** The route, and close(): resolves once the promotions it started have ended (call it after HTTP has stopped). */
+export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; close(): Promise<void> } {
   const router = express.Router({ caseSensitive: true });
-  /** Tasks whose poll a webhook is bringing forward now (this process). */
-  const promoting = new Set<string>();
+  /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
+  const promoting = new Map<string, Promise<void>>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
@@ -83,17 +84,17 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       // One look per task at a time, so replays cannot pile up loops.
       if (task && (live || submitting) && !promoting.has(taskId)) {
         const log = locals(res).log;
-        promoting.add(taskId);
-        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
+        const promotion = promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
           .then(
             (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
             (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
           )
           .finally(() => promoting.delete(taskId));
+        promoting.set(taskId, promotion);
       }
     } catch (e) {
       next(e);
     }
   });
-  return router;
+  return { router, close: async () => void (await Promise.all(promoting.values())) };
 }
