@@ -76,7 +76,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
   app.use(imageRoutes(deps, upstream));
-  app.use(responseRoutes(deps, proxy, upstream));
+  app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
