@@ -39,9 +39,9 @@ export const idempotencyRepository = {
 
   /** Stores the answer the first request gave, for replays. */
   async complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
-    // Raw jsonb from the exact text: Prisma's Json writes round numbers to 16 significant digits, and a replay must
-    // answer the very same bytes' worth of numbers as the first answer.
-    await db.$executeRaw`UPDATE "IdempotencyRecord" SET "responseStatus" = ${status}, "responseBody" = ${JSON.stringify(body ?? null)}::jsonb WHERE "id" = ${id}`;
+    // Raw json from the exact text: Prisma's Json writes round numbers to 16 significant digits, and json (not jsonb)
+    // keeps the text's key order, so a replay answers the very same bytes as the first answer.
+    await db.$executeRaw`UPDATE "IdempotencyRecord" SET "responseStatus" = ${status}, "responseBody" = ${JSON.stringify(body ?? null)}::json WHERE "id" = ${id}`;
   },
 
   /** Forgets a first request that did not succeed, so that a retry runs again (it was not charged). */
