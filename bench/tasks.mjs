@@ -66,7 +66,7 @@ const BEFORE = {
 
 const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
-const { DEFAULT_REPLICATE_WEBHOOK_SECRET } = service('upstream-sim', 'webhooks');
+const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-sim', 'webhooks');
 const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
@@ -214,6 +214,7 @@ await withStack(async ({ env: base, db }) => {
       Object.assign(env, {
         PROVIDER_WEBHOOK_BASE_URL: `http://127.0.0.1:${edgePort}`,
         REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
+        FAL_WEBHOOK_USER_ID: SIM_FAL_USER_ID,
         FAL_WEBHOOK_JWKS_URL: `https://127.0.0.1:${simOutputsPort}/__sim/fal/jwks.json`,
         PORT: String(edgePort),
       });

@@ -110,6 +110,8 @@ export const envSchema = z.object({
   REPLICATE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>').optional(),
   /** Where fal publishes its webhook signing keys (a JWKS of Ed25519 keys); fetched through libs/outbound, so https. */
   FAL_WEBHOOK_JWKS_URL: urlWithScheme(['https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  /** The fal account's user id, which fal signs into each webhook (x-fal-webhook-user-id); fal webhooks need it. */
+  FAL_WEBHOOK_USER_ID: z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters').optional(),
   /** The first poll's wait when the provider was asked for a webhook: the poll is then only the fallback. */
   TASK_POLL_WEBHOOK_FALLBACK: duration.default(30_000),
 });
@@ -134,8 +136,8 @@ export interface Config {
   signingSecret: string;
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
-  /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret. */
-  providerWebhooks: { baseUrl: string | undefined; replicateSecret: string | undefined; falJwksUrl: string; fallbackPollMs: number };
+  /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
+  providerWebhooks: { baseUrl: string | undefined; replicateSecret: string | undefined; falJwksUrl: string; falUserId: string | undefined; fallbackPollMs: number };
   outbound: { allowCidrs: string[] };
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
   otel: { endpoint: string | undefined; sampleRatio: number };
@@ -210,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       baseUrl: e.PROVIDER_WEBHOOK_BASE_URL?.replace(/\/+$/, ''),
       replicateSecret: e.REPLICATE_WEBHOOK_SECRET,
       falJwksUrl: e.FAL_WEBHOOK_JWKS_URL,
+      falUserId: e.FAL_WEBHOOK_USER_ID,
       fallbackPollMs: e.TASK_POLL_WEBHOOK_FALLBACK,
     },
     outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },

@@ -1,4 +1,5 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { privateAncestor, REDIS_INSTALL_HINT, startStack } from './stack';
@@ -22,6 +23,50 @@ it('brings up nothing for what the environment names', async () => {
   expect(stack.env).toMatchObject(env);
   await stack.stop();
 });
+
+/** The pid of the Redis at `url`, from its INFO. */
+function redisPid(url: string): Promise<number> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ port: Number(port), host: '127.0.0.1' }, () => socket.write('INFO server\r\n'));
+    let text = '';
+    socket.on('data', (d) => {
+      text += String(d);
+      const pid = /process_id:(\d+)/.exec(text);
+      if (pid) {
+        socket.destroy();
+        resolve(Number(pid[1]));
+      }
+    });
+    socket.on('error', reject);
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+it('a persistent Redis whose data directory was deleted under it still exits on SIGTERM', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
+  const stack = await startStack({ dataDir, persistent: true, env: {}, need: { postgres: false, redis: true, s3: false } });
+  const pid = await redisPid(stack.env.REDIS_URL!);
+  try {
+    rmSync(dataDir, { recursive: true, force: true });
+    // SIGTERM alone, as a supervisor that is itself exiting sends it (not stop(), which would SIGKILL after its grace).
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 20_000;
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(pid)).toBe(false);
+  } finally {
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await stack.stop();
+  }
+}, 30_000);
 
 describe('privateAncestor', () => {
   it('finds the first directory others cannot enter on the way to a path', () => {

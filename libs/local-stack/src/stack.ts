@@ -222,11 +222,15 @@ export function isAlive(pid: number): boolean {
 /** redis-server from the PATH of the given environment. */
 async function startRedis(dir: string, persistent: boolean, path: string, log: (m: string) => void) {
   const env = { ...process.env, PATH: path };
-  if (spawnSync('redis-server', ['--version'], { env }).error) throw new Error(REDIS_INSTALL_HINT);
+  const version = spawnSync('redis-server', ['--version'], { env, encoding: 'utf8' });
+  if (version.error) throw new Error(REDIS_INSTALL_HINT);
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'];
   args.push(...(persistent ? ['--appendonly', 'yes', '--save', '60 1'] : ['--appendonly', 'no', '--save', '']));
+  // A persistent Redis saves at SIGTERM and, by default, refuses to exit when it cannot (its directory deleted under
+  // it): it would outlive whoever stopped it. `force` still saves when it can, and exits either way (Redis 7+).
+  if (Number(/v=(\d+)\./.exec(version.stdout)?.[1] ?? 0) >= 7) args.push('--shutdown-on-sigterm', 'force', '--shutdown-on-sigint', 'force');
   const child = spawn('redis-server', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d) => log(`redis: ${String(d).trim()}`));
   await waitForPort(port, child, 'redis-server');

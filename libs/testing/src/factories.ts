@@ -76,9 +76,10 @@ export async function makeTask(db: TestDb, over: Partial<CreateTaskInput> = {}) 
 /** A user with a password, a member of the workspace with `role` (the password is known to the test). */
 /**
  * Puts tasks past a reconciler's stale threshold by moving their updatedAt back `agoMs` (the only column a reconciler
- * judges staleness by).
+ * judges staleness by): by default ten minutes, past any threshold a test sets, so a test can keep its threshold far
+ * above how long a loaded machine takes between two of its steps (its other tasks never go stale by slowness).
  */
-export async function letTasksGoStale(db: TestDb, ids: string[], agoMs = 1_000) {
+export async function letTasksGoStale(db: TestDb, ids: string[], agoMs = 10 * 60_000) {
   await db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - agoMs) } });
 }
 

@@ -33,8 +33,12 @@ export function spawnService(service: string, env: Record<string, string>): Serv
   };
 }
 
-/** Resolves once GET url answers 2xx; on failure the error carries the process's output. */
-export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs = 20_000): Promise<void> {
+/**
+ * Resolves once GET url answers 2xx; on failure the error carries the process's output. The default wait is generous
+ * (a service boots in seconds on an idle machine, many times that on a loaded 2-core one): what a caller proves is
+ * that it becomes ready, and a process that exits meanwhile fails at once.
+ */
+export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs = 60_000): Promise<void> {
   const gone = () => (proc && proc.child.exitCode !== null ? `process exited (${proc.child.exitCode})` : null);
   try {
     await waitUntilAnswers(url, { timeoutMs, gone });
@@ -48,7 +52,7 @@ export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs 
 export const jsonOf = (res: Response): Promise<any> => res.json();
 
 /** Resolves once the process has printed `text`; fails with its output if it exits first. */
-export function waitForOutput(proc: ServiceProcess, text: string, timeoutMs = 20_000): Promise<true> {
+export function waitForOutput(proc: ServiceProcess, text: string, timeoutMs = 60_000): Promise<true> {
   return eventually(
     () => {
       if (proc.child.exitCode !== null) throw new Error(`exited (${proc.child.exitCode}) before printing "${text}":\n${proc.output()}`);

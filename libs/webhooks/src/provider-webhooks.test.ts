@@ -56,11 +56,11 @@ describe('fal (ED25519, keys from a JWKS)', () => {
   const jwks = { keys: [other.publicKey.export({ format: 'jwk' }) as JsonWebKey, signer.publicKey.export({ format: 'jwk' }) as JsonWebKey] };
   const body = Buffer.from(JSON.stringify({ request_id: 'req-1', status: 'OK', payload: { images: [] } }));
   const now = 1_764_000_000;
-  const headersFor = (b: Buffer, key = signer.privateKey, ts = now) => ({
+  const headersFor = (b: Buffer, key = signer.privateKey, ts = now, userId = 'user-9') => ({
     'x-fal-webhook-request-id': 'req-1',
-    'x-fal-webhook-user-id': 'user-9',
+    'x-fal-webhook-user-id': userId,
     'x-fal-webhook-timestamp': String(ts),
-    'x-fal-webhook-signature': sign(null, falWebhookMessage('req-1', 'user-9', ts, b), key).toString('hex'),
+    'x-fal-webhook-signature': sign(null, falWebhookMessage('req-1', userId, ts, b), key).toString('hex'),
   });
 
   it('reads the Ed25519 keys of a JWKS, leaving others out', () => {
@@ -68,16 +68,18 @@ describe('fal (ED25519, keys from a JWKS)', () => {
   });
 
   it('verifies a signature by any published key', () => {
-    expect(verifyFalWebhook(body, headersFor(body), ed25519Keys(jwks), { now })).toEqual({ requestId: 'req-1', userId: 'user-9', timestamp: now });
+    expect(verifyFalWebhook(body, headersFor(body), ed25519Keys(jwks), { now, userId: 'user-9' })).toEqual({ requestId: 'req-1', userId: 'user-9', timestamp: now });
   });
 
   it.each([
-    ['a changed body', () => verifyFalWebhook(Buffer.from('{}'), headersFor(body), ed25519Keys(jwks), { now }), 'bad_signature'],
-    ['a key fal does not publish', () => verifyFalWebhook(body, headersFor(body, pair().privateKey), ed25519Keys(jwks), { now }), 'bad_signature'],
-    ['another request id than the one signed', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-request-id': 'req-2' }, ed25519Keys(jwks), { now }), 'bad_signature'],
-    ['a signature that is not hex', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-signature': 'zz' }, ed25519Keys(jwks), { now }), 'bad_signature'],
-    ['a timestamp ten minutes ahead', () => verifyFalWebhook(body, headersFor(body, signer.privateKey, now + 600), ed25519Keys(jwks), { now }), 'stale'],
-    ['no user id', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-user-id': undefined }, ed25519Keys(jwks), { now }), 'missing_header'],
+    ['a changed body', () => verifyFalWebhook(Buffer.from('{}'), headersFor(body), ed25519Keys(jwks), { now, userId: 'user-9' }), 'bad_signature'],
+    ['a key fal does not publish', () => verifyFalWebhook(body, headersFor(body, pair().privateKey), ed25519Keys(jwks), { now, userId: 'user-9' }), 'bad_signature'],
+    ['another request id than the one signed', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-request-id': 'req-2' }, ed25519Keys(jwks), { now, userId: 'user-9' }), 'bad_signature'],
+    ['a signature that is not hex', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-signature': 'zz' }, ed25519Keys(jwks), { now, userId: 'user-9' }), 'bad_signature'],
+    ['a timestamp ten minutes ahead', () => verifyFalWebhook(body, headersFor(body, signer.privateKey, now + 600), ed25519Keys(jwks), { now, userId: 'user-9' }), 'stale'],
+    ['another user id than the one signed', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-user-id': 'user-8' }, ed25519Keys(jwks), { now, userId: 'user-8' }), 'bad_signature'],
+    ['a webhook fal signed for another account', () => verifyFalWebhook(body, headersFor(body, signer.privateKey, now, 'user-8'), ed25519Keys(jwks), { now, userId: 'user-9' }), 'other_account'],
+    ['no user id', () => verifyFalWebhook(body, { ...headersFor(body), 'x-fal-webhook-user-id': undefined }, ed25519Keys(jwks), { now, userId: 'user-9' }), 'missing_header'],
   ])('refuses %s', (_what, attempt, reason) => {
     expect(reasonOf(attempt)).toBe(reason);
   });

@@ -13,7 +13,7 @@ import { createHash, createPublicKey, verify, type JsonWebKey, type KeyObject } 
 import { hmacSha256 } from './signature';
 import { anyMacMatches, headerValue, outsideTolerance, type CallbackHeaders, type VerifyOptions } from './signature-checks';
 
-export type ProviderWebhookFailure = 'missing_header' | 'stale' | 'bad_signature';
+export type ProviderWebhookFailure = 'missing_header' | 'stale' | 'bad_signature' | 'other_account';
 
 export class ProviderWebhookError extends Error {
   constructor(
@@ -81,12 +81,16 @@ export function ed25519Keys(jwks: { keys?: JsonWebKey[] }): KeyObject[] {
     .map((k) => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k.x }, format: 'jwk' }));
 }
 
-/** Verifies a fal webhook against fal's keys; returns its request id, user id and timestamp, or throws. */
+/**
+ * Verifies a fal webhook against fal's keys and that it is for `userId`, the receiving fal account (fal signs every
+ * account's webhooks with the same keys, so a signature alone proves fal sent it, not that it is this account's:
+ * the signed x-fal-webhook-user-id says whose it is); returns its request id, user id and timestamp, or throws.
+ */
 export function verifyFalWebhook(
   body: Buffer,
   headers: CallbackHeaders,
   keys: readonly KeyObject[],
-  opts: ProviderWebhookOptions = {},
+  opts: ProviderWebhookOptions & { userId: string },
 ): { requestId: string; userId: string; timestamp: number } {
   const requestId = header(headers, 'x-fal-webhook-request-id');
   const userId = header(headers, 'x-fal-webhook-user-id');
@@ -96,7 +100,10 @@ export function verifyFalWebhook(
   const signature = /^[0-9a-f]{128}$/i.test(signatureHex) ? Buffer.from(signatureHex, 'hex') : null;
   if (signature) {
     const message = falWebhookMessage(requestId, userId, timestampText, body);
-    for (const key of keys) if (verify(null, message, key, signature)) return { requestId, userId, timestamp };
+    if (keys.some((key) => verify(null, message, key, signature))) {
+      if (userId !== opts.userId) throw new ProviderWebhookError('other_account', 'The webhook is signed for another fal account (x-fal-webhook-user-id).');
+      return { requestId, userId, timestamp };
+    }
   }
   throw new ProviderWebhookError('bad_signature', 'The x-fal-webhook-signature does not verify against any of fal\'s keys.');
 }

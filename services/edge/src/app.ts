@@ -29,7 +29,10 @@ import { taskRoutes } from './routes/tasks';
 import { getUsage } from './routes/usage/get-usage';
 
 export type EdgeApp = express.Express & {
-  /** Closes upstream connections once HTTP has stopped (the leases, closed with the deps, write the last charges). */
+  /**
+   * Once HTTP has stopped: closes upstream connections and waits for the provider webhooks' poll promotions in flight
+   * (the leases, closed with the deps, write the last charges).
+   */
   closeRoutes(): Promise<void>;
 };
 
@@ -73,15 +76,17 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
   app.use(imageRoutes(deps, upstream));
-  app.use(responseRoutes(deps, proxy, upstream));
+  app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
-  app.use(providerWebhookRoutes(deps));
+  const providerWebhooks = providerWebhookRoutes(deps);
+  app.use(providerWebhooks.router);
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
   app.use(countRefusals(deps.metrics));
   app.use(errorHandler);
-  // Charges of answered calls are written by the budget leases, closed with the deps (after this).
-  return Object.assign(app, { closeRoutes: () => upstream.close() });
+  // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
+  // the webhooks' promotions use.
+  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([upstream.close(), providerWebhooks.close()])) });
 }

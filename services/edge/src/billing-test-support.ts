@@ -98,30 +98,47 @@ export const statusOf = (p: Promise<unknown>): Promise<number> => p.then(
 );
 
 /**
- * `callers` callers each calling `call` again and again for `ms`, then the edge process SIGKILLed under that load;
- * every answer it gave before dying (a call cut by the kill gives none). Afterwards the dead edge's leases are
- * released as at their expiry (billing.release-expired) and nothing of `workspaceId` is held any more.
+ * `callers` callers each calling `call` again and again, and the edge process SIGKILLed under that load once
+ * `answered` calls have been answered 200 (a count, not a time: a loaded machine answers slower, not fewer; failing
+ * if `deadlineMs` passes first); every answer it gave before dying (a call cut by the kill gives none). Afterwards
+ * the dead edge's leases are released as at their expiry (billing.release-expired) and nothing of `workspaceId` is
+ * held any more.
  */
 export async function killUnderLoad(
   db: TestDb,
   workspaceId: string,
   edge: { child: { kill(signal: NodeJS.Signals): unknown }; stop(): Promise<unknown> },
   call: (n: number) => Promise<{ status: number; requestId: string }>,
-  { callers = 32, ms }: { callers?: number; ms: number },
+  { callers = 32, answered, deadlineMs = 45_000 }: { callers?: number; answered: number; deadlineMs?: number },
 ): Promise<{ status: number; requestId: string }[]> {
   const answers: { status: number; requestId: string }[] = [];
   let stop = false;
+  let ok = 0;
+  let enough!: () => void;
+  const reached = new Promise<void>((resolve) => (enough = resolve));
   const caller = async (w: number) => {
     for (let i = 0; !stop; i++) {
       try {
-        answers.push(await call(w * 100_000 + i));
+        const answer = await call(w * 100_000 + i);
+        answers.push(answer);
+        if (answer.status === 200 && ++ok === answered) enough();
       } catch {
         // the connection died with the edge
       }
     }
   };
   const load = Promise.all(Array.from({ length: callers }, (_, w) => caller(w)));
-  await new Promise((r) => setTimeout(r, ms));
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deadlineMs)));
+  const outcome = await Promise.race([reached, late]);
+  clearTimeout(timer);
+  if (outcome === 'late') {
+    stop = true;
+    edge.child.kill('SIGKILL');
+    await edge.stop();
+    await load;
+    throw new Error(`only ${ok} of ${answered} calls answered 200 within ${deadlineMs} ms`);
+  }
   edge.child.kill('SIGKILL');
   await edge.stop();
   stop = true;

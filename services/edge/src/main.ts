@@ -44,7 +44,7 @@ async function main() {
           server.closeIdleConnections();
         }),
       },
-      { name: 'close upstream connections', timeoutMs: 10_000, run: () => app.closeRoutes() },
+      { name: 'close upstream connections, finish webhook promotions', timeoutMs: 10_000, run: () => app.closeRoutes() },
       // Every answered call's charge written, the unused money of every lease given back.
       { name: 'write charges, give leases back', timeoutMs: 10_000, run: () => edge.deps.leases.close() },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {

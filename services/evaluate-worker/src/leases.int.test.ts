@@ -19,7 +19,7 @@ async function startReplica(): Promise<{ url: string; proc: ServiceProcess }> {
   const port = await freePort();
   const proc = spawnService('edge', { ...ctx.env, PORT: String(port), OPS_PORT: '0', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
   const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/readyz`, proc, 30_000);
+  await waitForHttp(`${url}/readyz`, proc);
   return { url, proc };
 }
 
@@ -80,7 +80,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way evaluate load: ever
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
   const victim = await startReplica();
-  const answers = await killUnderLoad(ctx.db, ws.id, victim.proc, () => evaluate(victim.url, secret), { ms: 2000 });
+  const answers = await killUnderLoad(ctx.db, ws.id, victim.proc, () => evaluate(victim.url, secret), { answered: 21 });
   const answered = answers.filter((a) => a.status === 200);
   expect(answered.length).toBeGreaterThan(20);
 
@@ -99,4 +99,4 @@ it('keeps the books when an edge is SIGKILLed under a 32-way evaluate load: ever
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
   process.stdout.write(`evaluate SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${unanswered} charged at the kill before their answer was written\n`);
-}, 90_000);
+}, 120_000);

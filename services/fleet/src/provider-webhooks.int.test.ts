@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { modelRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
 import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, sharedTestCa, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
-import { DEFAULT_REPLICATE_WEBHOOK_SECRET, startSim, type Sim } from '../../upstream-sim/src/index';
+import { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID, startSim, type Sim } from '../../upstream-sim/src/index';
 
 const FALLBACK_MS = 12_000;
 const JOB_MS = 1_500;
@@ -47,6 +47,7 @@ beforeAll(async () => {
     PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
     REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
     FAL_WEBHOOK_JWKS_URL: sim.falJwksUrl,
+    FAL_WEBHOOK_USER_ID: SIM_FAL_USER_ID,
   };
   procs.set('edge', spawnService('edge', { ...env, PORT: String(port), LOG_LEVEL: 'error' }));
   for (const name of ['task-runner', 'archiver']) procs.set(name, spawnService(name, env));
@@ -90,6 +91,12 @@ it('refuses an unsigned or badly signed webhook with 401, and an unknown provide
     'x-fal-webhook-signature': 'ab'.repeat(64),
   });
   expect(falForged.status).toBe(401);
+  // Signed by fal's own key, but for another fal account: fal signs every account's webhooks with the same keys.
+  const otherAccount = await post('/v1/provider-webhooks/fal/task_x', sim.falWebhookHeaders('r', '{"id":"x"}', 'another-user'));
+  expect(otherAccount.status).toBe(401);
+  expect((await jsonOf(otherAccount)).error.code).toBe('invalid_webhook_signature');
+  // The same, as this account's, is verified (an unknown task is answered as done).
+  expect((await post('/v1/provider-webhooks/fal/task_x', sim.falWebhookHeaders('r', '{"id":"x"}'))).status).toBe(204);
   expect((await post('/v1/provider-webhooks/openai/task_x', {})).status).toBe(404);
 });
 

@@ -118,7 +118,7 @@ beforeAll(async () => {
   const edge = start('edge', { PORT: String(port), LOG_LEVEL: 'error' });
   for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) start(name);
   await waitForHttp(`${edgeUrl}/readyz`, edge);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all([...procs.values()].map((p) => p.stop()));

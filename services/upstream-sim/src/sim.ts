@@ -51,6 +51,8 @@ export interface Sim {
   resetRequests(): void;
   /** Provider webhooks sent when jobs ended (Replicate `webhook`, fal `fal_webhook`), oldest first. */
   webhooks(): WebhookAttempt[];
+  /** The headers fal would sign a webhook with for request `id` and `body`, as account `userId` (default SIM_FAL_USER_ID). */
+  falWebhookHeaders(id: string, body: string, userId?: string): Record<string, string>;
   /** fal's webhook keys as fal publishes them (GET /__sim/fal/jwks.json), on the HTTPS listener when there is one. */
   falJwksUrl: string;
   /** Stops listening and drops every connection, hanging ones included. */
@@ -352,6 +354,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     faults,
     requests: () => log.list(),
     webhooks: () => webhooks.attempts(),
+    falWebhookHeaders: webhooks.falHeaders,
     falJwksUrl: `${outputsUrl}${FAL_JWKS_PATH}`,
     resetRequests: () => log.reset(),
     close,

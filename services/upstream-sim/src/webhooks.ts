@@ -23,6 +23,8 @@ export interface WebhookSender {
   /** Sends `body()` to `url` at `at` (epoch ms), as `provider` signs it; `id` is the job's id. */
   schedule(provider: 'replicate' | 'fal', url: string, at: number, id: string, body: () => unknown): void;
   jwks(): { keys: JsonWebKey[] };
+  /** The headers fal would send with `body` for request `id` of the account `userId` (tests: another account's). */
+  falHeaders(id: string, body: string, userId?: string): Record<string, string>;
   attempts(): WebhookAttempt[];
   close(): void;
 }
@@ -36,16 +38,19 @@ export function createWebhookSender(replicateSecret: string = DEFAULT_REPLICATE_
 
   function headersFor(provider: 'replicate' | 'fal', id: string, body: string): Record<string, string> {
     const timestamp = String(Math.floor(Date.now() / 1000));
-    if (provider === 'replicate') {
-      const webhookId = `msg_${randomUUID().replace(/-/g, '')}`;
-      const mac = createHmac('sha256', hmacKey).update(`${webhookId}.${timestamp}.${body}`).digest('base64');
-      return { 'webhook-id': webhookId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${mac}` };
-    }
+    if (provider === 'fal') return falHeaders(id, body);
+    const webhookId = `msg_${randomUUID().replace(/-/g, '')}`;
+    const mac = createHmac('sha256', hmacKey).update(`${webhookId}.${timestamp}.${body}`).digest('base64');
+    return { 'webhook-id': webhookId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${mac}` };
+  }
+
+  function falHeaders(id: string, body: string, userId = SIM_FAL_USER_ID): Record<string, string> {
+    const timestamp = String(Math.floor(Date.now() / 1000));
     const digest = createHash('sha256').update(body).digest('hex');
-    const message = Buffer.from([id, SIM_FAL_USER_ID, timestamp, digest].join('\n'));
+    const message = Buffer.from([id, userId, timestamp, digest].join('\n'));
     return {
       'x-fal-webhook-request-id': id,
-      'x-fal-webhook-user-id': SIM_FAL_USER_ID,
+      'x-fal-webhook-user-id': userId,
       'x-fal-webhook-timestamp': timestamp,
       'x-fal-webhook-signature': sign(null, message, privateKey).toString('hex'),
     };
@@ -75,6 +80,7 @@ export function createWebhookSender(replicateSecret: string = DEFAULT_REPLICATE_
       timers.add(timer);
     },
     jwks: () => ({ keys: [jwk] }),
+    falHeaders,
     attempts: () => attempts.slice(),
     close() {
       for (const t of timers) clearTimeout(t);

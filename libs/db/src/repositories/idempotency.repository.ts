@@ -24,7 +24,7 @@ const BEGIN = `
      OR ("IdempotencyRecord"."responseStatus" IS NULL AND "IdempotencyRecord"."createdAt" <= $7::timestamp(3))
   RETURNING "id"`;
 const EXISTING = 'SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord" WHERE "workspaceId" = $1 AND "key" = $2';
-const COMPLETE = 'UPDATE "IdempotencyRecord" SET "responseStatus" = $2::int, "responseBody" = $3::jsonb WHERE "id" = $1';
+const COMPLETE = 'UPDATE "IdempotencyRecord" SET "responseStatus" = $2::int, "responseBody" = $3::json WHERE "id" = $1';
 const ABANDON = 'DELETE FROM "IdempotencyRecord" WHERE "id" = $1';
 
 /**
@@ -48,8 +48,8 @@ export const idempotencyRepository = {
 
   /** Stores the answer the first request gave, for replays. */
   async complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
-    // Raw jsonb from the exact text: Prisma's Json writes round numbers to 16 significant digits, and a replay must
-    // answer the very same bytes' worth of numbers as the first answer.
+    // Raw json from the exact text: Prisma's Json writes round numbers to 16 significant digits, and json (not jsonb)
+    // keeps the text's key order, so a replay answers the very same bytes as the first answer.
     await queryPrepared(db, 'gensvc_idem_complete', COMPLETE, [id, status, JSON.stringify(body ?? null)]);
   },
 

@@ -22,7 +22,7 @@ async function startReplica(): Promise<{ url: string; proc: ServiceProcess }> {
   const port = await freePort();
   const proc = spawnService('edge', { ...ctx.env, PORT: String(port), OPS_PORT: '0' });
   const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/readyz`, proc, 30_000);
+  await waitForHttp(`${url}/readyz`, proc);
   return { url, proc };
 }
 
@@ -158,7 +158,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charg
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
   const victim = await startReplica();
-  const answers = await killUnderLoad(ctx.db, ws.id, victim.proc, (n) => chat(victim.url, secret, n), { ms: 1500 });
+  const answers = await killUnderLoad(ctx.db, ws.id, victim.proc, (n) => chat(victim.url, secret, n), { answered: 51 });
   const answered = answers.filter((a) => a.status === 200);
   expect(answered.length).toBeGreaterThan(50);
 
@@ -176,4 +176,4 @@ it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charg
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
   process.stdout.write(`SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${uncharged} pending at the kill went uncharged\n`);
-}, 60_000);
+}, 120_000);

@@ -58,24 +58,42 @@ export function idempotency(deps: { db: Db }) {
 
 const isStreamed = (body: unknown) => typeof body === 'object' && body !== null && (body as { streamed?: unknown }).streamed === true;
 
-/** Keeps the first answer before it is sent, so a retry arriving right after it already finds it. */
+/**
+ * Keeps the first answer before it is sent, so a retry arriving right after it already finds it. Every answer ends
+ * through res.end (res.json, sendJson, the error body), so that is where it is caught: a whole JSON answer is kept
+ * from the very text sent, a failure is forgotten, and a streamed answer (its headers went out before the end) is
+ * settled when the connection closes.
+ */
 function record(db: Db, id: string, res: Response) {
   let settled = false;
-  const send = res.json.bind(res);
-  res.json = (body: unknown) => {
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.end = ((...args: unknown[]) => {
+    if (settled || res.headersSent) return end(...args);
     settled = true;
     const ok = res.statusCode >= 200 && res.statusCode < 300;
-    const store = ok ? idempotencyRepository.complete(db, id, res.statusCode, body) : idempotencyRepository.abandon(db, id);
+    const text = ok ? jsonText(res, args[0]) : undefined;
+    if (ok && text === undefined) {
+      settled = false; // a whole answer that is not JSON is not replayable: kept as streamed at close
+      return end(...args);
+    }
+    const store = ok ? idempotencyRepository.complete(db, id, res.statusCode, JSON.parse(text!)) : idempotencyRepository.abandon(db, id);
     store
       .catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'))
-      .finally(() => send(body));
+      .finally(() => end(...args));
     return res;
-  };
-  // Streamed answers (SSE) never pass through res.json.
+  }) as Response['end'];
   res.on('close', () => {
     if (settled) return;
     const ok = res.statusCode >= 200 && res.statusCode < 300 && res.writableFinished;
     const store = ok ? idempotencyRepository.complete(db, id, res.statusCode, STREAMED) : idempotencyRepository.abandon(db, id);
     store.catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'));
   });
+}
+
+/** The text of a whole JSON answer given to res.end, or undefined when the answer is not one. */
+function jsonText(res: Response, chunk: unknown): string | undefined {
+  if (!String(res.getHeader('Content-Type') ?? '').startsWith('application/json')) return undefined;
+  if (typeof chunk === 'string') return chunk;
+  if (Buffer.isBuffer(chunk)) return chunk.toString('utf8');
+  return undefined;
 }

@@ -61,15 +61,7 @@ export class ChatProxy {
     const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
     const { key, workspace } = authOf(res);
     const owner = { workspaceId: workspace.id, apiKeyId: key.id, requestId: locals(res).requestId };
-    const open = (signal?: AbortSignal) =>
-      withFailover({
-        routes: call.routes,
-        breaker: this.deps.breaker,
-        call: (route) => this.attempt(protocol, call, route, upstream, signal),
-        // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
-        isAbort: () => signal?.aborted === true,
-        onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
-      });
+    const open = (signal?: AbortSignal) => this.failover(call, log, (route) => this.attempt(protocol, call, route, upstream, signal), signal);
     // The hold is taken while the upstream call is already on its way (sent first, so the hold's work delays it
     // least), so its round trip costs the caller no latency; nothing reaches the caller before it is held, and a
     // refused hold aborts the call at once. A key or workspace refused recently is held first and called after,
@@ -126,6 +118,32 @@ export class ChatProxy {
     );
   }
 
+  /**
+   * A non-streamed call's answer through handle()'s failover and attempts, for a caller that holds and settles the
+   * call itself (the Responses image_generation tool writes its charge with the images it records). `read` makes of
+   * an answer what the caller keeps; an answer it refuses (throws) is failed over like an unreadable one.
+   */
+  answer<T>(protocol: ChatProtocol, call: ChatCall, upstream: UpstreamBodies, log: Logger, read: (answer: { route: CatalogRoute; json: Record<string, unknown>; usage: Usage }) => T, maxAnswerBytes?: number): Promise<T> {
+    const once = { ...call, stream: false };
+    return this.failover(once, log, async (route) => {
+      const opened = await this.attempt(protocol, once, route, upstream, undefined, maxAnswerBytes);
+      if (opened.kind !== 'json') throw new Error('a non-streamed call opened a stream');
+      return read({ route, json: opened.json, usage: opened.usage });
+    });
+  }
+
+  /** The call's routes tried in order (the breaker skipping open ones) until one attempt succeeds. */
+  private failover<T>(call: ChatCall, log: Logger, attempt: (route: CatalogRoute) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return withFailover({
+      routes: call.routes,
+      breaker: this.deps.breaker,
+      call: attempt,
+      // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
+      isAbort: () => signal?.aborted === true,
+      onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
+    });
+  }
+
   private refusedRecently(id: string): boolean {
     const until = this.refusals.get(id);
     if (until === undefined) return false;
@@ -141,7 +159,7 @@ export class ChatProxy {
     this.refusals.set(e.code === 'spending_cap_exhausted' ? keyId : workspaceId, Date.now() + REFUSAL_MEMORY_MS);
   }
 
-  private async attempt(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined): Promise<Opened> {
+  private async attempt(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined, maxAnswerBytes = MAX_ANSWER_BYTES): Promise<Opened> {
     const { channel } = route;
     const upstreamModel = upstreamModelOf(route, call.model);
     const request = protocol.request(call, upstreamModel, channel);
@@ -154,7 +172,7 @@ export class ChatProxy {
       signal,
     });
     if (!call.stream) {
-      const json = parseObject((await readBody(answer.body, MAX_ANSWER_BYTES)).toString('utf8'), 'the answer');
+      const json = parseObject((await readBody(answer.body, maxAnswerBytes)).toString('utf8'), 'the answer');
       const usage = protocol.answer(json, call);
       if (!usage) throw invalidResponse('the answer reports no usage');
       return { kind: 'json', json, usage };
@@ -173,7 +191,7 @@ export class ChatProxy {
 }
 
 /** The upstream request body per upstream model name, serialised once (almost always one name per call). */
-class UpstreamBodies {
+export class UpstreamBodies {
   private model: string | undefined;
   private bytes: Buffer | undefined;
   private others: Map<string, Buffer> | undefined;

@@ -77,11 +77,11 @@ export function pollDelay(
 /**
  * Where a provider of this kind should POST when the task's job ends (the edge's signed inbound route), or
  * undefined when provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified
- * (Replicate without REPLICATE_WEBHOOK_SECRET).
+ * (Replicate without REPLICATE_WEBHOOK_SECRET, fal without FAL_WEBHOOK_USER_ID).
  */
 export function webhookUrlFor(config: Pick<Config, 'providerWebhooks'>, kind: 'replicate' | 'fal', taskId: string): string | undefined {
-  const { baseUrl, replicateSecret } = config.providerWebhooks;
-  if (baseUrl === undefined || (kind === 'replicate' && replicateSecret === undefined)) return undefined;
+  const { baseUrl, replicateSecret, falUserId } = config.providerWebhooks;
+  if (baseUrl === undefined || (kind === 'replicate' ? replicateSecret : falUserId) === undefined) return undefined;
   return `${baseUrl}/v1/provider-webhooks/${kind}/${encodeURIComponent(taskId)}`;
 }
 

@@ -260,6 +260,16 @@ describe('OpenAI chat completions', () => {
     await charged(res.headers.get('x-request-id'), usage);
   });
 
+  it('replays a non-streamed answer byte for byte', async () => {
+    const key = `idem-bytes-${Date.now()}`;
+    const call = () => fetch(`${edge.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ model: CHAT, messages }) });
+    const first = await call();
+    const firstText = await first.text();
+    const again = await call();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.text()).toBe(firstText);
+  });
+
   it('replays a non-streamed answer for a repeated Idempotency-Key and charges once', async () => {
     const key = `idem-${Date.now()}`;
     const first = await openai().chat.completions.create({ model: CHAT, messages }, { headers: { 'Idempotency-Key': key } }).withResponse();

@@ -31,17 +31,18 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 const POLL_LOOKS_MS = [250];
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
-export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
+/** The route, and close(): resolves once the promotions it started have ended (call it after HTTP has stopped). */
+export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; close(): Promise<void> } {
   const router = express.Router({ caseSensitive: true });
-  /** Tasks whose poll a webhook is bringing forward now (this process). */
-  const promoting = new Set<string>();
+  /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
+  const promoting = new Map<string, Promise<void>>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { provider, taskId } = req.params as { provider: string; taskId: string };
-      const { baseUrl, replicateSecret } = deps.config.providerWebhooks;
-      const on = baseUrl !== undefined && (provider === 'fal' || (provider === 'replicate' && replicateSecret !== undefined));
+      const { baseUrl, replicateSecret, falUserId } = deps.config.providerWebhooks;
+      const on = baseUrl !== undefined && ((provider === 'fal' && falUserId !== undefined) || (provider === 'replicate' && replicateSecret !== undefined));
       if (!on || taskId.length > 64) throw errors.notFound('No such webhook.');
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
       const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
@@ -56,11 +57,11 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
         } else {
           let keys = await falKeys.get(false);
           try {
-            upstreamId = verifyFalWebhook(raw, req.headers, keys).requestId;
+            upstreamId = verifyFalWebhook(raw, req.headers, keys, { userId: falUserId! }).requestId;
           } catch (e) {
             if (!(e instanceof ProviderWebhookError) || e.reason !== 'bad_signature') throw e;
             keys = await falKeys.get(true);
-            upstreamId = verifyFalWebhook(raw, req.headers, keys).requestId;
+            upstreamId = verifyFalWebhook(raw, req.headers, keys, { userId: falUserId! }).requestId;
           }
         }
       } catch (e) {
@@ -78,22 +79,22 @@ export function providerWebhookRoutes(deps: EdgeDeps): express.Router {
       res.status(204).end();
       // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
       // first and the poll looked for after, without holding its request while the submit or a poll adds one.
-      // A submitting task's webhook cannot be matched to its job yet (fal signs every account's webhooks with the same
-      // keys), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
+      // A submitting task's webhook cannot be matched to its job yet (it is this account's, but which of its jobs is
+      // not known), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
       // One look per task at a time, so replays cannot pile up loops.
       if (task && (live || submitting) && !promoting.has(taskId)) {
         const log = locals(res).log;
-        promoting.add(taskId);
-        promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
+        const promotion = promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
           .then(
             (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
             (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
           )
           .finally(() => promoting.delete(taskId));
+        promoting.set(taskId, promotion);
       }
     } catch (e) {
       next(e);
     }
   });
-  return router;
+  return { router, close: async () => void (await Promise.all(promoting.values())) };
 }

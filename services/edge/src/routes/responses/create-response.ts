@@ -1,5 +1,4 @@
 import { errors } from '@gensvc/errors';
-import type { UpstreamClient } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { ChatProxy } from '../../proxy/chat-proxy';
@@ -18,7 +17,7 @@ import { fileImageRefs, generatedImageBound, imageGenerationTool, responseBody, 
  * image_generation tool the call is not proxied but answered by generateImages (its images archived and billed);
  * its guide images given by URL are checked first (type, 30 MB, 8192 px), all before any money is held.
  */
-export function createResponse(deps: EdgeDeps, proxy: ChatProxy, client: UpstreamClient) {
+export function createResponse(deps: EdgeDeps, proxy: ChatProxy) {
   return async (req: Request, res: Response) => {
     const body = parseBody(responseBody, req.body);
     // A background response is answered before it has any usage and is fetched later from the provider, a call
@@ -43,7 +42,7 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy, client: Upstrea
       // The mask may be a data URL: the task keeps the tool's options, not image bytes.
       const { input_image_mask: _mask, ...tool } = imageTool;
       const taskInput = { tool, max_tool_calls: maxImages, guides: [...guides, ...refs.map((r) => ({ file_id: r.fileId }))] };
-      await generateImages(deps, client, { model, routes, body: upstream, maxOutputTokens: body.max_output_tokens ?? undefined, maxImages, taskInput }, res);
+      await generateImages(deps, proxy, { model, routes, body: upstream, maxOutputTokens: body.max_output_tokens ?? undefined, maxImages, taskInput }, res);
       return;
     }
     const upstream = await inlineFileImages(deps, authOf(res).workspace.id, raw, refs);

@@ -7,20 +7,22 @@
 // Billing: the hold is the token bound (holdFor, as every Responses call) plus unitPrice × the image bound (the
 // max_tool_calls sent upstream), taken before the call; the settlement charges the reported tokens plus unitPrice ×
 // the images generated (never more than the bound), in the transaction that records the outputs. Any failure after
-// the hold (every channel failing, an unreadable answer, storage down) releases it. Not streamed: the archived ids
-// must be in the answer, and a stream would pass the image on before it is stored.
+// the hold (every channel failing, an unreadable answer, storage down) releases it. The call goes through ChatProxy's
+// failover and attempts (ChatProxy.answer), as every Responses call does; only the hold and its settlement are this
+// route's, since they are written with the images. Not streamed: the archived ids must be in the answer, and a
+// stream would pass the image on before it is stored.
 import { newId } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { sniffMedia } from '@gensvc/media';
-import { costOf, readBody, upstreamModelOf, withFailover, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
+import { costOf, upstreamModelOf, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
 import type { Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import { reserveFor } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
-import { holdFor } from '../../proxy/chat-proxy';
+import { holdFor, UpstreamBodies, type ChatProxy } from '../../proxy/chat-proxy';
 import { openAiResponsesProtocol } from '../../proxy/openai-responses-protocol';
-import { invalidResponse, parseObject, type ChatCall, type Usage } from '../../proxy/protocol';
+import { invalidResponse, type ChatCall, type Usage } from '../../proxy/protocol';
 import { releaseHold } from '../images/edit-image';
 import { recordImageOutputs } from '../images/record-edit';
 import { IMAGE_TYPES } from '../images/schema';
@@ -49,37 +51,19 @@ interface Generated {
   outputs: EditOutput[];
 }
 
-export async function generateImages(deps: EdgeDeps, client: UpstreamClient, call: ImageGenerationCall, res: Response): Promise<void> {
+export async function generateImages(deps: EdgeDeps, proxy: ChatProxy, call: ImageGenerationCall, res: Response): Promise<void> {
   const { key, workspace } = authOf(res);
   const { log, requestId } = locals(res);
   const { model } = call;
   const chat: ChatCall = { model, routes: call.routes, body: call.body, stream: false, maxOutputTokens: call.maxOutputTokens, choices: 1 };
-  const bodies = new Map<string, Buffer>();
-  const bodyFor = (upstreamModel: string) => {
-    let body = bodies.get(upstreamModel);
-    if (!body) bodies.set(upstreamModel, (body = Buffer.from(openAiResponsesProtocol.body(chat, upstreamModel))));
-    return body;
-  };
-  const amount = holdFor(chat, bodyFor(upstreamModelOf(call.routes[0]!, model)).length) + model.unitPrice * BigInt(call.maxImages);
+  const upstream = new UpstreamBodies(openAiResponsesProtocol, chat);
+  const amount = holdFor(chat, upstream.body(upstreamModelOf(call.routes[0]!, model)).length) + model.unitPrice * BigInt(call.maxImages);
 
   const startedAt = new Date();
   const hold = await reserveFor(deps, res, amount);
   let answer: Record<string, unknown>;
   try {
-    const generated = await withFailover<Generated>({
-      routes: call.routes,
-      breaker: deps.breaker,
-      onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream image generation attempt failed'),
-      call: async (route) => {
-        const upstreamModel = upstreamModelOf(route, model);
-        const request = openAiResponsesProtocol.request(chat, upstreamModel, route.channel);
-        const sent = await client.send({ baseUrl: route.channel.baseUrl, path: request.path, headers: request.headers, body: bodyFor(upstreamModel), timeoutMs: route.channel.timeoutMs });
-        const json = parseObject((await readBody(sent.body, MAX_ANSWER_BYTES)).toString('utf8'), 'the answer');
-        const usage = openAiResponsesProtocol.answer(json, chat);
-        if (!usage) throw invalidResponse('the answer reports no usage');
-        return { route, json, usage, outputs: generatedImages(json) };
-      },
-    });
+    const generated = await proxy.answer<Generated>(openAiResponsesProtocol, chat, upstream, log, (a) => ({ ...a, outputs: generatedImages(a.json) }), MAX_ANSWER_BYTES);
     const taskId = newId('tsk');
     // A provider generating more images than were held for is charged no more than the hold covers.
     const images = Math.min(generated.outputs.length, call.maxImages);
