@@ -6,11 +6,11 @@
 //
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
-import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
-import { enqueue, jobIdOf, type Queues } from './queues';
+import { enqueue, enqueueParsed, jobIdOf, type Queues } from './queues';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -121,7 +121,8 @@ export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: numbe
  * completed job is kept only a minute. The adds of callers served in the same turn of the event loop leave in one
  * socket write (coalesceWrites).
  */
-export function scheduleEvaluate(queues: Queues, payload: JobInput<typeof EvaluateRun>) {
+export function scheduleEvaluate(queues: Queues, payload: JobPayload<typeof EvaluateRun>) {
   coalesceWrites(queues.connection);
-  return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } });
+  // The edge builds the payload from the request it parsed and ids it made: not re-checked here (the worker parses it).
+  return enqueueParsed(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } });
 }

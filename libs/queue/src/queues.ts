@@ -98,11 +98,36 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
  * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
  * re-sending the context captured when its row was written).
  */
-export async function enqueue<J extends JobContract>(
+export function enqueue<J extends JobContract>(
   queues: Queues,
   contract: J,
   payload: JobInput<J>,
   opts: EnqueueOptions = {},
+): Promise<Job<JobPayload<J>, unknown, J['name']>> {
+  return publish(queues, contract, payload, opts, true);
+}
+
+/**
+ * `enqueue` without the producer's own schema check, for a payload made only of values its producer has just
+ * parsed or made itself (evaluate.run: the edge's validated request, its ids and deadline), where re-checking the
+ * whole payload — the caller's request included — would only repeat that work on the hot path. The consumer still
+ * parses what it takes from Redis (defineWorker), so a producer bug is refused there, not run.
+ */
+export function enqueueParsed<J extends JobContract>(
+  queues: Queues,
+  contract: J,
+  payload: JobPayload<J>,
+  opts: EnqueueOptions = {},
+): Promise<Job<JobPayload<J>, unknown, J['name']>> {
+  return publish(queues, contract, payload, opts, false);
+}
+
+async function publish<J extends JobContract>(
+  queues: Queues,
+  contract: J,
+  payload: JobInput<J> | JobPayload<J>,
+  opts: EnqueueOptions,
+  validate: boolean,
 ): Promise<Job<JobPayload<J>, unknown, J['name']>> {
   const tracer = trace.getTracer(TRACER_NAME);
   const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
@@ -114,14 +139,18 @@ export async function enqueue<J extends JobContract>(
       const carrier = traceCarrierOf(trace.setSpan(parent, span));
       const input: Record<string, unknown> = { ...(payload as object), v: contract.version };
       if (carrier.traceparent) input.trace = carrier;
-      const parsed = contract.schema.safeParse(input);
-      if (!parsed.success) {
-        throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
+      let data: unknown = input;
+      if (validate) {
+        const parsed = contract.schema.safeParse(input);
+        if (!parsed.success) {
+          throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
+        }
+        data = parsed.data;
       }
       const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
       const jobOpts: JobsOptions = { ...retry, ...opts };
-      if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, parsed.data as JobPayload<KeyedJob>));
-      const added = await queues.get(contract.queue).add(contract.name, parsed.data, jobOpts);
+      if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as JobPayload<KeyedJob>));
+      const added = await queues.get(contract.queue).add(contract.name, data, jobOpts);
       if (added.id) span.setAttribute('messaging.message.id', added.id);
       return added as Job<JobPayload<J>, unknown, J['name']>;
     } catch (e) {

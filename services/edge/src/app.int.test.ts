@@ -57,6 +57,28 @@ describe('edge basics', () => {
     const { body } = await renderMetrics(edge.deps.metrics);
     expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/healthz"[^}]*\} \d+/);
   });
+
+  it('answers a paid route the same whether its exact path skips the router or a variant goes through it', async () => {
+    const bad = { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer gsk_nope' }, body: '{}' };
+    const answers = [];
+    // Exact paths (dispatched before Express's router), then variants only the router matches (trailing slash).
+    for (const path of ['/v1/chat/completions', '/v1/chat/completions?x=1', '/v1/chat/completions/', '/api/v1/evaluate', '/api/v1/evaluate/']) {
+      const res = await fetch(`${edge.url}${path}`, { ...bad, headers: { ...bad.headers, 'x-request-id': 'hot-1' } });
+      answers.push({ path, status: res.status, type: res.headers.get('content-type'), nosniff: res.headers.get('x-content-type-options'), body: await jsonOf(res) });
+    }
+    for (const a of answers) {
+      expect(a).toMatchObject({ status: 401, type: 'application/json; charset=utf-8', nosniff: 'nosniff', body: { error: { code: 'malformed_api_key', request_id: 'hot-1' } } });
+      expect(a.body).toEqual(answers[a.path.includes('evaluate') ? 3 : 0]!.body);
+    }
+    // A path the guard refuses is answered by the guard, before any route (and counted as unmatched).
+    const broken = await fetch(`${edge.url}/v1/chat/completions?q=%ZZ`, bad);
+    expect(broken.status).toBe(400);
+    expect((await jsonOf(broken)).error.code).toBe('invalid_encoding');
+    const { body } = await renderMetrics(edge.deps.metrics);
+    expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/chat\/completions,\/v1\/chat\/completions"[^}]*status="401"[^}]*\} 3/);
+    expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/evaluate"[^}]*status="401"[^}]*\} 2/);
+    expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="unmatched"[^}]*status="400"[^}]*\} \d+/);
+  });
 });
 
 describe('JSON bodies', () => {

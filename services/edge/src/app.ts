@@ -3,6 +3,7 @@ import express from 'express';
 import { authenticate, requireKeyRole, requireScope } from './auth/authenticate';
 import type { EdgeDeps } from './deps';
 import { errorHandler, notFound } from './http/errors';
+import { mountRoutes, withHotRoutes } from './http/hot-routes';
 import { httpMetrics } from './http/metrics';
 import { pathGuard } from './http/path-guard';
 import { boundUnreadBody } from './http/unread-body';
@@ -49,18 +50,17 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
 
-  app.use(requestContext(deps.logger));
-  app.use(httpMetrics(deps.metrics));
   // Before any route: a path or query that cannot be decoded is a 400, and a body left unread after an answer is
   // bounded (issue 14).
-  app.use(pathGuard);
-  app.use(boundUnreadBody(deps.config.http));
+  const front = [requestContext(deps.logger), httpMetrics(deps.metrics), pathGuard, boundUnreadBody(deps.config.http)];
+  app.use(...front);
   // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the
   // replica's budget leases) for every streamed provider route. The chat routes come first: the paid hot path
   // passes no other route's layers (none of theirs matches a chat path).
   const upstream = new UpstreamClient();
   const proxy = new ChatProxy(deps, upstream);
-  app.use(chatRoutes(deps, proxy));
+  const chat = chatRoutes(deps, proxy);
+  mountRoutes(app, chat);
 
   app.get('/healthz', healthz);
   app.get('/readyz', readyz(deps));
@@ -73,7 +73,8 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), rotateCallbackSecret(deps));
 
   app.use(modelRoutes(deps));
-  app.use(evaluateRoutes(deps, options.evaluate));
+  const evaluate = evaluateRoutes(deps, options.evaluate);
+  mountRoutes(app, evaluate);
   app.use(fileRoutes(deps));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
@@ -84,8 +85,10 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(providerWebhooks.router);
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
-  app.use(countRefusals(deps.metrics));
-  app.use(errorHandler);
+  const errorChain = [countRefusals(deps.metrics), errorHandler];
+  app.use(...errorChain);
+  // The paid routes' exact paths skip the router, through the same front, chains and error handlers as above.
+  withHotRoutes(app, { front, routes: [...chat, ...evaluate], errors: errorChain, notFound });
   // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
   // the webhooks' promotions use.
   return Object.assign(app, { closeRoutes: async () => void (await Promise.all([upstream.close(), providerWebhooks.close()])) });

@@ -1,0 +1,125 @@
+// The paid hot path without Express's router: a request whose method and exact path name a hot route (chat
+// completions, evaluate) runs that route's chain directly, as the router would run it, instead of matching it
+// against every layer of the app (the router's layer matching, per-layer `next` and parameter processing were ~5 %
+// of the edge's CPU per chat call). Every other request, and any variant of a hot path the exact look-up does not
+// cover (a trailing slash, an absolute-form URL), goes through Express, where the same routes are mounted too: each
+// chain is defined once (the route's `RouteSpec`) and registered in both.
+import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from 'express';
+
+/** One route: its method, its paths and its whole chain (credentials, limits, body, idempotency, handler). */
+export interface RouteSpec {
+  method: 'post';
+  path: string | string[] | RegExp;
+  handlers: RequestHandler[];
+}
+
+/** Mounts `specs` on an Express app or router, as `router.post(path, ...handlers)`. */
+export function mountRoutes(target: Pick<Express, 'post'>, specs: readonly RouteSpec[]): void {
+  for (const spec of specs) target.post(spec.path, ...spec.handlers);
+}
+
+/** A path the exact look-up can take: literal, no parameter, wildcard or pattern (those stay Express's). */
+const LITERAL = /^\/[A-Za-z0-9/._-]*$/;
+
+interface HotRoute {
+  /** What the router puts in req.route (its path: httpMetrics labels requests by it). */
+  route: { path: RouteSpec['path'] };
+  chain: RequestHandler[];
+  /** Where the route's own handlers start in `chain` (after the app-level ones). */
+  routeAt: number;
+}
+
+export interface HotRoutesOptions {
+  /** The app-level middleware every request passes before any route (request context, metrics, guards). */
+  front: RequestHandler[];
+  routes: readonly RouteSpec[];
+  /** The app's error middleware, in order, then the app's last handler (a 404) when nothing answered. */
+  errors: ErrorRequestHandler[];
+  notFound: RequestHandler;
+}
+
+/**
+ * Wraps `app`: a request of a hot route runs `front`, the route's chain and, on an error, `errors` (the same
+ * functions Express runs, in the same order, with the same request and response objects: Express's prototypes and
+ * `res.locals` are set as app.handle sets them); any other request is the app's.
+ */
+export function withHotRoutes(app: Express, options: HotRoutesOptions): void {
+  const byPath = new Map<string, HotRoute>();
+  for (const spec of options.routes) {
+    const route = { path: spec.path };
+    const chain = [...options.front, ...spec.handlers, options.notFound];
+    const paths = typeof spec.path === 'string' ? [spec.path] : Array.isArray(spec.path) ? spec.path : [];
+    for (const path of paths) if (LITERAL.test(path)) byPath.set(path, { route, chain, routeAt: options.front.length });
+  }
+  // app(req, res) calls app.handle(req, res, done) (express/lib/express.js), which is not in Express's types.
+  type Handle = (req: Request, res: Response, done?: NextFunction) => void;
+  const target = app as unknown as { handle: Handle };
+  const expressHandle = target.handle.bind(app);
+  target.handle = (req, res, done) => {
+    const hot = req.method === 'POST' ? byPath.get(pathOf(req.url)) : undefined;
+    if (!hot) return expressHandle(req, res, done);
+    // What app.handle and the router set up before the first layer.
+    req.res = res;
+    res.req = req;
+    Object.setPrototypeOf(req, app.request);
+    Object.setPrototypeOf(res, app.response);
+    if (!res.locals) res.locals = Object.create(null);
+    req.baseUrl = '';
+    req.originalUrl = req.url;
+    req.params = {};
+    run(req, res, hot, options.errors, done);
+  };
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/**
+ * Runs the chain the way Express's router does: each handler gets `next`; a thrown error or a rejected promise is
+ * passed to `next`; an error skips the rest of the chain and goes through `errors`; an error left over at the end
+ * goes to `done` (Express's final handler when none is given, which answers it as a bare 500 or closes the
+ * response if it was already sent).
+ */
+function run(req: Request, res: Response, hot: HotRoute, errors: ErrorRequestHandler[], done: NextFunction | undefined): void {
+  const { chain } = hot;
+  let at = 0;
+  let failing = -1;
+  const next = (err?: unknown): void => {
+    if (err !== undefined && err !== null && err !== 'route' && err !== 'router') return fail(err);
+    if (at >= chain.length) return;
+    // Set when the route is reached, as the router sets it (a request refused before has none: 'unmatched').
+    if (at === hot.routeAt) req.route = hot.route as Request['route'];
+    const fn = chain[at++]!;
+    call(() => fn(req, res, next));
+  };
+  const fail = (err: unknown): void => {
+    if (++failing >= errors.length) {
+      if (done) return done(err);
+      return finalAnswer(req, res, err);
+    }
+    const handler = errors[failing]!;
+    call(() => handler(err, req, res, fail), fail);
+  };
+  const call = (invoke: () => unknown, onError: (e: unknown) => void = fail) => {
+    try {
+      const ret = invoke() as Promise<unknown> | undefined;
+      if (ret && typeof ret.then === 'function') ret.then(undefined, (e: unknown) => onError(e ?? new Error('Rejected promise')));
+    } catch (e) {
+      onError(e);
+    }
+  };
+  req.next = next;
+  next();
+}
+
+/** Express's final handler for an error nothing else answered (unreachable while `errors` ends with the error handler). */
+function finalAnswer(_req: Request, res: Response, _err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.statusCode = 500;
+  res.end();
+}
