@@ -62,45 +62,6 @@ describe('groupCommit', () => {
     expect(await Promise.all(all)).toEqual(['x1!', 'y1!', 'x2!', 'z1!', 'x3!']);
   });
 
-  it('with two lanes, an item arriving while one group is in flight goes at once; with both in flight, it waits', async () => {
-    const { groups, gates, run } = gated();
-    const send = groupCommit(run, { max: 10, lanes: 2 });
-    const a = send('a');
-    await tick();
-    const b = send('b');
-    await tick();
-    expect(groups).toEqual([['a'], ['b']]); // b did not wait for a's group
-    const rest = ['c', 'd'].map(send);
-    await tick();
-    expect(groups).toHaveLength(2);
-    gates[1]!.release();
-    expect(await b).toBe('b!');
-    await tick();
-    expect(groups).toEqual([['a'], ['b'], ['c', 'd']]);
-    gates[0]!.release();
-    gates[2]!.release();
-    expect(await Promise.all([a, ...rest])).toEqual(['a!', 'c!', 'd!']);
-  });
-
-  it('with two lanes, an item of a key in flight waits for that group, whichever lane is free', async () => {
-    const { groups, gates, run } = gated();
-    const send = groupCommit(run, { max: 10, lanes: 2, keyOf: (item) => item[0]! });
-    const x1 = send('x1');
-    await tick();
-    const [x2, y1] = [send('x2'), send('y1')];
-    await tick();
-    expect(groups).toEqual([['x1'], ['y1']]);
-    gates[1]!.release();
-    expect(await y1).toBe('y1!');
-    await tick();
-    expect(groups).toHaveLength(2); // x2 still waits for x1's statement
-    gates[0]!.release();
-    await tick();
-    expect(groups).toEqual([['x1'], ['y1'], ['x2']]);
-    gates[2]!.release();
-    expect(await Promise.all([x1, x2])).toEqual(['x1!', 'x2!']);
-  });
-
   it('rejects the items of a failed group only, and sends the next group', async () => {
     const { groups, gates, run } = gated();
     const send = groupCommit(run, { max: 10 });

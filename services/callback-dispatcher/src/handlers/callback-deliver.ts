@@ -82,12 +82,6 @@ const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo'
 
 /** Attempts read or recorded in one statement at most (the worker's concurrency bounds it in practice). */
 const GROUP_MAX = 100;
-/**
- * Statements of one kind in flight at once: an attempt that finds one in flight goes at once on another pooled
- * connection instead of waiting a round trip for it (completion → callback lag); past two, what arrives meanwhile
- * waits and goes as one group.
- */
-const GROUP_LANES = 2;
 
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger } = deps;
@@ -99,11 +93,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
       const contexts = await callbackRepository.attemptContexts(db, taskIds, at);
       return taskIds.map((id) => ({ context: contexts.get(id) ?? null, at }));
     },
-    { max: GROUP_MAX, lanes: GROUP_LANES },
+    { max: GROUP_MAX },
   );
   const recordAttempt = groupCommit((entries: AttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
     max: GROUP_MAX,
-    lanes: GROUP_LANES,
     keyOf: (entry) => entry.input.taskId,
   });
 
