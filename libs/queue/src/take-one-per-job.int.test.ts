@@ -114,6 +114,26 @@ describe('defineWorker with takeOnePerJob', () => {
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(350);
   });
 
+  it('runs a delayed job when it is due though a job arrived after the wait that saw its delay', async () => {
+    const ran = new Map<string, number>();
+    const { add, events } = setUp(async (job) => {
+      ran.set(job.data.taskId, Date.now());
+      return job.data.taskId;
+    });
+    await events.waitUntilReady();
+    await sleep(300); // the worker has found the queue empty and blocks
+    const added = Date.now();
+    // The wait wakes on the delayed job's marker (consuming it) and blocks again until the delay is due; the job
+    // added meanwhile wakes it first, and the take that gets that job reports no delayed job.
+    const delayed = await add(1, { delay: 800 });
+    await sleep(100);
+    await expect((await add(2)).waitUntilFinished(events, 10_000)).resolves.toBe('tsk_2');
+    await expect(delayed.waitUntilFinished(events, 10_000)).resolves.toBe('tsk_1');
+    // Due at 800 ms, not at the next drain timeout (5 s) after the worker went idle again.
+    expect(ran.get('tsk_1')! - added).toBeGreaterThanOrEqual(790);
+    expect(ran.get('tsk_1')! - added).toBeLessThan(2_500);
+  });
+
   it('recovers the job of a worker that died holding it (stalled), as BullMQ does', async () => {
     const ran: string[] = [];
     const { add, events, prefix, worker } = setUp(async (job) => ran.push(job.id!), { options: { stalledInterval: 300 } });

@@ -197,6 +197,16 @@ function takeOnePerJob(worker: Worker): void {
     // worker idle (it most likely came alone; when it did not, the marker it left ends the wait at once).
     let block = false;
     const take = async (token: string): Promise<Job | undefined> => {
+      // When the next delayed job is due, as last known. A wait woken by a waiting job's marker, and a take that
+      // gets a job, report no delay (blockUntil 0) though the delayed job is still there, and its marker was
+      // consumed by the wait that reported it: kept here, or the loop would next block until drainDelay. BullMQ's
+      // loop learns it again from its next take, which finds nothing and returns the next delay.
+      const due = this.blockUntil;
+      const job = await waitAndTake(token);
+      if (job && due > 0 && this.blockUntil === 0) this.blockUntil = due;
+      return job;
+    };
+    const waitAndTake = async (token: string): Promise<Job | undefined> => {
       if (block) {
         const { marker, wait, prioritized } = this.keys;
         const blocking = (await this.backend.blockingClient)!;

@@ -162,7 +162,7 @@ describe('callback.deliver', () => {
   /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
   const recordAttempt = (task: { id: string; workspaceId: string; callbackUrl: string | null }, attempt: number, statusCode: number, at = new Date()) =>
     taskRepository
-      .recordDeliveryAttempt(ctx.db, {
+      .recordDeliveryAttempts(ctx.db, [{ input: {
         workspaceId: task.workspaceId,
         taskId: task.id,
         attempt,
@@ -173,8 +173,8 @@ describe('callback.deliver', () => {
         error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
         responseHead: null,
         at,
-      }, { callbackRoundStart: 1 }, null)
-      .then((r) => r.recorded);
+      }, decidedOn: { callbackRoundStart: 1 }, step: null }])
+      .then(([r]) => r!.recorded);
   const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });

@@ -24,6 +24,7 @@ export function startDispatcherWorker(
     connection: conn.connection,
     prefix: conn.prefix,
     concurrency,
+    takeOnePerJob: true,
     logger: conn.logger ?? deps.logger,
     handlers: { 'callback.deliver': callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } }) },
   });

@@ -29,7 +29,7 @@ const attempt = (task: { id: string; workspaceId: string }, k: number, statusCod
 it('reads the attempt contexts of several tasks in one statement, as Prisma reads the rows (times, money)', async () => {
   const [a, b] = [await finishedTask(), await finishedTask()];
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 0, 123));
-  await taskRepository.recordDeliveryAttempt(ctx.db, attempt(b, 1, 500, at), { callbackRoundStart: 1 }, null);
+  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(b, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
   const contexts = await callbackRepository.attemptContexts(ctx.db, [a.id, b.id, 'tsk_none']);
   expect([...contexts.keys()].sort()).toEqual([a.id, b.id].sort());
   for (const id of [a.id, b.id]) {
@@ -65,8 +65,8 @@ it('records attempts of several tasks in one statement, each decision applied on
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 1, 456));
   const now = new Date(Date.UTC(2026, 10, 25, 12, 0, 2, 789));
   // A run of attempt 1 of `rerun` recorded it already; `redelivered` got a new round after its attempt 1 was read.
-  await taskRepository.recordDeliveryAttempt(ctx.db, attempt(rerun, 1, 500, at), { callbackRoundStart: 1 }, null);
-  await taskRepository.recordDeliveryAttempt(ctx.db, attempt(redelivered, 1, 500, at), { callbackRoundStart: 1 }, null);
+  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(rerun, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
+  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(redelivered, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
   expect(await taskRepository.redeliver(ctx.db, redelivered.workspaceId, redelivered.id)).toEqual({ attempt: 2 });
 
   const records = await taskRepository.recordDeliveryAttempts(

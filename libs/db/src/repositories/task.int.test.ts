@@ -3,7 +3,7 @@
 import { makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
-import { taskRepository } from './task.repository';
+import { taskRepository, type DeliveryUpdate } from './task.repository';
 
 const ctx = useTestContext();
 const PRICE = 40_000n;
@@ -129,15 +129,18 @@ describe('callbacks', () => {
       statusCode, durationMs: 3, error: null, responseHead: null, at: new Date(),
     });
     // As the dispatcher records an attempt, with no decision to apply (step null).
-    const record = async (k: number) => (await taskRepository.recordDeliveryAttempt(ctx.db, attempt(k, 500), { callbackRoundStart: 1 }, null)).recorded;
+    const record = async (k: number) => (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(k, 500), decidedOn: { callbackRoundStart: 1 }, step: null }]))[0]!.recorded;
     expect(await record(1)).toBe(true);
     expect(await record(1)).toBe(false);
     expect(await record(2)).toBe(true);
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
-    // Attempt 2 belongs to the round before: it can neither deliver nor park the new one.
-    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 2, to: 'delivered', at: new Date() })).toBe(false);
-    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 2, to: 'parked' })).toBe(false);
-    expect(await taskRepository.applyDelivery(ctx.db, task.id, { attempt: 3, to: 'delivered', at: new Date() })).toBe(true);
+    // Attempt 2 belongs to the round before: it can neither deliver nor park the new one (a decision alone, about
+    // an attempt recorded before, taken on the task as it is now).
+    const apply = async (step: DeliveryUpdate) =>
+      (await taskRepository.recordDeliveryAttempts(ctx.db, [{ taskId: task.id, decidedOn: { callbackRoundStart: 3 }, step }]))[0]!.applied;
+    expect(await apply({ attempt: 2, to: 'delivered', at: new Date() })).toBe(false);
+    expect(await apply({ attempt: 2, to: 'parked' })).toBe(false);
+    expect(await apply({ attempt: 3, to: 'delivered', at: new Date() })).toBe(true);
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 3 });
   });
 
@@ -151,18 +154,18 @@ describe('callbacks', () => {
     const read = (await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!;
     expect(read).toMatchObject({ task: { id: task.id, callbackState: 'pending', callbackRoundStart: 1 }, last: null, currency: 'USD', signing: null, archivedFile: null });
     // Attempt 1 failed: the retry step is applied (the task moved); its re-run records and applies nothing.
-    const failed = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(1, 500), read.task, { attempt: 1, to: 'pending' });
+    const failed = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(1, 500), decidedOn: read.task, step: { attempt: 1, to: 'pending' } }]))[0]!;
     expect(failed).toEqual({ recorded: true, applied: true, task: { id: task.id, workspaceId: task.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } });
-    const again = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(1, 200), read.task, { attempt: 1, to: 'delivered', at: new Date() });
+    const again = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(1, 200), decidedOn: read.task, step: { attempt: 1, to: 'delivered', at: new Date() } }]))[0]!;
     expect(again).toMatchObject({ recorded: false, applied: false });
     const secret = await callbackRepository.secret(ctx.db, task.workspaceId, make);
     expect((await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
     // A redelivery starts a new round while attempt 2 is in flight: decided on round 1, it is recorded but not applied.
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 2 });
-    const raced = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(2, 500), read.task, { attempt: 2, to: 'parked' });
+    const raced = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(2, 500), decidedOn: read.task, step: { attempt: 2, to: 'parked' } }]))[0]!;
     expect(raced).toMatchObject({ recorded: true, applied: false, task: { callbackState: 'pending', callbackRoundStart: 2 } });
     // Decided on the task as it is now, it applies.
-    const delivered = await taskRepository.recordDeliveryAttempt(ctx.db, attempt(3, 200), raced.task!, { attempt: 3, to: 'delivered', at: new Date() });
+    const delivered = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(3, 200), decidedOn: raced.task!, step: { attempt: 3, to: 'delivered', at: new Date() } }]))[0]!;
     expect(delivered).toMatchObject({ recorded: true, applied: true });
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 2 });
     expect((await callbackRepository.attemptContexts(ctx.db, ['tsk_none'])).get('tsk_none')).toBeUndefined();

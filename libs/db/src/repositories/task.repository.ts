@@ -420,57 +420,40 @@ export const taskRepository = {
   // one outcome twice changes nothing.
 
   /**
-   * Applies a delivery decision for the round that `attempt` belongs to: pending → delivered (as of `at`, the
-   * attempt's start) or → parked; or, for 'retry', records that the pending delivery moved (for the reconciler: a
-   * pending delivery that stops moving has lost its next job). A redelivery that started a newer round meanwhile (a
-   * higher round start) is not touched by an attempt of the old one. False when nothing changed.
-   */
-  async applyDelivery(db: DbClient, taskId: string, step: DeliveryUpdate, now = new Date()): Promise<boolean> {
-    // Raw: the per-delivery write (issue 12), without the query compiler's cost.
-    const set = deliverySet(step, now);
-    const count = await db.$executeRaw`
-      UPDATE "Task" SET ${set} WHERE id = ${taskId} AND "callbackState" = 'pending' AND "callbackRoundStart" <= ${step.attempt}`;
-    return count === 1;
-  },
-
-  /** One attempt recorded and its decision applied (recordDeliveryAttempts for a single attempt). */
-  async recordDeliveryAttempt(
-    db: DbClient,
-    input: RecordAttemptInput,
-    decidedOn: { callbackRoundStart: number },
-    step: DeliveryUpdate | null,
-    now = new Date(),
-  ): Promise<DeliveryRecord> {
-    const [record] = await taskRepository.recordDeliveryAttempts(db, [{ input, decidedOn, step }], now);
-    return record!;
-  },
-
-  /**
-   * Attempts' outcomes recorded (their CallbackAttempt rows) and the decision taken on each applied, in
-   * one statement for all of them (the dispatcher records the attempts that end together at once). Each decision
-   * was made on the task as its attempt read it (`decidedOn`), so it is applied only while the task still is so
-   * (pending, the same round start), as applyDelivery's own condition would. Per entry, in order: `recorded` is false
-   * when that attempt had a row already (a concurrent run of the same job; nothing is applied then); `applied` false
-   * when the task changed meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide
-   * again. At most one entry per task: one statement applies one decision to a row.
+   * Delivery decisions applied, each with the attempt outcome it was taken on recorded first (its CallbackAttempt
+   * row) when the entry carries one, in one statement for all of them (the dispatcher records the attempts that end
+   * together at once). The one place the delivery rule is written: pending → delivered (as of the attempt's start)
+   * or → parked; or, for 'pending', the pending delivery marked as moved (for the reconciler: a pending delivery that
+   * stops moving has lost its next job). Each decision was made on the task as read (`decidedOn`), so it is applied
+   * only while the task still is so (pending, the same round start, not a round after the attempt's). Per entry, in
+   * order: `recorded` is whether the entry's attempt row was written now (false when it had one already: a
+   * concurrent run of the same job, and nothing is applied then; false too for an entry without an attempt, whose
+   * decision alone is applied: an outcome re-applied, the reconciler's move); `applied` false when the task changed
+   * meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide again. At most one
+   * entry per task: one statement applies one decision to a row.
    */
   async recordDeliveryAttempts(db: DbClient, entries: readonly DeliveryAttemptEntry[], now = new Date()): Promise<DeliveryRecord[]> {
-    const rows = entries.map(({ input, decidedOn, step }) => ({
-      id: newId('cba'),
-      workspaceId: input.workspaceId,
-      taskId: input.taskId,
-      attempt: input.attempt,
-      deliveryId: input.deliveryId,
-      url: input.url,
-      statusCode: input.statusCode,
-      durationMs: input.durationMs,
-      error: input.error,
-      responseHead: input.responseHead,
-      at: input.at.toISOString(),
-      roundStart: decidedOn.callbackRoundStart,
-      to: step?.to ?? null,
-      deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
-    }));
+    const rows = entries.map((entry) => {
+      const { decidedOn, step } = entry;
+      const input = 'input' in entry ? entry.input : null;
+      return {
+        id: newId('cba'),
+        record: input !== null,
+        workspaceId: input?.workspaceId ?? null,
+        taskId: input?.taskId ?? (entry as DeliveryDecisionEntry).taskId,
+        attempt: input?.attempt ?? step!.attempt,
+        deliveryId: input?.deliveryId ?? null,
+        url: input?.url ?? null,
+        statusCode: input?.statusCode ?? null,
+        durationMs: input?.durationMs ?? null,
+        error: input?.error ?? null,
+        responseHead: input?.responseHead ?? null,
+        at: input?.at.toISOString() ?? null,
+        roundStart: decidedOn.callbackRoundStart,
+        to: step?.to ?? null,
+        deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
+      };
+    });
     if (new Set(rows.map((r) => r.taskId)).size !== rows.length) throw new Error('recordDeliveryAttempts: two entries for one task');
     const result = await queryPrepared<{
       id: string;
@@ -516,29 +499,20 @@ export const taskRepository = {
   },
 };
 
-/** The columns a delivery decision sets (applyDelivery, recordDeliveryAttempt). */
-function deliverySet(step: DeliveryUpdate, now: Date): Prisma.Sql {
-  return step.to === 'delivered'
-    ? Prisma.sql`"callbackState" = 'delivered', "deliveredAt" = ${step.at}::timestamp(3), "updatedAt" = ${step.at}::timestamp(3)`
-    : step.to === 'parked'
-      ? Prisma.sql`"callbackState" = 'parked', "updatedAt" = ${now}::timestamp(3)`
-      : Prisma.sql`"updatedAt" = ${now}::timestamp(3)`;
-}
-
 /**
  * recordDeliveryAttempts' statement, prepared on the pool. The attempts come as one JSON array (times as ISO UTC
- * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); the task update is
- * deliverySet's, per entry: delivered as of the attempt's start, parked or moved as of $2. The final SELECT reads the
- * tasks as the statement began (a data-modifying CTE's writes are not visible to it): for an entry not applied, the
- * state that made it so.
+ * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); per entry, the task is
+ * delivered as of the attempt's start, parked or moved as of $2, once its attempt row is in (or at once for an entry
+ * that records none). The final SELECT reads the tasks as the statement began (a data-modifying CTE's writes are not
+ * visible to it): for an entry not applied, the state that made it so.
  */
 const RECORD_DELIVERY_ATTEMPTS = `
   WITH e AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
       "statusCode" int, "durationMs" int, error text, "responseHead" text, at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
   ), rec AS (
     INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
-    SELECT id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", at FROM e
+    SELECT id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", at FROM e WHERE record
     ON CONFLICT DO NOTHING
     RETURNING id
   ), upd AS (
@@ -546,8 +520,8 @@ const RECORD_DELIVERY_ATTEMPTS = `
       "callbackState" = CASE e."to" WHEN 'delivered' THEN 'delivered'::"CallbackState" WHEN 'parked' THEN 'parked'::"CallbackState" ELSE t."callbackState" END,
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
       "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
-    FROM e JOIN rec ON rec.id = e.id
-    WHERE t.id = e."taskId" AND e."to" IS NOT NULL AND t."callbackState" = 'pending'
+    FROM e LEFT JOIN rec ON rec.id = e.id
+    WHERE (rec.id IS NOT NULL OR NOT e.record) AND t.id = e."taskId" AND e."to" IS NOT NULL AND t."callbackState" = 'pending'
       AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
   )
@@ -555,11 +529,19 @@ const RECORD_DELIVERY_ATTEMPTS = `
     t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
   FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN "Task" t ON t.id = e."taskId"`;
 
-/** One attempt for recordDeliveryAttempts: its outcome, the task state its decision was made on, and the decision. */
-export interface DeliveryAttemptEntry {
-  input: RecordAttemptInput;
+/**
+ * One entry for recordDeliveryAttempts: an attempt's outcome, the task state its decision was made on, and the
+ * decision; or a decision alone (DeliveryDecisionEntry), about an attempt recorded before.
+ */
+export type DeliveryAttemptEntry =
+  | { input: RecordAttemptInput; decidedOn: { callbackRoundStart: number }; step: DeliveryUpdate | null }
+  | DeliveryDecisionEntry;
+
+/** A delivery decision about an attempt already recorded (or, for the reconciler, the round's first), applied alone. */
+export interface DeliveryDecisionEntry {
+  taskId: string;
   decidedOn: { callbackRoundStart: number };
-  step: DeliveryUpdate | null;
+  step: DeliveryUpdate;
 }
 
 /** What recording one attempt did (recordDeliveryAttempts). */

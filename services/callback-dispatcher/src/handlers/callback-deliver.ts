@@ -42,13 +42,13 @@ export async function applyAttempt(
   if (!task) return { step: 'none', reason: 'not_pending' };
   const now = at.now ?? new Date();
   const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: at.endedAt });
-  const update = deliveryUpdate(then, recorded);
-  if (update) await taskRepository.applyDelivery(deps.db, task.id, update, now);
+  const step = deliveryUpdate(then, recorded);
+  if (step) await taskRepository.recordDeliveryAttempts(deps.db, [{ taskId: task.id, decidedOn: task, step }], now);
   await scheduleNext(deps, task, then);
   return then;
 }
 
-/** How a step changes the task (taskRepository.applyDelivery), or null when it changes nothing. */
+/** How a step changes the task (taskRepository.recordDeliveryAttempts), or null when it changes nothing. */
 function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): DeliveryUpdate | null {
   const { attempt } = recorded;
   if (then.step === 'delivered') return { attempt, to: 'delivered', at: recorded.createdAt };
@@ -62,6 +62,9 @@ function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): Delivery
 async function scheduleNext(deps: { queues: Queues }, task: Pick<TaskRow, 'id' | 'workspaceId'>, then: DeliveryStep) {
   if (then.step === 'retry') await scheduleCallback(deps.queues, taskJobRef(task), then.attempt, { delayMs: then.delayMs });
 }
+
+/** An attempt's outcome with its decision (recordDeliveryAttempts' entry that records an attempt). */
+type AttemptEntry = Extract<DeliveryAttemptEntry, { input: unknown }>;
 
 export type DeliverOutcome =
   | { outcome: 'skipped'; reason: 'task_gone' | 'no_callback' | 'not_pending' | 'stale_round' | 'not_next' }
@@ -92,7 +95,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     },
     { max: GROUP_MAX },
   );
-  const recordAttempt = groupCommit((entries: DeliveryAttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
+  const recordAttempt = groupCommit((entries: AttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
     max: GROUP_MAX,
     keyOf: (entry) => entry.input.taskId,
   });

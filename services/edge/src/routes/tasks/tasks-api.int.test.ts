@@ -305,8 +305,8 @@ describe('deliveries and redelivery', () => {
     expect(await post(`/api/v1/tasks/${id}/cancel`, c.secret).then((r) => r.status)).toBe(200);
     const url = `${receiver.url}/hooks`;
     const at = new Date(Date.now() - 60_000);
-    await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 2, deliveryId: deliveryIdFor(id, 2), url, statusCode: 200, durationMs: 12, error: null, responseHead: 'ok', at: new Date(at.getTime() + 30_000) }, { callbackRoundStart: 1 }, null);
-    await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt: 1, deliveryId: deliveryIdFor(id, 1), url, statusCode: 503, durationMs: 40, error: 'receiver answered 503', responseHead: 'busy', at }, { callbackRoundStart: 1 }, null);
+    await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: { workspaceId: c.ws.id, taskId: id, attempt: 2, deliveryId: deliveryIdFor(id, 2), url, statusCode: 200, durationMs: 12, error: null, responseHead: 'ok', at: new Date(at.getTime() + 30_000) }, decidedOn: { callbackRoundStart: 1 }, step: null }]);
+    await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: { workspaceId: c.ws.id, taskId: id, attempt: 1, deliveryId: deliveryIdFor(id, 1), url, statusCode: 503, durationMs: 40, error: 'receiver answered 503', responseHead: 'busy', at }, decidedOn: { callbackRoundStart: 1 }, step: null }]);
 
     const res = await get(`/api/v1/tasks/${id}/deliveries`, c.secret);
     expect(res.status).toBe(200);
@@ -349,9 +349,9 @@ describe('deliveries and redelivery', () => {
     await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     const url = `${receiver.url}/hooks`;
     for (const attempt of [1, 2]) {
-      await taskRepository.recordDeliveryAttempt(ctx.db, { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() }, { callbackRoundStart: 1 }, null);
+      await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() }, decidedOn: { callbackRoundStart: 1 }, step: null }]);
     }
-    await taskRepository.applyDelivery(ctx.db, id, { attempt: 2, to: 'parked' });
+    await taskRepository.recordDeliveryAttempts(ctx.db, [{ taskId: id, decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'parked' } }]);
 
     const res = await post(`/api/v1/tasks/${id}/redeliver`, c.secret);
     expect(res.status).toBe(202);
