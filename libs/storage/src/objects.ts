@@ -1,7 +1,7 @@
 // Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
 // are; S3 holds only the bytes, under keys that name their workspace.
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type PutObjectCommandInput, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createS3, type S3Settings } from './s3';
@@ -33,29 +33,69 @@ export interface PutStreamInput {
   body: Readable;
   contentType: string;
   contentDisposition?: string;
+  /**
+   * The body's exact length when known beforehand (a response's Content-Length). Up to a part size it goes as one
+   * PutObject streaming the body: no part buffered, one request. A body that ends short or errors fails the request
+   * before S3 has the whole object, so none is stored.
+   */
+  contentLength?: number;
 }
 
 /**
- * Streams `body` into `key` (one PutObject under a part size, a multipart upload above). Resolves once the object
- * is complete. To give up, destroy `body` with an error: the promise then rejects only after the multipart upload
- * is aborted, so no object and no parts are left behind (Upload.abort() would reject at once while parts are still
- * in flight).
+ * Streams `body` into `key`: one streamed PutObject when its length is known and at most a part size, otherwise
+ * lib-storage's Upload (one PutObject under a part size, a multipart upload above). Resolves once the object is
+ * complete. To give up, destroy `body` with an error: the promise then rejects only once nothing can be left
+ * behind — the single PutObject's request cut off, or the multipart upload aborted (Upload.abort() would reject at
+ * once while parts are still in flight).
  */
 export async function putObjectStream(s3: S3Client, input: PutStreamInput): Promise<void> {
+  const params = {
+    Bucket: input.bucket,
+    Key: input.key,
+    Body: input.body,
+    ContentType: input.contentType,
+    ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
+  };
+  const length = input.contentLength;
+  if (length !== undefined && Number.isSafeInteger(length) && length >= 0 && length <= UPLOAD_PART_SIZE) {
+    return putStreamed(s3, { ...params, ContentLength: length }, input.body);
+  }
   const upload = new Upload({
     client: s3,
-    params: {
-      Bucket: input.bucket,
-      Key: input.key,
-      Body: input.body,
-      ContentType: input.contentType,
-      ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
-    },
+    params,
     partSize: UPLOAD_PART_SIZE,
     queueSize: UPLOAD_QUEUE_SIZE,
     leavePartsOnError: false,
   });
   await upload.done();
+}
+
+/**
+ * One PutObject of a stream of known length. The SDK pipes the body into the request, and a pipe does not pass an
+ * error on: the body's error aborts the request here, so the server sees the connection cut before the declared
+ * length arrived, and the call rejects with the body's error. S3 and MinIO store nothing of a cut-off PUT, but some
+ * S3-compatible servers (s3rver) write the bytes as they arrive: after a failed put the key is deleted as well.
+ * Callers put to keys no live object holds (a new file id, or an output no row points to yet), so that removes
+ * only what this put left.
+ */
+async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable): Promise<void> {
+  const abort = new AbortController();
+  let failed: unknown;
+  const onError = (e: unknown) => {
+    failed ??= e;
+    abort.abort(e);
+  };
+  body.once('error', onError);
+  try {
+    await s3.send(new PutObjectCommand(params), { abortSignal: abort.signal });
+  } catch (e) {
+    failed ??= e;
+  } finally {
+    body.off('error', onError);
+  }
+  if (failed === undefined) return;
+  await deleteObject(s3, params.Bucket, params.Key).catch(() => undefined);
+  throw failed;
 }
 
 export interface ObjectRange {
