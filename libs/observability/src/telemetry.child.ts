@@ -153,8 +153,11 @@ async function db(): Promise<object> {
     return startSpan.call(this, name, options, ctx);
   };
   const from = (lib: string) => ({ paths: [join(__dirname, '..', '..', lib)] });
-  const { Client }: typeof import('pg') = require(require.resolve('pg', from('db')));
-  const { Redis }: typeof import('ioredis') = require(require.resolve('ioredis', from('queue')));
+  // Not dependencies of this library: taken from the libraries that use them, typed as far as used here.
+  const { Client }: { Client: new (options: object) => { on(event: 'error', fn: () => void): unknown; connect(): Promise<unknown>; query(text: string): Promise<unknown> } } =
+    require(require.resolve('pg', from('db')));
+  const { Redis }: { Redis: new (options: object) => { on(event: 'error', fn: () => void): unknown; get(key: string): Promise<unknown>; disconnect(): void } } =
+    require(require.resolve('ioredis', from('queue')));
   const net: typeof import('node:net') = require('node:net');
   const closed = await new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, '127.0.0.1', () => {
