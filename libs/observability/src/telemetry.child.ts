@@ -3,9 +3,10 @@
 // rejects
 // the dynamic import() the OTLP exporter loads `http` with: auto-instrumentation and export can only be
 // observed in a plain Node process, loaded the way main.ts loads them. Each scenario prints one JSON line.
-import { context, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type ProxyTracerProvider, type Tracer } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { startTelemetry } from './telemetry';
 
 type Http = typeof import('node:http');
@@ -134,11 +135,62 @@ async function newTraces(ratio: number): Promise<object> {
   return { answered: answer.endsWith('echo'), handlerTraceId, traceparent: seen, spans };
 }
 
-/** Arguments are scenarios run one after another in this process: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`. */
+/**
+ * Postgres and Redis calls (pg and ioredis, required after startTelemetry as the services require them) with no
+ * trace, inside an unsampled trace and inside a sampled one, at ratio 1 so that a root would be drawn: only the
+ * sampled trace's are recorded (lean-db-instrumentations.ts). The servers are unreachable, so each call fails; its
+ * span, when there is one, ends with the failure.
+ */
+async function db(): Promise<object> {
+  const exporter = new InMemorySpanExporter();
+  const telemetry = startTelemetry({ serviceName: 'db-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: 1 });
+  // Every span started, recorded or not (an unsampled one is built, then dropped), by the trace it was started in.
+  const started: { name: string; traceId: string | null }[] = [];
+  const sdkTracer = Object.getPrototypeOf((trace.getTracerProvider() as ProxyTracerProvider).getDelegate().getTracer('db-child')) as Tracer;
+  const startSpan = sdkTracer.startSpan;
+  sdkTracer.startSpan = function (name, options, ctx) {
+    started.push({ name, traceId: trace.getSpanContext(ctx ?? context.active())?.traceId ?? null });
+    return startSpan.call(this, name, options, ctx);
+  };
+  const from = (lib: string) => ({ paths: [join(__dirname, '..', '..', lib)] });
+  // Not dependencies of this library: taken from the libraries that use them, typed as far as used here.
+  const { Client }: { Client: new (options: object) => { on(event: 'error', fn: () => void): unknown; connect(): Promise<unknown>; query(text: string): Promise<unknown> } } =
+    require(require.resolve('pg', from('db')));
+  const { Redis }: { Redis: new (options: object) => { on(event: 'error', fn: () => void): unknown; get(key: string): Promise<unknown>; disconnect(): void } } =
+    require(require.resolve('ioredis', from('queue')));
+  const net: typeof import('node:net') = require('node:net');
+  const closed = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+  const calls = async () => {
+    const redis = new Redis({ host: '127.0.0.1', port: closed, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    redis.on('error', () => undefined);
+    await redis.get('k').catch(() => undefined);
+    redis.disconnect();
+    const pg = new Client({ host: '127.0.0.1', port: closed, user: 'u', database: 'd' });
+    pg.on('error', () => undefined);
+    await Promise.allSettled([pg.connect(), pg.query('SELECT 1')]);
+  };
+  const inTrace = (traceId: string, traceFlags: TraceFlags) =>
+    context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'cd'.repeat(8), traceFlags, isRemote: true }), calls);
+  await calls();
+  await inTrace('0a'.repeat(16), TraceFlags.NONE);
+  await inTrace('ab'.repeat(16), TraceFlags.SAMPLED);
+  await new Promise((r) => setTimeout(r, 100));
+  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, name: sp.name, system: sp.attributes['db.system.name'] }));
+  sdkTracer.startSpan = startSpan;
+  await telemetry.shutdown();
+  return { spans, started };
+}
+
+/** Arguments are scenarios run one after another in this process: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`, `db`. */
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);
-    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : name === 'new-trace' ? await newTraces(Number(arg)) : undefined;
+    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : name === 'new-trace' ? await newTraces(Number(arg)) : name === 'db' ? await db() : undefined;
     if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
     process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
   }

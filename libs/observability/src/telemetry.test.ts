@@ -17,7 +17,8 @@ type ChildResult =
   | { scenario: 'propagation'; body: string; spans: ChildSpan[] }
   | { scenario: 'otlp'; traceId: string }
   | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] }
-  | { scenario: 'new-trace'; answered: boolean; handlerTraceId?: string; traceparent?: string; spans: { traceId: string; kind: string }[] };
+  | { scenario: 'new-trace'; answered: boolean; handlerTraceId?: string; traceparent?: string; spans: { traceId: string; kind: string }[] }
+  | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[]; started: { name: string; traceId: string | null }[] };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
 const RUN_TS = `
@@ -68,7 +69,7 @@ describe('startTelemetry in a plain Node process', () => {
     });
     const endpoint = await listen(collector);
     // Three starts in one process: the last proves shutdown leaves the process able to start (and patch) again.
-    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling', 'new-trace=0', 'new-trace=1']);
+    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling', 'new-trace=0', 'new-trace=1', 'db']);
   });
   afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
 
@@ -132,6 +133,16 @@ describe('startTelemetry in a plain Node process', () => {
     expect(result.spans.map((s) => s.kind).sort()).toEqual(['client', 'server', 'server']);
     expect(result.spans.map((s) => s.traceId)).toEqual(Array(3).fill(result.handlerTraceId));
     expect(result.traceparent).toMatch(new RegExp(`^00-${result.handlerTraceId}-[0-9a-f]{16}-01$`));
+  });
+  it('builds Postgres and Redis spans only inside a sampled trace: none with no trace or in an unsampled one', () => {
+    const result = results[6];
+    if (result?.scenario !== 'db') throw new Error(`expected a db result, got ${JSON.stringify(result)}`);
+    const sampled = 'ab'.repeat(16);
+    // Not even started (a span of an unsampled trace is built before the sampler drops it): the driver ran alone.
+    expect(result.started.map((s) => s.traceId)).toEqual(Array(result.started.length).fill(sampled));
+    // The sampled trace's calls are all there, recorded: the Redis command and its connect, the Postgres connect and query.
+    expect(result.spans.map((s) => `${s.system} ${s.name}`).sort()).toEqual(['postgresql pg.connect', 'postgresql pg.query:SELECT d', 'redis connect', 'redis get']);
+    expect(result.spans.map((s) => s.traceId)).toEqual(Array(4).fill(sampled));
   });
 });
 

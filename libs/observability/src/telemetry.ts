@@ -23,6 +23,7 @@ import {
   type SamplingResult,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { LeanIORedisInstrumentation, LeanPgInstrumentation } from './lean-db-instrumentations';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -113,7 +114,7 @@ function processInstrumentations(ratio: number): Instrumentation[] {
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
   } else {
-    created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()];
+    created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new LeanPgInstrumentation(), new LeanIORedisInstrumentation()];
   }
   // The running telemetry's share of new traces, which the kept http instrumentation draws by.
   (created[0] as LeanHttpInstrumentation).ratio = ratio;

@@ -1,6 +1,6 @@
 import { jobKeyOf, type JobContract, type JobInput, type JobKey, type JobPayload, type KeyedJob, type QueueName } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
-import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace, type Span } from '@opentelemetry/api';
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -96,7 +96,8 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
  *
  * The add runs in a producer span `<job name> publish` and `payload.trace` becomes that span's context. The span's
  * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
- * re-sending the context captured when its row was written).
+ * re-sending the context captured when its row was written). When that parent's trace was not drawn there is no
+ * span: `payload.trace` is the parent's own (unsampled) context.
  */
 export function enqueue<J extends JobContract>(
   queues: Queues,
@@ -129,14 +130,12 @@ async function publish<J extends JobContract>(
   opts: EnqueueOptions,
   validate: boolean,
 ): Promise<Job<JobPayload<J>, unknown, J['name']>> {
-  const tracer = trace.getTracer(TRACER_NAME);
-  const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
   const parent = activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload);
-  return tracer.startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, async (span) => {
+  const add = async (span: Span | undefined) => {
     try {
-      const carrier = traceCarrierOf(trace.setSpan(parent, span));
+      const carrier = traceCarrierOf(span ? trace.setSpan(parent, span) : parent);
       const input: Record<string, unknown> = { ...(payload as object), v: contract.version };
       if (carrier.traceparent) input.trace = carrier;
       let data: unknown = input;
@@ -151,14 +150,20 @@ async function publish<J extends JobContract>(
       const jobOpts: JobsOptions = { ...retry, ...opts };
       if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as JobPayload<KeyedJob>));
       const added = await queues.get(contract.queue).add(contract.name, data, jobOpts);
-      if (added.id) span.setAttribute('messaging.message.id', added.id);
+      if (added.id) span?.setAttribute('messaging.message.id', added.id);
       return added as Job<JobPayload<J>, unknown, J['name']>;
     } catch (e) {
-      span.recordException(e as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
+      span?.recordException(e as Error);
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
       throw e;
     } finally {
-      span.end();
+      span?.end();
     }
-  });
+  };
+  // Inside a trace that was not drawn nothing would be recorded: no publish span, the job carries the unsampled
+  // context it was made in (as the worker runs a job of such a trace with no span).
+  const parentSpan = trace.getSpanContext(parent);
+  if (parentSpan && isSpanContextValid(parentSpan) && (parentSpan.traceFlags & TraceFlags.SAMPLED) === 0) return add(undefined);
+  const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
+  return trace.getTracer(TRACER_NAME).startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, add);
 }

@@ -108,6 +108,28 @@ describe('trace context across the queue', () => {
     expect((await named('archive.output process')).parent).toMatchObject({ traceId: stored.traceId, spanId: publish.context.spanId });
   });
 
+  it("enqueues and runs a job of an undrawn trace in that trace's unsampled context with no span; a drawn one's gets both", async () => {
+    // (Its Postgres and Redis calls then build no span either: @gensvc/observability's telemetry test; Jest's loader
+    // is not hooked, so the drivers are not instrumented here.)
+    const producer = { traceId: hex(16), spanId: hex(8), isRemote: true };
+    const inTrace = (taskId: string, traceFlags: TraceFlags) =>
+      context.with(trace.setSpanContext(ROOT_CONTEXT, { ...producer, traceFlags }), () => enqueue(queues, ArchiveOutput, { taskId, outputIndex: 0 }));
+    const undrawn = await inTrace('tsk_undrawn', TraceFlags.NONE);
+    await undrawn.waitUntilFinished(events, 10_000);
+    // No publish span either: the job carries the producer's own unsampled context...
+    expect(undrawn.data.trace).toEqual({ traceparent: `00-${producer.traceId}-${producer.spanId}-00` });
+    // ...and the handler ran inside it, under the producer's span.
+    expect(seen.at(-1)).toEqual({ taskId: 'tsk_undrawn', active: { ...producer, traceFlags: TraceFlags.NONE } });
+
+    const drawn = await inTrace('tsk_drawn', TraceFlags.SAMPLED);
+    await drawn.waitUntilFinished(events, 10_000);
+    const processed = await named('archive.output process');
+    expect(processed.parent).toMatchObject({ traceId: drawn.data.trace!.traceparent!.split('-')[1] });
+    expect(seen.at(-1)).toEqual({ taskId: 'tsk_drawn', active: processed.context });
+    // One publish and one process span in all: the drawn job's.
+    expect(exporter.getFinishedSpans().map((s) => s.name).filter((name) => name.startsWith('archive.output ')).sort()).toEqual(['archive.output process', 'archive.output publish']);
+  });
+
   it('marks the consumer span failed when the handler throws', async () => {
     // The queue's event can reach waitUntilFinished before the worker has emitted (and logged) its own.
     const failedHere = new Promise((resolve) => worker.once('failed', resolve));

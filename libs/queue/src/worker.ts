@@ -1,6 +1,6 @@
 import { jobsOnQueue, type JobContract, type JobPayload, type JobsOnQueue, type QueueName } from '@gensvc/contracts';
 import { isAppError, isRetryable } from '@gensvc/errors';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, SpanKind, SpanStatusCode, trace, TraceFlags, type Span } from '@opentelemetry/api';
 import { UnrecoverableError, WaitingError, Worker, type BackoffStrategy, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -49,7 +49,8 @@ export const WORKER_SHUTDOWN = 'worker shutdown';
  * One BullMQ worker for a queue, dispatching by job name. Throws at once if a job declared for the queue has no
  * handler, or a handler names a job the queue does not carry.
  *
- * Each job runs in a span `<job name> process` whose parent is the producer's context from `payload.trace`. The
+ * Each job runs in a span `<job name> process` whose parent is the producer's context from `payload.trace`, or, when
+ * the producer's trace was not drawn, in that unsampled context itself with no span (nothing would be recorded). The
  * payload is parsed with the contract first; a payload that does not parse, or a 4xx-class AppError from the
  * handler (!isRetryable), fails the job for good (UnrecoverableError); any other error is retried as the job's
  * `attempts` and `backoff` say.
@@ -71,15 +72,8 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
 
   // Three parameters: BullMQ hands a processor that declares `signal` an AbortSignal per job.
   const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> => {
-    const attributes = {
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': queue,
-      'messaging.operation.type': 'process',
-      'messaging.message.id': job.id ?? '',
-      'messaging.bullmq.attempt': job.attemptsMade + 1,
-    };
     const parent = contextFromEnvelope(job.data);
-    return tracer.startActiveSpan(`${job.name} process`, { kind: SpanKind.CONSUMER, attributes }, parent, async (span) => {
+    const run = (span: Span | undefined) => async () => {
       try {
         const contract = declared.get(job.name);
         const handler = handlers[job.name];
@@ -97,17 +91,33 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
           // Shutdown gave up waiting and the handler stopped: hand the job back to the queue without spending an
           // attempt (handlers are idempotent, another worker re-runs it). WaitingError tells BullMQ it was moved.
           await job.moveToWait(token);
-          span.addEvent('returned to the queue on worker shutdown');
+          span?.addEvent('returned to the queue on worker shutdown');
           throw new WaitingError();
         }
         const err = toWorkerError(e);
-        span.recordException(err);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+        span?.recordException(err);
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
         throw err;
       } finally {
-        span.end();
+        span?.end();
       }
-    });
+    };
+    // The producer's trace was not drawn: the job runs in its bare unsampled context (its ids still in the logs and
+    // in what it enqueues or calls), with no span of its own, and Postgres and Redis build none either
+    // (@gensvc/observability's lean instrumentations). Drawn, or with no producer trace (a new root, drawn by
+    // ratio), it gets its `process` span.
+    const producer = trace.getSpanContext(parent);
+    if (producer && isSpanContextValid(producer) && (producer.traceFlags & TraceFlags.SAMPLED) === 0) {
+      return context.with(parent, run(undefined));
+    }
+    const attributes = {
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': queue,
+      'messaging.operation.type': 'process',
+      'messaging.message.id': job.id ?? '',
+      'messaging.bullmq.attempt': job.attemptsMade + 1,
+    };
+    return tracer.startActiveSpan(`${job.name} process`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) => run(span)());
   };
 
   const worker = new Worker(queue, processor, {

@@ -10,6 +10,7 @@ import {
   PutObjectCommand,
   UploadPartCommand,
   type CompletedPart,
+  type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -42,12 +43,20 @@ export interface PutStreamInput {
   body: Readable;
   contentType: string;
   contentDisposition?: string;
+  /**
+   * The body's exact length when known beforehand (a response's Content-Length). Up to a part size it goes as one
+   * PutObject streaming the body: no part buffered, one request. A body that ends short or errors fails the request
+   * before S3 has the whole object, so none is stored.
+   */
+  contentLength?: number;
 }
 
 /**
- * Streams `body` into `key` (one PutObject under a part size, a multipart upload above). Resolves once the object
- * is complete. To give up, destroy `body` with an error: the promise then rejects only after the parts in flight
- * have settled and the multipart upload is aborted, so no object and no parts are left behind.
+ * Streams `body` into `key`: one streamed PutObject when its length is known and at most a part size (nothing
+ * buffered), otherwise one PutObject under a part size or a multipart upload above. Resolves once the object is
+ * complete. To give up, destroy `body` with an error: the promise then rejects only once nothing can be left behind
+ * (the single PutObject's request cut off and its key deleted, or the parts in flight settled and the multipart
+ * upload aborted).
  *
  * The stream is copied once into part-sized buffers, reused as their parts are sent: at most UPLOAD_QUEUE_SIZE parts
  * in flight and one filling, and nothing else (issue 11: lib-storage's Upload concatenated each part out of the
@@ -61,6 +70,10 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
     ContentType: input.contentType,
     ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
   };
+  const length = input.contentLength;
+  if (length !== undefined && Number.isSafeInteger(length) && length >= 0 && length <= UPLOAD_PART_SIZE) {
+    return putStreamed(s3, { ...object, Body: input.body, ContentLength: length }, input.body);
+  }
   const spare: Buffer[] = [];
   let part: Buffer = Buffer.allocUnsafe(UPLOAD_PART_SIZE);
   let filled = 0;
@@ -121,6 +134,34 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
     }
     throw e;
   }
+}
+
+/**
+ * One PutObject of a stream of known length. The SDK pipes the body into the request, and a pipe does not pass an
+ * error on: the body's error aborts the request here, so the server sees the connection cut before the declared
+ * length arrived, and the call rejects with the body's error. S3 and MinIO store nothing of a cut-off PUT, but some
+ * S3-compatible servers (s3rver) write the bytes as they arrive: after a failed put the key is deleted as well.
+ * Callers put to keys no live object holds (a new file id, or an output no row points to yet), so that removes
+ * only what this put left.
+ */
+async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable): Promise<void> {
+  const abort = new AbortController();
+  let failed: unknown;
+  const onError = (e: unknown) => {
+    failed ??= e;
+    abort.abort(e);
+  };
+  body.once('error', onError);
+  try {
+    await s3.send(new PutObjectCommand(params), { abortSignal: abort.signal });
+  } catch (e) {
+    failed ??= e;
+  } finally {
+    body.off('error', onError);
+  }
+  if (failed === undefined) return;
+  await deleteObject(s3, params.Bucket, params.Key).catch(() => undefined);
+  throw failed;
 }
 
 export interface ObjectRange {

@@ -3,14 +3,16 @@
 //
 // Idempotent per (task, output): the file id, and so the storage key, are derived from (task, output index), and
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
-// object and one row. The bytes stream from the provider through the outbound client into a multipart upload and
-// are never held whole; a failure mid-way aborts the upload and leaves no object.
+// object and one row. The bytes stream from the provider through the outbound client into S3 (one streamed PutObject
+// when the provider declared a length up to a part size, a multipart upload otherwise) and are never held whole; a
+// failure mid-way aborts the upload and leaves no object.
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ArchiverDeps } from '../deps';
 
 export type ArchiveOutcome =
@@ -130,7 +132,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     try {
-      await putObjectStream(s3, { bucket: config.s3.bucket, key: storageKey, body: peek, contentType: type.contentType });
+      await putObjectStream(s3, { bucket: config.s3.bucket, key: storageKey, body: peek, contentType: type.contentType, contentLength: declaredLength(response.headers) });
     } catch (e) {
       // Stopped early (the upload failed): stop the download as well.
       source.destroy();
@@ -155,4 +157,16 @@ export function archiveOutput(deps: ArchiverDeps) {
     log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
     return { outcome: 'archived', fileId, bytes, already: false };
   };
+}
+
+/**
+ * The body's length as the provider declared it (undefined when it did not, or sent it encoded): the HTTP client
+ * ends the body at that length or errors, so a small output goes to S3 as one streamed PutObject.
+ */
+function declaredLength(headers: IncomingHttpHeaders): number | undefined {
+  const value = headers['content-length'];
+  if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  return Number(value);
 }
