@@ -40,7 +40,7 @@ export const ERROR_CODES = {
   invalid_file_token: { status: 401, description: 'The signed file link is invalid or has expired.' },
   not_signed_in: { status: 401, description: 'Dashboard: the session is missing, has expired or was signed out.' },
   invalid_credentials: { status: 401, description: 'Dashboard sign-in: the email or password is not correct (one answer for both).' },
-  invalid_webhook_signature: { status: 401, description: 'A provider webhook (Replicate, fal) whose signature does not verify.' },
+  invalid_webhook_signature: { status: 401, description: 'A provider webhook (Replicate, fal) whose signature does not verify, or a fal webhook signed for another fal account than `FAL_WEBHOOK_USER_ID`.' },
   key_creator_left: { status: 401, description: 'The person who created the key is no longer a member of its workspace.' },
   spending_cap_exhausted: { status: 402, description: "The key's spending cap is exhausted." },
   insufficient_balance: { status: 402, description: "The workspace's balance is insufficient." },

@@ -80,15 +80,16 @@ export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, a
 }
 
 /**
- * Charges over the last 30 days on three models and two keys (the usage chart's data): one per (day, model) but
- * some skipped. Returns their sum in micro-units and how many there are.
+ * Charges over the last 29 days on three models and two keys (the usage chart's data): one per (day, model) but
+ * some skipped. Returns their sum in micro-units and how many there are. 29, not 30: a run that seeds before midnight
+ * UTC and opens the page after it sees a 30-day window one day later, which still holds every charge.
  */
 export async function seedCharges(db: TestDb, workspaceId: string, keyIds: string[]): Promise<{ total: bigint; entries: number }> {
   const models = ['sim/image-1', 'sim/video-1', 'sim/chat-1'];
   let balance = 50_000_000n;
   let total = 0n;
   let entries = 0;
-  for (let day = 29; day >= 0; day--) {
+  for (let day = 28; day >= 0; day--) {
     for (const [m, model] of models.entries()) {
       if ((day + m) % 4 === 3) continue; // some days without a given model
       const amount = BigInt(20_000 + ((day * 7919 + m * 104_729) % 90) * 3_000);
