@@ -14,7 +14,7 @@ export class HeadPeek extends Transform {
   private headLength = 0;
   private decided = false;
 
-  // Not named size, length or byteLength: lib-storage reads those off a Body to guess its total length.
+  // Not named size, length or byteLength: SDKs read those off a stream body to guess its total length.
   constructor(
     private readonly headBytes: number,
     private readonly decide: (head: Buffer, complete: boolean) => void,

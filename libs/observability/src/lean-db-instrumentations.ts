@@ -7,7 +7,7 @@
 // Each override wraps a patch factory of the pinned instrumentation version (package.json pins it exactly): the
 // factory's patched function is built once, and the check picks it or the driver's own per call. The trace tests
 // (telemetry.test.ts, services/fleet task-traces) check recorded and unrecorded work alike.
-import { context, trace, TraceFlags } from '@opentelemetry/api';
+import { context, isSpanContextValid, trace, TraceFlags, type Context } from '@opentelemetry/api';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 
@@ -15,6 +15,12 @@ import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 export function inRecordedTrace(): boolean {
   const parent = trace.getSpanContext(context.active());
   return parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/** True when `ctx` is inside a trace that was not drawn: a valid span context without the sampled flag. */
+export function inUnsampledTrace(ctx: Context): boolean {
+  const span = trace.getSpanContext(ctx);
+  return span !== undefined && isSpanContextValid(span) && (span.traceFlags & TraceFlags.SAMPLED) === 0;
 }
 
 type Fn = (this: unknown, ...args: unknown[]) => unknown;

@@ -23,7 +23,7 @@ import {
   type SamplingResult,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { LeanIORedisInstrumentation, LeanPgInstrumentation } from './lean-db-instrumentations';
+import { inUnsampledTrace, LeanIORedisInstrumentation, LeanPgInstrumentation } from './lean-db-instrumentations';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -186,8 +186,7 @@ class LeanUndiciInstrumentation extends UndiciInstrumentation {}
   const full = proto.onRequestCreated;
   proto.onRequestCreated = function (message) {
     const active = context.active();
-    const parent = trace.getSpanContext(active);
-    if (!parent || !isSpanContextValid(parent) || (parent.traceFlags & TraceFlags.SAMPLED) !== 0) return full.call(this, message);
+    if (!inUnsampledTrace(active)) return full.call(this, message);
     const carrier: Record<string, string> = {};
     propagation.inject(active, carrier);
     for (const name in carrier) message.request.addHeader(name, carrier[name]!);

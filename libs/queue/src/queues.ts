@@ -1,6 +1,7 @@
 import { jobKeyOf, type JobContract, type JobInput, type JobKey, type JobPayload, type KeyedJob, type QueueName } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
-import { SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Span } from '@opentelemetry/api';
+import { inUnsampledTrace } from '@gensvc/observability';
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -162,8 +163,7 @@ async function publish<J extends JobContract>(
   };
   // Inside a trace that was not drawn nothing would be recorded: no publish span, the job carries the unsampled
   // context it was made in (as the worker runs a job of such a trace with no span).
-  const parentSpan = trace.getSpanContext(parent);
-  if (parentSpan && isSpanContextValid(parentSpan) && (parentSpan.traceFlags & TraceFlags.SAMPLED) === 0) return add(undefined);
+  if (inUnsampledTrace(parent)) return add(undefined);
   const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
   return trace.getTracer(TRACER_NAME).startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, add);
 }

@@ -1,6 +1,7 @@
 import { jobsOnQueue, type JobContract, type JobPayload, type JobsOnQueue, type QueueName } from '@gensvc/contracts';
 import { isAppError, isRetryable } from '@gensvc/errors';
-import { context, isSpanContextValid, SpanKind, SpanStatusCode, trace, TraceFlags, type Span } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { inUnsampledTrace } from '@gensvc/observability';
 import { UnrecoverableError, WaitingError, Worker, type BackoffStrategy, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -106,8 +107,7 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
     // in what it enqueues or calls), with no span of its own, and Postgres and Redis build none either
     // (@gensvc/observability's lean instrumentations). Drawn, or with no producer trace (a new root, drawn by
     // ratio), it gets its `process` span.
-    const producer = trace.getSpanContext(parent);
-    if (producer && isSpanContextValid(producer) && (producer.traceFlags & TraceFlags.SAMPLED) === 0) {
+    if (inUnsampledTrace(parent)) {
       return context.with(parent, run(undefined));
     }
     const attributes = {

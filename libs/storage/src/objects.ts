@@ -1,6 +1,6 @@
 // Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
 // are; S3 holds only the bytes, under keys that name their workspace.
-import type { Readable } from 'node:stream';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -72,7 +72,7 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
   };
   const length = input.contentLength;
   if (length !== undefined && Number.isSafeInteger(length) && length >= 0 && length <= UPLOAD_PART_SIZE) {
-    return putStreamed(s3, { ...object, Body: input.body, ContentLength: length }, input.body);
+    return putStreamed(s3, { ...object, ContentLength: length }, input.body, length);
   }
   const spare: Buffer[] = [];
   let part: Buffer = Buffer.allocUnsafe(UPLOAD_PART_SIZE);
@@ -137,27 +137,39 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
 }
 
 /**
- * One PutObject of a stream of known length. The SDK pipes the body into the request, and a pipe does not pass an
- * error on: the body's error aborts the request here, so the server sees the connection cut before the declared
- * length arrived, and the call rejects with the body's error. S3 and MinIO store nothing of a cut-off PUT, but some
+ * One PutObject of a stream of known length. The SDK does not retry a request whose body is a stream (a transient
+ * failure fails the put; the archive job's own retry runs it again). A body that errors, closes early or does not
+ * have the declared length aborts the request, so the server sees the connection cut before the declared length
+ * arrived, and the call rejects with the body's error. S3 and MinIO store nothing of a cut-off PUT, but some
  * S3-compatible servers (s3rver) write the bytes as they arrive: after a failed put the key is deleted as well.
- * Callers put to keys no live object holds (a new file id, or an output no row points to yet), so that removes
- * only what this put left.
+ * Callers put to keys no row points to yet (a new file id, or an output not yet recorded), so that removes
+ * what this put left.
  */
-async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable): Promise<void> {
+async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable, length: number): Promise<void> {
   const abort = new AbortController();
   let failed: unknown;
-  const onError = (e: unknown) => {
+  // The SDK pipes the body into the request, and a pipe passes on neither an error nor a close: the body goes through
+  // a counter that fails on an error, a close before the end, or a length other than the declared one, and its
+  // failure cuts the request (left alone, the request would wait for the declared length, with no timeout).
+  let seen = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.length;
+      callback(seen > length ? new Error(`the body is longer than its declared ${length} bytes`) : null, chunk);
+    },
+    flush(callback) {
+      callback(seen < length ? new Error(`the body ended at ${seen} of its declared ${length} bytes`) : null);
+    },
+  });
+  pipeline(body, counted, (e) => {
+    if (!e) return;
     failed ??= e;
     abort.abort(e);
-  };
-  body.once('error', onError);
+  });
   try {
-    await s3.send(new PutObjectCommand(params), { abortSignal: abort.signal });
+    await s3.send(new PutObjectCommand({ ...params, Body: counted }), { abortSignal: abort.signal });
   } catch (e) {
     failed ??= e;
-  } finally {
-    body.off('error', onError);
   }
   if (failed === undefined) return;
   await deleteObject(s3, params.Bucket, params.Key).catch(() => undefined);

@@ -91,5 +91,5 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   withHotRoutes(app, { front, routes: [...chat, ...evaluate], errors: errorChain, notFound });
   // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
   // the webhooks' promotions use.
-  return Object.assign(app, { closeRoutes: async () => void (await Promise.all([upstream.close(), providerWebhooks.close()])) });
+  return Object.assign(app, { closeRoutes: async () => void (await Promise.allSettled([upstream.close(), providerWebhooks.close()])) });
 }

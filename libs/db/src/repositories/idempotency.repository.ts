@@ -47,10 +47,17 @@ export const idempotencyRepository = {
   },
 
   /** Stores the answer the first request gave, for replays. */
-  async complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
-    // Raw json from the exact text: Prisma's Json writes round numbers to 16 significant digits, and json (not jsonb)
-    // keeps the text's key order, so a replay answers the very same bytes as the first answer.
-    await queryPrepared(db, 'gensvc_idem_complete', COMPLETE, [id, status, JSON.stringify(body ?? null)]);
+  complete(db: DbClient, id: string, status: number, body: unknown): Promise<void> {
+    return idempotencyRepository.completeText(db, id, status, JSON.stringify(body ?? null));
+  },
+
+  /**
+   * Stores the answer's very text (the JSON the first request was sent). Raw json, not Prisma's Json (it writes round
+   * numbers to 16 significant digits), and json, not jsonb (which reorders keys): a replay answers the same bytes.
+   * Text that is not JSON is refused by the column and the record stays in flight, as after any failed write.
+   */
+  async completeText(db: DbClient, id: string, status: number, text: string): Promise<void> {
+    await queryPrepared(db, 'gensvc_idem_complete', COMPLETE, [id, status, text]);
   },
 
   /** Forgets a first request that did not succeed, so that a retry runs again (it was not charged). */

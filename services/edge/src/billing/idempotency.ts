@@ -76,7 +76,7 @@ function record(db: Db, id: string, res: Response) {
       settled = false; // a whole answer that is not JSON is not replayable: kept as streamed at close
       return end(...args);
     }
-    const store = ok ? idempotencyRepository.complete(db, id, res.statusCode, JSON.parse(text!)) : idempotencyRepository.abandon(db, id);
+    const store = ok ? idempotencyRepository.completeText(db, id, res.statusCode, text!) : idempotencyRepository.abandon(db, id);
     store
       .catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'))
       .finally(() => end(...args));

@@ -4,11 +4,11 @@
 // of the edge's CPU per chat call). Every other request, and any variant of a hot path the exact look-up does not
 // cover (a trailing slash, an absolute-form URL), goes through Express, where the same routes are mounted too: each
 // chain is defined once (the route's `RouteSpec`) and registered in both.
+import { locals } from './request-context';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from 'express';
 
-/** One route: its method, its paths and its whole chain (credentials, limits, body, idempotency, handler). */
+/** One POST route: its paths and its whole chain (credentials, limits, body, idempotency, handler). */
 export interface RouteSpec {
-  method: 'post';
   path: string | string[] | RegExp;
   handlers: RequestHandler[];
 }
@@ -33,8 +33,9 @@ export interface HotRoutesOptions {
   /** The app-level middleware every request passes before any route (request context, metrics, guards). */
   front: RequestHandler[];
   routes: readonly RouteSpec[];
-  /** The app's error middleware, in order, then the app's last handler (a 404) when nothing answered. */
+  /** The app's error middleware, in order. */
   errors: ErrorRequestHandler[];
+  /** The app's last handler (a 404), for a request nothing answered. */
   notFound: RequestHandler;
 }
 
@@ -87,7 +88,8 @@ function run(req: Request, res: Response, hot: HotRoute, errors: ErrorRequestHan
   let at = 0;
   let failing = -1;
   const next = (err?: unknown): void => {
-    if (err !== undefined && err !== null && err !== 'route' && err !== 'router') return fail(err);
+    if (err === 'route' || err === 'router') at = chain.length - 1; // leaves the route, as the router does: the 404
+    else if (err !== undefined && err !== null) return fail(err);
     if (at >= chain.length) return;
     // Set when the route is reached, as the router sets it (a request refused before has none: 'unmatched').
     if (at === hot.routeAt) req.route = hot.route as Request['route'];
@@ -97,7 +99,7 @@ function run(req: Request, res: Response, hot: HotRoute, errors: ErrorRequestHan
   const fail = (err: unknown): void => {
     if (++failing >= errors.length) {
       if (done) return done(err);
-      return finalAnswer(req, res, err);
+      return finalAnswer(res, err);
     }
     const handler = errors[failing]!;
     call(() => handler(err, req, res, fail), fail);
@@ -114,8 +116,12 @@ function run(req: Request, res: Response, hot: HotRoute, errors: ErrorRequestHan
   next();
 }
 
-/** Express's final handler for an error nothing else answered (unreachable while `errors` ends with the error handler). */
-function finalAnswer(_req: Request, res: Response, _err: unknown): void {
+/**
+ * Express's final handler for an error nothing else answered: the error handler passes on only an error raised after
+ * the answer's headers went out (a stream cut mid-way), logged here as Express's final handler would print it.
+ */
+function finalAnswer(res: Response, err: unknown): void {
+  locals(res).log.error({ err }, 'request failed after its answer started');
   if (res.headersSent) {
     res.destroy();
     return;

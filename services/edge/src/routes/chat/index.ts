@@ -14,8 +14,8 @@ export const CHAT_BODY_LIMIT = 20 * 1024 * 1024;
 export function chatRoutes(deps: EdgeDeps, proxy: ChatProxy): RouteSpec[] {
   const paid = (style: CredentialStyle) => paidCall(deps, { style, scope: 'llm.chat', bodyLimit: CHAT_BODY_LIMIT, passThrough: true });
   return [
-    { method: 'post', path: ['/api/v1/chat/completions', '/v1/chat/completions'], handlers: [...paid('bearer'), createChatCompletion(proxy)] },
-    { method: 'post', path: '/v1/messages', handlers: [...paid('anthropic'), createMessage(proxy)] },
-    { method: 'post', path: GENERATE_CONTENT_PATH, handlers: [...paid('google'), generateContent(proxy)] },
+    { path: ['/api/v1/chat/completions', '/v1/chat/completions'], handlers: [...paid('bearer'), createChatCompletion(proxy)] },
+    { path: '/v1/messages', handlers: [...paid('anthropic'), createMessage(proxy)] },
+    { path: GENERATE_CONTENT_PATH, handlers: [...paid('google'), generateContent(proxy)] },
   ];
 }

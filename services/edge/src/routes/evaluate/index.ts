@@ -10,7 +10,6 @@ export function evaluateRoutes(deps: EdgeDeps, options: Partial<EvaluateOptions>
   deps.queues.get('evaluate').setMaxListeners(0);
   return [
     {
-      method: 'post',
       path: '/api/v1/evaluate',
       handlers: [...paidCall(deps, { style: 'bearer', scope: 'llm.evaluate', bodyLimit: EVALUATE_BODY_LIMIT }), evaluate(deps, { ...DEFAULT_EVALUATE_OPTIONS, ...options })],
     },

@@ -1,6 +1,6 @@
-// Streams one multipart upload into S3 without holding it in memory: the first bytes are looked at to decide the
-// type (and the header limits) while the rest waits in the socket, then everything flows on into putObjectStream's
-// multipart upload. Whatever goes wrong, the promise settles only after every byte stored for this request is gone again.
+// Streams one multipart/form-data upload into S3 without holding it in memory: the first bytes are looked at to
+// decide the type (and the header limits) while the rest waits in the socket, then everything flows on into
+// putObjectStream (one PutObject under a part size, an S3 multipart upload above). Whatever goes wrong, the promise settles only after every byte stored for this request is gone again.
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
