@@ -10,7 +10,7 @@ import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, Task
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
-import { enqueue, enqueueParsed, jobIdOf, type Queues } from './queues';
+import { enqueue, jobIdOf, type Queues } from './queues';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -124,5 +124,5 @@ export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: numbe
 export function scheduleEvaluate(queues: Queues, payload: JobPayload<typeof EvaluateRun>) {
   coalesceWrites(queues.connection);
   // The edge builds the payload from the request it parsed and ids it made: not re-checked here (the worker parses it).
-  return enqueueParsed(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } });
+  return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } }, 'parsed');
 }

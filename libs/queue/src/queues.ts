@@ -100,37 +100,20 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
  * re-sending the context captured when its row was written). When that parent's trace was not drawn there is no
  * span: `payload.trace` is the parent's own (unsampled) context.
  */
-export function enqueue<J extends JobContract>(
+export async function enqueue<J extends JobContract>(
   queues: Queues,
   contract: J,
   payload: JobInput<J>,
   opts: EnqueueOptions = {},
+  /**
+   * `parsed`: the payload is made only of values its producer has just parsed or made itself (evaluate.run: the edge's
+   * validated request, its ids and deadline), so the producer's own schema check is skipped — on the hot path it
+   * would only repeat that work. The consumer still parses what it takes from Redis (defineWorker), so a producer
+   * bug is refused there, not run.
+   */
+  check: 'validate' | 'parsed' = 'validate',
 ): Promise<Job<JobPayload<J>, unknown, J['name']>> {
-  return publish(queues, contract, payload, opts, true);
-}
-
-/**
- * `enqueue` without the producer's own schema check, for a payload made only of values its producer has just
- * parsed or made itself (evaluate.run: the edge's validated request, its ids and deadline), where re-checking the
- * whole payload — the caller's request included — would only repeat that work on the hot path. The consumer still
- * parses what it takes from Redis (defineWorker), so a producer bug is refused there, not run.
- */
-export function enqueueParsed<J extends JobContract>(
-  queues: Queues,
-  contract: J,
-  payload: JobPayload<J>,
-  opts: EnqueueOptions = {},
-): Promise<Job<JobPayload<J>, unknown, J['name']>> {
-  return publish(queues, contract, payload, opts, false);
-}
-
-async function publish<J extends JobContract>(
-  queues: Queues,
-  contract: J,
-  payload: JobInput<J> | JobPayload<J>,
-  opts: EnqueueOptions,
-  validate: boolean,
-): Promise<Job<JobPayload<J>, unknown, J['name']>> {
+  const validate = check === 'validate';
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
   const parent = activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload);
