@@ -12,7 +12,7 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 
 /** True when the active context holds a span of a sampled trace (the only place a client span is recorded). */
-export function inRecordedTrace(): boolean {
+function inRecordedTrace(): boolean {
   const parent = trace.getSpanContext(context.active());
   return parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) !== 0;
 }
