@@ -113,7 +113,7 @@ export class ChatProxy {
       return;
     }
     await new Promise<void>((resolve) =>
-      opened.relay.attach(res, log(), (usage) => {
+      opened.relay.attach(res, log, (usage) => {
         if (usage) this.charge(hold, call, usage, owner.requestId);
         else this.deps.leases.release(hold);
         resolve();
