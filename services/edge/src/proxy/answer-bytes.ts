@@ -1,7 +1,7 @@
 // A non-streamed answer goes to the caller as the provider's own bytes with only the members the protocol rewrites
 // (the public model id) spliced in: parsing is still needed for the usage, but serialising the parsed answer again
-// (a walk of the whole object, a new string, its UTF-8 encoding on the socket) was a tenth of the edge's CPU per
-// call. The bytes the caller gets parse to exactly what the protocol made of the answer; formatting is the
+// (a walk of the whole object, a new string, its UTF-8 encoding on the socket) is work on every call that grows with
+// the answer. The bytes the caller gets parse to exactly what the protocol made of the answer; formatting is the
 // provider's, as any pass-through gateway leaves it.
 import { isUtf8 } from 'node:buffer';
 
