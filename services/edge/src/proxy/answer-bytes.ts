@@ -97,7 +97,13 @@ export function answerBytes(raw: Buffer, json: Record<string, unknown>, original
   for (let f = 0; f < fields.length; f++) if (json[fields[f]!] !== original[f]) changed.push(fields[f]!);
   if (!isUtf8(raw)) return Buffer.from(JSON.stringify(json));
   if (changed.length === 0) return raw;
-  const spans = memberSpans(raw, changed);
+  let spans: Span[];
+  try {
+    spans = memberSpans(raw, changed);
+  } catch {
+    // A text JSON.parse took but this reader does not follow: never the caller's loss, the answer is serialised.
+    return Buffer.from(JSON.stringify(json));
+  }
   for (const key of changed) {
     const present = spans.some((s) => s.key === key);
     if (present !== (json[key] !== undefined)) return Buffer.from(JSON.stringify(json));
