@@ -147,14 +147,17 @@ describe('startTelemetry in a plain Node process', () => {
 });
 
 describe('startTelemetry inside Jest', () => {
-  it('makes trace ids without an endpoint or processors, and starts again after shutdown', async () => {
+  it('makes trace ids but records nothing without an endpoint or processors, and starts again after shutdown', async () => {
     for (let i = 0; i < 2; i++) {
-      const telemetry = startTelemetry({ serviceName: 'quiet-test' });
+      const telemetry = startTelemetry({ serviceName: 'quiet-test', sampleRatio: 1 });
       try {
-        const traceId = trace.getTracer('t').startActiveSpan('local', (span) => {
+        const { traceId, recording } = trace.getTracer('t').startActiveSpan('local', (span) => {
+          const recording = span.isRecording();
           span.end();
-          return span.spanContext().traceId;
+          return { traceId: span.spanContext().traceId, recording };
         });
+        // Nothing would receive it: not recorded, whatever the ratio asked (its ids are made all the same).
+        expect(recording).toBe(false);
         expect(traceId).toMatch(/^[0-9a-f]{32}$/);
         expect(traceId).not.toBe('0'.repeat(32));
       } finally {

@@ -39,16 +39,17 @@ export class UpstreamClient {
    * Sends the request and returns its 2xx answer, the body unread. Connection failures and timeouts become
    * failover-able UpstreamFailures; any other status becomes failureFromStatus's, with the provider's message.
    */
-  async send(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
-    const answer = await this.dispatch(call);
-    if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
-      // becoming an uncaught 'error' event.
-      answer.body.on('error', ignore);
-      return answer;
-    }
-    const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
-    throw failureFromStatus(answer.statusCode, text);
+  send(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    // Chained rather than awaited in layers: on every chat call's path, each async layer is a promise more.
+    return this.dispatch(call).then((answer) => {
+      if (answer.statusCode >= 200 && answer.statusCode < 300) {
+        // Errors are handled by whoever reads the body at the time; this keeps one arriving between readers from
+        // becoming an uncaught 'error' event.
+        answer.body.on('error', ignore);
+        return answer;
+      }
+      return refused(answer);
+    });
   }
 
   /**
@@ -64,14 +65,14 @@ export class UpstreamClient {
     return this.agent.close();
   }
 
-  private async dispatch(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  private dispatch(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
     try {
       const url = new URL(call.baseUrl);
       const path =
         call.path === undefined
           ? url.pathname + url.search
           : url.pathname.replace(/\/+$/, '') + (call.path.startsWith('/') ? '' : '/') + call.path;
-      return await this.agent.request({
+      return this.agent.request({
         origin: url.origin,
         path,
         method: call.method ?? 'POST',
@@ -80,14 +81,23 @@ export class UpstreamClient {
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
         signal: call.signal,
-      });
+      }).catch(rethrowAsFailure);
     } catch (e) {
-      throw failureOf(e);
+      return Promise.reject(failureOf(e));
     }
   }
 }
 
 const ignore = () => {};
+
+/** A non-2xx answer as the failure it means, with the provider's message. */
+async function refused(answer: Dispatcher.ResponseData): Promise<never> {
+  const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
+  throw failureFromStatus(answer.statusCode, text);
+}
+const rethrowAsFailure = (e: unknown): never => {
+  throw failureOf(e);
+};
 
 /** What an error while calling or reading an upstream means for failover. */
 export function failureOf(e: unknown): UpstreamFailure {

@@ -11,7 +11,7 @@ import type { HttpTimeouts } from '@gensvc/config';
 import { AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { jsonDeadline, watchBody } from './body-deadline';
-import { declaredTooLarge } from './declared-length';
+import { bufferedWhole, declaredTooLarge } from './declared-length';
 import { formatBytes } from './errors';
 import { MAX_JSON_DEPTH, scanJsonText } from './json-text';
 
@@ -125,7 +125,7 @@ function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions
       if (!req.complete) settle(aborted());
     };
     // A body already whole (it came with the headers, as a JSON call's usually does) can no longer stall: no timers.
-    const stopWatching = req.complete ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
+    const stopWatching = req.complete || bufferedWhole(req) ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
     source.on('data', onData).once('end', onEnd).once('error', onError);
     req.once('close', onClose);
     if (decoder) {

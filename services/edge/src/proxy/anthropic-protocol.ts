@@ -90,6 +90,7 @@ export const anthropicProtocol: ChatProtocol = {
   body(call, upstreamModel) {
     return JSON.stringify({ ...capOutput(call.body, ['max_tokens'], call.model), model: upstreamModel });
   },
+  answerFields: ['model'],
   answer(json, call) {
     json.model = call.model.id;
     const { input, output } = countOf(json.usage);

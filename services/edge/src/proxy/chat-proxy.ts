@@ -23,6 +23,7 @@ import { authOf } from '../auth/authenticate';
 import type { BudgetLeases, Hold } from '../billing/budget-leases';
 import { locals } from '../http/request-context';
 import { sendJson } from '../http/send-json';
+import { answerBytes } from './answer-bytes';
 import { ChatModels } from './chat-model';
 import { invalidResponse, parseObject, type ChatCall, type ChatProtocol, type Usage } from './protocol';
 import { StreamRelay } from './stream-relay';
@@ -31,7 +32,8 @@ import { StreamRelay } from './stream-relay';
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 const REFUSAL_MEMORY_MS = 60_000;
 
-type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage } | { kind: 'stream'; relay: StreamRelay };
+/** A JSON answer keeps its text and what answer() rewrote, for the caller's bytes (answerBytes). */
+type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage; raw: Buffer; original: unknown[] } | { kind: 'stream'; relay: StreamRelay };
 
 export interface ChatProxyDeps {
   db: Db;
@@ -56,7 +58,8 @@ export class ChatProxy {
 
   /** Answers the call on `res`; throws AppErrors (for the error handler) only before the first byte is written. */
   async handle(protocol: ChatProtocol, call: ChatCall, res: Response): Promise<void> {
-    const log = locals(res).log;
+    // The request's child logger is made on first use (request-context.ts): only a failure here logs.
+    const log = () => locals(res).log;
     const upstream = new UpstreamBodies(protocol, call);
     const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
     const { key, workspace } = authOf(res);
@@ -103,7 +106,7 @@ export class ChatProxy {
 
     if (opened.kind === 'json') {
       try {
-        sendJson(res, 200, opened.json);
+        sendJson(res, 200, answerBytes(opened.raw, opened.json, opened.original, protocol.answerFields));
       } finally {
         this.charge(hold, call, opened.usage, owner.requestId);
       }
@@ -125,7 +128,7 @@ export class ChatProxy {
    */
   answer<T>(protocol: ChatProtocol, call: ChatCall, upstream: UpstreamBodies, log: Logger, read: (answer: { route: CatalogRoute; json: Record<string, unknown>; usage: Usage }) => T, maxAnswerBytes?: number): Promise<T> {
     const once = { ...call, stream: false };
-    return this.failover(once, log, async (route) => {
+    return this.failover(once, () => log, async (route) => {
       const opened = await this.attempt(protocol, once, route, upstream, undefined, maxAnswerBytes);
       if (opened.kind !== 'json') throw new Error('a non-streamed call opened a stream');
       return read({ route, json: opened.json, usage: opened.usage });
@@ -133,14 +136,14 @@ export class ChatProxy {
   }
 
   /** The call's routes tried in order (the breaker skipping open ones) until one attempt succeeds. */
-  private failover<T>(call: ChatCall, log: Logger, attempt: (route: CatalogRoute) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  private failover<T>(call: ChatCall, log: () => Logger, attempt: (route: CatalogRoute) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return withFailover({
       routes: call.routes,
       breaker: this.deps.breaker,
       call: attempt,
       // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
       isAbort: () => signal?.aborted === true,
-      onFailure: (route, err) => log.warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
+      onFailure: (route, err) => log().warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
     });
   }
 
@@ -172,10 +175,12 @@ export class ChatProxy {
       signal,
     });
     if (!call.stream) {
-      const json = parseObject((await readBody(answer.body, maxAnswerBytes)).toString('utf8'), 'the answer');
+      const raw = await readBody(answer.body, maxAnswerBytes);
+      const json = parseObject(raw.toString('utf8'), 'the answer');
+      const original = protocol.answerFields.map((f) => json[f]);
       const usage = protocol.answer(json, call);
       if (!usage) throw invalidResponse('the answer reports no usage');
-      return { kind: 'json', json, usage };
+      return { kind: 'json', json, usage, raw, original };
     }
     // The stream is committed to the caller only once it has produced something to send.
     const relay = new StreamRelay(answer.body, protocol.translator(call));

@@ -79,6 +79,7 @@ export const geminiProtocol: ChatProtocol = {
     const capped = capOutput(base, ['maxOutputTokens'], call.model);
     return JSON.stringify(capped === config ? call.body : { ...call.body, generationConfig: capped });
   },
+  answerFields: ['modelVersion'],
   answer(json, call) {
     if (json.modelVersion !== undefined) json.modelVersion = call.model.id;
     return usageOf(json.usageMetadata);

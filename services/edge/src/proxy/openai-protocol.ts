@@ -78,6 +78,7 @@ export const openAiProtocol: ChatProtocol = {
     }
     return JSON.stringify(body);
   },
+  answerFields: ['model'],
   answer(json, call) {
     json.model = call.model.id;
     return usageOf(json.usage);

@@ -87,6 +87,7 @@ export const openAiResponsesProtocol: ChatProtocol = {
   body(call, upstreamModel) {
     return JSON.stringify({ ...capOutput(call.body, ['max_output_tokens'], call.model), model: upstreamModel });
   },
+  answerFields: ['model'],
   answer(json, call) {
     if (!Array.isArray(json.output)) throw invalidResponse('the answer is not a response object (no output)');
     json.model = call.model.id;

@@ -62,6 +62,11 @@ export interface ChatProtocol {
   body(call: ChatCall, upstreamModel: string): string;
   /** Rewrites a complete JSON answer for the caller (model name) and returns its usage, or null if it has none. */
   answer(json: Record<string, unknown>, call: ChatCall): Usage | null;
+  /**
+   * The top-level members answer() may rewrite, and the only thing it may change: the caller gets the provider's
+   * bytes with these members' new values spliced in (answer-bytes.ts).
+   */
+  readonly answerFields: readonly string[];
   translator(call: ChatCall): StreamTranslator;
 }
 

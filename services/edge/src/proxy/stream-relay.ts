@@ -21,7 +21,8 @@ export class StreamRelay {
   private produced = false;
   private pending = '';
   private res: Response | null = null;
-  private log: Logger | null = null;
+  /** The request's logger, made only when the stream fails (request-context.ts makes it on first use). */
+  private log: (() => Logger) | null = null;
   private onDone: ((usage: Usage | null) => void) | null = null;
   /** How the upstream ended while no caller was attached yet. */
   private outcome: { clean: boolean; reason?: unknown } | null = null;
@@ -42,7 +43,7 @@ export class StreamRelay {
    * Sends what came so far and everything after to `res`. `done` gets the usage the provider reported (null when
    * none) once the caller's stream has ended, cleanly or with the protocol's error event.
    */
-  attach(res: Response, log: Logger, done: (usage: Usage | null) => void): void {
+  attach(res: Response, log: () => Logger, done: (usage: Usage | null) => void): void {
     this.res = res;
     this.log = log;
     this.onDone = done;
@@ -151,7 +152,7 @@ export class StreamRelay {
     res.off('drain', this.onDrain);
     res.off('close', this.onClose);
     if (!clean) {
-      this.log?.warn({ err: reason instanceof Error ? reason.message : reason, caller_gone: this.callerGone }, 'upstream stream failed after its first byte');
+      this.log?.().warn({ err: reason instanceof Error ? reason.message : reason, caller_gone: this.callerGone }, 'upstream stream failed after its first byte');
       this.write(this.translator.cut(CUT_MESSAGE));
       if (!this.body.destroyed) this.body.destroy();
     }

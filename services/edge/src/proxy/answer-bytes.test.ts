@@ -1,0 +1,43 @@
+import { answerBytes } from './answer-bytes';
+import { geminiProtocol } from './gemini-protocol';
+import { openAiProtocol } from './openai-protocol';
+import type { ChatCall, ChatProtocol } from './protocol';
+
+const call = { model: { id: 'acme/chat', maxOutputTokens: 1000 } } as ChatCall;
+
+/** What handle() gives the caller for the provider's answer `text`. */
+function forward(protocol: ChatProtocol, text: string | Buffer) {
+  const raw = Buffer.isBuffer(text) ? text : Buffer.from(text);
+  const json = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+  const original = protocol.answerFields.map((f) => json[f]);
+  protocol.answer(json, call);
+  const out = answerBytes(raw, json, original, protocol.answerFields);
+  // Whatever the bytes, they parse to what the protocol made of the answer.
+  expect(JSON.parse(out.toString('utf8'))).toEqual(json);
+  return out.toString('utf8');
+}
+
+describe('answerBytes', () => {
+  it("keeps the provider's bytes and splices in the public model id at the top level only", () => {
+    const text = `{\n  "id": "c1",\n  "model" : "up-1",\n  "choices": [{"message": {"content": "say \\"model\\": \\\\", "model": "inner"}}],\n  "usage": {"prompt_tokens": 1.0, "completion_tokens": 2e0}\n}\n`;
+    expect(forward(openAiProtocol, text)).toBe(text.replace('"up-1"', '"acme/chat"'));
+  });
+
+  it('rewrites every occurrence of a duplicated member and a name written with escapes', () => {
+    const text = '{"model":"a","mod\\u0065l":"b","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":null}';
+    expect(forward(openAiProtocol, text)).toBe('{"model":"acme/chat","mod\\u0065l":"acme/chat","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":"acme/chat"}');
+  });
+
+  it('passes an answer through untouched when nothing was rewritten, non-ASCII text included', () => {
+    const text = '{"candidates":[{"content":{"parts":[{"text":"Grün — 海"}]}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
+    expect(forward(geminiProtocol, text)).toBe(text);
+    const withVersion = '{"modelVersion": "g-1" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
+    expect(forward(geminiProtocol, withVersion)).toBe('{"modelVersion": "acme/chat" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}');
+  });
+
+  it('serialises the parsed answer when a member was added or the bytes are not UTF-8', () => {
+    expect(forward(openAiProtocol, '{ "usage": {"prompt_tokens": 1, "completion_tokens": 1} }')).toBe('{"usage":{"prompt_tokens":1,"completion_tokens":1},"model":"acme/chat"}');
+    const bad = Buffer.concat([Buffer.from('{"model":"up","text":"'), Buffer.from([0xff]), Buffer.from('","usage":{}}')]);
+    expect(forward(openAiProtocol, bad)).toBe('{"model":"acme/chat","text":"\ufffd","usage":{}}');
+  });
+});
