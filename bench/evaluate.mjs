@@ -10,8 +10,9 @@
 // evaluate-worker's). Each case meters CPU ms per request (/proc utime+stime over the case, warm-up included) of
 // every process it crosses; all share the machine's cores, so req/s ≈ cores ÷ their sum.
 // Before the first case every target serves JIT_WARMUP_MS (default 3 s) at concurrency 32, unmeasured, as bench/chat
-// does: the first case (concurrency 1) otherwise measured fresh processes below V8's optimising tier (gensvc's p50
-// overhead at 1 was 6.65 ms cold against 2.4 ms after 2 s at 32 in one window).
+// does: the first case (concurrency 1) otherwise measured fresh processes below V8's optimising tier (one observation,
+// the machine shared: gensvc's p50 at 1 was 6.76 ms in the cold first case, 2.49 ms for the same build two minutes
+// later after 2 s at 32).
 // Usage: npm run bench -- evaluate
 import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
 import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
