@@ -191,9 +191,8 @@ const CLEAR_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('
  * Here: the take is sent right behind the wait on the connection that blocks, so Redis runs it the moment the wait
  * returns and the job arrives with the wait's answer (one round trip where BullMQ spends three before the job
  * starts); the loop clears the marker its take put back in the same write as its next wait, which then blocks: 1
- * take and 1 wait. Under load (other jobs in flight) the
- * loop takes again at once, as BullMQ's does, and a slot whose job completes goes on with the job its completion
- * took in the same script call.
+ * take and 1 wait. Under load (other jobs in flight) the loop takes again at once, as BullMQ's does, and a slot
+ * whose job completes goes on with the job its completion took in the same script call.
  */
 function takeOnePerJob(worker: Worker): void {
   const w = worker as unknown as WorkerInternals;
