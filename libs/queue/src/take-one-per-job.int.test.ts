@@ -76,18 +76,24 @@ describe('defineWorker with takeOnePerJob', () => {
     }
   });
 
-  it('takes a job arriving at an idle worker once, and waits once for it (BullMQ: 3 takes, 2 waits)', async () => {
+  it('takes a job arriving at an idle worker once, and waits once for it (BullMQ: 3 takes, 2 waits), the take sent behind the wait', async () => {
     const { add, events, queues } = setUp(async (job) => job.data.taskId);
     await events.waitUntilReady();
     const { wait, marker } = queues.get('archive').keys;
     await sleep(300); // the worker has found the queue empty and blocks
+    // The adds and the worker's other commands go on `connection`; the waits on a connection BullMQ opens for them.
+    const commands = /addr=(\S+)/.exec(String(await connection.client('INFO')))![1];
     const monitor = await connection.monitor();
-    const seen = { takes: 0, waits: 0 };
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const seen = { takes: 0, waits: 0, scriptsBehindWait: 0 };
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
       const [command, key] = [String(args[0]).toLowerCase(), args[1]];
       // Every take, and every completion's fetch of the next job, moves from `wait` to `active` by RPOPLPUSH.
       if (command === 'rpoplpush' && key === wait) seen.takes++;
       if (command === 'bzpopmin' && key === marker) seen.waits++;
+      // A script on the waiting connection other than the marker clear is a take queued behind its wait (EVAL the
+      // first time Redis meets the script, EVALSHA after).
+      const script = command === 'evalsha' || (command === 'eval' && !String(args[1]).startsWith('if redis.call'));
+      if (script && source !== commands) seen.scriptsBehindWait++;
     });
     cleanups.push(async () => monitor.disconnect());
     const N = 5;
@@ -98,6 +104,8 @@ describe('defineWorker with takeOnePerJob', () => {
     // Per job: the take and the completion's look for a next job; the wait that wakes for it (armed after the last one).
     expect(seen.takes).toBeLessThanOrEqual(2 * N);
     expect(seen.waits).toBeLessThanOrEqual(N + 1);
+    // Each job was taken by the take that rode behind the wait it woke, not by one sent after the wait's answer.
+    expect(seen.scriptsBehindWait).toBe(N);
   });
 
   it('runs a retry when its backoff is due, while blocked on the empty queue', async () => {

@@ -152,9 +152,17 @@ interface WorkerInternals {
   blockUntil: number;
   _concurrency: number;
   keys: Record<'marker' | 'wait' | 'prioritized', string>;
-  backend: { blockingClient: Promise<Redis> | undefined };
+  backend: {
+    blockingClient: Promise<Redis> | undefined;
+    /** The queue's keys, options and command client, as the backend's scripts read them (`await this.queue.client`). */
+    queue: object;
+    /** The take script's raw answer: [job data, job id, rate-limit delay, next delayed job's time]. */
+    moveToActive(token: string, name?: string): Promise<[unknown, string | undefined, number, number]>;
+  };
   mainLoop: () => Promise<void>;
   moveToActive(token: string, name?: string): Promise<Job | undefined>;
+  updateDelays(rateLimitDelay?: number, delayUntil?: number): void;
+  nextJobFromJobData(jobData: unknown, jobId: string | undefined, token: string): Promise<Job | undefined>;
   waitForJob(blockUntil: number): Promise<number>;
   isRateLimited(): boolean;
   waitForRateLimit(): Promise<void>;
@@ -180,17 +188,23 @@ const CLEAR_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('
  * BullMQ's loop, per job arriving at an idle worker: the blocking wait returns, a take gets the job, a second take
  * (awaited before the job starts) finds nothing, a second blocking wait returns at once on the marker the first
  * take put back, and a third take finds nothing: 3 takes and 2 waits, the first 2 takes before the job starts.
- * Here: the wait returns, the take gets the job and the job starts, and the loop clears the marker its take put back
- * in the same write as its next wait, which then blocks: 1 take and 1 wait. Under load (other jobs in flight) the
- * loop takes again at once, as BullMQ's does, and a slot whose job completes goes on with the job its completion
- * took in the same script call.
+ * Here: the take is sent right behind the wait on the connection that blocks, so Redis runs it the moment the wait
+ * returns and the job arrives with the wait's answer (one round trip where BullMQ spends three before the job
+ * starts); the loop clears the marker its take put back in the same write as its next wait, which then blocks: 1
+ * take and 1 wait. Under load (other jobs in flight) the loop takes again at once, as BullMQ's does, and a slot
+ * whose job completes goes on with the job its completion took in the same script call.
  */
 function takeOnePerJob(worker: Worker): void {
   const w = worker as unknown as WorkerInternals;
   // A BullMQ upgrade that renames these fails here, at start-up, rather than in a loop that takes nothing.
-  const driven = ['mainLoop', 'moveToActive', 'waitForJob', 'isRateLimited', 'waitForRateLimit', 'processJob', 'retryIfFailed'] as const;
+  const driven = ['mainLoop', 'moveToActive', 'updateDelays', 'nextJobFromJobData', 'waitForJob', 'isRateLimited', 'waitForRateLimit', 'processJob', 'retryIfFailed'] as const;
   const missing = driven.filter((name) => typeof w[name] !== 'function');
-  const lacks = [...missing, ...(w.keys?.marker ? [] : ['keys.marker']), ...(w.backend?.blockingClient ? [] : ['backend.blockingClient'])];
+  const lacks = [
+    ...missing,
+    ...(w.keys?.marker ? [] : ['keys.marker']),
+    ...(w.backend?.blockingClient ? [] : ['backend.blockingClient']),
+    ...(typeof w.backend?.moveToActive === 'function' && typeof w.backend.queue === 'object' ? [] : ['backend.moveToActive', 'backend.queue']),
+  ];
   if (lacks.length) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${lacks.join(', ')}.`);
   w.mainLoop = async function (this: WorkerInternals) {
     const slots = new Set<Promise<void>>();
@@ -217,17 +231,42 @@ function takeOnePerJob(worker: Worker): void {
       return job;
     };
     const waitAndTake = async (token: string): Promise<Job | undefined> => {
-      if (block) {
-        const { marker, wait, prioritized } = this.keys;
-        const blocking = (await this.backend.blockingClient)!;
-        // The clear and the wait leave in one write, in that order, on the connection that blocks.
-        coalesceWrites(blocking);
-        blocking.eval(CLEAR_STALE_MARKER, 3, marker, wait, prioritized).catch(() => undefined);
-        this.blockUntil = await this.waitForJob(this.blockUntil);
-        // A delay marker not yet due: nothing to take before it is (as BullMQ's _getNextJob).
-        if (this.blockUntil > 0 && this.blockUntil - Date.now() >= 1) return undefined;
+      if (!block) return this.moveToActive(token, this.opts.name);
+      const { marker, wait, prioritized } = this.keys;
+      const blocking = (await this.backend.blockingClient)!;
+      // The clear and the wait leave in one write, in that order, on the connection that blocks.
+      coalesceWrites(blocking);
+      blocking.eval(CLEAR_STALE_MARKER, 3, marker, wait, prioritized).catch(() => undefined);
+      const woken = this.waitForJob(this.blockUntil);
+      // The take is sent right behind the wait, on the same connection, instead of after the wait's answer: Redis runs
+      // it as soon as the wait returns (a client's commands run in order, and a blocked client's next command waits
+      // for the block to end), so a job that wakes an idle worker reaches it with the wait's answer, one round trip
+      // sooner. The wait is sent a few microtasks into waitForJob; by the next turn it has been.
+      await new Promise((resolve) => setImmediate(resolve));
+      // Paused or closing: no wait was sent (waitForJob answers Infinity), and no job may be taken.
+      if (this.closing || this.paused) return void (await woken);
+      const taken = takeOn(blocking, token);
+      this.blockUntil = await woken;
+      let raw: Awaited<typeof taken>;
+      try {
+        raw = await taken;
+      } catch (e) {
+        // The blocking connection was dropped under it (close, pause, or BullMQ's stuck-wait watchdog): the take
+        // never ran, as it waited behind the wait on that connection. (Had the wait just returned and the take run,
+        // its job stays active until its lock expires and the stalled-job check hands it out again.)
+        if (this.closing || this.paused) return undefined;
+        throw e;
       }
-      return this.moveToActive(token, this.opts.name);
+      // What the take saw is newer than what the wait saw: its delays, as BullMQ's moveToActive applies them.
+      const [jobData, id, rateLimitDelay, delayUntil] = raw;
+      this.updateDelays(rateLimitDelay, delayUntil);
+      return this.nextJobFromJobData(jobData, id, token);
+    };
+    // The backend's take script, sent on `client` instead of the command connection (the script reads its client as
+    // `await this.queue.client`; every BullMQ connection has the scripts loaded).
+    const takeOn = (client: Redis, token: string) => {
+      const queue = Object.create(this.backend.queue, { client: { value: Promise.resolve(client) } }) as object;
+      return this.backend.moveToActive.call(Object.create(this.backend, { queue: { value: queue } }), token, this.opts.name);
     };
     while (!this.closing && !this.paused) {
       if (slots.size >= this._concurrency) {

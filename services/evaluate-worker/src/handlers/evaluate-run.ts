@@ -38,9 +38,12 @@ class DeadlinePassed extends UpstreamFailure {
 export function evaluateRun(deps: EvaluateRunDeps) {
   const now = deps.now ?? Date.now;
   return async (payload: Payload, ctx: HandlerContext): Promise<EvaluateRunResult> => {
-    const log = deps.logger.child({ request_id: payload.requestId, model: payload.model });
+    // Made only when something is logged: a pino child serialises its bindings (and redaction) when it is made, for
+    // every job, and a job that goes well logs nothing.
+    let child: Logger | undefined;
+    const log = () => (child ??= deps.logger.child({ request_id: payload.requestId, model: payload.model }));
     const reply = (message: EvaluateReply) =>
-      deps.publish(payload.replyTo, JSON.stringify(message)).catch((err) => log.error({ err }, 'could not publish the reply; the edge answers 504 at its deadline'));
+      deps.publish(payload.replyTo, JSON.stringify(message)).catch((err) => log().error({ err }, 'could not publish the reply; the edge answers 504 at its deadline'));
     let outcome: Answered | AppError;
     try {
       outcome = await ask(deps, payload, now, log, ctx.signal);
@@ -65,7 +68,7 @@ export function evaluateRun(deps: EvaluateRunDeps) {
   };
 }
 
-async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: Logger, signal?: AbortSignal): Promise<Answered | AppError> {
+async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: () => Logger, signal?: AbortSignal): Promise<Answered | AppError> {
   if (now() >= payload.deadlineAt) return pastDeadline('waited past its deadline before it could run');
   const model = await deps.catalog.model(payload.model);
   if (!model) return errors.modelNotFound(payload.model);
@@ -100,7 +103,7 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
       call,
       // Neither the deadline nor shutdown says anything about the channel: its half-open trial is given back.
       isAbort: (e) => e instanceof DeadlinePassed || signal?.aborted === true,
-      onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
+      onFailure: (route, err) => log().warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
     });
     return { ok: true, model, ...checked };
   } catch (e) {

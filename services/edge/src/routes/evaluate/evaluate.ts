@@ -22,6 +22,7 @@ import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
+import { sendJson } from '../../http/send-json';
 import { modelForKey } from '../../models/key-models';
 import { parseEvaluateRequest } from './schema';
 
@@ -90,7 +91,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     if (charged === null) {
       throw errors.unavailable('The evaluation could not be charged; nothing was charged. Retry shortly.');
     }
-    res.json({ model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } });
+    sendJson(res, 200, { model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } });
   };
 }
 

@@ -5,9 +5,6 @@ import { DEFAULT_EVALUATE_OPTIONS, evaluate, type EvaluateOptions } from './eval
 import { EVALUATE_BODY_LIMIT } from './schema';
 
 export function evaluateRoutes(deps: EdgeDeps, options: Partial<EvaluateOptions> = {}): RouteSpec[] {
-  // Every waiting request listens for the queue's 'closing' (inside job.waitUntilFinished): hundreds at once are
-  // expected here, not a leak.
-  deps.queues.get('evaluate').setMaxListeners(0);
   return [
     {
       path: '/api/v1/evaluate',
