@@ -1,6 +1,7 @@
 // The stores a benchmark runs against: Postgres, Redis and S3 brought up in a temporary directory (what the
 // environment names is used instead), migrated, and the environment every gensvc process of the run shares.
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gensvc, service } from './gensvc.mjs';
@@ -12,10 +13,18 @@ const { startStack } = gensvc('local-stack');
 const { createDb, migrate, workspaceRepository, apiKeyRepository } = gensvc('db');
 const { newApiKey, SCOPES } = gensvc('auth');
 
-/** Runs `fn({ env, db })` with the stores up, and stops them (and removes their data) whatever happens. */
+/**
+ * Runs `fn({ env, db })` with the stores up, and stops them (and removes their data) whatever happens.
+ *
+ * gensvc records traces only when they go somewhere (OTEL_EXPORTER_OTLP_ENDPOINT), so by default a bench measures
+ * it without tracing. BENCH_OTLP=1 measures it as production runs with a collector: every gensvc process exports to
+ * an OTLP/HTTP sink of this bench (it reads each export and answers 200), at the default sampling ratio (or
+ * OTEL_TRACES_SAMPLER_ARG's). An OTEL_EXPORTER_OTLP_ENDPOINT of the caller's own is used as given.
+ */
 export async function withStack(fn) {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-bench-'));
   const stack = await startStack({ dataDir, persistent: false, env: process.env });
+  const sink = process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;
   let db;
   try {
     const env = {
@@ -23,14 +32,35 @@ export async function withStack(fn) {
       SIGNING_SECRET: 'b'.repeat(64),
       QUEUE_PREFIX: `bench${process.pid}`,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      ...pick(process.env, ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_TRACES_SAMPLER_ARG']),
+      ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}),
     };
+    if (env.OTEL_EXPORTER_OTLP_ENDPOINT) console.log(`traces exported to ${env.OTEL_EXPORTER_OTLP_ENDPOINT} (ratio ${env.OTEL_TRACES_SAMPLER_ARG ?? 'default'})`);
     await migrate(env.DATABASE_URL);
     db = createDb(env.DATABASE_URL, { max: 2 });
     return await fn({ env, db });
   } finally {
     await db?.$disconnect();
     await stack.stop();
+    if (sink) console.log(`OTLP sink: ${sink.exports()} exports received`);
+    sink?.close();
   }
+}
+
+const pick = (from, names) => Object.fromEntries(names.filter((n) => from[n] !== undefined).map((n) => [n, from[n]]));
+
+/** An OTLP/HTTP collector that keeps nothing: reads each export whole and answers 200 (an empty success). */
+async function otlpSink() {
+  let exports = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      exports++;
+      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' }).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, exports: () => exports, close: () => server.close() };
 }
 
 /**
