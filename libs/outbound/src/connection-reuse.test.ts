@@ -80,6 +80,28 @@ it('a burst side by side opens at most one connection per request in flight, and
   expect(handshakes.receiver).toBe(afterFirst);
 });
 
+it('a new connection to a receiver already verified resumes its TLS session, and the certificate is still checked', async () => {
+  const resumed: boolean[] = [];
+  const onSecure = (socket: TLSSocket) => resumed.push(socket.isSessionReused());
+  receiver.server.on('secureConnection', onSecure);
+  try {
+    for (let i = 0; i < 3; i++) {
+      await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
+      // The receiver drops its idle connections: the next request opens another.
+      receiver.server.closeIdleConnections();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(receiver.requests).toHaveLength(3);
+    expect(resumed).toEqual([false, true, true]);
+    // Under another trust (another Agent) nothing is resumed: the certificate is verified afresh, and fails.
+    const other = createTestCa('another CA').certPem;
+    expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe('tls');
+    expect(receiver.requests).toHaveLength(3);
+  } finally {
+    receiver.server.off('secureConnection', onSecure);
+  }
+});
+
 it('a host name is reused too, and once it resolves to a forbidden address the request is refused with the warm connection unused', async () => {
   let target = '127.0.0.1';
   let lookups = 0;

@@ -1,5 +1,5 @@
 import { OutboundAgents } from '@gensvc/outbound';
-import { defineWorker, type QueueLogger } from '@gensvc/queue';
+import { coalesceWrites, defineWorker, type QueueLogger } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DispatcherDeps } from './deps';
@@ -19,6 +19,7 @@ export function startDispatcherWorker(
 ): Worker {
   // Connections to receivers reused across attempts (issue 12), closed with the worker.
   const agents = new OutboundAgents();
+  const deliver = callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } });
   const worker = defineWorker({
     queue: 'callbacks',
     connection: conn.connection,
@@ -26,7 +27,15 @@ export function startDispatcherWorker(
     concurrency,
     takeOnePerJob: true,
     logger: conn.logger ?? deps.logger,
-    handlers: { 'callback.deliver': callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } }) },
+    handlers: {
+      // The attempts of one group-committed record (group-commit.ts) end in the same turn: their jobs' completions,
+      // which BullMQ sends on this connection right after, leave in one socket write instead of one each.
+      'callback.deliver': async (payload, ctx) => {
+        const outcome = await deliver(payload, ctx);
+        coalesceWrites(conn.connection);
+        return outcome;
+      },
+    },
   });
   worker.once('closed', () => void agents.close());
   return worker;

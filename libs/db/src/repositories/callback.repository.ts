@@ -139,22 +139,52 @@ interface AttemptContextRow {
 
 const dateOf = (ms: Ms) => (ms === null ? null : new Date(ms));
 
+// The statements of the delivery path besides attemptContexts (the dispatcher's first delivery to a workspace, its
+// reconciler, its parked gauge), prepared on the pool like it: the dispatcher never loads Prisma's query compiler.
+const SECRET_COLUMNS = `secret, "previousSecret", ${epochMs('"previousExpiresAt"')} AS "previousExpiresAt", ${epochMs('"rotatedAt"')} AS "rotatedAt", ${epochMs('"createdAt"')} AS "createdAt"`;
+const SECRET = `SELECT ${SECRET_COLUMNS} FROM "CallbackSecret" WHERE "workspaceId" = $1`;
+const MAKE_SECRET = `
+  INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt") VALUES ($1, $2, $3::timestamp(3))
+  ON CONFLICT ("workspaceId") DO UPDATE SET "workspaceId" = EXCLUDED."workspaceId"
+  RETURNING ${SECRET_COLUMNS}`;
+const LAST_ATTEMPT = `
+  SELECT attempt, "statusCode", ${epochMs('"createdAt"')} AS "createdAt", "durationMs" FROM "CallbackAttempt"
+  WHERE "taskId" = $1 ORDER BY attempt DESC LIMIT 1`;
+
+interface SecretRow {
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: Ms;
+  rotatedAt: Ms;
+  createdAt: number;
+}
+
+const secretView = (row: SecretRow): CallbackSecretView => ({
+  secret: row.secret,
+  previousSecret: row.previousSecret,
+  previousExpiresAt: dateOf(row.previousExpiresAt),
+  rotatedAt: dateOf(row.rotatedAt),
+  createdAt: new Date(row.createdAt),
+});
+
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
-  countParked(db: DbClient): Promise<number> {
-    return db.task.count({ where: { callbackState: 'parked' } });
+  async countParked(db: DbClient): Promise<number> {
+    const [row] = await queryPrepared<{ n: number }>(db, 'gensvc_count_parked', `SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`, []);
+    return row!.n;
   },
 
-  /** The workspace's secret, made on first use with `make` (racing first uses agree on one). */
+  /**
+   * The workspace's secret, made on first use with `make` (racing first uses agree on one). On the pool, as the
+   * delivery path's other statements: the dispatcher's first delivery to a workspace reads it here, and through
+   * Prisma that read loaded Prisma's query compiler into the dispatcher (~0.4 s of CPU, the first callbacks late).
+   */
   async secret(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
-    const existing = await db.callbackSecret.findUnique({ where: { workspaceId } });
-    if (existing) return view(existing, now);
+    const [existing] = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret', SECRET, [workspaceId]);
+    if (existing) return view(secretView(existing), now);
     // First use. When a racing first use inserted meanwhile, the no-op update returns its row, not ours.
-    const rows = await db.$queryRaw<CallbackSecretView[]>`
-      INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt") VALUES (${workspaceId}, ${make()}, ${now}::timestamp(3))
-      ON CONFLICT ("workspaceId") DO UPDATE SET "workspaceId" = EXCLUDED."workspaceId"
-      RETURNING secret, "previousSecret", "previousExpiresAt", "rotatedAt", "createdAt"`;
-    return view(rows[0]!, now);
+    const rows = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret_make', MAKE_SECRET, [workspaceId, make(), now.toISOString()]);
+    return view(secretView(rows[0]!), now);
   },
 
   /** Replaces the secret; the old one keeps signing for 24 h. One statement, so racing rotations chain cleanly. */
@@ -226,7 +256,8 @@ export const callbackRepository = {
   },
 
   /** The last recorded attempt of the task, or null. */
-  lastAttempt(db: DbClient, taskId: string) {
-    return db.callbackAttempt.findFirst({ where: { taskId }, orderBy: { attempt: 'desc' } });
+  async lastAttempt(db: DbClient, taskId: string): Promise<LastAttempt | null> {
+    const [row] = await queryPrepared<{ attempt: number; statusCode: number | null; createdAt: number; durationMs: number | null }>(db, 'gensvc_last_attempt', LAST_ATTEMPT, [taskId]);
+    return row ? { attempt: row.attempt, statusCode: row.statusCode, createdAt: new Date(row.createdAt), durationMs: row.durationMs } : null;
   },
 };

@@ -490,14 +490,17 @@ export const taskRepository = {
 
   /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
   stalePendingDeliveries(db: DbClient, before: Date, limit: number) {
-    return db.task.findMany({
-      where: { callbackState: 'pending', updatedAt: { lt: before } },
-      select: { id: true, workspaceId: true, callbackState: true, callbackRoundStart: true },
-      orderBy: { updatedAt: 'asc' },
-      take: limit,
-    });
+    // On the pool, as the dispatcher's other statements (callback.repository.ts): its reconciler loads no Prisma.
+    return queryPrepared<Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'>>(db, 'gensvc_stale_pending_deliveries', STALE_PENDING_DELIVERIES, [
+      before.toISOString(),
+      limit,
+    ]);
   },
 };
+
+const STALE_PENDING_DELIVERIES = `
+  SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"
+  WHERE "callbackState" = 'pending' AND "updatedAt" < $1::timestamp(3) ORDER BY "updatedAt" LIMIT $2::int`;
 
 /**
  * recordDeliveryAttempts' statement, prepared on the pool. The attempts come as one JSON array (times as ISO UTC
