@@ -10,8 +10,8 @@ export const UPLOAD_PART_SIZE = 5 * 1024 * 1024;
 /**
  * Buffers a process lends out at once: 60 MiB. With three buffers per upload, the files bench's 10 concurrent 25 MiB
  * uploads raised the edge's RSS by 145–170 MiB over idle (target < +100); with this bound by 56–76 MiB, and neither a
- * lone upload nor ten at once went slower in alternated runs (S3 takes the parts no faster than two or three at a time
- * here). Three buffers are one upload at full speed (two parts in flight, one filling), so a lone upload never waits.
+ * lone upload nor ten at once went slower in alternated runs. Three buffers are one upload at full speed (two parts
+ * in flight, one filling), so a lone upload never waits.
  */
 export const UPLOAD_PART_BUFFERS = 12;
 
