@@ -14,10 +14,10 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { processPartBuffers, UPLOAD_PART_SIZE, type PartBufferPool } from './part-buffers';
 import { createS3, type S3Settings } from './s3';
 
-/** Multipart part size and parts in flight: at most (queueSize + 1) × partSize of a stream is held in memory. */
-export const UPLOAD_PART_SIZE = 5 * 1024 * 1024;
+/** Parts of one upload in flight at once: with the one filling, a lone upload holds at most three part buffers. */
 export const UPLOAD_QUEUE_SIZE = 2;
 
 /** Where a workspace file's bytes live (uploads: private). The id is unguessable, so the key is too. */
@@ -49,6 +49,8 @@ export interface PutStreamInput {
    * before S3 has the whole object, so none is stored.
    */
   contentLength?: number;
+  /** Where the part buffers come from: the process's pool unless a test gives its own. */
+  partBuffers?: PartBufferPool;
 }
 
 /**
@@ -56,12 +58,12 @@ export interface PutStreamInput {
  * buffered), otherwise one PutObject under a part size or a multipart upload above. Resolves once the object is
  * complete. To give up, destroy `body` with an error: the promise then rejects only once nothing can be left behind
  * (the single PutObject's request cut off and its key deleted, or the parts in flight settled and the multipart
- * upload aborted).
+ * upload aborted), and every part buffer it held is back in its pool.
  *
- * The stream is copied once into part-sized buffers, reused as their parts are sent: at most UPLOAD_QUEUE_SIZE parts
- * in flight and one filling, and nothing else (issue 11: lib-storage's Upload concatenated each part out of the
- * stream's chunks and kept the part's tail as a view of that copy, so every upload held about twice its parts and
- * left the rest to the garbage collector; 10 concurrent 25 MiB uploads raised the edge's RSS by 165–213 MiB).
+ * The stream is copied once into part buffers lent by the process's pool (part-buffers.ts): at most UPLOAD_QUEUE_SIZE
+ * parts of one upload in flight and one filling, and all uploads of the process together at most the pool's capacity
+ * (issue 11: 10 concurrent 25 MiB uploads, each with its own three buffers, raised the edge's RSS by 153 MiB; before
+ * that, lib-storage's Upload concatenated each part out of the stream's chunks and held about twice its parts).
  */
 export async function putObjectStream(s3: S3Client, input: PutStreamInput): Promise<void> {
   const object = {
@@ -74,8 +76,23 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
   if (length !== undefined && Number.isSafeInteger(length) && length >= 0 && length <= UPLOAD_PART_SIZE) {
     return putStreamed(s3, { ...object, ContentLength: length }, input.body, length);
   }
-  const spare: Buffer[] = [];
-  let part: Buffer = Buffer.allocUnsafe(UPLOAD_PART_SIZE);
+  return putParts(s3, object, input.body, input.partBuffers ?? processPartBuffers);
+}
+
+/**
+ * The buffered path: one PutObject of the whole body if it ends within the first part, a multipart upload otherwise.
+ * A buffer goes back to the pool when its part is sent, or never was; one whose request failed is discarded (the
+ * failed request may still be writing it), which frees its slot all the same.
+ */
+async function putParts(s3: S3Client, object: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable, pool: PartBufferPool): Promise<void> {
+  const { Bucket, Key } = object;
+  // The loop stops reading the body while it waits for a buffer; a body that fails meanwhile must end that wait.
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!body.readableEnded) gone.abort(body.errored ?? new Error('the body closed before its end'));
+  };
+  body.once('close', onClose);
+  let part: Buffer | undefined;
   let filled = 0;
   let sentParts = 0;
   let uploadId: string | undefined;
@@ -86,14 +103,17 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
   const send = (buffer: Buffer, length: number) => {
     const PartNumber = ++sentParts;
     const sent: Promise<void> = s3
-      .send(new UploadPartCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
-      .then(({ ETag }) => {
-        done.push({ ETag, PartNumber });
-        spare.push(buffer);
-      })
-      .catch((error: unknown) => {
-        failed ??= { error };
-      })
+      .send(new UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
+      .then(
+        ({ ETag }) => {
+          done.push({ ETag, PartNumber });
+          pool.release(buffer);
+        },
+        (error: unknown) => {
+          failed ??= { error };
+          pool.discard(buffer);
+        },
+      )
       .finally(() => inFlight.delete(sent));
     inFlight.add(sent);
   };
@@ -102,37 +122,53 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
   };
 
   try {
-    for await (const chunk of input.body as AsyncIterable<Buffer>) {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
       check();
       for (let offset = 0; offset < chunk.length; ) {
-        const n = Math.min(chunk.length - offset, UPLOAD_PART_SIZE - filled);
+        part ??= await pool.acquire(gone.signal);
+        const n = Math.min(chunk.length - offset, part.length - filled);
         chunk.copy(part, filled, offset, offset + n);
         filled += n;
         offset += n;
-        if (filled < UPLOAD_PART_SIZE) continue;
+        if (filled < part.length) continue;
         uploadId ??= (await s3.send(new CreateMultipartUploadCommand(object))).UploadId;
         while (inFlight.size >= UPLOAD_QUEUE_SIZE) await Promise.race(inFlight);
         check();
         send(part, filled);
-        part = spare.pop() ?? Buffer.allocUnsafe(UPLOAD_PART_SIZE);
+        part = undefined;
         filled = 0;
       }
     }
     if (uploadId === undefined) {
-      await s3.send(new PutObjectCommand({ ...object, Body: part.subarray(0, filled), ContentLength: filled }));
+      const whole = part;
+      part = undefined;
+      try {
+        await s3.send(new PutObjectCommand({ ...object, Body: whole ? whole.subarray(0, filled) : Buffer.alloc(0), ContentLength: filled }));
+      } catch (e) {
+        if (whole) pool.discard(whole);
+        throw e;
+      }
+      if (whole) pool.release(whole);
       return;
     }
-    if (filled > 0) send(part, filled);
+    if (part) {
+      send(part, filled);
+      part = undefined;
+    }
     await Promise.all(inFlight);
     check();
     done.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    await s3.send(new CompleteMultipartUploadCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId, MultipartUpload: { Parts: done } }));
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: done } }));
   } catch (e) {
     await Promise.all(inFlight);
     if (uploadId !== undefined) {
-      await s3.send(new AbortMultipartUploadCommand({ Bucket: input.bucket, Key: input.key, UploadId: uploadId })).catch(() => undefined);
+      await s3.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => undefined);
     }
     throw e;
+  } finally {
+    body.off('close', onClose);
+    // The part filling when the body failed (or the multipart upload could not start) was never sent.
+    if (part) pool.release(part);
   }
 }
 

@@ -1,9 +1,11 @@
 // putObjectStream against a real S3 (s3rver): a body of known length up to a part size goes as one streamed
-// PutObject, and a body that fails mid-way leaves no object behind, on either path.
+// PutObject, and a body that fails mid-way leaves no object behind, on either path; the buffered path's part buffers
+// come from a bounded pool that uploads beyond it wait for, and every buffer goes back whatever happens.
 import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { useTestContext } from '@gensvc/testing';
-import { putObjectStream, UPLOAD_PART_SIZE } from './objects';
+import { putObjectStream } from './objects';
+import { PartBufferPool, UPLOAD_PART_SIZE } from './part-buffers';
 
 const ctx = useTestContext();
 const bucket = () => ctx.env.S3_BUCKET!;
@@ -105,5 +107,112 @@ describe('putObjectStream', () => {
     await putObjectStream(client.s3, { bucket: bucket(), key: 'put/declared-big.png', body: body([small]), contentType: 'image/png', contentLength: UPLOAD_PART_SIZE + 1 });
     expect(await objectBytes('put/declared-big.png')).toEqual(small);
     expect(client.commands.slice(before)).toEqual(['PutObjectCommand', 'PutObjectCommand']);
+  });
+});
+
+/**
+ * A pool whose every lend and return is checked against the buffers held at that moment: a buffer lent while another
+ * upload holds it fails the test. Notes the most buffers held at once.
+ */
+function watchedPool(capacity: number): PartBufferPool & { most: number; doubleLent: number } {
+  const pool = new PartBufferPool(capacity) as PartBufferPool & { most: number; doubleLent: number };
+  pool.most = 0;
+  pool.doubleLent = 0;
+  const held = new Set<Buffer>();
+  const acquire = pool.acquire.bind(pool);
+  pool.acquire = async (signal) => {
+    const buffer = await acquire(signal);
+    if (held.has(buffer)) pool.doubleLent++;
+    held.add(buffer);
+    pool.most = Math.max(pool.most, held.size);
+    return buffer;
+  };
+  for (const name of ['release', 'discard'] as const) {
+    const giveBack = pool[name].bind(pool);
+    pool[name] = (buffer) => {
+      held.delete(buffer);
+      giveBack(buffer);
+    };
+  }
+  return pool;
+}
+
+describe('putObjectStream part buffers', () => {
+  const MiB = 1024 * 1024;
+  /** `total` bytes in chunks of 256 KiB, one per timer turn: a client's socket. */
+  function slowBody(whole: Buffer, fail?: { after: number; error: Error }): Readable {
+    let at = 0;
+    return new Readable({
+      read() {
+        setTimeout(() => {
+          if (fail && at >= fail.after) return this.destroy(fail.error);
+          if (at >= whole.length) return this.push(null);
+          const end = Math.min(at + 256 * 1024, whole.length);
+          this.push(whole.subarray(at, end));
+          at = end;
+        }, 1);
+      },
+    });
+  }
+
+  it('uploads beyond the pool wait for a buffer and all complete, bytes intact, no buffer lent twice', async () => {
+    const pool = watchedPool(4);
+    const bodies = Array.from({ length: 5 }, (_, i) => bytesOf(2 * UPLOAD_PART_SIZE + 1 * MiB + i, 20 + i));
+    let waited = 0;
+    const watch = setInterval(() => (waited = Math.max(waited, pool.waiting)), 1);
+    try {
+      await Promise.all(bodies.map((b, i) => putObjectStream(ctx.s3, { bucket: bucket(), key: `pool/${i}.bin`, body: slowBody(b), contentType: 'application/octet-stream', partBuffers: pool })));
+    } finally {
+      clearInterval(watch);
+    }
+    expect(waited).toBeGreaterThan(0);
+    expect(pool.most).toBe(4);
+    expect(pool.doubleLent).toBe(0);
+    expect(pool.inUse).toBe(0);
+    for (const [i, b] of bodies.entries()) expect((await objectBytes(`pool/${i}.bin`))?.equals(b)).toBe(true);
+  }, 60_000);
+
+  it('an upload whose body fails mid-part gives every buffer back, and leaves no object', async () => {
+    const pool = watchedPool(3);
+    const boom = new Error('client gone');
+    // One part sent (or in flight), the second filling when the body fails.
+    const put = putObjectStream(ctx.s3, { bucket: bucket(), key: 'pool/cut.bin', body: slowBody(bytesOf(3 * UPLOAD_PART_SIZE, 9), { after: UPLOAD_PART_SIZE + 2 * MiB, error: boom }), contentType: 'application/octet-stream', partBuffers: pool });
+    await expect(put).rejects.toBe(boom);
+    expect(pool.inUse).toBe(0);
+    expect(pool.waiting).toBe(0);
+    expect(await objectBytes('pool/cut.bin')).toBeNull();
+    // All three come back usable: an upload needing them all runs.
+    const whole = bytesOf(2 * UPLOAD_PART_SIZE + 5, 10);
+    await putObjectStream(ctx.s3, { bucket: bucket(), key: 'pool/after-cut.bin', body: slowBody(whole), contentType: 'application/octet-stream', partBuffers: pool });
+    expect((await objectBytes('pool/after-cut.bin'))?.equals(whole)).toBe(true);
+    expect(pool.doubleLent).toBe(0);
+    expect(pool.inUse).toBe(0);
+  }, 60_000);
+
+  it('an upload waiting for a buffer whose body fails stops waiting at once and takes none', async () => {
+    const pool = watchedPool(1);
+    const holder = await pool.acquire();
+    const boom = new Error('client gone while waiting');
+    const source = new Readable({ read() {} });
+    source.push(bytesOf(1000, 11));
+    const put = putObjectStream(ctx.s3, { bucket: bucket(), key: 'pool/waiting.bin', body: source, contentType: 'application/octet-stream', partBuffers: pool });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(pool.waiting).toBe(1);
+    source.destroy(boom);
+    await expect(put).rejects.toBe(boom);
+    expect(pool.waiting).toBe(0);
+    expect(pool.inUse).toBe(1);
+    pool.release(holder);
+    expect(await objectBytes('pool/waiting.bin')).toBeNull();
+  });
+
+  it('a body under a part size goes as one PutObject of its buffer, which goes back', async () => {
+    const pool = watchedPool(1);
+    const small = bytesOf(300_000, 12);
+    await putObjectStream(ctx.s3, { bucket: bucket(), key: 'pool/small.bin', body: slowBody(small), contentType: 'application/octet-stream', partBuffers: pool });
+    expect(await objectBytes('pool/small.bin')).toEqual(small);
+    await putObjectStream(ctx.s3, { bucket: bucket(), key: 'pool/empty.bin', body: Readable.from([]), contentType: 'application/octet-stream', partBuffers: pool });
+    expect(await objectBytes('pool/empty.bin')).toEqual(Buffer.alloc(0));
+    expect(pool.inUse).toBe(0);
   });
 });
