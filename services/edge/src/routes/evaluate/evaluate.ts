@@ -91,7 +91,8 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     if (charged === null) {
       throw errors.unavailable('The evaluation could not be charged; nothing was charged. Retry shortly.');
     }
-    sendJson(res, 200, { model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } });
+    const answer = { model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } };
+    sendJson(res, 200, Buffer.from(JSON.stringify(answer)));
   };
 }
 
