@@ -10,10 +10,10 @@ import {
   PutObjectCommand,
   UploadPartCommand,
   type CompletedPart,
-  type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { putObjectDirect, type DirectPutInput } from './direct-put';
 import { createS3, type S3Settings } from './s3';
 
 /** Multipart part size and parts in flight: at most (queueSize + 1) × partSize of a stream is held in memory. */
@@ -137,15 +137,16 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
 }
 
 /**
- * One PutObject of a stream of known length. The SDK does not retry a request whose body is a stream (a transient
- * failure fails the put; the archive job's own retry runs it again). A body that errors, closes early or does not
+ * One PutObject of a stream of known length, sent without the SDK's command stack (direct-put.ts). It is not
+ * retried, as the SDK does not retry a request whose body is a stream (a transient failure fails the put; the
+ * archive job's own retry runs it again). A body that errors, closes early or does not
  * have the declared length aborts the request, so the server sees the connection cut before the declared length
  * arrived, and the call rejects with the body's error. S3 and MinIO store nothing of a cut-off PUT, but some
  * S3-compatible servers (s3rver) write the bytes as they arrive: after a failed put the key is deleted as well.
  * Callers put to keys no row points to yet (a new file id, or an output not yet recorded), so that removes
  * what this put left.
  */
-async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucket: string; Key: string }, body: Readable, length: number): Promise<void> {
+async function putStreamed(s3: S3Client, params: DirectPutInput, body: Readable, length: number): Promise<void> {
   const abort = new AbortController();
   let failed: unknown;
   // The SDK pipes the body into the request, and a pipe passes on neither an error nor a close: the body goes through
@@ -167,7 +168,7 @@ async function putStreamed(s3: S3Client, params: PutObjectCommandInput & { Bucke
     abort.abort(e);
   });
   try {
-    await s3.send(new PutObjectCommand({ ...params, Body: counted }), { abortSignal: abort.signal });
+    await putObjectDirect(s3, params, counted, abort.signal);
   } catch (e) {
     failed ??= e;
   }
