@@ -66,12 +66,13 @@ export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, d
  * is made again after each of `waitsMs` (the submit or the poll in flight adds its poll a moment later). True when
  * one was promoted.
  */
-export async function promotePoll(queues: Queues, ref: TaskJobRef, attempt: number, waitsMs: readonly number[] = [250]): Promise<boolean> {
+export async function promotePoll(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number, waitsMs: readonly number[] = [250]): Promise<boolean> {
   const queue = queues.get(TaskPoll.queue);
   for (let look = 0; ; look++) {
     for (const n of [attempt, attempt + 1]) {
       try {
-        await queue.backend.promote(jobIdOf(TaskPoll, { ...envelope(ref), attempt: n }));
+        // The id is the task's and the attempt's alone (TaskPoll's key): no row needs reading to name it.
+        await queue.backend.promote(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }));
         return true;
       } catch (e) {
         // Not in the delayed set: absent, running, or finished. Anything else (Redis) is the caller's to see.

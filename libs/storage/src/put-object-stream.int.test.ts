@@ -1,30 +1,49 @@
 // putObjectStream against a real S3 (s3rver): a body of known length up to a part size goes as one streamed
 // PutObject, and a body that fails mid-way leaves no object behind, on either path; the buffered path's part buffers
 // come from a bounded pool that uploads beyond it wait for, and every buffer goes back whatever happens.
+import { createHash, createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { useTestContext } from '@gensvc/testing';
 import { putObjectStream } from './objects';
 import { PartBufferPool, UPLOAD_PART_SIZE } from './part-buffers';
+import { createS3 } from './s3';
 
 const ctx = useTestContext();
 const bucket = () => ctx.env.S3_BUCKET!;
 
 /**
- * The S3 client with every command it sends noted by name (the test's own reads aside), "streamed" when its body is
- * the caller's stream itself (the part-buffer path sends buffered parts).
+ * The S3 client with every request it sends noted by operation (the test's own reads aside), "streamed" when its
+ * body is the caller's stream itself (the part-buffer path sends buffered parts). Noted at the client's request
+ * handler, which both the SDK's commands and the direct streamed put (direct-put.ts) send through.
  */
 function counted(s3: S3Client): { s3: S3Client; commands: string[] } {
   const commands: string[] = [];
-  s3.middlewareStack.add(
-    (next, context) => (args) => {
-      const body = (args.input as { Body?: unknown }).Body;
-      if (context.commandName !== 'GetObjectCommand') commands.push(`${context.commandName}${body instanceof Readable ? ' streamed' : ''}`);
-      return next(args);
-    },
-    { step: 'initialize', name: 'countCommands' },
-  );
+  const handler = s3.config.requestHandler as { handle(request: HttpRequestLike, options?: unknown): Promise<unknown> };
+  const handle = handler.handle.bind(handler);
+  handler.handle = (request, options) => {
+    const name = operationOf(request);
+    if (name !== 'GetObject') commands.push(`${name}${request.body instanceof Readable ? ' streamed' : ''}`);
+    return handle(request, options);
+  };
   return { s3, commands };
+}
+
+interface HttpRequestLike {
+  method: string;
+  query?: Record<string, unknown>;
+  body?: unknown;
+}
+
+/** The S3 operation a request is, by method and query (those this file's puts send). */
+function operationOf(request: HttpRequestLike): string {
+  const q = request.query ?? {};
+  if (request.method === 'GET') return 'GetObject';
+  if (request.method === 'DELETE') return 'uploadId' in q ? 'AbortMultipartUpload' : 'DeleteObject';
+  if (request.method === 'POST') return 'uploadId' in q ? 'CompleteMultipartUpload' : 'CreateMultipartUpload';
+  return 'partNumber' in q ? 'UploadPart' : 'PutObject';
 }
 
 async function objectBytes(key: string): Promise<Buffer | null> {
@@ -66,10 +85,49 @@ describe('putObjectStream', () => {
     const whole = Buffer.concat(chunks);
     const before = client.commands.length;
     await putObjectStream(client.s3, { bucket: bucket(), key: 'put/known.png', body: body(chunks), contentType: 'image/png', contentLength: whole.length, contentDisposition: 'inline' });
-    expect(client.commands.slice(before)).toEqual(['PutObjectCommand streamed']);
+    expect(client.commands.slice(before)).toEqual(['PutObject streamed']);
     expect(await objectBytes('put/known.png')).toEqual(whole);
     const head = await ctx.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key: 'put/known.png' }));
     expect(head).toMatchObject({ ContentType: 'image/png', ContentLength: whole.length, ContentDisposition: 'inline' });
+  });
+
+  it('the streamed put is signed with SigV4 as AWS documents it, over what is sent; S3 errors keep their names', async () => {
+    // s3rver does not check SigV4 signatures: a local endpoint checks them here, computed from the request as it
+    // arrived (AWS's "Create a signed AWS API request" steps, S3's unnormalized path and unsigned payload).
+    const secret = 'test-secret-key';
+    const stored = new Map<string, Buffer>();
+    const server = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', () => {
+        const ok = sigV4Matches(req, 'test-key', secret, 'us-east-1');
+        if (ok) stored.set(req.url!, Buffer.concat(parts));
+        res.statusCode = ok ? 200 : 403;
+        res.end(ok ? '' : '<?xml version="1.0"?><Error><Code>SignatureDoesNotMatch</Code><Message>no match</Message></Error>');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const settings = { ...ctx.config.s3, endpoint, region: 'us-east-1', forcePathStyle: true, accessKeyId: 'test-key' };
+      const key = "put/a b+c(1)!'*~.png";
+      const bytes = bytesOf(10_000, 9);
+      await putObjectStream(createS3({ ...settings, secretAccessKey: secret }), { bucket: 'b1', key, body: body([bytes]), contentType: 'image/png', contentLength: bytes.length });
+      expect([...stored.keys()]).toEqual(["/b1/put/a%20b%2Bc%281%29%21%27%2A~.png"]);
+      expect(stored.get("/b1/put/a%20b%2Bc%281%29%21%27%2A~.png")).toEqual(bytes);
+      const wrong = putObjectStream(createS3({ ...settings, secretAccessKey: 'not-the-secret' }), { bucket: 'b1', key: 'put/refused.png', body: body([bytes]), contentType: 'image/png', contentLength: bytes.length });
+      await expect(wrong).rejects.toMatchObject({ name: 'SignatureDoesNotMatch', message: 'no match', $metadata: { httpStatusCode: 403 } });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+    // And against s3rver: a key with characters to escape round-trips, a missing bucket is NoSuchBucket.
+    const key = "put/a b+c(1)!'*~.png";
+    const bytes = bytesOf(10_000, 10);
+    await putObjectStream(client.s3, { bucket: bucket(), key, body: body([bytes]), contentType: 'image/png', contentLength: bytes.length });
+    expect(await objectBytes(key)).toEqual(bytes);
+    const missing = putObjectStream(client.s3, { bucket: 'no-such-bucket-here', key: 'put/x.png', body: body([bytes]), contentType: 'image/png', contentLength: bytes.length });
+    await expect(missing).rejects.toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
   });
 
   it('a body of known length that fails mid-way rejects with its error and leaves no object', async () => {
@@ -79,7 +137,7 @@ describe('putObjectStream', () => {
     const put = putObjectStream(client.s3, { bucket: bucket(), key: 'put/cut.png', body: body(chunks, boom), contentType: 'image/png', contentLength: 500_000 });
     await expect(put).rejects.toBe(boom);
     // The request was cut before the declared length; s3rver keeps what arrived, so the put removed it.
-    expect(client.commands.slice(before)).toEqual(['PutObjectCommand streamed', 'DeleteObjectCommand']);
+    expect(client.commands.slice(before)).toEqual(['PutObject streamed', 'DeleteObject']);
     expect(await objectBytes('put/cut.png')).toBeNull();
   });
 
@@ -106,7 +164,7 @@ describe('putObjectStream', () => {
     // A declared length is not trusted past a part size: the Upload takes the body as it comes.
     await putObjectStream(client.s3, { bucket: bucket(), key: 'put/declared-big.png', body: body([small]), contentType: 'image/png', contentLength: UPLOAD_PART_SIZE + 1 });
     expect(await objectBytes('put/declared-big.png')).toEqual(small);
-    expect(client.commands.slice(before)).toEqual(['PutObjectCommand', 'PutObjectCommand']);
+    expect(client.commands.slice(before)).toEqual(['PutObject', 'PutObject']);
   });
 });
 
@@ -216,3 +274,24 @@ describe('putObjectStream part buffers', () => {
     expect(pool.inUse).toBe(0);
   });
 });
+
+/**
+ * Whether `req` carries a valid AWS Signature Version 4 Authorization header for these credentials, computed as AWS
+ * documents it: the canonical request (S3 signs the path as sent, without normalizing or encoding it again), the
+ * string to sign over its SHA-256, and the HMAC chain of date, region, service and "aws4_request".
+ */
+function sigV4Matches(req: IncomingMessage, accessKeyId: string, secret: string, region: string): boolean {
+  const auth = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(req.headers.authorization ?? '');
+  if (!auth || auth[1] !== accessKeyId || auth[3] !== region) return false;
+  const [, , date, , signedHeaders, signature] = auth;
+  const amzDate = String(req.headers['x-amz-date']);
+  const [path, query = ''] = req.url!.split('?');
+  const canonicalQuery = query.split('&').filter(Boolean).sort().map((p) => (p.includes('=') ? p : `${p}=`)).join('&');
+  const headers = signedHeaders!.split(';').map((h) => `${h}:${String(req.headers[h]).trim().replace(/\s+/g, ' ')}\n`).join('');
+  const canonical = [req.method, path, canonicalQuery, headers, signedHeaders, req.headers['x-amz-content-sha256']].join('\n');
+  const scope = `${date}/${region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+  const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
+  const signingKey = hmac(hmac(hmac(hmac(`AWS4${secret}`, date!), region), 's3'), 'aws4_request');
+  return signedHeaders!.split(';').includes('host') && createHmac('sha256', signingKey).update(toSign).digest('hex') === signature;
+}

@@ -35,12 +35,25 @@ const TIMEOUTS = {
 export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
-  /** Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last. */
+  /**
+   * Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last.
+   * The callback job is added without waiting for Redis's answer, so it leaves in the same socket write as this
+   * job's completion (BullMQ sends it on the same connection as soon as the handler returns, within the turn that
+   * scheduleCallback's coalesceWrites holds the writes for), before it: one Redis round trip per task instead of two,
+   * and the task's archive job done that much sooner (the process's very first add on the callbacks queue follows a
+   * moment later: BullMQ readies a queue with one round trip of its own). Waiting would change nothing if the add failed: a re-run of
+   * this job finds the task completed and adds nothing either way. The dispatcher's reconciler adds the callback
+   * of a completed task whose job is missing, whatever lost it.
+   */
   const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
     const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
-      if (done.callback) await scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true });
+      if (done.callback) {
+        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true }).catch((err: unknown) =>
+          logger.error({ taskId, err }, "the callback job could not be added; the dispatcher's reconciler will add it"),
+        );
+      }
     }
     return fileCreated;
   };

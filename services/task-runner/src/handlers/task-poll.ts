@@ -53,7 +53,8 @@ export function taskPoll(deps: TaskHandlerDeps) {
     // Asked even at the deadline (the last poll is due then): a result that is there is taken, not timed out.
     let state: JobState;
     try {
-      state = await providers[channel.kind].status({ channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal });
+      const call = { channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal, ended: broughtForward(ctx.job) };
+      state = await providers[channel.kind].status(call);
     } catch (e) {
       if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
       if (!isTransient(e)) return fail('upstream_error', `The provider could not report on the job: ${e.message}`);
@@ -86,6 +87,18 @@ export function taskPoll(deps: TaskHandlerDeps) {
         return fail('upstream_error', 'The provider canceled the job.');
     }
   };
+}
+
+/** A poll this much ahead of its due time was brought forward (more than replicas' clocks can differ by). */
+const AHEAD_MS = 1_000;
+
+/**
+ * Whether this poll runs well before it was due: only a verified provider webhook brings a poll forward (the edge's
+ * provider-webhooks route promotes it), and providers call theirs when the job has ended. A poll due by its delay
+ * runs at or after timestamp + delay.
+ */
+export function broughtForward(job: Pick<HandlerContext['job'], 'timestamp' | 'opts'>, now = Date.now()): boolean {
+  return job.timestamp + (job.opts.delay ?? 0) - now > AHEAD_MS;
 }
 
 /**

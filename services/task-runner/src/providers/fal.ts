@@ -185,6 +185,10 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
     },
 
     async status(job: JobCall): Promise<JobState> {
+      // fal calls a webhook only when the request has ended: its result is there to read (issue 12: one GET per
+      // webhook instead of the status and then the result). A result read of a request still running answers 400
+      // "in progress", read as running, so a stray hint costs nothing.
+      if (job.ended) return result(job);
       const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'status_url'), signal: job.signal });
       if (!answer.ok) throw callFailure(answer.status, messageOf(answer));
       const body = answer.body;

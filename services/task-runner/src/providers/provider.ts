@@ -40,6 +40,12 @@ export interface JobCall extends ProviderCall {
   upstreamId: string;
   /** What submit returned besides the id. */
   urls: Record<string, string> | null;
+  /**
+   * The provider's webhook said the job has ended (its poll was brought forward): a protocol that reads the outcome
+   * apart from the status (fal) reads the outcome at once. A hint only: that read answers running for a job that
+   * has not ended.
+   */
+  ended?: boolean;
 }
 
 export interface Submitted {

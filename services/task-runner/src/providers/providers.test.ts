@@ -205,6 +205,15 @@ describe('fal', () => {
     expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${urls.status_url}`, `GET ${urls.response_url}`]);
   });
 
+  it('reads the result alone when the webhook said the request ended, and a request still running as running', async () => {
+    const images = { body: { images: [{ url: 'https://cdn.example/a.png' }] } };
+    const sent = answers(images);
+    expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({ state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png' }] });
+    expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${urls.response_url}`]);
+    answers({ status: 400, body: { detail: 'Request is still in progress' } });
+    expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({ state: 'running' });
+  });
+
   it('says a bare 502 on the result is worth asking again', async () => {
     answers(completed, { status: 502, text: '<html>bad gateway</html>' });
     const error = await createFalProvider(http).status(job(urls)).catch((e: unknown) => e);

@@ -12,7 +12,7 @@
 // operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL), made through libs/outbound.
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { promotePoll, taskJobRef } from '@gensvc/queue';
+import { promotePoll } from '@gensvc/queue';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
@@ -70,31 +70,44 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
         throw e;
       }
 
-      // A task that is not this job's, or that moved on, is answered as done: there is nothing for the provider to retry.
-      // A task still queued without a provider id is one whose submit is in flight: the provider answered it and
-      // its job may end before the task-runner has recorded the id and added poll 1, so its poll is waited for.
-      const task = await taskRepository.find(deps.db, taskId);
-      const submitting = task?.status === 'queued' && task.upstreamId === null;
-      const live = task?.status === 'running' && task.upstreamId === upstreamId && task.output === null;
-      res.status(204).end();
       // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
-      // first and the poll looked for after, without holding its request while the submit or a poll adds one.
-      // A submitting task's webhook cannot be matched to its job yet (it is this account's, but which of its jobs is
-      // not known), so a replayed one may only bring a poll forward, never decide anything: the poll reads the provider.
-      // One look per task at a time, so replays cannot pile up loops.
-      if (task && (live || submitting) && !promoting.has(taskId)) {
-        const log = locals(res).log;
-        const promotion = promotePoll(deps.queues, taskJobRef(task), submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS)
-          .then(
-            (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
-            (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
-          )
-          .finally(() => promoting.delete(taskId));
-        promoting.set(taskId, promotion);
-      }
+      // first (a task that is not this job's, or that moved on, is answered as done: there is nothing for it to
+      // retry) and the poll looked for after, without holding its request. One look per task at a time, so replays
+      // cannot pile up loops.
+      res.status(204).end();
+      if (promoting.has(taskId)) return;
+      const log = locals(res).log;
+      const promotion = bringPollForward(taskId, upstreamId)
+        .then(
+          (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
+          (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
+        )
+        .finally(() => promoting.delete(taskId));
+      promoting.set(taskId, promotion);
     } catch (e) {
       next(e);
     }
   });
+
+  /**
+   * First, with no store read: the poll that waits for a webhook is poll 1 (delayed by the fallback wait; the poll
+   * jobs' ids are the task's and the attempt's), so promoting it by id is one Redis round trip, and it is what
+   * almost every webhook finds (issue 12: the task row's read was one Postgres statement per task). A promoted poll
+   * reads the task and the provider itself, so one brought forward for a task that moved on, or by another job's
+   * webhook (the URL's task id is not signed), decides nothing: it asks the provider, and a job still running is
+   * polled on the schedule from then on, as without webhooks. When none waits, the task row says what to look for: a task still queued
+   * without a provider id is one whose submit is in flight (the provider answered it and its job may end before the
+   * task-runner has recorded the id and added poll 1), so poll 1 is waited for; a running task of this job, its
+   * current poll. A submitting task's webhook cannot be matched to its job yet (it is this account's, but which of
+   * its jobs is not known), so a replayed one may only bring a poll forward, never decide anything.
+   */
+  const bringPollForward = async (taskId: string, upstreamId: string): Promise<boolean> => {
+    if (await promotePoll(deps.queues, { taskId }, 1, [])) return true;
+    const task = await taskRepository.find(deps.db, taskId);
+    const submitting = task?.status === 'queued' && task.upstreamId === null;
+    const live = task?.status === 'running' && task.upstreamId === upstreamId && task.output === null;
+    if (!task || !(live || submitting)) return false;
+    return promotePoll(deps.queues, { taskId }, submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS);
+  };
   return { router, close: async () => void (await Promise.all(promoting.values())) };
 }
