@@ -93,10 +93,14 @@ describe.each([FIRST, 'gensvc_lease_charge'])('%s', (fn) => {
     // A lease that pays only the first k entries of a batch.
     expect(await charge([['e12', 'B', 1_000], ['e13', 'B', 1_000], ['e14', 'B', 1_000]])).toEqual(['e12:charged', 'e13:not', 'e14:not']);
     expect(await charge([])).toEqual([]);
+    // A batch of one (every charge at low load), retried; one on the released lease.
+    expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
+    expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
+    expect(await charge([['e16', 'R', 1]])).toEqual(['e16:not']);
     const end = await books();
-    expect(end).toMatchObject({ balance: 985_000n, A: 'held 0', B: 'held 500', R: 'released 0', keyA: 10_000n, keyB: 4_500n });
+    expect(end).toMatchObject({ balance: 985_000n, A: 'held 0', B: 'held 400', R: 'released 0', keyA: 10_000n, keyB: 4_600n });
     expect(end.charges).toEqual(
-      ['e1 -3000', 'e10 -500', 'e11 0', 'e12 -1000', 'e2 -2000', 'e3 -4000', 'e6 -2000', 'e7 -1000', 'e8 -500', 'e9 -500'].map((c) => `${c} req_${c.split(' ')[0]} 3/4`),
+      ['e1 -3000', 'e10 -500', 'e11 0', 'e12 -1000', 'e15 -100', 'e2 -2000', 'e3 -4000', 'e6 -2000', 'e7 -1000', 'e8 -500', 'e9 -500'].map((c) => `${c} req_${c.split(' ')[0]} 3/4`),
     );
   });
 });
