@@ -15,6 +15,7 @@ if (!file || !existsSync(file)) {
       '  hot-path-profile  a CPU profile of the edge under chat load, summed by library and function',
       '  evaluate   POST /evaluate direct to the upstream-sim and through gensvc (edge + evaluate-worker), one and two edges',
       '  evaluate-trips  Redis commands, Postgres transactions and CPU per evaluate call, counted one call at a time',
+      '  charge-statement  gensvc_lease_charge per batch size (current and first version) against a one-row INSERT commit',
       '  worker-loop  BullMQ\'s fetch loop against takeOnePerJob (libs/queue), interleaved: latency, CPU and syscalls per job',
       '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
       '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries, against raw BullMQ',
