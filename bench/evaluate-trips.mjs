@@ -90,10 +90,14 @@ await withStack(async ({ env, db }) => {
     console.log(`mean latency: direct ${(directMs / N).toFixed(2)} ms, through gensvc ${(edgeMs / N).toFixed(2)} ms, added ${((edgeMs - directMs) / N).toFixed(2)} ms`);
     // Where a serial call's time goes, by the times Redis received each hop's command (MONITOR, same clock as ours):
     // the edge's add, the worker's take (its first script after the add), and its PUBLISH of the reply.
+    // The worker's take rides behind its blocking wait (takeOnePerJob), on BullMQ's blocking connection, which BullMQ
+    // names `<prefix>:<base64 of the queue's name>`.
+    const blocking = `${env.QUEUE_PREFIX}:${Buffer.from('evaluate').toString('base64')}`;
+    const isWorker = (who) => who.startsWith('evaluate-worker') || who === blocking;
     const hops = { 'edge: request in → add': [], 'worker woken → take': [], 'take → reply (upstream call inside)': [], 'reply → response at the caller': [] };
     for (const [start, end] of windows) {
       const inside = timeline.filter(([t]) => t >= start && t <= end);
-      const take = inside.findIndex(([, who, cmd]) => who.startsWith('evaluate-worker') && cmd === 'evalsha');
+      const take = inside.findIndex(([, who, cmd]) => isWorker(who) && cmd === 'evalsha');
       const add = inside.slice(0, take).findLastIndex(([, who, cmd]) => who.startsWith('edge') && cmd === 'evalsha');
       const reply = inside.findIndex(([, who, cmd]) => who.startsWith('evaluate-worker') && cmd === 'publish');
       if (take < 0 || add < 0 || reply < take) continue;
