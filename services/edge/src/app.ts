@@ -26,7 +26,7 @@ import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-se
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
 import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
-import { taskRoutes } from './routes/tasks';
+import { taskCreationRoutes, taskRoutes } from './routes/tasks';
 import { getUsage } from './routes/usage/get-usage';
 
 export type EdgeApp = express.Express & {
@@ -80,15 +80,17 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
-  app.use(taskRoutes(deps));
+  const taskCreations = taskCreationRoutes(deps);
+  app.use(taskRoutes(deps, taskCreations));
   const providerWebhooks = providerWebhookRoutes(deps);
   app.use(providerWebhooks.router);
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
   const errorChain = [countRefusals(deps.metrics), errorHandler];
   app.use(...errorChain);
-  // The paid routes' exact paths skip the router, through the same front, chains and error handlers as above.
-  withHotRoutes(app, { front, routes: [...chat, ...evaluate], errors: errorChain, notFound });
+  // The paid routes' paths, a task's creation and a provider's webhook skip the router, through the same front, chains
+  // and error handlers as above.
+  withHotRoutes(app, { front, routes: [...chat, ...evaluate, ...taskCreations, ...providerWebhooks.routes], errors: errorChain, notFound });
   // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
   // the webhooks' promotions use.
   return Object.assign(app, { closeRoutes: async () => void (await Promise.allSettled([upstream.close(), providerWebhooks.close()])) });

@@ -27,6 +27,9 @@ it('creates the row and its hold together; a hold that cannot be made leaves no 
   const c = await customer(PRICE);
   const task = await makeTask(ctx.db, { ...c, amount: PRICE });
   expect(task).toMatchObject({ status: 'queued', reserved: PRICE });
+  // The row answered is composed from the statement's parameters and the defaulted columns: it is the stored row.
+  expect(task).toEqual(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } }));
+  expect(task).toEqual(await taskRepository.find(ctx.db, task.id));
   expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: PRICE, reserved: PRICE });
   await expect(makeTask(ctx.db, { ...c, amount: 1n })).rejects.toMatchObject({ status: 402, code: 'insufficient_balance' });
   expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);

@@ -99,9 +99,16 @@ const CREATE = `
     INSERT INTO "Task" (id, "workspaceId", "apiKeyId", "requestId", model, operation, input, "callbackUrl", "reservationId", reserved, "deadlineAt", "createdAt", "updatedAt")
     SELECT $7, $2, $3, $4, $8, $9, $10::jsonb, $11, $1, $5::bigint, $12::timestamp(3), $13::timestamp(3), $13::timestamp(3)
     FROM hold WHERE hold.outcome = 'ok'
-    RETURNING *
+    RETURNING status, attempts, "callbackState", "callbackRoundStart"
   )
-  SELECT hold.outcome AS hold, ${taskColumns('created')} FROM hold LEFT JOIN created ON true`;
+  SELECT hold.outcome AS hold, created.* FROM hold LEFT JOIN created ON true`;
+
+/**
+ * What CREATE answers: the hold's outcome and the columns the row took from their defaults (the schema stays their
+ * one source). The rest of the row is the statement's own parameters: read back whole, its 27 columns' parsing
+ * (their descriptions, five timestamps, the input's JSON) was a tenth of the edge's CPU per creation (issue 12).
+ */
+type CreatedRow = { hold: string } & Pick<TaskRow, 'status' | 'attempts' | 'callbackState' | 'callbackRoundStart'>;
 
 const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 
@@ -166,7 +173,10 @@ export const taskRepository = {
   async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
     const reservationId = newId('res');
     const holdExpires = new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS);
-    const rows = await queryPrepared<RawTaskRow & { hold: string }>(db, 'gensvc_task_create', CREATE, [
+    const inputJson = JSON.stringify(input.input);
+    // Times as stored (timestamp(3)): whole milliseconds, as a Date already is.
+    const deadlineAt = new Date(input.deadlineAt.getTime());
+    const rows = await queryPrepared<CreatedRow>(db, 'gensvc_task_create', CREATE, [
       reservationId,
       input.workspaceId,
       input.apiKeyId,
@@ -176,14 +186,42 @@ export const taskRepository = {
       input.id,
       input.model,
       input.operation,
-      JSON.stringify(input.input),
+      inputJson,
       input.callbackUrl,
-      iso(input.deadlineAt),
+      iso(deadlineAt),
       iso(now),
     ]);
     assertHeld(rows[0]?.hold);
-    const { hold: _hold, ...task } = rows[0]!;
-    return taskRowOf(task);
+    const { status, attempts, callbackState, callbackRoundStart } = rows[0]!;
+    return {
+      id: input.id,
+      workspaceId: input.workspaceId,
+      apiKeyId: input.apiKeyId,
+      model: input.model,
+      operation: input.operation,
+      status,
+      input: JSON.parse(inputJson) as Prisma.JsonValue,
+      callbackUrl: input.callbackUrl,
+      channelId: null,
+      upstreamId: null,
+      upstreamUrls: null,
+      reservationId,
+      deadlineAt,
+      callbackRoundStart,
+      output: null,
+      errorCode: null,
+      errorMessage: null,
+      requestId: input.requestId,
+      reserved: input.amount,
+      cost: null,
+      attempts,
+      callbackState,
+      deliveredAt: null,
+      createdAt: new Date(now.getTime()),
+      updatedAt: new Date(now.getTime()),
+      startedAt: null,
+      completedAt: null,
+    };
   },
 
   /** The workspace's task; null for another workspace's (DESIGN.md §4: 404, never 403). */

@@ -1,9 +1,12 @@
 // The paid hot path without Express's router: a request whose method and exact path name a hot route (chat
 // completions, evaluate) runs that route's chain directly, as the router would run it, instead of matching it
 // against every layer of the app (the router's layer matching, per-layer `next` and parameter processing were ~5 %
-// of the edge's CPU per chat call). Every other request, and any variant of a hot path the exact look-up does not
-// cover (a trailing slash, an absolute-form URL), goes through Express, where the same routes are mounted too: each
-// chain is defined once (the route's `RouteSpec`) and registered in both.
+// of the edge's CPU per chat call). A hot route's path may also hold whole-segment parameters
+// (`/api/v1/:provider/text-to-image`): a task's creation and a provider's webhook walked every router of the app,
+// mounted before theirs, for ~6 % of the edge's CPU per task (issue 12). Every other request, and any variant of a
+// hot path the look-up does not cover (a trailing slash, an absolute-form URL), goes through Express, where the same
+// routes are mounted too: each chain is defined once (the route's `RouteSpec`) and registered in both. So a hot
+// route's path must be one no route mounted before it in the app also takes: the hot look-up runs before all of them.
 import { locals } from './request-context';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from 'express';
 
@@ -14,12 +17,20 @@ export interface RouteSpec {
 }
 
 /** Mounts `specs` on an Express app or router, as `router.post(path, ...handlers)`. */
-export function mountRoutes(target: Pick<Express, 'post'>, specs: readonly RouteSpec[]): void {
+export function mountRoutes(target: { post(path: RouteSpec['path'], ...handlers: RequestHandler[]): unknown }, specs: readonly RouteSpec[]): void {
   for (const spec of specs) target.post(spec.path, ...spec.handlers);
 }
 
 /** A path the exact look-up can take: literal, no parameter, wildcard or pattern (those stay Express's). */
 const LITERAL = /^\/[A-Za-z0-9/._-]*$/;
+/** A path of literal segments and whole-segment parameters (`:name`), matched segment by segment. */
+const PARAMETERISED = /^(\/(:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._-]+))+$/;
+
+/** A parameterised hot route: its segments, each a literal or a parameter's name (`name` set). */
+interface ParamRoute {
+  segments: { text: string; name?: string }[];
+  hot: HotRoute;
+}
 
 interface HotRoute {
   /** What the router puts in req.route (its path: httpMetrics labels requests by it). */
@@ -46,19 +57,39 @@ export interface HotRoutesOptions {
  */
 export function withHotRoutes(app: Express, options: HotRoutesOptions): void {
   const byPath = new Map<string, HotRoute>();
+  const withParams: ParamRoute[] = [];
   for (const spec of options.routes) {
     const route = { path: spec.path };
     const chain = [...options.front, ...spec.handlers, options.notFound];
     const paths = typeof spec.path === 'string' ? [spec.path] : Array.isArray(spec.path) ? spec.path : [];
-    for (const path of paths) if (LITERAL.test(path)) byPath.set(path, { route, chain, routeAt: options.front.length });
+    for (const path of paths) {
+      const hot = { route, chain, routeAt: options.front.length };
+      if (LITERAL.test(path)) byPath.set(path, hot);
+      else if (PARAMETERISED.test(path)) {
+        const segments = path.slice(1).split('/').map((text) => (text.startsWith(':') ? { text, name: text.slice(1) } : { text }));
+        withParams.push({ segments, hot });
+      }
+    }
   }
   // app(req, res) calls app.handle(req, res, done) (express/lib/express.js), which is not in Express's types.
   type Handle = (req: Request, res: Response, done?: NextFunction) => void;
   const target = app as unknown as { handle: Handle };
   const expressHandle = target.handle.bind(app);
   target.handle = (req, res, done) => {
-    const hot = req.method === 'POST' ? byPath.get(pathOf(req.url)) : undefined;
-    if (!hot) return expressHandle(req, res, done);
+    if (req.method !== 'POST') return expressHandle(req, res, done);
+    const path = pathOf(req.url);
+    let hot = byPath.get(path);
+    let params: Record<string, string> | null = {};
+    if (!hot && withParams.length) {
+      for (const candidate of withParams) {
+        params = paramsOf(candidate, path);
+        if (params) {
+          hot = candidate.hot;
+          break;
+        }
+      }
+    }
+    if (!hot || !params) return expressHandle(req, res, done);
     // What app.handle and the router set up before the first layer.
     req.res = res;
     res.req = req;
@@ -67,9 +98,34 @@ export function withHotRoutes(app: Express, options: HotRoutesOptions): void {
     if (!res.locals) res.locals = Object.create(null);
     req.baseUrl = '';
     req.originalUrl = req.url;
-    req.params = {};
+    req.params = params;
     run(req, res, hot, options.errors, done);
   };
+}
+
+/**
+ * The parameters of `path` when it is `route`'s (each parameter a whole, non-empty segment, decoded as the router
+ * decodes it), else null. A value that does not decode is left to Express (path-guard answers it before any route).
+ */
+function paramsOf(route: ParamRoute, path: string): Record<string, string> | null {
+  const parts = path.split('/');
+  if (parts.length !== route.segments.length + 1 || parts[0] !== '') return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < route.segments.length; i++) {
+    const segment = route.segments[i]!;
+    const part = parts[i + 1]!;
+    if (segment.name === undefined) {
+      if (part !== segment.text) return null;
+    } else {
+      if (part === '') return null;
+      try {
+        params[segment.name] = part.includes('%') ? decodeURIComponent(part) : part;
+      } catch {
+        return null;
+      }
+    }
+  }
+  return params;
 }
 
 function pathOf(url: string): string {

@@ -17,6 +17,7 @@ import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
 import { declaredTooLarge } from '../../http/declared-length';
+import { mountRoutes, type RouteSpec } from '../../http/hot-routes';
 import { formatBytes } from '../../http/errors';
 import { readRawBody } from '../../http/json-body';
 import { locals } from '../../http/request-context';
@@ -31,14 +32,16 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 const POLL_LOOKS_MS = [250];
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
-/** The route, and close(): resolves once the promotions it started have ended (call it after HTTP has stopped). */
-export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; close(): Promise<void> } {
-  const router = express.Router({ caseSensitive: true });
+/**
+ * The route, mounted on `router` and as `routes` (the app also runs it as a hot route: no other route takes its path),
+ * and close(): resolves once the promotions it started have ended (call it after HTTP has stopped).
+ */
+export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; routes: RouteSpec[]; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
   const promoting = new Map<string, Promise<void>>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
-  router.post('/v1/provider-webhooks/:provider/:taskId', async (req: Request, res: Response, next: NextFunction) => {
+  const receive = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { provider, taskId } = req.params as { provider: string; taskId: string };
       const { baseUrl, replicateSecret, falUserId } = deps.config.providerWebhooks;
@@ -87,7 +90,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
     } catch (e) {
       next(e);
     }
-  });
+  };
 
   /**
    * First, with no store read: the poll that waits for a webhook is poll 1 (delayed by the fallback wait; the poll
@@ -109,5 +112,8 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
     if (!task || !(live || submitting)) return false;
     return promotePoll(deps.queues, { taskId }, submitting ? 1 : task.attempts, submitting ? SUBMIT_LOOKS_MS : POLL_LOOKS_MS);
   };
-  return { router, close: async () => void (await Promise.all(promoting.values())) };
+  const routes: RouteSpec[] = [{ path: '/v1/provider-webhooks/:provider/:taskId', handlers: [receive] }];
+  const router = express.Router({ caseSensitive: true });
+  mountRoutes(router, routes);
+  return { router, routes, close: async () => void (await Promise.all(promoting.values())) };
 }

@@ -16,10 +16,10 @@ import { checkImageReference } from './image-reference';
 import { parseCreateTask, type CreateTaskBody } from './schema';
 
 export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOperation) {
-  return async (req: Request<{ provider: string }>, res: Response) => {
+  return async (req: Request, res: Response) => {
     const body = parseCreateTask(name, op, req.body);
     const { key, workspace } = authOf(res);
-    const model = await taskModel(deps, key, req.params.provider, name, op, body.model);
+    const model = await taskModel(deps, key, (req.params as { provider: string }).provider, name, op, body.model);
     const { requestId, log } = locals(res);
     const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
     const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
