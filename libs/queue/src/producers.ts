@@ -119,11 +119,14 @@ export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: numbe
 /**
  * One evaluation, run once (a retry after an upstream call could pay the provider twice; failover happens inside
  * the job), keyed by the edge's call id. Its result travels on the edge's reply channel, not in the job, so a
- * completed job is kept only a minute. The adds of callers served in the same turn of the event loop leave in one
- * socket write (coalesceWrites).
+ * completed job is removed in the script that completes it: nothing reads it, and kept it cost Redis a ZADD, the
+ * result's HSET and the age sweep's removal of an older job in every completion, and held each job's payload for a
+ * minute. The key still makes a second add a no-op while the job waits or runs; the edge adds each call id once,
+ * and a reply nobody waits for any more is charged by nobody. A failed job (a broken worker) is kept as any job's.
+ * The adds of callers served in the same turn of the event loop leave in one socket write (coalesceWrites).
  */
 export function scheduleEvaluate(queues: Queues, payload: JobPayload<typeof EvaluateRun>) {
   coalesceWrites(queues.connection);
   // The edge builds the payload from the request it parsed and ids it made: not re-checked here (the worker parses it).
-  return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: { age: 60 } }, 'parsed');
+  return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: true }, 'parsed');
 }

@@ -1,10 +1,9 @@
 // POST /api/v1/evaluate end to end: the real edge app on a socket, the real worker, real Postgres and Redis, and
 // the upstream-sim as the provider. Answers, usage and cost are predicted with the sim's own deterministic functions.
-import { EvaluateRun, type EvaluateRunResult, type Question } from '@gensvc/contracts';
+import { EvaluateRun, type EvaluateReply, type EvaluateRunResult, type Question } from '@gensvc/contracts';
 import { toAmount } from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
-import { createQueueEvents, enqueue } from '@gensvc/queue';
-import type { QueueEvents } from 'bullmq';
+import { jobIdOf, scheduleEvaluate } from '@gensvc/queue';
 import { addSimModel, eventually, jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import { expectReleased } from '../../edge/src/billing-test-support';
@@ -19,18 +18,14 @@ let edge: EdgeUnderTest;
 let worker: EvaluateWorker;
 /** Edges started by a describe block, whose leases money() gives back too. */
 const extraEdges: EdgeUnderTest[] = [];
-let events: QueueEvents;
 const OPEN_MS = 400;
 
 beforeAll(async () => {
   sim = await startSim();
   edge = await startEdge(ctx);
   worker = await startWorker(ctx, { breaker: { failureThreshold: 3, openMs: OPEN_MS } });
-  events = createQueueEvents({ queue: 'evaluate', connection: ctx.redis, prefix: ctx.config.queuePrefix });
-  await events.waitUntilReady();
 });
 afterAll(async () => {
-  await events?.close();
   await worker?.close();
   await edge?.close();
   await sim?.close();
@@ -38,6 +33,28 @@ afterAll(async () => {
 afterEach(() => sim.faults.clear());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Every reply published on `channel` from now on, as the edge that listens there receives it: the worker's result
+ * of a job lives only there (a completed evaluate job is removed as it completes).
+ */
+async function listen(channel: string): Promise<{ replies: EvaluateReply[]; close: () => void }> {
+  const subscriber = ctx.redis.duplicate();
+  const replies: EvaluateReply[] = [];
+  subscriber.on('message', (_ch: string, m: string) => replies.push(JSON.parse(m) as EvaluateReply));
+  await subscriber.subscribe(channel);
+  return { replies, close: () => subscriber.disconnect() };
+}
+
+/** The one result the worker replied on `heard`'s channel, once it has; a second reply fails the test. */
+async function onlyResult(heard: { replies: EvaluateReply[] }): Promise<EvaluateRunResult> {
+  await eventually(() => heard.replies.length > 0, "the worker's reply");
+  await sleep(50);
+  expect(heard.replies).toHaveLength(1);
+  const reply = heard.replies[0]!;
+  if (!('result' in reply)) throw new Error(`the worker failed the job: ${JSON.stringify(reply)}`);
+  return reply.result;
+}
 
 function post(url: string, secret: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
   return fetch(`${url}/api/v1/evaluate`, {
@@ -253,13 +270,13 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     extraEdges.push(short);
   });
   afterAll(() => short.close());
-
-  /** The result the worker gave the job of `requestId` (completed jobs are kept a minute). */
-  const resultOf = async (requestId: string) => {
-    const jobs = await edge.deps.queues.get('evaluate').getJobs(['waiting', 'active', 'completed']);
-    const job = jobs.find((j) => j.data.requestId === requestId);
-    return (await job!.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
-  };
+  // What the worker concluded is read off the reply it published on the short edge's channel, which only this
+  // block's calls use, one at a time.
+  let heard: Awaited<ReturnType<typeof listen>>;
+  beforeEach(async () => {
+    heard = await listen(short.deps.evaluateReplies.channel);
+  });
+  afterEach(() => heard.close());
 
   it('answers 504 when the answer is late; the worker stops at the deadline and nothing is charged', async () => {
     await addSimModel(ctx.db, sim.url, { id: 'sim/slow', channels: [{ name: 'slow' }] });
@@ -270,7 +287,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     expect(res.status).toBe(504);
     expect(Date.now() - started).toBeLessThan(1_400);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringMatching(/nothing was charged/) });
-    expect(await resultOf(res.headers.get('x-request-id')!)).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
+    expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
     await expectReleased(ctx.db, short.deps.leases, res.headers.get('x-request-id'));
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
@@ -289,7 +306,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     } finally {
       await queue.resume();
     }
-    expect(await resultOf(requestId)).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
+    expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
     expect(calls(['queued'])).toEqual([]);
     await expectReleased(ctx.db, short.deps.leases, requestId);
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
@@ -300,17 +317,24 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     sim.faults.add({ channel: 'hangup', latencyMs: 600 });
     const { ws, key, secret } = await makeCustomer(ctx.db);
     const abort = new AbortController();
-    const pending = post(edge.url, secret, { model: 'sim/hangup', state, questions }, {}, abort.signal);
-    await sleep(200);
-    abort.abort();
-    await expect(pending).rejects.toThrow();
-    // The worker still gets its answer from the provider and replies; the edge no longer waits and charges nothing.
-    await eventually(() => calls(['hangup']).includes('hangup:200'), 'the provider to answer the abandoned job');
-    expect(calls(['hangup'])).toEqual(['hangup:200']);
-    const [job] = (await edge.deps.queues.get('evaluate').getJobs(['active', 'completed', 'waiting'])).filter((j) => j.data.model === 'sim/hangup');
-    const result = (await job!.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
-    expect(result).toMatchObject({ ok: true, usage: usageFor({ state, questions }) });
-    await expectReleased(ctx.db, edge.deps.leases, job!.data.requestId);
+    const replies = await listen(edge.deps.evaluateReplies.channel);
+    try {
+      const pending = post(edge.url, secret, { model: 'sim/hangup', state, questions }, {}, abort.signal);
+      await sleep(200);
+      abort.abort();
+      await expect(pending).rejects.toThrow();
+      // Still running (the provider answers at 600 ms): the job names the request and the id its reply will carry.
+      const [job] = (await edge.deps.queues.get('evaluate').getJobs(['active', 'waiting'])).filter((j) => j.data.model === 'sim/hangup');
+      expect(job).toBeDefined();
+      // The worker still gets its answer from the provider and replies; the edge no longer waits and charges nothing.
+      await eventually(() => calls(['hangup']).includes('hangup:200'), 'the provider to answer the abandoned job');
+      expect(calls(['hangup'])).toEqual(['hangup:200']);
+      const reply = await eventually(() => replies.replies.find((r) => r.id === job!.id), 'the reply to the abandoned job');
+      expect(reply).toMatchObject({ result: { ok: true, usage: usageFor({ state, questions }) } });
+      await expectReleased(ctx.db, edge.deps.leases, job!.data.requestId);
+    } finally {
+      replies.close();
+    }
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
@@ -324,16 +348,21 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     await subscriber.subscribe(replyTo);
     try {
       const payload = { requestId: 'req_direct', callId: 'evl_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
-      // Enqueued twice under the same deterministic job id: one job.
-      const first = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
-      const again = await enqueue(edge.deps.queues, EvaluateRun, payload, { attempts: 1 });
+      // Scheduled twice under the same call id, as the edge schedules it: one job (the second add, while the first
+      // waits or runs, is a no-op).
+      const first = await scheduleEvaluate(edge.deps.queues, payload);
+      const again = await scheduleEvaluate(edge.deps.queues, payload);
       expect(again.id).toBe(first.id);
-      const result = (await first.waitUntilFinished(events, 5_000)) as EvaluateRunResult;
+      expect(first.id).toBe(jobIdOf(EvaluateRun, payload));
       const usage = usageFor({ state, questions });
       const expected = { ok: true, answers: expectedAnswers({ state, questions }), usage, cost: costOf(model, usage).toString() };
-      expect(result).toEqual(expected);
       await eventually(() => replies.length > 0, 'the reply');
+      await sleep(50);
       expect(replies).toEqual([{ id: first.id, result: expected }]);
+      // The result lives only in the reply: the completed job is removed as it completes (nothing kept to sweep).
+      const queue = edge.deps.queues.get('evaluate');
+      await eventually(async () => (await queue.getJob(first.id!)) === undefined, 'the completed job to be removed');
+      expect(await queue.getJobCounts('completed')).toEqual({ completed: 0 });
     } finally {
       subscriber.disconnect();
     }
