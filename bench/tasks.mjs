@@ -15,7 +15,7 @@
 // holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
 // the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
-import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -172,6 +172,8 @@ async function rawBullmq(env, n, concurrency) {
 
 await withStack(async ({ env: base, db }) => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-bench-tasks-'));
+  // The run's certificates: gone with the run, however it ends.
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const ca = createTestCa('bench CA');
   const leaf = ca.issue(['localhost', '127.0.0.1']);
   const files = { ca: join(dir, 'ca.pem'), cert: join(dir, 'leaf.pem'), key: join(dir, 'leaf.key') };
