@@ -5,10 +5,9 @@
 -- again (Postgres re-checks a row its own transaction wrote). Its time grew by about 50 us per entry, where this
 -- version's grows by about 20; a batch of 32 took 2.3 ms (commit included) and now 1.3 (bench/charge-statement.mjs).
 --
--- A batch of two entries or more is written with one statement: one INSERT of the new ledger entries, one UPDATE per
--- lease and one per key with the summed amounts. A batch of one (every charge at low load) keeps the first
--- version's few statements per entry, which cost less than the one statement's sorts and CTEs, and locks its lease
--- and key by primary key instead of through the batch's JSON (about 140 -> 80 us in the server).
+-- A batch is written with one statement: one INSERT of the new ledger entries, one UPDATE per lease and one per key
+-- with the summed amounts. A lone charge (every flush at low load) does not come here: the edge sends it as one plain
+-- statement of its own (billing.repository.ts, LEASE_CHARGE_ONE), cheaper than this function's JSON and plpgsql.
 -- Results are the same as the first version's, entry for entry:
 --   - an entry whose ledger id exists (a retried batch, or the same id earlier in this batch) is reported charged and
 --     not applied again;
@@ -26,63 +25,56 @@ DECLARE
   r "Reservation"%ROWTYPE;
   c BIGINT;
   fresh INTEGER;
-  k TEXT;
 BEGIN
-  IF jsonb_array_length(p_entries) = 1 THEN
-    -- One entry (every charge at low load): its lease, then its key, each by primary key.
-    SELECT res."apiKeyId" INTO k FROM "Reservation" res WHERE res."id" = p_entries->0->>'lease' FOR UPDATE;
-    PERFORM 1 FROM "ApiKey" WHERE "ApiKey"."id" = k FOR UPDATE;
-  ELSE
-    PERFORM 1 FROM "Reservation" WHERE "Reservation"."id" IN (SELECT DISTINCT x->>'lease' FROM jsonb_array_elements(p_entries) x)
-      ORDER BY "Reservation"."id" FOR UPDATE;
-    PERFORM 1 FROM "ApiKey" WHERE "ApiKey"."id" IN (
-        SELECT DISTINCT res."apiKeyId" FROM "Reservation" res
-         WHERE res."id" IN (SELECT x->>'lease' FROM jsonb_array_elements(p_entries) x) AND res."apiKeyId" IS NOT NULL)
-      ORDER BY "ApiKey"."id" FOR UPDATE;
+  PERFORM 1 FROM "Reservation" WHERE "Reservation"."id" IN (SELECT DISTINCT x->>'lease' FROM jsonb_array_elements(p_entries) x)
+    ORDER BY "Reservation"."id" FOR UPDATE;
+  PERFORM 1 FROM "ApiKey" WHERE "ApiKey"."id" IN (
+      SELECT DISTINCT res."apiKeyId" FROM "Reservation" res
+       WHERE res."id" IN (SELECT x->>'lease' FROM jsonb_array_elements(p_entries) x) AND res."apiKeyId" IS NOT NULL)
+    ORDER BY "ApiKey"."id" FOR UPDATE;
 
-    -- The batch at once, judged entry by entry with window functions over one pass (no self-joins). An entry is new
-    -- if its ledger id is not there yet and it is the first of its id in the batch; a new entry is paid if its lease
-    -- is held. Answers nothing (and writes nothing) when a held lease holds less than its new entries cost together.
-    -- No ON CONFLICT: under the lease locks taken above, an id the ledger does not show cannot appear before this
-    -- INSERT but by a concurrent batch with the same ids against another lease, and then the unique violation fails
-    -- this batch whole, to be retried (and found charged) by the edge, rather than being applied without its entry.
-    RETURN QUERY
-    WITH ent AS MATERIALIZED (
-      SELECT a.n, a.x->>'id' AS eid, a.x->>'lease' AS lease, GREATEST((a.x->>'cost')::BIGINT, 0) AS c, a.x->>'request' AS request,
-             a.x->>'model' AS model, (a.x->>'input')::INTEGER AS input, (a.x->>'output')::INTEGER AS output, le.seen IS NOT NULL AS seen
-        FROM jsonb_array_elements(p_entries) WITH ORDINALITY a(x, n)
-        -- Here and for the lease: a probe of the primary key per entry (LATERAL … LIMIT 1 is not made a hash join over
-        -- the table, whatever the planner thinks of its size).
-        LEFT JOIN LATERAL (SELECT true AS seen FROM "LedgerEntry" WHERE "LedgerEntry"."id" = a.x->>'id' LIMIT 1) le ON true
-    ), v AS (
-      SELECT ent.*, res."workspaceId", res."apiKeyId", res."amount" AS have,
-             COALESCE(res."state" = 'held', false) AND NOT ent.seen AND row_number() OVER (PARTITION BY ent.eid ORDER BY ent.n) = 1 AS novel
-        FROM ent LEFT JOIN LATERAL (SELECT * FROM "Reservation" WHERE "Reservation"."id" = ent.lease LIMIT 1) res ON true
-    ), w AS (
-      SELECT v.*, sum(v.c) FILTER (WHERE v.novel) OVER (PARTITION BY v.lease) AS due FROM v
-    ), pay AS (
-      SELECT w.*, bool_or(w.novel AND w.have < w.due) OVER () AS short, bool_or(w.novel) OVER (PARTITION BY w.eid) AS paid FROM w
-    ), ins AS (
-      INSERT INTO "LedgerEntry" ("id", "workspaceId", "apiKeyId", "kind", "amount", "balanceAfter", "requestId", "model", "inputTokens", "outputTokens")
-      SELECT pay.eid, pay."workspaceId", pay."apiKeyId", 'charge', -pay.c, (SELECT ws."balance" FROM "Workspace" ws WHERE ws."id" = pay."workspaceId"),
-             pay.request, pay.model, pay.input, pay.output
-        FROM pay
-       WHERE pay.novel AND NOT pay.short
-       ORDER BY pay.n
-    ), leases AS (
-      UPDATE "Reservation" res SET "amount" = res."amount" - s.total, "expiresAt" = GREATEST(res."expiresAt", p_expires)
-        FROM (SELECT pay.lease, sum(pay.c) AS total FROM pay WHERE pay.novel AND NOT pay.short GROUP BY pay.lease) s
-       WHERE res."id" = s.lease
-    ), keys AS (
-      UPDATE "ApiKey" k SET "reserved" = k."reserved" - s.total, "spent" = k."spent" + s.total
-        FROM (SELECT pay."apiKeyId", sum(pay.c) AS total FROM pay WHERE pay.novel AND NOT pay.short AND pay."apiKeyId" IS NOT NULL GROUP BY pay."apiKeyId") s
-       WHERE k."id" = s."apiKeyId"
-    )
-    SELECT pay.eid, pay.seen OR pay.paid FROM pay WHERE NOT pay.short ORDER BY pay.n;
-    IF FOUND THEN RETURN; END IF;
-  END IF;
+  -- The batch at once, judged entry by entry with window functions over one pass (no self-joins). An entry is new
+  -- if its ledger id is not there yet and it is the first of its id in the batch; a new entry is paid if its lease
+  -- is held. Answers nothing (and writes nothing) when a held lease holds less than its new entries cost together.
+  -- No ON CONFLICT: under the lease locks taken above, an id the ledger does not show cannot appear before this
+  -- INSERT but by a concurrent batch with the same ids against another lease, and then the unique violation fails
+  -- this batch whole, to be retried (and found charged) by the edge, rather than being applied without its entry.
+  RETURN QUERY
+  WITH ent AS MATERIALIZED (
+    SELECT a.n, a.x->>'id' AS eid, a.x->>'lease' AS lease, GREATEST((a.x->>'cost')::BIGINT, 0) AS c, a.x->>'request' AS request,
+           a.x->>'model' AS model, (a.x->>'input')::INTEGER AS input, (a.x->>'output')::INTEGER AS output, le.seen IS NOT NULL AS seen
+      FROM jsonb_array_elements(p_entries) WITH ORDINALITY a(x, n)
+      -- Here and for the lease: a probe of the primary key per entry (LATERAL … LIMIT 1 is not made a hash join over
+      -- the table, whatever the planner thinks of its size).
+      LEFT JOIN LATERAL (SELECT true AS seen FROM "LedgerEntry" WHERE "LedgerEntry"."id" = a.x->>'id' LIMIT 1) le ON true
+  ), v AS (
+    SELECT ent.*, res."workspaceId", res."apiKeyId", res."amount" AS have,
+           COALESCE(res."state" = 'held', false) AND NOT ent.seen AND row_number() OVER (PARTITION BY ent.eid ORDER BY ent.n) = 1 AS novel
+      FROM ent LEFT JOIN LATERAL (SELECT * FROM "Reservation" WHERE "Reservation"."id" = ent.lease LIMIT 1) res ON true
+  ), w AS (
+    SELECT v.*, sum(v.c) FILTER (WHERE v.novel) OVER (PARTITION BY v.lease) AS due FROM v
+  ), pay AS (
+    SELECT w.*, bool_or(w.novel AND w.have < w.due) OVER () AS short, bool_or(w.novel) OVER (PARTITION BY w.eid) AS paid FROM w
+  ), ins AS (
+    INSERT INTO "LedgerEntry" ("id", "workspaceId", "apiKeyId", "kind", "amount", "balanceAfter", "requestId", "model", "inputTokens", "outputTokens")
+    SELECT pay.eid, pay."workspaceId", pay."apiKeyId", 'charge', -pay.c, (SELECT ws."balance" FROM "Workspace" ws WHERE ws."id" = pay."workspaceId"),
+           pay.request, pay.model, pay.input, pay.output
+      FROM pay
+     WHERE pay.novel AND NOT pay.short
+     ORDER BY pay.n
+  ), leases AS (
+    UPDATE "Reservation" res SET "amount" = res."amount" - s.total, "expiresAt" = GREATEST(res."expiresAt", p_expires)
+      FROM (SELECT pay.lease, sum(pay.c) AS total FROM pay WHERE pay.novel AND NOT pay.short GROUP BY pay.lease) s
+     WHERE res."id" = s.lease
+  ), keys AS (
+    UPDATE "ApiKey" k SET "reserved" = k."reserved" - s.total, "spent" = k."spent" + s.total
+      FROM (SELECT pay."apiKeyId", sum(pay.c) AS total FROM pay WHERE pay.novel AND NOT pay.short AND pay."apiKeyId" IS NOT NULL GROUP BY pay."apiKeyId") s
+     WHERE k."id" = s."apiKeyId"
+  )
+  SELECT pay.eid, pay.seen OR pay.paid FROM pay WHERE NOT pay.short ORDER BY pay.n;
+  IF FOUND THEN RETURN; END IF;
 
-  -- A batch of one, or a lease short of its entries' total: entry by entry, in order (the first version's loop).
+  -- A lease short of its new entries' total: entry by entry, in order (the first version's loop).
   FOR e IN SELECT x->>'id' AS eid, x->>'lease' AS lease, (x->>'cost')::BIGINT AS cost, x->>'request' AS request,
                   x->>'model' AS model, (x->>'input')::INTEGER AS input, (x->>'output')::INTEGER AS output
              FROM jsonb_array_elements(p_entries) x

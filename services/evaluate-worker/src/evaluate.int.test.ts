@@ -342,10 +342,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
     const { ws, key } = await makeCustomer(ctx.db);
     const replyTo = `${ctx.config.queuePrefix}:evaluate:reply:test`;
-    const subscriber = ctx.redis.duplicate();
-    const replies: unknown[] = [];
-    subscriber.on('message', (_ch: string, m: string) => replies.push(JSON.parse(m)));
-    await subscriber.subscribe(replyTo);
+    const { replies, close } = await listen(replyTo);
     try {
       const payload = { requestId: 'req_direct', callId: 'evl_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
       // Scheduled twice under the same call id, as the edge schedules it: one job (the second add, while the first
@@ -364,7 +361,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
       await eventually(async () => (await queue.getJob(first.id!)) === undefined, 'the completed job to be removed');
       expect(await queue.getJobCounts('completed')).toEqual({ completed: 0 });
     } finally {
-      subscriber.disconnect();
+      close();
     }
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, held: 0 });
     expect(calls(['direct'])).toEqual(['direct:200']);

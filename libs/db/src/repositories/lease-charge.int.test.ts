@@ -93,7 +93,7 @@ describe.each([FIRST, 'gensvc_lease_charge'])('%s', (fn) => {
     // A lease that pays only the first k entries of a batch.
     expect(await charge([['e12', 'B', 1_000], ['e13', 'B', 1_000], ['e14', 'B', 1_000]])).toEqual(['e12:charged', 'e13:not', 'e14:not']);
     expect(await charge([])).toEqual([]);
-    // A batch of one (every charge at low load), retried; one on the released lease.
+    // A batch of one (the function still answers one; the edge sends a lone charge as LEASE_CHARGE_ONE), retried; one on the released lease.
     expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
     expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
     expect(await charge([['e16', 'R', 1]])).toEqual(['e16:not']);
