@@ -1,6 +1,8 @@
+import { anthropicProtocol } from './anthropic-protocol';
 import { answerBytes } from './answer-bytes';
 import { geminiProtocol } from './gemini-protocol';
 import { openAiProtocol } from './openai-protocol';
+import { openAiResponsesProtocol } from './openai-responses-protocol';
 import type { ChatCall, ChatProtocol } from './protocol';
 
 const call = { model: { id: 'acme/chat', maxOutputTokens: 1000 } } as ChatCall;
@@ -39,5 +41,25 @@ describe('answerBytes', () => {
     expect(forward(openAiProtocol, '{ "usage": {"prompt_tokens": 1, "completion_tokens": 1} }')).toBe('{"usage":{"prompt_tokens":1,"completion_tokens":1},"model":"acme/chat"}');
     const bad = Buffer.concat([Buffer.from('{"model":"up","text":"'), Buffer.from([0xff]), Buffer.from('","usage":{}}')]);
     expect(forward(openAiProtocol, bad)).toBe('{"model":"acme/chat","text":"\ufffd","usage":{}}');
+  });
+});
+
+// answerBytes keeps every byte but the members a protocol names in answerFields: a protocol whose answer() touched
+// anything else would send the caller the provider's text for it. Each protocol's own answer shape, with members at
+// every level that answer() might be tempted to rewrite.
+describe('each protocol rewrites only its answerFields', () => {
+  const usage = { prompt_tokens: 3, completion_tokens: 4, input_tokens: 3, output_tokens: 4 };
+  const answers: [string, ChatProtocol, Record<string, unknown>][] = [
+    ['openai', openAiProtocol, { id: 'c', object: 'chat.completion', model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }], usage }],
+    ['anthropic', anthropicProtocol, { id: 'm', type: 'message', model: 'up', content: [{ type: 'text', text: 'hi' }], usage }],
+    ['gemini', geminiProtocol, { modelVersion: 'up', candidates: [{ content: { parts: [{ text: 'hi' }] } }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 } }],
+    ['openai responses', openAiResponsesProtocol, { id: 'r', object: 'response', model: 'up', output: [{ type: 'message', content: [{ type: 'output_text', text: 'hi' }] }], usage }],
+  ];
+  it.each(answers)('%s', (_name, protocol, answer) => {
+    const json = structuredClone(answer);
+    expect(protocol.answer(json, call)).not.toBeNull();
+    const others = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([k]) => !protocol.answerFields.includes(k)));
+    expect(others(json)).toEqual(others(answer));
+    expect(protocol.answerFields.some((f) => json[f] !== answer[f])).toBe(true);
   });
 });
