@@ -19,7 +19,7 @@ import { processPartBuffers, UPLOAD_PART_SIZE, type PartBufferPool } from './par
 import { createS3, type S3Settings } from './s3';
 
 /** Parts of one upload in flight at once: with the one filling, a lone upload holds at most three part buffers. */
-export const UPLOAD_QUEUE_SIZE = 2;
+const UPLOAD_QUEUE_SIZE = 2;
 
 /** Where a workspace file's bytes live (uploads: private). The id is unguessable, so the key is too. */
 export function fileObjectKey(workspaceId: string, fileId: string): string {
