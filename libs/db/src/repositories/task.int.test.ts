@@ -225,3 +225,29 @@ describe('recordArchive', () => {
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', callbackState: 'none' });
   });
 });
+
+describe('the reconcilers’ indexes (partial: live tasks, pending or parked deliveries)', () => {
+  /** The plan of `sql` with sequential scans priced out, so that a test table's few rows do not decide it. */
+  const planOf = (sql: string) =>
+    ctx.db.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL enable_seqscan = off');
+      const rows = await tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN ${sql}`);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+
+  it('serve each sweep and the parked gauge, whose conditions imply the indexes’ predicates', async () => {
+    const before = `'2100-01-01'::timestamp(3)`;
+    // staleInProvider, staleInArchive (as Prisma writes them), stalePendingDeliveries and gensvc_count_parked.
+    const sweeps: [string, string][] = [
+      [`SELECT id FROM "Task" WHERE "updatedAt" < ${before} AND (status = 'queued' OR (status = 'running' AND output IS NULL)) ORDER BY "updatedAt" LIMIT 100`, 'Task_status_updatedAt_idx'],
+      [`SELECT id FROM "Task" WHERE status = 'running' AND output IS NOT NULL AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`, 'Task_status_updatedAt_idx'],
+      [`SELECT id FROM "Task" WHERE "callbackState" = 'pending' AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`, 'Task_callbackState_updatedAt_idx'],
+      [`SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`, 'Task_callbackState_updatedAt_idx'],
+    ];
+    for (const [sql, index] of sweeps) expect(await planOf(sql)).toContain(index);
+    // A finished task is in neither: a query over every status cannot use the status index, nor one over delivered
+    // tasks the callbackState index.
+    expect(await planOf(`SELECT id FROM "Task" WHERE status = 'completed' ORDER BY "updatedAt" LIMIT 100`)).not.toContain('Task_status_updatedAt_idx');
+    expect(await planOf(`SELECT id FROM "Task" WHERE "callbackState" = 'delivered' ORDER BY "updatedAt" LIMIT 100`)).not.toContain('Task_callbackState_updatedAt_idx');
+  });
+});

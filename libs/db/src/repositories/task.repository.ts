@@ -546,6 +546,11 @@ const STALE_PENDING_DELIVERIES = `
  * delivered as of the attempt's start, parked or moved as of $2, once its attempt row is in (or at once for an entry
  * that records none). The final SELECT reads the tasks as the statement began (a data-modifying CTE's writes are not
  * visible to it): for an entry not applied, the state that made it so.
+ *
+ * The tasks are found by primary key (`id = ANY (ARRAY(…))`): planned for jsonb_to_recordset's nominal 100 rows, a
+ * join on e."taskId" alone read the whole Task table (a seq scan: its cost grew with the table, ~1.9 ms at 2,250
+ * rows), and the UPDATE walked every pending delivery through the callbackState index, hence the state compared as
+ * text there, which no index serves.
  */
 const RECORD_DELIVERY_ATTEMPTS = `
   WITH e AS (
@@ -562,13 +567,15 @@ const RECORD_DELIVERY_ATTEMPTS = `
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
       "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
     FROM e LEFT JOIN rec ON rec.id = e.id
-    WHERE (rec.id IS NOT NULL OR NOT e.record) AND t.id = e."taskId" AND e."to" IS NOT NULL AND t."callbackState" = 'pending'
-      AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
+    WHERE t.id = ANY (ARRAY(SELECT "taskId" FROM e)) AND (rec.id IS NOT NULL OR NOT e.record) AND t.id = e."taskId" AND e."to" IS NOT NULL
+      AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
+  ), t AS (
+    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id = ANY (ARRAY(SELECT "taskId" FROM e))
   )
   SELECT e.id, rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
     t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
-  FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN "Task" t ON t.id = e."taskId"`;
+  FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN t ON t.id = e."taskId"`;
 
 /**
  * One entry for recordDeliveryAttempts: an attempt's outcome, the task state its decision was made on, and the
