@@ -119,6 +119,32 @@ it('leases in blocks and writes charges in groups: one statement at once when id
   await expectBalanced(ctx.db, ws.id);
 }, 60_000);
 
+it('commits a batch of chat charges without waiting for its WAL flush, and one holding an awaited charge with it', async () => {
+  const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
+  const { key } = await makeKey(ctx.db, ws.id);
+  const edge: EdgeUnderTest = await startEdge(ctx);
+  const leases = edge.deps.leases;
+  try {
+    const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_commit' };
+    const hold = () => leases.hold(owner, CALL_COST);
+    const charge = (id: string) => ({ cost: CALL_COST, requestId: `req_commit_${id}`, model: CHAT });
+    const before = { ...leases.stats };
+    leases.charge(await hold(), charge('chat'));
+    await leases.flushed();
+    expect(await leases.chargeWritten(await hold(), charge('evaluate'))).toBe(CALL_COST);
+    // A chat charge and an awaited one ending together share one batch, which commits synchronously.
+    const [c, d] = await Promise.all([hold(), hold()]);
+    leases.charge(c, charge('chat_2'));
+    expect(await leases.chargeWritten(d, charge('evaluate_2'))).toBe(CALL_COST);
+    await leases.flushed();
+    expect({ flushes: leases.stats.flushes - before.flushes, durable: leases.stats.durableFlushes - before.durableFlushes }).toEqual({ flushes: 3, durable: 2 });
+    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: ws.id, kind: 'charge' } })).toBe(4);
+  } finally {
+    await edge.close();
+  }
+  await expectBalanced(ctx.db, ws.id);
+}, 30_000);
+
 it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   const { key } = await makeKey(ctx.db, ws.id);
