@@ -6,16 +6,7 @@ const RESERVE = 'SELECT gensvc_reserve($1, $2, $3, $4, $5::bigint, $6::timestamp
 const SETTLE = 'SELECT charged::text, balance_after::text FROM gensvc_settle($1, $2::bigint, $3, $4, $5::integer, $6::integer, $7)';
 const RELEASE = 'SELECT gensvc_release($1) AS released';
 const LEASE = 'SELECT outcome, amount::text FROM gensvc_lease($1, $2, $3, $4, $5::bigint, $6::bigint, $7::timestamp(3))';
-/**
- * A charge statement's last column: with `durable` false, synchronous_commit is off for the statement's own transaction
- * (set_config's local value holds until that transaction ends, and its commit is what reads it), so the commit does not
- * wait for its WAL to reach the disk; the WAL writer flushes it within 3 × wal_writer_delay (600 ms by default). A
- * crash of Postgres or its host in between loses those charges whole (entry, lease deduction and key counters
- * together: the books stay balanced, those answers go uncharged), and nothing committed after them survives without
- * them (the WAL is flushed in order). Called inside a caller's transaction, it would hold for that whole transaction.
- */
-const COMMIT_MODE = (durable: string) => `CASE WHEN ${durable}::boolean THEN NULL ELSE set_config('synchronous_commit', 'off', true) END AS commit_mode`;
-const LEASE_CHARGE = `SELECT id, charged, ${COMMIT_MODE('$3')} FROM gensvc_lease_charge($1::jsonb, $2::timestamp(3))`;
+const LEASE_CHARGE = 'SELECT id, charged FROM gensvc_lease_charge($1::jsonb, $2::timestamp(3))';
 // One charge (every flush at low load) as one plain statement, without the function's JSON and plpgsql: the lease's
 // UPDATE takes its row lock (then the key's: the function's lock order) and pays only when the lease is held, holds
 // the cost and the entry is not in the ledger yet; the entry and the key's counters follow from the same CTE, so
@@ -24,7 +15,6 @@ const LEASE_CHARGE = `SELECT id, charged, ${COMMIT_MODE('$3')} FROM gensvc_lease
 // It leaves the lease's expiry alone (BudgetLeases.tick renews every live lease every 5 s of its 30): the lease row's
 // UPDATE then changes no indexed column, so Postgres makes it a HOT update — no new entries in the Reservation
 // indexes per charge (the (state, expiresAt) one, which billing.release-expired scans, took one dead entry per call).
-// $8 false: this statement's transaction commits without waiting for its WAL flush (COMMIT_MODE).
 const LEASE_CHARGE_ONE = `
 WITH l AS (
   UPDATE "Reservation" res SET "amount" = res."amount" - $3::bigint
@@ -40,7 +30,7 @@ WITH l AS (
   UPDATE "ApiKey" SET "reserved" = "ApiKey"."reserved" - $3::bigint, "spent" = "ApiKey"."spent" + $3::bigint
     FROM l WHERE "ApiKey"."id" = l."apiKeyId"
 )
-SELECT EXISTS (SELECT 1 FROM l) OR EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE le."id" = $1) AS charged, ${COMMIT_MODE('$8')}`;
+SELECT EXISTS (SELECT 1 FROM l) OR EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE le."id" = $1) AS charged`;
 const LEASE_RETURN = 'SELECT gensvc_lease_return($1, $2::bigint)::text AS returned';
 const LEASE_RENEW = 'SELECT gensvc_lease_renew($1::text[], $2::timestamp(3)) AS renewed';
 
@@ -167,10 +157,9 @@ export const billingRepository = {
   /**
    * Writes a batch of charges against leases in one statement (group commit). Returns the ids of the entries charged
    * (now or by an earlier try of the same batch). A batch of several also pushes its leases' expiry to `ttlMs` from
-   * now; a lone charge does not (renewLeases keeps live leases alive). `durable`: the commit waits for its WAL flush;
-   * false only for charges whose answers were sent without waiting for them (COMMIT_MODE: what a crash can then lose).
+   * now; a lone charge does not (renewLeases keeps live leases alive).
    */
-  async chargeLeases(db: DbClient, charges: readonly LeaseCharge[], { ttlMs, durable }: { ttlMs: number; durable: boolean }): Promise<Set<string>> {
+  async chargeLeases(db: DbClient, charges: readonly LeaseCharge[], ttlMs: number): Promise<Set<string>> {
     if (charges.length === 1) {
       const c = charges[0]!;
       const cost = c.cost < 0n ? 0n : c.cost;
@@ -182,7 +171,6 @@ export const billingRepository = {
         c.model ?? null,
         c.inputTokens ?? null,
         c.outputTokens ?? null,
-        durable,
       ]);
       return new Set(row?.charged ? [c.id] : []);
     }
@@ -195,7 +183,7 @@ export const billingRepository = {
       input: c.inputTokens ?? null,
       output: c.outputTokens ?? null,
     }));
-    const rows = await queryPrepared<{ id: string; charged: boolean }>(db, 'gensvc_lease_charge', LEASE_CHARGE, [JSON.stringify(entries), expiryIn(ttlMs), durable]);
+    const rows = await queryPrepared<{ id: string; charged: boolean }>(db, 'gensvc_lease_charge', LEASE_CHARGE, [JSON.stringify(entries), expiryIn(ttlMs)]);
     return new Set(rows.filter((r) => r.charged).map((r) => r.id));
   },
 

@@ -119,38 +119,13 @@ it('leases in blocks and writes charges in groups: one statement at once when id
   await expectBalanced(ctx.db, ws.id);
 }, 60_000);
 
-/** A fresh workspace and key, and an edge in this process whose leases `fn` drives; then closed and the books checked. */
-async function withLeases(requestId: string, fn: (leases: EdgeUnderTest['deps']['leases'], owner: { workspaceId: string; apiKeyId: string; requestId: string }) => Promise<void>) {
+it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   const { key } = await makeKey(ctx.db, ws.id);
   const edge: EdgeUnderTest = await startEdge(ctx);
+  const leases = edge.deps.leases;
   try {
-    await fn(edge.deps.leases, { workspaceId: ws.id, apiKeyId: key.id, requestId });
-  } finally {
-    await edge.close();
-  }
-  await expectBalanced(ctx.db, ws.id);
-}
-
-it('commits a batch of chat charges without waiting for its WAL flush, and one holding an awaited charge with it', () =>
-  withLeases('req_commit', async (leases, owner) => {
-    const hold = () => leases.hold(owner, CALL_COST);
-    const charge = (id: string) => ({ cost: CALL_COST, requestId: `req_commit_${id}`, model: CHAT });
-    const before = { ...leases.stats };
-    leases.charge(await hold(), charge('chat'));
-    await leases.flushed();
-    expect(await leases.chargeWritten(await hold(), charge('evaluate'))).toBe(CALL_COST);
-    // A chat charge and an awaited one ending together share one batch, which commits synchronously.
-    const [c, d] = await Promise.all([hold(), hold()]);
-    leases.charge(c, charge('chat_2'));
-    expect(await leases.chargeWritten(d, charge('evaluate_2'))).toBe(CALL_COST);
-    await leases.flushed();
-    expect({ flushes: leases.stats.flushes - before.flushes, durable: leases.stats.durableFlushes - before.durableFlushes }).toEqual({ flushes: 3, durable: 2 });
-    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: owner.workspaceId, kind: 'charge' } })).toBe(4);
-  }), 30_000);
-
-it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do', () =>
-  withLeases('req_alive', async (leases, owner) => {
+    const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_alive' };
     // A call held the whole time (a long stream): the lease never goes idle, and a lone charge does not move its expiry.
     const long = await leases.hold(owner, CALL_COST);
     const expiry = async () => (await ctx.db.reservation.findUniqueOrThrow({ where: { id: long.lease.id } })).expiresAt.getTime();
@@ -158,8 +133,12 @@ it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do'
     await eventually(async () => (await expiry()) > opened && true, 'the tick pushes the expiry of a lease in use', 8_000, 200);
     leases.charge(long, { cost: CALL_COST, requestId: 'req_alive_long', model: CHAT });
     await leases.flushed();
-    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: owner.workspaceId, kind: 'charge' } })).toBe(1);
-  }), 30_000);
+    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: ws.id, kind: 'charge' } })).toBe(1);
+  } finally {
+    await edge.close();
+  }
+  await expectBalanced(ctx.db, ws.id);
+}, 30_000);
 
 it('serves a workspace on every replica within a second of a top-up', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 0n });

@@ -15,14 +15,6 @@
 // pushes every live lease's to LEASE_TTL_MS (30 s) ahead, so a lease outlives an event loop stalled for up to ~25 s
 // and a call in flight however long (a stream) keeps it; a lone charge does not move it (its lease UPDATE stays HOT).
 //
-// Commit policy: a batch of charges whose answers were sent without waiting (chat) commits with synchronous_commit
-// off, so a charge does not wait for Postgres's WAL flush (an fdatasync per call at concurrency 1). A crash of
-// Postgres or its host can then lose the last ≤ 600 ms of such charges (3 × wal_writer_delay), each whole: entry,
-// lease deduction and key counters together, so the books stay balanced and those answers go uncharged — the same
-// class as an edge killed between an answer and its flush. A batch holding any charge a caller awaits (chargeWritten:
-// evaluate answers only once its charge is written) commits synchronously, and with it everything before it (the WAL
-// is flushed in order).
-//
 // Money left in a lease is given back when the lease has been idle for IDLE_MS, at shutdown (close()), and when
 // another replica runs short for the same workspace: it publishes a return request on Redis and every replica gives
 // back what its leases of that workspace hold unused, so no caller is refused while money remains in a lease.
@@ -90,8 +82,8 @@ export class BudgetLeases {
   private flushing: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
-  /** Counts since start: leases opened, charge statements written (`durableFlushes` of them committed synchronously), charges written (tests and metrics). */
-  readonly stats = { leases: 0, flushes: 0, durableFlushes: 0, charges: 0 };
+  /** Counts since start: leases opened, charge statements written, charges written (tests and metrics). */
+  readonly stats = { leases: 0, flushes: 0, charges: 0 };
   private readonly blockCalls: number;
   private readonly blockMin: bigint;
   private readonly returnWaitMs: number;
@@ -273,11 +265,8 @@ export class BudgetLeases {
       await Promise.resolve();
       while (this.pending.length) {
         const batch = this.pending.splice(0, MAX_BATCH);
-        // Durable before its answer when a caller awaits it; otherwise within one flush of it (the header's policy).
-        const durable = batch.some((c) => c.written !== undefined);
-        const charged = await this.write(batch, durable);
+        const charged = await this.write(batch);
         this.stats.flushes++;
-        if (durable) this.stats.durableFlushes++;
         this.stats.charges += charged.size;
         const drained = new Set<Lease>();
         for (const c of batch) {
@@ -302,10 +291,10 @@ export class BudgetLeases {
   }
 
   /** One batch, retried while its outcome is unknown (each entry's ledger id makes a retry charge nothing twice). */
-  private async write(batch: PendingCharge[], durable: boolean): Promise<Set<string>> {
+  private async write(batch: PendingCharge[]): Promise<Set<string>> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await billingRepository.chargeLeases(this.db, batch, { ttlMs: LEASE_TTL_MS, durable });
+        return await billingRepository.chargeLeases(this.db, batch, LEASE_TTL_MS);
       } catch (err) {
         const delay = RETRY_DELAYS_MS[attempt];
         if (delay === undefined) {
