@@ -173,3 +173,21 @@ it('charges one entry (every flush at low load) with the plain statement: once, 
   expect(k.spent).toBe(30_000n);
   expect(k.spent + k.reserved).toBe(50_000n);
 });
+
+it("leaves a lease's expiry to its renewal when charging one entry (a HOT update), and pushes it when charging a batch", async () => {
+  const ws = await makeWorkspace(ctx.db, { balance: 1_000_000n });
+  const { key } = await makeKey(ctx.db, ws.id);
+  const lease = await billingRepository.lease(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'r', min: 100_000n, want: 100_000n, ttlMs: 1_000 });
+  const expiry = async () => (await ctx.db.reservation.findUniqueOrThrow({ where: { id: lease.id } })).expiresAt.getTime();
+  const opened = await expiry();
+  const entry = (id: string) => ({ id, lease: lease.id, cost: 1_000n, requestId: `req_${id}` });
+  expect(await billingRepository.chargeLeases(ctx.db, [entry('exp_1')], 60_000)).toEqual(new Set(['exp_1']));
+  expect(await expiry()).toBe(opened);
+  expect(await billingRepository.renewLeases(ctx.db, [lease.id], 60_000)).toBe(1);
+  const renewed = await expiry();
+  expect(renewed).toBeGreaterThan(opened + 50_000);
+  expect(await billingRepository.chargeLeases(ctx.db, [entry('exp_2'), entry('exp_3')], 120_000)).toEqual(new Set(['exp_2', 'exp_3']));
+  expect(await expiry()).toBeGreaterThan(renewed + 50_000);
+  const res = await ctx.db.reservation.findUniqueOrThrow({ where: { id: lease.id } });
+  expect(res.amount).toBe(97_000n);
+});

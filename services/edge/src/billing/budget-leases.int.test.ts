@@ -119,6 +119,27 @@ it('leases in blocks and writes charges in groups: one statement at once when id
   await expectBalanced(ctx.db, ws.id);
 }, 60_000);
 
+it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do', async () => {
+  const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
+  const { key } = await makeKey(ctx.db, ws.id);
+  const edge: EdgeUnderTest = await startEdge(ctx);
+  const leases = edge.deps.leases;
+  try {
+    const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_alive' };
+    // A call held the whole time (a long stream): the lease never goes idle, and a lone charge does not move its expiry.
+    const long = await leases.hold(owner, CALL_COST);
+    const expiry = async () => (await ctx.db.reservation.findUniqueOrThrow({ where: { id: long.lease.id } })).expiresAt.getTime();
+    const opened = await expiry();
+    await eventually(async () => (await expiry()) > opened && true, 'the tick pushes the expiry of a lease in use', 8_000, 200);
+    leases.charge(long, { cost: CALL_COST, requestId: 'req_alive_long', model: CHAT });
+    await leases.flushed();
+    expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: ws.id, kind: 'charge' } })).toBe(1);
+  } finally {
+    await edge.close();
+  }
+  await expectBalanced(ctx.db, ws.id);
+}, 30_000);
+
 it('serves a workspace on every replica within a second of a top-up', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 0n });
   const { secret } = await makeKey(ctx.db, ws.id);
