@@ -16,9 +16,9 @@ interface ChildSpan {
 type ChildResult =
   | { scenario: 'propagation'; body: string; spans: ChildSpan[] }
   | { scenario: 'otlp'; traceId: string }
-  | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] }
+  | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[]; started: { name: string; kind: string; traceId: string | null }[] }
   | { scenario: 'new-trace'; answered: boolean; handlerTraceId?: string; traceparent?: string; spans: { traceId: string; kind: string }[] }
-  | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[]; started: { name: string; traceId: string | null }[] };
+  | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[]; started: { name: string; kind: string; traceId: string | null }[] };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
 const RUN_TS = `
@@ -114,6 +114,13 @@ describe('startTelemetry in a plain Node process', () => {
     // The server's outbound calls carried a traceparent both times: unsampled (-00), then sampled in the caller's trace.
     expect(result.traceparents[0]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(result.traceparents[1]).toMatch(new RegExp(`^00-${'ab'.repeat(16)}-[0-9a-f]{16}-01$`));
+    // The unsampled server's outbound call started no client span at all (it sent the traceparent only); the echo
+    // server, called inside that trace, follows the caller's decision on the full path. The sampled trace's client
+    // calls did start theirs.
+    const unsampledTraceId = result.traceparents[0]!.split('-')[1];
+    const clients = (traceId: string | undefined) => result.started.filter((s) => s.kind === 'client' && s.traceId === traceId);
+    expect(clients(unsampledTraceId)).toEqual([]);
+    expect(clients('ab'.repeat(16)).length).toBeGreaterThan(0);
   });
 
   it('does not record a new trace that is not drawn, yet runs it in a valid trace context propagated as unsampled', () => {

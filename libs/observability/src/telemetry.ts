@@ -179,6 +179,28 @@ class LeanHttpInstrumentation extends HttpInstrumentation {
   };
 }
 
+{
+  // Outbound http (the S3 client's requests) inside an unsampled trace: only the traceparent header, as for undici
+  // below (issue 12: the full path's non-recording span, attributes and bindings were a twentieth of the archiver's
+  // CPU per task, for its one PutObject). Options that are not a plain object (a URL string) take the full path.
+  type RequestFn = (this: unknown, options: unknown, ...args: unknown[]) => unknown;
+  const proto = LeanHttpInstrumentation.prototype as unknown as { _outgoingRequestFunction(component: string, original: RequestFn): RequestFn };
+  const full = proto._outgoingRequestFunction;
+  proto._outgoingRequestFunction = function (component, original) {
+    const traced = full.call(this, component, original);
+    return function outgoingRequest(this: unknown, options, ...args) {
+      const active = context.active();
+      if (!inUnsampledTrace(active) || typeof options !== 'object' || options === null || options instanceof URL) return traced.apply(this, [options, ...args]);
+      const headers = { ...((options as { headers?: Record<string, unknown> }).headers ?? {}) };
+      propagation.inject(active, headers);
+      const last = args.length - 1;
+      // The response callback runs in the caller's context, as the full path binds it.
+      if (typeof args[last] === 'function') args[last] = context.bind(active, args[last] as RequestFn);
+      return original.apply(this, [{ ...options, headers }, ...args]);
+    };
+  };
+}
+
 interface UndiciRequest {
   addHeader(name: string, value: string): unknown;
 }

@@ -60,12 +60,14 @@ export function archiveOutput(deps: ArchiverDeps) {
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
     const { taskId, outputIndex } = payload;
-    const log = logger.child({ taskId, outputIndex, jobId: ctx.job.id });
+    // The job's fields go into each line rather than into a child logger made per job: a child serialises its
+    // bindings when made, whether or not anything is logged (issue 12).
+    const fields = { taskId, outputIndex, jobId: ctx.job.id };
     const task = await taskRepository.archiveSource(db, taskId, outputIndex);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
     const entry = outputEntriesOf(task.output)[outputIndex];
     if (!entry) {
-      log.warn({}, 'archive: the task has no such output');
+      logger.warn(fields, 'archive: the task has no such output');
       return { outcome: 'skipped', reason: 'no_such_output' };
     }
 
@@ -92,7 +94,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
       await record(taskId, outputIndex, notArchivedOutputPatch(status));
-      log.info({ status, reason }, 'archive: output not archived; the provider URL stays');
+      logger.info({ ...fields, status, reason }, 'archive: output not archived; the provider URL stays');
       return { outcome: status === 'too_large' ? 'too_large' : 'failed', reason };
     };
     const giveUp = (error: unknown): Promise<ArchiveOutcome> => {
@@ -167,7 +169,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       createdAt: new Date(),
     });
     if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
-    log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
+    logger.info({ ...fields, fileId, bytes, contentType: type.contentType }, 'archive: output archived');
     return { outcome: 'archived', fileId, bytes, already: false };
   };
 }

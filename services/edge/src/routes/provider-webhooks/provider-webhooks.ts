@@ -39,6 +39,7 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; routes: RouteSpec[]; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
   const promoting = new Map<string, Promise<void>>();
+  const infoLogged = deps.logger.isLevelEnabled('info');
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   const receive = async (req: Request, res: Response, next: NextFunction) => {
@@ -79,11 +80,11 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       // cannot pile up loops.
       res.status(204).end();
       if (promoting.has(taskId)) return;
-      const log = locals(res).log;
+      // The request's child logger is made on first use (locals), so only when a line is written at this level.
       const promotion = bringPollForward(taskId, upstreamId)
         .then(
-          (promoted) => log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
-          (err: unknown) => log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
+          (promoted) => (infoLogged ? locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward') : undefined),
+          (err: unknown) => locals(res).log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
         )
         .finally(() => promoting.delete(taskId));
       promoting.set(taskId, promotion);

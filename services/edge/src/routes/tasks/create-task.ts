@@ -20,7 +20,8 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
     const body = parseCreateTask(name, op, req.body);
     const { key, workspace } = authOf(res);
     const model = await taskModel(deps, key, (req.params as { provider: string }).provider, name, op, body.model);
-    const { requestId, log } = locals(res);
+    // Not `log`: the request's child logger is made on first use, and a creation logs only when the add fails.
+    const { requestId } = locals(res);
     const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
     const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
 
@@ -41,7 +42,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
     } catch (err) {
       // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
       // job is missing, so the caller is answered as usual.
-      log.error({ err, task_id: task.id }, 'task.submit could not be queued; the reconciler will submit the task');
+      locals(res).log.error({ err, task_id: task.id }, 'task.submit could not be queued; the reconciler will submit the task');
     }
     res.status(202).json(taskEnvelope(task, { currency: workspace.currency }));
   };
