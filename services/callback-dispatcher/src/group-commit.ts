@@ -1,7 +1,7 @@
 // Group commit for the dispatcher's statements (issue 12): the attempts running at once read their contexts in one
 // statement and record their outcomes in one, as the edge's budget leases write their charges. Whatever is pending
 // is sent as one group while the previous group of the same kind is in flight, so at low load an item goes at once
-// (one microtask turn, no timer) and at high load the statements per attempt fall with the load.
+// (at the end of the event loop's turn, no timer) and at high load the statements per attempt fall with the load.
 
 export interface GroupCommitOptions<I> {
   /** Items in one group at most. */
@@ -39,8 +39,9 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
 
   const flush = async () => {
     try {
-      // One turn of the microtask queue: the items of jobs that reached this point in the same tick go together.
-      await Promise.resolve();
+      // Until the end of this turn of the event loop (setImmediate runs right after the poll phase, no timer): the items
+      // of every job whose Redis or HTTP answer was read in this turn go together, not only those of one socket read.
+      await new Promise((resolve) => setImmediate(resolve));
       while (pending.length) {
         const group = take();
         try {

@@ -136,8 +136,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
       return { outcome: 'skipped', reason: 'not_next' };
     }
 
-    const body = await deliveryBody(config, context, startedAt);
-    if (body === null) return { outcome: 'skipped', reason: 'task_gone' };
+    const text = await deliveryBody(config, context, startedAt);
+    if (text === null) return { outcome: 'skipped', reason: 'task_gone' };
+    // Encoded once: the bytes signed are the bytes sent.
+    const body = Buffer.from(text, 'utf8');
     // The workspace's first delivery makes its secret.
     const secrets = context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
     const headers = {
@@ -200,7 +202,7 @@ interface SendResult {
  * are not followed (a 3xx is a failure with its status), TLS is verified. Success is a 2xx status within the
  * timeout; the body is read only for its first bytes, so the receiver's body size never matters.
  */
-async function send(url: string, body: string, headers: Record<string, string>, deps: DispatcherDeps, signal: AbortSignal | undefined): Promise<SendResult> {
+async function send(url: string, body: Buffer, headers: Record<string, string>, deps: DispatcherDeps, signal: AbortSignal | undefined): Promise<SendResult> {
   const { timeoutMs } = deps.config.callbacks;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
