@@ -9,6 +9,10 @@
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      and TASKS no-op jobs, through one worker of the same concurrency.
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
+//      Then a warm-up round, unmeasured: WARMUP_TASKS tasks with a callback_url (a third workspace) run to their
+//      callbacks, so every process of the pipeline has opened its pools (the dispatcher's Postgres connections, its
+//      outbound connections to the receiver) and compiled its hot code before the timed phase 1, as a gateway in
+//      steady state has: without it phase 1 paid for the dispatcher's backends (SCRAM auth and a fork each).
 //   4. creations with and without a callback_url interleaved, last: the same comparison under the same load.
 // Then the per-task time budget (p50 of each step, from the rows' timestamps) and what each task cost the stores and
 // the network (Postgres transactions, provider requests by kind, TLS handshakes), and the before/after table: BEFORE
@@ -17,6 +21,7 @@
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
 import { readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { Agent, request } from 'node:http';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,9 +38,12 @@ const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 // wait, and the attempts in flight share their Postgres statements, so it runs more at once than the other workers.
 const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
 const JOBS_PER_TASK = 5;
-// PROFILE=<dir>: the edge, task-runner, archiver and callback-dispatcher run under `node --cpu-prof`, their profiles written there.
+// The unmeasured warm-up round before phase 1 (0 for none): enough tasks for every worker to reach its concurrency.
+const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 2 * CONCURRENCY);
+// PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
+// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`).
 const PROFILE = process.env.PROFILE;
-const profiled = (name) => (PROFILE && ['edge', 'task-runner', 'archiver', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
+const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -71,6 +79,31 @@ const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
+
+/**
+ * The callers' POST: node:http on kept-alive connections, the cheapest correct client (fetch's WHATWG streams cost
+ * this process more than the request it sends), so the load generator takes as little as it can of the cores.
+ */
+const callers = new Agent({ keepAlive: true });
+function postJson(url, headers, json) {
+  const body = JSON.stringify(json);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: callers, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString()) });
+        } catch (e) {
+          reject(e);
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 /** A local HTTPS receiver that answers 204 at once and notes when each task's callback arrived. */
 async function startReceiver(cert) {
@@ -194,6 +227,7 @@ await withStack(async ({ env: base, db }) => {
   const sim = await startNode({
     name: 'upstream-sim',
     script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'),
+    nodeArgs: profiled('upstream-sim'),
     env: {
       LOG_LEVEL: 'warn',
       SIM_TASK_MS: String(SIM_TASK_MS),
@@ -230,7 +264,7 @@ await withStack(async ({ env: base, db }) => {
      * `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. `key` and `callbackUrl`
      * may be functions of the creation's index (the interleaved run); `latencies` holds each creation's, by index.
      */
-    const createAll = async (keyOf, callbackUrlOf) => {
+    const createAll = async (keyOf, callbackUrlOf, count = TASKS) => {
       const ids = [];
       const latencies = [];
       const byIndex = [];
@@ -239,7 +273,7 @@ await withStack(async ({ env: base, db }) => {
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
-          while (next < TASKS) {
+          while (next < count) {
             const i = next++;
             const key = typeof keyOf === 'function' ? keyOf(i) : keyOf;
             const callbackUrl = typeof callbackUrlOf === 'function' ? callbackUrlOf(i) : callbackUrlOf;
@@ -247,12 +281,8 @@ await withStack(async ({ env: base, db }) => {
             let body;
             // A creation that fails is reported (and retried, so every run has TASKS tasks), never hidden.
             for (let tries = 1; ; tries++) {
-              const res = await fetch(`${edge.url}/api/v1/sim/text-to-image`, {
-                method: 'POST',
-                headers: { ...key, 'content-type': 'application/json' },
-                body: JSON.stringify({ model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) }),
-              });
-              body = await res.json();
+              const res = await postJson(`${edge.url}/api/v1/sim/text-to-image`, key, { model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) });
+              body = res.body;
               if (res.status === 202) break;
               const reason = `${res.status} ${body.error?.code}`;
               failures.set(reason, (failures.get(reason) ?? 0) + 1);
@@ -278,6 +308,13 @@ await withStack(async ({ env: base, db }) => {
     const without = await createAll(plain.auth, null);
     await terminal(plain.workspaceId);
 
+    // The warm-up round (see the header): its tasks and callbacks are in no figure.
+    const warm = await seedKey(db, { unlimited: true });
+    await createAll(warm.auth, `${receiver.url}/cb`, WARMUP_TASKS);
+    await receiver.until(WARMUP_TASKS);
+    const warmedCallbacks = receiver.count();
+    const warmedHandshakes = receiver.handshakes();
+
     const cpu = () => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(new Set(procs.map((p) => p.pid))) });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
 
@@ -290,13 +327,13 @@ await withStack(async ({ env: base, db }) => {
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
     const createdEnd = Date.now();
-    await receiver.until(TASKS);
+    await receiver.until(warmedCallbacks + TASKS);
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
-    const receiverHandshakes = receiver.handshakes();
+    const receiverHandshakes = receiver.handshakes() - warmedHandshakes;
     const tasks = await db.task.findMany({
       where: { workspaceId },
       select: { id: true, status: true, createdAt: true, startedAt: true, completedAt: true, files: { select: { createdAt: true, bytes: true } } },
@@ -386,7 +423,7 @@ await withStack(async ({ env: base, db }) => {
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_CONCURRENCY ?? 'its default, 64'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_CONCURRENCY ?? 'its default, 64'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
@@ -438,5 +475,6 @@ await withStack(async ({ env: base, db }) => {
   } finally {
     for (const p of procs.reverse()) await p.stop();
     await receiver.close();
+    callers.destroy();
   }
 });
