@@ -3,7 +3,8 @@
 //
 //   1. tasks/s: TASKS image tasks created through the edge (CONCURRENCY callers), each submitted by the task-runner to
 //      the upstream-sim's Replicate or fal protocol, polled with delayed jobs, archived into S3 by the archiver and
-//      called back by the callback-dispatcher to a local HTTPS receiver: first create → last callback received.
+//      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
+//      callback received.
 //      p50/p99 from the task's completion (completedAt) to its callback's arrival.
 //   2. callback deliveries/s: a new delivery round for every task (the redelivery path), the dispatcher alone.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
@@ -78,6 +79,7 @@ const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-
 const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
+const { verifyCallback } = gensvc('webhooks');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
 
 /**
@@ -105,15 +107,25 @@ function postJson(url, headers, json) {
   });
 }
 
-/** A local HTTPS receiver that answers 204 at once and notes when each task's callback arrived. */
+/**
+ * A local HTTPS receiver that checks each callback's signature against the workspaces' secrets (`secrets`, filled
+ * once they are read), answers 204 at once and notes when each task's callback arrived and how many failed the check.
+ */
 async function startReceiver(cert) {
   const arrivals = new Map();
+  const secrets = [];
   let count = 0;
+  let unverified = 0;
   let onCount = () => {};
   const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-    let size = 0;
-    req.on('data', (d) => (size += d.length));
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
     req.on('end', () => {
+      try {
+        verifyCallback(Buffer.concat(chunks), req.headers, secrets);
+      } catch {
+        unverified++;
+      }
       const taskId = req.headers['svc-task-id'];
       const at = Date.now();
       if (!arrivals.has(taskId)) arrivals.set(taskId, at);
@@ -129,6 +141,8 @@ async function startReceiver(cert) {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return {
     handshakes: () => handshakes,
+    secrets,
+    unverified: () => unverified,
     url: `https://127.0.0.1:${server.address().port}`,
     arrivals,
     count: () => count,
@@ -310,6 +324,8 @@ await withStack(async ({ env: base, db }) => {
 
     // The warm-up round (see the header): its tasks and callbacks are in no figure.
     const warm = await seedKey(db, { unlimited: true });
+    // The secrets the receiver checks callbacks with, as a customer reads them.
+    for (const key of [auth, warm.auth]) receiver.secrets.push((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
     await createAll(warm.auth, `${receiver.url}/cb`, WARMUP_TASKS);
     await receiver.until(WARMUP_TASKS);
     const warmedCallbacks = receiver.count();
@@ -443,7 +459,7 @@ await withStack(async ({ env: base, db }) => {
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
-    console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}`);
+    console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`);
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
     printTable(
