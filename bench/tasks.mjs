@@ -340,11 +340,14 @@ await withStack(async ({ env: base, db }) => {
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const started = performance.now();
+    const phaseStart = new Date();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
     const createdEnd = Date.now();
     await receiver.until(warmedCallbacks + TASKS);
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
+    // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
+    const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
@@ -454,7 +457,7 @@ await withStack(async ({ env: base, db }) => {
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
-    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}`);
+    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
