@@ -3,12 +3,17 @@
 //
 //   1. tasks/s: TASKS image tasks created through the edge (CONCURRENCY callers), each submitted by the task-runner to
 //      the upstream-sim's Replicate or fal protocol, polled with delayed jobs, archived into S3 by the archiver and
-//      called back by the callback-dispatcher to a local HTTPS receiver: first create → last callback received.
+//      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
+//      callback received.
 //      p50/p99 from the task's completion (completedAt) to its callback's arrival.
 //   2. callback deliveries/s: a new delivery round for every task (the redelivery path), the dispatcher alone.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      and TASKS no-op jobs, through one worker of the same concurrency.
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
+//      Then a warm-up round, unmeasured: WARMUP_TASKS tasks with a callback_url (a third workspace) run to their
+//      callbacks, so every process of the pipeline has opened its pools (the dispatcher's Postgres connections, its
+//      outbound connections to the receiver) and compiled its hot code before the timed phase 1, as a gateway in
+//      steady state has: without it phase 1 paid for the dispatcher's backends (SCRAM auth and a fork each).
 //   4. creations with and without a callback_url interleaved, last: the same comparison under the same load.
 // Then the per-task time budget (p50 of each step, from the rows' timestamps) and what each task cost the stores and
 // the network (Postgres transactions, provider requests by kind, TLS handshakes), and the before/after table: BEFORE
@@ -17,6 +22,7 @@
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
 import { readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { Agent, request } from 'node:http';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,9 +39,12 @@ const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 // wait, and the attempts in flight share their Postgres statements, so it runs more at once than the other workers.
 const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
 const JOBS_PER_TASK = 5;
-// PROFILE=<dir>: the edge, task-runner, archiver and callback-dispatcher run under `node --cpu-prof`, their profiles written there.
+// The unmeasured warm-up round before phase 1 (0 for none): enough tasks for every worker to reach its concurrency.
+const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 2 * CONCURRENCY);
+// PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
+// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`).
 const PROFILE = process.env.PROFILE;
-const profiled = (name) => (PROFILE && ['edge', 'task-runner', 'archiver', 'callback-dispatcher'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
+const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -70,17 +79,53 @@ const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-
 const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
+const { verifyCallback } = gensvc('webhooks');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
 
-/** A local HTTPS receiver that answers 204 at once and notes when each task's callback arrived. */
+/**
+ * The callers' POST: node:http on kept-alive connections, the cheapest correct client (fetch's WHATWG streams cost
+ * this process more than the request it sends), so the load generator takes as little as it can of the cores.
+ */
+const callers = new Agent({ keepAlive: true });
+function postJson(url, headers, json) {
+  const body = JSON.stringify(json);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: callers, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString()) });
+        } catch (e) {
+          reject(e);
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * A local HTTPS receiver that checks each callback's signature against the workspaces' secrets (`secrets`, filled
+ * once they are read), answers 204 at once and notes when each task's callback arrived and how many failed the check.
+ */
 async function startReceiver(cert) {
   const arrivals = new Map();
+  const secrets = [];
   let count = 0;
+  let unverified = 0;
   let onCount = () => {};
   const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-    let size = 0;
-    req.on('data', (d) => (size += d.length));
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
     req.on('end', () => {
+      try {
+        verifyCallback(Buffer.concat(chunks), req.headers, secrets);
+      } catch {
+        unverified++;
+      }
       const taskId = req.headers['svc-task-id'];
       const at = Date.now();
       if (!arrivals.has(taskId)) arrivals.set(taskId, at);
@@ -96,6 +141,8 @@ async function startReceiver(cert) {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return {
     handshakes: () => handshakes,
+    secrets,
+    unverified: () => unverified,
     url: `https://127.0.0.1:${server.address().port}`,
     arrivals,
     count: () => count,
@@ -194,6 +241,7 @@ await withStack(async ({ env: base, db }) => {
   const sim = await startNode({
     name: 'upstream-sim',
     script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'),
+    nodeArgs: profiled('upstream-sim'),
     env: {
       LOG_LEVEL: 'warn',
       SIM_TASK_MS: String(SIM_TASK_MS),
@@ -230,7 +278,7 @@ await withStack(async ({ env: base, db }) => {
      * `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. `key` and `callbackUrl`
      * may be functions of the creation's index (the interleaved run); `latencies` holds each creation's, by index.
      */
-    const createAll = async (keyOf, callbackUrlOf) => {
+    const createAll = async (keyOf, callbackUrlOf, count = TASKS) => {
       const ids = [];
       const latencies = [];
       const byIndex = [];
@@ -239,7 +287,7 @@ await withStack(async ({ env: base, db }) => {
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
-          while (next < TASKS) {
+          while (next < count) {
             const i = next++;
             const key = typeof keyOf === 'function' ? keyOf(i) : keyOf;
             const callbackUrl = typeof callbackUrlOf === 'function' ? callbackUrlOf(i) : callbackUrlOf;
@@ -247,12 +295,8 @@ await withStack(async ({ env: base, db }) => {
             let body;
             // A creation that fails is reported (and retried, so every run has TASKS tasks), never hidden.
             for (let tries = 1; ; tries++) {
-              const res = await fetch(`${edge.url}/api/v1/sim/text-to-image`, {
-                method: 'POST',
-                headers: { ...key, 'content-type': 'application/json' },
-                body: JSON.stringify({ model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) }),
-              });
-              body = await res.json();
+              const res = await postJson(`${edge.url}/api/v1/sim/text-to-image`, key, { model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) });
+              body = res.body;
               if (res.status === 202) break;
               const reason = `${res.status} ${body.error?.code}`;
               failures.set(reason, (failures.get(reason) ?? 0) + 1);
@@ -278,6 +322,15 @@ await withStack(async ({ env: base, db }) => {
     const without = await createAll(plain.auth, null);
     await terminal(plain.workspaceId);
 
+    // The warm-up round (see the header): its tasks and callbacks are in no figure.
+    const warm = await seedKey(db, { unlimited: true });
+    // The secrets the receiver checks callbacks with, as a customer reads them.
+    for (const key of [auth, warm.auth]) receiver.secrets.push((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
+    await createAll(warm.auth, `${receiver.url}/cb`, WARMUP_TASKS);
+    await receiver.until(WARMUP_TASKS);
+    const warmedCallbacks = receiver.count();
+    const warmedHandshakes = receiver.handshakes();
+
     const cpu = () => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(new Set(procs.map((p) => p.pid))) });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
 
@@ -287,16 +340,19 @@ await withStack(async ({ env: base, db }) => {
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const started = performance.now();
+    const phaseStart = new Date();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
     const createdEnd = Date.now();
-    await receiver.until(TASKS);
+    await receiver.until(warmedCallbacks + TASKS);
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
+    // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
+    const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
-    const receiverHandshakes = receiver.handshakes();
+    const receiverHandshakes = receiver.handshakes() - warmedHandshakes;
     const tasks = await db.task.findMany({
       where: { workspaceId },
       select: { id: true, status: true, createdAt: true, startedAt: true, completedAt: true, files: { select: { createdAt: true, bytes: true } } },
@@ -386,7 +442,7 @@ await withStack(async ({ env: base, db }) => {
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_CONCURRENCY ?? 'its default, 64'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_CONCURRENCY ?? 'its default, 64'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
@@ -401,12 +457,12 @@ await withStack(async ({ env: base, db }) => {
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
-    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}`);
+    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
-    console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}`);
+    console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`);
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
     printTable(
@@ -438,5 +494,6 @@ await withStack(async ({ env: base, db }) => {
   } finally {
     for (const p of procs.reverse()) await p.stop();
     await receiver.close();
+    callers.destroy();
   }
 });
