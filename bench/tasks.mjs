@@ -8,7 +8,8 @@
 //      p50/p99 from the task's completion (completedAt) to its callback's arrival.
 //   2. callback deliveries/s: a new delivery round for every task (the redelivery path), the dispatcher alone.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
-//      and TASKS no-op jobs, through one worker of the same concurrency.
+//      and TASKS no-op jobs, through one worker of the same concurrency, after an unmeasured round of the same size
+//      (the pipeline is warmed too, see below).
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
 //      Then a warm-up round, unmeasured: WARMUP_TASKS tasks with a callback_url (a third workspace) run to their
 //      callbacks, so every process of the pipeline has opened its pools (the dispatcher's Postgres connections, its
@@ -425,7 +426,9 @@ await withStack(async ({ env: base, db }) => {
     await queues.close();
     connection.disconnect();
 
-    // 3. The baseline, in the same run.
+    // 3. The baseline, in the same run, warmed as the pipeline was: one unmeasured round of the same size first (a
+    //    cold BullMQ worker loop runs below V8's optimising tier for a good part of a run this short).
+    await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const rawPipeline = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const rawSingle = await rawBullmq(env, TASKS, CONCURRENCY);
 
