@@ -423,6 +423,7 @@ await withStack(async ({ env: base, db }) => {
       const rounds = [];
       for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
       const cpuStart = cpu();
+      const handshakes = receiver.handshakes();
       const start = performance.now();
       await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
       await receiver.until(before + TASKS);
@@ -430,10 +431,10 @@ await withStack(async ({ env: base, db }) => {
       const used = cpuDiff(cpuStart, cpu());
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       while ((await db.task.count({ where: { workspaceId, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
-      return { seconds, used };
+      return { seconds, used, handshakes: receiver.handshakes() - handshakes };
     };
     await deliveryRound();
-    const { seconds: deliverSeconds, used: cpuDeliver } = await deliveryRound();
+    const { seconds: deliverSeconds, used: cpuDeliver, handshakes: deliverHandshakes } = await deliveryRound();
     await queues.close();
     connection.disconnect();
 
@@ -472,7 +473,7 @@ await withStack(async ({ env: base, db }) => {
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
-    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}`);
+    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
