@@ -419,8 +419,8 @@ await withStack(async ({ env: base, db }) => {
       'tasks archived ≥ 25 s after submit (fallback poll)': tasks.filter((t) => archivedAt(t) - t.startedAt >= 25_000).length / TASKS,
     };
 
-    // 2. Callback deliveries alone: a new round for every task, enqueued at once, after one unmeasured round of the
-    //    same size (see the header).
+    // 2. Callback deliveries alone: a new round for every task, enqueued at once, after WARMUP_REDELIVERIES unmeasured
+    //    rounds of the same size (see the header).
     const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-redeliver' });
     const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
     const deliveryRound = async () => {
