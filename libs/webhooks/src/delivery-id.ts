@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
 export const DELIVERY_ID_PREFIX = 'dlv_';
 
@@ -12,6 +12,5 @@ export const DELIVERY_ID_PREFIX = 'dlv_';
 export function deliveryIdFor(taskId: string, attempt: number): string {
   if (taskId === '') throw new TypeError('deliveryIdFor: taskId is empty');
   if (!Number.isSafeInteger(attempt) || attempt < 1) throw new TypeError(`deliveryIdFor: attempt must be an integer >= 1, got ${attempt}`);
-  // crypto.hash, one shot: no Hash object per attempt (4.5 against 17 µs here, made once per delivery).
-  return DELIVERY_ID_PREFIX + hash('sha256', `${taskId}:${attempt}`, 'buffer').subarray(0, 16).toString('base64url');
+  return DELIVERY_ID_PREFIX + createHash('sha256').update(`${taskId}:${attempt}`).digest().subarray(0, 16).toString('base64url');
 }
