@@ -19,14 +19,17 @@ const corked = new WeakSet<object>();
  * evaluate worker's busy time was socket writes). The bytes and their order are what they would have been: ioredis
  * and Redis see no difference, unlike ioredis auto-pipelining, which changes how commands are queued and which
  * BullMQ's users report losing jobs with. A connection not yet open is left alone (ioredis queues offline).
+ * `turns` > 1 holds them that many turns (for a command that is only sent in the next turn).
  */
-export function coalesceWrites(connection: Redis): void {
+export function coalesceWrites(connection: Redis, turns = 1): void {
   const stream = (connection as unknown as { stream?: NodeJS.WritableStream & { cork(): void; uncork(): void; writable: boolean } }).stream;
   if (!stream || !stream.writable || corked.has(stream) || connection.status !== 'ready') return;
   corked.add(stream);
   stream.cork();
-  setImmediate(() => {
+  const release = (left: number) => {
+    if (left > 1) return void setImmediate(release, left - 1);
     corked.delete(stream);
     stream.uncork();
-  });
+  };
+  setImmediate(release, turns);
 }

@@ -108,6 +108,30 @@ describe('defineWorker with takeOnePerJob', () => {
     expect(seen.scriptsBehindWait).toBe(N);
   });
 
+  it('sends the marker clear, the wait and the take that rides behind it in one socket write per job', async () => {
+    const { add, events, worker } = setUp(async (job) => job.data.taskId);
+    await events.waitUntilReady();
+    await sleep(300); // the worker has found the queue empty and blocks
+    const blocking = await (worker as unknown as { backend: { blockingClient: Promise<Redis> } }).backend.blockingClient;
+    const stream = (blocking as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown } }).stream;
+    let writes = 0;
+    for (const name of ['_write', '_writev'] as const) {
+      const original = stream[name];
+      stream[name] = function (this: unknown, ...a: unknown[]) {
+        writes++;
+        return original.apply(this, a);
+      };
+      cleanups.push(async () => void (stream[name] = original));
+    }
+    const N = 4;
+    for (let i = 0; i < N; i++) {
+      await expect((await add(i)).waitUntilFinished(events, 10_000)).resolves.toBe(`tsk_${i}`);
+      await sleep(100); // idle again before the next one
+    }
+    // Each job woke the wait armed before it, and the loop armed the next one (clear, wait, take) in one write.
+    expect(writes).toBe(N);
+  });
+
   it('runs a retry when its backoff is due, while blocked on the empty queue', async () => {
     const at: number[] = [];
     const { add, events } = setUp(async () => {

@@ -234,8 +234,9 @@ function takeOnePerJob(worker: Worker): void {
       if (!block) return this.moveToActive(token, this.opts.name);
       const { marker, wait, prioritized } = this.keys;
       const blocking = (await this.backend.blockingClient)!;
-      // The clear and the wait leave in one write, in that order, on the connection that blocks.
-      coalesceWrites(blocking);
+      // The clear, the wait and the take leave in one write, in that order, on the connection that blocks (the take
+      // is sent in the next turn, below: two turns held).
+      coalesceWrites(blocking, 2);
       blocking.eval(CLEAR_STALE_MARKER, 3, marker, wait, prioritized).catch(() => undefined);
       const woken = this.waitForJob(this.blockUntil);
       // The take is sent right behind the wait, on the same connection, instead of after the wait's answer: Redis runs
