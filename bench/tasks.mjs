@@ -12,10 +12,12 @@
 //      per delivery falls over its first ~2,000), and phases 0–1 bring it only WARMUP_TASKS + TASKS deliveries.
 //      Counted in rounds, not time: warmth is a number of deliveries, which a loaded machine makes slower. The baseline
 //      (3) is as warm: its no-op worker runs in this process after an unmeasured round of its size and the
-//      TASKS × JOBS_PER_TASK run (3,000 jobs before its 300-job figure).
+//      TASKS × JOBS_PER_TASK run (3,000 jobs before its own figure).
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
-//      and TASKS no-op jobs, through one worker of the same concurrency, after an unmeasured round of the same size
-//      (the pipeline is warmed too, see below).
+//      through one worker of the callers' concurrency (for tasks, ÷ 5), then as many again through one worker of the
+//      dispatcher's concurrency (for deliveries), after an unmeasured round of that size (the pipeline is warmed too,
+//      see below). Each run is long enough that a worker's own start is not its figure (a 300-job run lasted ~40 ms
+//      and swung 4166–8253 jobs/s between runs).
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
 //      Then a warm-up round, unmeasured: WARMUP_TASKS tasks with a callback_url (a third workspace) run to their
 //      callbacks, so every process of the pipeline has opened its pools (the dispatcher's Postgres connections, its
@@ -45,6 +47,7 @@ const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 // The dispatcher's concurrency: its own default (CALLBACK_DISPATCHER_CONCURRENCY, 64) unless set. Its attempts mostly
 // wait, and the attempts in flight share their Postgres statements, so it runs more at once than the other workers.
 const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
+const DISPATCHER_IN_FLIGHT = Number(DISPATCHER_CONCURRENCY ?? 64);
 const JOBS_PER_TASK = 5;
 // The unmeasured warm-up round before phase 1 (0 for none): enough tasks for every worker to reach its concurrency.
 const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 2 * CONCURRENCY);
@@ -449,7 +452,9 @@ await withStack(async ({ env: base, db }) => {
     //    cold BullMQ worker loop runs below V8's optimising tier for a good part of a run this short).
     await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const rawPipeline = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
-    const rawSingle = await rawBullmq(env, TASKS, CONCURRENCY);
+    // The deliveries' baseline: as many jobs as the pipeline's (300 took ~40 ms, of which the worker's own start was a
+    // large and variable part: 4166–8253 jobs/s between runs), at the dispatcher's concurrency.
+    const rawSingle = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
 
     // Counted before run 4 adds tasks of its own.
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
@@ -468,7 +473,7 @@ await withStack(async ({ env: base, db }) => {
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
-        ['raw BullMQ no-op jobs', int(rawSingle), '1.00x', `${TASKS} jobs`],
+        ['raw BullMQ no-op jobs', int(rawSingle), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, ${DISPATCHER_IN_FLIGHT} at once (the dispatcher's concurrency)`],
         [`raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`, int(rawTask), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`],
         ['tasks end to end', int(tasksPerSecond), ratio(tasksPerSecond / rawTask), `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`],
         ['callback deliveries', int(deliveriesPerSecond), ratio(deliveriesPerSecond / rawSingle), 'signed HTTPS POST, attempt logged'],
