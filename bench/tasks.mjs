@@ -47,6 +47,7 @@ const SIM_TASK_MS = Number(process.env.SIM_TASK_MS ?? 50);
 // The dispatcher's concurrency: its own default (CALLBACK_DISPATCHER_CONCURRENCY, 64) unless set. Its attempts mostly
 // wait, and the attempts in flight share their Postgres statements, so it runs more at once than the other workers.
 const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
+// Its default as libs/config sets it (CALLBACK_DISPATCHER_CONCURRENCY), for the baseline of the same concurrency.
 const DISPATCHER_IN_FLIGHT = Number(DISPATCHER_CONCURRENCY ?? 64);
 const JOBS_PER_TASK = 5;
 // The unmeasured warm-up round before phase 1 (0 for none): enough tasks for every worker to reach its concurrency.
@@ -469,7 +470,7 @@ await withStack(async ({ env: base, db }) => {
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = TASKS / deliverSeconds;
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_CONCURRENCY ?? 'its default, 64'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [

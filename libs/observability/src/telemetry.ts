@@ -130,8 +130,8 @@ function processInstrumentations(ratio: number): Instrumentation[] {
 //  - an inbound request that starts a trace draws the ratio before anything is built; not drawn, it runs inside a
 //    bare, unsampled span context (fresh ids: logs still carry a trace_id, outbound calls still carry a `-00`
 //    traceparent) and nothing else. Drawn, or inside a caller's trace, it takes the instrumentation's full path.
-//  - an outbound undici call inside an unsampled trace only gets the traceparent header.
-// Both override a method of the pinned instrumentation versions (package.json pins them exactly); the trace tests
+//  - an outbound undici or node:http call inside an unsampled trace only gets the traceparent header.
+// Each overrides a method of the pinned instrumentation versions (package.json pins them exactly); the trace tests
 // (telemetry.test.ts) check recorded and unrecorded requests alike.
 
 /** Root spans: an HTTP server span was drawn already (LeanHttpInstrumentation, below); any other root by its trace id. */

@@ -44,10 +44,7 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   // sends on the same connection) leaves in the same socket write: a write costs more CPU here than the script it carries.
   coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
-  // The payload is built here from the producer's typed arguments (ids read from a row, numbers it counted), so it
-  // is not re-checked against the contract on the way in; the worker parses what it takes (defineWorker), so a
-  // producer bug is refused there, never run. (issue 12: the check was a zod parse per follow-up job.)
-  await enqueue(queues, contract, payload, jobOpts, 'parsed');
+  await enqueue(queues, contract, payload, jobOpts);
   return 'added';
 }
 

@@ -60,14 +60,12 @@ export function archiveOutput(deps: ArchiverDeps) {
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
     const { taskId, outputIndex } = payload;
-    // The job's fields go into each line rather than into a child logger made per job: a child serialises its
-    // bindings when made, whether or not anything is logged (issue 12).
-    const fields = { taskId, outputIndex, jobId: ctx.job.id };
+    const log = logger.child({ taskId, outputIndex, jobId: ctx.job.id });
     const task = await taskRepository.archiveSource(db, taskId, outputIndex);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
     const entry = outputEntriesOf(task.output)[outputIndex];
     if (!entry) {
-      logger.warn(fields, 'archive: the task has no such output');
+      log.warn({}, 'archive: the task has no such output');
       return { outcome: 'skipped', reason: 'no_such_output' };
     }
 
@@ -94,7 +92,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
       await record(taskId, outputIndex, notArchivedOutputPatch(status));
-      logger.info({ ...fields, status, reason }, 'archive: output not archived; the provider URL stays');
+      log.info({ status, reason }, 'archive: output not archived; the provider URL stays');
       return { outcome: status === 'too_large' ? 'too_large' : 'failed', reason };
     };
     const giveUp = (error: unknown): Promise<ArchiveOutcome> => {
@@ -169,7 +167,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       createdAt: new Date(),
     });
     if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
-    logger.info({ ...fields, fileId, bytes, contentType: type.contentType }, 'archive: output archived');
+    log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
     return { outcome: 'archived', fileId, bytes, already: false };
   };
 }

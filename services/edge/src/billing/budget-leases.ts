@@ -11,9 +11,10 @@
 // What a SIGKILL can and cannot lose: a charge is durable within one flush of the answer (the answer does not wait
 // for it). Killed in between, the call is not charged — never charged twice, never charged without its ledger entry:
 // the books (balance + held = Σ ledger, spent = Σ charges) hold at every instant. The dead replica's leases stay held
-// until their expiry and are then given back by billing.release-expired. Expiry is the tick's alone: every 5 s it
-// pushes every live lease's to LEASE_TTL_MS (30 s) ahead, so a lease outlives an event loop stalled for up to ~25 s
-// and a call in flight however long (a stream) keeps it; a lone charge does not move it (its lease UPDATE stays HOT).
+// until their expiry and are then given back by billing.release-expired. What keeps a live lease alive is the tick:
+// every 5 s it pushes every live lease's expiry to LEASE_TTL_MS (30 s) ahead, so a lease outlives an event loop
+// stalled for up to ~25 s and a call in flight however long (a stream) keeps it. A batch of charges pushes its leases'
+// expiry too (the batch function's own UPDATE); a lone charge does not move it (its lease UPDATE stays HOT).
 //
 // Money left in a lease is given back when the lease has been idle for IDLE_MS, at shutdown (close()), and when
 // another replica runs short for the same workspace: it publishes a return request on Redis and every replica gives

@@ -9,7 +9,7 @@
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type JobPayload, type TaskOutputEntry, type TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
 import { recordSpend } from '@gensvc/observability';
-import { scheduleArchive, scheduleArchives, taskJobRef, type HandlerContext } from '@gensvc/queue';
+import { scheduleArchives, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure } from '@gensvc/upstream';
 import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
 import { isTaskChannelKind } from '../providers/providers';
@@ -39,10 +39,9 @@ export function taskPoll(deps: TaskHandlerDeps) {
       if (task.attempts === payload.attempt + 1) await enqueuePoll(deps, task, task.attempts, { ensure: true });
       return { outcome: 'stale', reason: 'other_attempt' };
     }
-    // The job's fields go into each line, not into a child logger made per job (see task-submit).
-    const fields = { taskId: task.id, workspaceId: task.workspaceId, attempt: payload.attempt };
+    const log = logger.child({ taskId: task.id, workspaceId: task.workspaceId, attempt: payload.attempt });
     const fail = async (code: string, message: string, cancelProviderJob = false): Promise<PollOutcome> => {
-      const failed = await failTask(deps, task, { code, message }, logger.child(fields), { cancelProviderJob });
+      const failed = await failTask(deps, task, { code, message }, log, { cancelProviderJob });
       return failed ? { outcome: 'failed', code } : { outcome: 'stale', reason: 'moved_on' };
     };
 
@@ -60,7 +59,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
       if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
       if (!isTransient(e)) return fail('upstream_error', `The provider could not report on the job: ${e.message}`);
       // Unreachable, overloaded or garbled for now: ask again on schedule; the deadline bounds how long.
-      logger.warn({ ...fields, channel: channel.name, err: e.message }, 'provider status unavailable; polling on');
+      log.warn({ channel: channel.name, err: e.message }, 'provider status unavailable; polling on');
       state = { state: 'running' };
     }
 
@@ -69,18 +68,16 @@ export function taskPoll(deps: TaskHandlerDeps) {
         if (pastDeadline(task)) return fail('upstream_timeout', `The provider gave no result within ${deadlineOf(task)}.`, true);
         if (!(await taskRepository.advancePoll(db, task.id, payload.attempt))) return { outcome: 'stale', reason: 'moved_on' };
         const delayMs = await enqueuePoll(deps, task, payload.attempt + 1);
-        logger.debug({ ...fields, delayMs }, 'task still running');
+        log.debug({ delayMs }, 'task still running');
         return { outcome: 'running', nextAttempt: payload.attempt + 1, delayMs };
       }
       case 'succeeded': {
         const outputs = outputEntries(task, state.outputs);
         const recorded = await taskRepository.recordOutput(db, task.id, { outputs }, task.reserved);
         if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
-        logger.info({ ...fields, outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
+        log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
         if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
-        // Every output just recorded is pending: one archive job each, without parsing back what was just built.
-        const ref = taskJobRef(task);
-        for (let i = 0; i < outputs.length; i++) await scheduleArchive(queues, ref, i);
+        await scheduleArchives(queues, taskJobRef(task), { outputs });
         return { outcome: 'succeeded', outputs: outputs.length, charged: recorded.charged.toString() };
       }
       case 'failed':

@@ -32,16 +32,14 @@ export function taskSubmit(deps: TaskHandlerDeps) {
   return async (payload: JobPayload<typeof TaskSubmit>, ctx: HandlerContext): Promise<SubmitOutcome> => {
     const task = await taskRepository.find(db, payload.taskId);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
-    // The job's fields go into each line rather than into a child logger made per job: a child serialises its
-    // bindings when made, whether or not anything is logged (issue 12: a pino child per job on every job's path).
-    const fields = { taskId: task.id, workspaceId: task.workspaceId, jobId: ctx.job.id };
+    const log = logger.child({ taskId: task.id, workspaceId: task.workspaceId, jobId: ctx.job.id });
     if (task.status !== 'queued' || task.upstreamId !== null) {
       // A run that died between markSubmitted and adding the first poll: the poll is owed.
       if (task.status === 'running' && task.attempts === 1 && task.output === null) await enqueuePoll(deps, task, 1, { ensure: true });
       return { outcome: 'skipped', reason: 'not_queued' };
     }
     const fail = async (code: string, message: string): Promise<SubmitOutcome> =>
-      (await failTask(deps, task, { code, message }, logger.child(fields))) ? { outcome: 'failed', code } : { outcome: 'skipped', reason: 'canceled_meanwhile' };
+      (await failTask(deps, task, { code, message }, log)) ? { outcome: 'failed', code } : { outcome: 'skipped', reason: 'canceled_meanwhile' };
     if (pastDeadline(task)) return fail('upstream_timeout', `The task could not be submitted to the provider within ${deadlineOf(task)}.`);
 
     const operation = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation] : null;
@@ -65,7 +63,7 @@ export function taskSubmit(deps: TaskHandlerDeps) {
         },
         // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the queue.
         isAbort: () => ctx.signal?.aborted === true,
-        onFailure: (route, err) => logger.warn({ ...fields, channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel refused the task'),
+        onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel refused the task'),
       });
     } catch (e) {
       if (ctx.signal?.aborted) throw e;
@@ -74,7 +72,7 @@ export function taskSubmit(deps: TaskHandlerDeps) {
       if (error.code === 'invalid_input' || error.code === 'content_rejected') return fail(error.code, error.message);
       const why = error.cause instanceof Error ? error.cause.message : error.message;
       if (!isRetryable(error) || isLastAttempt(ctx.job)) return fail('upstream_error', `No provider channel could take the task: ${why}`);
-      logger.warn({ ...fields, err: why, attempt: ctx.job.attemptsMade + 1 }, 'no channel took the task; the job will retry');
+      log.warn({ err: why, attempt: ctx.job.attemptsMade + 1 }, 'no channel took the task; the job will retry');
       throw error;
     }
 
@@ -82,15 +80,15 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     const recorded = await taskRepository.markSubmitted(db, task.id, { channelId: route.channel.id, upstreamId: job.upstreamId, upstreamUrls: job.urls });
     if (!recorded) {
       // Canceled (or timed out) while the provider was being called: the job just made there is ours to stop.
-      logger.info({ ...fields, channel: route.channel.name, upstreamId: job.upstreamId }, 'task moved on while it was being submitted; canceling the provider job');
+      log.info({ channel: route.channel.name, upstreamId: job.upstreamId }, 'task moved on while it was being submitted; canceling the provider job');
       await providers[route.channel.kind]
         .cancel({ channel: route.channel, upstreamId: job.upstreamId, urls: job.urls })
-        .catch((err: unknown) => logger.warn({ ...fields, err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
+        .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
     // With a webhook coming, the poll is the fallback: the webhook's arrival promotes it (edge provider-webhooks).
     const delay = await enqueuePoll(deps, task, 1, submitted.webhook ? { delayMs: deps.config.providerWebhooks.fallbackPollMs } : {});
-    logger.info({ ...fields, channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs: delay }, 'task submitted');
+    log.info({ channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs: delay }, 'task submitted');
     return { outcome: 'submitted', channelId: route.channel.id, upstreamId: job.upstreamId };
   };
 }

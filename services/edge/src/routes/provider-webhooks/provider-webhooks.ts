@@ -39,7 +39,6 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; routes: RouteSpec[]; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
   const promoting = new Map<string, Promise<void>>();
-  const infoLogged = deps.logger.isLevelEnabled('info');
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   const receive = async (req: Request, res: Response, next: NextFunction) => {
@@ -80,10 +79,10 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       // cannot pile up loops.
       res.status(204).end();
       if (promoting.has(taskId)) return;
-      // The request's child logger is made on first use (locals), so only when a line is written at this level.
+      // The request's child logger is made on first use (locals): looked up when the line is written.
       const promotion = bringPollForward(taskId, upstreamId)
         .then(
-          (promoted) => (infoLogged ? locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward') : undefined),
+          (promoted) => locals(res).log.info({ taskId, provider, promoted }, 'provider webhook: poll brought forward'),
           (err: unknown) => locals(res).log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
         )
         .finally(() => promoting.delete(taskId));
