@@ -346,9 +346,10 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     try {
       const payload = { requestId: 'req_direct', callId: 'evl_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
       // Scheduled twice under the same call id, as the edge schedules it: one job (the second add, while the first
-      // waits or runs, is a no-op).
-      const first = await scheduleEvaluate(edge.deps.queues, payload);
-      const again = await scheduleEvaluate(edge.deps.queues, payload);
+      // waits or runs, is a no-op). Both adds leave together, so the second reaches Redis while the first job waits or
+      // runs: added one after the other, a loaded machine let the worker finish (and remove) the first job in between,
+      // and the second add then made a job of its own (a completed evaluate job is not kept).
+      const [first, again] = await Promise.all([scheduleEvaluate(edge.deps.queues, payload), scheduleEvaluate(edge.deps.queues, payload)]);
       expect(again.id).toBe(first.id);
       expect(first.id).toBe(jobIdOf(EvaluateRun, payload));
       const usage = usageFor({ state, questions });
