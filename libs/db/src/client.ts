@@ -47,6 +47,8 @@ export type JsonInput = Prisma.InputJsonValue;
 export interface DbOptions {
   /** Connections in the pool. */
   max?: number;
+  /** Where an idle connection's error is reported (the service's logger); unset, it is dropped silently. */
+  log?: { warn(fields: object, msg: string): void };
 }
 
 /**
@@ -60,8 +62,9 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
   // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
   // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
-  // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11).
-  pool.on('error', () => undefined);
+  // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11). It is
+  // logged: a run of them says Postgres restarts or drops connections.
+  pool.on('error', (err) => options.log?.warn({ err }, 'postgres: an idle connection failed; the pool connects anew'));
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
   return db as unknown as Db;
