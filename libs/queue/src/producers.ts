@@ -84,6 +84,20 @@ export async function promotePoll(queues: Queues, ref: Pick<TaskJobRef, 'taskId'
   }
 }
 
+/**
+ * Takes back a task's fallback poll once its result was recorded without it (a verified provider webhook carried the
+ * result): poll `attempt` (the one the task's count says waits) and `attempt + 1` (one a poll in flight may just have
+ * added), by id, with no read first. A poll that is running is not removed (BullMQ keeps a locked job); it reads the
+ * task, finds the result there and ends. Issued in the same socket write as whatever else this turn sends on the
+ * connection (the archive jobs' adds: coalesceWrites). Answers how many were removed.
+ */
+export async function removePolls(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<number> {
+  const queue = queues.get(TaskPoll.queue);
+  coalesceWrites(queues.connection);
+  const removed = await Promise.all([attempt, attempt + 1].map((n) => queue.remove(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }))));
+  return removed.reduce((sum, r) => sum + r, 0);
+}
+
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */
 export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
   return add(queues, TaskCancel, envelope(ref), opts);
@@ -96,13 +110,13 @@ export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: nu
 
 /**
  * An archive job for every output of `output` (a stored Task.output) still pending archive: the task runner at the
- * provider's result, the archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
+ * provider's result (its poll, or the edge's provider-webhooks route: recordTaskResult in libs/upstream), the
+ * archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
  * so none pending means the archiver has dealt with all of them.
  */
-export async function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
-  const outcomes: EnsureJobOutcome[] = [];
-  for (const outputIndex of pendingOutputIndexes(output)) outcomes.push(await scheduleArchive(queues, ref, outputIndex, opts));
-  return outcomes;
+export function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
+  // All at once: the adds of one task's outputs (distinct ids) leave in one socket write, one round trip in all.
+  return Promise.all(pendingOutputIndexes(output).map((outputIndex) => scheduleArchive(queues, ref, outputIndex, opts)));
 }
 
 /**
