@@ -7,10 +7,12 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdOf, type Queues } from './queues';
+import { contextFromEnvelope } from './trace-context';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -96,6 +98,22 @@ export async function removePolls(queues: Queues, ref: Pick<TaskJobRef, 'taskId'
   coalesceWrites(queues.connection);
   const removed = await Promise.all([attempt, attempt + 1].map((n) => queue.remove(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }))));
   return removed.reduce((sum, r) => sum + r, 0);
+}
+
+/**
+ * The trace a task's waiting poll `attempt` carries (its envelope's `trace`: the task's trace, from its creation on),
+ * read with one HGET of the job's data alone; ROOT_CONTEXT when that poll is gone or carries none. For the work done
+ * for that poll by another hand (the edge recording the result a webhook carried), so the task stays one trace.
+ */
+export async function pollTraceContext(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<Context> {
+  const key = queues.get(TaskPoll.queue).toKey(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt }));
+  const data = await queues.connection.hget(key, 'data');
+  if (!data) return ROOT_CONTEXT;
+  try {
+    return contextFromEnvelope(JSON.parse(data));
+  } catch {
+    return ROOT_CONTEXT;
+  }
 }
 
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */

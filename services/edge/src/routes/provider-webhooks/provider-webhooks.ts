@@ -27,7 +27,7 @@
 // operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL), made through libs/outbound.
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { promotePoll } from '@gensvc/queue';
+import { inTraceOf, pollTraceContext, promotePoll } from '@gensvc/queue';
 import { falWebhookState, recordTaskResult, replicateWebhookState, type JobState, type ProviderOutput } from '@gensvc/upstream';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -127,20 +127,23 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
   /**
    * Records a webhook's result for the task when the task is this job's and waits for it: running, no output yet,
    * its recorded provider job id the signed one, its channel of this provider (so the parser that read the body is
-   * the task's protocol's). One Postgres read (the task; the channel comes from the catalog's cache), then the poll's
+   * the task's protocol's). One Postgres read (the task; the channel comes from the catalog's cache) beside one Redis
+   * read (the trace the fallback poll carries), then the poll's
    * own transition (recordTaskResult: one statement, then the archive adds and the fallback poll's removal in one
    * Redis write). True when the webhook is dealt with: recorded, or this job's task has its result already (a replay
    * of this webhook, or its poll was first) or has ended: nothing to bring forward. False: not this job's task, or
    * one still submitting, which take the promotion path.
    */
   const recordResult = async (res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
-    const task = await taskRepository.find(deps.db, taskId);
+    // Beside the read, in the same wait: the task's trace, from its fallback poll (poll 1, the one a webhook finds
+    // waiting), so the recording and the archive and callback jobs after it stay in the task's one trace.
+    const [task, taskTrace] = await Promise.all([taskRepository.find(deps.db, taskId), pollTraceContext(deps.queues, { taskId }, 1)]);
     if (!task || task.upstreamId !== upstreamId || !task.channelId) return false;
     if (task.status !== 'running' || task.output !== null) return true;
     const channel = await deps.catalog.channel(task.channelId);
     if (channel?.kind !== provider) return false;
     const log = locals(res).log.child({ taskId, workspaceId: task.workspaceId, provider });
-    const recorded = await recordTaskResult(deps, task, outputs, log, { removeFallbackPoll: true });
+    const recorded = await inTraceOf(taskTrace, () => recordTaskResult(deps, task, outputs, log, { removeFallbackPoll: true }));
     if (!recorded) log.info('provider webhook: the task moved on before its result was recorded');
     return true;
   };
