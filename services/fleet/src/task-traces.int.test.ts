@@ -54,9 +54,14 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-it('one trace: edge request → task.submit → provider submit → task.poll → archive.output (fetch, S3) → callback.deliver → the receiver', async () => {
-  const channel = await addSimChannel(ctx.db, sim.url, { name: 'traced-replicate', kind: 'replicate' });
-  await modelRepository.create(ctx.db, { id: 'sim/traced-image', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
+/**
+ * One task with a callback through real edge, task-runner, archiver and callback-dispatcher processes that export to
+ * the collector (`extraEnv(edge URL)` added to their environment), on a Replicate channel of the sim, until its
+ * delivery is recorded; SIGTERM then flushes each process's spans. Answers the task's id.
+ */
+async function runTracedTask(names: { channel: string; model: string; prompt: string }, extraEnv: (edgeUrl: string) => Record<string, string> = () => ({})): Promise<string> {
+  const channel = await addSimChannel(ctx.db, sim.url, { name: names.channel, kind: 'replicate' });
+  await modelRepository.create(ctx.db, { id: names.model, kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000_000n });
   const { secret } = await makeKey(ctx.db, ws.id);
 
@@ -69,6 +74,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     OTEL_TRACES_SAMPLER_ARG: '1',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    ...extraEnv(`http://127.0.0.1:${port}`),
   };
   const procs: ServiceProcess[] = [
     spawnService('edge', { ...env, PORT: String(port) }),
@@ -80,7 +86,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/traced-image', prompt: 'trace me', size: '256x256', callback_url: `${receiver.url}/cb` }),
+      body: JSON.stringify({ model: names.model, prompt: names.prompt, size: '256x256', callback_url: `${receiver.url}/cb` }),
     });
     const body = await jsonOf(res);
     expect(res.status).toBe(202);
@@ -93,6 +99,11 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     const codes = await Promise.all(procs.map((p) => p.stop('SIGTERM')));
     expect(codes).toEqual([0, 0, 0, 0]);
   }
+  return taskId;
+}
+
+it('one trace: edge request → task.submit → provider submit → task.poll → archive.output (fetch, S3) → callback.deliver → the receiver', async () => {
+  const taskId = await runTracedTask({ channel: 'traced-replicate', model: 'sim/traced-image', prompt: 'trace me' });
 
   const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
   expect(submitPublish).toHaveLength(1);
@@ -139,45 +150,11 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
 
 it('one trace with a provider webhook: the edge records the result under the trace of the task\'s fallback poll, and no poll runs', async () => {
   collector.spans.splice(0);
-  const channel = await addSimChannel(ctx.db, sim.url, { name: 'traced-webhook', kind: 'replicate' });
-  await modelRepository.create(ctx.db, { id: 'sim/traced-webhook', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
-  const ws = await makeWorkspace(ctx.db, { balance: 1_000_000_000n });
-  const { secret } = await makeKey(ctx.db, ws.id);
-
-  const caFile = join(scratch, 'ca.pem');
-  writeFileSync(caFile, sharedTestCa().ca.certPem);
-  const port = await freePort();
-  const env = {
-    ...ctx.env,
-    NODE_EXTRA_CA_CERTS: caFile,
-    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-    OTEL_TRACES_SAMPLER_ARG: '1',
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    PROVIDER_WEBHOOK_BASE_URL: `http://127.0.0.1:${port}`,
+  await runTracedTask({ channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' }, (edgeUrl) => ({
+    PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
     REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
     TASK_POLL_WEBHOOK_FALLBACK: '60s',
-  };
-  const procs: ServiceProcess[] = [
-    spawnService('edge', { ...env, PORT: String(port) }),
-    ...['task-runner', 'archiver', 'callback-dispatcher'].map((name) => spawnService(name, env)),
-  ];
-  let taskId = '';
-  try {
-    await waitForHttp(`http://127.0.0.1:${port}/readyz`, procs[0]);
-    const res = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/traced-webhook', prompt: 'trace my webhook', size: '256x256', callback_url: `${receiver.url}/cb` }),
-    });
-    const body = await jsonOf(res);
-    expect(res.status).toBe(202);
-    taskId = body.task_id;
-    await eventually(() => callbacks.includes(taskId), 'the callback', 30_000);
-    await eventually(async () => (await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } })).callbackState === 'delivered', 'the delivery recorded');
-  } finally {
-    const codes = await Promise.all(procs.map((p) => p.stop('SIGTERM')));
-    expect(codes).toEqual([0, 0, 0, 0]);
-  }
+  }));
 
   const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
   expect(submitPublish).toHaveLength(1);

@@ -11,26 +11,8 @@
 // ends (https://docs.fal.ai/model-endpoints/webhooks): an OK payload is the result, read as the response URL's.
 import { UpstreamFailure } from '../failover';
 import type { UpstreamClient } from '../upstream-http';
-import {
-  callFailure,
-  channelUrl,
-  isObject,
-  looksContentRejected,
-  oneLine,
-  providerCaller,
-  ratioOf,
-  sameOrigin,
-  submitFailure,
-  type JobCall,
-  type JobState,
-  type Obj,
-  type ProviderAnswer,
-  type ProviderInput,
-  type ProviderOutput,
-  type SubmitCall,
-  type Submitted,
-  type TaskProvider,
-} from './provider';
+import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
+import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
 
 /** fal's video models take only these aspect ratios; other sizes leave the model's default. */
 const VIDEO_ASPECTS = new Set(['16:9', '9:16', '1:1']);

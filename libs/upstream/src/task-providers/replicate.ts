@@ -9,26 +9,8 @@
 // prediction ends carries the prediction itself (the GET's object), read by the same predictionState.
 import { UpstreamFailure } from '../failover';
 import type { UpstreamClient } from '../upstream-http';
-import {
-  callFailure,
-  channelUrl,
-  isObject,
-  looksContentRejected,
-  oneLine,
-  providerCaller,
-  ratioOf,
-  sameOrigin,
-  submitFailure,
-  type JobCall,
-  type JobState,
-  type Obj,
-  type ProviderAnswer,
-  type ProviderInput,
-  type ProviderOutput,
-  type SubmitCall,
-  type Submitted,
-  type TaskProvider,
-} from './provider';
+import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
+import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
 
 /** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
 const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);

@@ -128,11 +128,12 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
    * Records a webhook's result for the task when the task is this job's and waits for it: running, no output yet,
    * its recorded provider job id the signed one, its channel of this provider (so the parser that read the body is
    * the task's protocol's). One Postgres read (the task; the channel comes from the catalog's cache) beside one Redis
-   * read (the trace the fallback poll carries), then the poll's
-   * own transition (recordTaskResult: one statement, then the archive adds and the fallback poll's removal in one
-   * Redis write). True when the webhook is dealt with: recorded, or this job's task has its result already (a replay
-   * of this webhook, or its poll was first) or has ended: nothing to bring forward. False: not this job's task, or
-   * one still submitting, which take the promotion path.
+   * read (the trace the fallback poll carries), then the poll's own transition (recordTaskResult: one statement, then
+   * the archive adds and the fallback poll's removal in one Redis write). True when the webhook is dealt with:
+   * recorded, or this job's task has its result already (a replay of this webhook, or its poll was first) or has
+   * ended: nothing to bring forward. False: not this job's task, or one still submitting, which take the promotion
+   * path. A failure (Postgres, Redis) is the request's: answered 5xx, so the provider sends the webhook again, and
+   * the fallback poll stays unless its removal was written.
    */
   const recordResult = async (res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
     // Beside the read, in the same wait: the task's trace, from its fallback poll (poll 1, the one a webhook finds
