@@ -7,10 +7,12 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdOf, type Queues } from './queues';
+import { contextFromEnvelope } from './trace-context';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -84,6 +86,36 @@ export async function promotePoll(queues: Queues, ref: Pick<TaskJobRef, 'taskId'
   }
 }
 
+/**
+ * Takes back a task's fallback poll once its result was recorded without it (a verified provider webhook carried the
+ * result): poll `attempt` (the one the task's count says waits) and `attempt + 1` (one a poll in flight may just have
+ * added), by id, with no read first. A poll that is running is not removed (BullMQ keeps a locked job); it reads the
+ * task, finds the result there and ends. Issued in the same socket write as whatever else this turn sends on the
+ * connection (the archive jobs' adds: coalesceWrites). Answers how many were removed.
+ */
+export async function removePolls(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<number> {
+  const queue = queues.get(TaskPoll.queue);
+  coalesceWrites(queues.connection);
+  const removed = await Promise.all([attempt, attempt + 1].map((n) => queue.remove(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }))));
+  return removed.reduce((sum, r) => sum + r, 0);
+}
+
+/**
+ * The trace a task's waiting poll `attempt` carries (its envelope's `trace`: the task's trace, from its creation on),
+ * read with one HGET of the job's data alone; ROOT_CONTEXT when that poll is gone or carries none. For the work done
+ * for that poll by another hand (the edge recording the result a webhook carried), so the task stays one trace.
+ */
+export async function pollTraceContext(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<Context> {
+  const key = queues.get(TaskPoll.queue).toKey(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt }));
+  const data = await queues.connection.hget(key, 'data');
+  if (!data) return ROOT_CONTEXT;
+  try {
+    return contextFromEnvelope(JSON.parse(data));
+  } catch {
+    return ROOT_CONTEXT;
+  }
+}
+
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */
 export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
   return add(queues, TaskCancel, envelope(ref), opts);
@@ -96,13 +128,13 @@ export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: nu
 
 /**
  * An archive job for every output of `output` (a stored Task.output) still pending archive: the task runner at the
- * provider's result, the archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
+ * provider's result (its poll, or the edge's provider-webhooks route: recordTaskResult in libs/upstream), the
+ * archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
  * so none pending means the archiver has dealt with all of them.
  */
-export async function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
-  const outcomes: EnsureJobOutcome[] = [];
-  for (const outputIndex of pendingOutputIndexes(output)) outcomes.push(await scheduleArchive(queues, ref, outputIndex, opts));
-  return outcomes;
+export function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
+  // All at once: the adds of one task's outputs (distinct ids) leave in one socket write, one round trip in all.
+  return Promise.all(pendingOutputIndexes(output).map((outputIndex) => scheduleArchive(queues, ref, outputIndex, opts)));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, propagation, type Context } from '@opentelemetry/api';
+import { ROOT_CONTEXT, context, propagation, trace, type Context } from '@opentelemetry/api';
 
 export const TRACER_NAME = '@gensvc/queue';
 
@@ -16,4 +16,9 @@ export function contextFromEnvelope(data: unknown): Context {
   const carrier: Record<string, string> = {};
   for (const [k, v] of Object.entries(trace)) if (typeof v === 'string') carrier[k] = v;
   return propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+/** Runs `fn` in `ctx` when it holds a span (a trace read from a job), else in the active context. */
+export function inTraceOf<T>(ctx: Context, fn: () => T): T {
+  return trace.getSpanContext(ctx) ? context.with(ctx, fn) : fn();
 }

@@ -5,3 +5,7 @@ export * from './pricing';
 export * from './upstream-http';
 export * from './shared-state';
 export * from './upstream-metrics';
+export * from './task-providers/provider';
+export * from './task-providers/replicate';
+export * from './task-providers/fal';
+export * from './task-providers/task-result';

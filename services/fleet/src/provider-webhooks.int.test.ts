@@ -1,13 +1,15 @@
 // Provider webhooks (issue 12) through real processes: the task-runner asks the upstream-sim's Replicate and fal
 // protocols for a webhook, the sim signs it as each provider does (Standard Webhooks HMAC; ED25519 with its JWKS)
-// and POSTs it to the edge, the edge verifies it and brings the task's poll forward; the fallback poll waits
-// TASK_POLL_WEBHOOK_FALLBACK. Then the edge is SIGKILLed while webhooks are due: they reach nothing, and the fallback
-// polls finish those tasks.
+// and POSTs it to the edge, the edge verifies it and records the result the webhook carries (no poll, no provider
+// read); the fallback poll waits TASK_POLL_WEBHOOK_FALLBACK. Then the edge is SIGKILLed while webhooks are due: they
+// reach nothing, and the fallback polls finish those tasks.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TaskPoll } from '@gensvc/contracts';
 import { modelRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
+import { createQueues, jobIdOf } from '@gensvc/queue';
 import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, sharedTestCa, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
 import { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID, startSim, type Sim } from '../../upstream-sim/src/index';
 
@@ -100,7 +102,7 @@ it('refuses an unsigned or badly signed webhook with 401, and an unknown provide
   expect((await post('/v1/provider-webhooks/openai/task_x', {})).status).toBe(404);
 });
 
-it('finishes tasks on the providers\' webhooks, long before the fallback poll, with one status poll each', async () => {
+it('finishes tasks on the providers\' webhooks, long before the fallback poll, with no poll and no provider read', async () => {
   const ids = await Promise.all([0, 1, 2].flatMap((i) => [create('sim/hooks-replicate', i), create('sim/hooks-fal', i)]));
   await eventually(async () => (await tasksOf(ids)).every((t) => t.status === 'completed'), 'every task completed', FALLBACK_MS - 2_000);
   const tasks = await tasksOf(ids);
@@ -108,13 +110,18 @@ it('finishes tasks on the providers\' webhooks, long before the fallback poll, w
   const upstreamIds = tasks.map((t) => t.upstreamId!);
   const hooks = sim.webhooks().filter((w) => upstreamIds.includes(w.id));
   expect(hooks.map((w) => [w.provider, w.status]).sort()).toEqual([...Array(3).fill(['fal', 204]), ...Array(3).fill(['replicate', 204])]);
-  // One provider read per task, by the poll the webhook brought forward: Replicate's status read, and fal's result read
-  // alone (fal calls its webhook once the request has ended, so its status is not read first).
-  const falIds = tasks.filter((t) => hooks.some((w) => w.provider === 'fal' && w.id === t.upstreamId)).map((t) => t.upstreamId!);
-  expect(pollsOf(upstreamIds)).toHaveLength(ids.length - falIds.length);
-  expect(pollsOf(falIds)).toHaveLength(0);
-  const falResults = sim.requests().filter((r) => r.method === 'GET' && falIds.some((u) => r.path.endsWith(`/requests/${u}`)));
-  expect(falResults).toHaveLength(falIds.length);
+  // The webhook's body is the result (Replicate's prediction, fal's payload): recorded by the edge, so the provider
+  // was never asked about these jobs (no status read, no fal result read) and no poll ran: each task's fallback poll
+  // was removed while it waited (a poll that ran would be kept, completed, for an hour).
+  expect(pollsOf(upstreamIds)).toHaveLength(0);
+  const falResults = sim.requests().filter((r) => r.method === 'GET' && upstreamIds.some((u) => r.path.endsWith(`/requests/${u}`)));
+  expect(falResults).toHaveLength(0);
+  const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
+  try {
+    for (const id of ids) expect(await queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { taskId: id, attempt: 1 }))).toBeUndefined();
+  } finally {
+    await queues.close();
+  }
 }, 60_000);
 
 it('with the edge SIGKILLed while webhooks are due, the fallback polls finish the tasks', async () => {

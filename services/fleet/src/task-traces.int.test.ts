@@ -27,7 +27,7 @@ import {
   type ServiceProcess,
   type TlsTestServer,
 } from '@gensvc/testing';
-import { startSim, type Sim } from '../../upstream-sim/src/index';
+import { DEFAULT_REPLICATE_WEBHOOK_SECRET, startSim, type Sim } from '../../upstream-sim/src/index';
 
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL: 'https://files.gensvc.test', TASK_POLL_SCHEDULE: '200ms' });
 
@@ -54,9 +54,14 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-it('one trace: edge request → task.submit → provider submit → task.poll → archive.output (fetch, S3) → callback.deliver → the receiver', async () => {
-  const channel = await addSimChannel(ctx.db, sim.url, { name: 'traced-replicate', kind: 'replicate' });
-  await modelRepository.create(ctx.db, { id: 'sim/traced-image', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
+/**
+ * One task with a callback through real edge, task-runner, archiver and callback-dispatcher processes that export to
+ * the collector (`extraEnv(edge URL)` added to their environment), on a Replicate channel of the sim, until its
+ * delivery is recorded; SIGTERM then flushes each process's spans. Answers the task's id.
+ */
+async function runTracedTask(names: { channel: string; model: string; prompt: string }, extraEnv: (edgeUrl: string) => Record<string, string> = () => ({})): Promise<string> {
+  const channel = await addSimChannel(ctx.db, sim.url, { name: names.channel, kind: 'replicate' });
+  await modelRepository.create(ctx.db, { id: names.model, kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000_000n });
   const { secret } = await makeKey(ctx.db, ws.id);
 
@@ -69,6 +74,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     OTEL_TRACES_SAMPLER_ARG: '1',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    ...extraEnv(`http://127.0.0.1:${port}`),
   };
   const procs: ServiceProcess[] = [
     spawnService('edge', { ...env, PORT: String(port) }),
@@ -80,7 +86,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/traced-image', prompt: 'trace me', size: '256x256', callback_url: `${receiver.url}/cb` }),
+      body: JSON.stringify({ model: names.model, prompt: names.prompt, size: '256x256', callback_url: `${receiver.url}/cb` }),
     });
     const body = await jsonOf(res);
     expect(res.status).toBe(202);
@@ -93,6 +99,11 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     const codes = await Promise.all(procs.map((p) => p.stop('SIGTERM')));
     expect(codes).toEqual([0, 0, 0, 0]);
   }
+  return taskId;
+}
+
+it('one trace: edge request → task.submit → provider submit → task.poll → archive.output (fetch, S3) → callback.deliver → the receiver', async () => {
+  const taskId = await runTracedTask({ channel: 'traced-replicate', model: 'sim/traced-image', prompt: 'trace me' });
 
   const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
   expect(submitPublish).toHaveLength(1);
@@ -135,4 +146,31 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
   const fetches = trace.filter((s) => s.kind === 'client' && archive.some((a) => a.spanId === s.parent) && /\/outputs\//.test(urlOf(s)));
   expect(fetches.length).toBeGreaterThanOrEqual(1);
   expect(await ctx.db.file.count({ where: { taskId } })).toBe(1);
+}, 90_000);
+
+it('one trace with a provider webhook: the edge records the result under the trace of the task\'s fallback poll, and no poll runs', async () => {
+  collector.spans.splice(0);
+  await runTracedTask({ channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' }, (edgeUrl) => ({
+    PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
+    REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
+    TASK_POLL_WEBHOOK_FALLBACK: '60s',
+  }));
+
+  const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
+  expect(submitPublish).toHaveLength(1);
+  const { trace, chain, one } = traceOf(collector.spans, submitPublish[0]!.traceId);
+  const server = one((s) => s.service === 'gensvc-edge' && s.kind === 'server' && /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)), 'edge server span');
+  // The webhook recorded the result: no poll ran, and the archive job was published by the edge, under the fallback
+  // poll's publish span (the trace that poll carried), so the task is still one trace from its creation.
+  expect(collector.spans.filter((s) => s.name === 'task.poll process')).toEqual([]);
+  const archivePublish = one((s) => s.name === 'archive.output publish', 'archive.output publish');
+  expect(archivePublish.service).toBe('gensvc-edge');
+  const delivery = one((s) => s.kind === 'client' && s.service === 'gensvc-callback-dispatcher' && /\/cb$/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')), 'callback POST');
+  const steps = chain(delivery)
+    .map((s) => s.name)
+    .filter((n) => / (publish|process)$/.test(n))
+    .reverse();
+  expect(steps).toEqual(['task.submit publish', 'task.submit process', 'task.poll publish', 'archive.output publish', 'archive.output process', 'callback.deliver publish', 'callback.deliver process']);
+  expect(chain(delivery).at(-1)).toBe(server);
+  expect(trace.some((s) => s.service === 'gensvc-edge' && /record_output/.test(JSON.stringify(s.attributes)))).toBe(true);
 }, 90_000);

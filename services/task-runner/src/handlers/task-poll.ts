@@ -1,17 +1,16 @@
 // task.poll n: asks the provider once how the task's job is doing. Still running → the poll count moves to n + 1
 // and poll n + 1 is added as a delayed job (no worker slot is held while it waits). Done → the output is recorded
-// and the hold settled in one transaction, and each output goes to the archiver. Failed or canceled at the provider
-// → the task fails and its hold is released. Still running at the task's deadline → upstream_timeout, and the
-// provider's job is canceled.
+// and the hold settled in one transaction, and each output goes to the archiver (recordTaskResult in libs/upstream,
+// the one decider of a result, which the edge's provider-webhooks route calls too when a webhook carries it). Failed
+// or canceled at the provider → the task fails and its hold is released. Still running at the task's deadline →
+// upstream_timeout, and the provider's job is canceled.
 //
 // A poll whose n is not the task's poll count is stale and does nothing, so however often a poll is re-added (a
 // retry, the reconciler) one chain of polls lives per task.
-import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type JobPayload, type TaskOutputEntry, type TaskPoll } from '@gensvc/contracts';
-import { taskRepository, type TaskRow } from '@gensvc/db';
-import { recordSpend } from '@gensvc/observability';
+import type { JobPayload, TaskPoll } from '@gensvc/contracts';
+import { taskRepository } from '@gensvc/db';
 import { scheduleArchives, taskJobRef, type HandlerContext } from '@gensvc/queue';
-import { UpstreamFailure } from '@gensvc/upstream';
-import { isTransient, type JobState, type ProviderOutput } from '../providers/provider';
+import { UpstreamFailure, isTransient, recordTaskResult, type JobState } from '@gensvc/upstream';
 import { isTaskChannelKind } from '../providers/providers';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
@@ -72,13 +71,10 @@ export function taskPoll(deps: TaskHandlerDeps) {
         return { outcome: 'running', nextAttempt: payload.attempt + 1, delayMs };
       }
       case 'succeeded': {
-        const outputs = outputEntries(task, state.outputs);
-        const recorded = await taskRepository.recordOutput(db, task.id, { outputs }, task.reserved);
+        // The one decider of a result, shared with the edge's provider-webhooks route (libs/upstream task-result.ts).
+        const recorded = await recordTaskResult(deps, task, state.outputs, log);
         if (!recorded) return { outcome: 'stale', reason: 'moved_on' };
-        log.info({ outputs: outputs.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
-        if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
-        await scheduleArchives(queues, taskJobRef(task), { outputs });
-        return { outcome: 'succeeded', outputs: outputs.length, charged: recorded.charged.toString() };
+        return { outcome: 'succeeded', outputs: recorded.outputs, charged: recorded.charged.toString() };
       }
       case 'failed':
         return fail(state.code, state.message);
@@ -99,17 +95,4 @@ const AHEAD_MS = 1_000;
  */
 export function broughtForward(job: Pick<HandlerContext['job'], 'timestamp' | 'opts'>, now = Date.now()): boolean {
   return job.timestamp + (job.opts.delay ?? 0) - now > AHEAD_MS;
-}
-
-/**
- * Task.output entries (contracts task-output.ts): the kind the operation makes, the provider's URL and what it said
- * of the file, archive_status pending. A video's duration is the provider's, else the one asked for.
- */
-function outputEntries(task: TaskRow, outputs: ProviderOutput[]): TaskOutputEntry[] {
-  const kind = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation].kind : 'image';
-  const requested = (task.input as unknown as GenerationInput | null)?.duration_seconds;
-  return outputs.map(({ url, ...fields }) => {
-    const duration = kind === 'video' ? (fields.duration ?? requested) : undefined;
-    return pendingOutputEntry(kind, url, { ...fields, ...(duration !== undefined && { duration }) });
-  });
 }

@@ -10,8 +10,7 @@ import { fileContentLink } from '@gensvc/auth';
 import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
 import { isRetryable } from '@gensvc/errors';
 import { isLastAttempt, type HandlerContext } from '@gensvc/queue';
-import { toAppError, upstreamModelOf, withFailover, type CatalogRoute } from '@gensvc/upstream';
-import type { ProviderInput, Submitted } from '../providers/provider';
+import { toAppError, upstreamModelOf, withFailover, type CatalogRoute, type ProviderInput, type Submitted } from '@gensvc/upstream';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
 

@@ -1,9 +1,8 @@
-// The task protocols by channel kind: a model's routes to channels of these kinds are the ones a task can run on.
+// The task protocols by channel kind: a model's routes to channels of these kinds are the ones a task can run on. The
+// protocols themselves are in libs/upstream (task-providers/), where the edge's provider-webhooks route reads their
+// webhooks with the same parsers.
 import type { TaskChannelKind } from '@gensvc/contracts';
-import type { UpstreamClient } from '@gensvc/upstream';
-import { createFalProvider } from './fal';
-import type { TaskProvider } from './provider';
-import { createReplicateProvider } from './replicate';
+import { createFalProvider, createReplicateProvider, type TaskProvider, type UpstreamClient } from '@gensvc/upstream';
 
 export { TASK_CHANNEL_KINDS, isTaskChannelKind, type TaskChannelKind } from '@gensvc/contracts';
 

@@ -1,19 +1,22 @@
-// The provider-webhook route's own work after its 204: the poll promotion it starts is closed by its owner. The
-// edge's shutdown (closeRoutes, before the deps' queues and Redis close) waits for a promotion in flight, so a
-// webhook answered just before a SIGTERM still brings its poll forward.
+// The provider-webhook route against real Postgres and Redis: a verified webhook that carries a task's result records
+// it (output, one charge, archive jobs) and takes back the fallback poll, before it answers; any other webhook brings
+// the poll forward, after its 204, and the poll promotion it starts is closed by its owner. The edge's shutdown
+// (closeRoutes, before the deps' queues and Redis close) waits for a promotion in flight, so a webhook answered just
+// before a SIGTERM still brings its poll forward.
 import { createHmac } from 'node:crypto';
-import { createQueues, jobIdOf, schedulePoll, taskJobRef } from '@gensvc/queue';
-import { TaskPoll } from '@gensvc/contracts';
-import { makeTask, useTestContext } from '@gensvc/testing';
-import { startEdge } from '../../edge-under-test';
+import { createQueues, jobIdOf, schedulePoll, taskJobRef, type Queues } from '@gensvc/queue';
+import { ArchiveOutput, TaskPoll } from '@gensvc/contracts';
+import { taskRepository, type TaskRow } from '@gensvc/db';
+import { addSimChannel, eventually, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const SECRET = `whsec_${Buffer.from('provider webhook route test secret').toString('base64')}`;
 const ctx = useTestContext({ PROVIDER_WEBHOOK_BASE_URL: 'https://hooks.gensvc.test', REPLICATE_WEBHOOK_SECRET: SECRET });
 
-/** A Replicate webhook for prediction `id`, signed as Replicate signs it (Standard Webhooks). */
-function replicateWebhook(id: string) {
-  const body = JSON.stringify({ id, status: 'succeeded' });
-  const webhookId = `msg_${id}`;
+/** A Replicate webhook for prediction `id`, signed as Replicate signs it (Standard Webhooks); `prediction` is the rest of its body. */
+function replicateWebhook(id: string, prediction: Record<string, unknown> = { status: 'succeeded' }) {
+  const body = JSON.stringify({ id, ...prediction });
+  const webhookId = `msg_${id}_${Math.random().toString(36).slice(2)}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
   const mac = createHmac('sha256', Buffer.from(SECRET.slice('whsec_'.length), 'base64')).update(`${webhookId}.${timestamp}.${body}`).digest('base64');
   return { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': webhookId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${mac}` }, body };
@@ -37,3 +40,92 @@ it('shutdown waits for the poll promotion a webhook started: the poll added mean
     await queues.close();
   }
 }, 30_000);
+
+describe('a webhook that carries the result', () => {
+  const BALANCE = 10_000_000n;
+  const PRICE = 40_000n;
+  const OUTPUT = 'https://cdn.provider.test/out/a.png';
+  let edge: EdgeUnderTest;
+  let queues: Queues;
+  let channelId: string;
+  beforeAll(async () => {
+    edge = await startEdge(ctx);
+    queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
+    // The channel's address is never called: a recorded result needs no provider read.
+    channelId = (await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-route-replicate', kind: 'replicate' })).id;
+  });
+  afterAll(async () => {
+    await edge.close();
+    await queues.close();
+  });
+
+  /** A task whose prediction `upstreamId` runs at Replicate, with its fallback poll (poll 1) waiting a minute. */
+  async function runningTask(upstreamId: string): Promise<TaskRow> {
+    const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
+    const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE });
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId, upstreamId, upstreamUrls: null })).toBe(true);
+    await schedulePoll(queues, taskJobRef(task), 1, 60_000);
+    return (await taskRepository.find(ctx.db, task.id))!;
+  }
+  const post = (task: TaskRow, webhook: ReturnType<typeof replicateWebhook>) => fetch(`${edge.url}/v1/provider-webhooks/replicate/${task.id}`, webhook);
+  const pollOf = (task: TaskRow) => queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { ...taskJobRef(task), attempt: 1 }));
+  const archiveOf = (task: TaskRow) => queues.get(ArchiveOutput.queue).getJob(jobIdOf(ArchiveOutput, { ...taskJobRef(task), outputIndex: 0 }));
+  const chargesOf = (task: TaskRow) => ctx.db.ledgerEntry.findMany({ where: { workspaceId: task.workspaceId, kind: 'charge' } });
+  const balanceOf = async (task: TaskRow) => (await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } })).balance;
+
+  it('records it before answering: output pending archive, one charge, the archive job added, the fallback poll removed; a replay charges nothing more', async () => {
+    const task = await runningTask('pred-done');
+    const done = { status: 'succeeded', output: [OUTPUT] };
+    expect((await post(task, replicateWebhook('pred-done', done))).status).toBe(204);
+
+    // Answered after the recording: all of it is there at the 204, with no poll run.
+    const row = (await taskRepository.find(ctx.db, task.id))!;
+    expect(row).toMatchObject({ status: 'running', cost: PRICE, attempts: 1 });
+    expect(row.output).toEqual({ outputs: [expect.objectContaining({ kind: 'image', url: OUTPUT, archive_status: 'pending' })] });
+    expect(await chargesOf(task)).toEqual([expect.objectContaining({ amount: -PRICE, taskId: task.id })]);
+    expect(await balanceOf(task)).toBe(BALANCE - PRICE);
+    expect((await archiveOf(task))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+    expect(await pollOf(task)).toBeUndefined();
+
+    // Replicate retries a webhook (a new webhook-id and timestamp, the same prediction): nothing moves.
+    expect((await post(task, replicateWebhook('pred-done', done))).status).toBe(204);
+    expect(await chargesOf(task)).toHaveLength(1);
+    expect(await balanceOf(task)).toBe(BALANCE - PRICE);
+    expect((await taskRepository.find(ctx.db, task.id))!.output).toEqual(row.output);
+    expect(await pollOf(task)).toBeUndefined();
+  });
+
+  it('records nothing from a webhook signed for another job (the URL\'s task id is not signed); the poll is brought forward', async () => {
+    const task = await runningTask('pred-mine');
+    // Replicate's own signature, over another prediction of the account, sent to this task's URL.
+    expect((await post(task, replicateWebhook('pred-someone-elses', { status: 'succeeded', output: [OUTPUT] }))).status).toBe(204);
+    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    const row = (await taskRepository.find(ctx.db, task.id))!;
+    expect(row.output).toBeNull();
+    expect(row.cost).toBeNull();
+    expect(await chargesOf(task)).toEqual([]);
+    expect(await archiveOf(task)).toBeUndefined();
+  });
+
+  it.each([
+    ['failed', { status: 'failed', error: 'CUDA out of memory' }],
+    ['canceled', { status: 'canceled' }],
+    ['succeeded without a file', { status: 'succeeded', output: null }],
+    ['of an unknown status', { status: 'exploded', output: [OUTPUT] }],
+  ])('leaves a prediction %s to the poll: nothing recorded, the poll brought forward', async (_what, prediction) => {
+    const task = await runningTask('pred-other-end');
+    expect((await post(task, replicateWebhook('pred-other-end', prediction))).status).toBe(204);
+    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    const row = (await taskRepository.find(ctx.db, task.id))!;
+    expect(row).toMatchObject({ status: 'running', output: null, errorCode: null });
+    expect(await chargesOf(task)).toEqual([]);
+  });
+
+  it('records nothing for a task still submitting (its prediction id not recorded yet)', async () => {
+    const task = await makeTask(ctx.db);
+    expect((await post(task, replicateWebhook('pred-early', { status: 'succeeded', output: [OUTPUT] }))).status).toBe(204);
+    const row = (await taskRepository.find(ctx.db, task.id))!;
+    expect(row).toMatchObject({ status: 'queued', output: null, upstreamId: null });
+    expect(await chargesOf(task)).toEqual([]);
+  });
+});

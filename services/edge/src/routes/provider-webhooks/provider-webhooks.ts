@@ -3,16 +3,32 @@
 // documents it (libs/webhooks provider-webhooks.ts) over the raw body, before anything of the body is read; an
 // unsigned or badly signed call is 401 and changes nothing.
 //
-// A verified webhook makes the task's next poll happen now: its delayed poll job is promoted. The poll handler stays
-// the one place that reads the provider's result and moves the task (its output, the charge, the archive jobs), so
-// a webhook adds no second writer and no second reading of the provider's answer, and a lost webhook (the edge down,
-// the provider giving up) costs only the wait of the fallback poll (TASK_POLL_WEBHOOK_FALLBACK).
+// A verified webhook whose body says the job succeeded, with files we can read, IS the task's result: Replicate's body
+// is the prediction (GET /v1/predictions/{id}'s object), fal's carries the result in `payload`. Each is read by its
+// protocol's own parser (libs/upstream task-providers: the one the poll reads status answers with), and the result is
+// recorded here by the poll's own decider, recordTaskResult (the output, the charge, the spend metric, the archive
+// jobs), which also removes the task's waiting fallback poll: no task.poll job and no provider read for that task. It
+// is recorded only for a task that is running with no output yet, of this provider, whose recorded provider job id is
+// the one the provider SIGNED (the body's id for Replicate, x-fal-webhook-request-id for fal); the URL's task id is
+// not signed, so another job's webhook sent to this task's URL records nothing. The provider is answered (204) after
+// the recording has committed and the archive jobs are added: a 2xx says the result is kept, so an edge that dies
+// before it leaves the provider retrying (both providers retry a webhook that got no 2xx) and the task's fallback
+// poll in place, which finishes the task as it always did. A replay, or the poll racing the webhook, charges nothing:
+// recordOutput is conditional (running, output null), and only its winner adds the archive jobs.
+//
+// Everything else is a hint that the job ended, and makes the task's next poll happen now (its delayed poll job is
+// promoted), answered first: a failed or canceled job (the poll reads why from the provider, with what the body
+// lacks: fal's status code and error type), a body we cannot read, fal's `payload_error` (a result too large to
+// send), a task still submitting (its provider id not recorded yet, so the webhook cannot be matched to it), or a
+// mismatch. A lost webhook (the edge down, the provider giving up) costs only the wait of the fallback poll
+// (TASK_POLL_WEBHOOK_FALLBACK).
 //
 // Nothing here makes a request to an address a caller chose: the only outbound call is fal's JWKS, at the
 // operator's FAL_WEBHOOK_JWKS_URL (an operator setting, like a channel's base URL), made through libs/outbound.
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { promotePoll } from '@gensvc/queue';
+import { inTraceOf, pollTraceContext, promotePoll } from '@gensvc/queue';
+import { falWebhookState, recordTaskResult, replicateWebhookState, type JobState, type ProviderOutput } from '@gensvc/upstream';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
@@ -22,6 +38,15 @@ import { formatBytes } from '../../http/errors';
 import { readRawBody } from '../../http/json-body';
 import { locals } from '../../http/request-context';
 import { falKeyCache } from './fal-keys';
+
+/** The body as JSON; null when it is not (fal's body is verified as bytes, and read only for its result). */
+function jsonOrNull(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return null;
+  }
+}
 
 /** A provider's webhook body: a prediction or a fal result with its images' URLs. */
 const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -50,13 +75,16 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
       const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
 
+      /** The provider's job id as the provider signed it, and what the body says of that job (null: nothing we read). */
       let upstreamId: string;
+      let state: JobState | null;
       try {
         if (provider === 'replicate') {
           verifyReplicateWebhook(raw, req.headers, replicateSecret!);
           const body = JSON.parse(raw.toString('utf8')) as { id?: unknown };
           if (typeof body.id !== 'string') throw errors.invalidRequest('The prediction has no id.');
           upstreamId = body.id;
+          state = replicateWebhookState(body);
         } else {
           let keys = await falKeys.get(false);
           try {
@@ -66,6 +94,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
             keys = await falKeys.get(true);
             upstreamId = verifyFalWebhook(raw, req.headers, keys, { userId: falUserId! }).requestId;
           }
+          state = falWebhookState(jsonOrNull(raw), upstreamId);
         }
       } catch (e) {
         if (e instanceof ProviderWebhookError) throw errors.invalidWebhookSignature(e.message);
@@ -73,10 +102,13 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
         throw e;
       }
 
-      // The webhook is a hint: the fallback poll finishes the task whatever happens here, so the provider is answered
-      // first (a task that is not this job's, or that moved on, is answered as done: there is nothing for it to
-      // retry) and the poll looked for after, without holding its request. One look per task at a time, so replays
-      // cannot pile up loops.
+      // The result, when the body carries it and it is this task's: recorded before the answer (see the header).
+      if (state?.state === 'succeeded' && (await recordResult(res, provider, taskId, upstreamId, state.outputs))) return void res.status(204).end();
+
+      // Otherwise a hint: the fallback poll finishes the task whatever happens here, so the provider is answered first
+      // (a task that is not this job's, or that moved on, is answered as done: there is nothing for it to retry) and
+      // the poll looked for after, without holding its request. One look per task at a time, so replays cannot pile
+      // up loops.
       res.status(204).end();
       if (promoting.has(taskId)) return;
       // The request's child logger is made on first use (locals): looked up when the line is written.
@@ -90,6 +122,31 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
     } catch (e) {
       next(e);
     }
+  };
+
+  /**
+   * Records a webhook's result for the task when the task is this job's and waits for it: running, no output yet,
+   * its recorded provider job id the signed one, its channel of this provider (so the parser that read the body is
+   * the task's protocol's). One Postgres read (the task; the channel comes from the catalog's cache) beside one Redis
+   * read (the trace the fallback poll carries), then the poll's own transition (recordTaskResult: one statement, then
+   * the archive adds and the fallback poll's removal in one Redis write). True when the webhook is dealt with:
+   * recorded, or this job's task has its result already (a replay of this webhook, or its poll was first) or has
+   * ended: nothing to bring forward. False: not this job's task, or one still submitting, which take the promotion
+   * path. A failure (Postgres, Redis) is the request's: answered 5xx, so the provider sends the webhook again, and
+   * the fallback poll stays unless its removal was written.
+   */
+  const recordResult = async (res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
+    // Beside the read, in the same wait: the task's trace, from its fallback poll (poll 1, the one a webhook finds
+    // waiting), so the recording and the archive and callback jobs after it stay in the task's one trace.
+    const [task, taskTrace] = await Promise.all([taskRepository.find(deps.db, taskId), pollTraceContext(deps.queues, { taskId }, 1)]);
+    if (!task || task.upstreamId !== upstreamId || !task.channelId) return false;
+    if (task.status !== 'running' || task.output !== null) return true;
+    const channel = await deps.catalog.channel(task.channelId);
+    if (channel?.kind !== provider) return false;
+    const log = locals(res).log.child({ taskId, workspaceId: task.workspaceId, provider });
+    const recorded = await inTraceOf(taskTrace, () => recordTaskResult(deps, task, outputs, log, { removeFallbackPoll: true }));
+    if (!recorded) log.info('provider webhook: the task moved on before its result was recorded');
+    return true;
   };
 
   /**

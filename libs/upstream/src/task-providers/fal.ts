@@ -6,28 +6,13 @@
 // with `Authorization: Key <channel secret>`; {app} is owner/app, the model id without its endpoint path (so the
 // URLs the submit answered are kept and preferred). The queue takes any JSON: the model validates the input when the
 // request leaves the queue, so a bad input or a content-checker refusal shows on the result (422 with `detail`
-// items typed e.g. content_policy_violation), and a request canceled while queued answers 499.
-import { UpstreamFailure, type UpstreamClient } from '@gensvc/upstream';
-import {
-  callFailure,
-  channelUrl,
-  isObject,
-  looksContentRejected,
-  oneLine,
-  providerCaller,
-  ratioOf,
-  sameOrigin,
-  submitFailure,
-  type JobCall,
-  type JobState,
-  type Obj,
-  type ProviderAnswer,
-  type ProviderInput,
-  type ProviderOutput,
-  type SubmitCall,
-  type Submitted,
-  type TaskProvider,
-} from './provider';
+// items typed e.g. content_policy_violation), and a request canceled while queued answers 499. With `?fal_webhook=`
+// fal POSTs {request_id, gateway_request_id, status: OK | ERROR, payload, error, payload_error} when the request
+// ends (https://docs.fal.ai/model-endpoints/webhooks): an OK payload is the result, read as the response URL's.
+import { UpstreamFailure } from '../failover';
+import type { UpstreamClient } from '../upstream-http';
+import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
+import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
 
 /** fal's video models take only these aspect ratios; other sizes leave the model's default. */
 const VIDEO_ASPECTS = new Set(['16:9', '9:16', '1:1']);
@@ -130,6 +115,26 @@ function resultOutputs(result: Obj): { outputs: ProviderOutput[]; flagged: numbe
   return { outputs, flagged };
 }
 
+/** A request's result (the 2xx answer of its response URL, or a webhook's payload): its files, or why it has none. */
+function resultState(result: Obj): JobState {
+  const { outputs, flagged } = resultOutputs(result);
+  if (outputs.length) return { state: 'succeeded', outputs };
+  if (flagged) return { state: 'failed', code: 'content_rejected', message: 'The output was flagged by the content checker.' };
+  return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
+}
+
+/**
+ * What a verified fal webhook says of request `requestId` (the signed x-fal-webhook-request-id): for `status` OK with
+ * the result in `payload`, that result read as the response URL's answer is (resultState). Null for anything else — an
+ * ERROR (its payload is the error's body without the status code and error type that tell a refusal from a failure),
+ * a payload fal could not send (null, with `payload_error`), a body of another request — which the poll reads from
+ * fal instead.
+ */
+export function falWebhookState(body: unknown, requestId: string): JobState | null {
+  if (!isObject(body) || body.request_id !== requestId || body.status !== 'OK' || !isObject(body.payload)) return null;
+  return resultState(body.payload);
+}
+
 export function createFalProvider(http: UpstreamClient): TaskProvider {
   const call = providerCaller(http, (secret) => `Key ${secret}`);
 
@@ -145,10 +150,7 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
     const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'response_url'), signal: job.signal });
     if (answer.ok) {
       if (!isObject(answer.body)) throw new UpstreamFailure('the result is not a JSON object', 'invalid_response', false);
-      const { outputs, flagged } = resultOutputs(answer.body);
-      if (outputs.length) return { state: 'succeeded', outputs };
-      if (flagged) return { state: 'failed', code: 'content_rejected', message: 'The output was flagged by the content checker.' };
-      return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
+      return resultState(answer.body);
     }
     const message = messageOf(answer);
     const errorType = str(isObject(answer.body) ? answer.body.error_type : undefined) ?? str(answer.headers['x-fal-error-type']);

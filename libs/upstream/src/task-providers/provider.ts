@@ -1,14 +1,18 @@
 // The two asynchronous generation protocols a channel can speak, chosen by its kind: Replicate's predictions API
 // and fal's queue API. Each turns our request into the provider's input, submits it, reads its state and cancels
 // it; what the provider's answers mean (running, done with these outputs, failed for this reason) is decided here,
-// what to do about it is the handlers' business.
+// what to do about it is the task-runner's handlers' business, and a result's recording task-result.ts's. Here, in
+// libs/upstream, because the edge reads the providers' webhooks with the same parsers (replicate.ts
+// predictionState, fal.ts falWebhookState).
 //
 // Errors are UpstreamFailures (libs/upstream), so submit can run under withFailover: `failover` says whether the
 // next channel may be tried. A provider that judged the request itself throws JobRejected (no failover; the task
 // fails with its code).
 import type { OutputKind } from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
-import { UpstreamFailure, failsOverOnStatus, type CatalogChannel, type UpstreamClient } from '@gensvc/upstream';
+import type { CatalogChannel } from '../catalog';
+import { UpstreamFailure, failsOverOnStatus } from '../failover';
+import type { UpstreamClient } from '../upstream-http';
 
 export type ProviderChannel = Pick<CatalogChannel, 'id' | 'kind' | 'baseUrl' | 'secret' | 'timeoutMs'>;
 

@@ -5,28 +5,12 @@
 //   POST {base}/v1/predictions/{id}/cancel
 // with `Authorization: Bearer <channel secret>`. The prediction's `urls.get` and `urls.cancel` are used when they are
 // on the channel's origin. `output` is one URL or an array of them; `error` says why a prediction failed. Errors
-// are problem details: {title, detail, status} (422 adds invalid_fields).
-import { UpstreamFailure, type UpstreamClient } from '@gensvc/upstream';
-import {
-  callFailure,
-  channelUrl,
-  isObject,
-  looksContentRejected,
-  oneLine,
-  providerCaller,
-  ratioOf,
-  sameOrigin,
-  submitFailure,
-  type JobCall,
-  type JobState,
-  type Obj,
-  type ProviderAnswer,
-  type ProviderInput,
-  type ProviderOutput,
-  type SubmitCall,
-  type Submitted,
-  type TaskProvider,
-} from './provider';
+// are problem details: {title, detail, status} (422 adds invalid_fields). The webhook Replicate POSTs when a
+// prediction ends carries the prediction itself (the GET's object), read by the same predictionState.
+import { UpstreamFailure } from '../failover';
+import type { UpstreamClient } from '../upstream-http';
+import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
+import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
 
 /** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
 const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);
@@ -71,6 +55,45 @@ function outputUrls(output: unknown): string[] {
 
 const isUrl = (u: string) => /^https?:\/\//i.test(u);
 
+/**
+ * What a prediction says of its job: the answer to GET /v1/predictions/{id}, and the body of Replicate's webhook (the
+ * same object, sent when the prediction ends). Throws an UpstreamFailure when it is not a prediction we can read.
+ */
+export function predictionState(prediction: unknown): JobState {
+  if (!isObject(prediction)) throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
+  switch (prediction.status) {
+    case 'starting':
+    case 'processing':
+      return { state: 'running' };
+    case 'succeeded': {
+      const outputs: ProviderOutput[] = outputUrls(prediction.output).filter(isUrl).map((url) => ({ url }));
+      if (outputs.length === 0) return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
+      return { state: 'succeeded', outputs };
+    }
+    case 'failed': {
+      const error = typeof prediction.error === 'string' && prediction.error.trim() ? oneLine(prediction.error) : 'The prediction failed.';
+      return { state: 'failed', code: looksContentRejected(error) ? 'content_rejected' : 'upstream_error', message: error };
+    }
+    case 'canceled':
+      return { state: 'canceled' };
+    case 'aborted':
+      // Replicate ended it before it ran (its own deadline, or capacity).
+      return { state: 'failed', code: 'upstream_error', message: 'The provider aborted the prediction before it ran.' };
+    default:
+      throw new UpstreamFailure(`unknown prediction status ${JSON.stringify(prediction.status)}`, 'invalid_response', false);
+  }
+}
+
+/** A verified webhook's prediction as a job state (predictionState), or null when it is not one we can read. */
+export function replicateWebhookState(body: unknown): JobState | null {
+  try {
+    return predictionState(body);
+  } catch (e) {
+    if (e instanceof UpstreamFailure) return null;
+    throw e;
+  }
+}
+
 export function createReplicateProvider(http: UpstreamClient): TaskProvider {
   const call = providerCaller(http, (secret) => `Bearer ${secret}`);
 
@@ -109,29 +132,7 @@ export function createReplicateProvider(http: UpstreamClient): TaskProvider {
       const url = urls?.get ?? channelUrl(channel, `/v1/predictions/${encodeURIComponent(upstreamId)}`);
       const answer = await call({ channel, method: 'GET', url, signal });
       if (!answer.ok) throw callFailure(answer.status, messageOf(answer));
-      const prediction = answer.body;
-      if (!isObject(prediction)) throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
-      switch (prediction.status) {
-        case 'starting':
-        case 'processing':
-          return { state: 'running' };
-        case 'succeeded': {
-          const outputs: ProviderOutput[] = outputUrls(prediction.output).filter(isUrl).map((url) => ({ url }));
-          if (outputs.length === 0) return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
-          return { state: 'succeeded', outputs };
-        }
-        case 'failed': {
-          const error = typeof prediction.error === 'string' && prediction.error.trim() ? oneLine(prediction.error) : 'The prediction failed.';
-          return { state: 'failed', code: looksContentRejected(error) ? 'content_rejected' : 'upstream_error', message: error };
-        }
-        case 'canceled':
-          return { state: 'canceled' };
-        case 'aborted':
-          // Replicate ended it before it ran (its own deadline, or capacity).
-          return { state: 'failed', code: 'upstream_error', message: 'The provider aborted the prediction before it ran.' };
-        default:
-          throw new UpstreamFailure(`unknown prediction status ${JSON.stringify(prediction.status)}`, 'invalid_response', false);
-      }
+      return predictionState(answer.body);
     },
 
     async cancel({ channel, upstreamId, urls, signal }: JobCall): Promise<void> {

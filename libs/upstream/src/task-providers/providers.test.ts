@@ -2,10 +2,11 @@
 // UpstreamClient (the int tests run them against the sim).
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UpstreamClient, UpstreamFailure } from '@gensvc/upstream';
-import { appIdOf, createFalProvider, falInput } from './fal';
+import { UpstreamFailure } from '../failover';
+import { UpstreamClient } from '../upstream-http';
+import { appIdOf, createFalProvider, falInput, falWebhookState } from './fal';
 import { JobRejected, isTransient, submitFailure, type ProviderChannel } from './provider';
-import { aspectRatio, createReplicateProvider, replicateInput } from './replicate';
+import { aspectRatio, createReplicateProvider, predictionState, replicateInput, replicateWebhookState } from './replicate';
 
 /** What the server answers next: JSON `body`, or raw `text`. */
 interface Canned {
@@ -224,5 +225,36 @@ describe('fal', () => {
     const sent = answers({ status: 400, body: { status: 'ALREADY_COMPLETED' } });
     await expect(createFalProvider(http).cancel(job(urls))).resolves.toBeUndefined();
     expect(sent[0]).toMatchObject({ method: 'PUT', url: urls.cancel_url });
+  });
+});
+
+describe('webhook bodies, read by the parsers of the status answers', () => {
+  it('Replicate: the prediction a webhook carries reads as its GET would', () => {
+    const done = { id: 'p1', status: 'succeeded', output: ['https://cdn.example/a.png', 'https://cdn.example/b.png'] };
+    expect(replicateWebhookState(done)).toEqual(predictionState(done));
+    expect(replicateWebhookState(done)).toEqual({ state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png' }, { url: 'https://cdn.example/b.png' }] });
+    expect(replicateWebhookState({ id: 'p1', status: 'succeeded', output: null })).toMatchObject({ state: 'failed', code: 'upstream_error' });
+    expect(replicateWebhookState({ id: 'p1', status: 'failed', error: 'NSFW content detected' })).toMatchObject({ state: 'failed', code: 'content_rejected' });
+    expect(replicateWebhookState({ id: 'p1', status: 'canceled' })).toEqual({ state: 'canceled' });
+    // Not a prediction we can read: nothing, rather than a throw.
+    expect(replicateWebhookState({ id: 'p1', status: 'exploded' })).toBeNull();
+    expect(replicateWebhookState('succeeded')).toBeNull();
+  });
+
+  it('fal: an OK payload is the result, read as the response URL\'s; ERROR, payload_error and another request\'s body are not', () => {
+    const payload = { images: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }], has_nsfw_concepts: [false] };
+    expect(falWebhookState({ request_id: 'req-1', gateway_request_id: 'req-1', status: 'OK', payload }, 'req-1')).toEqual({
+      state: 'succeeded',
+      outputs: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }],
+    });
+    // A flagged image is a placeholder, as on the result endpoint.
+    expect(falWebhookState({ request_id: 'req-1', status: 'OK', payload: { ...payload, has_nsfw_concepts: [true] } }, 'req-1')).toMatchObject({ state: 'failed', code: 'content_rejected' });
+    // The body of another request than the signed one.
+    expect(falWebhookState({ request_id: 'req-2', status: 'OK', payload }, 'req-1')).toBeNull();
+    // A payload fal could not send.
+    expect(falWebhookState({ request_id: 'req-1', status: 'OK', payload: null, payload_error: 'Response payload is too large' }, 'req-1')).toBeNull();
+    // A failure: read from the result endpoint, whose status code and error type tell a refusal from a failure.
+    expect(falWebhookState({ request_id: 'req-1', status: 'ERROR', error: 'Invalid status code: 422', payload: { detail: [{ msg: 'no', type: 'content_policy_violation' }] } }, 'req-1')).toBeNull();
+    expect(falWebhookState(null, 'req-1')).toBeNull();
   });
 });
