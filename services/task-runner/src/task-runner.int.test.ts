@@ -135,6 +135,9 @@ const fault = (channel: string, job: JobFault) => sim.faults.add({ channel, job 
 describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
   it('runs an image task: PNG output recorded pending archive, cost settled once, archive jobs added', async () => {
     const s = await setup(protocol, 'image');
+    // A job that outlasts several polls however loaded the machine (at the sim's 300 ms, a slow submit could find it
+    // done at the first poll, and the test would not see the polls it is about).
+    fault(s.channels[0]!, { durationMs: 1_500 });
     const { task, ws } = await createTask(s);
     const done = await settled(task.id);
 
