@@ -89,8 +89,20 @@ const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::flo
  * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
  * epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw path
  * both answer as a number whatever the session's or the process's time zone; money as text.
+ *
+ * Its plan is one primary-key probe per task and one index probe per task into CallbackAttempt and File, whatever
+ * the tables hold and however many tasks a group reads (issue 12):
+ *  - the last attempt and the file are LATERAL subqueries with a LIMIT, which Postgres cannot flatten into a join:
+ *    as a plain join the File table was read whole and hashed (its ~10 index probes priced above a seq scan until the
+ *    table holds a few thousand rows), which made the read's cost grow with the table (Postgres execution 0.50 → 0.22 ms
+ *    per group of 8 with 740 files);
+ *  - the ids pass through `ARRAY(SELECT unnest($1))`, so the plan's row estimate does not depend on how many ids a
+ *    group has, and after its first five runs a connection keeps the generic plan rather than planning each run
+ *    anew: with the array's length visible, a generic plan priced for 10 tasks lost to the custom plans of the
+ *    bench's groups of ~6, and every execution was planned (backend CPU per group 0.74 ms planned each time against
+ *    0.31 with the kept plan).
  */
-const ATTEMPT_CONTEXTS = `
+export const ATTEMPT_CONTEXTS = `
   SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
     t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
     ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
@@ -103,8 +115,10 @@ const ATTEMPT_CONTEXTS = `
   LEFT JOIN LATERAL (
     SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
   ) a ON true
-  LEFT JOIN "File" f ON f."taskId" = t.id AND f."outputIndex" = 0
-  WHERE t.id = ANY($1::text[])`;
+  LEFT JOIN LATERAL (
+    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1
+  ) f ON true
+  WHERE t.id = ANY (ARRAY(SELECT unnest($1::text[])))`;
 
 type Ms = number | null;
 interface AttemptContextRow {

@@ -1,8 +1,9 @@
 // The dispatcher's grouped statements against real Postgres: the attempts of several tasks read in one statement and
 // recorded (with their decisions) in one, each entry under the same rules as alone.
 import { makeTask, useTestContext } from '@gensvc/testing';
+import pg from 'pg';
 import { withTx } from '../client';
-import { callbackRepository } from './callback.repository';
+import { ATTEMPT_CONTEXTS, callbackRepository } from './callback.repository';
 import { taskRepository } from './task.repository';
 
 const ctx = useTestContext();
@@ -100,4 +101,37 @@ it('refuses two entries for one task in one statement (one decision per row)', a
   const entry = (k: number) => ({ input: attempt(task, k, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: k, to: 'pending' as const } });
   await expect(taskRepository.recordDeliveryAttempts(ctx.db, [entry(1), entry(2)])).rejects.toThrow('two entries for one task');
   expect(await callbackRepository.attempts(ctx.db, task.id)).toEqual([]);
+});
+
+it('reads a group by index probes whatever the File table holds, in the plan a connection keeps', async () => {
+  // A thousand tasks, each with its archived output's library row, analysed: a table of the size bench/tasks makes.
+  const template = await finishedTask();
+  await ctx.db.$executeRawUnsafe(
+    `INSERT INTO "Task" SELECT (jsonb_populate_record(t, jsonb_build_object('id', t.id || '_' || g))).* FROM "Task" t, generate_series(1, 1000) g WHERE t.id = $1`,
+    template.id,
+  );
+  await ctx.db.$executeRawUnsafe(
+    `INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, "storageKey", "taskId", "outputIndex", "expiresAt")
+     SELECT 'file_' || id, "workspaceId", 'generated', 'output', 'a.png', 'image/png', 1, 'k/' || id, id, 0, now() + interval '1 day' FROM "Task" WHERE "workspaceId" = $1`,
+    template.workspaceId,
+  );
+  await ctx.db.$executeRawUnsafe('ANALYZE "Task", "File", "CallbackAttempt"');
+  const ids = (await ctx.db.task.findMany({ where: { workspaceId: template.workspaceId }, select: { id: true }, take: 8 })).map((t) => t.id);
+  // One connection, as each of the pool's: the statement prepared once, run with groups of 1 to 6 (as the bench's
+  // groups come), then the plan it runs from then on.
+  const client = new pg.Client({ connectionString: ctx.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const group = (n: number) => `EXECUTE s(${client.escapeLiteral(`{${ids.slice(0, n).join(',')}}`)})`;
+    await client.query(`PREPARE s(text[]) AS ${ATTEMPT_CONTEXTS}`);
+    for (let n = 1; n <= 6; n++) expect((await client.query(group(n))).rowCount).toBe(n);
+    const [{ generic_plans }] = (await client.query(`SELECT generic_plans FROM pg_prepared_statements WHERE name = 's'`)).rows;
+    // Kept: no run after the fifth is planned again.
+    expect(Number(generic_plans)).toBeGreaterThan(0);
+    const plan = (await client.query(`EXPLAIN ${group(8)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).toContain('File_taskId_outputIndex_key');
+    expect(plan).not.toMatch(/Seq Scan on "(File|Task)"/);
+  } finally {
+    await client.end();
+  }
 });
