@@ -280,3 +280,52 @@ describe('timeouts', () => {
     expect(e).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
   });
 });
+
+describe('a body read whole (wholeUpTo)', () => {
+  it('comes whole, byte-exact, when its declared length is at most wholeUpTo; longer, or undeclared, it streams', async () => {
+    const payload = randomBytes(64 * 1024);
+    route = (req, res) => {
+      if (req.url === '/chunked') {
+        res.write(payload.subarray(0, 1000));
+        return void setTimeout(() => res.end(payload.subarray(1000)), 10);
+      }
+      res.end(payload);
+    };
+    const whole = await fetchChecked(`${server.url}/declared`, { ...trusted(), wholeUpTo: payload.length });
+    expect(whole.body).toBeUndefined();
+    expect(whole.whole).toBeInstanceOf(Buffer);
+    expect(sha256(whole.whole!)).toBe(sha256(payload));
+
+    const longer = await fetchChecked(`${server.url}/declared`, { ...trusted(), wholeUpTo: payload.length - 1 });
+    expect(longer.whole).toBeUndefined();
+    expect(sha256(await buffer(longer.body!))).toBe(sha256(payload));
+
+    const undeclared = await fetchChecked(`${server.url}/chunked`, { ...trusted(), wholeUpTo: 10 * payload.length });
+    expect(undeclared.whole).toBeUndefined();
+    expect(sha256(await buffer(undeclared.body!))).toBe(sha256(payload));
+  });
+
+  it('fails as a streamed body fails: cut short of its length, stalled past the deadline, aborted by the caller', async () => {
+    route = (req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write(Buffer.alloc(500));
+      if (req.url === '/cut') setTimeout(() => res.socket?.destroy(), 20);
+    };
+    const cut = await rejectionOf(fetchChecked(`${server.url}/cut`, { ...trusted(), wholeUpTo: 1000 }), OutboundError);
+    expect(cut.reason).toBe('connection');
+    const t0 = Date.now();
+    const stalled = await rejectionOf(fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, timeoutMs: 400 }), OutboundError);
+    expect(stalled.reason).toBe('timeout');
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const aborted = await rejectionOf(fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, signal: controller.signal }), OutboundError);
+    expect(aborted).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
+  });
+
+  it('a declared length over maxBytes is refused as before, whatever wholeUpTo says', async () => {
+    route = (_req, res) => res.end(Buffer.alloc(2000));
+    const e = await rejectionOf(fetchChecked(`${server.url}/big`, { ...trusted(), maxBytes: 1000, wholeUpTo: 4000 }), OutboundError);
+    expect(e.reason).toBe('too_large');
+  });
+});

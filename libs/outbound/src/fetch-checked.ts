@@ -39,6 +39,12 @@ export interface RequestOptions extends CheckUrlOptions {
   signal?: AbortSignal;
   /** The process's kept-alive connections (made once in main/deps). Without it the request opens its own, closed after. */
   agents?: OutboundAgents;
+  /**
+   * A body whose declared Content-Length is at most this many bytes is read whole before the call resolves (`whole`,
+   * and no stream): one buffer instead of a stream's layers, held no longer than the declared length (the HTTP
+   * client fails a body longer or shorter than it declared). Bodies without a length, or a longer one, stream.
+   */
+  wholeUpTo?: number;
 }
 
 export interface OutboundResponse {
@@ -49,7 +55,16 @@ export interface OutboundResponse {
   /** The checked address the socket went to. */
   address: ResolvedAddress;
   url: URL;
+  whole?: undefined;
 }
+
+/** A response whose body came whole (RequestOptions.wholeUpTo): its bytes, read to the end. */
+export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | 'whole'> {
+  body?: undefined;
+  whole: Buffer;
+}
+
+type WholeOption = { wholeUpTo: number };
 
 const DEFAULTS = { connectTimeoutMs: 5_000, timeoutMs: 30_000, maxBytes: 10 * 1024 * 1024 };
 const USER_AGENT = 'gensvc-outbound/1';
@@ -62,7 +77,9 @@ const NO_CIDRS: readonly string[] = [];
 const MAX_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
-export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse> {
+export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
+export function fetchChecked(url: string | URL, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>): Promise<OutboundResponse>;
+export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse | OutboundWholeResponse> {
   return requestChecked(url, { ...opts, method: 'GET' });
 }
 
@@ -71,7 +88,9 @@ export function postChecked(url: string | URL, body: string | Buffer, opts: Omit
   return requestChecked(url, { ...opts, method: 'POST', body });
 }
 
-export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<OutboundResponse> {
+export function requestChecked(url: string | URL, opts: RequestOptions & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
+export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo'>): Promise<OutboundResponse>;
+export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<OutboundResponse | OutboundWholeResponse> {
   const deadline = Date.now() + (opts.timeoutMs ?? DEFAULTS.timeoutMs);
   throwIfAborted(opts.signal);
   const checked = await withDeadline(checkUrl(url, opts), deadline);
@@ -264,7 +283,7 @@ function undiciFailure(e: unknown, url: URL, address: ResolvedAddress, idleMs: n
   return connectFailure(e, 'http', url, address);
 }
 
-async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse> {
+async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse | OutboundWholeResponse> {
   const { url } = checked;
   const maxBytes = opts.maxBytes ?? DEFAULTS.maxBytes;
   const accept = opts.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
@@ -347,6 +366,23 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   if (Number.isFinite(declared) && declared > maxBytes) {
     reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
   }
+  const headersOut = res.headers as IncomingHttpHeaders;
+  if (opts.wholeUpTo !== undefined && /^\d{1,15}$/.test(String(res.headers['content-length'])) && declared <= opts.wholeUpTo) {
+    // Read by undici itself (its body's own consumer, no stream piped): the deadline and the caller's signal abort
+    // it through the controller, a stall fails it at the body timeout, and a body that ends short of its length or
+    // runs past it fails it, so what resolves is exactly the declared bytes, within maxBytes (checked above).
+    let whole: Buffer;
+    try {
+      const bytes = await source.bytes();
+      whole = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    } catch (e) {
+      throw failure ?? undiciFailure(e, url, address, idleMs);
+    } finally {
+      clear();
+      release();
+    }
+    return { status, headers: headersOut, whole, address, url };
+  }
 
   let received = 0;
   let complete = false;
@@ -382,7 +418,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     if (!out.destroyed) out.destroy(failure ?? undiciFailure(e, url, address, idleMs));
   });
   source.pipe(out);
-  return { status, headers: res.headers as IncomingHttpHeaders, body: out, address, url };
+  return { status, headers: headersOut, body: out, address, url };
 }
 
 /** What each certificate failure means, in words the URL's owner can act on. */

@@ -80,6 +80,36 @@ export async function putObjectStream(s3: S3Client, input: PutStreamInput): Prom
   return putParts(s3, object, input.body, input.partBuffers ?? processPartBuffers);
 }
 
+export interface PutBufferInput {
+  bucket: string;
+  key: string;
+  body: Buffer;
+  contentType: string;
+  contentDisposition?: string;
+}
+
+/**
+ * Puts bytes the caller already holds whole (a download short enough to have come whole, see the archiver) as one
+ * PutObject sent in one write, without the stream layers a streamed put needs to count and cut its body. As after a
+ * failed streamed put, a failed request deletes the key (a server that writes bytes as they arrive may have kept
+ * part of them); callers put to keys no row points to yet.
+ */
+export async function putObjectBuffer(s3: S3Client, input: PutBufferInput): Promise<void> {
+  const params: DirectPutInput = {
+    Bucket: input.bucket,
+    Key: input.key,
+    ContentType: input.contentType,
+    ...(input.contentDisposition ? { ContentDisposition: input.contentDisposition } : {}),
+    ContentLength: input.body.length,
+  };
+  try {
+    await putObjectDirect(s3, params, input.body);
+  } catch (e) {
+    await deleteObject(s3, params.Bucket, params.Key).catch(() => undefined);
+    throw e;
+  }
+}
+
 /**
  * The buffered path: one PutObject of the whole body if it ends within the first part, a multipart upload otherwise.
  * A buffer goes back to the pool when its part is sent, or never was; one whose request failed is discarded (the

@@ -1,13 +1,14 @@
-// putObjectStream against a real S3 (s3rver): a body of known length up to a part size goes as one streamed
-// PutObject, and a body that fails mid-way leaves no object behind, on either path; the buffered path's part buffers
+// putObjectStream and putObjectBuffer against a real S3 (s3rver): a body of known length up to a part size goes as one
+// streamed PutObject, bytes held whole as one PutObject of that buffer, and a body that fails mid-way leaves no object
+// behind, on either path; the direct put's SigV4 signature is checked on the wire; the buffered path's part buffers
 // come from a bounded pool that uploads beyond it wait for, and every buffer goes back whatever happens.
 import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { useTestContext } from '@gensvc/testing';
-import { putObjectStream } from './objects';
+import { putObjectBuffer, putObjectStream } from './objects';
 import { PartBufferPool, UPLOAD_PART_SIZE } from './part-buffers';
 import { createS3 } from './s3';
 
@@ -16,8 +17,8 @@ const bucket = () => ctx.env.S3_BUCKET!;
 
 /**
  * The S3 client with every request it sends noted by operation (the test's own reads aside), "streamed" when its
- * body is the caller's stream itself (the part-buffer path sends buffered parts). Noted at the client's request
- * handler, which both the SDK's commands and the direct streamed put (direct-put.ts) send through.
+ * body is the caller's stream itself, "buffer" when it is one buffer (putObjectBuffer's, or a part buffer's). Noted at
+ * the client's request handler, which both the SDK's commands and the direct put (direct-put.ts) send through.
  */
 function counted(s3: S3Client): { s3: S3Client; commands: string[] } {
   const commands: string[] = [];
@@ -25,7 +26,7 @@ function counted(s3: S3Client): { s3: S3Client; commands: string[] } {
   const handle = handler.handle.bind(handler);
   handler.handle = (request, options) => {
     const name = operationOf(request);
-    if (name !== 'GetObject') commands.push(`${name}${request.body instanceof Readable ? ' streamed' : ''}`);
+    if (name !== 'GetObject') commands.push(`${name}${request.body instanceof Readable ? ' streamed' : ''}${Buffer.isBuffer(request.body) ? ' buffer' : ''}`);
     return handle(request, options);
   };
   return { s3, commands };
@@ -130,6 +131,44 @@ describe('putObjectStream', () => {
     await expect(missing).rejects.toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
   });
 
+  it('signs with the credentials the provider gives now: a session token is sent and signed, new credentials sign anew', async () => {
+    const seen: { token: string | undefined; signed: string[]; ok: boolean }[] = [];
+    let current = { accessKeyId: 'key-1', secretAccessKey: 'secret-1', sessionToken: 'token-1' };
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const ok = sigV4Matches(req, current.accessKeyId, current.secretAccessKey, 'us-east-1');
+        seen.push({ token: req.headers['x-amz-security-token'] as string | undefined, signed: /SignedHeaders=([^,]+)/.exec(req.headers.authorization ?? '')![1]!.split(';'), ok });
+        res.statusCode = ok ? 200 : 403;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const s3 = new S3Client({
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      // Expiring within the SDK's refresh window, so its memoised provider asks again for every request.
+      credentials: async () => ({ ...current, expiration: new Date(Date.now() + 60_000) }),
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+    });
+    try {
+      const put = () => putObjectBuffer(s3, { bucket: 'b1', key: 'put/token.png', body: bytesOf(100, 1), contentType: 'image/png' });
+      await put();
+      current = { accessKeyId: 'key-2', secretAccessKey: 'secret-2', sessionToken: 'token-2' };
+      await put();
+      expect(seen.map(({ token, ok }) => ({ token, ok }))).toEqual([
+        { token: 'token-1', ok: true },
+        { token: 'token-2', ok: true },
+      ]);
+      expect(seen[0]!.signed).toEqual(['content-length', 'content-type', 'host', 'x-amz-content-sha256', 'x-amz-date', 'x-amz-security-token']);
+    } finally {
+      s3.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('a body of known length that fails mid-way rejects with its error and leaves no object', async () => {
     const before = client.commands.length;
     const boom = new Error('source cut off');
@@ -164,7 +203,33 @@ describe('putObjectStream', () => {
     // A declared length is not trusted past a part size: the Upload takes the body as it comes.
     await putObjectStream(client.s3, { bucket: bucket(), key: 'put/declared-big.png', body: body([small]), contentType: 'image/png', contentLength: UPLOAD_PART_SIZE + 1 });
     expect(await objectBytes('put/declared-big.png')).toEqual(small);
-    expect(client.commands.slice(before)).toEqual(['PutObject', 'PutObject']);
+    expect(client.commands.slice(before)).toEqual(['PutObject buffer', 'PutObject buffer']);
+  });
+});
+
+describe('putObjectBuffer', () => {
+  let client: { s3: S3Client; commands: string[] };
+  beforeAll(() => {
+    client = counted(ctx.s3);
+  });
+
+  it('puts bytes held whole as one PutObject of the buffer itself, bytes and headers intact', async () => {
+    const bytes = bytesOf(123_457, 13);
+    const before = client.commands.length;
+    await putObjectBuffer(client.s3, { bucket: bucket(), key: 'put/whole.png', body: bytes, contentType: 'image/png', contentDisposition: 'inline' });
+    expect(client.commands.slice(before)).toEqual(['PutObject buffer']);
+    expect(await objectBytes('put/whole.png')).toEqual(bytes);
+    const head = await ctx.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key: 'put/whole.png' }));
+    expect(head).toMatchObject({ ContentType: 'image/png', ContentLength: bytes.length, ContentDisposition: 'inline' });
+    await putObjectBuffer(client.s3, { bucket: bucket(), key: 'put/empty.png', body: Buffer.alloc(0), contentType: 'image/png' });
+    expect(await objectBytes('put/empty.png')).toEqual(Buffer.alloc(0));
+  });
+
+  it('a refused put rejects with S3\'s error by name and deletes the key', async () => {
+    const before = client.commands.length;
+    const missing = putObjectBuffer(client.s3, { bucket: 'no-such-bucket-here', key: 'put/x.png', body: bytesOf(10, 1), contentType: 'image/png' });
+    await expect(missing).rejects.toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
+    expect(client.commands.slice(before)).toEqual(['PutObject buffer', 'DeleteObject']);
   });
 });
 

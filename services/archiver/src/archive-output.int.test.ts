@@ -11,7 +11,7 @@ import { closeWorkers, createQueueEvents, createQueues, type Queues } from '@gen
 import { createS3, outputObjectKey } from '@gensvc/storage';
 import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { startArchiveWorker } from './archive-worker';
 import type { ArchiverDeps } from './deps';
 import type { ArchiveOutcome } from './handlers/archive-output';
@@ -77,6 +77,8 @@ describe('archive.output', () => {
   const routes = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
   let s3: S3Client;
   let uploaded: S3Counter;
+  /** Each PutObject of a whole object as it reached the client's request handler: its body a buffer, or a stream. */
+  const puts: string[] = [];
   let queues: Queues;
   let events: QueueEvents;
   let worker: Worker;
@@ -90,6 +92,14 @@ describe('archive.output', () => {
     });
     s3 = createS3(ctx.config.s3);
     uploaded = countS3Commands(s3);
+    const handler = s3.config.requestHandler as { handle(request: { method: string; query?: object; body?: unknown }, options?: unknown): Promise<unknown> };
+    const handle = handler.handle.bind(handler);
+    handler.handle = (request, options) => {
+      if (request.method === 'PUT' && Object.keys(request.query ?? {}).length === 0) {
+        puts.push(Buffer.isBuffer(request.body) ? `buffer of ${request.body.length}` : request.body instanceof Readable ? 'stream' : 'other');
+      }
+      return handle(request, options);
+    };
     queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
     events = createQueueEvents({ queue: 'archive', connection: ctx.redis, prefix: ctx.config.queuePrefix });
     await events.waitUntilReady();
@@ -201,6 +211,48 @@ describe('archive.output', () => {
     const { output: _o, ...rest } = after;
     const { output: _p, ...restBefore } = task;
     expect(rest).toEqual(restBefore);
+  });
+
+  it('a body declared within the sniff window (256 KiB) goes to S3 as one buffer; a longer or undeclared one streams', async () => {
+    // Declared and longer: one streamed PutObject (direct). Undeclared: the multipart-capable path's part buffer,
+    // through the SDK's command (counted by its middleware, not here).
+    const small = makePng(64);
+    const large = makePng(300);
+    expect(small.length).toBeLessThan(256 * 1024);
+    expect(large.length).toBeGreaterThan(256 * 1024);
+    routes.set('/out/small.png', (_req, res) => res.end(small));
+    routes.set('/out/large.png', (_req, res) => res.end(large));
+    routes.set('/out/chunked.png', (_req, res) => {
+      res.write(small.subarray(0, 100));
+      setTimeout(() => res.end(small.subarray(100)), 5);
+    });
+    const task = await makeTask('payg', ['small', 'large', 'chunked'].map((name) => ({ kind: 'image' as const, url: `${provider.url}/out/${name}.png` })));
+    puts.length = 0;
+    const commandsBefore = uploaded.commands.length;
+    const outcomes = [await archive(task.id, 0), await archive(task.id, 1), await archive(task.id, 2)];
+    expect(puts).toEqual([`buffer of ${small.length}`, 'stream']);
+    expect(uploaded.commands.slice(commandsBefore)).toEqual(['PutObjectCommand']);
+    expect(outcomes.map((o) => o.outcome === 'archived' && o.bytes)).toEqual([small.length, large.length, small.length]);
+    for (const [i, bytes] of [small, large, small].entries()) {
+      const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: i } } });
+      expect(file).toMatchObject({ contentType: 'image/png', bytes: BigInt(bytes.length), sha256: sha256(bytes) });
+      expect(await objectSha(file.storageKey)).toEqual({ sha: sha256(bytes), contentType: 'image/png', bytes: bytes.length });
+    }
+  });
+
+  it('a body declared within the sniff window that is cut short is failed as a cut stream is, and nothing is stored', async () => {
+    routes.set('/out/cut.png', (_req, res) => {
+      res.writeHead(200, { 'content-length': '4000' });
+      res.write(makePng(8));
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    const url = `${provider.url}/out/cut.png`;
+    const task = await makeTask('payg', [{ kind: 'image', url }]);
+    puts.length = 0;
+    expect(await archive(task.id, 0)).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^connection: /) });
+    expect(puts).toEqual([]);
+    expect(await objectsOf(task.workspaceId)).toEqual([]);
+    expect(await entryOf(task.id, 0)).toEqual({ kind: 'image', url, seed: 40, archive_status: 'failed' });
   });
 
   it('a re-run, or the same job delivered three times at once, leaves one row and one object', async () => {

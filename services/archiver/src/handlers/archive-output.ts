@@ -5,13 +5,16 @@
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
 // object and one row. The bytes stream from the provider through the outbound client into S3 (one streamed PutObject
 // when the provider declared a length up to a part size, a multipart upload otherwise) and are never held whole; a
-// failure mid-way aborts the upload and leaves no object.
+// failure mid-way aborts the upload and leaves no object. The one exception is a body declared no longer than the
+// sniff window (SNIFF_BYTES), which the stream's HeadPeek would hold whole anyway before any byte flowed on: it is
+// read as one buffer, sniffed, hashed and put in one write (WHOLE_UP_TO).
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
-import { deleteObject, generatedOutputLocation, putObjectStream } from '@gensvc/storage';
+import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ArchiverDeps } from '../deps';
 
@@ -25,6 +28,15 @@ const TIMEOUTS = {
   image: { timeoutMs: 2 * 60_000, idleTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
   video: { timeoutMs: 20 * 60_000, idleTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
 };
+
+/**
+ * A body declared at most this long comes whole from the outbound client and goes to S3 as one buffer (no stream
+ * layers: the outbound client's length guard, the HeadPeek, the put's counter). Not a new bound on memory: the
+ * HeadPeek holds the first SNIFF_BYTES of every download before it lets any through, so a body this short was held
+ * whole by the stream path as well; and the sniff sees exactly what it saw there (the whole body, `complete` when
+ * shorter than the window).
+ */
+const WHOLE_UP_TO = SNIFF_BYTES;
 
 /**
  * Each outcome is recorded in one statement (taskRepository.recordArchive): the library row, the output's entry and,
@@ -111,9 +123,40 @@ export function archiveOutput(deps: ArchiverDeps) {
         ...TIMEOUTS[entry.kind],
         maxBytes: ARCHIVE_LIMIT_BYTES[entry.kind],
         signal: ctx.signal,
+        wholeUpTo: WHOLE_UP_TO,
       });
     } catch (e) {
       return giveUp(e);
+    }
+
+    const recordStored = async (type: SniffedMedia, bytes: number, sha256: string): Promise<ArchiveOutcome> => {
+      // A concurrent run of the same job that recorded it first, for the same object: its row stands (the insert is
+      // a no-op on the output's unique key) and the entry says archived either way.
+      const file = generatedFile({
+        location,
+        workspace: task.workspace,
+        taskId,
+        outputIndex,
+        media: { contentType: type.contentType, extension: type.extensions[0]! },
+        bytes,
+        sha256,
+        createdAt: new Date(),
+      });
+      if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
+      log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
+      return { outcome: 'archived', fileId, bytes, already: false };
+    };
+    const unsupported = (type: SniffedMedia | null) => {
+      const what = type ? `a ${type.kind} (${type.contentType})` : 'not a supported image or video format';
+      return notArchived('failed', `unsupported_type: the ${entry.kind} output's bytes are ${what}`);
+    };
+
+    if (response.whole) {
+      const whole = response.whole;
+      const type = sniffMedia(whole, whole.length < SNIFF_BYTES);
+      if (!type || type.kind !== entry.kind) return unsupported(type);
+      await putObjectBuffer(s3, { bucket: config.s3.bucket, key: storageKey, body: whole, contentType: type.contentType });
+      return recordStored(type, whole.length, createHash('sha256').update(whole).digest('hex'));
     }
 
     const source = response.body;
@@ -140,8 +183,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     if (!type || type.kind !== entry.kind) {
       source.destroy();
       peek.destroy();
-      const what = type ? `a ${type.kind} (${type.contentType})` : 'not a supported image or video format';
-      return notArchived('failed', `unsupported_type: the ${entry.kind} output's bytes are ${what}`);
+      return unsupported(type);
     }
 
     try {
@@ -153,22 +195,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       throw e;
     }
 
-    const bytes = peek.bytes;
-    // A concurrent run of the same job that recorded it first, for the same object: its row stands (the insert is a
-    // no-op on the output's unique key) and the entry says archived either way.
-    const file = generatedFile({
-      location,
-      workspace: task.workspace,
-      taskId,
-      outputIndex,
-      media: { contentType: type.contentType, extension: type.extensions[0]! },
-      bytes,
-      sha256: peek.digest(),
-      createdAt: new Date(),
-    });
-    if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
-    log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
-    return { outcome: 'archived', fileId, bytes, already: false };
+    return recordStored(type, peek.bytes, peek.digest());
   };
 }
 
