@@ -2,13 +2,12 @@
 // archived as workspace files, one Task row (completed) that owns them, and one charge. b64_json results are stored in S3 at once
 // (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
 // because it derives from (task, output index) exactly as the archiver derives it.
-import { Readable } from 'node:stream';
 import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
 import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { recordSpend, type Logger } from '@gensvc/observability';
 import { scheduleArchive } from '@gensvc/queue';
-import { deleteObject, generatedOutputLocation, putObjectStream, type GeneratedOutputLocation } from '@gensvc/storage';
+import { deleteObject, generatedOutputLocation, putObjectBuffer, type GeneratedOutputLocation } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
 import { sha256Of, type EditImage } from './image-inputs';
 import { PASS_THROUGH_FIELDS, type EditFields } from './schema';
@@ -87,7 +86,7 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
 
   const puts = await Promise.allSettled(
     stored.map((o) =>
-      putObjectStream(deps.s3, { bucket: config.s3.bucket, key: locations[o.index]!.storageKey, body: Readable.from([o.bytes]), contentType: o.media.contentType }),
+      putObjectBuffer(deps.s3, { bucket: config.s3.bucket, key: locations[o.index]!.storageKey, body: o.bytes, contentType: o.media.contentType }),
     ),
   );
   const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
