@@ -49,7 +49,7 @@ const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCi
 
 it('callbacks that read only the answer\'s head (headUpTo) reuse the connection too', async () => {
   for (let i = 0; i < 10; i++) {
-    const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), opts({ headUpTo: 1024 }));
+    const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), { ...opts(), headUpTo: 1024 });
     expect(res.status).toBe(204);
     expect(await res.head).toEqual(Buffer.alloc(0));
   }

@@ -79,7 +79,7 @@ export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | '
 }
 
 type WholeOption = { wholeUpTo: number };
-type HeadOption = { headUpTo: number; wholeUpTo?: undefined };
+type HeadOption = { headUpTo: number };
 
 const DEFAULTS = { connectTimeoutMs: 5_000, timeoutMs: 30_000, maxBytes: 10 * 1024 * 1024 };
 const USER_AGENT = 'gensvc-outbound/1';
