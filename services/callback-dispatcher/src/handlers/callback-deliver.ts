@@ -103,10 +103,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
     // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
-    // it is made; at the usual level most attempts log nothing).
+    // it is made; at the usual level most attempts log nothing, and build no line either).
     const bound = { taskId, attempt, deliveryId, jobId: ctx.job.id };
     const log = {
-      info: (fields: object, msg: string) => logger.info({ ...bound, ...fields }, msg),
+      info: (fields: object, msg: string) => logger.isLevelEnabled('info') && logger.info({ ...bound, ...fields }, msg),
       warn: (fields: object, msg: string) => logger.warn({ ...bound, ...fields }, msg),
     };
 
