@@ -29,7 +29,7 @@
 // holds the figures of this bench on main before issue 12 (386ce66), same machine; ratios to raw BullMQ measured in
 // the same run are the figure to compare, absolute rates move with the machine's load.
 // The sim runs each provider job for SIM_TASK_MS (default 50 ms). Usage: npm run bench -- tasks
-import { readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:https';
@@ -55,7 +55,8 @@ const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 2 * CONCURRENCY);
 // Phase 2's unmeasured redelivery rounds of TASKS deliveries each, before the measured one.
 const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 6);
 // PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
-// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`).
+// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), and deliveries-window.json
+// with phase 2's measured round in the profiles' clock (µs), to cut a profile to that round.
 const PROFILE = process.env.PROFILE;
 const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
@@ -445,7 +446,14 @@ await withStack(async ({ env: base, db }) => {
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330.
     for (let i = 0; i < WARMUP_REDELIVERIES; i++) await deliveryRound();
+    const windowStart = process.hrtime.bigint();
     const { seconds: deliverSeconds, used: cpuDeliver, handshakes: deliverHandshakes } = await deliveryRound();
+    // The measured round's window in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
+    if (PROFILE) {
+      mkdirSync(PROFILE, { recursive: true });
+      const window = { startUs: Number(windowStart / 1000n), endUs: Number(process.hrtime.bigint() / 1000n), deliveries: TASKS };
+      writeFileSync(join(PROFILE, 'deliveries-window.json'), JSON.stringify(window));
+    }
     await queues.close();
     connection.disconnect();
 

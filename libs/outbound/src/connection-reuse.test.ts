@@ -47,6 +47,17 @@ beforeEach(async () => {
 
 const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, agents, ...extra });
 
+it('callbacks that read only the answer\'s head (headUpTo) reuse the connection too', async () => {
+  for (let i = 0; i < 10; i++) {
+    const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), { ...opts(), headUpTo: 1024 });
+    expect(res.status).toBe(204);
+    expect(await res.head).toEqual(Buffer.alloc(0));
+  }
+  expect(receiver.requests).toHaveLength(10);
+  expect(handshakes.receiver).toBe(1);
+  expect(sockets.size).toBe(1);
+});
+
 it('N callbacks to one receiver, one after another, make one TLS handshake over one socket', async () => {
   for (let i = 0; i < 20; i++) {
     const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), opts({ headers: { 'content-type': 'application/json' } }));

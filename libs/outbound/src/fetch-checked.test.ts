@@ -329,3 +329,46 @@ describe('a body read whole (wholeUpTo)', () => {
     expect(e.reason).toBe('too_large');
   });
 });
+
+describe('only the head of a body (headUpTo)', () => {
+  it('resolves at the headers; head holds the first headUpTo bytes of a longer body, or the whole of a shorter one', async () => {
+    const payload = randomBytes(64 * 1024);
+    route = (req, res) => {
+      if (req.url === '/none') return void res.writeHead(204).end();
+      if (req.url === '/short') return void res.end('thanks');
+      res.write(payload.subarray(0, 100));
+      setTimeout(() => res.end(payload.subarray(100)), 20);
+    };
+    const long = await postChecked(`${server.url}/long`, '{}', { ...trusted(), headUpTo: 1024 });
+    expect(long.status).toBe(200);
+    expect(long.body).toBeUndefined();
+    expect(await long.head).toEqual(payload.subarray(0, 1024));
+    expect((await (await postChecked(`${server.url}/short`, '{}', { ...trusted(), headUpTo: 1024 })).head).toString()).toBe('thanks');
+    expect(await (await postChecked(`${server.url}/none`, '{}', { ...trusted(), headUpTo: 1024 })).head).toEqual(Buffer.alloc(0));
+  });
+
+  it('keeps what arrived of a body that stalls, cut at the deadline (head never rejects), or when the caller aborts', async () => {
+    route = (_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('partial');
+    };
+    const t0 = Date.now();
+    const stalled = await postChecked(`${server.url}/stall`, '{}', { ...trusted(), headUpTo: 1024, timeoutMs: 400 });
+    expect(stalled.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(400);
+    expect((await stalled.head).toString()).toBe('partial');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(390);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+
+    const controller = new AbortController();
+    const aborted = await postChecked(`${server.url}/stall`, '{}', { ...trusted(), headUpTo: 1024, signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    expect((await aborted.head).toString()).toBe('partial');
+  });
+
+  it('fails as before when no status arrives within the deadline', async () => {
+    route = () => {};
+    const e = await rejectionOf(postChecked(`${server.url}/silent`, '{}', { ...trusted(), headUpTo: 1024, timeoutMs: 300 }), OutboundError);
+    expect(e.reason).toBe('timeout');
+  });
+});

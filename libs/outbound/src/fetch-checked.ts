@@ -45,6 +45,13 @@ export interface RequestOptions extends CheckUrlOptions {
    * client fails a body longer or shorter than it declared). Bodies without a length, or a longer one, stream.
    */
   wholeUpTo?: number;
+  /**
+   * Only the body's first bytes matter (a callback's answer, kept for the delivery log): the call resolves at the
+   * headers, as a streamed one does, with `head`, the body's first `headUpTo` bytes, or fewer if it ends, fails or
+   * times out first (what arrived; it never rejects). The rest is not read: past them the connection is dropped.
+   * No stream is made for the body; maxBytes does not apply. Not with wholeUpTo.
+   */
+  headUpTo?: number;
 }
 
 export interface OutboundResponse {
@@ -58,6 +65,13 @@ export interface OutboundResponse {
   whole?: undefined;
 }
 
+/** A response of which only the body's first bytes are read (RequestOptions.headUpTo). */
+export interface OutboundHeadResponse extends Omit<OutboundResponse, 'body' | 'whole'> {
+  body?: undefined;
+  whole?: undefined;
+  head: Promise<Buffer>;
+}
+
 /** A response whose body came whole (RequestOptions.wholeUpTo): its bytes, read to the end. */
 export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | 'whole'> {
   body?: undefined;
@@ -65,6 +79,7 @@ export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | '
 }
 
 type WholeOption = { wholeUpTo: number };
+type HeadOption = { headUpTo: number };
 
 const DEFAULTS = { connectTimeoutMs: 5_000, timeoutMs: 30_000, maxBytes: 10 * 1024 * 1024 };
 const USER_AGENT = 'gensvc-outbound/1';
@@ -78,19 +93,24 @@ const MAX_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
-export function fetchChecked(url: string | URL, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>): Promise<OutboundResponse>;
-export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse | OutboundWholeResponse> {
+export function fetchChecked(url: string | URL, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
+export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body' | 'headUpTo'> = {}): Promise<OutboundResponse | OutboundWholeResponse> {
   return requestChecked(url, { ...opts, method: 'GET' });
 }
 
 /** POST a body to a caller-given URL (callbacks). */
-export function postChecked(url: string | URL, body: string | Buffer, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse> {
+export function postChecked(url: string | URL, body: string | Buffer, opts: Omit<RequestOptions, 'method' | 'body'> & HeadOption): Promise<OutboundHeadResponse>;
+export function postChecked(url: string | URL, body: string | Buffer, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
+export function postChecked(url: string | URL, body: string | Buffer, opts: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'> = {}): Promise<OutboundResponse | OutboundHeadResponse> {
   return requestChecked(url, { ...opts, method: 'POST', body });
 }
 
+type AnyResponse = OutboundResponse | OutboundWholeResponse | OutboundHeadResponse;
+
+export function requestChecked(url: string | URL, opts: RequestOptions & HeadOption): Promise<OutboundHeadResponse>;
 export function requestChecked(url: string | URL, opts: RequestOptions & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
-export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo'>): Promise<OutboundResponse>;
-export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<OutboundResponse | OutboundWholeResponse> {
+export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
+export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<AnyResponse> {
   const deadline = Date.now() + (opts.timeoutMs ?? DEFAULTS.timeoutMs);
   throwIfAborted(opts.signal);
   const checked = await withDeadline(checkUrl(url, opts), deadline);
@@ -283,7 +303,7 @@ function undiciFailure(e: unknown, url: URL, address: ResolvedAddress, idleMs: n
   return connectFailure(e, 'http', url, address);
 }
 
-async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<OutboundResponse | OutboundWholeResponse> {
+async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<AnyResponse> {
   const { url } = checked;
   const maxBytes = opts.maxBytes ?? DEFAULTS.maxBytes;
   const accept = opts.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
@@ -362,6 +382,15 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     reject(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
   }
   if (!accept(status)) reject(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+  if (opts.headUpTo !== undefined) {
+    // Read off undici's body itself: the deadline and the caller's signal abort it through the controller (what
+    // arrived is kept), a stall ends it at the body timeout.
+    const head = readHead(source, opts.headUpTo).finally(() => {
+      clear();
+      release();
+    });
+    return { status, headers: res.headers as IncomingHttpHeaders, head, address, url };
+  }
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
@@ -419,6 +448,40 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   });
   source.pipe(out);
   return { status, headers: headersOut, body: out, address, url };
+}
+
+/**
+ * The body's first `limit` bytes, or what arrived before it ended or failed; then the body is dropped (its connection
+ * with it, unless it had ended). Never rejects.
+ */
+function readHead(source: Readable, limit: number): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      const head = chunks.length === 1 && size <= limit ? chunks[0]! : Buffer.concat(chunks, size).subarray(0, limit);
+      if (!source.readableEnded) {
+        source.destroy();
+        return resolve(head);
+      }
+      // undici hands the connection back to its pool a turn after the body ends: resolving a turn later lets a
+      // caller that sends its next request at once find it there, rather than open another (as the stream's end).
+      setImmediate(resolve, head);
+    };
+    // Also the error destroy() raises on a body not yet ended (undici's RequestAbortedError), after done.
+    source.on('error', done);
+    source.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) done();
+    });
+    source.once('end', done);
+    source.once('close', done);
+  });
 }
 
 /** What each certificate failure means, in words the URL's owner can act on. */

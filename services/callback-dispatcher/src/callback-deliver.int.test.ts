@@ -440,6 +440,31 @@ describe('callback.deliver', () => {
     expect(arrivalsAt(path)).toHaveLength(1);
   });
 
+  it('keeps the first 1 KiB of any answer, however long; none of a 204; what arrived of a 2xx whose body stalls', async () => {
+    const long = `${'é'.repeat(300)}${'x'.repeat(4000)}`;
+    const longHook = hook((res) => {
+      // Chunked, no declared length, more than the head.
+      res.write(long.slice(0, 10));
+      setTimeout(() => res.end(long.slice(10)), 20);
+    });
+    const noneHook = hook((res) => res.writeHead(204).end());
+    const stallHook = hook((res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('accepted');
+    });
+    const [a, b, c] = await Promise.all([completedTask(longHook.url), completedTask(noneHook.url), completedTask(stallHook.url)]);
+    await Promise.all([run(a.task.id, 1), run(b.task.id, 1), run(c.task.id, 1)]);
+
+    const [longRow] = await attemptsOf(a.task.id);
+    expect(longRow).toMatchObject({ statusCode: 200, error: null, responseHead: Buffer.from(long).subarray(0, 1024).toString('utf8') });
+    expect(await attemptsOf(b.task.id)).toEqual([expect.objectContaining({ statusCode: 204, error: null, responseHead: null })]);
+    // The status came within the timeout, so the attempt delivered; its body was cut at the timeout, what arrived kept.
+    const [stalled] = await attemptsOf(c.task.id);
+    expect(stalled).toMatchObject({ statusCode: 200, error: null, responseHead: 'accepted' });
+    expect(stalled!.durationMs).toBeLessThan(TIMEOUT_MS);
+    for (const { task } of [a, b, c]) expect(await taskOf(task.id)).toMatchObject({ callbackState: 'delivered' });
+  });
+
   it('delivers a failed task and an output whose file is gone: no output, or no download link', async () => {
     const failedHook = hook();
     const { id } = await makeTask(ctx.db, {

@@ -19,7 +19,6 @@ import { callbackRepository, taskRepository, type Db, type DeliveryAttemptEntry,
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
-import type { Readable } from 'node:stream';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
@@ -104,10 +103,10 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
     // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
-    // it is made; at the usual level most attempts log nothing).
+    // it is made; at the usual level most attempts log nothing, and build no line either).
     const bound = { taskId, attempt, deliveryId, jobId: ctx.job.id };
     const log = {
-      info: (fields: object, msg: string) => logger.info({ ...bound, ...fields }, msg),
+      info: (fields: object, msg: string) => logger.isLevelEnabled('info') && logger.info({ ...bound, ...fields }, msg),
       warn: (fields: object, msg: string) => logger.warn({ ...bound, ...fields }, msg),
     };
 
@@ -216,9 +215,8 @@ async function send(url: string, body: Buffer, headers: Record<string, string>, 
       timeoutMs,
       connectTimeoutMs: Math.min(5_000, timeoutMs),
       acceptStatus: () => true,
-      // Only RESPONSE_HEAD_BYTES are read, then the response is dropped: a large declared body must not turn a 2xx
-      // into a failure.
-      maxBytes: Number.MAX_SAFE_INTEGER,
+      // Only these are read, then the response is dropped: a body of any size, declared or not, leaves a 2xx a 2xx.
+      headUpTo: RESPONSE_HEAD_BYTES,
       signal,
     });
   } catch (e) {
@@ -227,7 +225,7 @@ async function send(url: string, body: Buffer, headers: Record<string, string>, 
     return { statusCode: e.status ?? null, ...ended(), error: describe(e), responseHead: null };
   }
   const end = ended();
-  const responseHead = await readHead(response.body, RESPONSE_HEAD_BYTES);
+  const responseHead = headText(await response.head);
   const error = isDeliveredStatus(response.status) ? null : `http_status: the receiver answered ${response.status}.`;
   return { statusCode: response.status, ...end, error, responseHead };
 }
@@ -242,29 +240,8 @@ function describe(e: OutboundError): string {
 
 const UNREACHABLE: ReadonlySet<OutboundReason> = new Set(['tls', 'timeout', 'connection']);
 
-/**
- * The first `limit` bytes of the body as text (null when empty), then the response is destroyed. Never fails: a
- * body cut off or timed out keeps what arrived. Postgres text cannot hold NUL, so those are dropped.
- */
-function readHead(body: Readable, limit: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const done = () => {
-      if (settled) return;
-      settled = true;
-      body.destroy();
-      const text = Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\u0000/g, '');
-      resolve(text === '' ? null : text);
-    };
-    body.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= limit) done();
-    });
-    body.once('end', done);
-    body.once('error', done);
-    body.once('close', done);
-  });
+/** The answer's first bytes as text, null when there were none. Postgres text cannot hold NUL, so those are dropped. */
+function headText(head: Buffer): string | null {
+  const text = head.toString('utf8').replace(/\u0000/g, '');
+  return text === '' ? null : text;
 }
