@@ -36,7 +36,7 @@ beforeAll(async () => {
   await taskRepository.finish(ctx.db, template.id, { status: 'canceled' });
   await ctx.db.$executeRawUnsafe('ANALYZE "Task", "Reservation"');
   const made = [];
-  for (let i = 0; i < 16; i++) made.push(await makeTask(ctx.db, { workspaceId: template.workspaceId, apiKeyId: template.apiKeyId }));
+  for (let i = 0; i < 16; i++) made.push(await makeTask(ctx.db, { workspaceId: template.workspaceId, apiKeyId: template.apiKeyId! }));
   live = made.map((t) => ({ id: t.id, reservationId: t.reservationId! }));
 });
 
