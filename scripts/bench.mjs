@@ -19,6 +19,7 @@ if (!file || !existsSync(file)) {
       '  worker-loop  BullMQ\'s fetch loop against takeOnePerJob (libs/queue), interleaved: latency, CPU and syscalls per job',
       '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
       '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries, against raw BullMQ',
+      '  task-statements  a task\'s Postgres statements and its deliveries replayed through the repositories: Postgres CPU per task and delivery, index reads',
       '',
     ].join('\n'),
   );

@@ -112,16 +112,20 @@ type CreatedRow = { hold: string } & Pick<TaskRow, 'status' | 'attempts' | 'call
 
 const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 
-const MARK_SUBMITTED = `
+// Statements that name a task by id and test its status compare the status as text, which no index serves: the
+// status index is partial over the live tasks (migration 20261126060000), so once the table is analysed it looks far
+// cheaper than the primary key, and a plan on it read every queued or running task (and each dead entry their
+// transitions left there) to find the one (issue 12; migration 20261126090000 does the same in the functions).
+export const MARK_SUBMITTED = `
   UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3, "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
     "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
-  WHERE id = $1 AND status = 'queued' AND "upstreamId" IS NULL`;
+  WHERE id = $1 AND status::text = 'queued' AND "upstreamId" IS NULL`;
 
-const ADVANCE_POLL = `
+export const ADVANCE_POLL = `
   UPDATE "Task" SET attempts = $2::int + 1, "updatedAt" = $3::timestamp(3)
-  WHERE id = $1 AND attempts = $2::int AND status = 'running' AND output IS NULL`;
+  WHERE id = $1 AND attempts = $2::int AND status::text = 'running' AND output IS NULL`;
 
-const RECORD_OUTPUT = 'SELECT charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3))';
+export const RECORD_OUTPUT = 'SELECT charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3))';
 
 const ARCHIVE_SOURCE = `
   SELECT t.id, t."workspaceId", t.output, w.tier, w."retentionDays", f.id AS "fileId", f.bytes::text AS "fileBytes"
@@ -362,7 +366,7 @@ export const taskRepository = {
     const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null })[]>`
       UPDATE "Task" SET status = 'completed', "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
         "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
-      WHERE id = ${id} AND status = 'running' AND output IS NOT NULL
+      WHERE id = ${id} AND status::text = 'running' AND output IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending')
       RETURNING id, "workspaceId", "callbackRoundStart", "callbackUrl"`;
     if (!rows[0]) return null;
@@ -387,7 +391,7 @@ export const taskRepository = {
         UPDATE "Task" SET status = ${how.status}::"TaskStatus", "errorCode" = ${code}, "errorMessage" = ${message},
           "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
           "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
-        WHERE id = ${id} AND status IN ('queued', 'running') AND output IS NULL
+        WHERE id = ${id} AND status::text IN ('queued', 'running') AND output IS NULL
           AND (${opts.workspaceId ?? null}::text IS NULL OR "workspaceId" = ${opts.workspaceId ?? null})
         RETURNING *
       )
