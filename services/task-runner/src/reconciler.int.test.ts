@@ -24,11 +24,25 @@ afterAll(async () => {
 /** Past the stale threshold (max(interval, 3 × slowest poll) = 200 ms here). */
 const letGoStale = (...ids: string[]) => letTasksGoStale(ctx.db, ids);
 
+/**
+ * Each test's tasks end with it: a sweep counts every stale live task, and one left by an earlier test (whose job a
+ * later test's drain removed) goes stale by itself on a slow machine and would be counted in the next test's report.
+ */
+const made: string[] = [];
+const makeLiveTask = async (opts?: Parameters<typeof makeTask>[1]) => {
+  const task = await makeTask(ctx.db, opts);
+  made.push(task.id);
+  return task;
+};
+afterEach(async () => {
+  for (const id of made.splice(0)) await taskRepository.finish(ctx.db, id, { status: 'canceled' });
+});
+
 const job = (_name: string, id: string) => queues.get('tasks').getJob(id);
 const stateOf = async (name: string, id: string) => (await job(name, id))?.getState();
 
 it('re-adds the submit of a queued task whose job vanished, once, and then leaves it alone', async () => {
-  const task = await makeTask(ctx.db);
+  const task = await makeLiveTask();
   await letGoStale(task.id);
   const first = await reconciler.runOnce();
   expect(first.readded).toBeGreaterThanOrEqual(1);
@@ -44,7 +58,7 @@ it('re-adds the submit of a queued task whose job vanished, once, and then leave
 });
 
 it('resumes polling of a running task at its recorded poll count, and replaces a failed job of that id', async () => {
-  const task = await makeTask(ctx.db);
+  const task = await makeLiveTask();
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_1', upstreamUrls: null });
   await taskRepository.advancePoll(ctx.db, task.id, 1);
   await taskRepository.advancePoll(ctx.db, task.id, 2);
@@ -67,10 +81,10 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
 });
 
 it('leaves what other services own alone: a task whose result is recorded, and a pending delivery', async () => {
-  const archiving = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+  const archiving = await makeLiveTask({ callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.markSubmitted(ctx.db, archiving.id, { channelId: 'ch_x', upstreamId: 'pred_4', upstreamUrls: null });
   await taskRepository.recordOutput(ctx.db, archiving.id, { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'pending' }] }, archiving.reserved);
-  const delivering = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+  const delivering = await makeLiveTask({ callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.finish(ctx.db, delivering.id, { status: 'canceled' });
   await letGoStale(archiving.id, delivering.id);
   const report = await reconciler.runOnce();
@@ -83,7 +97,7 @@ it('leaves what other services own alone: a task whose result is recorded, and a
 it('one replica sweeps per interval: the timer path skips a round whose lock another holds, and sweeps once it is free', async () => {
   const key = `${ctx.config.queuePrefix}:sweep:task-runner`;
   await ctx.redis.set(key, 'another replica', 'PX', 10_000);
-  const task = await makeTask(ctx.db);
+  const task = await makeLiveTask();
   await letGoStale(task.id);
   // runOnce bypasses the lock (tests); the timer path takes it: with the lock held elsewhere nothing runs.
   const timed = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'timed', level: 'silent' }) });
