@@ -382,6 +382,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     reject(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
   }
   if (!accept(status)) reject(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+  const headersOut = res.headers as IncomingHttpHeaders;
   if (opts.headUpTo !== undefined) {
     // Read off undici's body itself: the deadline and the caller's signal abort it through the controller (what
     // arrived is kept), a stall ends it at the body timeout.
@@ -389,13 +390,12 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
       clear();
       release();
     });
-    return { status, headers: res.headers as IncomingHttpHeaders, head, address, url };
+    return { status, headers: headersOut, head, address, url };
   }
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
   }
-  const headersOut = res.headers as IncomingHttpHeaders;
   if (opts.wholeUpTo !== undefined && /^\d{1,15}$/.test(String(res.headers['content-length'])) && declared <= opts.wholeUpTo) {
     // Read by undici itself (its body's own consumer, no stream piped): the deadline and the caller's signal abort
     // it through the controller, a stall fails it at the body timeout, and a body that ends short of its length or
