@@ -195,4 +195,4 @@ export function generatedVideoMp4(spec: GenerationSpec, durationSeconds: number,
   return videoMp4({ durationSeconds, width, height, payload: bytesFrom(generationSeed(spec, 'video'), 256).subarray(0, 256) });
 }
 
-export const sha256Hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
+export { sha256Hex } from '@gensvc/media';

@@ -13,8 +13,7 @@ import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db'
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
-import { HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
-import { createHash } from 'node:crypto';
+import { HeadPeek, sha256Hex, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ArchiverDeps } from '../deps';
 
@@ -156,7 +155,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       const type = sniffMedia(whole, whole.length < SNIFF_BYTES);
       if (!type || type.kind !== entry.kind) return unsupported(type);
       await putObjectBuffer(s3, { bucket: config.s3.bucket, key: storageKey, body: whole, contentType: type.contentType });
-      return recordStored(type, whole.length, createHash('sha256').update(whole).digest('hex'));
+      return recordStored(type, whole.length, sha256Hex(whole));
     }
 
     const source = response.body;

@@ -1,7 +1,6 @@
 // Turns an edit's image sources into checked bytes: uploads as they came, image_url entries fetched through the
 // outbound client (public HTTPS on the default port only, DESIGN.md §5) or read from the workspace's files. Every
 // image is typed from its bytes and held to spec §8; together they stay within the request's 25 MiB.
-import { createHash } from 'node:crypto';
 import { pipeline, type Readable } from 'node:stream';
 import { fileRepository, type FileRow } from '@gensvc/db';
 import { errors, isAppError, type AppError } from '@gensvc/errors';
@@ -9,7 +8,7 @@ import { fetchChecked, isOutboundError } from '@gensvc/outbound';
 import { getObjectStream } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
 import { formatBytes } from '../../http/errors';
-import { checkMediaLimits, HeadPeek, sniffMedia, SNIFF_BYTES, type SniffedMedia } from '@gensvc/media';
+import { checkMediaLimits, HeadPeek, sha256Hex, sniffMedia, SNIFF_BYTES, type SniffedMedia } from '@gensvc/media';
 import { imageUrlRefused, shownUrl } from './image-url-probe';
 import { FILE_ID } from '../files/schema';
 import type { ImageSource, UploadedImage } from './read-edit-request';
@@ -26,8 +25,6 @@ export interface EditImage {
 
 /** A caller's image_url is given this long to answer in full. */
 const FETCH_TIMEOUT_MS = 30_000;
-
-export const sha256Of = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** The bytes' image type, or a 400 naming `param`; beyond spec §8's limits, 400 media_limit_exceeded. */
 export function checkImage(bytes: Buffer, param: string, what: string, complete = true): SniffedMedia {
@@ -119,7 +116,7 @@ async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: str
   const row = await workspaceImageRow(deps, workspaceId, ref);
   if (Number(row.bytes) > budget) throw combinedTooLarge();
   const { bytes, media } = await readWorkspaceImage(deps, row, ref);
-  return { bytes, media, sha256: sha256Of(bytes), origin: { source: 'file', file_id: fileId } };
+  return { bytes, media, sha256: sha256Hex(bytes), origin: { source: 'file', file_id: fileId } };
 }
 
 export type WorkspaceImageDeps = Pick<EdgeDeps, 'config' | 'db' | 's3'>;

@@ -5,11 +5,12 @@
 import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
 import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
+import { sha256Hex } from '@gensvc/media';
 import { recordSpend, type Logger } from '@gensvc/observability';
 import { scheduleArchive } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, type GeneratedOutputLocation } from '@gensvc/storage';
 import type { EdgeDeps } from '../../deps';
-import { sha256Of, type EditImage } from './image-inputs';
+import type { EditImage } from './image-inputs';
 import { PASS_THROUGH_FIELDS, type EditFields } from './schema';
 import type { EditAnswer, EditOutput } from './upstream-edit';
 
@@ -123,7 +124,7 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
             outputIndex: o.index,
             media: { contentType: o.media.contentType, extension: o.media.extensions[0]! },
             bytes: o.bytes.length,
-            sha256: sha256Of(o.bytes),
+            sha256: sha256Hex(o.bytes),
             createdAt: completedAt,
           }),
         ),
