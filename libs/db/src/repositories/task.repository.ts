@@ -127,6 +127,10 @@ export const ADVANCE_POLL = `
 
 export const RECORD_OUTPUT = 'SELECT charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3))';
 
+const RECORD_WEBHOOK_OUTPUT = `
+  SELECT outcome, kind, charged::text AS charged, "workspaceId", model, attempts
+  FROM gensvc_task_record_webhook_output($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7::timestamp(3))`;
+
 const ARCHIVE_SOURCE = `
   SELECT t.id, t."workspaceId", t.output, w.tier, w."retentionDays", f.id AS "fileId", f.bytes::text AS "fileBytes"
   FROM "Task" t JOIN "Workspace" w ON w.id = t."workspaceId"
@@ -302,6 +306,31 @@ export const taskRepository = {
   async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint } | null> {
     const rows = await queryPrepared<{ charged: string }>(db, 'gensvc_task_record_output', RECORD_OUTPUT, [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)]);
     return rows[0] ? { charged: BigInt(rows[0].charged) } : null;
+  },
+
+  /**
+   * A provider webhook's result, checked and recorded in one statement (gensvc_task_record_webhook_output): for the
+   * task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
+   * running with no output, records the entries `outputs` holds for the task's output kind (`kinds`: operation →
+   * kind) and settles the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
+   * caller's next steps need (the task's workspace, model, poll count, and the kind recorded); 'done' when this job's
+   * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
+   * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
+   * it the long way); 'moved_on' when the task changed between the check and the write.
+   */
+  async recordWebhookOutput(
+    db: DbClient,
+    input: { id: string; upstreamId: string; provider: string; kinds: Readonly<Record<string, string>>; outputs: Readonly<Record<string, TaskOutput>> },
+    now = new Date(),
+  ): Promise<WebhookOutputRecord> {
+    const [row] = await queryPrepared<{ outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null }>(
+      db,
+      'gensvc_task_record_webhook_output',
+      RECORD_WEBHOOK_OUTPUT,
+      [input.id, input.upstreamId, input.provider, JSON.stringify(input.kinds), JSON.stringify(input.outputs), newId('led'), iso(now)],
+    );
+    if (row!.outcome !== 'recorded') return { outcome: row!.outcome };
+    return { outcome: 'recorded', kind: row!.kind!, charged: BigInt(row!.charged!), task: { id: input.id, workspaceId: row!.workspaceId!, model: row!.model!, attempts: row!.attempts! } };
   },
 
   /**
@@ -623,6 +652,11 @@ export interface CompletedEditInput {
   /** The library rows of the outputs already stored (generatedFile). */
   files: CreateFileInput[];
 }
+
+/** What recordWebhookOutput did (see there). */
+export type WebhookOutputRecord =
+  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'> }
+  | { outcome: 'done' | 'not_this' | 'needs_row' | 'moved_on' };
 
 /** A task row as findUnique reads it (and RETURNING * gives it). */
 export type TaskRow = Task;
