@@ -3,7 +3,7 @@
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
-import { taskRepository, type Db, type TaskRow } from '@gensvc/db';
+import { taskRepository, type Db, type TaskRow, type WorkspaceRetention } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import { removePolls, scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
 import type { ProviderOutput } from './provider';
@@ -40,7 +40,7 @@ export async function recordTaskResult(
   const entries = outputEntries(task, outputs);
   const recorded = await taskRepository.recordOutput(deps.db, task.id, { outputs: entries }, task.reserved);
   if (!recorded) return null;
-  await afterRecorded(deps, task, entries, recorded.charged, log, opts);
+  await afterRecorded(deps, task, entries, recorded, log, opts);
   return { outputs: entries.length, charged: recorded.charged };
 }
 
@@ -78,7 +78,7 @@ export async function recordWebhookResult(deps: TaskResultDeps, job: WebhookJob,
   switch (record.outcome) {
     case 'recorded': {
       const entries = byKind[record.kind as OutputKind]!;
-      await afterRecorded(deps, record.task, entries, record.charged, log.child({ workspaceId: record.task.workspaceId }), { removeFallbackPoll: true });
+      await afterRecorded(deps, record.task, entries, record, log.child({ workspaceId: record.task.workspaceId }), { removeFallbackPoll: true });
       return 'recorded';
     }
     case 'needs_row': {
@@ -102,7 +102,7 @@ async function afterRecorded(
   deps: TaskResultDeps,
   task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>,
   entries: TaskOutputEntry[],
-  charged: bigint,
+  { charged, retention }: { charged: bigint; retention: WorkspaceRetention },
   log: Logger,
   opts: TaskResultOptions,
 ): Promise<void> {
@@ -111,7 +111,8 @@ async function afterRecorded(
   const ref = taskJobRef(task);
   // One Redis write for both (one round trip). Should the removal land and the adds not, the archiver's reconciler
   // re-adds the archive jobs of a running task whose outputs wait (services/archiver reconciler.ts).
-  await Promise.all([scheduleArchives(deps.queues, ref, { outputs: entries }), opts.removeFallbackPoll ? removePolls(deps.queues, ref, task.attempts) : undefined]);
+  // The jobs carry their outputs' sources and the workspace's retention, read with the result: the archiver reads none.
+  await Promise.all([scheduleArchives(deps.queues, ref, { outputs: entries }, { retention }), opts.removeFallbackPoll ? removePolls(deps.queues, ref, task.attempts) : undefined]);
 }
 
 /**
