@@ -48,7 +48,8 @@ export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
   /**
-   * Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last.
+   * The store round trip of a job that carries its source (one without a source read the task first): the outcome,
+   * and the task's completion when it is the last.
    * The callback job is added without waiting for Redis's answer, so it leaves in the same socket write as this
    * job's completion (BullMQ sends it on the same connection as soon as the handler returns, within the turn that
    * scheduleCallback's coalesceWrites holds the writes for), before it: one Redis round trip per task instead of two,
