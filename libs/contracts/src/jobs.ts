@@ -2,6 +2,7 @@
 // one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
 import { z } from 'zod';
 import { evaluateInputSchema } from './evaluate';
+import { OUTPUT_KINDS } from './task-output';
 import { defineJob, type JobPayload, type QueueName } from './job-contract';
 
 const id = z.string().min(1);
@@ -65,12 +66,33 @@ export const TaskCancel = defineJob({
   key: (p) => [p.taskId],
 });
 
+/**
+ * Copies output `outputIndex` of a task into S3. v2: `source`, when the job is made by the transition that recorded
+ * the output (the provider's result), is what that transition wrote and read: the entry's provider URL and kind, and
+ * the workspace's retention (tier and own setting) the library row's lives come from. Neither changes once the
+ * result is recorded (an output is recorded once; a workspace's retention moves only by an operator's change, taken
+ * as of the result), so the archiver need not read them back: one Postgres round trip per output less (issue 12).
+ * Without it (a reconciler's job, a v1 job) the archiver reads them from the row. The row still decides: the outcome
+ * is written only while the task has that output, and the row's state says what is done.
+ */
 export const ArchiveOutput = defineJob({
   queue: 'archive',
   name: 'archive.output',
-  version: 1,
+  version: 2,
   retry: { attempts: 5, backoffMs: 2_000 },
-  schema: z.object({ taskId: id, outputIndex: z.number().int().min(0) }),
+  schema: z.object({
+    taskId: id,
+    outputIndex: z.number().int().min(0),
+    source: z
+      .object({
+        url: z.string().min(1),
+        kind: z.enum(OUTPUT_KINDS),
+        /** The workspace's tier as stored (Prisma's Tier). */
+        tier: z.string().min(1),
+        retentionDays: z.number().int().nullable(),
+      })
+      .optional(),
+  }),
   key: (p) => [p.taskId, p.outputIndex],
 });
 

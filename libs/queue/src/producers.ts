@@ -6,7 +6,7 @@
 //
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
-import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
 import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
@@ -121,20 +121,37 @@ export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOp
   return add(queues, TaskCancel, envelope(ref), opts);
 }
 
-/** Copies output `outputIndex` of a task into S3 (the archiver). */
-export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
-  return add(queues, ArchiveOutput, { ...envelope(ref), outputIndex }, opts);
+/** What an archive job may carry of its output (ArchiveOutput's `source`). */
+export type ArchiveSource = NonNullable<JobPayload<typeof ArchiveOutput>['source']>;
+
+/** Copies output `outputIndex` of a task into S3 (the archiver), with what it copies when the caller has it. */
+export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: number, opts: ScheduleOptions & { source?: ArchiveSource } = {}): Promise<EnsureJobOutcome> {
+  const { source, ...rest } = opts;
+  return add(queues, ArchiveOutput, { ...envelope(ref), outputIndex, ...(source && { source }) }, rest);
 }
 
 /**
  * An archive job for every output of `output` (a stored Task.output) still pending archive: the task runner at the
  * provider's result (its poll, or the edge's provider-webhooks route: recordTaskResult in libs/upstream), the
  * archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
- * so none pending means the archiver has dealt with all of them.
+ * so none pending means the archiver has dealt with all of them. `retention`: the workspace's, read by the
+ * transition that recorded `output`; each job then carries its source (ArchiveOutput v2), else the archiver reads it.
  */
-export function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
+export function scheduleArchives(
+  queues: Queues,
+  ref: TaskJobRef,
+  output: unknown,
+  opts: ScheduleOptions & { retention?: Pick<ArchiveSource, 'tier' | 'retentionDays'> } = {},
+): Promise<EnsureJobOutcome[]> {
+  const { retention, ...rest } = opts;
   // All at once: the adds of one task's outputs (distinct ids) leave in one socket write, one round trip in all.
-  return Promise.all(pendingOutputIndexes(output).map((outputIndex) => scheduleArchive(queues, ref, outputIndex, opts)));
+  const entries = outputEntriesOf(output);
+  return Promise.all(
+    pendingOutputIndexes(output).map((outputIndex) => {
+      const { url, kind } = entries[outputIndex]!;
+      return scheduleArchive(queues, ref, outputIndex, { ...rest, ...(retention && { source: { url, kind, ...retention } }) });
+    }),
+  );
 }
 
 /**

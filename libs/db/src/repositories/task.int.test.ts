@@ -1,6 +1,6 @@
 // The task state machine and its money against real Postgres: every transition is one conditional update, so of
 // racing writers exactly one wins, and the hold is settled or released exactly once.
-import { makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
 import { taskRepository, type DeliveryUpdate } from './task.repository';
@@ -81,7 +81,10 @@ it('counts polls only from the expected count, records an output once, and compl
   expect(racing.filter(Boolean)).toHaveLength(1);
   expect((await taskRepository.find(ctx.db, task.id))?.attempts).toBe(2);
 
-  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toEqual({ charged: task.reserved });
+  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toEqual({
+    charged: task.reserved,
+    retention: { tier: (await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } })).tier, retentionDays: null },
+  });
   expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toBeNull();
   expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);
   // Output recorded: neither a poll nor a failure moves it any more.
@@ -93,6 +96,62 @@ it('counts polls only from the expected count, records an output once, and compl
   const done = await Promise.all([taskRepository.completeIfArchived(ctx.db, task.id), taskRepository.completeIfArchived(ctx.db, task.id)]);
   expect(done.filter((d) => d !== null)).toEqual([{ id: task.id, workspaceId: task.workspaceId, callbackRoundStart: 1, callback: true }]);
   expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'completed', callbackState: 'pending' });
+});
+
+describe('recordWebhookOutput', () => {
+  const kinds = { 'text-to-image': 'image', 'text-to-video': 'video' };
+  const entry = (kind: 'image' | 'video') => ({ outputs: [{ kind, url: `https://provider.example/a.${kind === 'image' ? 'png' : 'mp4'}`, archive_status: 'pending' as const }] });
+  let replicate: string;
+  const retentionOf = async (workspaceId: string) => {
+    const { tier, retentionDays } = await ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
+    return { tier, retentionDays };
+  };
+  beforeAll(async () => {
+    replicate = (await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-output-replicate', kind: 'replicate' })).id;
+  });
+
+  it("checks the task and records the result in one statement: only this job's running task at this provider, charged its hold once", async () => {
+    const c = await customer();
+    const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+    const record = (over: Partial<Parameters<typeof taskRepository.recordWebhookOutput>[1]> = {}) =>
+      taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-1', provider: 'replicate', kinds, outputs: { image: entry('image') }, ...over });
+
+    expect(await record()).toEqual({ outcome: 'not_this' }); // still submitting: no job id to match
+    expect(await record({ id: 'tsk_gone' })).toEqual({ outcome: 'not_this' });
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: 'pred-1', upstreamUrls: null })).toBe(true);
+    expect(await record({ upstreamId: 'pred-someone-elses' })).toEqual({ outcome: 'not_this' });
+    expect(await record({ provider: 'fal' })).toEqual({ outcome: 'not_this' });
+    // No entries of the task's kind: nothing written, for the caller to record from the row.
+    expect(await record({ outputs: { video: entry('video') } })).toEqual({ outcome: 'needs_row' });
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', output: null, cost: null });
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ held: PRICE, spent: 0n });
+
+    const racing = await Promise.all([record(), record(), record()]);
+    expect(racing.filter((r) => r.outcome === 'recorded')).toEqual([
+      { outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: task.id, workspaceId: c.workspaceId, model: task.model, attempts: 1 }, retention: await retentionOf(c.workspaceId) },
+    ]);
+    // The others saw it recorded (done), or passed the check beside the winner and lost at the write (moved_on).
+    for (const r of racing.filter((r) => r.outcome !== 'recorded')) expect(['done', 'moved_on']).toContain(r.outcome);
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', output: entry('image'), cost: PRICE });
+    expect(await record()).toEqual({ outcome: 'done' });
+    expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 1_000_000n - PRICE, held: 0n, spent: PRICE });
+
+    // Ended without it (failed, canceled): done, and nothing charged.
+    const failed = await makeTask(ctx.db, { ...c, amount: PRICE });
+    await taskRepository.markSubmitted(ctx.db, failed.id, { channelId: replicate, upstreamId: 'pred-2', upstreamUrls: null });
+    await taskRepository.finish(ctx.db, failed.id, { status: 'canceled' });
+    expect(await record({ id: failed.id, upstreamId: 'pred-2' })).toEqual({ outcome: 'done' });
+    expect(await taskRepository.find(ctx.db, failed.id)).toMatchObject({ status: 'canceled', output: null, cost: null });
+  });
+
+  it("keeps the entries of the task's own kind", async () => {
+    const task = await makeTask(ctx.db, { operation: 'text-to-video', input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 } });
+    await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: 'pred-video', upstreamUrls: null });
+    const outputs = { image: entry('image'), video: entry('video') };
+    expect(await taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-video', provider: 'replicate', kinds, outputs })).toMatchObject({ outcome: 'recorded', kind: 'video' });
+    expect((await taskRepository.find(ctx.db, task.id))!.output).toEqual(entry('video'));
+  });
 });
 
 it('fails a live task once, releasing its hold; another workspace cannot cancel it', async () => {

@@ -125,7 +125,18 @@ export const ADVANCE_POLL = `
   UPDATE "Task" SET attempts = $2::int + 1, "updatedAt" = $3::timestamp(3)
   WHERE id = $1 AND attempts = $2::int AND status::text = 'running' AND output IS NULL`;
 
-export const RECORD_OUTPUT = 'SELECT charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3))';
+// With the workspace's retention (its tier, its own setting), read in the same statement: the archive jobs the result
+// makes carry it, so the archiver need not read it (issue 12: a round trip per output). The Task lookup is by primary
+// key; the workspace of a task never changes.
+export const RECORD_OUTPUT = `
+  SELECT r.charged::text AS charged, w.tier, w."retentionDays"
+  FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r
+  JOIN "Workspace" w ON w.id = (SELECT "workspaceId" FROM "Task" WHERE id = $1)`;
+
+const RECORD_WEBHOOK_OUTPUT = `
+  SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, r.attempts, w.tier, w."retentionDays"
+  FROM gensvc_task_record_webhook_output($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7::timestamp(3)) r
+  LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"`;
 
 const ARCHIVE_SOURCE = `
   SELECT t.id, t."workspaceId", t.output, w.tier, w."retentionDays", f.id AS "fileId", f.bytes::text AS "fileBytes"
@@ -297,11 +308,44 @@ export const taskRepository = {
    * The provider finished: records the output (archive_status pending on every entry) and settles the hold, in one
    * statement (gensvc_task_record_output). The task stays running until the archiver has dealt with every output
    * (recordArchive). Null when the task was not running without an output (canceled or failed meanwhile, or
-   * recorded by another run).
+   * recorded by another run). With the workspace's retention, for the archive jobs to carry.
    */
-  async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint } | null> {
-    const rows = await queryPrepared<{ charged: string }>(db, 'gensvc_task_record_output', RECORD_OUTPUT, [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)]);
-    return rows[0] ? { charged: BigInt(rows[0].charged) } : null;
+  async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint; retention: WorkspaceRetention } | null> {
+    const rows = await queryPrepared<{ charged: string } & WorkspaceRetention>(db, 'gensvc_task_record_output', RECORD_OUTPUT, [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)]);
+    const row = rows[0];
+    return row ? { charged: BigInt(row.charged), retention: { tier: row.tier, retentionDays: row.retentionDays } } : null;
+  },
+
+  /**
+   * A provider webhook's result, checked and recorded in one statement (gensvc_task_record_webhook_output): for the
+   * task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
+   * running with no output, records the entries `outputs` holds for the task's output kind (`kinds`: operation →
+   * kind) and settles the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
+   * caller's next steps need (the task's workspace and its retention, model, poll count, the kind recorded); 'done' when this job's
+   * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
+   * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
+   * it the long way); 'moved_on' when the task changed between the check and the write.
+   */
+  async recordWebhookOutput(
+    db: DbClient,
+    input: { id: string; upstreamId: string; provider: string; kinds: Readonly<Record<string, string>>; outputs: Readonly<Record<string, TaskOutput>> },
+    now = new Date(),
+  ): Promise<WebhookOutputRecord> {
+    type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null };
+    const [row] = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(
+      db,
+      'gensvc_task_record_webhook_output',
+      RECORD_WEBHOOK_OUTPUT,
+      [input.id, input.upstreamId, input.provider, JSON.stringify(input.kinds), JSON.stringify(input.outputs), newId('led'), iso(now)],
+    );
+    if (row!.outcome !== 'recorded') return { outcome: row!.outcome };
+    return {
+      outcome: 'recorded',
+      kind: row!.kind!,
+      charged: BigInt(row!.charged!),
+      task: { id: input.id, workspaceId: row!.workspaceId!, model: row!.model!, attempts: row!.attempts! },
+      retention: { tier: row!.tier!, retentionDays: row!.retentionDays },
+    };
   },
 
   /**
@@ -623,6 +667,17 @@ export interface CompletedEditInput {
   /** The library rows of the outputs already stored (generatedFile). */
   files: CreateFileInput[];
 }
+
+/** What a task's generated files live by (generatedExpiry): its workspace's tier and own retention setting. */
+export interface WorkspaceRetention {
+  tier: Tier;
+  retentionDays: number | null;
+}
+
+/** What recordWebhookOutput did (see there). */
+export type WebhookOutputRecord =
+  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>; retention: WorkspaceRetention }
+  | { outcome: 'done' | 'not_this' | 'needs_row' | 'moved_on' };
 
 /** A task row as findUnique reads it (and RETURNING * gives it). */
 export type TaskRow = Task;

@@ -2,8 +2,8 @@
 // find it: the task-runner's poll (services/task-runner task-poll.ts, from the provider's status answer) and the
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
-import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type TaskOutputEntry } from '@gensvc/contracts';
-import { taskRepository, type Db, type TaskRow } from '@gensvc/db';
+import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
+import { taskRepository, type Db, type TaskRow, type WorkspaceRetention } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import { removePolls, scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
 import type { ProviderOutput } from './provider';
@@ -40,13 +40,79 @@ export async function recordTaskResult(
   const entries = outputEntries(task, outputs);
   const recorded = await taskRepository.recordOutput(deps.db, task.id, { outputs: entries }, task.reserved);
   if (!recorded) return null;
-  log.info({ outputs: entries.length, charged: recorded.charged.toString() }, 'task output recorded; archiving');
-  if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: recorded.charged });
+  await afterRecorded(deps, task, entries, recorded, log, opts);
+  return { outputs: entries.length, charged: recorded.charged };
+}
+
+/** What the provider signed a webhook for: its job id, at which provider, sent to the URL of task `taskId`. */
+export interface WebhookJob {
+  taskId: string;
+  upstreamId: string;
+  provider: string;
+}
+
+/** operation → the kind of output it makes, for the statement that builds no entry itself (recordWebhookOutput). */
+const KIND_OF_OPERATION: Record<string, OutputKind> = Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind]));
+
+/**
+ * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, with
+ * the fallback poll removed, for the task whose recorded provider job is the one the provider signed, of a channel of
+ * that provider, running with no output yet. One Postgres statement does the checks and the recording
+ * (taskRepository.recordWebhookOutput; issue 12: the task's read before it was a round trip per task): the entries
+ * go in built for each kind the task may make, and the statement keeps its kind's. A video's entries need the
+ * duration the task asked for when the provider does not say one (outputEntries), which only the row has: then the
+ * row is read and the result recorded by recordTaskResult. 'recorded' or 'done' (this job's task had its result
+ * already, or ended, or moved on meanwhile): the webhook is dealt with. 'not_this': not this job's task, or one still
+ * submitting.
+ */
+export async function recordWebhookResult(deps: TaskResultDeps, job: WebhookJob, outputs: ProviderOutput[], log: Logger): Promise<'recorded' | 'done' | 'not_this'> {
+  const byKind: Partial<Record<OutputKind, TaskOutputEntry[]>> = { image: entriesOf('image', outputs) };
+  if (outputs.every((o) => o.duration !== undefined)) byKind.video = entriesOf('video', outputs);
+  const record = await taskRepository.recordWebhookOutput(deps.db, {
+    id: job.taskId,
+    upstreamId: job.upstreamId,
+    provider: job.provider,
+    kinds: KIND_OF_OPERATION,
+    outputs: Object.fromEntries(Object.entries(byKind).map(([kind, entries]) => [kind, { outputs: entries }])),
+  });
+  switch (record.outcome) {
+    case 'recorded': {
+      const entries = byKind[record.kind as OutputKind]!;
+      await afterRecorded(deps, record.task, entries, record, log.child({ workspaceId: record.task.workspaceId }), { removeFallbackPoll: true });
+      return 'recorded';
+    }
+    case 'needs_row': {
+      // Checked just now, and none of it changes once the task is running: its job id and channel are set at submit.
+      const task = await taskRepository.find(deps.db, job.taskId);
+      if (!task || task.upstreamId !== job.upstreamId) return 'not_this';
+      const recorded = await recordTaskResult(deps, task, outputs, log.child({ workspaceId: task.workspaceId }), { removeFallbackPoll: true });
+      if (!recorded) log.info('provider webhook: the task moved on before its result was recorded');
+      return recorded ? 'recorded' : 'done';
+    }
+    case 'moved_on':
+      log.info('provider webhook: the task moved on before its result was recorded');
+      return 'done';
+    default:
+      return record.outcome;
+  }
+}
+
+/** A result just recorded (by this call): the log line, the spend metric, the archive jobs (and the poll's removal). */
+async function afterRecorded(
+  deps: TaskResultDeps,
+  task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>,
+  entries: TaskOutputEntry[],
+  { charged, retention }: { charged: bigint; retention: WorkspaceRetention },
+  log: Logger,
+  opts: TaskResultOptions,
+): Promise<void> {
+  log.info({ outputs: entries.length, charged: charged.toString() }, 'task output recorded; archiving');
+  if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: charged });
   const ref = taskJobRef(task);
   // One Redis write for both (one round trip). Should the removal land and the adds not, the archiver's reconciler
   // re-adds the archive jobs of a running task whose outputs wait (services/archiver reconciler.ts).
-  await Promise.all([scheduleArchives(deps.queues, ref, { outputs: entries }), opts.removeFallbackPoll ? removePolls(deps.queues, ref, task.attempts) : undefined]);
-  return { outputs: entries.length, charged: recorded.charged };
+  // The jobs carry their outputs' sources and the workspace's retention, read with the result: the archiver reads none.
+  await Promise.all([scheduleArchives(deps.queues, ref, { outputs: entries }, { retention }), opts.removeFallbackPoll ? removePolls(deps.queues, ref, task.attempts) : undefined]);
 }
 
 /**
@@ -55,7 +121,11 @@ export async function recordTaskResult(
  */
 function outputEntries(task: TaskRow, outputs: ProviderOutput[]): TaskOutputEntry[] {
   const kind = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation].kind : 'image';
-  const requested = (task.input as unknown as GenerationInput | null)?.duration_seconds;
+  return entriesOf(kind, outputs, (task.input as unknown as GenerationInput | null)?.duration_seconds);
+}
+
+/** outputEntries for a task of output `kind` that asked for a video of `requested` seconds (if it said). */
+function entriesOf(kind: OutputKind, outputs: ProviderOutput[], requested?: number): TaskOutputEntry[] {
   return outputs.map(({ url, ...fields }) => {
     const duration = kind === 'video' ? (fields.duration ?? requested) : undefined;
     return pendingOutputEntry(kind, url, { ...fields, ...(duration !== undefined && { duration }) });

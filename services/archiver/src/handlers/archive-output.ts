@@ -9,7 +9,7 @@
 // sniff window (SNIFF_BYTES), which the stream's HeadPeek would hold whole anyway before any byte flowed on: it is
 // read as one buffer, sniffed, hashed and put in one write (WHOLE_UP_TO).
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
+import { Tier, generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
@@ -47,7 +47,8 @@ export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
   /**
-   * Store round trip 2 of 2 (the first read the task): the outcome, and the task's completion when it is the last.
+   * The store round trip of a job that carries its source (one without a source read the task first): the outcome,
+   * and the task's completion when it is the last.
    * The callback job is added without waiting for Redis's answer, so it leaves in the same socket write as this
    * job's completion (BullMQ sends it on the same connection as soon as the handler returns, within the turn that
    * scheduleCallback's coalesceWrites holds the writes for), before it: one Redis round trip per task instead of two,
@@ -69,12 +70,21 @@ export function archiveOutput(deps: ArchiverDeps) {
     return fileCreated;
   };
 
+  /** What archiving the output needs, from the row (one read): null when the task is gone. */
+  const readSource = async (taskId: string, outputIndex: number): Promise<Source | null> => {
+    const task = await taskRepository.archiveSource(db, taskId, outputIndex);
+    return task && { workspace: task.workspace, entry: outputEntriesOf(task.output)[outputIndex], archived: task.archived };
+  };
+
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
     const { taskId, outputIndex } = payload;
     const log = logger.child({ taskId, outputIndex, jobId: ctx.job.id });
-    const task = await taskRepository.archiveSource(db, taskId, outputIndex);
+    // Store round trip 1 of 2, only for a job that does not carry its source (a reconciler's, a v1 job): the job
+    // made with the result carries what this would read (ArchiveOutput v2), and the write below is conditional on
+    // the row whichever it is.
+    const task = carriedSource(payload) ?? (await readSource(taskId, outputIndex));
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
-    const entry = outputEntriesOf(task.output)[outputIndex];
+    const { entry } = task;
     if (!entry) {
       log.warn({}, 'archive: the task has no such output');
       return { outcome: 'skipped', reason: 'no_such_output' };
@@ -84,13 +94,15 @@ export function archiveOutput(deps: ArchiverDeps) {
       secret: config.signingSecret,
       fileBaseUrl: config.fileBaseUrl,
       bucket: config.s3.bucket,
-      workspaceId: task.workspaceId,
+      workspaceId: task.workspace.id,
       taskId,
       outputIndex,
     });
     const { fileId, storageKey } = location;
     const result = archivedOutputPatch(location);
 
+    // Known only when read (undefined: the job carried its source; an earlier run's row is then found by the write,
+    // whose insert of the library row does nothing when there is one, or by the failure path).
     const existing = task.archived;
     if (existing) {
       // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so. The
@@ -100,6 +112,15 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     const notArchived = async (status: 'failed' | 'too_large', reason: string): Promise<ArchiveOutcome> => {
+      if (task.archived === undefined) {
+        // Not read at the start (the job carried its source): an earlier run may have archived this output, and its
+        // row's object must stay. Read now, on this rare path, as a job without a source read it first.
+        const archived = (await readSource(taskId, outputIndex))?.archived;
+        if (archived) {
+          await record(taskId, outputIndex, result);
+          return { outcome: 'archived', fileId: archived.id, bytes: Number(archived.bytes), already: true };
+        }
+      }
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
       await record(taskId, outputIndex, notArchivedOutputPatch(status));
@@ -208,4 +229,25 @@ function declaredLength(headers: IncomingHttpHeaders): number | undefined {
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') return undefined;
   return Number(value);
+}
+
+/** What archiving one output needs: the workspace (the library row's lives), the entry, and an earlier run's row. */
+interface Source {
+  workspace: { id: string; tier: Tier; retentionDays: number | null };
+  entry: Pick<TaskOutputEntry, 'url' | 'kind'> | undefined;
+  /** The output's library row when an earlier run made it; undefined when not read (carriedSource). */
+  archived: { id: string; bytes: bigint } | null | undefined;
+}
+
+const TIERS: readonly string[] = Object.values(Tier);
+
+/** The source the job carries (ArchiveOutput v2: set by the transition that recorded the output); null without one. */
+function carriedSource(payload: JobPayload<typeof ArchiveOutput>): Source | null {
+  const { source, workspaceId } = payload;
+  if (!source || workspaceId === undefined || !TIERS.includes(source.tier)) return null;
+  return {
+    workspace: { id: workspaceId, tier: source.tier as Tier, retentionDays: source.retentionDays },
+    entry: { url: source.url, kind: source.kind },
+    archived: undefined,
+  };
 }

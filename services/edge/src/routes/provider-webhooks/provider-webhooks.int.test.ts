@@ -60,9 +60,9 @@ describe('a webhook that carries the result', () => {
   });
 
   /** A task whose prediction `upstreamId` runs at Replicate, with its fallback poll (poll 1) waiting a minute. */
-  async function runningTask(upstreamId: string): Promise<TaskRow> {
+  async function runningTask(upstreamId: string, over: Parameters<typeof makeTask>[1] = {}): Promise<TaskRow> {
     const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
-    const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE });
+    const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE, ...over });
     expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId, upstreamId, upstreamUrls: null })).toBe(true);
     await schedulePoll(queues, taskJobRef(task), 1, 60_000);
     return (await taskRepository.find(ctx.db, task.id))!;
@@ -84,7 +84,9 @@ describe('a webhook that carries the result', () => {
     expect(row.output).toEqual({ outputs: [expect.objectContaining({ kind: 'image', url: OUTPUT, archive_status: 'pending' })] });
     expect(await chargesOf(task)).toEqual([expect.objectContaining({ amount: -PRICE, taskId: task.id })]);
     expect(await balanceOf(task)).toBe(BALANCE - PRICE);
-    expect((await archiveOf(task))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+    // The job carries what the archiver would read: the output's URL and kind, the workspace's retention.
+    const { tier } = await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } });
+    expect((await archiveOf(task))?.data).toMatchObject({ taskId: task.id, outputIndex: 0, source: { url: OUTPUT, kind: 'image', tier, retentionDays: null } });
     expect(await pollOf(task)).toBeUndefined();
 
     // Replicate retries a webhook (a new webhook-id and timestamp, the same prediction): nothing moves.
@@ -93,6 +95,34 @@ describe('a webhook that carries the result', () => {
     expect(await balanceOf(task)).toBe(BALANCE - PRICE);
     expect((await taskRepository.find(ctx.db, task.id))!.output).toEqual(row.output);
     expect(await pollOf(task)).toBeUndefined();
+  });
+
+  it("records a video's result with the duration its task asked for when the provider says none (read from the row)", async () => {
+    const task = await runningTask('pred-video', { operation: 'text-to-video', input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 } });
+    const done = { status: 'succeeded', output: 'https://cdn.provider.test/out/a.mp4' };
+    expect((await post(task, replicateWebhook('pred-video', done))).status).toBe(204);
+    const row = (await taskRepository.find(ctx.db, task.id))!;
+    expect(row).toMatchObject({ status: 'running', cost: PRICE });
+    expect(row.output).toEqual({ outputs: [expect.objectContaining({ kind: 'video', url: done.output, duration: 4, archive_status: 'pending' })] });
+    expect(await chargesOf(task)).toHaveLength(1);
+    expect((await archiveOf(task))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+    expect(await pollOf(task)).toBeUndefined();
+    // A replay: the row says done, nothing moves.
+    expect((await post(task, replicateWebhook('pred-video', done))).status).toBe(204);
+    expect(await chargesOf(task)).toHaveLength(1);
+  });
+
+  it("records nothing from a webhook whose provider is not the task's channel's; the poll is brought forward", async () => {
+    const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
+    const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE });
+    const fal = await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-route-fal', kind: 'fal' });
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: fal.id, upstreamId: 'pred-at-fal', upstreamUrls: null })).toBe(true);
+    await schedulePoll(queues, taskJobRef(task), 1, 60_000);
+    // Replicate's signature over a body naming the fal job's id: read by Replicate's parser, so not this task's result.
+    expect((await post(task, replicateWebhook('pred-at-fal', { status: 'succeeded', output: [OUTPUT] }))).status).toBe(204);
+    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    expect((await taskRepository.find(ctx.db, task.id))!).toMatchObject({ output: null, cost: null });
+    expect(await chargesOf(task)).toEqual([]);
   });
 
   it('records nothing from a webhook signed for another job (the URL\'s task id is not signed); the poll is brought forward', async () => {

@@ -6,15 +6,16 @@
 // A verified webhook whose body says the job succeeded, with files we can read, IS the task's result: Replicate's body
 // is the prediction (GET /v1/predictions/{id}'s object), fal's carries the result in `payload`. Each is read by its
 // protocol's own parser (libs/upstream task-providers: the one the poll reads status answers with), and the result is
-// recorded here by the poll's own decider, recordTaskResult (the output, the charge, the spend metric, the archive
-// jobs), which also removes the task's waiting fallback poll: no task.poll job and no provider read for that task. It
-// is recorded only for a task that is running with no output yet, of this provider, whose recorded provider job id is
+// recorded here as the poll records it (recordWebhookResult beside the poll's recordTaskResult, libs/upstream: the
+// output, the charge, the spend metric, the archive jobs), which also removes the task's waiting fallback poll: no
+// task.poll job and no provider read for that task. It is recorded only for a task that is running with no output yet, of this provider, whose recorded provider job id is
 // the one the provider SIGNED (the body's id for Replicate, x-fal-webhook-request-id for fal); the URL's task id is
 // not signed, so another job's webhook sent to this task's URL records nothing. The provider is answered (204) after
 // the recording has committed and the archive jobs are added: a 2xx says the result is kept, so an edge that dies
 // before it leaves the provider retrying (both providers retry a webhook that got no 2xx) and the task's fallback
 // poll in place, which finishes the task as it always did. A replay, or the poll racing the webhook, charges nothing:
-// recordOutput is conditional (running, output null), and only its winner adds the archive jobs.
+// the recording is conditional (running, output null, under the row's lock), and only its winner adds the archive
+// jobs.
 //
 // Everything else is a hint that the job ended, and makes the task's next poll happen now (its delayed poll job is
 // promoted), answered first: a failed or canceled job (the poll reads why from the provider, with what the body
@@ -28,7 +29,7 @@
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { inTraceOf, pollTraceContext, promotePoll } from '@gensvc/queue';
-import { falWebhookState, recordTaskResult, replicateWebhookState, type JobState, type ProviderOutput } from '@gensvc/upstream';
+import { falWebhookState, recordWebhookResult, replicateWebhookState, type JobState, type ProviderOutput } from '@gensvc/upstream';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
@@ -127,26 +128,20 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
   /**
    * Records a webhook's result for the task when the task is this job's and waits for it: running, no output yet,
    * its recorded provider job id the signed one, its channel of this provider (so the parser that read the body is
-   * the task's protocol's). One Postgres read (the task; the channel comes from the catalog's cache) beside one Redis
-   * read (the trace the fallback poll carries), then the poll's own transition (recordTaskResult: one statement, then
-   * the archive adds and the fallback poll's removal in one Redis write). True when the webhook is dealt with:
+   * the task's protocol's). One Redis read (the trace the fallback poll carries), then one Postgres statement that
+   * checks all that on the row and records the result (recordWebhookResult: the poll's own transition, and the
+   * archive adds and the fallback poll's removal in one Redis write after it). True when the webhook is dealt with:
    * recorded, or this job's task has its result already (a replay of this webhook, or its poll was first) or has
    * ended: nothing to bring forward. False: not this job's task, or one still submitting, which take the promotion
    * path. A failure (Postgres, Redis) is the request's: answered 5xx, so the provider sends the webhook again, and
    * the fallback poll stays unless its removal was written.
    */
   const recordResult = async (res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
-    // Beside the read, in the same wait: the task's trace, from its fallback poll (poll 1, the one a webhook finds
-    // waiting), so the recording and the archive and callback jobs after it stay in the task's one trace.
-    const [task, taskTrace] = await Promise.all([taskRepository.find(deps.db, taskId), pollTraceContext(deps.queues, { taskId }, 1)]);
-    if (!task || task.upstreamId !== upstreamId || !task.channelId) return false;
-    if (task.status !== 'running' || task.output !== null) return true;
-    const channel = await deps.catalog.channel(task.channelId);
-    if (channel?.kind !== provider) return false;
-    const log = locals(res).log.child({ taskId, workspaceId: task.workspaceId, provider });
-    const recorded = await inTraceOf(taskTrace, () => recordTaskResult(deps, task, outputs, log, { removeFallbackPoll: true }));
-    if (!recorded) log.info('provider webhook: the task moved on before its result was recorded');
-    return true;
+    // First, so that the recording and the archive and callback jobs after it stay in the task's one trace: the
+    // task's trace, from its fallback poll (poll 1, the one a webhook finds waiting).
+    const taskTrace = await pollTraceContext(deps.queues, { taskId }, 1);
+    const log = locals(res).log.child({ taskId, provider });
+    return (await inTraceOf(taskTrace, () => recordWebhookResult(deps, { taskId, upstreamId, provider }, outputs, log))) !== 'not_this';
   };
 
   /**

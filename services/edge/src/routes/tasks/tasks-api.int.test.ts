@@ -54,7 +54,7 @@ async function completedVideo(c: Customer, bytes: Buffer) {
   const id = await newTask(c, { video: true });
   await submit(id);
   const providerUrl = 'https://provider.example/outputs/rain.mp4';
-  expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'pending' }] }, VIDEO_PRICE * 2n)).toEqual({ charged: VIDEO_PRICE * 2n });
+  expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'pending' }] }, VIDEO_PRICE * 2n)).toMatchObject({ charged: VIDEO_PRICE * 2n });
   const bucket = ctx.config.s3.bucket;
   const loc = generatedOutputLocation({ secret: ctx.config.signingSecret, fileBaseUrl: ctx.config.fileBaseUrl, bucket, workspaceId: c.ws.id, taskId: id, outputIndex: 0 });
   await putObjectStream(ctx.s3, { bucket, key: loc.storageKey, body: Readable.from([bytes]), contentType: 'video/mp4' });
