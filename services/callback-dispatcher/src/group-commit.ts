@@ -10,7 +10,7 @@ export interface GroupCommitOptions<I> {
   keyOf?: (item: I) => string;
   /**
    * Under load, a group waits (at most `ms`) to hold `fill` items while `more()` says items are still on their way
-   * (attempts waiting for their receivers' answers): a statement costs Postgres a fixed part (its commit, its plan
+   * (the dispatcher's attempts taken and not yet recorded): a statement costs Postgres a fixed part (its commit, its plan
    * and its CTEs) besides each row's, so fewer, fuller groups cost less per item. An item that arrives with nothing
    * more on its way, or fills the group, sends it at once: at low load nothing waits.
    */
