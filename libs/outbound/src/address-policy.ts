@@ -19,7 +19,10 @@ export interface AllowList {
  */
 const compiled = new WeakMap<readonly string[], AllowList>();
 
-export function compileAllowList(entries: readonly string[] = []): AllowList {
+/** No entries: one array, so every caller without a list shares one compiled list (and its verdicts). */
+const NO_ENTRIES: readonly string[] = Object.freeze([]);
+
+export function compileAllowList(entries: readonly string[] = NO_ENTRIES): AllowList {
   const cached = compiled.get(entries);
   if (cached) return cached;
   const ranges = entries.map((entry): Cidr => {
@@ -68,8 +71,27 @@ export interface AddressVerdict {
   range: string;
 }
 
+/**
+ * Verdicts by address text, per compiled list: the memo of a pure function (the text and the list decide the
+ * verdict), so the address a request connects to is not parsed and matched again on every request. Bounded: a
+ * process that meets many addresses clears it now and then.
+ */
+const verdicts = new WeakMap<AllowList, Map<string, Readonly<AddressVerdict>>>();
+const MAX_VERDICTS = 1024;
+
 /** Judges one textual IP address. Throws for text that is not an IP address. */
-export function judgeAddress(text: string, allow: AllowList): AddressVerdict {
+export function judgeAddress(text: string, allow: AllowList): Readonly<AddressVerdict> {
+  let memo = verdicts.get(allow);
+  if (!memo) verdicts.set(allow, (memo = new Map()));
+  const known = memo.get(text);
+  if (known) return known;
+  const verdict = Object.freeze(judge(text, allow));
+  if (memo.size >= MAX_VERDICTS) memo.clear();
+  memo.set(text, verdict);
+  return verdict;
+}
+
+function judge(text: string, allow: AllowList): AddressVerdict {
   const parsed = ipaddr.parse(text);
   const addr = unmap(parsed);
   const family = addr.kind() === 'ipv4' ? 4 : 6;
@@ -81,5 +103,5 @@ export function judgeAddress(text: string, allow: AllowList): AddressVerdict {
 
 /** Whether `text` is a public unicast address (no allow-list). */
 export function isPublicAddress(text: string): boolean {
-  return judgeAddress(text, compileAllowList([])).allowed;
+  return judgeAddress(text, compileAllowList()).allowed;
 }

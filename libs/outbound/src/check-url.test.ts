@@ -1,5 +1,5 @@
 import { checkUrl, type LookupFn, type ResolvedAddress } from './check-url';
-import { isPublicAddress } from './address-policy';
+import { compileAllowList, isPublicAddress, judgeAddress } from './address-policy';
 import { OutboundError, type OutboundReason } from './outbound-error';
 
 /** A resolver that must not be asked: IP literals are judged as they are. */
@@ -141,6 +141,20 @@ describe('checkUrl: literal addresses', () => {
     expect(await reasonOf(checkUrl('https://[::1]/', { allowCidrs: ['::1'] }))).toBe('ok');
     expect(await reasonOf(checkUrl('https://10.1.2.3/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('ok');
     expect(await reasonOf(checkUrl('https://169.254.169.254/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('private_address');
+  });
+
+  it('judges an address again under another allow-list: a verdict is remembered per list, and cannot be changed', async () => {
+    const allowCidrs = ['127.0.0.1/32'];
+    for (let round = 0; round < 2; round++) {
+      expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs }))).toBe('ok');
+      expect(await reasonOf(checkUrl('https://127.0.0.1:8443/'))).toBe('private_address');
+      expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('private_address');
+      expect(isPublicAddress('127.0.0.1')).toBe(false);
+    }
+    const verdict = judgeAddress('127.0.0.1', compileAllowList(allowCidrs));
+    expect(verdict).toEqual({ allowed: true, address: '127.0.0.1', family: 4, range: 'loopback' });
+    expect(() => Object.assign(verdict, { allowed: false })).toThrow(TypeError);
+    expect(judgeAddress('127.0.0.1', compileAllowList(allowCidrs)).allowed).toBe(true);
   });
 
   it('isPublicAddress agrees', () => {

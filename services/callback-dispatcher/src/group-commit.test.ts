@@ -90,4 +90,55 @@ describe('groupCommit', () => {
     expect(await c).toBe('c!');
     expect(groups).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
   });
+
+  describe('hold', () => {
+    it('waits, while more items are on their way, until the group is full', async () => {
+      const { groups, gates, run } = gated();
+      let more = true;
+      const send = groupCommit(run, { max: 10, hold: { fill: 3, ms: 10_000, more: () => more } });
+      const first = ['a', 'b'].map(send);
+      await tick();
+      await tick();
+      expect(groups).toEqual([]); // 2 of 3, and more on their way
+      const c = send('c');
+      await tick();
+      expect(groups).toEqual([['a', 'b', 'c']]);
+      gates[0]!.release();
+      expect(await Promise.all([...first, c])).toEqual(['a!', 'b!', 'c!']);
+      more = false;
+    });
+
+    it('sends what it holds when the last item on its way arrives, and at once when nothing more is coming', async () => {
+      const { groups, gates, run } = gated();
+      let more = true;
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000, more: () => more } });
+      const a = send('a');
+      await tick();
+      await tick();
+      expect(groups).toEqual([]);
+      more = false;
+      const b = send('b');
+      await tick();
+      expect(groups).toEqual([['a', 'b']]);
+      gates[0]!.release();
+      expect(await Promise.all([a, b])).toEqual(['a!', 'b!']);
+      const c = send('c'); // low load: nothing on its way, no wait
+      await tick();
+      expect(groups).toEqual([['a', 'b'], ['c']]);
+      gates[1]!.release();
+      expect(await c).toBe('c!');
+    });
+
+    it('waits no longer than `ms`', async () => {
+      const { groups, gates, run } = gated();
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 30, more: () => true } });
+      const a = send('a');
+      await tick();
+      expect(groups).toEqual([]);
+      await new Promise((r) => setTimeout(r, 60));
+      expect(groups).toEqual([['a']]);
+      gates[0]!.release();
+      expect(await a).toBe('a!');
+    });
+  });
 });
