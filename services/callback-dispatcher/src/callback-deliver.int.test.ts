@@ -145,7 +145,7 @@ describe('callback.deliver', () => {
     } else {
       entry.archive_status = 'failed';
     }
-    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry as TaskOutputEntry] }, 40_000n)).toEqual({ charged: 40_000n });
+    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry as TaskOutputEntry] }, 40_000n)).toMatchObject({ charged: 40_000n });
     expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId, callbackRoundStart: 1, callback: true });
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'completed', callbackState: 'pending', callbackRoundStart: 1 });
