@@ -129,6 +129,24 @@ describe('groupCommit', () => {
       expect(await c).toBe('c!');
     });
 
+    it('sends what it holds when the last item on its way ends without one (recheck)', async () => {
+      const { groups, gates, run } = gated();
+      let more = true;
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000, more: () => more } });
+      const a = send('a');
+      await tick();
+      await tick();
+      send.recheck(); // still more on its way: it keeps holding
+      await tick();
+      expect(groups).toEqual([]);
+      more = false;
+      send.recheck();
+      await tick();
+      expect(groups).toEqual([['a']]);
+      gates[0]!.release();
+      expect(await a).toBe('a!');
+    });
+
     it('waits no longer than `ms`', async () => {
       const { groups, gates, run } = gated();
       const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 30, more: () => true } });

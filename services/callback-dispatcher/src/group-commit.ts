@@ -22,7 +22,14 @@ export interface GroupCommitOptions<I> {
  * group and resolves with its answer. When a group fails, each of its items is run again alone, so only the items
  * that fail alone are rejected (each caller's own retry applies); the next group is still sent.
  */
-export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): (item: I) => Promise<O> {
+export interface GroupCommit<I, O> {
+  /** Queues `item` for the next group; resolves with its answer. */
+  (item: I): Promise<O>;
+  /** `hold.more()` may have turned false without an item arriving (one on its way ended without one): a held group goes now. */
+  recheck(): void;
+}
+
+export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): GroupCommit<I, O> {
   const { max, keyOf, hold } = options;
   let pending: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
   let flushing: Promise<void> | null = null;
@@ -82,10 +89,11 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
     }
   };
 
-  return (item) =>
+  const send = (item: I) =>
     new Promise<O>((resolve, reject) => {
       pending.push({ item, resolve, reject });
       if (release && full()) release();
       flushing ??= flush();
     });
+  return Object.assign(send, { recheck: () => void (release && full() && release()) });
 }

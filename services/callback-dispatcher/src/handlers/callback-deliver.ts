@@ -123,7 +123,11 @@ export function callbackDeliver(deps: DispatcherDeps) {
     try {
       return await attemptOnce(payload, ctx, record);
     } finally {
-      if (!queued) open--;
+      // Ended without a record (skipped, or failed): a group held for it goes now rather than at RECORD_HOLD_MS.
+      if (!queued) {
+        open--;
+        recordAttempt.recheck();
+      }
     }
   };
 
