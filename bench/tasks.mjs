@@ -331,6 +331,11 @@ await withStack(async ({ env: base, db }) => {
     };
     const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
+    // Commands Redis ran (total_commands_processed): each a client sent, and each one a script ran inside it (BullMQ's
+    // take, completion and add scripts run 10–20 each), so the queue side's work in Redis, not its round trips. This
+    // connection's own INFO counts one each.
+    const stats = createRedisConnection(env.REDIS_URL, { name: 'bench-stats' });
+    const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await stats.info('stats'))[1]);
 
     // 0. Creation without a callback_url, in a workspace of its own, run to the end before the timed run.
     const without = await createAll(plain.auth, null);
@@ -353,6 +358,7 @@ await withStack(async ({ env: base, db }) => {
     const cpuStart = cpu();
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
+    const redisBefore = await redisCommands();
     const started = performance.now();
     const phaseStart = new Date();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
@@ -364,6 +370,7 @@ await withStack(async ({ env: base, db }) => {
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
+    const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
     const receiverHandshakes = receiver.handshakes() - warmedHandshakes;
@@ -414,6 +421,7 @@ await withStack(async ({ env: base, db }) => {
     const byKind = (pred) => simLog.filter(pred).length / TASKS;
     const perTask = {
       'Postgres transactions': xactPerTask,
+      'Redis commands run (those inside scripts included)': redisPerTask,
       'provider submits': byKind((r) => r.method === 'POST' && !r.path.includes('/cancel') && !r.path.startsWith('/outputs')),
       'provider polls (status/result GETs)': byKind((r) => r.method === 'GET' && !r.path.startsWith('/outputs')),
       'output fetches (archive)': byKind((r) => r.path.startsWith('/outputs')),
@@ -434,20 +442,24 @@ await withStack(async ({ env: base, db }) => {
       for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
       const cpuStart = cpu();
       const handshakes = receiver.handshakes();
+      const redis0 = await redisCommands();
       const start = performance.now();
       await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
       await receiver.until(before + TASKS);
       const seconds = (performance.now() - start) / 1000;
       const used = cpuDiff(cpuStart, cpu());
+      // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
+      // a backend reports its counts when idle at most once a second, later than a round this short ends.
+      const redisRun = ((await redisCommands()) - redis0) / TASKS;
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       while ((await db.task.count({ where: { workspaceId, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
-      return { seconds, used, handshakes: receiver.handshakes() - handshakes };
+      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes };
     };
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330.
     for (let i = 0; i < WARMUP_REDELIVERIES; i++) await deliveryRound();
     const windowStart = process.hrtime.bigint();
-    const { seconds: deliverSeconds, used: cpuDeliver, handshakes: deliverHandshakes } = await deliveryRound();
+    const { seconds: deliverSeconds, used: cpuDeliver, redisRun: deliverRedisRun, handshakes: deliverHandshakes } = await deliveryRound();
     // The measured round's window in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
     if (PROFILE) {
       mkdirSync(PROFILE, { recursive: true });
@@ -463,7 +475,11 @@ await withStack(async ({ env: base, db }) => {
     const rawPipeline = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     // The deliveries' baseline: as many jobs as the pipeline's (300 took ~40 ms, of which the worker's own start was a
     // large and variable part: 4166–8253 jobs/s between runs), at the dispatcher's concurrency.
+    const rawRedis0 = await redisCommands();
     const rawSingle = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
+    // The same count for a no-op job (added in bulk, removed on completion): what BullMQ alone runs per job.
+    const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
+    stats.disconnect();
 
     // Counted before run 4 adds tasks of its own.
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
@@ -494,7 +510,7 @@ await withStack(async ({ env: base, db }) => {
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
-    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; after ${WARMUP_REDELIVERIES} unmeasured rounds of ${TASKS}`);
+    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; after ${WARMUP_REDELIVERIES} unmeasured rounds of ${TASKS}; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
