@@ -56,7 +56,7 @@ const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 2 * CONCURRENCY);
 const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 6);
 // PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
 // their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), and deliveries-window.json
-// with phase 2's measured round in the profiles' clock (µs), to cut a profile to that round.
+// with phase 2's measured round in the profiles' clock (µs), to cut a profile to that round, and phase 1's (`tasks`).
 const PROFILE = process.env.PROFILE;
 const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
@@ -360,6 +360,7 @@ await withStack(async ({ env: base, db }) => {
     const xactBefore = await xacts();
     const redisBefore = await redisCommands();
     const started = performance.now();
+    const phase1Start = process.hrtime.bigint();
     const phaseStart = new Date();
     const withCb = await createAll(auth, `${receiver.url}/cb`);
     const createdIn = withCb.seconds;
@@ -369,6 +370,7 @@ await withStack(async ({ env: base, db }) => {
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
+    const phase1End = process.hrtime.bigint();
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
@@ -463,7 +465,8 @@ await withStack(async ({ env: base, db }) => {
     // The measured round's window in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
     if (PROFILE) {
       mkdirSync(PROFILE, { recursive: true });
-      const window = { startUs: Number(windowStart / 1000n), endUs: Number(process.hrtime.bigint() / 1000n), deliveries: TASKS };
+      const us = (t) => Number(t / 1000n);
+      const window = { startUs: us(windowStart), endUs: us(process.hrtime.bigint()), deliveries: TASKS, tasks: { startUs: us(phase1Start), endUs: us(phase1End), tasks: TASKS } };
       writeFileSync(join(PROFILE, 'deliveries-window.json'), JSON.stringify(window));
     }
     await queues.close();
