@@ -3,7 +3,8 @@
 //
 // Per task, in the pipeline's order (README "The task pipeline"): taskRepository.create (gensvc_reserve + INSERT), the
 // runner's find and markSubmitted, a find and one advancePoll, a find and recordOutput (gensvc_task_record_output →
-// gensvc_settle), the archiver's archiveSource and recordArchive with its file row (completion). Then DELIVERY_ROUNDS
+// gensvc_settle; it also reads the workspace's retention, which the archive job carries), the archiver's recordArchive
+// with its file row (completion; a job made with the result reads nothing first). Then DELIVERY_ROUNDS
 // rounds of one delivery per task, as the dispatcher makes them: redeliver (the bench's new round, not counted), then
 // per group of GROUP tasks one attemptContexts and one recordDeliveryAttempts (delivered).
 //
@@ -107,11 +108,10 @@ async function main() {
       await taskRepository.advancePoll(db, id, 1);
       await taskRepository.find(db, id);
       const output = { outputs: [{ kind: 'image', url: `https://sim.example/outputs/${i}.png`, archive_status: 'pending' }] };
-      await taskRepository.recordOutput(db, id, output, 40n);
-      const source = await taskRepository.archiveSource(db, id, 0);
+      const { retention } = await taskRepository.recordOutput(db, id, output, 40n);
       const fileId = newId('file');
       const file = generatedFile({
-        taskId: id, outputIndex: 0, workspace: source.workspace, createdAt: now(), bytes: 4096, sha256: 'a'.repeat(64),
+        taskId: id, outputIndex: 0, workspace: { id: ws.id, ...retention }, createdAt: now(), bytes: 4096, sha256: 'a'.repeat(64),
         media: { extension: 'png', contentType: 'image/png' }, location: { fileId, storageKey: `ws/${ws.id}/${fileId}.png`, url: `https://files.example/${fileId}.png` },
       });
       const { completed } = await taskRepository.recordArchive(db, { taskId: id, outputIndex: 0, patch: { archive_status: 'archived', svc_file_id: fileId, svc_url: 'https://files.example/x' }, file });
