@@ -94,30 +94,29 @@ describe('groupCommit', () => {
   describe('hold', () => {
     it('waits, while more items are on their way, until the group is full', async () => {
       const { groups, gates, run } = gated();
-      let more = true;
-      const send = groupCommit(run, { max: 10, hold: { fill: 3, ms: 10_000, more: () => more } });
-      const first = ['a', 'b'].map(send);
+      const send = groupCommit(run, { max: 10, hold: { fill: 3, ms: 10_000 } });
+      const [slotA, slotB, slotC, slotD] = [send.expect(), send.expect(), send.expect(), send.expect()];
+      const first = [slotA.send('a'), slotB.send('b')];
       await tick();
       await tick();
       expect(groups).toEqual([]); // 2 of 3, and more on their way
-      const c = send('c');
+      const c = slotC.send('c');
       await tick();
       expect(groups).toEqual([['a', 'b', 'c']]);
       gates[0]!.release();
       expect(await Promise.all([...first, c])).toEqual(['a!', 'b!', 'c!']);
-      more = false;
+      slotD.cancel();
     });
 
     it('sends what it holds when the last item on its way arrives, and at once when nothing more is coming', async () => {
       const { groups, gates, run } = gated();
-      let more = true;
-      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000, more: () => more } });
-      const a = send('a');
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000 } });
+      const [slotA, slotB] = [send.expect(), send.expect()];
+      const a = slotA.send('a');
       await tick();
       await tick();
       expect(groups).toEqual([]);
-      more = false;
-      const b = send('b');
+      const b = slotB.send('b');
       await tick();
       expect(groups).toEqual([['a', 'b']]);
       gates[0]!.release();
@@ -129,18 +128,18 @@ describe('groupCommit', () => {
       expect(await c).toBe('c!');
     });
 
-    it('sends what it holds when the last item on its way ends without one (recheck)', async () => {
+    it('sends what it holds when the last item on its way is cancelled (it will not come); a cancel after its send does nothing', async () => {
       const { groups, gates, run } = gated();
-      let more = true;
-      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000, more: () => more } });
-      const a = send('a');
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000 } });
+      const [slotA, slotB, slotC] = [send.expect(), send.expect(), send.expect()];
+      const a = slotA.send('a');
+      slotA.cancel(); // after its send: still two on their way
       await tick();
       await tick();
-      send.recheck(); // still more on its way: it keeps holding
+      slotB.cancel(); // one more still on its way: it keeps holding
       await tick();
       expect(groups).toEqual([]);
-      more = false;
-      send.recheck();
+      slotC.cancel();
       await tick();
       expect(groups).toEqual([['a']]);
       gates[0]!.release();
@@ -149,7 +148,8 @@ describe('groupCommit', () => {
 
     it('waits no longer than `ms`', async () => {
       const { groups, gates, run } = gated();
-      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 30, more: () => true } });
+      const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 30 } });
+      const never = send.expect(); // on its way, and never comes
       const a = send('a');
       await tick();
       expect(groups).toEqual([]);
@@ -157,6 +157,7 @@ describe('groupCommit', () => {
       expect(groups).toEqual([['a']]);
       gates[0]!.release();
       expect(await a).toBe('a!');
+      never.cancel();
     });
   });
 });

@@ -9,12 +9,12 @@ export interface GroupCommitOptions<I> {
   /** Items of one key never share a group: a later one waits for the next (one statement, one decision per row). */
   keyOf?: (item: I) => string;
   /**
-   * Under load, a group waits (at most `ms`) to hold `fill` items while `more()` says items are still on their way
-   * (the dispatcher's attempts taken and not yet recorded): a statement costs Postgres a fixed part (its commit, its plan
-   * and its CTEs) besides each row's, so fewer, fuller groups cost less per item. An item that arrives with nothing
-   * more on its way, or fills the group, sends it at once: at low load nothing waits.
+   * Under load, a group waits (at most `ms`) to hold `fill` items while items announced with `expect()` are still on
+   * their way (the dispatcher's attempts taken and not yet recorded): a statement costs Postgres a fixed part (its
+   * commit, its plan and its CTEs) besides each row's, so fewer, fuller groups cost less per item. An item that
+   * arrives with nothing more on its way, or fills the group, sends it at once: at low load nothing waits.
    */
-  hold?: { fill: number; ms: number; more: () => boolean };
+  hold?: { fill: number; ms: number };
 }
 
 /**
@@ -25,17 +25,22 @@ export interface GroupCommitOptions<I> {
 export interface GroupCommit<I, O> {
   /** Queues `item` for the next group; resolves with its answer. */
   (item: I): Promise<O>;
-  /** `hold.more()` may have turned false without an item arriving (one on its way ended without one): a held group goes now. */
-  recheck(): void;
+  /**
+   * An item on its way: a held group waits for it until it is sent, or cancelled (it will not come; a group held
+   * for it alone goes at once). Each ends once: a cancel after the send does nothing.
+   */
+  expect(): { send(item: I): Promise<O>; cancel(): void };
 }
 
 export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): GroupCommit<I, O> {
   const { max, keyOf, hold } = options;
   let pending: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
   let flushing: Promise<void> | null = null;
+  /** Items announced (expect) and neither sent nor cancelled yet. */
+  let expected = 0;
   /** Ends the current hold, when one waits. */
   let release: (() => void) | null = null;
-  const full = () => !hold || pending.length >= hold.fill || !hold.more();
+  const full = () => !hold || pending.length >= hold.fill || expected === 0;
 
   /** Until the group is full, nothing more is on its way, or `hold.ms` passed. */
   const held = async () => {
@@ -95,5 +100,19 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
       if (release && full()) release();
       flushing ??= flush();
     });
-  return Object.assign(send, { recheck: () => void (release && full() && release()) });
+  const expect = () => {
+    expected++;
+    let open = true;
+    const end = () => {
+      if (!open) return false;
+      open = false;
+      expected--;
+      return true;
+    };
+    return {
+      send: (item: I) => (end(), send(item)),
+      cancel: () => void (end() && release && full() && release()),
+    };
+  };
+  return Object.assign(send, { expect });
 }

@@ -102,32 +102,21 @@ export function callbackDeliver(deps: DispatcherDeps) {
     },
     { max: GROUP_MAX },
   );
-  // Attempts taken and not yet queued for their record: under load a record group waits for some of them
-  // (group-commit.ts `hold`). Not the read: it stands between a due callback and its receiver.
-  let open = 0;
+  // Under load a record group waits for attempts taken and not yet recorded (group-commit.ts `hold`; each attempt is
+  // announced with expect()). Not the read: it stands between a due callback and its receiver.
   const recordAttempt = groupCommit((entries: AttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
     max: GROUP_MAX,
     keyOf: (entry) => entry.input.taskId,
-    hold: { fill: RECORD_FILL, ms: RECORD_HOLD_MS, more: () => open > 0 },
+    hold: { fill: RECORD_FILL, ms: RECORD_HOLD_MS },
   });
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
-    open++;
-    let queued = false;
-    /** The attempt's record, queued: it no longer counts as on its way (decremented before the group looks). */
-    const record = (entry: AttemptEntry) => {
-      queued = true;
-      open--;
-      return recordAttempt(entry);
-    };
+    const record = recordAttempt.expect();
     try {
-      return await attemptOnce(payload, ctx, record);
+      return await attemptOnce(payload, ctx, record.send);
     } finally {
       // Ended without a record (skipped, or failed): a group held for it goes now rather than at RECORD_HOLD_MS.
-      if (!queued) {
-        open--;
-        recordAttempt.recheck();
-      }
+      record.cancel();
     }
   };
 
