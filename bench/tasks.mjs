@@ -337,6 +337,13 @@ await withStack(async ({ env: base, db }) => {
         await new Promise((r) => setTimeout(r, 200));
       }
     };
+    // WAL flushes (each an fdatasync of the WAL, most of them a commit's): pg_stat_io's from Postgres 18, pg_stat_wal's
+    // before it.
+    const walSyncs = async () => {
+      const [{ v }] = await db.$queryRaw`SELECT current_setting('server_version_num')::int AS v`;
+      const sql = v >= 180000 ? `SELECT sum(fsyncs) AS n FROM pg_stat_io WHERE object = 'wal'` : 'SELECT wal_sync AS n FROM pg_stat_wal';
+      return Number((await db.$queryRawUnsafe(sql))[0].n);
+    };
     const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
     // Commands Redis ran (total_commands_processed): each a client sent, and each one a script ran inside it (BullMQ's
@@ -374,6 +381,7 @@ await withStack(async ({ env: base, db }) => {
     const cpuStart = cpu();
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
+    const walSyncBefore = await walSyncs();
     const redisBefore = await redisCommands();
     const started = performance.now();
     const phase1Start = process.hrtime.bigint();
@@ -388,6 +396,7 @@ await withStack(async ({ env: base, db }) => {
     const endToEnd = (performance.now() - started) / 1000;
     const phase1End = process.hrtime.bigint();
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
+    const walSyncPerTask = ((await walSyncs()) - walSyncBefore) / TASKS;
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
@@ -439,6 +448,7 @@ await withStack(async ({ env: base, db }) => {
     const byKind = (pred) => simLog.filter(pred).length / TASKS;
     const perTask = {
       'Postgres transactions': xactPerTask,
+      'Postgres WAL flushes (fdatasync)': walSyncPerTask,
       'Redis commands run (those inside scripts included)': redisPerTask,
       'provider submits': byKind((r) => r.method === 'POST' && !r.path.includes('/cancel') && !r.path.startsWith('/outputs')),
       'provider polls (status/result GETs)': byKind((r) => r.method === 'GET' && !r.path.startsWith('/outputs')),
