@@ -6,10 +6,12 @@
 //      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
 //      callback received.
 //      p50/p99 from the task's completion (completedAt) to its callback's arrival.
-//   2. callback deliveries/s: a new delivery round for every task (the redelivery path), the dispatcher alone, after
-//      WARMUP_REDELIVERIES unmeasured rounds of the same size (default 6), as bench/chat serves JIT_WARMUP_MS of
+//   2. callback deliveries/s: a new delivery round (the redelivery path) for DELIVERIES tasks at once (default
+//      TASKS × JOBS_PER_TASK, the raw baseline's job count: phase 1's tasks, then the warm-up's), the dispatcher alone,
+//      after WARMUP_REDELIVERIES unmeasured rounds of the same size (default 2), as bench/chat serves JIT_WARMUP_MS of
 //      unmeasured load first: a dispatcher still optimising its code costs up to ~2× a warm one per delivery (its CPU
-//      per delivery falls over its first ~2,000), and phases 0–1 bring it only WARMUP_TASKS + TASKS deliveries.
+//      per delivery falls over its first ~2,000). Until the eighth session a round was TASKS deliveries against a
+//      baseline of five times as many jobs: its ramp and tail weighed five times as much as the baseline's.
 //      Counted in rounds, not time: warmth is a number of deliveries, which a loaded machine makes slower. The baseline
 //      (3) is as warm: its no-op worker runs in this process after an unmeasured round of its size and the
 //      TASKS × JOBS_PER_TASK run (3,000 jobs before its own figure).
@@ -61,7 +63,9 @@ const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 5 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
 // Phase 2's unmeasured redelivery rounds of TASKS deliveries each, before the measured one.
-const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 6);
+const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
+// Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
+const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
 // PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
 // their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), and deliveries-window.json
 // with phase 2's measured round in the profiles' clock (µs), to cut a profile to that round, and phase 1's (`tasks`).
@@ -364,11 +368,12 @@ await withStack(async ({ env: base, db }) => {
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
     // In rounds of TASKS, each timed as phase 1 is, so the run shows how far a cold pipeline is from a warm one.
     const warmRounds = [];
+    const warmIds = [];
     for (let done = 0; done < WARMUP_TASKS; ) {
       const n = Math.min(TASKS, WARMUP_TASKS - done);
       const cpu0 = cpu();
       const t0 = performance.now();
-      await createAll(warm.auth, `${receiver.url}/cb`, n);
+      warmIds.push(...(await createAll(warm.auth, `${receiver.url}/cb`, n)).ids);
       await receiver.until((done += n));
       const used = cpuDiff(cpu0, cpu());
       warmRounds.push({ n, perSecond: n / ((performance.now() - t0) / 1000), gatewayMs: (1000 * GATEWAY.reduce((sum, k) => sum + used[k], 0)) / n });
@@ -464,23 +469,28 @@ await withStack(async ({ env: base, db }) => {
     //    rounds of the same size (see the header).
     const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-redeliver' });
     const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
+    // A round redelivers DELIVERIES tasks: the timed phase's, then the warm-up's (as many as the raw baseline's jobs
+    // by default, so that neither figure carries a start and an end the other spreads over five times as much work).
+    const redelivered = [...tasks.map((t) => ({ id: t.id, workspaceId })), ...warmIds.map((id) => ({ id, workspaceId: warm.workspaceId }))].slice(0, DELIVERIES);
+    const deliveries = redelivered.length;
     const deliveryRound = async () => {
       const before = receiver.count();
       const rounds = [];
-      for (const t of tasks) rounds.push({ task: t, round: await taskRepository.redeliver(db, workspaceId, t.id) });
+      for (const t of redelivered) rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
       const cpuStart = cpu();
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const start = performance.now();
-      await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId, attempt: round.attempt })));
-      await receiver.until(before + TASKS);
+      await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: round.attempt })));
+      await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
       const used = cpuDiff(cpuStart, cpu());
       // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
       // a backend reports its counts when idle at most once a second, later than a round this short ends.
-      const redisRun = ((await redisCommands()) - redis0) / TASKS;
+      const redisRun = ((await redisCommands()) - redis0) / deliveries;
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
-      while ((await db.task.count({ where: { workspaceId, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
+      const pendingIn = [workspaceId, warm.workspaceId];
+      while ((await db.task.count({ where: { workspaceId: { in: pendingIn }, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
       return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes };
     };
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
@@ -492,7 +502,7 @@ await withStack(async ({ env: base, db }) => {
     if (PROFILE) {
       mkdirSync(PROFILE, { recursive: true });
       const us = (t) => Number(t / 1000n);
-      const window = { startUs: us(windowStart), endUs: us(process.hrtime.bigint()), deliveries: TASKS, tasks: { startUs: us(phase1Start), endUs: us(phase1End), tasks: TASKS } };
+      const window = { startUs: us(windowStart), endUs: us(process.hrtime.bigint()), deliveries, tasks: { startUs: us(phase1Start), endUs: us(phase1End), tasks: TASKS } };
       writeFileSync(join(PROFILE, 'deliveries-window.json'), JSON.stringify(window));
     }
     await queues.close();
@@ -528,7 +538,7 @@ await withStack(async ({ env: base, db }) => {
     const mixedWithout = percentiles(mixed.byIndex.filter((_, i) => i % 2 === 0));
 
     const tasksPerSecond = TASKS / endToEnd;
-    const deliveriesPerSecond = TASKS / deliverSeconds;
+    const deliveriesPerSecond = deliveries / deliverSeconds;
     const rawTask = rawPipeline / JOBS_PER_TASK;
     console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
     printTable(
@@ -546,9 +556,9 @@ await withStack(async ({ env: base, db }) => {
     console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms((1000 * GATEWAY.reduce((sum, k) => sum + cpuEndToEnd[k], 0)) / TASKS)}); raw BullMQ, three rounds each: ÷ ${JOBS_PER_TASK} ${list(rawRounds, (r) => int(r / JOBS_PER_TASK))}, at ${DISPATCHER_IN_FLIGHT} ${list(singleRounds, int)}`);
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
-    const perMs = (o) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / TASKS)}`).join(', ');
+    const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
-    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; after ${WARMUP_REDELIVERIES} unmeasured rounds of ${TASKS}; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
+    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; rounds of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
