@@ -115,10 +115,13 @@ async function main() {
   const launch = (name: string, extra: Record<string, string> = {}) => {
     const proc = spawn(process.execPath, serviceArgs(root, name), { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     const prefix = `[${name}] `;
+    // Lines reach the pipe in blocks (a service's logger writes 4 KiB at a time), cut anywhere: a line is written
+    // once whole, and the decoder keeps a character split between two reads whole.
     const pipe = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) => {
       let rest = '';
-      from.on('data', (d: Buffer) => {
-        const lines = (rest + d.toString()).split('\n');
+      from.setEncoding('utf8');
+      from.on('data', (d: string) => {
+        const lines = (rest + d).split('\n');
         rest = lines.pop() ?? '';
         for (const line of lines) to.write(prefix + line + '\n');
       });
