@@ -123,7 +123,7 @@ async function main() {
       from.on('data', (d: string) => {
         const lines = (rest + d).split('\n');
         rest = lines.pop() ?? '';
-        for (const line of lines) to.write(prefix + line + '\n');
+        if (lines.length > 0) to.write(lines.map((line) => prefix + line + '\n').join(''));
       });
     };
     pipe(proc.stdout!, process.stdout);
