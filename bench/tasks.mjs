@@ -19,8 +19,8 @@
 //      through one worker of the callers' concurrency (for tasks, ÷ 5), then as many again through one worker of the
 //      dispatcher's concurrency (for deliveries), after an unmeasured round of that size (the pipeline is warmed too,
 //      see below). Each run is long enough that a worker's own start is not its figure (a 300-job run lasted ~40 ms
-//      and swung 4166–8253 jobs/s between runs); each figure is the median of three such runs (one swung 768–1,300
-//      tasks/s between runs).
+//      and swung 4166–8253 jobs/s between runs); each figure is the median of three such runs (one run swung
+//      768–1,600 tasks/s, ÷ 5, between bench runs).
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
 //      Then warm-up rounds, unmeasured: WARMUP_TASKS tasks (default 5 × TASKS) with a callback_url (a third
 //      workspace) run to their callbacks in rounds of TASKS, so every process of the pipeline has opened its pools (the
@@ -56,13 +56,12 @@ const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
 // Its default as libs/config sets it (CALLBACK_DISPATCHER_CONCURRENCY), for the baseline of the same concurrency.
 const DISPATCHER_IN_FLIGHT = Number(DISPATCHER_CONCURRENCY ?? 64);
 const JOBS_PER_TASK = 5;
-// The unmeasured warm-up round before phase 1 (0 for none): enough tasks for every worker to reach its concurrency.
-// Five rounds of TASKS by default: a gateway serves from warm processes, and V8 optimises a function called once per
+// The unmeasured warm-up before phase 1 (0 for none), in rounds of TASKS. Five rounds of TASKS by default: a gateway serves from warm processes, and V8 optimises a function called once per
 // task only after hundreds of tasks (at 32 warm-up tasks the gateway's CPU per task was ~1.7× a warm one's).
 const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 5 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
-// Phase 2's unmeasured redelivery rounds of TASKS deliveries each, before the measured one.
+// Phase 2's unmeasured redelivery rounds of DELIVERIES each, before the measured one.
 const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
 // Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
 const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
