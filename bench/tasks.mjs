@@ -14,7 +14,7 @@
 //      baseline of five times as many jobs: its ramp and tail weighed five times as much as the baseline's.
 //      Counted in rounds, not time: warmth is a number of deliveries, which a loaded machine makes slower. The baseline
 //      (3) is as warm: its no-op worker runs in this process after an unmeasured round of its size and the
-//      TASKS × JOBS_PER_TASK run (3,000 jobs before its own figure).
+//      TASKS × JOBS_PER_TASK runs (6,000 jobs before its own first round).
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      through one worker of the callers' concurrency (for tasks, ÷ 5), then as many again through one worker of the
 //      dispatcher's concurrency (for deliveries), after an unmeasured round of that size (the pipeline is warmed too,
