@@ -44,7 +44,7 @@ import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
 import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { percentiles } from './lib/stats.mjs';
+import { percentiles, quantiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
 const TASKS = Number(process.env.TASKS ?? 300);
@@ -61,6 +61,8 @@ const JOBS_PER_TASK = 5;
 const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 5 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
+/** The gateway's CPU ms per task, from CPU seconds by process over `tasks` tasks. */
+const gatewayMsPerTask = (used, tasks) => (1000 * GATEWAY.reduce((sum, k) => sum + used[k], 0)) / tasks;
 // Phase 2's unmeasured redelivery rounds of DELIVERIES each, before the measured one.
 const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
 // Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
@@ -219,6 +221,13 @@ function harnessCpuSeconds(servicePids) {
   return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
 }
 
+/** Three measured rounds of rawBullmq, TASKS × JOBS_PER_TASK jobs each (the caller takes their median). */
+async function threeRawRounds(env, concurrency) {
+  const rounds = [];
+  for (let i = 0; i < 3; i++) rounds.push(await rawBullmq(env, TASKS * JOBS_PER_TASK, concurrency));
+  return rounds;
+}
+
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
 async function rawBullmq(env, n, concurrency) {
   const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-raw' });
@@ -342,11 +351,9 @@ await withStack(async ({ env: base, db }) => {
     };
     // WAL flushes (each an fdatasync of the WAL, most of them a commit's): pg_stat_io's from Postgres 18, pg_stat_wal's
     // before it.
-    const walSyncs = async () => {
-      const [{ v }] = await db.$queryRaw`SELECT current_setting('server_version_num')::int AS v`;
-      const sql = v >= 180000 ? `SELECT sum(fsyncs) AS n FROM pg_stat_io WHERE object = 'wal'` : 'SELECT wal_sync AS n FROM pg_stat_wal';
-      return Number((await db.$queryRawUnsafe(sql))[0].n);
-    };
+    const [{ version }] = await db.$queryRaw`SELECT current_setting('server_version_num')::int AS version`;
+    const walSyncSql = version >= 180000 ? `SELECT sum(fsyncs) AS n FROM pg_stat_io WHERE object = 'wal'` : 'SELECT wal_sync AS n FROM pg_stat_wal';
+    const walSyncs = async () => Number((await db.$queryRawUnsafe(walSyncSql))[0].n);
     const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
     // Commands Redis ran (total_commands_processed): each a client sent, and each one a script ran inside it (BullMQ's
@@ -375,7 +382,7 @@ await withStack(async ({ env: base, db }) => {
       warmIds.push(...(await createAll(warm.auth, `${receiver.url}/cb`, n)).ids);
       await receiver.until((done += n));
       const used = cpuDiff(cpu0, cpu());
-      warmRounds.push({ n, perSecond: n / ((performance.now() - t0) / 1000), gatewayMs: (1000 * GATEWAY.reduce((sum, k) => sum + used[k], 0)) / n });
+      warmRounds.push({ n, perSecond: n / ((performance.now() - t0) / 1000), gatewayMs: gatewayMsPerTask(used, n) });
     }
     const warmedCallbacks = receiver.count();
     const warmedHandshakes = receiver.handshakes();
@@ -512,16 +519,14 @@ await withStack(async ({ env: base, db }) => {
     // The median of three measured rounds: one round of 1,500 jobs lasts ~0.3 s, and single rounds swung 768–1,300
     // tasks/s (÷ 5) between runs on an idle machine.
     await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
-    const rawRounds = [];
-    for (let i = 0; i < 3; i++) rawRounds.push(await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY));
-    const rawPipeline = rawRounds.sort((a, b) => a - b)[1];
+    const rawRounds = await threeRawRounds(env, CONCURRENCY);
+    const rawPipeline = quantiles(rawRounds)(0.5);
     // The deliveries' baseline: as many jobs as the pipeline's (300 took ~40 ms, of which the worker's own start was a
     // large and variable part: 4166–8253 jobs/s between runs), at the dispatcher's concurrency.
     // The median of three, as above.
     const rawRedis0 = await redisCommands();
-    const singleRounds = [];
-    for (let i = 0; i < 3; i++) singleRounds.push(await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT));
-    const rawSingle = singleRounds.sort((a, b) => a - b)[1];
+    const singleRounds = await threeRawRounds(env, DISPATCHER_IN_FLIGHT);
+    const rawSingle = quantiles(singleRounds)(0.5);
     // The same count for a no-op job (added in bulk, removed on completion): what BullMQ alone runs per job.
     const rawRedisRun = ((await redisCommands()) - rawRedis0) / (3 * TASKS * JOBS_PER_TASK);
     stats.disconnect();
@@ -552,7 +557,7 @@ await withStack(async ({ env: base, db }) => {
       ],
     );
     const list = (xs, f) => xs.map(f).join(', ');
-    console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms((1000 * GATEWAY.reduce((sum, k) => sum + cpuEndToEnd[k], 0)) / TASKS)}); raw BullMQ, three rounds each: ÷ ${JOBS_PER_TASK} ${list(rawRounds, (r) => int(r / JOBS_PER_TASK))}, at ${DISPATCHER_IN_FLIGHT} ${list(singleRounds, int)}`);
+    console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ, three rounds each: ÷ ${JOBS_PER_TASK} ${list(rawRounds, (r) => int(r / JOBS_PER_TASK))}, at ${DISPATCHER_IN_FLIGHT} ${list(singleRounds, int)}`);
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
  * services listen; after a few taken ones, the kernel's choice as before.
  */
 export async function freePort(): Promise<number> {
-  const [low] = ephemeralRange();
+  const low = (ephemeralLow ??= readEphemeralLow());
   const from = Math.max(1024, low - 12_000);
   for (let tries = 0; tries < 20 && from < low; tries++) {
     const port = from + Math.floor(Math.random() * (low - from));
@@ -20,15 +20,17 @@ export async function freePort(): Promise<number> {
   return listenOnce(0);
 }
 
-/** The kernel's ephemeral port range (Linux), or the IANA one elsewhere. */
-function ephemeralRange(): [number, number] {
+let ephemeralLow: number | undefined;
+
+/** The first port of the kernel's ephemeral range (Linux), or of IANA's elsewhere; read once per process. */
+function readEphemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (low && high) return [low, high];
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low > 0) return low;
   } catch {
     // not Linux
   }
-  return [49152, 65535];
+  return 49152;
 }
 
 const listenable = (port: number) => listenOnce(port).then(() => true, () => false);

@@ -36,13 +36,33 @@ export function createLogger(options: LoggerOptions): Logger {
   );
 }
 
+/** How long a line may wait in the block before it is written anyway. */
+const FLUSH_MS = 100;
+
 /**
- * Stdout, written in blocks: lines gather until 4 KiB or 100 ms, then leave in one write. pino's default destination
+ * Stdout, written in blocks: lines gather until 4 KiB or FLUSH_MS, then leave in one write. pino's default destination
  * wrote each line by itself through libuv's thread pool (a thread hand-off, an eventfd wake-up of the loop and a
  * system call per line: with info level, per request). Whatever is gathered is written out when the process exits,
- * whatever way it exits but a SIGKILL, which loses at most the last 100 ms of lines.
+ * whatever way it exits but a SIGKILL, which loses at most the last FLUSH_MS of lines.
+ *
+ * The flush timer is armed by a line, not left running: sonic-boom's own `periodicFlush` fires whether or not anything
+ * is gathered, and its flush of nothing is still a write through the thread pool, every period of an idle process.
  */
-const stdout = () => pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 100 });
+function stdout(): DestinationStream & { flush(cb?: (err?: Error) => void): void } {
+  const blocks = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  let timer: NodeJS.Timeout | null = null;
+  const flushSoon = () => {
+    timer = null;
+    blocks.flush();
+  };
+  return {
+    write(line: string) {
+      blocks.write(line);
+      timer ??= setTimeout(flushSoon, FLUSH_MS).unref();
+    },
+    flush: (cb) => blocks.flush(cb),
+  };
+}
 
 function traceFields(): Record<string, string> {
   const span = trace.getActiveSpan();
