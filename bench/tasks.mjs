@@ -13,15 +13,14 @@
 //      per delivery falls over its first ~2,000). Until the eighth session a round was TASKS deliveries against a
 //      baseline of five times as many jobs: its ramp and tail weighed five times as much as the baseline's.
 //      Counted in rounds, not time: warmth is a number of deliveries, which a loaded machine makes slower. Then three
-//      measured rounds, each followed at once by its baseline (3, at the dispatcher's concurrency, warmed by four
+//      measured rounds, each followed at once by its baseline (3, at the dispatcher's concurrency, after four
 //      unmeasured rounds of its size): the figure is the median of the three ratios, each round against the raw round
 //      beside it, as this machine's speed moves by up to ~2× within minutes.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
-//      through one worker of the dispatcher's concurrency (for deliveries, beside each measured round, above), then
-//      through one worker of the callers' concurrency (for tasks, ÷ 5, after an unmeasured round of that size; the
-//      pipeline is warmed too, see below). Each run is long enough that a worker's own start is not its figure (a
-//      300-job run lasted ~40 ms and swung 4166–8253 jobs/s between runs); the tasks' figure is the median of three
-//      such runs (one run swung 768–1,600 tasks/s, ÷ 5, between bench runs).
+//      through one worker of the callers' concurrency (for tasks, ÷ 5: one round right before phase 1 and one right
+//      after it, their mean the figure, after four unmeasured rounds), and of the dispatcher's concurrency (for
+//      deliveries, beside each measured round, above). Each run is long enough that a worker's own start is not its
+//      figure (a 300-job run lasted ~40 ms and swung 4166–8253 jobs/s between runs).
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
 //      Then warm-up rounds, unmeasured: WARMUP_TASKS tasks (default 5 × TASKS) with a callback_url (a third
 //      workspace) run to their callbacks in rounds of TASKS, so every process of the pipeline has opened its pools (the
@@ -45,7 +44,7 @@ import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
 import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { percentiles, quantiles } from './lib/stats.mjs';
+import { percentiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
 const TASKS = Number(process.env.TASKS ?? 300);
@@ -222,13 +221,6 @@ function harnessCpuSeconds(servicePids) {
   return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
 }
 
-/** Three measured rounds of rawBullmq, TASKS × JOBS_PER_TASK jobs each (the caller takes their median). */
-async function threeRawRounds(env, concurrency) {
-  const rounds = [];
-  for (let i = 0; i < 3; i++) rounds.push(await rawBullmq(env, TASKS * JOBS_PER_TASK, concurrency));
-  return rounds;
-}
-
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
 async function rawBullmq(env, n, concurrency) {
   const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-raw' });
@@ -388,6 +380,13 @@ await withStack(async ({ env: base, db }) => {
     const warmedCallbacks = receiver.count();
     const warmedHandshakes = receiver.handshakes();
 
+    // 3. The tasks' baseline bracket phase 1: a raw round at the callers' concurrency right before it and one right
+    //    after it (their mean is the figure), after four unmeasured rounds that warm the raw worker's code as the
+    //    warm-up rounds warmed the pipeline's (measured after the pipeline instead, with one unmeasured round before
+    //    it, the raw worker had run at 0.55–0.75 of its warm rate: tasks ratios of 0.10–0.15× against 0.06–0.09× now).
+    for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
+    const rawBefore = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
+
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
     const cpuStart = cpu();
@@ -407,6 +406,7 @@ await withStack(async ({ env: base, db }) => {
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const phase1End = process.hrtime.bigint();
+    const rawAfter = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const walSyncPerTask = ((await walSyncs()) - walSyncBefore) / TASKS;
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
@@ -502,8 +502,7 @@ await withStack(async ({ env: base, db }) => {
     };
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330. The baseline's worker is warmed
-    // as the old order warmed it (6,000 jobs before its first measured round: after one round of 1,500 alone, its first
-    // measured rounds ran at 0.64–0.85 of its later ones).
+    // by four rounds at this concurrency (after only one, its measured rounds still rose: 7,324, 9,669, 10,893 jobs/s).
     for (let i = 0; i < WARMUP_REDELIVERIES; i++) await deliveryRound();
     for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
     // Three measured rounds, each followed at once by its baseline: a raw BullMQ round of as many jobs at the
@@ -534,13 +533,7 @@ await withStack(async ({ env: base, db }) => {
     await queues.close();
     connection.disconnect();
 
-    // 3. The baseline, in the same run, warmed as the pipeline was: one unmeasured round of the same size first (a
-    //    cold BullMQ worker loop runs below V8's optimising tier for a good part of a run this short).
-    // The median of three measured rounds: one round of 1,500 jobs lasts ~0.3 s, and single rounds swung 768–1,300
-    // tasks/s (÷ 5) between runs on an idle machine.
-    await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
-    const rawRounds = await threeRawRounds(env, CONCURRENCY);
-    const rawPipeline = quantiles(rawRounds)(0.5);
+    const rawPipeline = (rawBefore + rawAfter) / 2;
     stats.disconnect();
 
     // Counted before run 4 adds tasks of its own.
@@ -569,7 +562,7 @@ await withStack(async ({ env: base, db }) => {
       ],
     );
     const list = (xs, f) => xs.map(f).join(', ');
-    console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ, three rounds each: ÷ ${JOBS_PER_TASK} ${list(rawRounds, (r) => int(r / JOBS_PER_TASK))}; deliveries/s against raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`);
+    console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ ÷ ${JOBS_PER_TASK} right before and after phase 1: ${int(rawBefore / JOBS_PER_TASK)}, ${int(rawAfter / JOBS_PER_TASK)}; deliveries/s against raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`);
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
