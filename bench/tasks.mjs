@@ -44,6 +44,7 @@ import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
 import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
+import { CORES } from './lib/cpu.mjs';
 import { percentiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
@@ -568,6 +569,12 @@ await withStack(async ({ env: base, db }) => {
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
+    // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
+    // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
+    // machines; the raw baseline runs none of them).
+    const ceilings = (used, n) => ({ all: (CORES * 1000 * n) / (1000 * Object.values(used).reduce((a, b) => a + b, 0)), gateway: (CORES * 1000) / gatewayMsPerTask(used, n) });
+    const [tc, dc] = [ceilings(cpuEndToEnd, TASKS), ceilings(cpuDeliver, deliveries)];
+    console.log(`what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
