@@ -60,7 +60,8 @@ export function startService(name, env, { extra = {}, readyPath, port = Boolean(
     script: join(root, 'services', name, 'dist', 'main.js'),
     nodeArgs: [...serviceNodeFlags(root, name), ...nodeArgs],
     // OPS_PORT 0: each service its own free ops port (/healthz, /readyz, /metrics), never the fixed 9464 twice.
-    env: { LOG_LEVEL: 'warn', OPS_PORT: '0', ...env, ...extra },
+    // warn unless the caller's LOG_LEVEL says otherwise (`LOG_LEVEL=info npm run bench -- chat`: as production logs).
+    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', OPS_PORT: '0', ...env, ...extra },
     port,
     readyPath,
   });

@@ -71,4 +71,51 @@ describe('createLogger', () => {
       channel: { password: '[REDACTED]', key: '[REDACTED]' },
     });
   });
+
+  it('redacts secret-named fields two levels down and in arrays, and changes nothing the caller logged', () => {
+    const out = memoryDestination();
+    const logged = {
+      task: { channel: { key: 'key-1', name: 'sim' }, secret: 'whsec_2' },
+      items: [{ password: 'pw-3', id: 1 }, 'plain'],
+      req: { headers: { 'x-goog-api-key': 'gk-4', host: 'h' } },
+      deep: { a: { b: { note: 'three levels down is shown' } } },
+      bytes: Buffer.from('key'),
+      n: 5,
+    };
+    const before = JSON.stringify(logged);
+    createLogger({ service: 'edge', level: 'info', destination: out }).info(logged, 'line');
+    expect(JSON.stringify(logged)).toBe(before);
+    const text = out.raw.join('');
+    for (const value of ['key-1', 'whsec_2', 'pw-3', 'gk-4']) expect(text).not.toContain(value);
+    expect(out.lines()[0]).toMatchObject({
+      task: { channel: { key: '[REDACTED]', name: 'sim' }, secret: '[REDACTED]' },
+      items: [{ password: '[REDACTED]', id: 1 }, 'plain'],
+      req: { headers: { 'x-goog-api-key': '[REDACTED]', host: 'h' } },
+      deep: { a: { b: { note: 'three levels down is shown' } } },
+      bytes: { type: 'Buffer' },
+      n: 5,
+    });
+  });
+
+  it("redacts an error's secret-named fields, and still writes it as an error of its class", () => {
+    const out = memoryDestination();
+    const err = Object.assign(new TypeError('outer'), { key: 'key-6', code: 'E_X', details: { password: 'pw-5' } });
+    createLogger({ service: 'edge', level: 'info', destination: out }).error({ err }, 'failed');
+    expect(err.key).toBe('key-6');
+    expect(err.details.password).toBe('pw-5');
+    const text = out.raw.join('');
+    for (const value of ['key-6', 'pw-5']) expect(text).not.toContain(value);
+    const line = out.lines()[0]!;
+    expect(line.err).toMatchObject({ type: 'TypeError', message: 'outer', code: 'E_X', key: '[REDACTED]', details: { password: '[REDACTED]' } });
+    expect(String((line.err as { stack: string }).stack)).toContain('TypeError: outer');
+  });
+
+  it("redacts a child logger's bindings, and its children's", () => {
+    const out = memoryDestination();
+    const parent = createLogger({ service: 'edge', level: 'info', destination: out }).child({ request_id: 'req_1', key: 'key-7' });
+    parent.child({ channel: { password: 'pw-8' } }).info({ secret: 'whsec_9' }, 'nested');
+    const text = out.raw.join('');
+    for (const value of ['key-7', 'pw-8', 'whsec_9']) expect(text).not.toContain(value);
+    expect(out.lines()[0]).toMatchObject({ request_id: 'req_1', key: '[REDACTED]', channel: { password: '[REDACTED]' }, secret: '[REDACTED]', msg: 'nested' });
+  });
 });

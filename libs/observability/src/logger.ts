@@ -2,6 +2,7 @@
 // active carries its trace_id and span_id. Callers add request_id with logger.child({ request_id }).
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import pino, { type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { redactSecrets } from './redact';
 
 export type Logger = PinoLogger;
 
@@ -12,28 +13,24 @@ export interface LoggerOptions {
   destination?: DestinationStream;
 }
 
-const SECRET_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'];
-const SECRET_FIELDS = ['secret', 'password', 'key'];
-
-// Redaction paths are exact (no recursive wildcard), so they cover the depths logs actually use: `headers` on its
-// own or inside a request/response object, and secret-named fields up to two levels down.
-const REDACT_PATHS = [
-  ...SECRET_HEADERS.flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`]),
-  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
-];
-
 export function createLogger(options: LoggerOptions): Logger {
-  return pino(
+  const logger = pino(
     {
       level: options.level,
       base: { service: options.service },
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      // Secrets are censored by redactSecrets (redact.ts): in each line's object here, in each child's bindings below.
+      formatters: { level: (label) => ({ level: label }), log: redactSecrets },
       mixin: traceFields,
     },
     options.destination ?? stdout(),
   );
+  // A child is made from its parent's prototype, so every descendant's child() is this one.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, childOptions) {
+    return child.call(this, redactSecrets(bindings), childOptions);
+  } as typeof child;
+  return logger;
 }
 
 /** How long a line may wait in the block before it is written anyway. */
