@@ -2,7 +2,7 @@
 // instead of hard-coding values.
 import { createHash } from 'node:crypto';
 import { videoMp4 } from './mp4';
-import { encodePngRgb } from './png';
+import { encodeGridPng } from './png';
 
 export type Question =
   | { type: 'boolean'; instructions: string }
@@ -134,24 +134,9 @@ export type ImageSize = (typeof IMAGE_SIZES)[number];
 
 const GRID = 8;
 
-/** An 8×8 grid of colours drawn from the seed, scaled to width × height, as PNG (at zlib `level`, default 6). */
-function gridPng(seed: Buffer, width: number, height: number, level?: number): Buffer {
-  const palette = bytesFrom(seed, GRID * GRID * 3);
-  const row = Buffer.alloc(width * 3);
-  const rgb = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    const cy = Math.floor((y * GRID) / height);
-    if (y === 0 || Math.floor(((y - 1) * GRID) / height) !== cy) {
-      for (let x = 0; x < width; x++) {
-        const cell = (cy * GRID + Math.floor((x * GRID) / width)) * 3;
-        row[x * 3] = palette[cell]!;
-        row[x * 3 + 1] = palette[cell + 1]!;
-        row[x * 3 + 2] = palette[cell + 2]!;
-      }
-    }
-    row.copy(rgb, y * width * 3);
-  }
-  return encodePngRgb(width, height, rgb, level);
+/** An 8×8 grid of colours drawn from the seed, scaled to width × height, as PNG. */
+function gridPng(seed: Buffer, width: number, height: number): Buffer {
+  return encodeGridPng(width, height, bytesFrom(seed, GRID * GRID * 3), GRID);
 }
 
 /**
@@ -182,12 +167,9 @@ function generationSeed(spec: GenerationSpec, what: string): Buffer {
   return sha256(`${what}\u0000${spec.prompt}\u0000${spec.seed}\u0000${spec.imageUrl ?? ''}`);
 }
 
-/**
- * Image `index` of a generation: an 8×8 grid from sha256(prompt, seed, image reference, index), width × height.
- * Fast compression: benchmarks fetch many of these (about 3 ms for 1024×1024).
- */
+/** Image `index` of a generation: an 8×8 grid from sha256(prompt, seed, image reference, index), width × height. */
 export function generatedImagePng(spec: GenerationSpec, index: number, width: number, height: number): Buffer {
-  return gridPng(generationSeed(spec, `image ${index}`), width, height, 1);
+  return gridPng(generationSeed(spec, `image ${index}`), width, height);
 }
 
 /** The video of a generation: an MP4 whose container says `durationSeconds` and width × height (see mp4.ts). */
