@@ -57,13 +57,16 @@ const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
 // Its default as libs/config sets it (CALLBACK_DISPATCHER_CONCURRENCY), for the baseline of the same concurrency.
 const DISPATCHER_IN_FLIGHT = Number(DISPATCHER_CONCURRENCY ?? 64);
 const JOBS_PER_TASK = 5;
-// The unmeasured warm-up before phase 1 (0 for none), in rounds of TASKS. Five rounds of TASKS by default: a gateway serves from warm processes, and V8 optimises a function called once per
-// task only after hundreds of tasks (at 32 warm-up tasks the gateway's CPU per task was ~1.7× a warm one's).
+// The unmeasured warm-up before phase 1 (0 for none), in rounds of TASKS. Five rounds by default: a gateway serves
+// from warm processes, and V8 optimises a function called once per task only after hundreds of tasks (at 32 warm-up
+// tasks the gateway's CPU per task was ~1.7× a warm one's).
 const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 5 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
-/** The gateway's CPU ms per task, from CPU seconds by process over `tasks` tasks. */
-const gatewayMsPerTask = (used, tasks) => (1000 * GATEWAY.reduce((sum, k) => sum + used[k], 0)) / tasks;
+/** CPU ms per item of the processes `names` (all of them by default), from CPU seconds by process over `n` items. */
+const msPerItem = (used, n, names = Object.keys(used)) => (1000 * names.reduce((sum, k) => sum + used[k], 0)) / n;
+/** The gateway's CPU ms per task. */
+const gatewayMsPerTask = (used, tasks) => msPerItem(used, tasks, GATEWAY);
 // Phase 2's unmeasured redelivery rounds of DELIVERIES each, before the measured one.
 const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
 // Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
@@ -220,6 +223,11 @@ function harnessCpuSeconds(servicePids) {
   walk(process.pid);
   const self = process.cpuUsage();
   return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
+}
+
+/** Four unmeasured rawBullmq rounds of TASKS × JOBS_PER_TASK jobs: the baseline's worker code warmed before its figure. */
+async function warmRawBullmq(env, concurrency) {
+  for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, concurrency);
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
@@ -385,7 +393,7 @@ await withStack(async ({ env: base, db }) => {
     //    after it (their mean is the figure), after four unmeasured rounds that warm the raw worker's code as the
     //    warm-up rounds warmed the pipeline's (measured after the pipeline instead, with one unmeasured round before
     //    it, the raw worker had run at 0.55–0.75 of its warm rate: tasks ratios of 0.10–0.15× against 0.06–0.09× now).
-    for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
+    await warmRawBullmq(env, CONCURRENCY);
     const rawBefore = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
 
     // 1. End to end.
@@ -505,7 +513,7 @@ await withStack(async ({ env: base, db }) => {
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330. The baseline's worker is warmed
     // by four rounds at this concurrency (after only one, its measured rounds still rose: 7,324, 9,669, 10,893 jobs/s).
     for (let i = 0; i < WARMUP_REDELIVERIES; i++) await deliveryRound();
-    for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
+    await warmRawBullmq(env, DISPATCHER_IN_FLIGHT);
     // Three measured rounds, each followed at once by its baseline: a raw BullMQ round of as many jobs at the
     // dispatcher's concurrency. This machine's speed moves by up to ~2× within minutes (raw rounds of one session's
     // runs: 5,781–10,893 jobs/s; the dispatcher's CPU per delivery 0.29–0.70 ms), so each round is compared with the
@@ -572,7 +580,7 @@ await withStack(async ({ env: base, db }) => {
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
     // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
     // machines; the raw baseline runs none of them).
-    const ceilings = (used, n) => ({ all: (CORES * 1000 * n) / (1000 * Object.values(used).reduce((a, b) => a + b, 0)), gateway: (CORES * 1000) / gatewayMsPerTask(used, n) });
+    const ceilings = (used, n) => ({ all: (CORES * 1000) / msPerItem(used, n), gateway: (CORES * 1000) / gatewayMsPerTask(used, n) });
     const [tc, dc] = [ceilings(cpuEndToEnd, TASKS), ceilings(cpuDeliver, deliveries)];
     console.log(`what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`);
     for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {

@@ -77,7 +77,7 @@ describe('createLogger', () => {
     const logged = {
       task: { channel: { key: 'key-1', name: 'sim' }, secret: 'whsec_2' },
       items: [{ password: 'pw-3', id: 1 }, 'plain'],
-      req: { headers: { 'x-goog-api-key': 'gk-4', host: 'h' } },
+      req: { headers: { 'x-goog-api-key': 'gk-4', key: 'key-12', host: 'h' } },
       deep: { a: { b: { note: 'three levels down is shown' } } },
       bytes: Buffer.from('key'),
       n: 5,
@@ -86,11 +86,11 @@ describe('createLogger', () => {
     createLogger({ service: 'edge', level: 'info', destination: out }).info(logged, 'line');
     expect(JSON.stringify(logged)).toBe(before);
     const text = out.raw.join('');
-    for (const value of ['key-1', 'whsec_2', 'pw-3', 'gk-4']) expect(text).not.toContain(value);
+    for (const value of ['key-1', 'whsec_2', 'pw-3', 'gk-4', 'key-12']) expect(text).not.toContain(value);
     expect(out.lines()[0]).toMatchObject({
       task: { channel: { key: '[REDACTED]', name: 'sim' }, secret: '[REDACTED]' },
       items: [{ password: '[REDACTED]', id: 1 }, 'plain'],
-      req: { headers: { 'x-goog-api-key': '[REDACTED]', host: 'h' } },
+      req: { headers: { 'x-goog-api-key': '[REDACTED]', key: '[REDACTED]', host: 'h' } },
       deep: { a: { b: { note: 'three levels down is shown' } } },
       bytes: { type: 'Buffer' },
       n: 5,

@@ -7,7 +7,7 @@
 //
 // Nothing a caller logs is changed: a value that holds a secret is copied and the copy censored (an Error stays an
 // Error of its own class, so pino's err serializer reads it as before); every other value is passed on as it is.
-export const CENSOR = '[REDACTED]';
+const CENSOR = '[REDACTED]';
 const SECRET_FIELDS = ['secret', 'password', 'key'] as const;
 const SECRET_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
@@ -32,25 +32,26 @@ function put(copy: Bag, k: string, value: unknown) {
 }
 
 /**
- * `v` with its secret-named fields censored (and, with `headers`, the secret headers of its `headers`), and with
- * `depth` more levels below it treated the same way for secret-named fields; `v` itself when it holds none.
+ * `v` with its secret-named fields censored `fieldLevels` levels deep (0: its own only) and the secret headers of its
+ * `headers` censored `headerLevels` levels deep (-1: none); `v` itself when it holds no secret there.
  */
-function censored<T>(v: T, depth: number, headers: boolean): T {
+function censored<T>(v: T, fieldLevels: number, headerLevels: number): T {
   if (!isBag(v)) return v;
   let out: Bag | null = null;
   const set = (k: string, value: unknown) => put((out ??= copyOf(v)), k, value);
   for (const f of SECRET_FIELDS) if (has(v, f)) set(f, CENSOR);
-  if (headers && has(v, 'headers') && isBag(v.headers)) {
+  if (headerLevels >= 0 && has(v, 'headers') && isBag(v.headers)) {
     const h = v.headers;
     let hout: Bag | null = null;
     for (const name of SECRET_HEADERS) if (has(h, name)) put((hout ??= copyOf(h)), name, CENSOR);
     if (hout) set('headers', hout);
   }
-  if (depth > 0) {
+  if (fieldLevels > 0) {
     for (const k of Object.keys(v)) {
       if ((SECRET_FIELDS as readonly string[]).includes(k)) continue;
-      const child = v[k];
-      const next = censored(child, depth - 1, false);
+      // From the copy when there is one: `headers` may be censored there already.
+      const child = ((out ?? v) as Bag)[k];
+      const next = censored(child, fieldLevels - 1, headerLevels - 1);
       if (next !== child) set(k, next);
     }
   }
@@ -61,16 +62,4 @@ function censored<T>(v: T, depth: number, headers: boolean): T {
  * A line's object (or a child logger's bindings) with its secrets censored: secret-named fields at the top and up to
  * two levels down, secret headers in `headers` at the top and one level down. The object itself when it holds none.
  */
-export function redactSecrets<T extends object>(line: T): T {
-  const top = censored(line as Bag, 0, true);
-  let out: Bag | null = null;
-  for (const k of Object.keys(top)) {
-    if ((SECRET_FIELDS as readonly string[]).includes(k)) continue;
-    const v = top[k];
-    if (!isBag(v)) continue;
-    // One level down: its fields and its headers, and the fields of its own fields.
-    const next = censored(v, 1, true);
-    if (next !== v) put((out ??= copyOf(top)), k, next);
-  }
-  return (out ?? top) as T;
-}
+export const redactSecrets = <T extends object>(line: T): T => censored(line, 2, 1);

@@ -16,11 +16,21 @@ function chunk(type: string, data: Buffer): Buffer {
   return out;
 }
 
+/** An 8-bit RGB PNG of width × height whose one IDAT chunk holds `zlib` (the scanlines' zlib stream). */
+function rgbPng(width: number, height: number, zlib: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8;
+  ihdr[9] = RGB;
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', zlib), chunk('IEND', Buffer.alloc(0))]);
+}
+
 /**
- * Encodes 8-bit RGB pixels (`width * height * 3` bytes, rows top to bottom) as a PNG. `level` is zlib's: 1 makes a
- * 1024×1024 image in a tenth of the default's time for a few percent more bytes.
+ * Encodes 8-bit RGB pixels (`width * height * 3` bytes, rows top to bottom) as a PNG, through zlib: any image, where
+ * encodeGridPng writes only the sim's boards (and the tests' reference for them).
  */
-export function encodePngRgb(width: number, height: number, rgb: Buffer, level?: number): Buffer {
+export function encodePngRgb(width: number, height: number, rgb: Buffer): Buffer {
   if (rgb.length !== width * height * 3) throw new RangeError(`expected ${width * height * 3} pixel bytes, got ${rgb.length}`);
   const stride = width * 3;
   const raw = Buffer.alloc((stride + 1) * height);
@@ -28,12 +38,7 @@ export function encodePngRgb(width: number, height: number, rgb: Buffer, level?:
     // Filter type 0 (None) leads every scanline.
     rgb.copy(raw, y * (stride + 1) + 1, y * stride, (y + 1) * stride);
   }
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8;
-  ihdr[9] = RGB;
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, level === undefined ? undefined : { level })), chunk('IEND', Buffer.alloc(0))]);
+  return rgbPng(width, height, deflateSync(raw));
 }
 
 /**
@@ -78,14 +83,8 @@ export function encodeGridPng(width: number, height: number, palette: Buffer, gr
     if (rows > 1) bits.copy((rows - 1) * stride, stride);
   }
   bits.literal(256); // end of block
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8;
-  ihdr[9] = RGB;
   // zlib's wrapper: CMF 0x78 (deflate, 32 KiB window), FLG 0x01 (check bits; fastest), then the Adler-32 of the data.
-  const zlib = Buffer.concat([Buffer.from([0x78, 0x01]), bits.bytes(), adler.bytes()]);
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', zlib), chunk('IEND', Buffer.alloc(0))]);
+  return rgbPng(width, height, Buffer.concat([Buffer.from([0x78, 0x01]), bits.bytes(), adler.bytes()]));
 }
 
 const MAX_DISTANCE = 32_768;
