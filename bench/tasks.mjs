@@ -253,7 +253,7 @@ async function rawBullmq(env, n, concurrency) {
   return n / seconds;
 }
 
-await withStack(async ({ env: base, db }) => {
+await withStack(async ({ env: base, db, s3Where }) => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-bench-tasks-'));
   // The run's certificates: gone with the run, however it ends.
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -558,7 +558,7 @@ await withStack(async ({ env: base, db }) => {
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = pair.perSecond;
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}`);
+    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}; S3: ${s3Where}`);
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,20 @@ it('brings up nothing for what the environment names', async () => {
   expect(stack.embedded).toEqual({ postgres: false, redis: false, s3: false });
   expect(stack.env).toMatchObject(env);
   await stack.stop();
+});
+
+it('keeps the embedded S3 in s3Dir when given, and removes it with the data on stop', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
+  const s3Dir = mkdtempSync(join(tmpdir(), 'gensvc-stack-s3-'));
+  const stack = await startStack({ dataDir, s3Dir, persistent: false, env: { S3_BUCKET: 'objects' }, need: { postgres: false, redis: false, s3: true } });
+  try {
+    expect(stack.embedded.s3).toBe(true);
+    expect(readdirSync(s3Dir)).toEqual(['objects']);
+    expect(existsSync(join(dataDir, 's3'))).toBe(false);
+  } finally {
+    await stack.stop();
+  }
+  expect([existsSync(dataDir), existsSync(s3Dir)]).toEqual([false, false]);
 });
 
 /** The pid of the Redis at `url`, from its INFO. */

@@ -12,6 +12,12 @@ import { freePort } from './free-port';
 export interface StackOptions {
   /** Where the embedded stores keep their data. */
   dataDir: string;
+  /**
+   * Where the embedded S3 keeps its objects, when not in `dataDir` (removed on stop with it unless persistent). The
+   * benches put it in memory: S3 stands in for a remote store there, and s3rver's file calls on disk cost the machine
+   * the gateway's cores.
+   */
+  s3Dir?: string;
   /** Keep data across runs (npm start) or remove it on stop (tests). */
   persistent: boolean;
   /** The environment as given: only what is unset here is brought up. */
@@ -54,7 +60,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch((e) => log(`stop failed: ${String(e)}`));
-    if (!options.persistent) rmSync(options.dataDir, { recursive: true, force: true });
+    if (!options.persistent) for (const dir of [options.dataDir, options.s3Dir]) if (dir) rmSync(dir, { recursive: true, force: true });
   };
   const env: Partial<StackEnv> = {};
   const embedded = { postgres: false, redis: false, s3: false };
@@ -75,7 +81,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     if (options.env.S3_ENDPOINT) env.S3_ENDPOINT = options.env.S3_ENDPOINT;
     else if (need.s3) {
-      const s3 = await startS3(join(options.dataDir, 's3'), options.env.S3_BUCKET ?? 'gensvc');
+      const s3 = await startS3(options.s3Dir ?? join(options.dataDir, 's3'), options.env.S3_BUCKET ?? 'gensvc');
       stops.push(s3.stop);
       Object.assign(env, {
         S3_ENDPOINT: s3.url,
