@@ -20,6 +20,7 @@ import { userRepository as users } from './repositories/user.repository';
 import { workspaceRepository as workspaces } from './repositories/workspace.repository';
 
 export { closeDb, createDb, isUniqueViolation, pingDb, withTxHandle as withTx, type Db, type DbHandle, type DbOptions, type JsonInput, type Tx } from './client';
+export * from './group-commit';
 export * from './ids';
 export * from './migrate';
 export * from './money';

@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
-import type { Db } from '@gensvc/db';
+import { groupCommitPerKey, taskRepository, type CreateTaskInput, type Db, type TaskRow } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
@@ -39,6 +39,11 @@ export interface EdgeDeps {
   outbound?: Pick<RequestOptions, 'ca' | 'lookup' | 'agents'>;
   /** Callback URLs' verified TLS handshakes, reused for a minute (routes/tasks/callback-url.ts). */
   callbackTls: VerifiedTlsCache;
+  /**
+   * Holds a task's price and writes it queued (taskRepository.create), in a group with the creations of the same key
+   * that arrive while that key's previous group is in flight (one statement, one commit; 402 per item).
+   */
+  createTask: (input: CreateTaskInput) => Promise<TaskRow>;
 }
 
 /** The clients the caller makes (and closes, after close() below): from config in main.ts, from the test context in tests. */
@@ -79,7 +84,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const rateSlots = new SlotLeases(redis);
   const agents = new OutboundAgents();
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache() },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache(), createTask: taskCreations(db) },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await leases.close();
@@ -91,5 +96,20 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
       await queues.close();
       await agents.close();
     },
+  };
+}
+
+/**
+ * The creations of one API key are written in groups (issue 12): each holds its price on the key's row and the
+ * workspace's and keeps both locked until its commit, so one at a time they queued on those rows, a commit (a WAL
+ * flush) each. A group is one transaction that locks them once, its items held in arrival order as they would have
+ * been one by one. Keys never wait on each other's groups. A group that fails is retried item by item (groupCommit).
+ */
+function taskCreations(db: Db): (input: CreateTaskInput) => Promise<TaskRow> {
+  const create = groupCommitPerKey((input: CreateTaskInput) => input.apiKeyId, (inputs: CreateTaskInput[]) => taskRepository.createMany(db, inputs), { max: 100 });
+  return async (input) => {
+    const created = await create(input);
+    if (created instanceof Error) throw created;
+    return created;
   };
 }

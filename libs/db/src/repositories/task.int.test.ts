@@ -1,6 +1,7 @@
 // The task state machine and its money against real Postgres: every transition is one conditional update, so of
 // racing writers exactly one wins, and the hold is settled or released exactly once.
 import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
 import { taskRepository, type DeliveryUpdate } from './task.repository';
@@ -47,6 +48,45 @@ it('creation is one statement: a row that cannot be written leaves no hold, and 
   for (const r of racing) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 402, code: 'insufficient_balance' });
   expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(3);
   expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
+});
+
+describe('createMany (the edge groups one key\'s creations)', () => {
+  const input = (c: { workspaceId: string; apiKeyId: string }, over: { id?: string; amount?: bigint } = {}) => ({
+    id: newId('tsk'),
+    ...c,
+    requestId: `req_${newId('tsk')}`,
+    model: 'sim/image-1',
+    operation: 'text-to-image',
+    input: { prompt: 'a lighthouse', width: 64, height: 64 },
+    callbackUrl: 'https://receiver.example/cb',
+    amount: PRICE,
+    deadlineAt: new Date(Date.now() + 10 * 60_000),
+    ...over,
+  });
+
+  it('holds each item in order, as one creation after another: the items the balance covers are written, the rest answer 402', async () => {
+    const c = await customer(3n * PRICE);
+    // The second is too dear for what is left after the first; the third and fourth fit after it, the fifth does not.
+    const inputs = [input(c), input(c, { amount: 3n * PRICE }), input(c), input(c), input(c)];
+    const answers = await taskRepository.createMany(ctx.db, inputs);
+    expect(answers.map((a) => (a instanceof Error ? (a as { code?: string }).code : a.status))).toEqual(['queued', 'insufficient_balance', 'queued', 'queued', 'insufficient_balance']);
+    for (const [i, a] of answers.entries()) {
+      if (a instanceof Error) continue;
+      // Composed from the item and the defaulted columns: it is the stored row.
+      expect(a).toEqual(await ctx.db.task.findUniqueOrThrow({ where: { id: inputs[i]!.id } }));
+      expect(a).toMatchObject({ callbackUrl: 'https://receiver.example/cb', reserved: PRICE, requestId: inputs[i]!.requestId });
+    }
+    expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(3);
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
+  });
+
+  it('is one transaction: an item that cannot be written leaves no task and no hold of any item', async () => {
+    const c = await customer(10n * PRICE);
+    const existing = await makeTask(ctx.db, { ...c, amount: PRICE });
+    await expect(taskRepository.createMany(ctx.db, [input(c), input(c, { id: existing.id }), input(c)])).rejects.toBeDefined();
+    expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 9n * PRICE, held: PRICE, reserved: PRICE });
+  });
 });
 
 it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {

@@ -15,14 +15,14 @@
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
 import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
-import { callbackRepository, taskRepository, type Db, type DeliveryAttemptEntry, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
+import { callbackRepository, groupCommit, taskRepository, type Db, type DeliveryAttemptEntry, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
-import { groupCommit } from '../group-commit';
+
 
 export type { DeliveryStep };
 

@@ -1,8 +1,9 @@
 // POST /api/v1/<provider>/<operation> (spec §4.2): validate, price, hold the price and write the queued task in one
-// statement, then queue task.submit. Everything that can refuse the request (the body, the model, the input
-// image, the callback_url's address and certificate) is checked before the hold, so a refusal leaves nothing.
+// statement (shared with the same key's creations that arrive meanwhile: deps.createTask), then queue task.submit.
+// Everything that can refuse the request (the body, the model, the input image, the callback_url's address and
+// certificate) is checked before the hold, so a refusal leaves nothing.
 import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
-import { newId, taskRepository } from '@gensvc/db';
+import { newId } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { scheduleSubmit, taskJobRef } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
@@ -25,7 +26,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
     const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
     const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
 
-    const task = await taskRepository.create(deps.db, {
+    const task = await deps.createTask({
       id: newId('tsk'),
       workspaceId: workspace.id,
       apiKeyId: key.id,
