@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
-import { groupCommitPerKey, taskRepository, type CreateTaskInput, type Db, type TaskRow } from '@gensvc/db';
+import { groupCommit, groupCommitPerKey, taskRepository, type CreateTaskInput, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
@@ -44,6 +44,11 @@ export interface EdgeDeps {
    * that arrive while that key's previous group is in flight (one statement, one commit; 402 per item).
    */
   createTask: (input: CreateTaskInput) => Promise<TaskRow>;
+  /**
+   * Records a provider webhook's result (taskRepository.recordWebhookOutput), in a group with the webhooks that arrive
+   * while the previous group is in flight (one statement, one commit).
+   */
+  recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
 
 /** The clients the caller makes (and closes, after close() below): from config in main.ts, from the test context in tests. */
@@ -84,7 +89,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const rateSlots = new SlotLeases(redis);
   const agents = new OutboundAgents();
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache(), createTask: taskCreations(db) },
+    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache(), createTask: taskCreations(db), recordWebhookOutput: webhookResults(db) },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await leases.close();
@@ -112,4 +117,14 @@ function taskCreations(db: Db): (input: CreateTaskInput) => Promise<TaskRow> {
     if (created instanceof Error) throw created;
     return created;
   };
+}
+
+/**
+ * Provider webhooks' results are written in groups (issue 12): each settles its task's hold on the key's row and the
+ * workspace's, so one at a time they queued on those rows as creations did. A group is one transaction that locks
+ * every row it writes first, in the order every writer takes them (migration 20261126210000); a failed group is
+ * retried item by item (groupCommit).
+ */
+function webhookResults(db: Db): (input: WebhookOutputInput) => Promise<WebhookOutputRecord> {
+  return groupCommit((inputs: WebhookOutputInput[]) => taskRepository.recordWebhookOutputs(db, inputs), { max: 100 });
 }

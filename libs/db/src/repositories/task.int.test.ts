@@ -4,7 +4,7 @@ import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from 
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
-import { taskRepository, type DeliveryUpdate } from './task.repository';
+import { taskRepository, type DeliveryUpdate, type TaskRow } from './task.repository';
 
 const ctx = useTestContext();
 const PRICE = 40_000n;
@@ -183,6 +183,71 @@ describe('recordWebhookOutput', () => {
     await taskRepository.finish(ctx.db, failed.id, { status: 'canceled' });
     expect(await record({ id: failed.id, upstreamId: 'pred-2' })).toEqual({ outcome: 'done' });
     expect(await taskRepository.find(ctx.db, failed.id)).toMatchObject({ status: 'canceled', output: null, cost: null });
+  });
+
+  it('records a group in order, each item as alone, across keys and workspaces: each task charged once, the books kept', async () => {
+    const a = await customer();
+    const b = { workspaceId: a.workspaceId, apiKeyId: (await makeKey(ctx.db, a.workspaceId)).key.id };
+    const other = await customer();
+    const running = async (c: { workspaceId: string; apiKeyId: string }, upstreamId: string) => {
+      const task = await makeTask(ctx.db, { ...c, amount: PRICE });
+      await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId, upstreamUrls: null });
+      return task;
+    };
+    const [t1, t2, t3] = [await running(a, 'g-1'), await running(b, 'g-2'), await running(other, 'g-3')];
+    const item = (task: { id: string }, upstreamId: string) => ({ id: task.id, upstreamId, provider: 'replicate', kinds, outputs: { image: entry('image') } });
+    const answers = await taskRepository.recordWebhookOutputs(ctx.db, [item(t3, 'g-3'), item(t1, 'g-1'), item(t2, 'not-its-job'), item(t1, 'g-1'), item(t2, 'g-2')]);
+    expect(answers.map((x) => x.outcome)).toEqual(['recorded', 'recorded', 'not_this', 'done', 'recorded']);
+    expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model, attempts: 1 }, retention: await retentionOf(a.workspaceId) });
+    for (const t of [t1, t2, t3]) expect(await ctx.db.ledgerEntry.count({ where: { taskId: t.id } })).toBe(1);
+    expect(await books(a.workspaceId, a.apiKeyId)).toMatchObject({ balance: 1_000_000n - 2n * PRICE, held: 0n, spent: PRICE });
+    expect(await books(a.workspaceId, b.apiKeyId)).toMatchObject({ spent: PRICE });
+    expect(await books(other.workspaceId, other.apiKeyId)).toMatchObject({ balance: 1_000_000n - PRICE, held: 0n, spent: PRICE });
+  });
+
+  it('groups in any order beside creations, lone results and cancels of the same keys: no lock cycle, each task settled once', async () => {
+    // Two keys of one workspace and a key of another; groups name their tasks in opposite orders. A lock cycle would
+    // fail a statement with a deadlock after deadlock_timeout (1 s); here every statement must succeed.
+    const a = await customer(100n * PRICE);
+    const b = { workspaceId: a.workspaceId, apiKeyId: (await makeKey(ctx.db, a.workspaceId)).key.id };
+    const other = await customer(100n * PRICE);
+    const owners = [a, b, other];
+    const tasks: { task: TaskRow; upstreamId: string }[] = [];
+    for (let i = 0; i < 24; i++) {
+      const task = await makeTask(ctx.db, { ...owners[i % 3]!, amount: PRICE });
+      await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: `r-${i}`, upstreamUrls: null });
+      tasks.push({ task, upstreamId: `r-${i}` });
+    }
+    const item = ({ task, upstreamId }: (typeof tasks)[number]) => ({ id: task.id, upstreamId, provider: 'replicate', kinds, outputs: { image: entry('image') } });
+    const forward = tasks.map(item);
+    const backward = [...forward].reverse();
+    const creation = (c: { workspaceId: string; apiKeyId: string }) => ({
+      id: newId('tsk'), ...c, requestId: 'req_race', model: 'sim/image-1', operation: 'text-to-image',
+      input: { prompt: 'a lighthouse', width: 64, height: 64 }, callbackUrl: null, amount: PRICE, deadlineAt: new Date(Date.now() + 60_000),
+    });
+    const results = await Promise.all([
+      taskRepository.recordWebhookOutputs(ctx.db, forward.slice(0, 16)),
+      taskRepository.recordWebhookOutputs(ctx.db, backward.slice(0, 16)),
+      taskRepository.recordWebhookOutputs(ctx.db, forward.filter((_, i) => i % 2 === 1)),
+      ...tasks.slice(0, 6).map(({ task }) => taskRepository.recordOutput(ctx.db, task.id, entry('image'), PRICE)),
+      taskRepository.finish(ctx.db, tasks[23]!.task.id, { status: 'canceled' }),
+      taskRepository.createMany(ctx.db, [creation(b), creation(b), creation(b)]),
+      taskRepository.createMany(ctx.db, [creation(a), creation(a)]),
+      taskRepository.createMany(ctx.db, [creation(other)]),
+    ]);
+    expect(results).toHaveLength(13);
+    for (const { task } of tasks.slice(0, 23)) {
+      expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', cost: PRICE });
+      expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);
+    }
+    // The cancel raced two groups' results for the last task: whichever came first decided, and the money followed it.
+    const last = (await taskRepository.find(ctx.db, tasks[23]!.task.id))!;
+    const lastCharges = await ctx.db.ledgerEntry.count({ where: { taskId: last.id } });
+    expect([last.status, last.cost, lastCharges]).toEqual(last.status === 'canceled' ? ['canceled', null, 0] : ['running', PRICE, 1]);
+    for (const c of owners) {
+      const { balance, held, ledger } = await books(c.workspaceId, c.apiKeyId);
+      expect(balance + held).toBe(ledger);
+    }
   });
 
   it("keeps the entries of the task's own kind", async () => {

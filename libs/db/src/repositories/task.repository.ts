@@ -125,10 +125,12 @@ export const RECORD_OUTPUT = `
   FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r
   JOIN "Workspace" w ON w.id = (SELECT "workspaceId" FROM "Task" WHERE id = $1)`;
 
-const RECORD_WEBHOOK_OUTPUT = `
+// Each item's answer in its order, with its workspace's retention as RECORD_OUTPUT reads it.
+const RECORD_WEBHOOK_OUTPUTS = `
   SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, r.attempts, w.tier, w."retentionDays"
-  FROM gensvc_task_record_webhook_output($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7::timestamp(3)) r
-  LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"`;
+  FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3)) WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
+  LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"
+  ORDER BY r.n`;
 
 const ARCHIVE_SOURCE = `
   SELECT t.id, t."workspaceId", t.output, w.tier, w."retentionDays", f.id AS "fileId", f.bytes::text AS "fileBytes"
@@ -340,26 +342,36 @@ export const taskRepository = {
    * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
    * it the long way); 'moved_on' when the task changed between the check and the write.
    */
-  async recordWebhookOutput(
-    db: DbClient,
-    input: { id: string; upstreamId: string; provider: string; kinds: Readonly<Record<string, string>>; outputs: Readonly<Record<string, TaskOutput>> },
-    now = new Date(),
-  ): Promise<WebhookOutputRecord> {
+  async recordWebhookOutput(db: DbClient, input: WebhookOutputInput, now = new Date()): Promise<WebhookOutputRecord> {
+    const [record] = await taskRepository.recordWebhookOutputs(db, [input], now);
+    return record!;
+  },
+
+  /**
+   * Webhooks' results in one statement, each recorded as recordWebhookOutput records it, in order (issue 12: the edge
+   * groups the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of
+   * every item first, in the order every writer takes them). One transaction: a failure records none of them. `kinds`
+   * is the same for every item (the operations' output kinds), so the first item's goes.
+   */
+  async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
     type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null };
-    const [row] = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(
-      db,
-      'gensvc_task_record_webhook_output',
-      RECORD_WEBHOOK_OUTPUT,
-      [input.id, input.upstreamId, input.provider, JSON.stringify(input.kinds), JSON.stringify(input.outputs), newId('led'), iso(now)],
-    );
-    if (row!.outcome !== 'recorded') return { outcome: row!.outcome };
-    return {
-      outcome: 'recorded',
-      kind: row!.kind!,
-      charged: BigInt(row!.charged!),
-      task: { id: input.id, workspaceId: row!.workspaceId!, model: row!.model!, attempts: row!.attempts! },
-      retention: { tier: row!.tier!, retentionDays: row!.retentionDays },
-    };
+    const items = inputs.map((input) => ({ task: input.id, upstreamId: input.upstreamId, provider: input.provider, outputs: input.outputs, ledgerId: newId('led') }));
+    const rows = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
+      JSON.stringify(items),
+      JSON.stringify(inputs[0]?.kinds ?? {}),
+      iso(now),
+    ]);
+    return inputs.map((input, i) => {
+      const row = rows[i]!;
+      if (row.outcome !== 'recorded') return { outcome: row.outcome };
+      return {
+        outcome: 'recorded',
+        kind: row.kind!,
+        charged: BigInt(row.charged!),
+        task: { id: input.id, workspaceId: row.workspaceId!, model: row.model!, attempts: row.attempts! },
+        retention: { tier: row.tier!, retentionDays: row.retentionDays },
+      };
+    });
   },
 
   /**
@@ -686,6 +698,16 @@ export interface CompletedEditInput {
 export interface WorkspaceRetention {
   tier: Tier;
   retentionDays: number | null;
+}
+
+/** A verified webhook's result for recordWebhookOutput: the task, its signed job, the provider, the entries by kind. */
+export interface WebhookOutputInput {
+  id: string;
+  upstreamId: string;
+  provider: string;
+  /** operation → the kind of output it makes (the same for every webhook). */
+  kinds: Readonly<Record<string, string>>;
+  outputs: Readonly<Record<string, TaskOutput>>;
 }
 
 /** What recordWebhookOutput did (see there). */

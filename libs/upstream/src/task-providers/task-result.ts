@@ -3,7 +3,7 @@
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
-import { taskRepository, type Db, type TaskRow, type WorkspaceRetention } from '@gensvc/db';
+import { taskRepository, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord, type WorkspaceRetention } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import { removePolls, scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
 import type { ProviderOutput } from './provider';
@@ -13,6 +13,11 @@ export interface TaskResultDeps {
   queues: Queues;
   /** Spend by model at each recorded result (the process's; tests may leave it out). */
   metrics?: Metrics;
+  /**
+   * Records a webhook's result (taskRepository.recordWebhookOutput by default): the edge passes its grouped one
+   * (EdgeDeps.recordWebhookOutput), which shares a statement with the webhooks that arrive meanwhile.
+   */
+  recordWebhookOutput?: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
 
 export interface TaskResultOptions {
@@ -68,13 +73,14 @@ const KIND_OF_OPERATION: Record<string, OutputKind> = Object.fromEntries(Object.
 export async function recordWebhookResult(deps: TaskResultDeps, job: WebhookJob, outputs: ProviderOutput[], log: Logger): Promise<'recorded' | 'done' | 'not_this'> {
   const byKind: Partial<Record<OutputKind, TaskOutputEntry[]>> = { image: entriesOf('image', outputs) };
   if (outputs.every((o) => o.duration !== undefined)) byKind.video = entriesOf('video', outputs);
-  const record = await taskRepository.recordWebhookOutput(deps.db, {
+  const input = {
     id: job.taskId,
     upstreamId: job.upstreamId,
     provider: job.provider,
     kinds: KIND_OF_OPERATION,
     outputs: Object.fromEntries(Object.entries(byKind).map(([kind, entries]) => [kind, { outputs: entries }])),
-  });
+  };
+  const record = await (deps.recordWebhookOutput ? deps.recordWebhookOutput(input) : taskRepository.recordWebhookOutput(deps.db, input));
   switch (record.outcome) {
     case 'recorded': {
       const entries = byKind[record.kind as OutputKind]!;

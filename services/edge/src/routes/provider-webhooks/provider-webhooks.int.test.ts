@@ -97,6 +97,23 @@ describe('a webhook that carries the result', () => {
     expect(await pollOf(task)).toBeUndefined();
   });
 
+  it('records webhooks that arrive together in groups: each task charged once, its archive added, its poll removed', async () => {
+    const tasks = await Promise.all(Array.from({ length: 24 }, (_, i) => runningTask(`pred-group-${i}`)));
+    const recordMany = jest.spyOn(taskRepository, 'recordWebhookOutputs');
+    const answers = await Promise.all(tasks.map((task, i) => post(task, replicateWebhook(`pred-group-${i}`, { status: 'succeeded', output: [OUTPUT] }))));
+    const groups = recordMany.mock.calls.map(([, inputs]) => inputs.length);
+    recordMany.mockRestore();
+    expect(answers.map((a) => a.status)).toEqual(tasks.map(() => 204));
+    // Every result went through a grouped statement, fewer statements than webhooks.
+    expect(groups.reduce((a, b) => a + b, 0)).toBe(24);
+    expect(groups.length).toBeLessThan(24);
+    for (const task of tasks) {
+      expect(await chargesOf(task)).toEqual([expect.objectContaining({ amount: -PRICE, taskId: task.id })]);
+      expect(await archiveOf(task)).toBeDefined();
+      expect(await pollOf(task)).toBeUndefined();
+    }
+  });
+
   it("records a video's result with the duration its task asked for when the provider says none (read from the row)", async () => {
     const task = await runningTask('pred-video', { operation: 'text-to-video', input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 } });
     const done = { status: 'succeeded', output: 'https://cdn.provider.test/out/a.mp4' };
