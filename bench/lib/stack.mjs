@@ -27,7 +27,7 @@ export async function withStack(fn) {
   // s3rver's file calls on disk were the bench's own largest and most uneven cost (bench/tasks, a bench process of
   // 2.2–3.9 ms per task with them on disk against 1.2–1.3 in memory, in alternated runs). Postgres and Redis stay on
   // disk: their writes are the gateway's own cost.
-  const s3Dir = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
+  const s3Dir = !process.env.S3_ENDPOINT && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
   const stack = await startStack({ dataDir, s3Dir, persistent: false, env: process.env });
   const sink = process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;
   let db;
@@ -43,7 +43,7 @@ export async function withStack(fn) {
     if (env.OTEL_EXPORTER_OTLP_ENDPOINT) console.log(`traces exported to ${env.OTEL_EXPORTER_OTLP_ENDPOINT} (ratio ${env.OTEL_TRACES_SAMPLER_ARG ?? 'default'})`);
     await migrate(env.DATABASE_URL);
     db = createDb(env.DATABASE_URL, { max: 2 });
-    return await fn({ env, db, s3Where: !stack.embedded.s3 ? env.S3_ENDPOINT : s3Dir ? 's3rver in memory (tmpfs)' : 's3rver on disk' });
+    return await fn({ env, db, s3Where: s3Dir ? 's3rver in memory (tmpfs)' : stack.embedded.s3 ? 's3rver on disk' : env.S3_ENDPOINT });
   } finally {
     await db?.$disconnect();
     await stack.stop();

@@ -1,6 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
 import { groupCommit, groupCommitPerKey, taskRepository, type CreateTaskInput, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
+import { isAppError } from '@gensvc/errors';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
@@ -114,7 +115,7 @@ function taskCreations(db: Db): (input: CreateTaskInput) => Promise<TaskRow> {
   const create = groupCommitPerKey((input: CreateTaskInput) => input.apiKeyId, (inputs: CreateTaskInput[]) => taskRepository.createMany(db, inputs), { max: 100 });
   return async (input) => {
     const created = await create(input);
-    if (created instanceof Error) throw created;
+    if (isAppError(created)) throw created;
     return created;
   };
 }

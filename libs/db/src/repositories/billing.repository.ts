@@ -1,4 +1,4 @@
-import { errors } from '@gensvc/errors';
+import { errors, type AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { newId } from '../ids';
 
@@ -86,18 +86,24 @@ export interface SettleInput {
  * conditional updates run under row locks, so a key's spent + reserved never passes its cap and a balance never
  * goes below zero.
  */
-/** A hold's answer (gensvc_reserve, gensvc_lease): returns on 'ok', else throws the 402 it names (a bug for anything else). */
-export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
+/** A hold's answer (gensvc_reserve, gensvc_lease): null on 'ok', else the 402 it names; throws for anything else (a bug). */
+export function refusalOf(outcome: string | undefined, fn = 'gensvc_reserve'): AppError | null {
   switch (outcome) {
     case 'ok':
-      return;
+      return null;
     case 'spending_cap_exhausted':
-      throw errors.spendingCapExhausted();
+      return errors.spendingCapExhausted();
     case 'insufficient_balance':
-      throw errors.insufficientBalance();
+      return errors.insufficientBalance();
     default:
       throw new Error(`${fn} answered ${JSON.stringify(outcome)}`);
   }
+}
+
+/** A hold's answer: returns on 'ok', else throws the 402 it names (refusalOf). */
+export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
+  const refusal = refusalOf(outcome, fn);
+  if (refusal) throw refusal;
 }
 
 export const billingRepository = {

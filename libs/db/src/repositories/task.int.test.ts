@@ -1,6 +1,7 @@
 // The task state machine and its money against real Postgres: every transition is one conditional update, so of
 // racing writers exactly one wins, and the hold is settled or released exactly once.
 import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
@@ -69,9 +70,9 @@ describe('createMany (the edge groups one key\'s creations)', () => {
     // The second is too dear for what is left after the first; the third and fourth fit after it, the fifth does not.
     const inputs = [input(c), input(c, { amount: 3n * PRICE }), input(c), input(c), input(c)];
     const answers = await taskRepository.createMany(ctx.db, inputs);
-    expect(answers.map((a) => (a instanceof Error ? (a as { code?: string }).code : a.status))).toEqual(['queued', 'insufficient_balance', 'queued', 'queued', 'insufficient_balance']);
+    expect(answers.map((a) => (isAppError(a) ? a.code : a.status))).toEqual(['queued', 'insufficient_balance', 'queued', 'queued', 'insufficient_balance']);
     for (const [i, a] of answers.entries()) {
-      if (a instanceof Error) continue;
+      if (isAppError(a)) continue;
       // Composed from the item and the defaulted columns: it is the stored row.
       expect(a).toEqual(await ctx.db.task.findUniqueOrThrow({ where: { id: inputs[i]!.id } }));
       expect(a).toMatchObject({ callbackUrl: 'https://receiver.example/cb', reserved: PRICE, requestId: inputs[i]!.requestId });
@@ -139,7 +140,6 @@ it('counts polls only from the expected count, records an output once, and compl
 });
 
 describe('recordWebhookOutput', () => {
-  const kinds = { 'text-to-image': 'image', 'text-to-video': 'video' };
   const entry = (kind: 'image' | 'video') => ({ outputs: [{ kind, url: `https://provider.example/a.${kind === 'image' ? 'png' : 'mp4'}`, archive_status: 'pending' as const }] });
   let replicate: string;
   const retentionOf = async (workspaceId: string) => {
@@ -154,7 +154,7 @@ describe('recordWebhookOutput', () => {
     const c = await customer();
     const task = await makeTask(ctx.db, { ...c, amount: PRICE });
     const record = (over: Partial<Parameters<typeof taskRepository.recordWebhookOutput>[1]> = {}) =>
-      taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-1', provider: 'replicate', kinds, outputs: { image: entry('image') }, ...over });
+      taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-1', provider: 'replicate', outputs: { image: entry('image') }, ...over });
 
     expect(await record()).toEqual({ outcome: 'not_this' }); // still submitting: no job id to match
     expect(await record({ id: 'tsk_gone' })).toEqual({ outcome: 'not_this' });
@@ -195,7 +195,7 @@ describe('recordWebhookOutput', () => {
       return task;
     };
     const [t1, t2, t3] = [await running(a, 'g-1'), await running(b, 'g-2'), await running(other, 'g-3')];
-    const item = (task: { id: string }, upstreamId: string) => ({ id: task.id, upstreamId, provider: 'replicate', kinds, outputs: { image: entry('image') } });
+    const item = (task: { id: string }, upstreamId: string) => ({ id: task.id, upstreamId, provider: 'replicate', outputs: { image: entry('image') } });
     const answers = await taskRepository.recordWebhookOutputs(ctx.db, [item(t3, 'g-3'), item(t1, 'g-1'), item(t2, 'not-its-job'), item(t1, 'g-1'), item(t2, 'g-2')]);
     expect(answers.map((x) => x.outcome)).toEqual(['recorded', 'recorded', 'not_this', 'done', 'recorded']);
     expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model, attempts: 1 }, retention: await retentionOf(a.workspaceId) });
@@ -218,7 +218,7 @@ describe('recordWebhookOutput', () => {
       await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: `r-${i}`, upstreamUrls: null });
       tasks.push({ task, upstreamId: `r-${i}` });
     }
-    const item = ({ task, upstreamId }: (typeof tasks)[number]) => ({ id: task.id, upstreamId, provider: 'replicate', kinds, outputs: { image: entry('image') } });
+    const item = ({ task, upstreamId }: (typeof tasks)[number]) => ({ id: task.id, upstreamId, provider: 'replicate', outputs: { image: entry('image') } });
     const forward = tasks.map(item);
     const backward = [...forward].reverse();
     const creation = (c: { workspaceId: string; apiKeyId: string }) => ({
@@ -254,7 +254,7 @@ describe('recordWebhookOutput', () => {
     const task = await makeTask(ctx.db, { operation: 'text-to-video', input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 } });
     await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: 'pred-video', upstreamUrls: null });
     const outputs = { image: entry('image'), video: entry('video') };
-    expect(await taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-video', provider: 'replicate', kinds, outputs })).toMatchObject({ outcome: 'recorded', kind: 'video' });
+    expect(await taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-video', provider: 'replicate', outputs })).toMatchObject({ outcome: 'recorded', kind: 'video' });
     expect((await taskRepository.find(ctx.db, task.id))!.output).toEqual(entry('video'));
   });
 });

@@ -13,12 +13,13 @@
 //
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
-import { archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { TASK_OPERATIONS, archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { isAppError, type AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
-import { assertHeld } from './billing.repository';
+import { refusalOf } from './billing.repository';
 import type { RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
@@ -125,6 +126,9 @@ export const RECORD_OUTPUT = `
   FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r
   JOIN "Workspace" w ON w.id = (SELECT "workspaceId" FROM "Task" WHERE id = $1)`;
 
+/** operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are the task's kind's. */
+const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])));
+
 // Each item's answer in its order, with its workspace's retention as RECORD_OUTPUT reads it.
 const RECORD_WEBHOOK_OUTPUTS = `
   SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, r.attempts, w.tier, w."retentionDays"
@@ -181,7 +185,7 @@ export const taskRepository = {
    */
   async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
     const [created] = await taskRepository.createMany(db, [input], now);
-    if (created instanceof Error) throw created;
+    if (isAppError(created)) throw created;
     return created!;
   },
 
@@ -190,38 +194,33 @@ export const taskRepository = {
    * one key). Answers one entry per input: the task, or the 402 (an AppError) of an item whose hold could not be
    * made, which wrote nothing. One transaction: a failure of the statement writes none of them.
    */
-  async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | Error)[]> {
-    const items = inputs.map((input) => ({
-      input,
-      reservationId: newId('res'),
+  async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | AppError)[]> {
+    const items = inputs.map((input) => {
       // Times as stored (timestamp(3)): whole milliseconds, as a Date already is.
-      deadlineAt: new Date(input.deadlineAt.getTime()),
-      inputJson: JSON.stringify(input.input),
-    }));
-    const param = JSON.stringify(
-      items.map(({ input, reservationId, deadlineAt }) => ({
-        reservationId,
+      const deadlineAt = iso(input.deadlineAt);
+      return {
+        reservationId: newId('res'),
         workspaceId: input.workspaceId,
         apiKeyId: input.apiKeyId,
         requestId: input.requestId,
         amount: input.amount.toString(),
-        holdExpires: iso(new Date(deadlineAt.getTime() + HOLD_MARGIN_MS)),
+        holdExpires: iso(new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS)),
         id: input.id,
         model: input.model,
         operation: input.operation,
         input: input.input,
         callbackUrl: input.callbackUrl,
-        deadlineAt: iso(deadlineAt),
-      })),
-    );
+        deadlineAt,
+      };
+    });
+    const param = JSON.stringify(items);
     const rows = await queryPrepared<CreatedRow>(db, 'gensvc_task_create_many', CREATE_MANY, [param, iso(now)]);
-    return items.map(({ input, reservationId, deadlineAt, inputJson }, i) => {
+    // Each input as stored (JSON's round trip, as a read gives it back), from the one serialisation sent.
+    const stored = JSON.parse(param) as { input: Prisma.JsonValue }[];
+    return inputs.map((input, i) => {
       const row = rows[i];
-      try {
-        assertHeld(row?.hold);
-      } catch (e) {
-        return e as Error;
-      }
+      const refusal = refusalOf(row?.hold);
+      if (refusal) return refusal;
       const { status, attempts, callbackState, callbackRoundStart } = row!;
       return {
         id: input.id,
@@ -230,13 +229,13 @@ export const taskRepository = {
         model: input.model,
         operation: input.operation,
         status,
-        input: JSON.parse(inputJson) as Prisma.JsonValue,
+        input: stored[i]!.input,
         callbackUrl: input.callbackUrl,
         channelId: null,
         upstreamId: null,
         upstreamUrls: null,
-        reservationId,
-        deadlineAt,
+        reservationId: items[i]!.reservationId,
+        deadlineAt: new Date(input.deadlineAt.getTime()),
         callbackRoundStart,
         output: null,
         errorCode: null,
@@ -335,8 +334,8 @@ export const taskRepository = {
   /**
    * A provider webhook's result, checked and recorded in one statement (gensvc_task_record_webhook_output): for the
    * task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
-   * running with no output, records the entries `outputs` holds for the task's output kind (`kinds`: operation →
-   * kind) and settles the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
+   * running with no output, records the entries `outputs` holds for the task's output kind (OUTPUT_KINDS) and settles
+   * the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
    * caller's next steps need (the task's workspace and its retention, model, poll count, the kind recorded); 'done' when this job's
    * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
    * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
@@ -350,15 +349,14 @@ export const taskRepository = {
   /**
    * Webhooks' results in one statement, each recorded as recordWebhookOutput records it, in order (issue 12: the edge
    * groups the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of
-   * every item first, in the order every writer takes them). One transaction: a failure records none of them. `kinds`
-   * is the same for every item (the operations' output kinds), so the first item's goes.
+   * every item first, in the order every writer takes them). One transaction: a failure records none of them.
    */
   async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
     type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null };
     const items = inputs.map((input) => ({ task: input.id, upstreamId: input.upstreamId, provider: input.provider, outputs: input.outputs, ledgerId: newId('led') }));
     const rows = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
       JSON.stringify(items),
-      JSON.stringify(inputs[0]?.kinds ?? {}),
+      OUTPUT_KINDS,
       iso(now),
     ]);
     return inputs.map((input, i) => {
@@ -705,8 +703,6 @@ export interface WebhookOutputInput {
   id: string;
   upstreamId: string;
   provider: string;
-  /** operation → the kind of output it makes (the same for every webhook). */
-  kinds: Readonly<Record<string, string>>;
   outputs: Readonly<Record<string, TaskOutput>>;
 }
 

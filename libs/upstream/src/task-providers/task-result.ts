@@ -13,11 +13,11 @@ export interface TaskResultDeps {
   queues: Queues;
   /** Spend by model at each recorded result (the process's; tests may leave it out). */
   metrics?: Metrics;
-  /**
-   * Records a webhook's result (taskRepository.recordWebhookOutput by default): the edge passes its grouped one
-   * (EdgeDeps.recordWebhookOutput), which shares a statement with the webhooks that arrive meanwhile.
-   */
-  recordWebhookOutput?: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
+}
+
+/** recordWebhookResult's: the recorder of a webhook's result (the edge's groups it with the webhooks that arrive meanwhile). */
+export interface WebhookResultDeps extends TaskResultDeps {
+  recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
 
 export interface TaskResultOptions {
@@ -56,9 +56,6 @@ export interface WebhookJob {
   provider: string;
 }
 
-/** operation → the kind of output it makes, for the statement that builds no entry itself (recordWebhookOutput). */
-const KIND_OF_OPERATION: Record<string, OutputKind> = Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind]));
-
 /**
  * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, with
  * the fallback poll removed, for the task whose recorded provider job is the one the provider signed, of a channel of
@@ -70,17 +67,16 @@ const KIND_OF_OPERATION: Record<string, OutputKind> = Object.fromEntries(Object.
  * already, or ended, or moved on meanwhile): the webhook is dealt with. 'not_this': not this job's task, or one still
  * submitting.
  */
-export async function recordWebhookResult(deps: TaskResultDeps, job: WebhookJob, outputs: ProviderOutput[], log: Logger): Promise<'recorded' | 'done' | 'not_this'> {
+export async function recordWebhookResult(deps: WebhookResultDeps, job: WebhookJob, outputs: ProviderOutput[], log: Logger): Promise<'recorded' | 'done' | 'not_this'> {
   const byKind: Partial<Record<OutputKind, TaskOutputEntry[]>> = { image: entriesOf('image', outputs) };
   if (outputs.every((o) => o.duration !== undefined)) byKind.video = entriesOf('video', outputs);
   const input = {
     id: job.taskId,
     upstreamId: job.upstreamId,
     provider: job.provider,
-    kinds: KIND_OF_OPERATION,
     outputs: Object.fromEntries(Object.entries(byKind).map(([kind, entries]) => [kind, { outputs: entries }])),
   };
-  const record = await (deps.recordWebhookOutput ? deps.recordWebhookOutput(input) : taskRepository.recordWebhookOutput(deps.db, input));
+  const record = await deps.recordWebhookOutput(input);
   switch (record.outcome) {
     case 'recorded': {
       const entries = byKind[record.kind as OutputKind]!;

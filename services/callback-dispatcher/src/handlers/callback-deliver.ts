@@ -23,7 +23,6 @@ import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAtte
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
 
-
 export type { DeliveryStep };
 
 /**
