@@ -107,7 +107,7 @@ const BEFORE = {
 const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
 const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-sim', 'webhooks');
-const { createRedisConnection, createQueues, enqueue, jobIdFor } = gensvc('queue');
+const { createRedisConnection, createQueues, jobIdFor, scheduleCallback } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
 const { verifyCallback } = gensvc('webhooks');
@@ -435,19 +435,28 @@ await withStack(async ({ env: base, db, s3Where }) => {
     };
     const lagDuring = lagOf((c) => c < createdEnd);
     const lagAfter = lagOf((c) => c >= createdEnd);
-    // Where the lag goes, from each task's first callback job (completed jobs are kept): completion → the job added
-    // (the archiver's hop), added → a dispatcher took it (queue wait), taken → the receiver had the callback.
+    // Where the lag goes, from each task's first callback job: completion → the job added (the archiver's hop),
+    // added → a dispatcher took it (queue wait), taken → the receiver had the callback. A completed callback job is
+    // removed as it completes, so its times are read from the queue's event stream (BullMQ's `added` and `active`
+    // events, each stamped with Redis's clock in its stream id), after the phase: no reader loads Redis meanwhile.
     const hops = { added: [], waited: [], handled: [] };
     {
       const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-hops' });
       const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
+      const seen = new Map();
+      const entries = await connection.xrange(queues.get(CallbackDeliver.queue).keys.events, String(phaseStart.getTime()), '+');
+      for (const [id, fields] of entries) {
+        const { event, jobId } = Object.fromEntries(fields.flatMap((v, i) => (i % 2 ? [] : [[v, fields[i + 1]]])));
+        const at = seen.get(jobId) ?? {};
+        if ((event === 'added' || event === 'active') && at[event] === undefined) seen.set(jobId, { ...at, [event]: Number(id.split('-')[0]) });
+      }
       for (const t of tasks) {
-        const job = await queues.get(CallbackDeliver.queue).getJob(jobIdFor(CallbackDeliver, [t.id, 1]));
+        const { added, active } = seen.get(jobIdFor(CallbackDeliver, [t.id, 1])) ?? {};
         const arrived = receiver.arrivals.get(t.id);
-        if (!job?.processedOn || !arrived) continue;
-        hops.added.push(job.timestamp - t.completedAt.getTime());
-        hops.waited.push(job.processedOn - job.timestamp);
-        hops.handled.push(arrived - job.processedOn);
+        if (added === undefined || active === undefined || !arrived) continue;
+        hops.added.push(added - t.completedAt.getTime());
+        hops.waited.push(active - added);
+        hops.handled.push(arrived - active);
       }
       await queues.close();
       connection.disconnect();
@@ -497,7 +506,9 @@ await withStack(async ({ env: base, db, s3Where }) => {
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const start = performance.now();
-      await Promise.all(rounds.map(({ task, round }) => enqueue(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: round.attempt })));
+      // Each added as a task's completion adds its first attempt (scheduleCallback, first: one plain add, the adds of
+      // one turn in one socket write).
+      await Promise.all(rounds.map(({ task, round }) => scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, { first: true })));
       await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
       const used = cpuDiff(cpuStart, cpu());

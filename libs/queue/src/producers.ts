@@ -39,9 +39,9 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   queues: Queues,
   contract: J,
   payload: JobInput<J>,
-  opts: ScheduleOptions & { delay?: number; promote?: boolean },
+  opts: ScheduleOptions & { delay?: number; promote?: boolean; removeOnComplete?: true },
 ): Promise<EnsureJobOutcome> {
-  const jobOpts = opts.delay !== undefined ? { delay: opts.delay } : {};
+  const jobOpts = { ...(opts.delay !== undefined && { delay: opts.delay }), ...(opts.removeOnComplete && { removeOnComplete: true }) };
   // Whatever else this process sends on the connection in this turn (other jobs' adds and completions, which BullMQ
   // sends on the same connection) leaves in the same socket write: a write costs more CPU here than the script it carries.
   coalesceWrites(queues.connection);
@@ -160,9 +160,15 @@ export function scheduleArchives(
  * re-send. `first`: the first attempt of a task's first round, scheduled by the one transition that finished the
  * task (recordArchive's completion, finish): no job of that id can exist before it, so a plain add (one round trip,
  * no look-up) does. `promote`: a delayed job of that id runs now (a redelivery asked for now, not in an hour).
+ *
+ * A completed attempt's job is removed by the script that completes it, as evaluate.run's is: the attempt's row in
+ * Postgres is its record, and nothing reads the job. Kept, it cost Redis a ZADD, the outcome's HSET and, once the
+ * completed set held its 10,000, the removal of an older job in every completion, and an hour of jobs in memory.
+ * The key still makes a second add a no-op while the job waits or runs; an add of an attempt already made (a re-run)
+ * finds its row and sends nothing. A failed job (a broken dispatcher) is kept as any job's.
  */
 export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: number, opts: { delayMs?: number; promote?: boolean; first?: boolean } = {}): Promise<EnsureJobOutcome> {
-  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: !opts.first, promote: opts.promote, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
+  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: !opts.first, promote: opts.promote, removeOnComplete: true, ...(opts.delayMs ? { delay: opts.delayMs } : {}) });
 }
 
 /**

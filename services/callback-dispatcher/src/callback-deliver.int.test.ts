@@ -8,7 +8,7 @@ import { CallbackDeliver, taskEnvelope, type TaskOutputEntry } from '@gensvc/con
 import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
-import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, type Queues } from '@gensvc/queue';
+import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, scheduleCallback, taskJobRef, type Queues } from '@gensvc/queue';
 import { eventually, makeTask, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 import type { QueueEvents, Worker } from 'bullmq';
@@ -179,6 +179,20 @@ describe('callback.deliver', () => {
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
   const stateIs = (taskId: string, state: string) => async () => (await taskOf(taskId)).callbackState === state;
+
+  it('leaves no completed job behind: each attempt scheduled by scheduleCallback is removed as it completes, its row kept', async () => {
+    const { path, url } = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
+    const { task } = await completedTask(url);
+    await scheduleCallback(queues, taskJobRef(task), 1, { first: true });
+    await eventually(stateIs(task.id, 'delivered'), 'the second attempt to deliver', 10_000);
+    expect(arrivalsAt(path)).toHaveLength(2);
+    expect((await attemptsOf(task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
+    // The first attempt's job (added as a completion adds it) and the second's (added by the first, as a retry).
+    for (const attempt of [1, 2]) {
+      await eventually(async () => (await jobOf(task.id, attempt)) === undefined, `attempt ${attempt}'s job to be removed`);
+      expect(outcomes.get(jobIdFor(CallbackDeliver, [task.id, attempt]))).toMatchObject({ outcome: 'attempted', attempt });
+    }
+  });
 
   it('delivers the signed envelope with delivered_at and a fresh download link, logs and records the attempt', async () => {
     const { path, url } = hook(status(200, 'thanks'));
