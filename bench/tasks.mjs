@@ -506,9 +506,13 @@ await withStack(async ({ env: base, db, s3Where }) => {
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const start = performance.now();
-      // Each added as a task's completion adds its first attempt (scheduleCallback, first: one plain add, the adds of
-      // one turn in one socket write).
-      await Promise.all(rounds.map(({ task, round }) => scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, { first: true })));
+      // Added as the baseline adds its jobs, 500 at a time (each 500 in one socket write), each as a task's completion
+      // adds its first attempt (scheduleCallback, first: a plain add, the adds of one turn in one write). All 1,500 in
+      // one turn left in one write only once all were made: the dispatcher sat idle for the first ~55 ms.
+      for (let i = 0; i < rounds.length; i += 500) {
+        const chunk = rounds.slice(i, i + 500);
+        await Promise.all(chunk.map(({ task, round }) => scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, { first: true })));
+      }
       await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
       const used = cpuDiff(cpuStart, cpu());
