@@ -15,7 +15,9 @@
 //      Counted in rounds, not time: warmth is a number of deliveries, which a loaded machine makes slower. Then three
 //      measured rounds, each followed at once by its baseline (3, at the dispatcher's concurrency, after four
 //      unmeasured rounds of its size): the figure is the median of the three ratios, each round against the raw round
-//      beside it, as this machine's speed moves by up to ~2× within minutes.
+//      beside it, as this machine's speed moves by up to ~2× within minutes. After each raw round, the floor
+//      dispatcher's (lib/floor-deliver.mjs: BullMQ and the same signed bytes POSTed to the same receiver, nothing
+//      else) round of as many jobs, against the same raw round: how far the queue hop and the request alone go here.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      through one worker of the callers' concurrency (for tasks, ÷ 5: one round right before phase 1 and one right
 //      after it, their mean the figure, after four unmeasured rounds), and of the dispatcher's concurrency (for
@@ -147,13 +149,17 @@ async function startReceiver(cert) {
   const secrets = [];
   let count = 0;
   let unverified = 0;
+  /** The last callback that passed the check: the floor dispatcher sends these bytes. */
+  let last;
   let onCount = () => {};
   const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
     const chunks = [];
     req.on('data', (d) => chunks.push(d));
     req.on('end', () => {
+      const body = Buffer.concat(chunks);
       try {
-        verifyCallback(Buffer.concat(chunks), req.headers, secrets);
+        verifyCallback(body, req.headers, secrets);
+        last = body;
       } catch {
         unverified++;
       }
@@ -173,6 +179,7 @@ async function startReceiver(cert) {
   return {
     handshakes: () => handshakes,
     secrets,
+    lastBody: () => last,
     unverified: () => unverified,
     url: `https://127.0.0.1:${server.address().port}`,
     arrivals,
@@ -231,6 +238,41 @@ async function warmRawBullmq(env, concurrency) {
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
+/**
+ * The floor dispatcher (lib/floor-deliver.mjs) at `concurrency`, started once: it sends `body` signed with `secret` to
+ * `receiver`. Its round adds `n` jobs as the raw baseline does (500 per addBulk) and lasts until the receiver has had
+ * them all; answers jobs/s.
+ */
+async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
+  const prefix = `${env.QUEUE_PREFIX}-floor`;
+  const floor = await startNode({
+    name: 'floor dispatcher',
+    script: join(root, 'bench', 'lib', 'floor-deliver.mjs'),
+    env: { REDIS_URL: env.REDIS_URL, NODE_EXTRA_CA_CERTS: env.NODE_EXTRA_CA_CERTS, FLOOR_PREFIX: prefix, RECEIVER_URL: receiver.url, SECRET: secret, BODY: body.toString('base64'), CONCURRENCY: String(concurrency) },
+    port: false,
+  });
+  await new Promise((resolve) => floor.child.stdout.on('data', (d) => String(d).includes('ready') && resolve()));
+  const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-floor' });
+  const queues = createQueues({ connection, prefix });
+  const queue = queues.get('callbacks');
+  return {
+    round: async (n) => {
+      const before = receiver.count();
+      const started = performance.now();
+      for (let i = 0; i < n; i += 500) {
+        await queue.addBulk(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: 'floor', data: { i: i + j }, opts: { removeOnComplete: true } })));
+      }
+      await receiver.until(before + n);
+      return n / ((performance.now() - started) / 1000);
+    },
+    stop: async () => {
+      await floor.stop();
+      await queues.close();
+      connection.disconnect();
+    },
+  };
+}
+
 async function rawBullmq(env, n, concurrency) {
   const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-raw' });
   const prefix = `${env.QUEUE_PREFIX}-raw`;
@@ -529,6 +571,10 @@ await withStack(async ({ env: base, db, s3Where }) => {
     // by four rounds at this concurrency (after only one, its measured rounds still rose: 7,324, 9,669, 10,893 jobs/s).
     for (let i = 0; i < WARMUP_REDELIVERIES; i++) await deliveryRound();
     await warmRawBullmq(env, DISPATCHER_IN_FLIGHT);
+    // The floor: the same receiver, the same signed bytes (the last real callback's), BullMQ and one HTTPS POST per job
+    // and nothing else, warmed by as many rounds as the dispatcher.
+    const floor = await startFloorDispatcher(env, receiver, receiver.lastBody(), receiver.secrets[0], DISPATCHER_IN_FLIGHT);
+    for (let i = 0; i < WARMUP_REDELIVERIES; i++) await floor.round(deliveries);
     // Three measured rounds, each followed at once by its baseline: a raw BullMQ round of as many jobs at the
     // dispatcher's concurrency. This machine's speed moves by up to ~2× within minutes (raw rounds of one session's
     // runs: 5,781–10,893 jobs/s; the dispatcher's CPU per delivery 0.29–0.70 ms), so each round is compared with the
@@ -542,9 +588,11 @@ await withStack(async ({ env: base, db, s3Where }) => {
       const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
       // What BullMQ alone runs per job (added in bulk, removed on completion).
       const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
+      const floorPerSecond = await floor.round(deliveries);
       const perSecond = deliveries / round.seconds;
-      pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, window: { startUs, endUs } });
+      pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, window: { startUs, endUs } });
     }
+    await floor.stop();
     const pair = [...pairs].sort((a, b) => a.ratio - b.ratio)[1];
     const { used: cpuDeliver, redisRun: deliverRedisRun, handshakes: deliverHandshakes, raw: rawSingle, rawRedisRun } = pair;
     // The median pair's round in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
@@ -572,6 +620,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
 
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = pair.perSecond;
+    const floorPair = [...pairs].sort((a, b) => a.floor - b.floor)[1];
     const rawTask = rawPipeline / JOBS_PER_TASK;
     console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}; S3: ${s3Where}`);
     printTable(
@@ -581,6 +630,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
         [`raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`, int(rawTask), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`],
         ['tasks end to end', int(tasksPerSecond), ratio(tasksPerSecond / rawTask), `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`],
         ['callback deliveries', int(deliveriesPerSecond), ratio(pair.ratio), `signed HTTPS POST, attempt logged; the median of 3 rounds, each against the raw round beside it: ${pairs.map((p) => ratio(p.ratio)).join(', ')}`],
+        ['  floor: BullMQ + signed HTTPS POST', int(floorPair.floorPerSecond), ratio(floorPair.floor), `the median of 3 rounds; the same bytes to the same receiver, nothing else (lib/floor-deliver.mjs), after each raw round: ${pairs.map((p) => ratio(p.floor)).join(', ')}`],
         ['creations without callback_url', int(TASKS / without.seconds), '', `p50 ${ms(without.latency.p50)} ms each`],
         ['creations with callback_url', int(TASKS / withCb.seconds), '', `p50 ${ms(withCb.latency.p50)} ms each`],
       ],
