@@ -238,10 +238,20 @@ async function warmRawBullmq(env, concurrency) {
 }
 
 /** Raw BullMQ: `n` no-op jobs through one worker of `concurrency`; jobs/s from the first add to the last completion. */
+/** Every round of this bench adds its jobs this many at a time, the baseline's in one addBulk call each. */
+const BULK = 500;
+
+/** `n` jobs named `name`, of no work, each removed as it completes, added BULK at a time. */
+async function addInBulk(queue, n, name) {
+  for (let i = 0; i < n; i += BULK) {
+    await queue.addBulk(Array.from({ length: Math.min(BULK, n - i) }, (_, j) => ({ name, data: { i: i + j }, opts: { removeOnComplete: true } })));
+  }
+}
+
 /**
  * The floor dispatcher (lib/floor-deliver.mjs) at `concurrency`, started once: it sends `body` signed with `secret` to
- * `receiver`. Its round adds `n` jobs as the raw baseline does (500 per addBulk) and lasts until the receiver has had
- * them all; answers jobs/s.
+ * `receiver`. Its round adds `n` jobs as the raw baseline does and lasts until the receiver has had them all; answers
+ * jobs/s. Not one of the measured processes: its caller stops it, whatever happens.
  */
 async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
   const prefix = `${env.QUEUE_PREFIX}-floor`;
@@ -251,7 +261,10 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
     env: { REDIS_URL: env.REDIS_URL, NODE_EXTRA_CA_CERTS: env.NODE_EXTRA_CA_CERTS, FLOOR_PREFIX: prefix, RECEIVER_URL: receiver.url, SECRET: secret, BODY: body.toString('base64'), CONCURRENCY: String(concurrency) },
     port: false,
   });
-  await new Promise((resolve) => floor.child.stdout.on('data', (d) => String(d).includes('ready') && resolve()));
+  await new Promise((resolve, reject) => {
+    floor.child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
+    floor.child.once('exit', (code) => reject(new Error(`the floor dispatcher exited (${code}) before it was ready:\n${floor.output()}`)));
+  });
   const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-floor' });
   const queues = createQueues({ connection, prefix });
   const queue = queues.get('callbacks');
@@ -259,9 +272,7 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
     round: async (n) => {
       const before = receiver.count();
       const started = performance.now();
-      for (let i = 0; i < n; i += 500) {
-        await queue.addBulk(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: 'floor', data: { i: i + j }, opts: { removeOnComplete: true } })));
-      }
+      await addInBulk(queue, n, 'floor');
       await receiver.until(before + n);
       return n / ((performance.now() - started) / 1000);
     },
@@ -284,9 +295,7 @@ async function rawBullmq(env, n, concurrency) {
   const worker = new Worker('maintenance', async () => {}, { connection, prefix, concurrency });
   worker.on('completed', () => ++done === n && finish());
   const started = performance.now();
-  for (let i = 0; i < n; i += 500) {
-    await queue.addBulk(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: 'noop', data: { i: i + j }, opts: { removeOnComplete: true } })));
-  }
+  await addInBulk(queue, n, 'noop');
   await finished;
   const seconds = (performance.now() - started) / 1000;
   await worker.close();
@@ -548,11 +557,11 @@ await withStack(async ({ env: base, db, s3Where }) => {
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const start = performance.now();
-      // Added as the baseline adds its jobs, 500 at a time (each 500 in one socket write), each as a task's completion
+      // Added as the baseline adds its jobs, BULK at a time (each BULK in one socket write), each as a task's completion
       // adds its first attempt (scheduleCallback, first: a plain add, the adds of one turn in one write). All 1,500 in
       // one turn left in one write only once all were made: the dispatcher sat idle for the first ~55 ms.
-      for (let i = 0; i < rounds.length; i += 500) {
-        const chunk = rounds.slice(i, i + 500);
+      for (let i = 0; i < rounds.length; i += BULK) {
+        const chunk = rounds.slice(i, i + BULK);
         await Promise.all(chunk.map(({ task, round }) => scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, { first: true })));
       }
       await receiver.until(before + deliveries);
@@ -574,25 +583,28 @@ await withStack(async ({ env: base, db, s3Where }) => {
     // The floor: the same receiver, the same signed bytes (the last real callback's), BullMQ and one HTTPS POST per job
     // and nothing else, warmed by as many rounds as the dispatcher.
     const floor = await startFloorDispatcher(env, receiver, receiver.lastBody(), receiver.secrets[0], DISPATCHER_IN_FLIGHT);
-    for (let i = 0; i < WARMUP_REDELIVERIES; i++) await floor.round(deliveries);
-    // Three measured rounds, each followed at once by its baseline: a raw BullMQ round of as many jobs at the
-    // dispatcher's concurrency. This machine's speed moves by up to ~2× within minutes (raw rounds of one session's
-    // runs: 5,781–10,893 jobs/s; the dispatcher's CPU per delivery 0.29–0.70 ms), so each round is compared with the
-    // baseline measured beside it, and the figure is the median of the three ratios (its pair the one reported).
     const pairs = [];
-    for (let i = 0; i < 3; i++) {
-      const startUs = process.hrtime.bigint();
-      const round = await deliveryRound();
-      const endUs = process.hrtime.bigint();
-      const rawRedis0 = await redisCommands();
-      const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
-      // What BullMQ alone runs per job (added in bulk, removed on completion).
-      const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
-      const floorPerSecond = await floor.round(deliveries);
-      const perSecond = deliveries / round.seconds;
-      pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, window: { startUs, endUs } });
+    try {
+      for (let i = 0; i < WARMUP_REDELIVERIES; i++) await floor.round(deliveries);
+      // Three measured rounds, each followed at once by its baseline: a raw BullMQ round of as many jobs at the
+      // dispatcher's concurrency. This machine's speed moves by up to ~2× within minutes (raw rounds of one session's
+      // runs: 5,781–10,893 jobs/s; the dispatcher's CPU per delivery 0.29–0.70 ms), so each round is compared with the
+      // baseline measured beside it, and the figure is the median of the three ratios (its pair the one reported).
+      for (let i = 0; i < 3; i++) {
+        const startUs = process.hrtime.bigint();
+        const round = await deliveryRound();
+        const endUs = process.hrtime.bigint();
+        const rawRedis0 = await redisCommands();
+        const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
+        // What BullMQ alone runs per job (added in bulk, removed on completion).
+        const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
+        const floorPerSecond = await floor.round(deliveries);
+        const perSecond = deliveries / round.seconds;
+        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, window: { startUs, endUs } });
+      }
+    } finally {
+      await floor.stop();
     }
-    await floor.stop();
     const pair = [...pairs].sort((a, b) => a.ratio - b.ratio)[1];
     const { used: cpuDeliver, redisRun: deliverRedisRun, handshakes: deliverHandshakes, raw: rawSingle, rawRedisRun } = pair;
     // The median pair's round in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
