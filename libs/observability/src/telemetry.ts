@@ -1,6 +1,6 @@
 // OpenTelemetry bootstrap. main.ts calls startTelemetry() before it requires express, ioredis or pg: the
 // instrumentations patch those modules through require hooks, so a module loaded earlier is never traced.
-import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link } from '@opentelemetry/api';
+import { context, createContextKey, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Attributes, type Context, type Link } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
@@ -70,7 +70,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (!exported) spanProcessors.push(new NoopSpanProcessor());
 
   const ratio = exported ? (options.sampleRatio ?? 1) : 0;
-  const instrumentations = processInstrumentations(ratio);
+  newTraceRatio = ratio;
+  const instrumentations = processInstrumentations();
   registerInstrumentations({ instrumentations });
 
   const contextManager = new AsyncLocalStorageContextManager().enable();
@@ -92,6 +93,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
         // The provider is flushed and closed; the globals are unregistered and the modules unpatched too, so that a
         // second startTelemetry() in the same process (tests) registers afresh.
         for (const instrumentation of instrumentations) instrumentation.disable();
+        newTraceRatio = 0;
         trace.disable();
         context.disable();
         propagation.disable();
@@ -114,15 +116,32 @@ let created: Instrumentation[] | undefined;
  * its route from the edge instead (nameServerSpan), and the handler's own spans (queue publish, Postgres, Redis)
  * are children of the server span.
  */
-function processInstrumentations(ratio: number): Instrumentation[] {
+function processInstrumentations(): Instrumentation[] {
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
   } else {
     created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new LeanPgInstrumentation(), new LeanIORedisInstrumentation()];
   }
-  // The running telemetry's share of new traces, which the kept http instrumentation draws by.
-  (created[0] as LeanHttpInstrumentation).ratio = ratio;
   return created;
+}
+
+/** The running telemetry's share of new traces recorded (0 when none runs, or nothing takes spans). */
+let newTraceRatio = 0;
+/** On the context newTraceContext() returns for a drawn trace: the root sampler records the span started in it. */
+const DRAWN = createContextKey('gensvc.drawn');
+const ids = new RandomIdGenerator();
+
+/**
+ * The context work that arrives outside any trace starts one in, drawn by the running telemetry's ratio before
+ * anything is built: an inbound request without a traceparent, a job added or taken with no trace (a reconciler's, a
+ * scheduler's, another process's). Drawn: a root context in which the next span started is recorded, whatever its
+ * kind. Not drawn: a bare unsampled span context with fresh ids, in which nothing builds a span (the lean
+ * instrumentations, the queue's publish and process) while the ids are still logged and propagated (a `-00`
+ * traceparent), so a job made there runs in the same unsampled trace.
+ */
+export function newTraceContext(): Context {
+  if (Math.random() < newTraceRatio) return ROOT_CONTEXT.setValue(DRAWN, true);
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE });
 }
 
 // An unrecorded request costs next to nothing (issue 11: the instrumentations did all their work — attributes,
@@ -134,7 +153,10 @@ function processInstrumentations(ratio: number): Instrumentation[] {
 // Each overrides a method of the pinned instrumentation versions (package.json pins them exactly); the trace tests
 // (telemetry.test.ts) check recorded and unrecorded requests alike.
 
-/** Root spans: an HTTP server span was drawn already (LeanHttpInstrumentation, below); any other root by its trace id. */
+/**
+ * Root spans: one started in a context newTraceContext() drew, and an HTTP server span (LeanHttpInstrumentation,
+ * below, draws before it starts one), are recorded; any other root by its trace id.
+ */
 class RootSampler implements Sampler {
   private readonly byTraceId: TraceIdRatioBasedSampler;
 
@@ -143,38 +165,35 @@ class RootSampler implements Sampler {
   }
 
   shouldSample(ctx: Context, traceId: string, _name: string, kind: SpanKind, _attributes: Attributes, _links: Link[]): SamplingResult {
-    if (kind === SpanKind.SERVER) return { decision: SamplingDecision.RECORD_AND_SAMPLED };
+    if (kind === SpanKind.SERVER || ctx.getValue(DRAWN) === true) return { decision: SamplingDecision.RECORD_AND_SAMPLED };
     return this.byTraceId.shouldSample(ctx, traceId);
   }
 
   toString(): string {
-    return `RootSampler{server spans drawn on arrival, others ${this.ratio}}`;
+    return `RootSampler{server spans and newTraceContext() draws recorded, others ${this.ratio}}`;
   }
 }
 
-const ids = new RandomIdGenerator();
 type EmitRequest = (this: unknown, event: string, ...args: unknown[]) => boolean;
 
-class LeanHttpInstrumentation extends HttpInstrumentation {
-  /** The share of new traces recorded (set by processInstrumentations for the running telemetry). */
-  ratio = 1;
-}
+class LeanHttpInstrumentation extends HttpInstrumentation {}
 {
   const proto = LeanHttpInstrumentation.prototype as unknown as { _incomingRequestFunction(component: string, original: EmitRequest): EmitRequest };
   const full = proto._incomingRequestFunction;
   proto._incomingRequestFunction = function (component, original) {
-    const instrumentation = this as unknown as LeanHttpInstrumentation;
     const traced = full.call(this, component, original);
     return function incomingRequest(this: unknown, event, ...args) {
       if (event !== 'request') return original.apply(this, [event, ...args]);
       const { headers } = args[0] as IncomingMessage;
       // Inside a caller's trace (a valid traceparent) the caller decided, and the full path follows that decision.
       const parent = headers.traceparent === undefined ? undefined : trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
-      if ((parent && isSpanContextValid(parent)) || Math.random() < instrumentation.ratio) return traced.apply(this, [event, ...args]);
-      // Not drawn. The request's emitters are not bound to this context (the full path binds them): a listener that
-      // logs must be bound itself (inActiveContext).
-      const unsampled = trace.setSpanContext(ROOT_CONTEXT, { traceId: ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE });
-      return context.with(unsampled, () => original.apply(this, [event, ...args]));
+      if (parent && isSpanContextValid(parent)) return traced.apply(this, [event, ...args]);
+      // A new trace, drawn (its server span recorded: the root sampler records every server span) or not. Not drawn,
+      // the request's emitters are not bound to its context (the full path binds them): a listener that logs must be
+      // bound itself (inActiveContext).
+      const started = newTraceContext();
+      if (!inUnsampledTrace(started)) return traced.apply(this, [event, ...args]);
+      return context.with(started, () => original.apply(this, [event, ...args]));
     };
   };
 }

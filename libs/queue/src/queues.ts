@@ -6,7 +6,7 @@ import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { stderrLogger, type QueueLogger } from './logger';
-import { TRACER_NAME, contextFromEnvelope, traceCarrierOf } from './trace-context';
+import { TRACER_NAME, contextFromEnvelope, continuedOrNewTrace, traceCarrierOf } from './trace-context';
 
 /** Completed jobs stay an hour (long enough for a waiting caller to read the result), failed ones a week. */
 export const DEFAULT_JOB_OPTIONS = {
@@ -97,8 +97,9 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
  *
  * The add runs in a producer span `<job name> publish` and `payload.trace` becomes that span's context. The span's
  * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
- * re-sending the context captured when its row was written). When that parent's trace was not drawn there is no
- * span: `payload.trace` is the parent's own (unsampled) context.
+ * re-sending the context captured when its row was written); when there is neither, a new trace, drawn by the
+ * telemetry's ratio (newTraceContext). When the trace was not drawn there is no span: `payload.trace` is the
+ * parent's own (unsampled) context.
  */
 export async function enqueue<J extends JobContract>(
   queues: Queues,
@@ -116,7 +117,7 @@ export async function enqueue<J extends JobContract>(
   const validate = check === 'validate';
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
-  const parent = activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload);
+  const parent = continuedOrNewTrace(activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload));
   const add = async (span: Span | undefined) => {
     try {
       const carrier = traceCarrierOf(span ? trace.setSpan(parent, span) : parent);

@@ -1,4 +1,5 @@
-import { ROOT_CONTEXT, context, propagation, trace, type Context } from '@opentelemetry/api';
+import { newTraceContext } from '@gensvc/observability';
+import { ROOT_CONTEXT, context, isSpanContextValid, propagation, trace, type Context } from '@opentelemetry/api';
 
 export const TRACER_NAME = '@gensvc/queue';
 
@@ -16,6 +17,15 @@ export function contextFromEnvelope(data: unknown): Context {
   const carrier: Record<string, string> = {};
   for (const [k, v] of Object.entries(trace)) if (typeof v === 'string') carrier[k] = v;
   return propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+/**
+ * `ctx` when it holds a valid span context, else a new trace drawn by the telemetry's ratio as a request that arrives
+ * with none (newTraceContext): a job added or taken outside any trace (a reconciler's add, a process without telemetry).
+ */
+export function continuedOrNewTrace(ctx: Context): Context {
+  const span = trace.getSpanContext(ctx);
+  return span && isSpanContextValid(span) ? ctx : newTraceContext();
 }
 
 /** Runs `fn` in `ctx` when it holds a span (a trace read from a job), else in the active context. */

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { coalesceWrites } from './connection';
 import { stderrLogger, type QueueLogger } from './logger';
-import { TRACER_NAME, contextFromEnvelope } from './trace-context';
+import { TRACER_NAME, contextFromEnvelope, continuedOrNewTrace } from './trace-context';
 
 export interface HandlerContext {
   job: Job;
@@ -51,7 +51,9 @@ export const WORKER_SHUTDOWN = 'worker shutdown';
  * handler, or a handler names a job the queue does not carry.
  *
  * Each job runs in a span `<job name> process` whose parent is the producer's context from `payload.trace`, or, when
- * the producer's trace was not drawn, in that unsampled context itself with no span (nothing would be recorded). The
+ * the producer's trace was not drawn, in that unsampled context itself with no span (nothing would be recorded). A
+ * job with no trace starts one, drawn by the telemetry's ratio (newTraceContext): not drawn, it too runs in a bare
+ * unsampled context with no span. The
  * payload is parsed with the contract first; a payload that does not parse, or a 4xx-class AppError from the
  * handler (!isRetryable), fails the job for good (UnrecoverableError); any other error is retried as the job's
  * `attempts` and `backoff` say.
@@ -73,7 +75,7 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
 
   // Three parameters: BullMQ hands a processor that declares `signal` an AbortSignal per job.
   const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> => {
-    const parent = contextFromEnvelope(job.data);
+    const parent = continuedOrNewTrace(contextFromEnvelope(job.data));
     const run = (span: Span | undefined) => async () => {
       try {
         const contract = declared.get(job.name);
@@ -105,8 +107,7 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
     };
     // The producer's trace was not drawn: the job runs in its bare unsampled context (its ids still in the logs and
     // in what it enqueues or calls), with no span of its own, and Postgres and Redis build none either
-    // (@gensvc/observability's lean instrumentations). Drawn, or with no producer trace (a new root, drawn by
-    // ratio), it gets its `process` span.
+    // (@gensvc/observability's lean instrumentations). Drawn, or a new trace drawn, it gets its `process` span.
     if (inUnsampledTrace(parent)) {
       return context.with(parent, run(undefined));
     }
