@@ -74,8 +74,9 @@ const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
 // Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
 const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
 // PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
-// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), and deliveries-window.json
-// with phase 2's measured round in the profiles' clock (µs), to cut a profile to that round, and phase 1's (`tasks`).
+// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), as does the floor dispatcher
+// (`floor-dispatcher`), and deliveries-window.json with phase 2's measured round in the profiles' clock (µs), to cut a
+// profile to that round, phase 1's (`tasks`) and the floor's round after it (`floor`).
 const PROFILE = process.env.PROFILE;
 const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
 
@@ -251,13 +252,16 @@ async function addInBulk(queue, n, name) {
 /**
  * The floor dispatcher (lib/floor-deliver.mjs) at `concurrency`, started once: it sends `body` signed with `secret` to
  * `receiver`. Its round adds `n` jobs as the raw baseline does and lasts until the receiver has had them all; answers
- * jobs/s. Not one of the measured processes: its caller stops it, whatever happens.
+ * jobs/s and the floor process's CPU ms per job (beside the dispatcher's per delivery, a ratio this machine's speed,
+ * which moves within minutes, changes far less than either). Not one of the measured processes: its caller stops it,
+ * whatever happens.
  */
 async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
   const prefix = `${env.QUEUE_PREFIX}-floor`;
   const floor = await startNode({
     name: 'floor dispatcher',
     script: join(root, 'bench', 'lib', 'floor-deliver.mjs'),
+    nodeArgs: profiled('floor-dispatcher'),
     env: { REDIS_URL: env.REDIS_URL, NODE_EXTRA_CA_CERTS: env.NODE_EXTRA_CA_CERTS, FLOOR_PREFIX: prefix, RECEIVER_URL: receiver.url, SECRET: secret, BODY: body.toString('base64'), CONCURRENCY: String(concurrency) },
     port: false,
   });
@@ -271,10 +275,13 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
   return {
     round: async (n) => {
       const before = receiver.count();
+      const cpu0 = cpuSeconds(floor.child.pid);
+      const startUs = process.hrtime.bigint();
       const started = performance.now();
       await addInBulk(queue, n, 'floor');
       await receiver.until(before + n);
-      return n / ((performance.now() - started) / 1000);
+      const perSecond = n / ((performance.now() - started) / 1000);
+      return { perSecond, cpuMs: (1000 * (cpuSeconds(floor.child.pid) - cpu0)) / n, window: { startUs, endUs: process.hrtime.bigint() } };
     },
     stop: async () => {
       await floor.stop();
@@ -556,6 +563,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
       const cpuStart = cpu();
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
+      const startUs = process.hrtime.bigint();
       const start = performance.now();
       // Added as the baseline adds its jobs, BULK at a time (each BULK in one socket write), each as a task's completion
       // adds its first attempt (scheduleCallback, first: a plain add, the adds of one turn in one write). All 1,500 in
@@ -566,6 +574,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
       }
       await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
+      const window = { startUs, endUs: process.hrtime.bigint() };
       const used = cpuDiff(cpuStart, cpu());
       // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
       // a backend reports its counts when idle at most once a second, later than a round this short ends.
@@ -573,7 +582,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       const pendingIn = [workspaceId, warm.workspaceId];
       while ((await db.task.count({ where: { workspaceId: { in: pendingIn }, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
-      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes };
+      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes, window };
     };
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330. The baseline's worker is warmed
@@ -591,16 +600,15 @@ await withStack(async ({ env: base, db, s3Where }) => {
       // runs: 5,781–10,893 jobs/s; the dispatcher's CPU per delivery 0.29–0.70 ms), so each round is compared with the
       // baseline measured beside it, and the figure is the median of the three ratios (its pair the one reported).
       for (let i = 0; i < 3; i++) {
-        const startUs = process.hrtime.bigint();
         const round = await deliveryRound();
-        const endUs = process.hrtime.bigint();
         const rawRedis0 = await redisCommands();
         const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
         // What BullMQ alone runs per job (added in bulk, removed on completion).
         const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
-        const floorPerSecond = await floor.round(deliveries);
+        const { perSecond: floorPerSecond, cpuMs: floorCpuMs, window: floorWindow } = await floor.round(deliveries);
         const perSecond = deliveries / round.seconds;
-        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, window: { startUs, endUs } });
+        const cpuMs = (1000 * round.used['callback-dispatcher']) / deliveries;
+        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs, floorCpuMs, floorWindow });
       }
     } finally {
       await floor.stop();
@@ -611,7 +619,13 @@ await withStack(async ({ env: base, db, s3Where }) => {
     if (PROFILE) {
       mkdirSync(PROFILE, { recursive: true });
       const us = (t) => Number(t / 1000n);
-      const window = { startUs: us(pair.window.startUs), endUs: us(pair.window.endUs), deliveries, tasks: { startUs: us(phase1Start), endUs: us(phase1End), tasks: TASKS } };
+      const window = {
+        startUs: us(pair.window.startUs),
+        endUs: us(pair.window.endUs),
+        deliveries,
+        tasks: { startUs: us(phase1Start), endUs: us(phase1End), tasks: TASKS },
+        floor: { startUs: us(pair.floorWindow.startUs), endUs: us(pair.floorWindow.endUs) },
+      };
       writeFileSync(join(PROFILE, 'deliveries-window.json'), JSON.stringify(window));
     }
     await queues.close();
@@ -653,6 +667,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
+    console.log(`CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`);
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
     // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
