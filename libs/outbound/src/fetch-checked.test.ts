@@ -371,4 +371,19 @@ describe('only the head of a body (headUpTo)', () => {
     const e = await rejectionOf(postChecked(`${server.url}/silent`, '{}', { ...trusted(), headUpTo: 1024, timeoutMs: 300 }), OutboundError);
     expect(e.reason).toBe('timeout');
   });
+
+  it('refuses a redirect and a status it does not accept as the streamed path does, and passes what it accepts', async () => {
+    route = (req, res) => {
+      if (req.url === '/moved') return void res.writeHead(302, { location: 'https://elsewhere.example/x' }).end('see there');
+      res.writeHead(503).end('busy');
+    };
+    const moved = await rejectionOf(postChecked(`${server.url}/moved`, '{}', { ...trusted(), headUpTo: 1024 }), OutboundError);
+    expect(moved).toMatchObject({ reason: 'redirect', status: 302 });
+    expect(moved.message).toContain('https://elsewhere.example/x');
+    const busy = await rejectionOf(postChecked(`${server.url}/busy`, '{}', { ...trusted(), headUpTo: 1024 }), OutboundError);
+    expect(busy).toMatchObject({ reason: 'http_status', status: 503 });
+    const kept = await postChecked(`${server.url}/busy`, '{}', { ...trusted(), headUpTo: 1024, acceptStatus: () => true });
+    expect(kept.status).toBe(503);
+    expect((await kept.head).toString()).toBe('busy');
+  });
 });

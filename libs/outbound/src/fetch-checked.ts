@@ -325,6 +325,10 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   const own = opts.agents ? null : newAgent(key);
   const agent = own ?? opts.agents!.agentFor(key);
   const origin = `https://${address.family === 6 ? `[${address.address}]` : address.address}:${checked.port}`;
+  // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
+  const release = () => void own?.destroy().catch(() => {});
+  const request = { origin, path: `${url.pathname}${url.search}`, method: opts.method ?? 'GET', headers, body, headersTimeout: idleMs, bodyTimeout: idleMs };
+  if (opts.headUpTo !== undefined) return requestHead(agent, request, opts.headUpTo, opts, { url, address, idleMs, accept, deadline, release });
 
   // One controller stops the request, or its body once it streams: the total deadline, or the caller's signal.
   const controller = new AbortController();
@@ -345,22 +349,11 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   };
-  // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
-  const release = () => void own?.destroy().catch(() => {});
   opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   let res: Dispatcher.ResponseData;
   try {
-    res = await agent.request({
-      origin,
-      path: `${url.pathname}${url.search}`,
-      method: opts.method ?? 'GET',
-      headers,
-      body,
-      signal: controller.signal,
-      headersTimeout: idleMs,
-      bodyTimeout: idleMs,
-    });
+    res = await agent.request({ ...request, signal: controller.signal });
   } catch (e) {
     clear();
     release();
@@ -383,15 +376,6 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   }
   if (!accept(status)) reject(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
   const headersOut = res.headers as IncomingHttpHeaders;
-  if (opts.headUpTo !== undefined) {
-    // Read off undici's body itself: the deadline and the caller's signal abort it through the controller (what
-    // arrived is kept), a stall ends it at the body timeout.
-    const head = readHead(source, opts.headUpTo).finally(() => {
-      clear();
-      release();
-    });
-    return { status, headers: headersOut, head, address, url };
-  }
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
@@ -451,36 +435,108 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
 }
 
 /**
- * The body's first `limit` bytes, or what arrived before it ended or failed; then the body is dropped (its connection
- * with it, unless it had ended). Never rejects.
+ * The exchange of a request that reads only the body's first `headUpTo` bytes (a callback's answer): on undici's
+ * dispatch interface, with no AbortController, no body stream and no promise per chunk, since a callback delivery's
+ * whole request is this (issue 12). As the streamed path: redirects and refused statuses reject (the connection
+ * dropped), a status resolves at once, and `head` resolves with the first bytes, or what arrived before the body
+ * ended, failed, stalled past the body timeout or was cut by the deadline or the caller's signal; it never rejects.
+ * Past `headUpTo` bytes the connection is dropped; a body that ends leaves it to the pool.
+ *
+ * The deadline and the caller's signal stop the exchange through undici's controller, which undici hands over once
+ * the request is on a socket: a stop before that (a connection still being opened, within connectTimeoutMs) is
+ * applied then, as undici's request() applies an AbortSignal.
  */
-function readHead(source: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve) => {
+function requestHead(
+  agent: Dispatcher,
+  request: Dispatcher.DispatchOptions,
+  limit: number,
+  opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>,
+  at: { url: URL; address: ResolvedAddress; idleMs: number; accept: (status: number) => boolean; deadline: number; release: () => void },
+): Promise<OutboundHeadResponse> {
+  const { url, address, idleMs, accept, release } = at;
+  return new Promise((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let failure: OutboundError | undefined;
+    let responded = false;
     const chunks: Buffer[] = [];
     let size = 0;
-    let settled = false;
-    const done = () => {
-      if (settled) return;
-      settled = true;
-      const head = chunks.length === 1 && size <= limit ? chunks[0]! : Buffer.concat(chunks, size).subarray(0, limit);
-      if (!source.readableEnded) {
-        source.destroy();
-        return resolve(head);
-      }
-      // undici hands the connection back to its pool a turn after the body ends: resolving a turn later lets a
-      // caller that sends its next request at once find it there, rather than open another (as the stream's end).
-      setImmediate(resolve, head);
+    let headOut: ((head: Buffer) => void) | undefined;
+    let headEnded = false;
+    const head = new Promise<Buffer>((r) => (headOut = r));
+
+    const stop = (err: OutboundError) => {
+      failure ??= err;
+      if (controller && !controller.aborted) controller.abort(failure);
     };
-    // Also the error destroy() raises on a body not yet ended (undici's RequestAbortedError), after done.
-    source.on('error', done);
-    source.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= limit) done();
-    });
-    source.once('end', done);
-    source.once('close', done);
+    const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
+    const timer = setTimeout(
+      () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
+      Math.max(0, at.deadline - Date.now()),
+    );
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    /** The exchange is over: what arrived is the head (a turn later when the body ended, see below). */
+    const end = (whole: boolean) => {
+      if (headEnded) return;
+      headEnded = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      release();
+      const bytes = chunks.length === 1 && size <= limit ? chunks[0]! : Buffer.concat(chunks, size).subarray(0, limit);
+      // undici hands the connection back to its pool a turn after the body ends (a setImmediate it makes once this
+      // handler returns): resolving after that one lets a caller that sends its next request at once find the
+      // connection there, rather than open another.
+      if (whole) queueMicrotask(() => setImmediate(headOut!, bytes));
+      else headOut!(bytes);
+    };
+    const refuse = (err: OutboundError) => {
+      responded = true;
+      controller?.abort(err);
+      end(false);
+      reject(err);
+    };
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (failure) c.abort(failure);
+      },
+      onResponseStart(c, status, headers) {
+        // Informational answers (100 Continue) come before the status that counts.
+        if (status < 200 || responded) return;
+        controller = c;
+        if (status >= 300 && status < 400) {
+          const location = headers.location;
+          const where = Array.isArray(location) ? location[0] : location;
+          return refuse(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
+        }
+        if (!accept(status)) return refuse(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+        responded = true;
+        resolve({ status, headers, head, address, url });
+      },
+      onResponseData(c, chunk) {
+        if (headEnded) return;
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size < limit) return;
+        end(false);
+        // The rest is not read: the connection goes with it.
+        if (!c.aborted) c.abort(new OutboundError('connection', 'Only the head of the body was read.'));
+      },
+      onResponseEnd() {
+        end(true);
+      },
+      onResponseError(_c, e) {
+        end(false);
+        if (!responded) reject(failure ?? undiciFailure(e, url, address, idleMs));
+      },
+    };
+    try {
+      agent.dispatch(request, handler);
+    } catch (e) {
+      // Refused before it was queued (undici's own argument checks): nothing is in flight.
+      end(false);
+      reject(undiciFailure(e, url, address, idleMs));
+    }
   });
 }
 
