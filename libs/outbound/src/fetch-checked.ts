@@ -340,16 +340,7 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     controller.abort(failure);
     if (output && !output.destroyed) output.destroy(failure);
   };
-  const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
-  const timer = setTimeout(
-    () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
-    Math.max(0, deadline - Date.now()),
-  );
-  const clear = () => {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener('abort', onAbort);
-  };
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const clear = watchStops(opts, url, deadline, stop);
 
   let res: Dispatcher.ResponseData;
   try {
@@ -369,12 +360,8 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
     release();
     throw err;
   };
-  if (status >= 300 && status < 400) {
-    const location = res.headers.location;
-    const where = Array.isArray(location) ? location[0] : location;
-    reject(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
-  }
-  if (!accept(status)) reject(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+  const refused = refusedStatus(url, status, res.headers, accept);
+  if (refused) reject(refused);
   const headersOut = res.headers as IncomingHttpHeaders;
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
@@ -464,22 +451,15 @@ function requestHead(
     let headEnded = false;
     const head = new Promise<Buffer>((r) => (headOut = r));
 
-    const stop = (err: OutboundError) => {
+    const stopWatching = watchStops(opts, url, at.deadline, (err) => {
       failure ??= err;
       if (controller && !controller.aborted) controller.abort(failure);
-    };
-    const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
-    const timer = setTimeout(
-      () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
-      Math.max(0, at.deadline - Date.now()),
-    );
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
     /** The exchange is over: what arrived is the head (a turn later when the body ended, see below). */
     const end = (whole: boolean) => {
       if (headEnded) return;
       headEnded = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
+      stopWatching();
       release();
       const bytes = chunks.length === 1 && size <= limit ? chunks[0]! : Buffer.concat(chunks, size).subarray(0, limit);
       // undici hands the connection back to its pool a turn after the body ends (a setImmediate it makes once this
@@ -500,16 +480,11 @@ function requestHead(
         controller = c;
         if (failure) c.abort(failure);
       },
-      onResponseStart(c, status, headers) {
+      onResponseStart(_c, status, headers) {
         // Informational answers (100 Continue) come before the status that counts.
         if (status < 200 || responded) return;
-        controller = c;
-        if (status >= 300 && status < 400) {
-          const location = headers.location;
-          const where = Array.isArray(location) ? location[0] : location;
-          return refuse(new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status }));
-        }
-        if (!accept(status)) return refuse(new OutboundError('http_status', `${url.host} answered ${status}.`, { status }));
+        const refused = refusedStatus(url, status, headers, accept);
+        if (refused) return refuse(refused);
         responded = true;
         resolve({ status, headers, head, address, url });
       },
@@ -572,6 +547,33 @@ export function connectFailure(e: unknown, phase: 'tcp' | 'tls' | 'http', url: U
   if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
   if (phase === 'tcp') return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${what}.`, { cause: e });
   return new OutboundError('connection', `The connection to ${url.host} (${address.address}) failed: ${what}.`, { cause: e });
+}
+
+/**
+ * A request's stops: at the deadline (`timeout`), or when the caller's signal aborts (`connection`), `stop` is called
+ * with the reason. Returns the function that stops watching, once the exchange is over.
+ */
+function watchStops(opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>, url: URL, deadline: number, stop: (err: OutboundError) => void): () => void {
+  const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
+  const timer = setTimeout(
+    () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
+    Math.max(0, deadline - Date.now()),
+  );
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  return () => {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  };
+}
+
+/** The refusal of a status the request does not take: a redirect (never followed), or one `accept` refuses; else null. */
+function refusedStatus(url: URL, status: number, headers: IncomingHttpHeaders, accept: (status: number) => boolean): OutboundError | null {
+  if (status >= 300 && status < 400) {
+    const location = headers.location;
+    const where = Array.isArray(location) ? location[0] : location;
+    return new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status });
+  }
+  return accept(status) ? null : new OutboundError('http_status', `${url.host} answered ${status}.`, { status });
 }
 
 function throwIfAborted(signal: AbortSignal | undefined) {

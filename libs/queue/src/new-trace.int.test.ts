@@ -4,7 +4,7 @@
 import { ArchiveOutput } from '@gensvc/contracts';
 import { startTelemetry, type Telemetry } from '@gensvc/observability';
 import { useTestContext } from '@gensvc/testing';
-import { TraceFlags, trace, type SpanContext } from '@opentelemetry/api';
+import { ProxyTracerProvider, TraceFlags, trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -50,11 +50,20 @@ function withTelemetry(sampleRatio: number) {
     await state.connection.quit();
     await state.telemetry.shutdown();
   });
-  beforeEach(() => exporter.reset());
+  // Every span the SDK's tracer starts, recorded or not (an unrecorded one reaches no processor): an undrawn job must
+  // not build one at all.
+  let startSpan: jest.SpyInstance | undefined;
+  beforeEach(() => {
+    exporter.reset();
+    const sdkTracer = (trace.getTracerProvider() as ProxyTracerProvider).getDelegate().getTracer('@gensvc/queue');
+    startSpan = jest.spyOn(Object.getPrototypeOf(sdkTracer) as { startSpan: (...args: unknown[]) => unknown }, 'startSpan');
+  });
+  afterEach(() => startSpan?.mockRestore());
+  const spansStarted = () => startSpan!.mock.calls.length;
   /** Added with no trace in its payload: as a process without telemetry (or an older producer) adds it. */
   const addBare = (taskId: string) => state.queues.get('archive').add(ArchiveOutput.name, { taskId, outputIndex: 0, v: ArchiveOutput.version });
   const spans = () => exporter.getFinishedSpans().map((s) => ({ name: s.name, traceId: s.spanContext().traceId, parent: s.parentSpanContext?.spanId }));
-  return { state, seen, addBare, spans };
+  return { state, seen, addBare, spans, spansStarted };
 }
 
 describe('a job outside any trace, none drawn (ratio 0)', () => {
@@ -68,6 +77,7 @@ describe('a job outside any trace, none drawn (ratio 0)', () => {
     expect(traceId).toMatch(/^(?!0{32})[0-9a-f]{32}$/);
     expect(t.seen.get('tsk_enqueued')).toEqual({ traceId, spanId, traceFlags: TraceFlags.NONE, isRemote: true });
     expect(t.spans()).toEqual([]);
+    expect(t.spansStarted()).toBe(0);
   });
 
   it('taken with no trace at all, runs in a fresh unsampled context of its own with no span', async () => {
@@ -76,6 +86,7 @@ describe('a job outside any trace, none drawn (ratio 0)', () => {
     const active = t.seen.get('tsk_bare');
     expect(active).toMatchObject({ traceId: expect.stringMatching(/^(?!0{32})[0-9a-f]{32}$/), traceFlags: TraceFlags.NONE });
     expect(t.spans()).toEqual([]);
+    expect(t.spansStarted()).toBe(0);
   });
 });
 
@@ -95,6 +106,7 @@ describe('a job outside any trace, every new trace drawn (ratio 1)', () => {
       ]),
     );
     expect(t.seen.get('tsk_drawn')).toMatchObject({ traceId, traceFlags: TraceFlags.SAMPLED });
+    expect(t.spansStarted()).toBe(2);
   });
 
   it('taken with no trace at all, runs in a recorded root process span', async () => {

@@ -46,7 +46,7 @@ export interface EdgeDeps {
    */
   createTask: (input: CreateTaskInput) => Promise<TaskRow>;
   /**
-   * Records a provider webhook's result (taskRepository.recordWebhookOutput), in a group with the webhooks that arrive
+   * Records a provider webhook's result (taskRepository.recordWebhookOutputs), in a group with the webhooks that arrive
    * while the previous group is in flight (one statement, one commit).
    */
   recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;

@@ -5,7 +5,7 @@ import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
-import { taskRepository, type DeliveryUpdate, type TaskRow } from './task.repository';
+import { taskRepository, type DeliveryUpdate, type TaskRow, type WebhookOutputInput } from './task.repository';
 
 const ctx = useTestContext();
 const PRICE = 40_000n;
@@ -139,7 +139,9 @@ it('counts polls only from the expected count, records an output once, and compl
   expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'completed', callbackState: 'pending' });
 });
 
-describe('recordWebhookOutput', () => {
+describe('recordWebhookOutputs', () => {
+  /** One webhook's result, alone in its statement. */
+  const recordOne = async (input: WebhookOutputInput) => (await taskRepository.recordWebhookOutputs(ctx.db, [input]))[0]!;
   const entry = (kind: 'image' | 'video') => ({ outputs: [{ kind, url: `https://provider.example/a.${kind === 'image' ? 'png' : 'mp4'}`, archive_status: 'pending' as const }] });
   let replicate: string;
   const retentionOf = async (workspaceId: string) => {
@@ -153,8 +155,8 @@ describe('recordWebhookOutput', () => {
   it("checks the task and records the result in one statement: only this job's running task at this provider, charged its hold once", async () => {
     const c = await customer();
     const task = await makeTask(ctx.db, { ...c, amount: PRICE });
-    const record = (over: Partial<Parameters<typeof taskRepository.recordWebhookOutput>[1]> = {}) =>
-      taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-1', provider: 'replicate', outputs: { image: entry('image') }, ...over });
+    const record = (over: Partial<WebhookOutputInput> = {}) =>
+      recordOne({ id: task.id, upstreamId: 'pred-1', provider: 'replicate', outputs: { image: entry('image') }, ...over });
 
     expect(await record()).toEqual({ outcome: 'not_this' }); // still submitting: no job id to match
     expect(await record({ id: 'tsk_gone' })).toEqual({ outcome: 'not_this' });
@@ -254,7 +256,7 @@ describe('recordWebhookOutput', () => {
     const task = await makeTask(ctx.db, { operation: 'text-to-video', input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 } });
     await taskRepository.markSubmitted(ctx.db, task.id, { channelId: replicate, upstreamId: 'pred-video', upstreamUrls: null });
     const outputs = { image: entry('image'), video: entry('video') };
-    expect(await taskRepository.recordWebhookOutput(ctx.db, { id: task.id, upstreamId: 'pred-video', provider: 'replicate', outputs })).toMatchObject({ outcome: 'recorded', kind: 'video' });
+    expect(await recordOne({ id: task.id, upstreamId: 'pred-video', provider: 'replicate', outputs })).toMatchObject({ outcome: 'recorded', kind: 'video' });
     expect((await taskRepository.find(ctx.db, task.id))!.output).toEqual(entry('video'));
   });
 });

@@ -332,24 +332,16 @@ export const taskRepository = {
   },
 
   /**
-   * A provider webhook's result, checked and recorded in one statement (gensvc_task_record_webhook_output): for the
-   * task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
+   * Provider webhooks' results, in one statement (gensvc_task_record_webhook_outputs), each item checked and recorded
+   * as alone, in order, by gensvc_task_record_webhook_output: for the task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
    * running with no output, records the entries `outputs` holds for the task's output kind (OUTPUT_KINDS) and settles
    * the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
    * caller's next steps need (the task's workspace and its retention, model, poll count, the kind recorded); 'done' when this job's
    * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
    * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
-   * it the long way); 'moved_on' when the task changed between the check and the write.
-   */
-  async recordWebhookOutput(db: DbClient, input: WebhookOutputInput, now = new Date()): Promise<WebhookOutputRecord> {
-    const [record] = await taskRepository.recordWebhookOutputs(db, [input], now);
-    return record!;
-  },
-
-  /**
-   * Webhooks' results in one statement, each recorded as recordWebhookOutput records it, in order (issue 12: the edge
-   * groups the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of
-   * every item first, in the order every writer takes them). One transaction: a failure records none of them.
+   * it the long way); 'moved_on' when the task changed between the check and the write. Issue 12: the edge groups
+   * the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of every
+   * item first, in the order every writer takes them. One transaction: a failure records none of them.
    */
   async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
     type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null };
@@ -698,7 +690,7 @@ export interface WorkspaceRetention {
   retentionDays: number | null;
 }
 
-/** A verified webhook's result for recordWebhookOutput: the task, its signed job, the provider, the entries by kind. */
+/** A verified webhook's result for recordWebhookOutputs: the task, its signed job, the provider, the entries by kind. */
 export interface WebhookOutputInput {
   id: string;
   upstreamId: string;
@@ -706,7 +698,7 @@ export interface WebhookOutputInput {
   outputs: Readonly<Record<string, TaskOutput>>;
 }
 
-/** What recordWebhookOutput did (see there). */
+/** What recordWebhookOutputs did with one item (see there). */
 export type WebhookOutputRecord =
   | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>; retention: WorkspaceRetention }
   | { outcome: 'done' | 'not_this' | 'needs_row' | 'moved_on' };

@@ -60,7 +60,7 @@ export interface WebhookJob {
  * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, with
  * the fallback poll removed, for the task whose recorded provider job is the one the provider signed, of a channel of
  * that provider, running with no output yet. One Postgres statement does the checks and the recording
- * (taskRepository.recordWebhookOutput; issue 12: the task's read before it was a round trip per task): the entries
+ * (taskRepository.recordWebhookOutputs, through the caller's grouped recorder; issue 12: the task's read before it was a round trip per task): the entries
  * go in built for each kind the task may make, and the statement keeps its kind's. A video's entries need the
  * duration the task asked for when the provider does not say one (outputEntries), which only the row has: then the
  * row is read and the result recorded by recordTaskResult. 'recorded' or 'done' (this job's task had its result
