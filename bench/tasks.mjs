@@ -24,7 +24,7 @@
 //      deliveries, beside each measured round, above). Each run is long enough that a worker's own start is not its
 //      figure (a 300-job run lasted ~40 ms and swung 4166–8253 jobs/s between runs).
 //   0. creation without a callback_url (another workspace, run to the end first): the cost of the callback_url check.
-//      Then warm-up rounds, unmeasured: WARMUP_TASKS tasks (default 5 × TASKS) with a callback_url (a third
+//      Then warm-up rounds, unmeasured: WARMUP_TASKS tasks (default 10 × TASKS) with a callback_url (a third
 //      workspace) run to their callbacks in rounds of TASKS, so every process of the pipeline has opened its pools (the
 //      dispatcher's Postgres connections, its outbound connections to the receiver) and optimised its hot code before
 //      the timed phase 1, as a gateway in steady state has: without it phase 1 paid for the dispatcher's backends (SCRAM
@@ -59,10 +59,16 @@ const DISPATCHER_CONCURRENCY = process.env.DISPATCHER_CONCURRENCY;
 // Its default as libs/config sets it (CALLBACK_DISPATCHER_CONCURRENCY), for the baseline of the same concurrency.
 const DISPATCHER_IN_FLIGHT = Number(DISPATCHER_CONCURRENCY ?? 64);
 const JOBS_PER_TASK = 5;
-// The unmeasured warm-up before phase 1 (0 for none), in rounds of TASKS. Five rounds by default: a gateway serves
-// from warm processes, and V8 optimises a function called once per task only after hundreds of tasks (at 32 warm-up
-// tasks the gateway's CPU per task was ~1.7× a warm one's).
-const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 5 * TASKS);
+// The unmeasured warm-up before phase 1 (0 for none), in rounds of TASKS. Ten rounds by default: a gateway serves
+// from warm processes, and V8 optimises a function called once per task only after hundreds to thousands of tasks
+// (at 32 warm-up tasks the gateway's CPU per task was ~1.7× a warm one's). With five rounds (the default until the
+// thirteenth session) the timed phase still ran on code being optimised: a system-wide `perf` of phase 1 put 23 % of
+// the dispatcher's CPU (11–13 % of the archiver's, task-runner's and edge's) in V8's optimising compiler threads,
+// which --trace-opt showed compiling 40 of the dispatcher's functions during the phase (its handler, BullMQ's take,
+// the signing among them), and the gateway's CPU per task was still falling round by round (21.8, 19.1, 18.1, 16.2,
+// 15.0 ms). From the seventh round it stays within the run's noise (12.7–13.4 ms), and the compiler threads left
+// the top of the profile.
+const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 10 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
 /** CPU ms per item of the processes `names` (all of them by default), from CPU seconds by process over `n` items. */
@@ -206,6 +212,17 @@ function cpuSeconds(pid) {
  * The stores are those of this run alone (withStack starts them unless the environment names its own).
  */
 function harnessCpuSeconds(servicePids) {
+  const sums = { Postgres: 0, Redis: 0 };
+  for (const p of storeProcesses(servicePids)) sums[p.store] += p.cpu;
+  const self = process.cpuUsage();
+  return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
+}
+
+/**
+ * The processes of the stores this bench brought up, from /proc: every descendant of this process that is a Postgres
+ * (each backend) or a Redis and not one of `servicePids`, with its CPU seconds (those of its reaped children included).
+ */
+function storeProcesses(servicePids) {
   const procs = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
@@ -219,18 +236,53 @@ function harnessCpuSeconds(servicePids) {
   }
   const children = new Map();
   for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
-  const sums = { Postgres: 0, Redis: 0 };
+  const found = [];
   const walk = (pid) => {
     for (const c of children.get(pid) ?? []) {
       if (servicePids.has(c.pid)) continue;
-      if (c.comm.startsWith('postgres')) sums.Postgres += c.cpu;
-      else if (c.comm.startsWith('redis')) sums.Redis += c.cpu;
+      if (c.comm.startsWith('postgres')) found.push({ ...c, store: 'Postgres' });
+      else if (c.comm.startsWith('redis')) found.push({ ...c, store: 'Redis' });
       walk(c.pid);
     }
   };
   walk(process.pid);
-  const self = process.cpuUsage();
-  return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
+  return found;
+}
+
+/**
+ * How long each process waited for a core, from the scheduler's own count (/proc/<pid>/schedstat of its main thread:
+ * ns on a core, ns runnable but waiting on the run queue, times it was put on a core): per process name, summed over
+ * Postgres's backends and Redis. A difference of two snapshots says, for a phase, how many times each process was
+ * woken to run and how long each wake-up waited before it ran: the cost of every hop between processes on a busy
+ * machine, which no process's CPU time shows.
+ */
+function schedSnapshot(procs) {
+  const read = (pid) => {
+    try {
+      const [run, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+      return { run, wait, slices };
+    } catch {
+      return undefined;
+    }
+  };
+  const byPid = new Map();
+  for (const p of procs) byPid.set(p.pid, { name: p.name, ...read(p.pid) });
+  for (const p of storeProcesses(new Set(procs.map((q) => q.pid)))) byPid.set(p.pid, { name: p.store, ...read(p.pid) });
+  return byPid;
+}
+
+/** Per process name, from two schedSnapshots: wake-ups (times put on a core) and ns waited on the run queue. */
+function schedDiff(before, after) {
+  const out = {};
+  for (const [pid, b] of after) {
+    const a = before.get(pid);
+    // A process absent from either snapshot (a backend that came or went) has no difference to give.
+    if (!a || a.slices === undefined || b.slices === undefined) continue;
+    const o = (out[b.name] ??= { slices: 0, waitNs: 0 });
+    o.slices += b.slices - a.slices;
+    o.waitNs += b.wait - a.wait;
+  }
+  return out;
 }
 
 /** Four unmeasured rawBullmq rounds of TASKS × JOBS_PER_TASK jobs: the baseline's worker code warmed before its figure. */
@@ -311,7 +363,7 @@ async function rawBullmq(env, n, concurrency) {
   return n / seconds;
 }
 
-await withStack(async ({ env: base, db, s3Where }) => {
+await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-bench-tasks-'));
   // The run's certificates: gone with the run, however it ends.
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -409,11 +461,20 @@ await withStack(async ({ env: base, db, s3Where }) => {
         await new Promise((r) => setTimeout(r, 200));
       }
     };
-    // WAL flushes (each an fdatasync of the WAL, most of them a commit's): pg_stat_io's from Postgres 18, pg_stat_wal's
-    // before it.
+    // WAL flushes (each an fdatasync of the WAL, most of them a commit's) and the ms they took: pg_stat_io's from
+    // Postgres 18, pg_stat_wal's before it. Their time is counted only with track_wal_io_timing, turned on here in this
+    // run's own Postgres (never in one the environment names): a commit waits for its flush, so a flush's time is part
+    // of every transition's.
     const [{ version }] = await db.$queryRaw`SELECT current_setting('server_version_num')::int AS version`;
-    const walSyncSql = version >= 180000 ? `SELECT sum(fsyncs) AS n FROM pg_stat_io WHERE object = 'wal'` : 'SELECT wal_sync AS n FROM pg_stat_wal';
-    const walSyncs = async () => Number((await db.$queryRawUnsafe(walSyncSql))[0].n);
+    if (ownPostgres) {
+      await db.$executeRawUnsafe('ALTER SYSTEM SET track_wal_io_timing = on');
+      await db.$queryRawUnsafe('SELECT pg_reload_conf()');
+    }
+    const walSyncSql =
+      version >= 180000
+        ? `SELECT sum(fsyncs)::float8 AS n, sum(fsync_time)::float8 AS ms FROM pg_stat_io WHERE object = 'wal'`
+        : 'SELECT wal_sync::float8 AS n, wal_sync_time::float8 AS ms FROM pg_stat_wal';
+    const walSyncs = async () => (await db.$queryRawUnsafe(walSyncSql))[0];
     const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
     // Commands Redis ran (total_commands_processed): each a client sent, and each one a script ran inside it (BullMQ's
@@ -457,6 +518,7 @@ await withStack(async ({ env: base, db, s3Where }) => {
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
     const cpuStart = cpu();
+    const schedBefore = schedSnapshot(procs);
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const walSyncBefore = await walSyncs();
@@ -469,13 +531,16 @@ await withStack(async ({ env: base, db, s3Where }) => {
     const createdEnd = Date.now();
     await receiver.until(warmedCallbacks + TASKS);
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
+    const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs));
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const phase1End = process.hrtime.bigint();
     const rawAfter = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
-    const walSyncPerTask = ((await walSyncs()) - walSyncBefore) / TASKS;
+    const walSyncAfter = await walSyncs();
+    const walSyncPerTask = (walSyncAfter.n - walSyncBefore.n) / TASKS;
+    const walSyncMs = ownPostgres ? (walSyncAfter.ms - walSyncBefore.ms) / (walSyncAfter.n - walSyncBefore.n) : NaN;
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
@@ -667,6 +732,13 @@ await withStack(async ({ env: base, db, s3Where }) => {
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
+    // The lag is a chain of hops between processes (the archiver's commit, Redis, the dispatcher, its read, the
+    // receiver): on a machine whose cores are all busy, each hop waits on the run queue before the woken process runs.
+    console.log(
+      `waits for a core, end to end (the scheduler's count): per wake-up ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms; ` +
+        `wake-ups per task ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`).join(', ')}` +
+        (Number.isFinite(walSyncMs) ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)` : ''),
+    );
     console.log(`CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`);
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every

@@ -43,7 +43,8 @@ export async function withStack(fn) {
     if (env.OTEL_EXPORTER_OTLP_ENDPOINT) console.log(`traces exported to ${env.OTEL_EXPORTER_OTLP_ENDPOINT} (ratio ${env.OTEL_TRACES_SAMPLER_ARG ?? 'default'})`);
     await migrate(env.DATABASE_URL);
     db = createDb(env.DATABASE_URL, { max: 2 });
-    return await fn({ env, db, s3Where: s3Dir ? 's3rver in memory (tmpfs)' : stack.embedded.s3 ? 's3rver on disk' : env.S3_ENDPOINT });
+    // ownPostgres: this run's own Postgres (none was configured), whose settings the bench may change.
+    return await fn({ env, db, s3Where: s3Dir ? 's3rver in memory (tmpfs)' : stack.embedded.s3 ? 's3rver on disk' : env.S3_ENDPOINT, ownPostgres: stack.embedded.postgres });
   } finally {
     await db?.$disconnect();
     await stack.stop();
