@@ -132,6 +132,61 @@ describe('defineWorker with takeOnePerJob', () => {
     expect(writes).toBe(N);
   });
 
+  it('takes a backlog in rounds of doubling size, each round in one socket write, not one job per round trip', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const started: string[] = [];
+    const { add, events, worker } = setUp(
+      async (job) => {
+        started.push(job.data.taskId);
+        await held; // every job keeps its slot: all are taken by the loop, none by a completion's fetch of the next
+        return 'done';
+      },
+      { concurrency: 64 },
+    );
+    await events.waitUntilReady();
+    // The backlog: N jobs waiting before the loop looks (paused while they are added).
+    await worker.pause();
+    const N = 40;
+    await Promise.all(Array.from({ length: N }, (_, i) => add(i)));
+    // Rounds of takes without waiting: a round is the takes issued while none of them had answered.
+    const w = worker as unknown as { moveToActive: (...a: unknown[]) => Promise<unknown> };
+    const original = w.moveToActive;
+    let inFlight = 0;
+    let rounds = 0;
+    let takes = 0;
+    w.moveToActive = function (this: unknown, ...a: unknown[]) {
+      if (inFlight++ === 0) rounds++;
+      takes++;
+      return original.apply(this, a).finally(() => inFlight--);
+    };
+    // Writes on the command connection (the takes', and whatever else BullMQ sends meanwhile).
+    const stream = (connection as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown } }).stream;
+    let writes = 0;
+    const originals = { _write: stream._write, _writev: stream._writev };
+    for (const name of ['_write', '_writev'] as const) {
+      stream[name] = function (this: unknown, ...a: unknown[]) {
+        writes++;
+        return originals[name].apply(this, a);
+      };
+    }
+    cleanups.push(async () => {
+      Object.assign(stream, originals);
+      w.moveToActive = original;
+      release();
+    });
+    worker.resume();
+    await eventually(() => started.length === N, 'every waiting job to start', 10_000);
+    const writesToTakeAll = writes;
+    // 1, then (after the take that rode behind the marker's wait) 1, 2, 4, 8, 16 and the last, short round: a take
+    // per job, one round trip each, would have been ~40 rounds and ~40 writes.
+    expect(rounds).toBeLessThanOrEqual(8);
+    expect(writesToTakeAll).toBeLessThanOrEqual(12);
+    // The rounds overshoot the backlog by at most the last round's size.
+    expect(takes).toBeLessThan(2 * N);
+    expect(new Set(started).size).toBe(N);
+  });
+
   it('runs a retry when its backoff is due, while blocked on the empty queue', async () => {
     const at: number[] = [];
     const { add, events } = setUp(async () => {
