@@ -66,8 +66,8 @@ const JOBS_PER_TASK = 5;
 // the dispatcher's CPU (11–13 % of the archiver's, task-runner's and edge's) in V8's optimising compiler threads,
 // which --trace-opt showed compiling 40 of the dispatcher's functions during the phase (its handler, BullMQ's take,
 // the signing among them), and the gateway's CPU per task was still falling round by round (21.8, 19.1, 18.1, 16.2,
-// 15.0 ms). From the seventh round it stays within the run's noise (12.7–13.4 ms), and the compiler threads left
-// the top of the profile.
+// 15.0 ms). From the seventh round it stays within the run's noise (12.8–15.2 ms over ten runs), and the compiler
+// threads left the top of the profile.
 const WARMUP_TASKS = Number(process.env.WARMUP_TASKS ?? 10 * TASKS);
 // The processes the product runs (the rest of the CPU is the harness's: the sim, s3rver, the receiver, the callers).
 const GATEWAY = ['edge', 'task-runner', 'archiver', 'callback-dispatcher', 'Postgres', 'Redis'];
@@ -259,8 +259,8 @@ function storeProcesses(servicePids) {
 function schedSnapshot(procs) {
   const read = (pid) => {
     try {
-      const [run, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
-      return { run, wait, slices };
+      const [, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+      return { wait, slices };
     } catch {
       return undefined;
     }

@@ -44,9 +44,9 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   const jobOpts = { ...(opts.delay !== undefined && { delay: opts.delay }), ...(opts.removeOnComplete && { removeOnComplete: true }) };
   // Whatever else this process sends on the connection in this turn (other jobs' adds and completions, which BullMQ
   // sends on the same connection) leaves in the same socket write: a write costs more CPU here than the script it
-  // carries. Not a job someone is waiting for (`atOnce`: a callback due now): on a busy process the turn ends
-  // milliseconds later (the archiver's completion → callback add: 2-4 ms p50, 12-17 p90 under bench/tasks, measured
-  // between the completion's answer and the turn's end).
+  // carries. Except a job someone is waiting for (`atOnce`: a callback due now), written at once: on a busy process
+  // the turn ends milliseconds later (the archiver's completion → callback add waited 2-4 ms p50, 12-17 p90 under
+  // bench/tasks, measured between the completion's answer and the turn's end).
   if (!opts.atOnce) coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
   await enqueue(queues, contract, payload, jobOpts);

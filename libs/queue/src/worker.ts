@@ -211,8 +211,8 @@ function takeOnePerJob(worker: Worker): void {
     ...missing,
     ...(w.keys?.marker ? [] : ['keys.marker']),
     ...(w.backend?.blockingClient ? [] : ['backend.blockingClient']),
+    ...(typeof w.backend?.moveToActive === 'function' ? [] : ['backend.moveToActive']),
     ...(typeof w.backend?.queue?.client?.then === 'function' ? [] : ['backend.queue.client']),
-    ...(typeof w.backend?.moveToActive === 'function' && typeof w.backend.queue === 'object' ? [] : ['backend.moveToActive', 'backend.queue']),
   ];
   if (lacks.length) throw new Error(`takeOnePerJob drives BullMQ 6.7's Worker internals; this BullMQ lacks: ${lacks.join(', ')}.`);
   w.mainLoop = async function (this: WorkerInternals) {
@@ -231,13 +231,14 @@ function takeOnePerJob(worker: Worker): void {
     let block = false;
     // Rounds of takes in a row that each found as many jobs as they asked for: the next round asks for 2^streak.
     let streak = 0;
-    const take = async (count: number): Promise<(Job | undefined)[]> => {
+    /** One take behind a blocking wait (`wait`), or `count` takes at once. */
+    const take = async (wait: boolean, count: number): Promise<(Job | undefined)[]> => {
       // When the next delayed job is due, as last known. A wait woken by a waiting job's marker, and a take that
       // gets a job, report no delay (blockUntil 0) though the delayed job is still there, and its marker was
       // consumed by the wait that reported it: kept here, or the loop would next block until drainDelay. BullMQ's
       // loop learns it again from its next take, which finds nothing and returns the next delay.
       const due = this.blockUntil;
-      const jobs = block ? [await waitAndTake(`${this.id}:${tokens++}`)] : await takeNow(count);
+      const jobs = wait ? [await waitAndTake(`${this.id}:${tokens++}`)] : await takeNow(count);
       if (jobs[jobs.length - 1] && due > 0 && this.blockUntil === 0) this.blockUntil = due;
       return jobs;
     };
@@ -292,7 +293,7 @@ function takeOnePerJob(worker: Worker): void {
       } else {
         const waited: boolean = block;
         const count: number = waited ? 1 : Math.min(2 ** streak, this._concurrency - slots.size);
-        const jobs: (Job | undefined)[] = (await this.retryIfFailed(() => take(count), { delayInMs: this.opts.runRetryDelay, onlyEmitError: true })) ?? [];
+        const jobs: (Job | undefined)[] = (await this.retryIfFailed(() => take(waited, count), { delayInMs: this.opts.runRetryDelay, onlyEmitError: true })) ?? [];
         const taken = jobs.filter((job): job is Job => job !== undefined);
         for (const job of taken) occupy(job);
         const short: boolean = taken.length < count;
