@@ -5,7 +5,9 @@
 //      the upstream-sim's Replicate or fal protocol, polled with delayed jobs, archived into S3 by the archiver and
 //      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
 //      callback received.
-//      p50/p99 from the task's completion (completedAt) to its callback's arrival.
+//      p50/p99 from the task's completion (completedAt) to its callback's arrival. The receiver is a process of its own
+//      (lib/receiver.mjs), as a customer's is: until the fourteenth session it ran in this process, where each callback
+//      waited for s3rver's and the callers' turns to end before it was stamped.
 //   2. callback deliveries/s: a new delivery round (the redelivery path) for DELIVERIES tasks at once (default
 //      TASKS × JOBS_PER_TASK, the raw baseline's job count: phase 1's tasks, then the warm-up's), the dispatcher alone,
 //      after WARMUP_REDELIVERIES unmeasured rounds of the same size (default 2), as bench/chat serves JIT_WARMUP_MS of
@@ -40,7 +42,6 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
@@ -119,7 +120,6 @@ const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-
 const { createRedisConnection, createQueues, jobIdFor, scheduleCallback } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
-const { verifyCallback } = gensvc('webhooks');
 const { Worker } = createRequire(join(root, 'libs', 'queue', 'package.json'))('bullmq');
 
 /**
@@ -148,51 +148,63 @@ function postJson(url, headers, json) {
 }
 
 /**
- * A local HTTPS receiver that checks each callback's signature against the workspaces' secrets (`secrets`, filled
- * once they are read), answers 204 at once and notes when each task's callback arrived and how many failed the check.
+ * The callback receiver (lib/receiver.mjs), a process of its own as a customer's is: it checks each callback's
+ * signature against the workspaces' secrets (addSecret, once they are read), answers 204 at once and stamps when each
+ * task's callback arrived; here are its counts, as its batches report them. `proc` is the process (its CPU, its stop).
  */
-async function startReceiver(cert) {
+async function startReceiver(files) {
+  const proc = await startNode({
+    name: 'receiver',
+    script: join(root, 'bench', 'lib', 'receiver.mjs'),
+    nodeArgs: profiled('receiver'),
+    env: { CERT_FILE: files.cert, KEY_FILE: files.key },
+    port: false,
+    ipc: true,
+  });
+  const { child } = proc;
+  const reply = (key) => new Promise((resolve) => child.on('message', function on(m) {
+    if (key in m) child.off('message', on), resolve(m[key]);
+  }));
+  const port = await Promise.race([
+    reply('listening'),
+    new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`the receiver exited (${code}) before it listened:\n${proc.output()}`)))),
+  ]);
   const arrivals = new Map();
-  const secrets = [];
   let count = 0;
   let unverified = 0;
-  /** The last callback that passed the check: the floor dispatcher sends these bytes. */
-  let last;
-  let onCount = () => {};
-  const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-    const chunks = [];
-    req.on('data', (d) => chunks.push(d));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      try {
-        verifyCallback(body, req.headers, secrets);
-        last = body;
-      } catch {
-        unverified++;
-      }
-      const taskId = req.headers['svc-task-id'];
-      const at = Date.now();
-      if (!arrivals.has(taskId)) arrivals.set(taskId, at);
-      count++;
-      res.statusCode = 204;
-      res.end();
-      onCount(count);
-    });
-  });
-  server.keepAliveTimeout = 65_000;
   let handshakes = 0;
-  server.on('secureConnection', () => handshakes++);
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  let onCount = () => {};
+  child.on('message', (m) => {
+    if (!m.arrivals) return;
+    for (const [taskId, at, verified] of m.arrivals) {
+      if (!arrivals.has(taskId)) arrivals.set(taskId, at);
+      if (!verified) unverified++;
+    }
+    count += m.arrivals.length;
+    handshakes = m.handshakes;
+    onCount(count);
+  });
+  const secrets = [];
   return {
+    proc,
     handshakes: () => handshakes,
     secrets,
-    lastBody: () => last,
+    addSecret: async (secret) => {
+      const added = reply('secretAdded');
+      child.send({ secret });
+      await added;
+      secrets.push(secret);
+    },
+    lastBody: async () => {
+      const body = reply('lastBody');
+      child.send({ lastBody: true });
+      return Buffer.from(await body, 'base64');
+    },
     unverified: () => unverified,
-    url: `https://127.0.0.1:${server.address().port}`,
+    url: `https://127.0.0.1:${port}`,
     arrivals,
     count: () => count,
     until: (n) => new Promise((resolve) => (count >= n ? resolve() : (onCount = (c) => c >= n && resolve()))),
-    close: () => new Promise((r) => (server.closeAllConnections(), server.close(r))),
   };
 }
 
@@ -208,14 +220,14 @@ function cpuSeconds(pid) {
 
 /**
  * CPU seconds of what the bench brought up besides the services, from /proc: the embedded Postgres (every backend,
- * and those it has reaped) and Redis, and this process (s3rver, the callback receiver and the callers run in it).
+ * and those it has reaped) and Redis, and this process (s3rver and the callers run in it).
  * The stores are those of this run alone (withStack starts them unless the environment names its own).
  */
 function harnessCpuSeconds(servicePids) {
   const sums = { Postgres: 0, Redis: 0 };
   for (const p of storeProcesses(servicePids)) sums[p.store] += p.cpu;
   const self = process.cpuUsage();
-  return { ...sums, 'bench (s3rver, receiver, callers)': (self.user + self.system) / 1e6 };
+  return { ...sums, 'bench (s3rver, callers)': (self.user + self.system) / 1e6 };
 }
 
 /**
@@ -397,8 +409,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     },
     readyPath: '/__sim/requests',
   });
-  const receiver = await startReceiver(leaf);
-  const procs = [sim];
+  const receiver = await startReceiver(files);
+  const procs = [sim, receiver.proc];
   try {
     await seedSim(db, sim.url);
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
@@ -490,7 +502,7 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // The warm-up round (see the header): its tasks and callbacks are in no figure.
     const warm = await seedKey(db, { unlimited: true });
     // The secrets the receiver checks callbacks with, as a customer reads them.
-    for (const key of [auth, warm.auth]) receiver.secrets.push((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
+    for (const key of [auth, warm.auth]) await receiver.addSecret((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
     const cpu = () => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(new Set(procs.map((p) => p.pid))) });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
     // In rounds of TASKS, each timed as phase 1 is, so the run shows how far a cold pipeline is from a warm one.
@@ -656,7 +668,7 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     await warmRawBullmq(env, DISPATCHER_IN_FLIGHT);
     // The floor: the same receiver, the same signed bytes (the last real callback's), BullMQ and one HTTPS POST per job
     // and nothing else, warmed by as many rounds as the dispatcher.
-    const floor = await startFloorDispatcher(env, receiver, receiver.lastBody(), receiver.secrets[0], DISPATCHER_IN_FLIGHT);
+    const floor = await startFloorDispatcher(env, receiver, await receiver.lastBody(), receiver.secrets[0], DISPATCHER_IN_FLIGHT);
     const pairs = [];
     try {
       for (let i = 0; i < WARMUP_REDELIVERIES; i++) await floor.round(deliveries);
@@ -781,7 +793,6 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     );
   } finally {
     for (const p of procs.reverse()) await p.stop();
-    await receiver.close();
     callers.destroy();
   }
 });
