@@ -1,8 +1,11 @@
 // Every job the system runs. Payloads carry ids and re-read their row (STYLE.md convention 2); evaluate is the
 // one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
+// Two jobs made by a transition may also carry what that transition wrote, so that their first run need not read
+// it back (issue 12): archive.output's `source` and callback.deliver's `carried`; the row still decides every write.
 import { z } from 'zod';
 import { evaluateInputSchema } from './evaluate';
 import { OUTPUT_KINDS } from './task-output';
+import { CALLBACK_STATES, TASK_STATUSES } from './task-operations';
 import { defineJob, type JobPayload, type QueueName } from './job-contract';
 
 const id = z.string().min(1);
@@ -96,17 +99,55 @@ export const ArchiveOutput = defineJob({
   key: (p) => [p.taskId, p.outputIndex],
 });
 
+/** Epoch milliseconds, or null. */
+const msOrNull = z.number().nullable();
+
+/**
+ * What a task's first delivery attempt reads before it sends, as the statement that completed the task left it: the
+ * task's columns (those the envelope shows and the delivery decides on), its workspace's currency and the library
+ * file of its first output, in the shape of the dispatcher's own read (times epoch ms, money decimal text). Never a
+ * secret: `secretsVersion` says which signing secrets were current then (when they were made or last rotated), and the
+ * dispatcher signs from the secrets it last read only when they are that version.
+ */
+export const carriedAttemptSchema = z.object({
+  id,
+  workspaceId: id,
+  status: z.enum(TASK_STATUSES),
+  model: z.string(),
+  operation: z.string(),
+  output: z.unknown(),
+  reserved: z.string(),
+  cost: z.string().nullable(),
+  errorCode: z.string().nullable(),
+  errorMessage: z.string().nullable(),
+  callbackUrl: z.string().min(1),
+  callbackState: z.enum(CALLBACK_STATES),
+  callbackRoundStart: attempt,
+  createdAt: z.number(),
+  startedAt: msOrNull,
+  completedAt: msOrNull,
+  currency: z.string().min(1),
+  fileId: z.string().nullable(),
+  fileWorkspaceId: z.string().nullable(),
+  fileExpiresAt: msOrNull,
+  secretsVersion: z.number(),
+});
+export type CarriedAttempt = z.infer<typeof carriedAttemptSchema>;
+
 /**
  * One delivery attempt; `attempt` (1-based, increasing across redeliveries) is part of the delivery id, so a re-run
- * of an attempt re-sends the same id.
+ * of an attempt re-sends the same id. `carried` (added by the archiver's completion, its first attempt only) is what
+ * that attempt would read (carriedAttemptSchema): the dispatcher uses it instead of reading while the job is fresh
+ * (issue 12: one Postgres round trip less between a completion and its callback), and reads as before otherwise.
  */
 export const CallbackDeliver = defineJob({
   queue: 'callbacks',
   name: 'callback.deliver',
-  version: 1,
+  // v2: `carried`. A v1 payload (ids only) parses as one without it, and reads.
+  version: 2,
   // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
   retry: { attempts: 3, backoffMs: 1_000 },
-  schema: z.object({ taskId: id, attempt }),
+  schema: z.object({ taskId: id, attempt, carried: carriedAttemptSchema.optional() }),
   key: (p) => [p.taskId, p.attempt],
 });
 

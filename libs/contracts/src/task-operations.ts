@@ -47,6 +47,9 @@ export const TASK_STATUSES = ['queued', 'running', 'completed', 'failed', 'cance
 export type TaskStatusValue = (typeof TASK_STATUSES)[number];
 export const isTerminalStatus = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'canceled';
 
+/** A task's callback delivery (the Task's callbackState): none → pending → delivered | parked. */
+export const CALLBACK_STATES = ['none', 'pending', 'delivered', 'parked'] as const;
+
 /** Failure codes (DESIGN.md §4). */
 export const TASK_FAILURE_CODES = ['upstream_error', 'upstream_timeout', 'content_rejected', 'invalid_input', 'insufficient_balance', 'internal_error'] as const;
 export type TaskFailureCode = (typeof TASK_FAILURE_CODES)[number];

@@ -88,6 +88,12 @@ const pools = new WeakMap<object, pg.Pool>();
 const poolOf = (db: DbClient): pg.Pool | undefined => pools.get(db);
 
 /**
+ * A `timestamp` column (UTC wall time) as epoch milliseconds, in SQL: pg and Prisma's raw path both answer it as a
+ * number, whatever the session's or the process's time zone.
+ */
+export const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/**
  * Runs a statement with positional parameters ($1, $2…): prepared on the pool when `db` is a root client, through
  * Prisma (joining its transaction) otherwise. Callers cast parameters in SQL; bigint values go as text.
  */

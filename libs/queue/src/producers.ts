@@ -6,7 +6,7 @@
 //
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
-import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type CarriedAttempt, type JobInput, type JobPayload } from '@gensvc/contracts';
 import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
@@ -163,6 +163,7 @@ export function scheduleArchives(
  * re-send. `first`: the first attempt of a task's first round, scheduled by the one transition that finished the
  * task (recordArchive's completion, finish): no job of that id can exist before it, so a plain add (one round trip,
  * no look-up) does. `promote`: a delayed job of that id runs now (a redelivery asked for now, not in an hour).
+ * `carried`: what the first attempt would read, as the completion left it (CallbackDeliver's `carried`).
  *
  * A completed attempt's job is removed by the script that completes it, as evaluate.run's is: the attempt's row in
  * Postgres is its record, and nothing reads the job. Kept, it cost Redis a ZADD, the outcome's HSET and, once the
@@ -170,8 +171,13 @@ export function scheduleArchives(
  * The key still makes a second add a no-op while the job waits or runs; an add of an attempt already made (a re-run)
  * finds its row and sends nothing. A failed job (a broken dispatcher) is kept as any job's.
  */
-export function scheduleCallback(queues: Queues, ref: TaskJobRef, attempt: number, opts: { delayMs?: number; promote?: boolean; first?: boolean } = {}): Promise<EnsureJobOutcome> {
-  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, { recover: !opts.first, promote: opts.promote, removeOnComplete: true, ...(opts.delayMs ? { delay: opts.delayMs } : { atOnce: true }) });
+export function scheduleCallback(
+  queues: Queues,
+  ref: TaskJobRef,
+  attempt: number,
+  opts: { delayMs?: number; promote?: boolean; first?: boolean; carried?: CarriedAttempt } = {},
+): Promise<EnsureJobOutcome> {
+  return add(queues, CallbackDeliver, { ...envelope(ref), attempt, ...(opts.carried && { carried: opts.carried }) }, { recover: !opts.first, promote: opts.promote, removeOnComplete: true, ...(opts.delayMs ? { delay: opts.delayMs } : { atOnce: true }) });
 }
 
 /**

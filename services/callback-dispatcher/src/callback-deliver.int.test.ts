@@ -152,6 +152,27 @@ describe('callback.deliver', () => {
     return { task, fileId };
   }
 
+  /**
+   * A task of `workspaceId` completed as the archiver completes one (recordArchive, its one output archived as a
+   * visible file), with what the completion returned: its first attempt's context when the workspace has secrets.
+   */
+  async function completedByArchive(callbackUrl: string, workspaceId: string) {
+    const { id } = await makeTask(ctx.db, { callbackUrl, workspaceId });
+    expect(await taskRepository.markSubmitted(ctx.db, id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    const entry = { kind: 'image', url: 'https://provider.example/out/1.png', archive_status: 'pending' } as TaskOutputEntry;
+    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toMatchObject({ charged: 40_000n });
+    const fileId = newId('file');
+    const storageKey = `workspaces/${workspaceId}/files/${fileId}`;
+    const { completed } = await taskRepository.recordArchive(ctx.db, {
+      taskId: id,
+      outputIndex: 0,
+      patch: { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/${storageKey}` },
+      file: { id: fileId, workspaceId, source: 'generated', purpose: 'output', filename: `${id}-0.png`, contentType: 'image/png', bytes: 1234n, storageKey, expiresAt: new Date(Date.now() + 30 * 86_400_000), taskId: id, outputIndex: 0 },
+    });
+    expect(completed).toMatchObject({ id, callbackRoundStart: 1, callback: true });
+    return { task: await taskOf(id), carried: completed!.carried, fileId };
+  }
+
   /** Runs the job of (task, attempt) — again, if it ran before — and returns its outcome. */
   async function run(taskId: string, attempt: number): Promise<DeliverOutcome> {
     await ensureJob(queues, CallbackDeliver, { taskId, attempt });
@@ -191,6 +212,52 @@ describe('callback.deliver', () => {
     for (const attempt of [1, 2]) {
       await eventually(async () => (await jobOf(task.id, attempt)) === undefined, `attempt ${attempt}'s job to be removed`);
       expect(outcomes.get(jobIdFor(CallbackDeliver, [task.id, attempt]))).toMatchObject({ outcome: 'attempted', attempt });
+    }
+  });
+
+  it('a fresh first attempt whose completion carried its context reads nothing, and sends what a read would', async () => {
+    const { path, url } = hook();
+    const { workspaceId } = await makeTask(ctx.db, {});
+    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const reads = jest.spyOn(callbackRepository, 'attemptContexts');
+    const read = () => reads.mock.calls.flatMap(([, ids]) => ids);
+    const deliver = async (done: Awaited<ReturnType<typeof completedByArchive>>) => {
+      reads.mockClear();
+      await scheduleCallback(queues, taskJobRef(done.task), 1, { first: true, carried: done.carried });
+      await eventually(stateIs(done.task.id, 'delivered'), 'the first attempt to deliver', 10_000);
+      const arrival = arrivalsAt(path).find((a) => a.headers['svc-task-id'] === done.task.id)!;
+      return { arrival, body: JSON.parse(arrival.body.toString('utf8')) };
+    };
+    try {
+      // The workspace's first attempt finds no secrets kept, and reads (keeping them).
+      const first = await completedByArchive(url, workspaceId);
+      expect(first.carried).toMatchObject({ id: first.task.id, callbackState: 'pending', fileId: first.fileId });
+      await deliver(first);
+      expect(read()).toEqual([first.task.id]);
+
+      // The next completion's first attempt: the secrets kept are the version its completion saw; nothing is read.
+      const next = await completedByArchive(url, workspaceId);
+      const { arrival, body } = await deliver(next);
+      expect(read()).toEqual([]);
+      expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+      // Exactly the envelope GET renders, as the task was when sent (what a read would have found), plus delivered_at
+      // and a fresh download link.
+      const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
+      expect(body).toEqual(taskEnvelope(next.task, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
+      const token = new URL(download.url).searchParams.get('token')!;
+      expect(await verifyFileToken(ctx.config.signingSecret, token)).toEqual({ fileId: next.fileId, workspaceId });
+      expect((await attemptsOf(next.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200]]);
+
+      // Rotated since: the completion saw secrets of another version than those kept, so the attempt reads, and
+      // signs with the new secret and the previous one (its overlap).
+      const rotated = (await callbackRepository.rotate(ctx.db, workspaceId, newCallbackSecret)).secret;
+      const after = await completedByArchive(url, workspaceId);
+      const third = await deliver(after);
+      expect(read()).toEqual([after.task.id]);
+      expect(third.arrival.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+      expect(() => verifyCallback(third.arrival.body, third.arrival.headers, [rotated], { toleranceSeconds: 300 })).not.toThrow();
+    } finally {
+      reads.mockRestore();
     }
   });
 

@@ -5,7 +5,8 @@
 // Task.callbackRoundStart. An attempt's row is written once, when its outcome is known ((taskId, attempt) unique):
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
-import { queryPrepared, type DbClient } from '../client';
+import type { CarriedAttempt } from '@gensvc/contracts';
+import { epochMs, queryPrepared, type DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
 import { isArchivedOutputOf } from './file.repository';
 
@@ -78,12 +79,18 @@ export interface AttemptContext {
   currency: string | null;
   /** The secrets to sign with now; null before the workspace's first delivery (callbackRepository.signingSecrets makes it). */
   signing: string[] | null;
+  /** When `signing` stops being right without a rotation (the previous secret's overlap ends), or null. */
+  signingUntil: Date | null;
+  /** Which secrets those are (when they were made or last rotated, epoch ms), or null before the first delivery. */
+  secretsVersion: number | null;
   /** The visible library file of the task's archived first output (isArchivedOutputOf), or null. */
   archivedFile: { id: string; workspaceId: string } | null;
 }
 
-/** A `timestamp` column (UTC wall time) as epoch milliseconds. */
-const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/** The version of a workspace's signing secrets (CallbackSecret row `alias`): when they were made or last rotated. */
+export const secretsVersionSql = (alias: string) => epochMs(`coalesce(${alias}."rotatedAt", ${alias}."createdAt")`);
+const SECRETS_VERSION = secretsVersionSql('s');
 
 /**
  * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
@@ -106,7 +113,7 @@ export const ATTEMPT_CONTEXTS = `
   SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
     t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
     ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
-    w.currency, s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
+    w.currency, s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt", ${SECRETS_VERSION} AS "secretsVersion",
     a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration",
     f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"
   FROM "Task" t
@@ -121,24 +128,13 @@ export const ATTEMPT_CONTEXTS = `
   WHERE t.id = ANY (ARRAY(SELECT unnest($1::text[])))`;
 
 type Ms = number | null;
-interface AttemptContextRow {
-  id: string;
-  workspaceId: string;
-  status: AttemptTask['status'];
-  model: string;
-  operation: string;
-  output: AttemptTask['output'];
-  reserved: string;
-  cost: string | null;
-  errorCode: string | null;
-  errorMessage: string | null;
+/** The task, workspace and file columns of an attempt's context, as read (and as a completion carries them). */
+type ContextColumns = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
   callbackUrl: string | null;
-  callbackState: AttemptTask['callbackState'];
-  callbackRoundStart: number;
-  createdAt: number;
-  startedAt: Ms;
-  completedAt: Ms;
   currency: string | null;
+  secretsVersion: Ms;
+};
+interface AttemptContextRow extends ContextColumns {
   secret: string | null;
   previousSecret: string | null;
   previousExpiresAt: Ms;
@@ -146,9 +142,43 @@ interface AttemptContextRow {
   lastStatus: number | null;
   lastAt: Ms;
   lastDuration: number | null;
-  fileId: string | null;
-  fileWorkspaceId: string | null;
-  fileExpiresAt: Ms;
+}
+
+/**
+ * An attempt's context from its columns (attemptContexts' row, or what a completion carried), the secrets to sign
+ * with and the last attempt. The file is kept only when it is the very file the output entry names, of the task's
+ * workspace and still visible at `now` (isArchivedOutputOf).
+ */
+function contextOf(row: ContextColumns, secrets: { signing: string[]; until: Date | null } | null, last: LastAttempt | null, now: Date): AttemptContext {
+  const task: AttemptTask = {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    status: row.status,
+    model: row.model,
+    operation: row.operation,
+    output: row.output as AttemptTask['output'],
+    reserved: BigInt(row.reserved),
+    cost: row.cost === null ? null : BigInt(row.cost),
+    errorCode: row.errorCode,
+    errorMessage: row.errorMessage,
+    callbackUrl: row.callbackUrl,
+    callbackState: row.callbackState,
+    callbackRoundStart: row.callbackRoundStart,
+    createdAt: new Date(row.createdAt),
+    startedAt: dateOf(row.startedAt),
+    completedAt: dateOf(row.completedAt),
+  };
+  const archived =
+    row.fileId !== null && isArchivedOutputOf(task, { id: row.fileId, workspaceId: row.fileWorkspaceId!, expiresAt: dateOf(row.fileExpiresAt) }, now);
+  return {
+    task,
+    last,
+    currency: row.currency,
+    signing: secrets && secrets.signing,
+    signingUntil: secrets && secrets.until,
+    secretsVersion: row.secretsVersion,
+    archivedFile: archived ? { id: row.fileId!, workspaceId: task.workspaceId } : null,
+  };
 }
 
 const dateOf = (ms: Ms) => (ms === null ? null : new Date(ms));
@@ -180,6 +210,14 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
   rotatedAt: dateOf(row.rotatedAt),
   createdAt: new Date(row.createdAt),
 });
+
+/**
+ * The context a completion carried for its first attempt (CallbackDeliver's `carried`), signed with `signing`: the
+ * workspace's secrets of the carried version, which the caller read before. A first attempt has no attempt before it.
+ */
+export function carriedAttemptContext(carried: CarriedAttempt, signing: string[], now = new Date()): AttemptContext {
+  return contextOf(carried, { signing, until: null }, null, now);
+}
 
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
@@ -230,37 +268,13 @@ export const callbackRepository = {
     const rows = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_contexts', ATTEMPT_CONTEXTS, [taskIds]);
     const contexts = new Map<string, AttemptContext>();
     for (const row of rows) {
-      const task: AttemptTask = {
-        id: row.id,
-        workspaceId: row.workspaceId,
-        status: row.status,
-        model: row.model,
-        operation: row.operation,
-        output: row.output,
-        reserved: BigInt(row.reserved),
-        cost: row.cost === null ? null : BigInt(row.cost),
-        errorCode: row.errorCode,
-        errorMessage: row.errorMessage,
-        callbackUrl: row.callbackUrl,
-        callbackState: row.callbackState,
-        callbackRoundStart: row.callbackRoundStart,
-        createdAt: new Date(row.createdAt),
-        startedAt: dateOf(row.startedAt),
-        completedAt: dateOf(row.completedAt),
-      };
-      const signing =
-        row.secret === null
-          ? null
-          : signingOf(view({ secret: row.secret, previousSecret: row.previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now));
-      const archived =
-        row.fileId !== null && isArchivedOutputOf(task, { id: row.fileId, workspaceId: row.fileWorkspaceId!, expiresAt: dateOf(row.fileExpiresAt) }, now);
-      contexts.set(task.id, {
-        task,
-        last: row.lastAttempt === null ? null : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration },
-        currency: row.currency,
-        signing,
-        archivedFile: archived ? { id: row.fileId!, workspaceId: task.workspaceId } : null,
-      });
+      let secrets = null;
+      if (row.secret !== null) {
+        const current = view({ secret: row.secret, previousSecret: row.previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
+        secrets = { signing: signingOf(current), until: current.previousExpiresAt };
+      }
+      const last = row.lastAttempt === null ? null : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
+      contexts.set(row.id, contextOf(row, secrets, last, now));
     }
     return contexts;
   },

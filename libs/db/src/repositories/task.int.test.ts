@@ -1,10 +1,12 @@
 // The task state machine and its money against real Postgres: every transition is one conditional update, so of
 // racing writers exactly one wins, and the hold is settled or released exactly once.
+import { randomBytes } from 'node:crypto';
 import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
-import { callbackRepository } from './callback.repository';
+import { CallbackDeliver } from '@gensvc/contracts';
+import { callbackRepository, carriedAttemptContext } from './callback.repository';
 import { taskRepository, type DeliveryUpdate, type TaskRow, type WebhookOutputInput } from './task.repository';
 
 const ctx = useTestContext();
@@ -379,6 +381,54 @@ describe('recordArchive', () => {
       expect(after!.output).toEqual({ outputs: [{ ...twoOutputs.outputs[0], ...archived(0) }, { ...twoOutputs.outputs[1], archive_status: 'too_large' }] });
       expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(1);
     }
+  });
+
+  it('a completion with a callback carries what its first attempt reads, as attemptContexts answers it, and no secret', async () => {
+    const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
+    const secret = await callbackRepository.secret(ctx.db, ws.id, () => `whsec_${randomBytes(24).toString('hex')}`);
+    const archived = (task: { id: string }, i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
+    const completing = async (last: 0 | 1) => {
+      const task = await makeTask(ctx.db, { workspaceId: ws.id, callbackUrl: 'https://hooks.example/cb' });
+      await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+      await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
+      // Output 0's library row written by the completing statement itself (last 0), or by the one before it (last 1).
+      const zero = () => taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 0, patch: archived(task, 0), file: fileOf(task, 0) });
+      const one = () => taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'too_large' } });
+      expect((await (last === 0 ? one() : zero())).completed).toBeNull();
+      const { completed } = await (last === 0 ? zero() : one());
+      return { task, completed: completed! };
+    };
+    for (const last of [0, 1] as const) {
+      const { task, completed } = await completing(last);
+      expect(completed).toMatchObject({ id: task.id, workspaceId: ws.id, callbackRoundStart: 1, callback: true });
+      // As it travels in a job: JSON, checked by the job's contract.
+      const carried = CallbackDeliver.schema.parse(JSON.parse(JSON.stringify({ taskId: task.id, attempt: 1, carried: completed.carried }))).carried!;
+      expect(JSON.stringify(carried)).not.toContain(secret.secret);
+      const at = new Date();
+      const read = (await callbackRepository.attemptContexts(ctx.db, [task.id], at)).get(task.id)!;
+      expect(read.archivedFile).toEqual({ id: `file_${task.id}_0`, workspaceId: ws.id });
+      expect(carriedAttemptContext(carried, read.signing!, at)).toEqual(read);
+    }
+    // No carried context without a callback (nothing to deliver) or before the workspace's first delivery made its
+    // secrets (the dispatcher makes them as it reads).
+    const plain = await makeTask(ctx.db, {});
+    await taskRepository.markSubmitted(ctx.db, plain.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+    await taskRepository.recordOutput(ctx.db, plain.id, { outputs: twoOutputs.outputs.slice(0, 1) }, plain.reserved);
+    expect((await taskRepository.recordArchive(ctx.db, { taskId: plain.id, outputIndex: 0, patch: { archive_status: 'failed' } })).completed).toEqual({
+      id: plain.id,
+      workspaceId: plain.workspaceId,
+      callbackRoundStart: 1,
+      callback: false,
+    });
+    const fresh = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+    await taskRepository.markSubmitted(ctx.db, fresh.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+    await taskRepository.recordOutput(ctx.db, fresh.id, { outputs: twoOutputs.outputs.slice(0, 1) }, fresh.reserved);
+    expect((await taskRepository.recordArchive(ctx.db, { taskId: fresh.id, outputIndex: 0, patch: archived(fresh, 0), file: fileOf(fresh, 0) })).completed).toEqual({
+      id: fresh.id,
+      workspaceId: fresh.workspaceId,
+      callbackRoundStart: 1,
+      callback: true,
+    });
   });
 
   it('does not complete a task with an output still pending, nor touch a task with no such output', async () => {

@@ -13,14 +13,14 @@
 //
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
-import { TASK_OPERATIONS, archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { TASK_OPERATIONS, archivedFileIdOf, type CarriedAttempt, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { isAppError, type AppError } from '@gensvc/errors';
-import { queryPrepared, type DbClient } from '../client';
+import { epochMs, queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { refusalOf } from './billing.repository';
-import type { RecordAttemptInput } from './callback.repository';
+import { secretsVersionSql, type RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -60,6 +60,8 @@ export interface CompletedTask {
   callbackRoundStart: number;
   /** A callback_url is set: the delivery is pending and its first attempt is due. */
   callback: boolean;
+  /** What that first attempt reads, as the completion left it (recordArchive's completions only): its job carries it. */
+  carried?: CarriedAttempt;
 }
 
 export interface TaskFailure {
@@ -155,7 +157,7 @@ const recordArchiveSql = (withFile: boolean) => `
     SELECT $5, $6, $7::"FileSource", $8, $9, $10, $11::bigint, $12, $13, $14::timestamp(3), $15::timestamp(3), $16::timestamp(3), $1, $2::int, $17::"ArchiveStatus"
     FROM cur
     ON CONFLICT DO NOTHING
-    RETURNING id)`
+    RETURNING id, "workspaceId", "expiresAt")`
       : ''
   }, next AS (
     SELECT cur.id, n.output,
@@ -166,14 +168,36 @@ const recordArchiveSql = (withFile: boolean) => `
       SELECT jsonb_set(cur.output, ARRAY['outputs', $2::int::text], (cur.output -> 'outputs' -> $2::int) || $3::jsonb) AS output
     ) AS n
   )
-  UPDATE "Task" t SET output = next.output,
-    "updatedAt" = CASE WHEN t.status = 'running' THEN $4::timestamp(3) ELSE t."updatedAt" END,
-    status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
-    "completedAt" = CASE WHEN next.completes THEN $4::timestamp(3) ELSE t."completedAt" END,
-    "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
-                           WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
-  FROM next WHERE t.id = next.id
-  RETURNING t.id, t."workspaceId", t."callbackRoundStart", t."callbackUrl", next.completes, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated"`;
+  , done AS (
+    UPDATE "Task" t SET output = next.output,
+      "updatedAt" = CASE WHEN t.status = 'running' THEN $4::timestamp(3) ELSE t."updatedAt" END,
+      status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
+      "completedAt" = CASE WHEN next.completes THEN $4::timestamp(3) ELSE t."completedAt" END,
+      "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
+                             WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+    FROM next WHERE t.id = next.id
+    RETURNING t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved, t.cost, t."errorCode", t."errorMessage",
+      t."callbackUrl", t."callbackState", t."callbackRoundStart", t."createdAt", t."startedAt", t."completedAt",
+      next.completes, next.completes AND t."callbackUrl" IS NOT NULL AS carry
+  )
+  SELECT d.id, d."workspaceId", d."callbackRoundStart", d."callbackUrl", d.completes, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated",
+    -- The first delivery attempt's context (CarriedAttempt), for a completion that makes one; the library file of
+    -- output 0 is the row this statement wrote (a data-modifying CTE's row is not visible to the rest of the
+    -- statement) or one written before it.
+    d.carry, d.status, d.model, d.operation, CASE WHEN d.carry THEN d.output END AS output, d.reserved::text AS reserved,
+    d.cost::text AS cost, d."errorCode", d."errorMessage", d."callbackState",
+    ${epochMs('d."createdAt"')} AS "createdAt", ${epochMs('d."startedAt"')} AS "startedAt", ${epochMs('d."completedAt"')} AS "completedAt",
+    w.currency, ${secretsVersionSql('s')} AS "secretsVersion",
+    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"
+  FROM done d
+  LEFT JOIN "Workspace" w ON d.carry AND w.id = d."workspaceId"
+  LEFT JOIN "CallbackSecret" s ON d.carry AND s."workspaceId" = d."workspaceId"
+  LEFT JOIN LATERAL (${withFile ? `
+    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE d.carry AND $2::int = 0
+    UNION ALL` : ''}
+    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE d.carry AND "taskId" = d.id AND "outputIndex" = 0
+    LIMIT 1
+  ) f ON true`;
 const RECORD_ARCHIVE = recordArchiveSql(false);
 const RECORD_ARCHIVE_WITH_FILE = recordArchiveSql(true);
 
@@ -392,7 +416,9 @@ export const taskRepository = {
    * running → completed with the callback made pending when there is a callback_url. The row is locked first, so
    * racing archives of one task serialise and exactly one completes it. Returns the completion (for the callback
    * its caller schedules now) when this call completed the task, else null; and whether this call's file row was
-   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output).
+   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output). A completion
+   * with a callback also answers what its first delivery attempt reads (`carried`, the columns of attemptContexts'
+   * read as of this statement; never a secret, only their version), when the workspace's secrets are made.
    */
   async recordArchive(
     db: DbClient,
@@ -405,7 +431,15 @@ export const taskRepository = {
       params.push(file.id, file.workspaceId, file.source, file.purpose, file.filename, file.contentType, file.bytes.toString(), file.sha256 ?? null, file.storageKey);
       params.push(iso(file.createdAt ?? now), iso(file.expiresAt), file.publicExpiresAt ? iso(file.publicExpiresAt) : null, file.archiveStatus ?? 'archived');
     }
-    const rows = await queryPrepared<Omit<CompletedTask, 'callback'> & { callbackUrl: string | null; completes: boolean; fileCreated: boolean }>(
+    type Row = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
+      completes: boolean;
+      fileCreated: boolean;
+      carry: boolean;
+      callbackUrl: string | null;
+      currency: string | null;
+      secretsVersion: number | null;
+    };
+    const rows = await queryPrepared<Row>(
       db,
       file ? 'gensvc_task_record_archive_file' : 'gensvc_task_record_archive',
       file ? RECORD_ARCHIVE_WITH_FILE : RECORD_ARCHIVE,
@@ -413,8 +447,12 @@ export const taskRepository = {
     );
     const row = rows[0];
     if (!row) return { completed: null, fileCreated: false };
-    const { callbackUrl, completes, fileCreated: created, ...task } = row;
-    return { completed: completes ? { ...task, callback: callbackUrl !== null } : null, fileCreated: created };
+    const { completes, fileCreated, carry, ...columns } = row;
+    if (!completes) return { completed: null, fileCreated };
+    const { id, workspaceId, callbackRoundStart, callbackUrl, currency, secretsVersion } = columns;
+    // Carried only where the first attempt could use it: the workspace still there, its secrets made.
+    const carried = carry && callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
+    return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
   },
 
   /**

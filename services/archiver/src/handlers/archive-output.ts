@@ -55,14 +55,16 @@ export function archiveOutput(deps: ArchiverDeps) {
    * sooner (the process's very first add on the callbacks queue follows a moment later: BullMQ readies a queue with
    * one round trip of its own). Waiting would change nothing if the add failed: a re-run of
    * this job finds the task completed and adds nothing either way. The dispatcher's reconciler adds the callback
-   * of a completed task whose job is missing, whatever lost it.
+   * of a completed task whose job is missing, whatever lost it. The job carries what its first attempt would read
+   * (the completion statement returned it): the dispatcher need not read it back while the job is fresh.
    */
   const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
     const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
       if (done.callback) {
-        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true }).catch((err: unknown) =>
+        const { carried } = done;
+        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true, carried }).catch((err: unknown) =>
           logger.error({ taskId, err }, "the callback job could not be added; the dispatcher's reconciler will add it"),
         );
       }

@@ -14,8 +14,18 @@
 //    whose chain of jobs vanished (Redis flushed). What follows an attempt is decided by delivery-decision.ts.
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
-import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
-import { callbackRepository, groupCommit, taskRepository, type Db, type DeliveryAttemptEntry, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
+import type { CallbackDeliver, CarriedAttempt, JobPayload } from '@gensvc/contracts';
+import {
+  callbackRepository,
+  carriedAttemptContext,
+  groupCommit,
+  taskRepository,
+  type AttemptContext,
+  type Db,
+  type DeliveryAttemptEntry,
+  type DeliveryUpdate,
+  type TaskRow,
+} from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
@@ -89,6 +99,41 @@ const GROUP_MAX = 100;
 const RECORD_FILL = 32;
 const RECORD_HOLD_MS = 20;
 
+/**
+ * A job's carried context (CallbackDeliver `carried`, made by the completion) stands for the read only on the job's
+ * first run and within this long of its add: a re-run (a dispatcher that died mid-attempt may have recorded it) and a
+ * job that waited (a redelivery or a rotation may have come meanwhile) read as every other attempt does. A rotation
+ * that lands within it signs this attempt with the secrets it replaced, as one landing between a read and its POST
+ * does; the previous secret stays valid for 24 h after a rotation, and the next attempts read the new ones.
+ */
+export const CARRIED_FRESH_MS = 2_000;
+/** Workspaces whose signing secrets the dispatcher keeps (the oldest goes first). */
+const SECRETS_KEPT = 10_000;
+
+/** A workspace's signing secrets as a read found them: their version, and until when they sign (epoch ms). */
+export interface KeptSecrets {
+  version: number;
+  signing: string[];
+  until: number;
+}
+
+/**
+ * The context a job's completion carried, as the attempt's read would answer it now, or null when the attempt must
+ * read: the job is not on its first run or not fresh (CARRIED_FRESH_MS since its add), or the secrets kept for its
+ * workspace are none, of another version than the completion saw, or past their `until`.
+ */
+export function carriedContextOf(
+  carried: CarriedAttempt,
+  job: Pick<HandlerContext['job'], 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>,
+  kept: KeptSecrets | undefined,
+  now: Date,
+): AttemptContext | null {
+  if (job.attemptsStarted > 1 || job.attemptsMade > 0 || job.stalledCounter > 0) return null;
+  if (now.getTime() - job.timestamp > CARRIED_FRESH_MS) return null;
+  if (!kept || kept.version !== carried.secretsVersion || now.getTime() >= kept.until) return null;
+  return carriedAttemptContext(carried, kept.signing, now);
+}
+
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger } = deps;
   // The attempts running at once read their contexts in one statement and record their outcomes in one
@@ -108,6 +153,22 @@ export function callbackDeliver(deps: DispatcherDeps) {
     keyOf: (entry) => entry.input.taskId,
     hold: { fill: RECORD_FILL, ms: RECORD_HOLD_MS },
   });
+
+  // The signing secrets each read found, by workspace: what a carried first attempt signs with when its completion
+  // saw the same version. Never the only copy: any other case reads them.
+  const secretsOf = new Map<string, KeptSecrets>();
+  const keepSecrets = ({ task, signing, signingUntil, secretsVersion }: AttemptContext) => {
+    if (!signing || secretsVersion === null) return;
+    secretsOf.delete(task.workspaceId);
+    if (secretsOf.size >= SECRETS_KEPT) secretsOf.delete(secretsOf.keys().next().value!);
+    secretsOf.set(task.workspaceId, { version: secretsVersion, signing, until: signingUntil?.getTime() ?? Infinity });
+  };
+  const carriedContext = ({ carried }: JobPayload<typeof CallbackDeliver>, job: HandlerContext['job']) => {
+    if (!carried) return null;
+    const at = new Date();
+    const context = carriedContextOf(carried, job, secretsOf.get(carried.workspaceId), at);
+    return context && { context, at };
+  };
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const record = recordAttempt.expect();
@@ -136,9 +197,12 @@ export function callbackDeliver(deps: DispatcherDeps) {
 
     // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
     // and one write after it (the attempt, and its decision applied while the task is still as read), each a
-    // statement shared with the attempts running at once.
-    const { context, at: startedAt } = await readContext(taskId);
+    // statement shared with the attempts running at once. A fresh first attempt has what the read would answer from
+    // its completion (carriedContext), with the secrets of the version it saw, and reads nothing.
+    const carried = carriedContext(payload, ctx.job);
+    const { context, at: startedAt } = carried ?? (await readContext(taskId));
     if (!context) return { outcome: 'skipped', reason: 'task_gone' };
+    if (!carried) keepSecrets(context);
     const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
     if (task.callbackState !== 'pending') return { outcome: 'skipped', reason: 'not_pending' };
