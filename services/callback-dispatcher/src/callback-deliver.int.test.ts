@@ -117,31 +117,46 @@ describe('callback.deliver', () => {
     expect(seen[attempt]!.at - seen[attempt - 1]!.at).toBeGreaterThanOrEqual(SCHEDULE[step]!);
   }
 
+  /** A task created (the price held) and submitted to its provider, in a new workspace unless `workspaceId` says. */
+  async function submittedTask(callbackUrl: string, workspaceId?: string) {
+    const task = await makeTask(ctx.db, { callbackUrl, ...(workspaceId && { workspaceId }) });
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    return task;
+  }
+
+  /** Output 0's library row and the entry that names it, as the archiver writes them. */
+  function archivedOutput(taskId: string, workspaceId: string) {
+    const fileId = newId('file');
+    const storageKey = `workspaces/${workspaceId}/files/${fileId}`;
+    const file = {
+      id: fileId,
+      workspaceId,
+      source: 'generated' as const,
+      purpose: 'output',
+      filename: `${taskId}-0.png`,
+      contentType: 'image/png',
+      bytes: 1234n,
+      storageKey,
+      expiresAt: new Date(Date.now() + 30 * 86_400_000),
+      taskId,
+      outputIndex: 0,
+    };
+    return { fileId, file, patch: { archive_status: 'archived' as const, svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/${storageKey}` } };
+  }
+
   /**
    * A task taken through the repositories' state machine to completed with its callback pending: created (the price
    * held), submitted, its output recorded (settled) and archived as a visible file unless told otherwise.
    */
   async function completedTask(callbackUrl: string, opts: { archived?: boolean } = {}) {
-    const { id, workspaceId } = await makeTask(ctx.db, { callbackUrl });
-    expect(await taskRepository.markSubmitted(ctx.db, id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    const { id, workspaceId } = await submittedTask(callbackUrl);
     const entry: Record<string, string | number> = { kind: 'image', url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png' };
     let fileId: string | null = null;
     if (opts.archived ?? true) {
-      fileId = newId('file');
-      await fileRepository.create(ctx.db, {
-        id: fileId,
-        workspaceId,
-        source: 'generated',
-        purpose: 'output',
-        filename: `${id}-0.png`,
-        contentType: 'image/png',
-        bytes: 1234n,
-        storageKey: `workspaces/${workspaceId}/files/${fileId}`,
-        expiresAt: new Date(Date.now() + 30 * 86_400_000),
-        taskId: id,
-        outputIndex: 0,
-      });
-      Object.assign(entry, { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/workspaces/${workspaceId}/files/${fileId}` });
+      const output = archivedOutput(id, workspaceId);
+      fileId = output.fileId;
+      await fileRepository.create(ctx.db, output.file);
+      Object.assign(entry, output.patch);
     } else {
       entry.archive_status = 'failed';
     }
@@ -157,18 +172,11 @@ describe('callback.deliver', () => {
    * visible file), with what the completion returned: its first attempt's context when the workspace has secrets.
    */
   async function completedByArchive(callbackUrl: string, workspaceId: string) {
-    const { id } = await makeTask(ctx.db, { callbackUrl, workspaceId });
-    expect(await taskRepository.markSubmitted(ctx.db, id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    const { id } = await submittedTask(callbackUrl, workspaceId);
     const entry = { kind: 'image', url: 'https://provider.example/out/1.png', archive_status: 'pending' } as TaskOutputEntry;
     expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toMatchObject({ charged: 40_000n });
-    const fileId = newId('file');
-    const storageKey = `workspaces/${workspaceId}/files/${fileId}`;
-    const { completed } = await taskRepository.recordArchive(ctx.db, {
-      taskId: id,
-      outputIndex: 0,
-      patch: { archive_status: 'archived', svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/${storageKey}` },
-      file: { id: fileId, workspaceId, source: 'generated', purpose: 'output', filename: `${id}-0.png`, contentType: 'image/png', bytes: 1234n, storageKey, expiresAt: new Date(Date.now() + 30 * 86_400_000), taskId: id, outputIndex: 0 },
-    });
+    const { fileId, file, patch } = archivedOutput(id, workspaceId);
+    const { completed } = await taskRepository.recordArchive(ctx.db, { taskId: id, outputIndex: 0, patch, file });
     expect(completed).toMatchObject({ id, callbackRoundStart: 1, callback: true });
     return { task: await taskOf(id), carried: completed!.carried, fileId };
   }

@@ -87,10 +87,17 @@ export interface AttemptContext {
   archivedFile: { id: string; workspaceId: string } | null;
 }
 
-
-/** The version of a workspace's signing secrets (CallbackSecret row `alias`): when they were made or last rotated. */
-export const secretsVersionSql = (alias: string) => epochMs(`coalesce(${alias}."rotatedAt", ${alias}."createdAt")`);
-const SECRETS_VERSION = secretsVersionSql('s');
+/**
+ * The columns of an attempt's context (ContextColumns), selected from the task `t`, its workspace `w`, the
+ * workspace's CallbackSecret `s` and output 0's library file `f`: attemptContexts' read selects them, and
+ * recordArchive's completion returns the same for the job to carry. The secrets' version is when they were made or
+ * last rotated.
+ */
+export const CONTEXT_COLUMNS = `t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
+    t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
+    ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
+    w.currency, ${epochMs('coalesce(s."rotatedAt", s."createdAt")')} AS "secretsVersion",
+    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"`;
 
 /**
  * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
@@ -110,12 +117,9 @@ const SECRETS_VERSION = secretsVersionSql('s');
  *    0.31 with the kept plan).
  */
 export const ATTEMPT_CONTEXTS = `
-  SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
-    t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
-    ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
-    w.currency, s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt", ${SECRETS_VERSION} AS "secretsVersion",
-    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration",
-    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"
+  SELECT ${CONTEXT_COLUMNS},
+    s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
+    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration"
   FROM "Task" t
   LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
   LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
@@ -128,8 +132,8 @@ export const ATTEMPT_CONTEXTS = `
   WHERE t.id = ANY (ARRAY(SELECT unnest($1::text[])))`;
 
 type Ms = number | null;
-/** The task, workspace and file columns of an attempt's context, as read (and as a completion carries them). */
-type ContextColumns = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
+/** The task, workspace and file columns of an attempt's context (CONTEXT_COLUMNS), as read and as a completion carries them. */
+export type ContextColumns = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
   callbackUrl: string | null;
   currency: string | null;
   secretsVersion: Ms;

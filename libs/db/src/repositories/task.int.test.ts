@@ -1,6 +1,5 @@
 // The task state machine and its money against real Postgres: every transition is one conditional update, so of
 // racing writers exactly one wins, and the hold is settled or released exactly once.
-import { randomBytes } from 'node:crypto';
 import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
@@ -385,12 +384,17 @@ describe('recordArchive', () => {
 
   it('a completion with a callback carries what its first attempt reads, as attemptContexts answers it, and no secret', async () => {
     const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
-    const secret = await callbackRepository.secret(ctx.db, ws.id, () => `whsec_${randomBytes(24).toString('hex')}`);
+    const secret = await callbackRepository.secret(ctx.db, ws.id, () => 'whsec_test_carried');
     const archived = (task: { id: string }, i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
-    const completing = async (last: 0 | 1) => {
-      const task = await makeTask(ctx.db, { workspaceId: ws.id, callbackUrl: 'https://hooks.example/cb' });
+    /** A task running with its provider's `outputs` recorded, each pending archive. */
+    const running = async (over: Parameters<typeof makeTask>[1], outputs = twoOutputs.outputs) => {
+      const task = await makeTask(ctx.db, over);
       await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
-      await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
+      await taskRepository.recordOutput(ctx.db, task.id, { outputs }, task.reserved);
+      return task;
+    };
+    const completing = async (last: 0 | 1) => {
+      const task = await running({ workspaceId: ws.id, callbackUrl: 'https://hooks.example/cb' });
       // Output 0's library row written by the completing statement itself (last 0), or by the one before it (last 1).
       const zero = () => taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 0, patch: archived(task, 0), file: fileOf(task, 0) });
       const one = () => taskRepository.recordArchive(ctx.db, { taskId: task.id, outputIndex: 1, patch: { archive_status: 'too_large' } });
@@ -411,18 +415,14 @@ describe('recordArchive', () => {
     }
     // No carried context without a callback (nothing to deliver) or before the workspace's first delivery made its
     // secrets (the dispatcher makes them as it reads).
-    const plain = await makeTask(ctx.db, {});
-    await taskRepository.markSubmitted(ctx.db, plain.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
-    await taskRepository.recordOutput(ctx.db, plain.id, { outputs: twoOutputs.outputs.slice(0, 1) }, plain.reserved);
+    const plain = await running({}, twoOutputs.outputs.slice(0, 1));
     expect((await taskRepository.recordArchive(ctx.db, { taskId: plain.id, outputIndex: 0, patch: { archive_status: 'failed' } })).completed).toEqual({
       id: plain.id,
       workspaceId: plain.workspaceId,
       callbackRoundStart: 1,
       callback: false,
     });
-    const fresh = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
-    await taskRepository.markSubmitted(ctx.db, fresh.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
-    await taskRepository.recordOutput(ctx.db, fresh.id, { outputs: twoOutputs.outputs.slice(0, 1) }, fresh.reserved);
+    const fresh = await running({ callbackUrl: 'https://hooks.example/cb' }, twoOutputs.outputs.slice(0, 1));
     expect((await taskRepository.recordArchive(ctx.db, { taskId: fresh.id, outputIndex: 0, patch: archived(fresh, 0), file: fileOf(fresh, 0) })).completed).toEqual({
       id: fresh.id,
       workspaceId: fresh.workspaceId,

@@ -15,12 +15,12 @@
 // it as the time the task last moved.
 import { TASK_OPERATIONS, archivedFileIdOf, type CarriedAttempt, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { isAppError, type AppError } from '@gensvc/errors';
-import { epochMs, queryPrepared, type DbClient } from '../client';
+import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { refusalOf } from './billing.repository';
-import { secretsVersionSql, type RecordAttemptInput } from './callback.repository';
+import { CONTEXT_COLUMNS, type ContextColumns, type RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -180,22 +180,17 @@ const recordArchiveSql = (withFile: boolean) => `
       t."callbackUrl", t."callbackState", t."callbackRoundStart", t."createdAt", t."startedAt", t."completedAt",
       next.completes, next.completes AND t."callbackUrl" IS NOT NULL AS carry
   )
-  SELECT d.id, d."workspaceId", d."callbackRoundStart", d."callbackUrl", d.completes, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated",
-    -- The first delivery attempt's context (CarriedAttempt), for a completion that makes one; the library file of
-    -- output 0 is the row this statement wrote (a data-modifying CTE's row is not visible to the rest of the
-    -- statement) or one written before it.
-    d.carry, d.status, d.model, d.operation, CASE WHEN d.carry THEN d.output END AS output, d.reserved::text AS reserved,
-    d.cost::text AS cost, d."errorCode", d."errorMessage", d."callbackState",
-    ${epochMs('d."createdAt"')} AS "createdAt", ${epochMs('d."startedAt"')} AS "startedAt", ${epochMs('d."completedAt"')} AS "completedAt",
-    w.currency, ${secretsVersionSql('s')} AS "secretsVersion",
-    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"
-  FROM done d
-  LEFT JOIN "Workspace" w ON d.carry AND w.id = d."workspaceId"
-  LEFT JOIN "CallbackSecret" s ON d.carry AND s."workspaceId" = d."workspaceId"
+  -- With the first delivery attempt's context (attemptContexts' columns), joined for a completion that makes one; the
+  -- library file of output 0 is the row this statement wrote (a data-modifying CTE's row is not visible to the rest
+  -- of the statement) or one written before it.
+  SELECT t.completes, t.carry, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated", ${CONTEXT_COLUMNS}
+  FROM done t
+  LEFT JOIN "Workspace" w ON t.carry AND w.id = t."workspaceId"
+  LEFT JOIN "CallbackSecret" s ON t.carry AND s."workspaceId" = t."workspaceId"
   LEFT JOIN LATERAL (${withFile ? `
-    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE d.carry AND $2::int = 0
+    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE t.carry AND $2::int = 0
     UNION ALL` : ''}
-    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE d.carry AND "taskId" = d.id AND "outputIndex" = 0
+    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE t.carry AND "taskId" = t.id AND "outputIndex" = 0
     LIMIT 1
   ) f ON true`;
 const RECORD_ARCHIVE = recordArchiveSql(false);
@@ -431,15 +426,7 @@ export const taskRepository = {
       params.push(file.id, file.workspaceId, file.source, file.purpose, file.filename, file.contentType, file.bytes.toString(), file.sha256 ?? null, file.storageKey);
       params.push(iso(file.createdAt ?? now), iso(file.expiresAt), file.publicExpiresAt ? iso(file.publicExpiresAt) : null, file.archiveStatus ?? 'archived');
     }
-    type Row = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
-      completes: boolean;
-      fileCreated: boolean;
-      carry: boolean;
-      callbackUrl: string | null;
-      currency: string | null;
-      secretsVersion: number | null;
-    };
-    const rows = await queryPrepared<Row>(
+    const rows = await queryPrepared<ContextColumns & { completes: boolean; carry: boolean; fileCreated: boolean }>(
       db,
       file ? 'gensvc_task_record_archive_file' : 'gensvc_task_record_archive',
       file ? RECORD_ARCHIVE_WITH_FILE : RECORD_ARCHIVE,

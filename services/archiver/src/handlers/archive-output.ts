@@ -63,8 +63,7 @@ export function archiveOutput(deps: ArchiverDeps) {
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
       if (done.callback) {
-        const { carried } = done;
-        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true, carried }).catch((err: unknown) =>
+        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true, carried: done.carried }).catch((err: unknown) =>
           logger.error({ taskId, err }, "the callback job could not be added; the dispatcher's reconciler will add it"),
         );
       }
