@@ -1,7 +1,8 @@
 // Every job the system runs. Payloads carry ids and re-read their row (STYLE.md convention 2); evaluate is the
 // one exception: it is synchronous for the caller and has no row, so the edge passes the request it validated.
-// Two jobs made by a transition may also carry what that transition wrote, so that their first run need not read
-// it back (issue 12): archive.output's `source` and callback.deliver's `carried`; the row still decides every write.
+// Three jobs made by a transition may also carry what that transition wrote, so that their first run need not read
+// it back (issue 12): archive.output's `source`, task.submit's and callback.deliver's `carried`; the row still decides
+// every write.
 import { z } from 'zod';
 import { evaluateInputSchema } from './evaluate';
 import { OUTPUT_KINDS } from './task-output';
@@ -36,12 +37,39 @@ export const EvaluateRun = defineJob({
   }),
 });
 
+/** Epoch milliseconds, or null. */
+const msOrNull = z.number().nullable();
+
+/**
+ * What task.submit reads of its task before it calls the provider, as the creation wrote it: its status and poll
+ * count (the schema's defaults, as the creation's statement answered them), the model, the operation, the input (the
+ * row's JSON, checked by the submit as a read one is) and the deadline. A created row has no provider job and no
+ * output yet.
+ */
+export const carriedSubmitSchema = z.object({
+  status: z.enum(TASK_STATUSES),
+  attempts: z.number().int().min(0),
+  model: z.string().min(1),
+  operation: z.string().min(1),
+  input: z.unknown(),
+  createdAt: z.number(),
+  deadlineAt: msOrNull,
+});
+export type CarriedSubmit = z.infer<typeof carriedSubmitSchema>;
+
+/**
+ * Hands a queued task to a provider. `carried` (added by the edge with the creation it wrote) is what the submit would
+ * read: the task-runner submits from it on the job's fresh first run (issue 12: one Postgres round trip less per task)
+ * and reads as before otherwise; markSubmitted still decides on the row (a task canceled meanwhile is not recorded, and
+ * its provider job is canceled).
+ */
 export const TaskSubmit = defineJob({
   queue: 'tasks',
   name: 'task.submit',
-  version: 1,
+  // v2: `carried`. A v1 payload (ids only) parses as one without it, and reads.
+  version: 2,
   retry: { attempts: 5, backoffMs: 1_000 },
-  schema: z.object({ taskId: id }),
+  schema: z.object({ taskId: id, carried: carriedSubmitSchema.optional() }),
   key: (p) => [p.taskId],
 });
 
@@ -98,9 +126,6 @@ export const ArchiveOutput = defineJob({
   }),
   key: (p) => [p.taskId, p.outputIndex],
 });
-
-/** Epoch milliseconds, or null. */
-const msOrNull = z.number().nullable();
 
 /**
  * What a task's first delivery attempt reads before it sends, as the statement that completed the task left it: the

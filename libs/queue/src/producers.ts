@@ -6,7 +6,7 @@
 //
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
-import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type CarriedAttempt, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type CarriedAttempt, type CarriedSubmit, type JobInput, type JobPayload } from '@gensvc/contracts';
 import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
@@ -53,9 +53,34 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   return 'added';
 }
 
-/** task.submit of a queued task (the edge at creation; the task-runner's reconciler for one whose job vanished). */
-export function scheduleSubmit(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
-  return add(queues, TaskSubmit, envelope(ref), opts);
+/** The columns of a task row its submit reads (TaskSubmit's `carried`), as the creation wrote them. */
+export interface CreatedTask {
+  status: CarriedSubmit['status'];
+  attempts: number;
+  model: string;
+  operation: string;
+  input: unknown;
+  createdAt: Date;
+  deadlineAt: Date | null;
+}
+
+/**
+ * task.submit of a queued task (the edge at creation; the task-runner's reconciler for one whose job vanished).
+ * `created`: the row the creation just wrote, which the job carries (TaskSubmit `carried`), so its first run submits
+ * without reading it.
+ */
+export function scheduleSubmit(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions & { created?: CreatedTask } = {}): Promise<EnsureJobOutcome> {
+  const { created, ...rest } = opts;
+  const carried: CarriedSubmit | undefined = created && {
+    status: created.status,
+    attempts: created.attempts,
+    model: created.model,
+    operation: created.operation,
+    input: created.input,
+    createdAt: created.createdAt.getTime(),
+    deadlineAt: created.deadlineAt?.getTime() ?? null,
+  };
+  return add(queues, TaskSubmit, { ...envelope(ref), ...(carried && { carried }) }, rest);
 }
 
 /** Poll `attempt` of a running task, due in `delayMs` (the task-runner decides the wait). */

@@ -88,7 +88,7 @@ describe('queues and workers against Redis', () => {
       await expect(submit.waitUntilFinished(qe, 10_000)).resolves.toEqual({ submitted: 'tsk_1', jobId: submit.id });
       await expect(poll.waitUntilFinished(qe, 10_000)).resolves.toEqual({ polled: 'tsk_1', attempt: 2 });
       // The contract version is stamped; there is no trace without an active span.
-      expect(submitted).toEqual([{ taskId: 'tsk_1', workspaceId: 'ws_1', requestId: 'req_1', v: 1 }]);
+      expect(submitted).toEqual([{ taskId: 'tsk_1', workspaceId: 'ws_1', requestId: 'req_1', v: TaskSubmit.version }]);
     });
 
     it('parses in the consumer: undeclared fields are dropped, a payload that does not parse fails once, unretried', async () => {
@@ -140,7 +140,7 @@ describe('queues and workers against Redis', () => {
       expect(poll.id).toBe('task.poll/tsk%3A6/1');
       await first.waitUntilFinished(qe, 10_000);
       await poll.waitUntilFinished(qe, 10_000);
-      expect(submitted).toEqual([{ taskId: 'tsk:6', v: 1 }]);
+      expect(submitted).toEqual([{ taskId: 'tsk:6', v: TaskSubmit.version }]);
     });
   });
 

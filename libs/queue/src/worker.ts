@@ -43,6 +43,20 @@ export interface DefineWorkerOptions<Q extends QueueName> {
 /** This run of the job is its last: a failure now is final (no attempt left for BullMQ to retry). */
 export const isLastAttempt = (job: Pick<Job, 'attemptsMade' | 'opts'>): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
+/**
+ * How long after its add a job's carried row (what the transition that made it wrote: callback.deliver's `carried`,
+ * task.submit's) may stand for the read its handler would make. A job that waited longer reads: a cancel, a
+ * redelivery or a rotation may have come meanwhile.
+ */
+export const CARRIED_FRESH_MS = 2_000;
+
+/**
+ * The job's first run, within CARRIED_FRESH_MS of its add: the only run whose carried row may stand for a read. A
+ * re-run (its first run may have died after acting: a stalled job taken again, a retry of a failure) reads.
+ */
+export const freshFirstRun = (job: Pick<Job, 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>, now: number): boolean =>
+  job.attemptsStarted <= 1 && job.attemptsMade === 0 && job.stalledCounter === 0 && now - job.timestamp <= CARRIED_FRESH_MS;
+
 /** The abort reason closeWorkers gives handlers when it stops waiting for them. */
 export const WORKER_SHUTDOWN = 'worker shutdown';
 

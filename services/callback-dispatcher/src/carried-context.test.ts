@@ -1,7 +1,8 @@
 // When a job's carried context stands for the attempt's read, as a table: every row is (the job's runs, its age, the
 // secrets kept for its workspace) → carried or read.
 import type { CarriedAttempt } from '@gensvc/contracts';
-import { CARRIED_FRESH_MS, carriedContextOf, type KeptSecrets } from './handlers/callback-deliver';
+import { CARRIED_FRESH_MS } from '@gensvc/queue';
+import { carriedContextOf, type KeptSecrets } from './handlers/callback-deliver';
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
 const VERSION = NOW - 86_400_000;

@@ -27,7 +27,7 @@ import {
   type TaskRow,
 } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
-import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
+import { freshFirstRun, scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
@@ -99,14 +99,6 @@ const GROUP_MAX = 100;
 const RECORD_FILL = 32;
 const RECORD_HOLD_MS = 20;
 
-/**
- * A job's carried context (CallbackDeliver `carried`, made by the completion) stands for the read only on the job's
- * first run and within this long of its add: a re-run (a dispatcher that died mid-attempt may have recorded it) and a
- * job that waited (a redelivery or a rotation may have come meanwhile) read as every other attempt does. A rotation
- * that lands within it signs this attempt with the secrets it replaced, as one landing between a read and its POST
- * does; the previous secret stays valid for 24 h after a rotation, and the next attempts read the new ones.
- */
-export const CARRIED_FRESH_MS = 2_000;
 /** Workspaces whose signing secrets the dispatcher keeps (the oldest goes first). */
 const SECRETS_KEPT = 10_000;
 
@@ -119,8 +111,11 @@ export interface KeptSecrets {
 
 /**
  * The context a job's completion carried, as the attempt's read would answer it now, or null when the attempt must
- * read: the job is not on its first run or not fresh (CARRIED_FRESH_MS since its add), or the secrets kept for its
- * workspace are none, of another version than the completion saw, or past their `until`.
+ * read: the job is not on its fresh first run (freshFirstRun: a dispatcher that died mid-attempt may have recorded it;
+ * a redelivery or a rotation may have come while it waited), or the secrets kept for its workspace are none, of
+ * another version than the completion saw, or past their `until`. A rotation that lands within CARRIED_FRESH_MS signs
+ * this attempt with the secrets it replaced, as one landing between a read and its POST does; the previous secret
+ * stays valid for 24 h after a rotation, and the next attempts read the new ones.
  */
 export function carriedContextOf(
   carried: CarriedAttempt,
@@ -128,8 +123,7 @@ export function carriedContextOf(
   kept: KeptSecrets | undefined,
   now: Date,
 ): AttemptContext | null {
-  if (job.attemptsStarted > 1 || job.attemptsMade > 0 || job.stalledCounter > 0) return null;
-  if (now.getTime() - job.timestamp > CARRIED_FRESH_MS) return null;
+  if (!freshFirstRun(job, now.getTime())) return null;
   if (!kept || kept.version !== carried.secretsVersion || now.getTime() >= kept.until) return null;
   return carriedAttemptContext(carried, kept.signing, now);
 }

@@ -81,6 +81,16 @@ describe('a valid creation', () => {
     expect(job).toBeDefined();
     expect(job!.name).toBe('task.submit');
     expect(job!.data).toMatchObject({ taskId: id, workspaceId: c.ws.id, requestId: task.requestId });
+    // It carries what its submit would read of the row, as the row holds it (TaskSubmit `carried`).
+    expect(job!.data.carried).toEqual({
+      status: task.status,
+      attempts: task.attempts,
+      model: task.model,
+      operation: task.operation,
+      input: task.input,
+      createdAt: task.createdAt.getTime(),
+      deadlineAt: task.deadlineAt!.getTime(),
+    });
     expect(await job!.getState()).toBe('waiting');
   });
 });
