@@ -114,6 +114,37 @@ it('a result racing a cancel: exactly one wins, and the money follows the winner
   }
 });
 
+it('records a group of submits in one statement: each item answered in order, a task that moved on left as it is', async () => {
+  const [a, b, canceled] = [await makeTask(ctx.db), await makeTask(ctx.db), await makeTask(ctx.db)];
+  await taskRepository.finish(ctx.db, canceled.id, { status: 'canceled' });
+  const urls = { get: 'https://provider.example/p/1' };
+  const recorded = await taskRepository.markSubmittedMany(ctx.db, [
+    { id: b.id, job: { channelId: 'ch_b', upstreamId: 'up_b', upstreamUrls: null } },
+    { id: canceled.id, job: { channelId: 'ch_c', upstreamId: 'up_c', upstreamUrls: null } },
+    { id: a.id, job: { channelId: 'ch_a', upstreamId: 'up_a', upstreamUrls: urls } },
+  ]);
+  expect(recorded).toEqual([true, false, true]);
+  // Each item's own job on its own row, as markSubmitted writes one alone.
+  expect(await taskRepository.find(ctx.db, a.id)).toMatchObject({ status: 'running', channelId: 'ch_a', upstreamId: 'up_a', upstreamUrls: urls, attempts: 1 });
+  expect(await taskRepository.find(ctx.db, b.id)).toMatchObject({ status: 'running', channelId: 'ch_b', upstreamId: 'up_b', upstreamUrls: null, attempts: 1 });
+  expect(await taskRepository.find(ctx.db, canceled.id)).toMatchObject({ status: 'canceled', channelId: null, upstreamId: null, attempts: 0 });
+  // A second record of a submitted task changes nothing.
+  expect(await taskRepository.markSubmittedMany(ctx.db, [{ id: a.id, job: { channelId: 'ch_x', upstreamId: 'up_x', upstreamUrls: null } }])).toEqual([false]);
+  expect(await taskRepository.find(ctx.db, a.id)).toMatchObject({ upstreamId: 'up_a' });
+  await expect(taskRepository.markSubmittedMany(ctx.db, [{ id: b.id, job: { channelId: 'ch', upstreamId: 'u1', upstreamUrls: null } }, { id: b.id, job: { channelId: 'ch', upstreamId: 'u2', upstreamUrls: null } }])).rejects.toThrow(/two items for one task/);
+});
+
+it('groups of submits over the same tasks, given in opposite orders, lock in one order: every group ends, each task recorded once', async () => {
+  for (let round = 0; round < 5; round++) {
+    const tasks = await Promise.all(Array.from({ length: 8 }, () => makeTask(ctx.db)));
+    const group = (order: typeof tasks, n: number) => order.map((t) => ({ id: t.id, job: { channelId: 'ch', upstreamId: `up_${n}_${t.id}`, upstreamUrls: null } }));
+    // A row lock held while another group waits for it is a deadlock (an error after deadlock_timeout) when their
+    // orders cross; locked in id order, one waits for the other and finds the tasks submitted.
+    const answers = await Promise.all([0, 1, 2, 3].map((n) => taskRepository.markSubmittedMany(ctx.db, group(n % 2 ? [...tasks].reverse() : tasks, n))));
+    for (let i = 0; i < tasks.length; i++) expect(answers.filter((a, n) => a[n % 2 ? tasks.length - 1 - i : i]).length).toBe(1);
+  }
+});
+
 it('counts polls only from the expected count, records an output once, and completes only with nothing pending', async () => {
   const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
   expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(false); // still queued

@@ -111,10 +111,18 @@ const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 // status index is partial over the live tasks (migration 20261126060000), so once the table is analysed it looks far
 // cheaper than the primary key, and a plan on it read every queued or running task (and each dead entry their
 // transitions left there) to find the one (issue 12; migration 20261126090000 does the same in the functions).
+/**
+ * markSubmitted's statement: the submits that ended together recorded in one (issue 12: one commit for the group). The
+ * jobs come as one JSON array, sorted by task id, so the rows are locked in the order every multi-row transition locks
+ * Task rows (the webhooks' group takes them ORDER BY id), and two groups never wait on each other in a cycle. The tasks
+ * are found by primary key (`id = ANY (ARRAY(…))`, as recordDeliveryAttempts finds them), the state compared as text.
+ */
 export const MARK_SUBMITTED = `
-  UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3, "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
-    "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
-  WHERE id = $1 AND status::text = 'queued' AND "upstreamId" IS NULL`;
+  WITH e AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, "channelId" text, "upstreamId" text, "upstreamUrls" jsonb))
+  UPDATE "Task" t SET status = 'running', "channelId" = e."channelId", "upstreamId" = e."upstreamId",
+    "upstreamUrls" = coalesce(e."upstreamUrls", t."upstreamUrls"), attempts = 1, "startedAt" = $2::timestamp(3), "updatedAt" = $2::timestamp(3)
+  FROM e WHERE t.id = ANY (ARRAY(SELECT id FROM e)) AND t.id = e.id AND t.status::text = 'queued' AND t."upstreamId" IS NULL
+  RETURNING t.id`;
 
 export const ADVANCE_POLL = `
   UPDATE "Task" SET attempts = $2::int + 1, "updatedAt" = $3::timestamp(3)
@@ -324,9 +332,22 @@ export const taskRepository = {
    * task is no longer queued (canceled meanwhile, or submitted by another run): the caller cancels its job.
    */
   async markSubmitted(db: DbClient, id: string, job: SubmittedJob, now = new Date()): Promise<boolean> {
-    const upstreamUrls = job.upstreamUrls === null ? null : JSON.stringify(job.upstreamUrls);
-    const rows = await queryPrepared(db, 'gensvc_task_mark_submitted', `${MARK_SUBMITTED} RETURNING 1`, [id, job.channelId, job.upstreamId, upstreamUrls, iso(now)]);
-    return rows.length === 1;
+    const [recorded] = await taskRepository.markSubmittedMany(db, [{ id, job }], now);
+    return recorded!;
+  },
+
+  /**
+   * markSubmitted for several tasks in one statement (the task-runner's submits that end while the previous group is
+   * in flight): one answer per item, in order. Two items of one task are refused (the statement would apply one).
+   */
+  async markSubmittedMany(db: DbClient, items: readonly { id: string; job: SubmittedJob }[], now = new Date()): Promise<boolean[]> {
+    if (new Set(items.map((i) => i.id)).size !== items.length) throw new Error('markSubmittedMany: two items for one task');
+    const rows = items
+      .map(({ id, job }) => ({ id, channelId: job.channelId, upstreamId: job.upstreamId, upstreamUrls: job.upstreamUrls }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const recorded = await queryPrepared<{ id: string }>(db, 'gensvc_task_mark_submitted', MARK_SUBMITTED, [JSON.stringify(rows), iso(now)]);
+    const ids = new Set(recorded.map((r) => r.id));
+    return items.map((i) => ids.has(i.id));
   },
 
   /**
