@@ -462,6 +462,73 @@ describe('recordArchive', () => {
     });
   });
 
+  it('records a group of archives in one statement, each item answered in order as it is alone', async () => {
+    const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
+    await callbackRepository.secret(ctx.db, ws.id, () => 'whsec_test_group');
+    const archived = (task: { id: string }, i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
+    const running = async (over: Parameters<typeof makeTask>[1], outputs = twoOutputs.outputs) => {
+      const task = await makeTask(ctx.db, { workspaceId: ws.id, ...over });
+      await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+      await taskRepository.recordOutput(ctx.db, task.id, { outputs }, task.reserved);
+      return task;
+    };
+    const one = twoOutputs.outputs.slice(0, 1);
+    const [completing, half, failed, unknown, plain] = [
+      await running({ callbackUrl: 'https://hooks.example/cb' }, one),
+      await running({}),
+      await running({}, one),
+      await running({}),
+      await running({}, one),
+    ];
+    const again = await running({}, one);
+    await taskRepository.recordArchive(ctx.db, { taskId: again.id, outputIndex: 0, patch: archived(again, 0), file: fileOf(again, 0) });
+    const items = [
+      { taskId: completing.id, outputIndex: 0, patch: archived(completing, 0), file: fileOf(completing, 0) },
+      { taskId: half.id, outputIndex: 1, patch: archived(half, 1), file: fileOf(half, 1) },
+      { taskId: failed.id, outputIndex: 0, patch: { archive_status: 'failed' as const } },
+      { taskId: unknown.id, outputIndex: 7, patch: archived(unknown, 7), file: fileOf(unknown, 7) },
+      { taskId: 'tsk_gone', outputIndex: 0, patch: { archive_status: 'failed' as const } },
+      { taskId: again.id, outputIndex: 0, patch: archived(again, 0), file: fileOf(again, 0) },
+      { taskId: plain.id, outputIndex: 0, patch: { archive_status: 'too_large' as const } },
+    ];
+    const answers = await taskRepository.recordArchiveMany(ctx.db, items);
+    expect(answers.map((a) => [a.completed?.id ?? null, a.fileCreated])).toEqual([
+      [completing.id, true], // the last output: completed, its library row written
+      [null, true], // output 0 still pending: written, not completed
+      [failed.id, false], // given up: completed without a row
+      [null, false], // no such output: nothing
+      [null, false], // no such task: nothing
+      [null, false], // completed already: its row stands, nothing more
+      [plain.id, false],
+    ]);
+    // The completion with a callback carries its first attempt's context, as the one-item statement does.
+    const at = new Date();
+    const read = (await callbackRepository.attemptContexts(ctx.db, [completing.id], at)).get(completing.id)!;
+    expect(carriedAttemptContext(answers[0]!.completed!.carried!, read.signing!, at)).toEqual(read);
+    expect(answers[2]!.completed).toEqual({ id: failed.id, workspaceId: ws.id, callbackRoundStart: 1, callback: false });
+    expect(await taskRepository.find(ctx.db, half.id)).toMatchObject({ status: 'running', output: { outputs: [twoOutputs.outputs[0], { ...twoOutputs.outputs[1], ...archived(half, 1) }] } });
+    expect(await taskRepository.find(ctx.db, unknown.id)).toMatchObject({ status: 'running', output: twoOutputs });
+    expect(await ctx.db.file.count({ where: { taskId: { in: [completing.id, half.id, failed.id, unknown.id, again.id] } } })).toBe(3);
+    await expect(taskRepository.recordArchiveMany(ctx.db, [items[1]!, { ...items[1]!, outputIndex: 0 }])).rejects.toThrow(/two items for one task/);
+  });
+
+  it('groups over the same tasks, given in opposite orders, lock in one order: every group ends, each task completed once', async () => {
+    for (let round = 0; round < 5; round++) {
+      const tasks: TaskRow[] = [];
+      for (let i = 0; i < 8; i++) {
+        const task = await makeTask(ctx.db, {});
+        await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
+        await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
+        tasks.push(task);
+      }
+      // Output 0 of every task in two groups, output 1 in two more, half of them in reverse order.
+      const group = (i: number) => (i % 2 ? [...tasks].reverse() : tasks).map((t) => ({ taskId: t.id, outputIndex: i >> 1, patch: { archive_status: 'failed' as const } }));
+      const answers = await Promise.all([0, 1, 2, 3].map((i) => taskRepository.recordArchiveMany(ctx.db, group(i))));
+      const completions = answers.flat().filter((a) => a.completed !== null).map((a) => a.completed!.id);
+      expect(completions.sort()).toEqual(tasks.map((t) => t.id).sort());
+    }
+  });
+
   it('does not complete a task with an output still pending, nor touch a task with no such output', async () => {
     const task = await makeTask(ctx.db, {});
     await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });

@@ -52,6 +52,20 @@ export interface SubmittedJob {
   upstreamUrls: Prisma.InputJsonValue | null;
 }
 
+/** One archive outcome to record (recordArchive): the output's entry patch, and its library row when archived. */
+export interface RecordArchiveInput {
+  taskId: string;
+  outputIndex: number;
+  patch: Partial<TaskOutputEntry>;
+  file?: CreateFileInput;
+}
+
+/** What recording an archive outcome did: the completion it made (null: none), and whether its library row was written. */
+export interface RecordedArchive {
+  completed: CompletedTask | null;
+  fileCreated: boolean;
+}
+
 /** What the job that delivers a just-completed task's callback needs. */
 export interface CompletedTask {
   id: string;
@@ -152,35 +166,44 @@ const ARCHIVE_SOURCE = `
   LEFT JOIN LATERAL (SELECT id, bytes FROM "File" WHERE "taskId" = t.id AND "outputIndex" = $2::int LIMIT 1) f ON true
   WHERE t.id = $1`;
 
-/** recordArchive's statement, with the library row's insert (`withFile`) or without. */
-const recordArchiveSql = (withFile: boolean) => `
-  WITH cur AS (
-    SELECT id, status, output FROM "Task"
-    WHERE id = $1 AND jsonb_typeof(output -> 'outputs' -> $2::int) = 'object'
-    FOR UPDATE
-  )${
-    withFile
-      ? `, copy AS (
+/**
+ * recordArchiveMany's statement: the archives that end together recorded in one (issue 12: one commit for the group),
+ * each item as recordArchive records one alone. The items come as one JSON array (`n` their order; at most one per
+ * task). The tasks are found by primary key (`id = ANY (ARRAY(…))`) and locked in task-id order (the order every
+ * multi-row transition takes Task rows), so racing archives of one task serialise on its row and exactly one completes
+ * it, and two groups never wait on each other in a cycle.
+ */
+const RECORD_ARCHIVES = `
+  WITH e AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(n int, "taskId" text, "outputIndex" int, patch jsonb, "fileId" text, "fileWorkspaceId" text,
+      source text, purpose text, filename text, "contentType" text, bytes bigint, sha256 text, "storageKey" text, "fileCreatedAt" timestamp(3),
+      "expiresAt" timestamp(3), "publicExpiresAt" timestamp(3), "archiveStatus" text)
+  ), cur AS (
+    SELECT t.id, t.status, t.output, e."outputIndex", e.patch FROM "Task" t JOIN e ON e."taskId" = t.id
+    WHERE t.id = ANY (ARRAY(SELECT "taskId" FROM e)) AND jsonb_typeof(t.output -> 'outputs' -> e."outputIndex") = 'object'
+    ORDER BY t.id
+    FOR UPDATE OF t
+  ), copy AS (
     INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
-    SELECT $5, $6, $7::"FileSource", $8, $9, $10, $11::bigint, $12, $13, $14::timestamp(3), $15::timestamp(3), $16::timestamp(3), $1, $2::int, $17::"ArchiveStatus"
-    FROM cur
+    SELECT e."fileId", e."fileWorkspaceId", e.source::"FileSource", e.purpose, e.filename, e."contentType", e.bytes, e.sha256, e."storageKey", e."fileCreatedAt",
+      e."expiresAt", e."publicExpiresAt", e."taskId", e."outputIndex", e."archiveStatus"::"ArchiveStatus"
+    FROM e JOIN cur ON cur.id = e."taskId"
+    WHERE e."fileId" IS NOT NULL
     ON CONFLICT DO NOTHING
-    RETURNING id, "workspaceId", "expiresAt")`
-      : ''
-  }, next AS (
+    RETURNING id, "workspaceId", "expiresAt", "taskId", "outputIndex"
+  ), next AS (
     SELECT cur.id, n.output,
            cur.status = 'running' AND NOT EXISTS (
-             SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending'
+             SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS o WHERE coalesce(o ->> 'archive_status', 'pending') = 'pending'
            ) AS completes
     FROM cur CROSS JOIN LATERAL (
-      SELECT jsonb_set(cur.output, ARRAY['outputs', $2::int::text], (cur.output -> 'outputs' -> $2::int) || $3::jsonb) AS output
+      SELECT jsonb_set(cur.output, ARRAY['outputs', cur."outputIndex"::text], (cur.output -> 'outputs' -> cur."outputIndex") || cur.patch) AS output
     ) AS n
-  )
-  , done AS (
+  ), done AS (
     UPDATE "Task" t SET output = next.output,
-      "updatedAt" = CASE WHEN t.status = 'running' THEN $4::timestamp(3) ELSE t."updatedAt" END,
+      "updatedAt" = CASE WHEN t.status = 'running' THEN $2::timestamp(3) ELSE t."updatedAt" END,
       status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
-      "completedAt" = CASE WHEN next.completes THEN $4::timestamp(3) ELSE t."completedAt" END,
+      "completedAt" = CASE WHEN next.completes THEN $2::timestamp(3) ELSE t."completedAt" END,
       "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
                              WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
     FROM next WHERE t.id = next.id
@@ -188,21 +211,22 @@ const recordArchiveSql = (withFile: boolean) => `
       t."callbackUrl", t."callbackState", t."callbackRoundStart", t."createdAt", t."startedAt", t."completedAt",
       next.completes, next.completes AND t."callbackUrl" IS NOT NULL AS carry
   )
-  -- With the first delivery attempt's context (attemptContexts' columns), joined for a completion that makes one; the
-  -- library file of output 0 is the row this statement wrote (a data-modifying CTE's row is not visible to the rest
-  -- of the statement) or one written before it.
-  SELECT t.completes, t.carry, ${withFile ? '(SELECT count(*) FROM copy) > 0' : 'false'} AS "fileCreated", ${CONTEXT_COLUMNS}
-  FROM done t
+  -- Per item, in order: whether it was written, with the first delivery attempt's context (attemptContexts' columns)
+  -- joined for a completion that makes one; the library file of output 0 is the row this statement wrote (a
+  -- data-modifying CTE's row is not visible to the rest of the statement) or one written before it.
+  SELECT e.n, t.id IS NOT NULL AS written, coalesce(t.completes, false) AS completes, coalesce(t.carry, false) AS carry,
+    EXISTS (SELECT 1 FROM copy WHERE copy."taskId" = e."taskId" AND copy."outputIndex" = e."outputIndex") AS "fileCreated", ${CONTEXT_COLUMNS}
+  FROM e
+  LEFT JOIN done t ON t.id = e."taskId"
   LEFT JOIN "Workspace" w ON t.carry AND w.id = t."workspaceId"
   LEFT JOIN "CallbackSecret" s ON t.carry AND s."workspaceId" = t."workspaceId"
-  LEFT JOIN LATERAL (${withFile ? `
-    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE t.carry AND $2::int = 0
-    UNION ALL` : ''}
+  LEFT JOIN LATERAL (
+    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE t.carry AND copy."taskId" = t.id AND copy."outputIndex" = 0
+    UNION ALL
     SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE t.carry AND "taskId" = t.id AND "outputIndex" = 0
     LIMIT 1
-  ) f ON true`;
-const RECORD_ARCHIVE = recordArchiveSql(false);
-const RECORD_ARCHIVE_WITH_FILE = recordArchiveSql(true);
+  ) f ON true
+  ORDER BY e.n`;
 
 export const taskRepository = {
   /**
@@ -436,31 +460,52 @@ export const taskRepository = {
    * with a callback also answers what its first delivery attempt reads (`carried`, the columns of attemptContexts'
    * read as of this statement; never a secret, only their version), when the workspace's secrets are made.
    */
-  async recordArchive(
-    db: DbClient,
-    input: { taskId: string; outputIndex: number; patch: Partial<TaskOutputEntry>; file?: CreateFileInput; now?: Date },
-  ): Promise<{ completed: CompletedTask | null; fileCreated: boolean }> {
-    const now = input.now ?? new Date();
-    const { taskId, outputIndex, file } = input;
-    const params: unknown[] = [taskId, outputIndex, JSON.stringify(input.patch), iso(now)];
-    if (file) {
-      params.push(file.id, file.workspaceId, file.source, file.purpose, file.filename, file.contentType, file.bytes.toString(), file.sha256 ?? null, file.storageKey);
-      params.push(iso(file.createdAt ?? now), iso(file.expiresAt), file.publicExpiresAt ? iso(file.publicExpiresAt) : null, file.archiveStatus ?? 'archived');
-    }
-    const rows = await queryPrepared<ContextColumns & { completes: boolean; carry: boolean; fileCreated: boolean }>(
+  async recordArchive(db: DbClient, input: RecordArchiveInput & { now?: Date }): Promise<RecordedArchive> {
+    const [recorded] = await taskRepository.recordArchiveMany(db, [input], input.now);
+    return recorded!;
+  },
+
+  /**
+   * recordArchive for several outputs in one statement (the archiver's archives that end while the previous group is
+   * in flight): one answer per item, in order, each as recordArchive answers it alone. At most one item per task:
+   * archives of one task's outputs go in separate statements, which its row's lock serialises.
+   */
+  async recordArchiveMany(db: DbClient, inputs: readonly RecordArchiveInput[], now = new Date()): Promise<RecordedArchive[]> {
+    if (new Set(inputs.map((i) => i.taskId)).size !== inputs.length) throw new Error('recordArchiveMany: two items for one task');
+    const items = inputs.map(({ taskId, outputIndex, patch, file }, n) => ({
+      n,
+      taskId,
+      outputIndex,
+      patch,
+      ...(file && {
+        fileId: file.id,
+        fileWorkspaceId: file.workspaceId,
+        source: file.source,
+        purpose: file.purpose,
+        filename: file.filename,
+        contentType: file.contentType,
+        bytes: file.bytes.toString(),
+        sha256: file.sha256 ?? null,
+        storageKey: file.storageKey,
+        fileCreatedAt: iso(file.createdAt ?? now),
+        expiresAt: iso(file.expiresAt),
+        publicExpiresAt: file.publicExpiresAt ? iso(file.publicExpiresAt) : null,
+        archiveStatus: file.archiveStatus ?? 'archived',
+      }),
+    }));
+    const rows = await queryPrepared<ContextColumns & { n: number; written: boolean; completes: boolean; carry: boolean; fileCreated: boolean }>(
       db,
-      file ? 'gensvc_task_record_archive_file' : 'gensvc_task_record_archive',
-      file ? RECORD_ARCHIVE_WITH_FILE : RECORD_ARCHIVE,
-      params,
+      'gensvc_task_record_archives',
+      RECORD_ARCHIVES,
+      [JSON.stringify(items), iso(now)],
     );
-    const row = rows[0];
-    if (!row) return { completed: null, fileCreated: false };
-    const { completes, fileCreated, carry, ...columns } = row;
-    if (!completes) return { completed: null, fileCreated };
-    const { id, workspaceId, callbackRoundStart, callbackUrl, currency, secretsVersion } = columns;
-    // Carried only where the first attempt could use it: the workspace still there, its secrets made.
-    const carried = carry && callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
-    return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
+    return rows.map(({ n: _n, written, completes, fileCreated, carry, ...columns }) => {
+      if (!written || !completes) return { completed: null, fileCreated };
+      const { id, workspaceId, callbackRoundStart, callbackUrl, currency, secretsVersion } = columns;
+      // Carried only where the first attempt could use it: the workspace still there, its secrets made.
+      const carried = carry && callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
+      return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
+    });
   },
 
   /**

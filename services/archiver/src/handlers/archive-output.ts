@@ -9,7 +9,7 @@
 // sniff window (SNIFF_BYTES), which the stream's HeadPeek would hold whole anyway before any byte flowed on: it is
 // read as one buffer, sniffed, hashed and put in one write (WHOLE_UP_TO).
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { Tier, generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
+import { Tier, generatedFile, groupCommit, taskRepository, type CreateFileInput, type RecordArchiveInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
@@ -38,13 +38,17 @@ const TIMEOUTS = {
 const WHOLE_UP_TO = SNIFF_BYTES;
 
 /**
- * Each outcome is recorded in one statement (taskRepository.recordArchive): the library row, the output's entry and,
+ * Each outcome is recorded in one statement (taskRepository.recordArchiveMany, shared by the archives that end
+ * together): the library row, the output's entry and,
  * once no output is pending, the task's completion (spec §7: an output that cannot be archived does not fail the
  * task), so its envelope and callback point at {file_url}. Of archives finishing side by side exactly one completes
  * it; that one schedules the callback at once. A task completed already (an image edit, or a re-run) is left as it is.
  */
 export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
+  // The archives that end while the previous group's statement is in flight are recorded in one (issue 12: one commit
+  // for the group); at low load each goes alone, at the end of its turn. Two outputs of one task never share one.
+  const recordArchive = groupCommit((items: RecordArchiveInput[]) => taskRepository.recordArchiveMany(db, items), { max: 32, keyOf: (item) => item.taskId });
 
   /**
    * The store round trip of a job that carries its source (one without a source read the task first): the outcome,
@@ -59,7 +63,7 @@ export function archiveOutput(deps: ArchiverDeps) {
    * (the completion statement returned it): the dispatcher need not read it back while the job is fresh.
    */
   const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
-    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
+    const { completed: done, fileCreated } = await recordArchive({ taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
       if (done.callback) {
