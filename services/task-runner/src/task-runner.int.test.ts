@@ -76,6 +76,8 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
   const { key } = await makeKey(ctx.db, ws.id);
   const operation = spec.operation ?? (s.model.includes('/video') ? 'text-to-video' : 'text-to-image');
   const input: GenerationInput = { prompt: 'a lighthouse at dusk', width: 1024, height: 768, ...(operation.endsWith('video') && { duration_seconds: 3 }), ...spec.input };
+  // The deadline from the creation's own clock reading, so the task's deadline is exactly deadlineMs after its creation.
+  const now = new Date();
   const task = await taskRepository.create(ctx.db, {
     id: newId('tsk'),
     workspaceId: ws.id,
@@ -86,8 +88,8 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
     input: input as never,
     callbackUrl: spec.callbackUrl === undefined ? null : spec.callbackUrl,
     amount: PRICE,
-    deadlineAt: new Date(Date.now() + (spec.deadlineMs ?? 30_000)),
-  });
+    deadlineAt: new Date(now.getTime() + (spec.deadlineMs ?? 30_000)),
+  }, now);
   // As the edge schedules it: the job carries the row the creation wrote, so its first run reads nothing.
   if (!spec.noSubmit) await scheduleSubmit(queues, taskJobRef(task), { created: task });
   return { task, ws, key };
