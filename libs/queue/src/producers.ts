@@ -53,16 +53,8 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   return 'added';
 }
 
-/** The columns of a task row its submit reads (TaskSubmit's `carried`), as the creation wrote them. */
-export interface CreatedTask {
-  status: CarriedSubmit['status'];
-  attempts: number;
-  model: string;
-  operation: string;
-  input: unknown;
-  createdAt: Date;
-  deadlineAt: Date | null;
-}
+/** The columns of a task row its submit reads (TaskSubmit's `carried`), as the creation wrote them: times as Dates. */
+export type CreatedTask = Omit<CarriedSubmit, 'createdAt' | 'deadlineAt'> & { createdAt: Date; deadlineAt: Date | null };
 
 /**
  * task.submit of a queued task (the edge at creation; the task-runner's reconciler for one whose job vanished).

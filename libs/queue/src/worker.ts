@@ -54,7 +54,10 @@ export const CARRIED_FRESH_MS = 2_000;
  * The job's first run, within CARRIED_FRESH_MS of its add: the only run whose carried row may stand for a read. A
  * re-run (its first run may have died after acting: a stalled job taken again, a retry of a failure) reads.
  */
-export const freshFirstRun = (job: Pick<Job, 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>, now: number): boolean =>
+/** What freshFirstRun looks at of a job: its runs and when it was added. */
+export type JobRuns = Pick<Job, 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>;
+
+export const freshFirstRun = (job: JobRuns, now: number): boolean =>
   job.attemptsStarted <= 1 && job.attemptsMade === 0 && job.stalledCounter === 0 && now - job.timestamp <= CARRIED_FRESH_MS;
 
 /** The abort reason closeWorkers gives handlers when it stops waiting for them. */

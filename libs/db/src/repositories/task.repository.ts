@@ -127,9 +127,12 @@ const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 // transitions left there) to find the one (issue 12; migration 20261126090000 does the same in the functions).
 /**
  * markSubmitted's statement: the submits that ended together recorded in one (issue 12: one commit for the group). The
- * jobs come as one JSON array, sorted by task id, so the rows are locked in the order every multi-row transition locks
- * Task rows (the webhooks' group takes them ORDER BY id), and two groups never wait on each other in a cycle. The tasks
- * are found by primary key (`id = ANY (ARRAY(…))`, as recordDeliveryAttempts finds them), the state compared as text.
+ * tasks are found by primary key (`id = ANY (ARRAY(…))`, as recordDeliveryAttempts finds them; transition-plans.int.test
+ * pins it), the state compared as text, and the rows are locked as that plan meets them: in the order of the JSON
+ * array (probing Task per item) or of the index (probing it with the array). The array is sorted by task id, so either
+ * way the rows are locked in the order every multi-row transition locks Task rows (the webhooks' group and
+ * recordArchiveMany take them ORDER BY id), and two groups never wait on each other in a cycle. One probe per row: a
+ * locking CTE ORDER BY id first (as recordArchiveMany's) would cost a second.
  */
 export const MARK_SUBMITTED = `
   WITH e AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, "channelId" text, "upstreamId" text, "upstreamUrls" jsonb))
@@ -211,10 +214,11 @@ const RECORD_ARCHIVES = `
       t."callbackUrl", t."callbackState", t."callbackRoundStart", t."createdAt", t."startedAt", t."completedAt",
       next.completes, next.completes AND t."callbackUrl" IS NOT NULL AS carry
   )
-  -- Per item, in order: whether it was written, with the first delivery attempt's context (attemptContexts' columns)
-  -- joined for a completion that makes one; the library file of output 0 is the row this statement wrote (a
+  -- Per item, in order: whether it completed its task and wrote its library row, with the first delivery attempt's
+  -- context (attemptContexts' columns) joined for a completion that makes one (the workspace and its secrets are
+  -- joined for no other row); the library file of output 0 is the row this statement wrote (a
   -- data-modifying CTE's row is not visible to the rest of the statement) or one written before it.
-  SELECT e.n, t.id IS NOT NULL AS written, coalesce(t.completes, false) AS completes, coalesce(t.carry, false) AS carry,
+  SELECT coalesce(t.completes, false) AS completes,
     EXISTS (SELECT 1 FROM copy WHERE copy."taskId" = e."taskId" AND copy."outputIndex" = e."outputIndex") AS "fileCreated", ${CONTEXT_COLUMNS}
   FROM e
   LEFT JOIN done t ON t.id = e."taskId"
@@ -493,17 +497,18 @@ export const taskRepository = {
         archiveStatus: file.archiveStatus ?? 'archived',
       }),
     }));
-    const rows = await queryPrepared<ContextColumns & { n: number; written: boolean; completes: boolean; carry: boolean; fileCreated: boolean }>(
+    const rows = await queryPrepared<ContextColumns & { completes: boolean; fileCreated: boolean }>(
       db,
       'gensvc_task_record_archives',
       RECORD_ARCHIVES,
       [JSON.stringify(items), iso(now)],
     );
-    return rows.map(({ n: _n, written, completes, fileCreated, carry, ...columns }) => {
-      if (!written || !completes) return { completed: null, fileCreated };
+    return rows.map(({ completes, fileCreated, ...columns }) => {
+      if (!completes) return { completed: null, fileCreated };
       const { id, workspaceId, callbackRoundStart, callbackUrl, currency, secretsVersion } = columns;
-      // Carried only where the first attempt could use it: the workspace still there, its secrets made.
-      const carried = carry && callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
+      // Carried only where the first attempt could use it: a callback to make, the workspace still there, its secrets
+      // made (the statement joins the workspace and its secrets only for such a completion).
+      const carried = callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
       return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
     });
   },

@@ -27,7 +27,7 @@ import {
   type TaskRow,
 } from '@gensvc/db';
 import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
-import { freshFirstRun, scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
+import { freshFirstRun, scheduleCallback, taskJobRef, type HandlerContext, type JobRuns, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
@@ -119,7 +119,7 @@ export interface KeptSecrets {
  */
 export function carriedContextOf(
   carried: CarriedAttempt,
-  job: Pick<HandlerContext['job'], 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>,
+  job: JobRuns,
   kept: KeptSecrets | undefined,
   now: Date,
 ): AttemptContext | null {

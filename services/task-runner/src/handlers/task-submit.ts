@@ -10,7 +10,7 @@ import { TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload
 import { fileContentLink } from '@gensvc/auth';
 import { fileRepository, groupCommit, taskRepository, type SubmittedJob, type TaskRow } from '@gensvc/db';
 import { isRetryable } from '@gensvc/errors';
-import { freshFirstRun, isLastAttempt, type HandlerContext } from '@gensvc/queue';
+import { freshFirstRun, isLastAttempt, type HandlerContext, type JobRuns } from '@gensvc/queue';
 import { toAppError, upstreamModelOf, withFailover, type CatalogRoute, type ProviderInput, type Submitted } from '@gensvc/upstream';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
@@ -34,7 +34,7 @@ export type SubmitTask = Pick<TaskRow, 'id' | 'workspaceId' | 'status' | 'upstre
  */
 export function carriedTaskOf(
   payload: Pick<JobPayload<typeof TaskSubmit>, 'taskId' | 'workspaceId' | 'carried'>,
-  job: Pick<HandlerContext['job'], 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>,
+  job: JobRuns,
   now: number,
 ): SubmitTask | null {
   const { carried, workspaceId } = payload;
