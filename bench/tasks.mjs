@@ -548,12 +548,14 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     const endToEnd = (performance.now() - started) / 1000;
     const phase1End = process.hrtime.bigint();
+    // Read before the raw round after phase 1, which runs on the same Redis (read after it, the figure held that
+    // round's ~160 commands per task as well).
+    const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const rawAfter = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
     const xactPerTask = ((await xacts()) - xactBefore) / TASKS;
     const walSyncAfter = await walSyncs();
     const walSyncPerTask = (walSyncAfter.n - walSyncBefore.n) / TASKS;
     const walSyncMs = ownPostgres ? (walSyncAfter.ms - walSyncBefore.ms) / (walSyncAfter.n - walSyncBefore.n) : NaN;
-    const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const simAfter = await simGet('/__sim/stats');
     const simLog = (await simGet('/__sim/requests')).data;
     const receiverHandshakes = receiver.handshakes() - warmedHandshakes;

@@ -154,10 +154,10 @@ export const RECORD_OUTPUT = `
   JOIN "Workspace" w ON w.id = (SELECT "workspaceId" FROM "Task" WHERE id = $1)`;
 
 /** operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are the task's kind's. */
-const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])));
+export const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])));
 
 // Each item's answer in its order, with its workspace's retention as RECORD_OUTPUT reads it.
-const RECORD_WEBHOOK_OUTPUTS = `
+export const RECORD_WEBHOOK_OUTPUTS = `
   SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, r.attempts, w.tier, w."retentionDays"
   FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3)) WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
   LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"

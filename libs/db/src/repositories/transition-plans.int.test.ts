@@ -3,7 +3,7 @@
 import { makeTask, useTestContext } from '@gensvc/testing';
 import pg from 'pg';
 import { withTx } from '../client';
-import { ADVANCE_POLL, MARK_SUBMITTED, RECORD_OUTPUT, taskRepository } from './task.repository';
+import { ADVANCE_POLL, MARK_SUBMITTED, OUTPUT_KINDS, RECORD_OUTPUT, RECORD_WEBHOOK_OUTPUTS, taskRepository } from './task.repository';
 
 const ctx = useTestContext();
 
@@ -107,4 +107,32 @@ it('ends a task and completes an archived one by primary-key probes, through Pri
   expect(await scans((tx) => taskRepository.finish(tx, live[15]!.id, { status: 'canceled' }))).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
   expect(await taskRepository.find(ctx.db, live[15]!.id)).toMatchObject({ status: 'canceled' });
   expect(await scans((tx) => taskRepository.completeIfArchived(tx, live[0]!.id))).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
+});
+
+it("locks a webhook group's rows by primary-key probes from plans kept since its first call (migration 20261127100000)", async () => {
+  // Seven webhooks whose jobs are not these tasks' (no task is running): the group takes its locks on the seven Task
+  // rows and their holds, keys and workspaces, and records nothing. The first call's plans are the kept ones (the
+  // function runs with force_generic_plan), so one call shows them; the tables' sequential scans are counted too.
+  const items = JSON.stringify(live.slice(0, 7).map((t, i) => ({ task: t.id, upstreamId: `up_other_${i}`, provider: 'replicate', outputs: {}, ledgerId: `led_hook_${i}` })));
+  const TABLES = ['Task', 'Reservation'];
+  await client.query('BEGIN');
+  try {
+    const read = async () => scansOf((await client.query(SCANS, [[...INDEXES, ...TABLES]])).rows) as Scans & Record<'Task' | 'Reservation', number>;
+    const before = await read();
+    const { rows } = await client.query(RECORD_WEBHOOK_OUTPUTS, [items, OUTPUT_KINDS, new Date().toISOString()]);
+    const after = await read();
+    expect(rows.map((r) => r.outcome)).toEqual(Array(7).fill('not_this'));
+    expect({ Task: after.Task - before.Task, Reservation: after.Reservation - before.Reservation }).toEqual({ Task: 0, Reservation: 0 });
+    // The holds through their primary key (one scan for the seven), none through the state indexes.
+    const scans = difference(before, after);
+    expect(scans).toMatchObject({ Task_status_updatedAt_idx: 0, Reservation_state_expiresAt_idx: 0 });
+    expect(scans.Reservation_pkey).toBeGreaterThan(0);
+    expect(scans.Task_pkey).toBeGreaterThan(0);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+  // Planned once per connection: the function carries the setting (pg_stat_statements, which would count the plans, is
+  // not loaded on every Postgres this suite runs on).
+  const { rows } = await client.query("SELECT proconfig FROM pg_proc WHERE proname = 'gensvc_task_record_webhook_outputs'");
+  expect(rows).toEqual([{ proconfig: ['plan_cache_mode=force_generic_plan'] }]);
 });
