@@ -416,7 +416,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const { auth, workspaceId } = await seedKey(db, { unlimited: true });
     const plain = await seedKey(db, { unlimited: true });
     // Provider webhooks on (WEBHOOKS=0 turns them off): the sim calls the edge back when a job ends, signed as
-    // Replicate and fal sign; the fallback poll waits TASK_POLL_WEBHOOK_FALLBACK (default 30 s).
+    // Replicate and fal sign; a task whose webhook never comes is polled by the task-runner's reconciler once it has
+    // waited TASK_POLL_WEBHOOK_FALLBACK (default 30 s).
     if (process.env.WEBHOOKS !== '0') {
       const edgePort = await freePort();
       Object.assign(env, {
@@ -623,7 +624,7 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       'TLS handshakes, archive fetches': (simAfter.tls_handshakes - simBefore.tls_handshakes) / TASKS,
       'TLS handshakes, callback check + deliveries': receiverHandshakes / TASKS,
       'S3 objects written (one PutObject each, image < 5 MiB)': tasks.reduce((n, t) => n + t.files.length, 0) / TASKS,
-      // A webhook that brought no poll forward leaves the task to its fallback poll (30 s after the submit).
+      // A task whose webhook recorded nothing and brought no poll is left to the reconciler's fallback poll (≥ 30 s).
       'tasks archived ≥ 25 s after submit (fallback poll)': tasks.filter((t) => archivedAt(t) - t.startedAt >= 25_000).length / TASKS,
     };
 

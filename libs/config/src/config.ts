@@ -112,7 +112,10 @@ export const envSchema = z.object({
   FAL_WEBHOOK_JWKS_URL: urlWithScheme(['https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
   /** The fal account's user id, which fal signs into each webhook (x-fal-webhook-user-id); fal webhooks need it. */
   FAL_WEBHOOK_USER_ID: z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters').optional(),
-  /** The first poll's wait when the provider was asked for a webhook: the poll is then only the fallback. */
+  /**
+   * How long a task whose provider was asked for a webhook waits for it, unmoved, before the task-runner's reconciler
+   * polls it (no poll job is made until then: the poll is only the fallback).
+   */
   TASK_POLL_WEBHOOK_FALLBACK: duration.default(30_000),
 });
 

@@ -76,14 +76,16 @@ export const TaskSubmit = defineJob({
 /**
  * One poll of the provider; the next poll is a new delayed job, so no worker slot is held while waiting. `attempt`
  * is the task's poll count when the job was made: a job whose count is no longer the task's is stale and does
- * nothing, so at most one chain of polls lives per task however often the reconciler re-adds one.
+ * nothing, so at most one chain of polls lives per task however often the reconciler re-adds one. `ended`: a verified
+ * provider webhook said the job has ended (the edge added this poll for it), so a protocol that can read the outcome
+ * directly does (fal's result, without its status first).
  */
 export const TaskPoll = defineJob({
   queue: 'tasks',
   name: 'task.poll',
   version: 1,
   retry: { attempts: 5, backoffMs: 1_000 },
-  schema: z.object({ taskId: id, attempt }),
+  schema: z.object({ taskId: id, attempt, ended: z.literal(true).optional() }),
   key: (p) => [p.taskId, p.attempt],
 });
 

@@ -8,4 +8,4 @@ export * from './worker-health';
 export * from './producers';
 export * from './sweeper';
 export * from './pub-sub';
-export { inTraceOf } from './trace-context';
+export { contextFromQuery, inTraceOf, traceQueryOf } from './trace-context';

@@ -7,12 +7,9 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type CarriedAttempt, type CarriedSubmit, type JobInput, type JobPayload } from '@gensvc/contracts';
-import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
-import { ErrorCode } from 'bullmq';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdOf, type Queues } from './queues';
-import { contextFromEnvelope } from './trace-context';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {
@@ -81,59 +78,12 @@ export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, d
 }
 
 /**
- * Brings a task's waiting poll forward (a verified provider webhook said its job ended): poll `attempt`, or the next
- * one if that poll was running meanwhile, is promoted; a poll that became due meanwhile runs now anyway. Adds nothing:
- * when no poll waits, the task has moved on, its poll is running, or its submit has not added poll 1 yet. Each look
- * is one promote per candidate (one Redis round trip each; no read of the job first), and when none waited the look
- * is made again after each of `waitsMs` (the submit or the poll in flight adds its poll a moment later). True when
- * one was promoted.
+ * Poll `attempt` of a running task, now, because a verified provider webhook said its job ended without carrying a
+ * result we record (a failure, a cancel, a body we cannot read): added with `ended` (TaskPoll), or, when that poll
+ * waits delayed, promoted; a poll of that id running or due already is left as it is, and a finished one is replaced.
  */
-export async function promotePoll(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number, waitsMs: readonly number[] = [250]): Promise<boolean> {
-  const queue = queues.get(TaskPoll.queue);
-  for (let look = 0; ; look++) {
-    for (const n of [attempt, attempt + 1]) {
-      try {
-        // The id is the task's and the attempt's alone (TaskPoll's key): no row needs reading to name it.
-        await queue.backend.promote(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }));
-        return true;
-      } catch (e) {
-        // Not in the delayed set: absent, running, or finished. Anything else (Redis) is the caller's to see.
-        if ((e as { code?: unknown }).code !== ErrorCode.JobNotInState) throw e;
-      }
-    }
-    if (look === waitsMs.length) return false;
-    await new Promise((r) => setTimeout(r, waitsMs[look]));
-  }
-}
-
-/**
- * Takes back a task's fallback poll once its result was recorded without it (a verified provider webhook carried the
- * result): poll `attempt` (the one the task's count says waits) and `attempt + 1` (one a poll in flight may just have
- * added), by id, with no read first. A poll that is running is not removed (BullMQ keeps a locked job); it reads the
- * task, finds the result there and ends. Issued in the same socket write as whatever else this turn sends on the
- * connection (the archive jobs' adds: coalesceWrites). Answers how many were removed.
- */
-export async function removePolls(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<number> {
-  const queue = queues.get(TaskPoll.queue);
-  coalesceWrites(queues.connection);
-  const removed = await Promise.all([attempt, attempt + 1].map((n) => queue.remove(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt: n }))));
-  return removed.reduce((sum, r) => sum + r, 0);
-}
-
-/**
- * The trace a task's waiting poll `attempt` carries (its envelope's `trace`: the task's trace, from its creation on),
- * read with one HGET of the job's data alone; ROOT_CONTEXT when that poll is gone or carries none. For the work done
- * for that poll by another hand (the edge recording the result a webhook carried), so the task stays one trace.
- */
-export async function pollTraceContext(queues: Queues, ref: Pick<TaskJobRef, 'taskId'>, attempt: number): Promise<Context> {
-  const key = queues.get(TaskPoll.queue).toKey(jobIdOf(TaskPoll, { taskId: ref.taskId, attempt }));
-  const data = await queues.connection.hget(key, 'data');
-  if (!data) return ROOT_CONTEXT;
-  try {
-    return contextFromEnvelope(JSON.parse(data));
-  } catch {
-    return ROOT_CONTEXT;
-  }
+export function scheduleEndedPoll(queues: Queues, ref: TaskJobRef, attempt: number): Promise<EnsureJobOutcome> {
+  return add(queues, TaskPoll, { ...envelope(ref), attempt, ended: true }, { promote: true });
 }
 
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */

@@ -10,6 +10,31 @@ export function traceCarrierOf(ctx: Context): Record<string, string> {
   return carrier;
 }
 
+/**
+ * The active trace as a URL's query (`traceparent=…`, W3C), for a URL a third party calls on this trace's behalf (the
+ * provider's webhook of a task): its call is then recorded in the task's trace (contextFromQuery). Empty when no span
+ * is active (telemetry off, or not sampled in).
+ */
+export function traceQueryOf(ctx: Context = context.active()): string {
+  return new URLSearchParams(traceCarrierOf(ctx)).toString();
+}
+
+/** A trace field's value, at most this long (a traceparent is 55 characters). */
+const QUERY_VALUE_MAX = 512;
+
+/**
+ * The context a URL's query carries (traceQueryOf), ROOT_CONTEXT when none. The query is not signed by whoever calls
+ * the URL: it can only place that call in a trace, and a malformed value is ignored.
+ */
+export function contextFromQuery(query: URLSearchParams): Context {
+  const carrier: Record<string, string> = {};
+  for (const field of propagation.fields()) {
+    const value = query.get(field);
+    if (value !== null && value.length <= QUERY_VALUE_MAX) carrier[field] = value;
+  }
+  return Object.keys(carrier).length === 0 ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
+}
+
 /** The context an envelope's `trace` carries (ROOT_CONTEXT if none); reads unparsed data, so it never throws. */
 export function contextFromEnvelope(data: unknown): Context {
   const trace = (data as { trace?: unknown } | null | undefined)?.trace;

@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { createRedisConnection } from './connection';
 import type { QueueLogger } from './logger';
 import { createQueueEvents, createQueues, enqueue, type Queues } from './queues';
+import { contextFromQuery, traceQueryOf } from './trace-context';
 import { closeWorkers, defineWorker } from './worker';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
@@ -142,5 +143,18 @@ describe('trace context across the queue', () => {
     expect(await named('archive.output process')).toMatchObject({ ended: true, status: { code: SpanStatusCode.ERROR, message: 'bucket unavailable' } });
     await failedHere;
     expect(logged).toEqual(['error job failed']);
+  });
+
+  it("carries the active trace in a URL's query for a third party's call back (a provider's webhook), and reads it there", async () => {
+    const span = { traceId: hex(16), spanId: hex(8), traceFlags: TraceFlags.SAMPLED, isRemote: true };
+    const query = context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => traceQueryOf());
+    expect(query).toBe(`traceparent=00-${span.traceId}-${span.spanId}-01`);
+    // As the edge reads the webhook's URL: the same span context, remote.
+    expect(trace.getSpanContext(contextFromQuery(new URLSearchParams(`a=1&${query}`)))).toEqual(span);
+    // No active span: nothing in the URL; a query without a trace, or with a malformed one, gives the root context.
+    expect(traceQueryOf(ROOT_CONTEXT)).toBe('');
+    expect(contextFromQuery(new URLSearchParams('a=1'))).toBe(ROOT_CONTEXT);
+    expect(trace.getSpanContext(contextFromQuery(new URLSearchParams('traceparent=00-xyz-01')))).toBeUndefined();
+    expect(trace.getSpanContext(contextFromQuery(new URLSearchParams(`traceparent=${'0'.repeat(600)}`)))).toBeUndefined();
   });
 });

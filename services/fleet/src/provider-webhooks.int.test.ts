@@ -1,8 +1,8 @@
 // Provider webhooks (issue 12) through real processes: the task-runner asks the upstream-sim's Replicate and fal
 // protocols for a webhook, the sim signs it as each provider does (Standard Webhooks HMAC; ED25519 with its JWKS)
-// and POSTs it to the edge, the edge verifies it and records the result the webhook carries (no poll, no provider
-// read); the fallback poll waits TASK_POLL_WEBHOOK_FALLBACK. Then the edge is SIGKILLed while webhooks are due: they
-// reach nothing, and the fallback polls finish those tasks.
+// and POSTs it to the edge, the edge verifies it and records the result the webhook carries (no poll job is ever made,
+// no provider read). Then the edge is SIGKILLed while webhooks are due: they reach nothing, and the task-runner's
+// reconciler polls each task once it has waited TASK_POLL_WEBHOOK_FALLBACK, which finishes them.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,8 @@ const ctx = useTestContext({
   FILE_BASE_URL: 'https://files.gensvc.test',
   TASK_POLL_SCHEDULE: '1s',
   TASK_POLL_WEBHOOK_FALLBACK: `${FALLBACK_MS}ms`,
+  // The reconcilers sweep every 2 s: the fallback's poll comes within 2 s of its wait.
+  RECONCILE_INTERVAL: '2s',
 });
 
 const scratch = mkdtempSync(join(tmpdir(), 'gensvc-provider-webhooks-'));
@@ -111,8 +113,8 @@ it('finishes tasks on the providers\' webhooks, long before the fallback poll, w
   const hooks = sim.webhooks().filter((w) => upstreamIds.includes(w.id));
   expect(hooks.map((w) => [w.provider, w.status]).sort()).toEqual([...Array(3).fill(['fal', 204]), ...Array(3).fill(['replicate', 204])]);
   // The webhook's body is the result (Replicate's prediction, fal's payload): recorded by the edge, so the provider
-  // was never asked about these jobs (no status read, no fal result read) and no poll ran: each task's fallback poll
-  // was removed while it waited (a poll that ran would be kept, completed, for an hour).
+  // was never asked about these jobs (no status read, no fal result read), and no poll job was made for them (one that
+  // ran would be kept, completed, for an hour).
   expect(pollsOf(upstreamIds)).toHaveLength(0);
   const falResults = sim.requests().filter((r) => r.method === 'GET' && upstreamIds.some((u) => r.path.endsWith(`/requests/${u}`)));
   expect(falResults).toHaveLength(0);
@@ -124,7 +126,7 @@ it('finishes tasks on the providers\' webhooks, long before the fallback poll, w
   }
 }, 60_000);
 
-it('with the edge SIGKILLed while webhooks are due, the fallback polls finish the tasks', async () => {
+it("with the edge SIGKILLed while webhooks are due, the reconciler's fallback polls finish the tasks", async () => {
   const ids = await Promise.all([0, 1].flatMap((i) => [create('sim/hooks-replicate', 10 + i), create('sim/hooks-fal', 10 + i)]));
   await procs.get('edge')!.stop('SIGKILL');
   await eventually(async () => (await tasksOf(ids)).every((t) => t.status === 'completed'), 'every task completed by its fallback poll', FALLBACK_MS + 20_000);
@@ -134,6 +136,6 @@ it('with the edge SIGKILLed while webhooks are due, the fallback polls finish th
   const hooks = sim.webhooks().filter((w) => all.includes(w.id));
   expect(hooks).toHaveLength(ids.length);
   for (const w of hooks) expect(w).toMatchObject({ status: null, error: expect.any(String) });
-  // So the polls did it, at the fallback's wait.
+  // So the polls did it, once the fallback's wait had passed.
   for (const t of tasks) expect(t.completedAt!.getTime() - t.createdAt.getTime()).toBeGreaterThanOrEqual(FALLBACK_MS - 1_000);
 }, 90_000);

@@ -148,7 +148,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
   expect(await ctx.db.file.count({ where: { taskId } })).toBe(1);
 }, 90_000);
 
-it('one trace with a provider webhook: the edge records the result under the trace of the task\'s fallback poll, and no poll runs', async () => {
+it('one trace with a provider webhook: the edge records the result under the trace its URL carries, and no poll is made', async () => {
   collector.spans.splice(0);
   await runTracedTask({ channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' }, (edgeUrl) => ({
     PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
@@ -160,9 +160,10 @@ it('one trace with a provider webhook: the edge records the result under the tra
   expect(submitPublish).toHaveLength(1);
   const { trace, chain, one } = traceOf(collector.spans, submitPublish[0]!.traceId);
   const server = one((s) => s.service === 'gensvc-edge' && s.kind === 'server' && /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)), 'edge server span');
-  // The webhook recorded the result: no poll ran, and the archive job was published by the edge, under the fallback
-  // poll's publish span (the trace that poll carried), so the task is still one trace from its creation.
-  expect(collector.spans.filter((s) => s.name === 'task.poll process')).toEqual([]);
+  // The webhook recorded the result: no poll was made, and the archive job was published by the edge, under the
+  // submit's span (the trace the webhook URL's query carried from the submit), so the task is still one trace from
+  // its creation.
+  expect(collector.spans.filter((s) => s.name === 'task.poll publish' || s.name === 'task.poll process')).toEqual([]);
   const archivePublish = one((s) => s.name === 'archive.output publish', 'archive.output publish');
   expect(archivePublish.service).toBe('gensvc-edge');
   const delivery = one((s) => s.kind === 'client' && s.service === 'gensvc-callback-dispatcher' && /\/cb$/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')), 'callback POST');
@@ -170,7 +171,7 @@ it('one trace with a provider webhook: the edge records the result under the tra
     .map((s) => s.name)
     .filter((n) => / (publish|process)$/.test(n))
     .reverse();
-  expect(steps).toEqual(['task.submit publish', 'task.submit process', 'task.poll publish', 'archive.output publish', 'archive.output process', 'callback.deliver publish', 'callback.deliver process']);
+  expect(steps).toEqual(['task.submit publish', 'task.submit process', 'archive.output publish', 'archive.output process', 'callback.deliver publish', 'callback.deliver process']);
   expect(chain(delivery).at(-1)).toBe(server);
   // The one statement that checks the task and records the result is in the task's trace.
   expect(trace.some((s) => s.service === 'gensvc-edge' && /gensvc_task_record_webhook_output/.test(JSON.stringify(s.attributes)))).toBe(true);

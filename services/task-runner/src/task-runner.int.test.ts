@@ -394,6 +394,23 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(poll!.opts.delay).toBeGreaterThan(25_000);
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
   });
+
+  it('asks the provider for a webhook when they are on, and makes no poll: the reconciler is the fallback', async () => {
+    const s = await setup(protocol, 'image');
+    const { task, ws } = await createTask(s, { noSubmit: true });
+    // An address nothing answers at: the sim's webhook reaches nothing, and the task is left as the submit left it.
+    const hooks = { ...runner.handlerDeps.config.providerWebhooks, baseUrl: 'http://127.0.0.1:9', replicateSecret: 'whsec_dGVzdA==', falUserId: 'sim-user' };
+    const deps = { ...runner.handlerDeps, config: { ...runner.handlerDeps.config, providerWebhooks: hooks } };
+    const outcome = await taskSubmit(deps)({ taskId: task.id, workspaceId: ws.id }, direct(0));
+    expect(outcome).toMatchObject({ outcome: 'submitted', channelId: s.channelIds[0] });
+    expect(await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 1]))).toBeUndefined();
+    const row = await taskRepository.find(ctx.db, task.id);
+    expect(row).toMatchObject({ status: 'running', attempts: 1, output: null });
+    // The provider was given the task's webhook URL, and called it when the job ended.
+    const hook = await eventually(async () => sim.webhooks().find((w) => w.id === row!.upstreamId), 'the webhook sent');
+    expect(hook).toMatchObject({ provider: protocol, url: `http://127.0.0.1:9/v1/provider-webhooks/${protocol}/${task.id}`, status: null });
+    await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
+  });
 });
 
 describe('a re-run of a job that died half-way', () => {

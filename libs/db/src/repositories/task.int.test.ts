@@ -202,7 +202,7 @@ describe('recordWebhookOutputs', () => {
 
     const racing = await Promise.all([record(), record(), record()]);
     expect(racing.filter((r) => r.outcome === 'recorded')).toEqual([
-      { outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: task.id, workspaceId: c.workspaceId, model: task.model, attempts: 1 }, retention: await retentionOf(c.workspaceId) },
+      { outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: task.id, workspaceId: c.workspaceId, model: task.model }, retention: await retentionOf(c.workspaceId) },
     ]);
     // The others saw it recorded (done), or passed the check beside the winner and lost at the write (moved_on).
     for (const r of racing.filter((r) => r.outcome !== 'recorded')) expect(['done', 'moved_on']).toContain(r.outcome);
@@ -232,7 +232,7 @@ describe('recordWebhookOutputs', () => {
     const item = (task: { id: string }, upstreamId: string) => ({ id: task.id, upstreamId, provider: 'replicate', outputs: { image: entry('image') } });
     const answers = await taskRepository.recordWebhookOutputs(ctx.db, [item(t3, 'g-3'), item(t1, 'g-1'), item(t2, 'not-its-job'), item(t1, 'g-1'), item(t2, 'g-2')]);
     expect(answers.map((x) => x.outcome)).toEqual(['recorded', 'recorded', 'not_this', 'done', 'recorded']);
-    expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model, attempts: 1 }, retention: await retentionOf(a.workspaceId) });
+    expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model }, retention: await retentionOf(a.workspaceId) });
     for (const t of [t1, t2, t3]) expect(await ctx.db.ledgerEntry.count({ where: { taskId: t.id } })).toBe(1);
     expect(await books(a.workspaceId, a.apiKeyId)).toMatchObject({ balance: 1_000_000n - 2n * PRICE, held: 0n, spent: PRICE });
     expect(await books(a.workspaceId, b.apiKeyId)).toMatchObject({ spent: PRICE });
@@ -553,7 +553,10 @@ describe('the reconcilers’ indexes (partial: live tasks, pending or parked del
     const before = `'2100-01-01'::timestamp(3)`;
     // staleInProvider, staleInArchive (as Prisma writes them), stalePendingDeliveries and gensvc_count_parked.
     const sweeps: [string, string][] = [
-      [`SELECT id FROM "Task" WHERE "updatedAt" < ${before} AND (status = 'queued' OR (status = 'running' AND output IS NULL)) ORDER BY "updatedAt" LIMIT 100`, 'Task_status_updatedAt_idx'],
+      [
+        `SELECT id FROM "Task" WHERE (status = 'queued' AND "updatedAt" < ${before}) OR (status = 'running' AND output IS NULL AND ("updatedAt" < ${before} OR "deadlineAt" < ${before})) ORDER BY "updatedAt" LIMIT 100`,
+        'Task_status_updatedAt_idx',
+      ],
       [`SELECT id FROM "Task" WHERE status = 'running' AND output IS NOT NULL AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`, 'Task_status_updatedAt_idx'],
       [`SELECT id FROM "Task" WHERE "callbackState" = 'pending' AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`, 'Task_callbackState_updatedAt_idx'],
       [`SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`, 'Task_callbackState_updatedAt_idx'],

@@ -158,7 +158,7 @@ export const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TAS
 
 // Each item's answer in its order, with its workspace's retention as RECORD_OUTPUT reads it.
 export const RECORD_WEBHOOK_OUTPUTS = `
-  SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, r.attempts, w.tier, w."retentionDays"
+  SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, w.tier, w."retentionDays"
   FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3)) WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
   LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"
   ORDER BY r.n`;
@@ -412,7 +412,7 @@ export const taskRepository = {
    * item first, in the order every writer takes them. One transaction: a failure records none of them.
    */
   async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
-    type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null; attempts: number | null };
+    type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null };
     const items = inputs.map((input) => ({ task: input.id, upstreamId: input.upstreamId, provider: input.provider, outputs: input.outputs, ledgerId: newId('led') }));
     const rows = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
       JSON.stringify(items),
@@ -426,7 +426,7 @@ export const taskRepository = {
         outcome: 'recorded',
         kind: row.kind!,
         charged: BigInt(row.charged!),
-        task: { id: input.id, workspaceId: row.workspaceId!, model: row.model!, attempts: row.attempts! },
+        task: { id: input.id, workspaceId: row.workspaceId!, model: row.model! },
         retention: { tier: row.tier!, retentionDays: row.retentionDays },
       };
     });
@@ -559,12 +559,19 @@ export const taskRepository = {
   },
 
   /**
-   * Live tasks the task-runner owes a step and that have not moved since `before` (queued: a submit; running
-   * without the provider's result: a poll): their job may have vanished (Redis flushed) or died with its worker.
+   * Live tasks the task-runner owes a step: queued ones that have not moved since `cut.queued` (a submit), and running
+   * ones without the provider's result that have not moved since `cut.running`, or are past their deadline at
+   * `cut.now` (a poll). Their job may have vanished (Redis flushed) or died with its worker; a running task whose
+   * provider was asked for a webhook has no poll at all until then, and its webhook may never come.
    */
-  staleInProvider(db: DbClient, before: Date, limit: number) {
+  staleInProvider(db: DbClient, cut: { queued: Date; running: Date; now: Date }, limit: number) {
     return db.task.findMany({
-      where: { updatedAt: { lt: before }, OR: [{ status: 'queued' }, { status: 'running', output: { equals: Prisma.DbNull } }] },
+      where: {
+        OR: [
+          { status: 'queued', updatedAt: { lt: cut.queued } },
+          { status: 'running', output: { equals: Prisma.DbNull }, OR: [{ updatedAt: { lt: cut.running } }, { deadlineAt: { lt: cut.now } }] },
+        ],
+      },
       select: { id: true, workspaceId: true, status: true, attempts: true },
       orderBy: { updatedAt: 'asc' },
       take: limit,
@@ -796,7 +803,7 @@ export interface WebhookOutputInput {
 
 /** What recordWebhookOutputs did with one item (see there). */
 export type WebhookOutputRecord =
-  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>; retention: WorkspaceRetention }
+  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model'>; retention: WorkspaceRetention }
   | { outcome: 'done' | 'not_this' | 'needs_row' | 'moved_on' };
 
 /** A task row as findUnique reads it (and RETURNING * gives it). */

@@ -5,7 +5,7 @@
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
 import { taskRepository, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord, type WorkspaceRetention } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
-import { removePolls, scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
+import { scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
 import type { ProviderOutput } from './provider';
 
 export interface TaskResultDeps {
@@ -20,15 +20,6 @@ export interface WebhookResultDeps extends TaskResultDeps {
   recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
 
-export interface TaskResultOptions {
-  /**
-   * The result came without the task's poll (a webhook): its waiting fallback poll is removed, in the same Redis
-   * write as the archive jobs' adds. A process that dies before that write leaves the poll in place, and it finds
-   * the result recorded and re-adds the archive jobs (task-poll.ts), as the archiver's reconciler would.
-   */
-  removeFallbackPoll?: boolean;
-}
-
 /**
  * Records `outputs` as the task's result and settles its hold (taskRepository.recordOutput: one statement, only for
  * a task still running with no output, so a second reader of the same result — a replayed webhook, a poll racing
@@ -40,12 +31,11 @@ export async function recordTaskResult(
   task: TaskRow,
   outputs: ProviderOutput[],
   log: Logger,
-  opts: TaskResultOptions = {},
 ): Promise<{ outputs: number; charged: bigint } | null> {
   const entries = outputEntries(task, outputs);
   const recorded = await taskRepository.recordOutput(deps.db, task.id, { outputs: entries }, task.reserved);
   if (!recorded) return null;
-  await afterRecorded(deps, task, entries, recorded, log, opts);
+  await afterRecorded(deps, task, entries, recorded, log);
   return { outputs: entries.length, charged: recorded.charged };
 }
 
@@ -57,8 +47,8 @@ export interface WebhookJob {
 }
 
 /**
- * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, with
- * the fallback poll removed, for the task whose recorded provider job is the one the provider signed, of a channel of
+ * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, for
+ * the task whose recorded provider job is the one the provider signed, of a channel of
  * that provider, running with no output yet. One Postgres statement does the checks and the recording
  * (taskRepository.recordWebhookOutputs, through the caller's grouped recorder; issue 12: the task's read before it was a round trip per task): the entries
  * go in built for each kind the task may make, and the statement keeps its kind's. A video's entries need the
@@ -80,14 +70,14 @@ export async function recordWebhookResult(deps: WebhookResultDeps, job: WebhookJ
   switch (record.outcome) {
     case 'recorded': {
       const entries = byKind[record.kind as OutputKind]!;
-      await afterRecorded(deps, record.task, entries, record, log.child({ workspaceId: record.task.workspaceId }), { removeFallbackPoll: true });
+      await afterRecorded(deps, record.task, entries, record, log.child({ workspaceId: record.task.workspaceId }));
       return 'recorded';
     }
     case 'needs_row': {
       // Checked just now, and none of it changes once the task is running: its job id and channel are set at submit.
       const task = await taskRepository.find(deps.db, job.taskId);
       if (!task || task.upstreamId !== job.upstreamId) return 'not_this';
-      const recorded = await recordTaskResult(deps, task, outputs, log.child({ workspaceId: task.workspaceId }), { removeFallbackPoll: true });
+      const recorded = await recordTaskResult(deps, task, outputs, log.child({ workspaceId: task.workspaceId }));
       if (!recorded) log.info('provider webhook: the task moved on before its result was recorded');
       return recorded ? 'recorded' : 'done';
     }
@@ -99,22 +89,20 @@ export async function recordWebhookResult(deps: WebhookResultDeps, job: WebhookJ
   }
 }
 
-/** A result just recorded (by this call): the log line, the spend metric, the archive jobs (and the poll's removal). */
+/** A result just recorded (by this call): the log line, the spend metric, the archive jobs. */
 async function afterRecorded(
   deps: TaskResultDeps,
-  task: Pick<TaskRow, 'id' | 'workspaceId' | 'model' | 'attempts'>,
+  task: Pick<TaskRow, 'id' | 'workspaceId' | 'model'>,
   entries: TaskOutputEntry[],
   { charged, retention }: { charged: bigint; retention: WorkspaceRetention },
   log: Logger,
-  opts: TaskResultOptions,
 ): Promise<void> {
   log.info({ outputs: entries.length, charged: charged.toString() }, 'task output recorded; archiving');
   if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: charged });
-  const ref = taskJobRef(task);
-  // One Redis write for both (one round trip). Should the removal land and the adds not, the archiver's reconciler
-  // re-adds the archive jobs of a running task whose outputs wait (services/archiver reconciler.ts).
   // The jobs carry their outputs' sources and the workspace's retention, read with the result: the archiver reads none.
-  await Promise.all([scheduleArchives(deps.queues, ref, { outputs: entries }, { retention }), opts.removeFallbackPoll ? removePolls(deps.queues, ref, task.attempts) : undefined]);
+  // Should a process die before they are added, the archiver's reconciler adds them for a running task whose outputs
+  // wait (services/archiver reconciler.ts).
+  await scheduleArchives(deps.queues, taskJobRef(task), { outputs: entries }, { retention });
 }
 
 /**

@@ -52,7 +52,7 @@ export function taskPoll(deps: TaskHandlerDeps) {
     // Asked even at the deadline (the last poll is due then): a result that is there is taken, not timed out.
     let state: JobState;
     try {
-      const call = { channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal, ended: broughtForward(ctx.job) };
+      const call = { channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal, ended: payload.ended === true || broughtForward(ctx.job) };
       state = await providers[channel.kind].status(call);
     } catch (e) {
       if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
@@ -90,8 +90,8 @@ const AHEAD_MS = 1_000;
 
 /**
  * Whether this poll runs well before it was due: only a verified provider webhook brings a poll forward (the edge's
- * provider-webhooks route promotes it), and providers call theirs when the job has ended. A poll due by its delay
- * runs at or after timestamp + delay.
+ * provider-webhooks route promotes a waiting one; one it adds says `ended`), and providers call theirs when the job
+ * has ended. A poll due by its delay runs at or after timestamp + delay.
  */
 export function broughtForward(job: Pick<HandlerContext['job'], 'timestamp' | 'opts'>, now = Date.now()): boolean {
   return job.timestamp + (job.opts.delay ?? 0) - now > AHEAD_MS;

@@ -6,7 +6,7 @@
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
-import { scheduleCallback, scheduleCancel, schedulePoll, taskJobRef, type Queues } from '@gensvc/queue';
+import { scheduleCallback, scheduleCancel, schedulePoll, taskJobRef, traceQueryOf, type Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
@@ -52,37 +52,31 @@ export async function enqueuePoll(
   deps: Pick<TaskHandlerDeps, 'config' | 'queues'>,
   task: Pick<TaskRow, 'id' | 'workspaceId' | 'deadlineAt'>,
   attempt: number,
-  opts: { ensure?: boolean; now?: number; delayMs?: number } = {},
+  opts: { ensure?: boolean; now?: number } = {},
 ): Promise<number> {
-  const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now, opts.delayMs);
+  const delay = pollDelay(deps.config.tasks.pollScheduleMs, task, attempt, opts.now);
   // ensure: for re-runs, where a finished job of that id (a poll that failed for good) must not swallow this one.
   await schedulePoll(deps.queues, taskJobRef(task), attempt, delay, { recover: opts.ensure });
   return delay;
 }
 
-/**
- * The wait before poll `attempt`: `wait` when given (the webhook fallback), else the n-th value of the schedule (the
- * last repeats); never past the deadline.
- */
-export function pollDelay(
-  schedule: readonly number[],
-  task: Pick<TaskRow, 'deadlineAt'>,
-  attempt: number,
-  now = Date.now(),
-  wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000,
-): number {
+/** The wait before poll `attempt`: the n-th value of the schedule (the last repeats), never past the deadline. */
+export function pollDelay(schedule: readonly number[], task: Pick<TaskRow, 'deadlineAt'>, attempt: number, now = Date.now()): number {
+  const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
   return task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - now)) : wait;
 }
 
 /**
- * Where a provider of this kind should POST when the task's job ends (the edge's signed inbound route), or
- * undefined when provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified
- * (Replicate without REPLICATE_WEBHOOK_SECRET, fal without FAL_WEBHOOK_USER_ID).
+ * Where a provider of this kind should POST when the task's job ends (the edge's signed inbound route), with the
+ * task's trace in its query when one is active (traceQueryOf: the edge records the webhook in it), or undefined when
+ * provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified (Replicate without
+ * REPLICATE_WEBHOOK_SECRET, fal without FAL_WEBHOOK_USER_ID).
  */
 export function webhookUrlFor(config: Pick<Config, 'providerWebhooks'>, kind: 'replicate' | 'fal', taskId: string): string | undefined {
   const { baseUrl, replicateSecret, falUserId } = config.providerWebhooks;
   if (baseUrl === undefined || (kind === 'replicate' ? replicateSecret : falUserId) === undefined) return undefined;
-  return `${baseUrl}/v1/provider-webhooks/${kind}/${encodeURIComponent(taskId)}`;
+  const trace = traceQueryOf();
+  return `${baseUrl}/v1/provider-webhooks/${kind}/${encodeURIComponent(taskId)}${trace && `?${trace}`}`;
 }
 
 /** The provider URLs recorded at submission (a JSON object of strings), or null. */

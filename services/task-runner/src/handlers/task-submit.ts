@@ -1,7 +1,11 @@
 // task.submit: hands a queued task to a provider. The model's routes to replicate and fal channels are tried in
 // libs/upstream's order with failover; the first channel that accepts the job gets it, and the task becomes running
-// with the provider's job id recorded (markSubmitted), then its first poll is added as a delayed job. The task is
-// the row its job carries on the job's fresh first run (the edge's creation wrote it: carriedTaskOf), read otherwise.
+// with the provider's job id recorded (markSubmitted), then its first poll is added as a delayed job, unless the
+// provider was asked for a webhook: then no poll is made (issue 12: poll only as the fallback). The webhook's arrival
+// records the result at the edge (or, for a job that ended otherwise, adds a poll there); a webhook that never comes
+// leaves the task running unmoved, and the task-runner's reconciler polls it once it has waited
+// TASK_POLL_WEBHOOK_FALLBACK (reconciler.ts). The task is the row its job carries on the job's fresh first run (the
+// edge's creation wrote it: carriedTaskOf), read otherwise.
 //
 // The one window no design closes: neither Replicate nor fal takes an idempotency key, so a worker that dies after
 // the provider accepted the job but before markSubmitted committed leaves a job at the provider that nobody tracks,
@@ -72,7 +76,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
     const log = logger.child({ taskId: task.id, workspaceId: task.workspaceId, jobId: ctx.job.id });
     if (task.status !== 'queued' || task.upstreamId !== null) {
-      // A run that died between markSubmitted and adding the first poll: the poll is owed.
+      // A run that died between markSubmitted and adding the first poll: the poll is owed (or, if that run asked for a
+      // webhook, a poll ahead of it: the webhook or this poll, whichever comes first, records the result once).
       if (task.status === 'running' && task.attempts === 1 && task.output === null) await enqueuePoll(deps, task, 1, { ensure: true });
       return { outcome: 'skipped', reason: 'not_queued' };
     }
@@ -124,9 +129,9 @@ export function taskSubmit(deps: TaskHandlerDeps) {
         .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
-    // With a webhook coming, the poll is the fallback: the webhook's arrival promotes it (edge provider-webhooks).
-    const delay = await enqueuePoll(deps, task, 1, submitted.webhook ? { delayMs: deps.config.providerWebhooks.fallbackPollMs } : {});
-    log.info({ channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs: delay }, 'task submitted');
+    // With a webhook coming, no poll: the reconciler's is the fallback (see the header).
+    const firstPollMs = submitted.webhook ? null : await enqueuePoll(deps, task, 1);
+    log.info({ channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs, webhook: submitted.webhook }, 'task submitted');
     return { outcome: 'submitted', channelId: route.channel.id, upstreamId: job.upstreamId };
   };
 }

@@ -1,10 +1,10 @@
 // The provider-webhook route against real Postgres and Redis: a verified webhook that carries a task's result records
-// it (output, one charge, archive jobs) and takes back the fallback poll, before it answers; any other webhook brings
-// the poll forward, after its 204, and the poll promotion it starts is closed by its owner. The edge's shutdown
-// (closeRoutes, before the deps' queues and Redis close) waits for a promotion in flight, so a webhook answered just
-// before a SIGTERM still brings its poll forward.
+// it (output, one charge, archive jobs) before it answers, and no poll is ever made for that task; any other webhook of
+// the task's job has the task polled now (a poll added with `ended`), after its 204, and the work it starts is closed
+// by its owner. The edge's shutdown (closeRoutes, before the deps' queues and Redis close) waits for that work in
+// flight, so a webhook answered just before a SIGTERM still has its task polled.
 import { createHmac } from 'node:crypto';
-import { createQueues, jobIdOf, schedulePoll, taskJobRef, type Queues } from '@gensvc/queue';
+import { createQueues, jobIdOf, taskJobRef, type Queues } from '@gensvc/queue';
 import { ArchiveOutput, TaskPoll } from '@gensvc/contracts';
 import { taskRepository, type TaskRow } from '@gensvc/db';
 import { addSimChannel, eventually, makeTask, makeWorkspace, useTestContext } from '@gensvc/testing';
@@ -22,20 +22,22 @@ function replicateWebhook(id: string, prediction: Record<string, unknown> = { st
   return { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': webhookId, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${mac}` }, body };
 }
 
-it('shutdown waits for the poll promotion a webhook started: the poll added meanwhile is brought forward before the queues close', async () => {
+it('shutdown waits for the look a webhook started: a task whose submit records its job meanwhile is polled before the queues close', async () => {
   const edge = await startEdge(ctx);
-  // A task whose submit is in flight: its webhook's promotion looks for poll 1 for a few seconds.
+  const channel = await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-shutdown-replicate', kind: 'replicate' });
+  // A task whose submit is in flight: its webhook's look reads the row again for a few seconds.
   const task = await makeTask(ctx.db);
-  const res = await fetch(`${edge.url}/v1/provider-webhooks/replicate/${task.id}`, replicateWebhook('pred-1'));
+  const res = await fetch(`${edge.url}/v1/provider-webhooks/replicate/${task.id}`, replicateWebhook('pred-1', { status: 'failed', error: 'boom' }));
   expect(res.status).toBe(204);
-  // The submit records its poll (the fallback wait) only now, after the webhook was answered.
+  // The submit records the provider's job only now, after the webhook was answered.
   const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
   try {
-    await schedulePoll(queues, taskJobRef(task), 1, 60_000);
+    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: channel.id, upstreamId: 'pred-1', upstreamUrls: null })).toBe(true);
     await edge.close();
-    // Closed means that promotion ended: the poll was found and brought forward, not left to its fallback wait.
+    // Closed means that look ended: the task's poll 1 was added, due now, saying its job ended.
     const poll = await queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { ...taskJobRef(task), attempt: 1 }));
     expect(await poll!.getState()).toBe('waiting');
+    expect(poll!.data).toMatchObject({ taskId: task.id, attempt: 1, ended: true });
   } finally {
     await queues.close();
   }
@@ -59,21 +61,26 @@ describe('a webhook that carries the result', () => {
     await queues.close();
   });
 
-  /** A task whose prediction `upstreamId` runs at Replicate, with its fallback poll (poll 1) waiting a minute. */
+  /** A task whose prediction `upstreamId` runs at Replicate, submitted with a webhook: no poll waits for it. */
   async function runningTask(upstreamId: string, over: Parameters<typeof makeTask>[1] = {}): Promise<TaskRow> {
     const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
     const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE, ...over });
     expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId, upstreamId, upstreamUrls: null })).toBe(true);
-    await schedulePoll(queues, taskJobRef(task), 1, 60_000);
     return (await taskRepository.find(ctx.db, task.id))!;
   }
+  /** The task's poll 1 became due now, added by the webhook's hint (it says its job ended). */
+  const polledNow = (task: TaskRow) =>
+    eventually(async () => {
+      const poll = await pollOf(task);
+      return (await poll?.getState()) === 'waiting' && poll!.data.ended === true;
+    }, 'the poll added now');
   const post = (task: TaskRow, webhook: ReturnType<typeof replicateWebhook>) => fetch(`${edge.url}/v1/provider-webhooks/replicate/${task.id}`, webhook);
   const pollOf = (task: TaskRow) => queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { ...taskJobRef(task), attempt: 1 }));
   const archiveOf = (task: TaskRow) => queues.get(ArchiveOutput.queue).getJob(jobIdOf(ArchiveOutput, { ...taskJobRef(task), outputIndex: 0 }));
   const chargesOf = (task: TaskRow) => ctx.db.ledgerEntry.findMany({ where: { workspaceId: task.workspaceId, kind: 'charge' } });
   const balanceOf = async (task: TaskRow) => (await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } })).balance;
 
-  it('records it before answering: output pending archive, one charge, the archive job added, the fallback poll removed; a replay charges nothing more', async () => {
+  it('records it before answering: output pending archive, one charge, the archive job added, no poll; a replay charges nothing more', async () => {
     const task = await runningTask('pred-done');
     const done = { status: 'succeeded', output: [OUTPUT] };
     expect((await post(task, replicateWebhook('pred-done', done))).status).toBe(204);
@@ -97,7 +104,7 @@ describe('a webhook that carries the result', () => {
     expect(await pollOf(task)).toBeUndefined();
   });
 
-  it('records webhooks that arrive together in groups: each task charged once, its archive added, its poll removed', async () => {
+  it('records webhooks that arrive together in groups: each task charged once, its archive added, no poll', async () => {
     const tasks = await Promise.all(Array.from({ length: 24 }, (_, i) => runningTask(`pred-group-${i}`)));
     const recordMany = jest.spyOn(taskRepository, 'recordWebhookOutputs');
     const answers = await Promise.all(tasks.map((task, i) => post(task, replicateWebhook(`pred-group-${i}`, { status: 'succeeded', output: [OUTPUT] }))));
@@ -129,24 +136,27 @@ describe('a webhook that carries the result', () => {
     expect(await chargesOf(task)).toHaveLength(1);
   });
 
-  it("records nothing from a webhook whose provider is not the task's channel's; the poll is brought forward", async () => {
+  it("records nothing from a webhook whose provider is not the task's channel's; the task is polled now", async () => {
     const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
     const task = await makeTask(ctx.db, { workspaceId: ws.id, amount: PRICE });
     const fal = await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-route-fal', kind: 'fal' });
     expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: fal.id, upstreamId: 'pred-at-fal', upstreamUrls: null })).toBe(true);
-    await schedulePoll(queues, taskJobRef(task), 1, 60_000);
     // Replicate's signature over a body naming the fal job's id: read by Replicate's parser, so not this task's result.
     expect((await post(task, replicateWebhook('pred-at-fal', { status: 'succeeded', output: [OUTPUT] }))).status).toBe(204);
-    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    await polledNow(task);
     expect((await taskRepository.find(ctx.db, task.id))!).toMatchObject({ output: null, cost: null });
     expect(await chargesOf(task)).toEqual([]);
   });
 
-  it('records nothing from a webhook signed for another job (the URL\'s task id is not signed); the poll is brought forward', async () => {
+  it('records nothing from a webhook signed for another job (the URL\'s task id is not signed), and polls nothing', async () => {
     const task = await runningTask('pred-mine');
-    // Replicate's own signature, over another prediction of the account, sent to this task's URL.
-    expect((await post(task, replicateWebhook('pred-someone-elses', { status: 'succeeded', output: [OUTPUT] }))).status).toBe(204);
-    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    // Replicate's own signature, over another prediction of the account, sent to this task's URL, at an edge of its
+    // own: its close waits for whatever the webhook started.
+    const own = await startEdge(ctx);
+    const res = await fetch(`${own.url}/v1/provider-webhooks/replicate/${task.id}`, replicateWebhook('pred-someone-elses', { status: 'succeeded', output: [OUTPUT] }));
+    expect(res.status).toBe(204);
+    await own.close();
+    expect(await pollOf(task)).toBeUndefined();
     const row = (await taskRepository.find(ctx.db, task.id))!;
     expect(row.output).toBeNull();
     expect(row.cost).toBeNull();
@@ -159,10 +169,10 @@ describe('a webhook that carries the result', () => {
     ['canceled', { status: 'canceled' }],
     ['succeeded without a file', { status: 'succeeded', output: null }],
     ['of an unknown status', { status: 'exploded', output: [OUTPUT] }],
-  ])('leaves a prediction %s to the poll: nothing recorded, the poll brought forward', async (_what, prediction) => {
+  ])('leaves a prediction %s to the poll: nothing recorded, the task polled now', async (_what, prediction) => {
     const task = await runningTask('pred-other-end');
     expect((await post(task, replicateWebhook('pred-other-end', prediction))).status).toBe(204);
-    await eventually(async () => (await (await pollOf(task))?.getState()) === 'waiting', 'the poll brought forward');
+    await polledNow(task);
     const row = (await taskRepository.find(ctx.db, task.id))!;
     expect(row).toMatchObject({ status: 'running', output: null, errorCode: null });
     expect(await chargesOf(task)).toEqual([]);
