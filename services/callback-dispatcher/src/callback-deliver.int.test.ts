@@ -269,6 +269,35 @@ describe('callback.deliver', () => {
     }
   });
 
+  it("a redelivery round's first attempt, carrying its context as the redeliver route's job does, reads nothing and sends what a read would", async () => {
+    const { path, url } = hook();
+    const { workspaceId } = await makeTask(ctx.db, {});
+    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const done = await completedByArchive(url, workspaceId);
+    // Round 1, read (the workspace's secrets kept by this read).
+    await run(done.task.id, 1);
+    await eventually(stateIs(done.task.id, 'delivered'), 'round 1 delivered', 10_000);
+    const reads = jest.spyOn(callbackRepository, 'attemptContexts');
+    try {
+      const round = (await taskRepository.redeliver(ctx.db, workspaceId, done.task.id))!;
+      expect(round).toMatchObject({ attempt: 2, carried: { id: done.task.id, callbackState: 'pending', callbackRoundStart: 2, fileId: done.fileId } });
+      // The task as the attempt finds it (a read would): pending, in round 2.
+      const sent = await taskOf(done.task.id);
+      await scheduleCallback(queues, taskJobRef(done.task), round.attempt, { promote: true, carried: round.carried });
+      await eventually(async () => (await attemptsOf(done.task.id)).length === 2, 'round 2 attempted', 10_000);
+      expect(reads).not.toHaveBeenCalled();
+      const arrival = arrivalsAt(path).find((a) => a.headers['svc-delivery-id'] === deliveryIdFor(done.task.id, 2))!;
+      expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+      const body = JSON.parse(arrival.body.toString('utf8'));
+      const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
+      expect(body).toEqual(taskEnvelope(sent, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
+      expect((await attemptsOf(done.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200], [2, 200]]);
+      await eventually(stateIs(done.task.id, 'delivered'), 'round 2 delivered', 10_000);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
   it('delivers the signed envelope with delivered_at and a fresh download link, logs and records the attempt', async () => {
     const { path, url } = hook(status(200, 'thanks'));
     const { task: before, fileId } = await completedTask(url);
@@ -452,7 +481,7 @@ describe('callback.deliver', () => {
     await run(task.id, 1);
     await eventually(stateIs(task.id, 'parked'), 'the first round parked', 15_000);
 
-    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 6 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toMatchObject({ attempt: 6 });
     // What the edge's redeliver route does.
     await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 }, { promote: true });
     await eventually(stateIs(task.id, 'delivered'), 'delivery in the second round', 10_000);
@@ -518,7 +547,7 @@ describe('callback.deliver', () => {
     for (const attempt of [1, 2]) {
       expect(await recordAttempt(task, attempt, 500)).toBe(true);
     }
-    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toMatchObject({ attempt: 3 });
     expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'stale_round' });
     expect(await run(task.id, 4)).toEqual({ outcome: 'skipped', reason: 'not_next' });
     expect(arrivalsAt(path)).toHaveLength(0);

@@ -334,6 +334,7 @@ describe('callbacks', () => {
     expect(await record(1)).toBe(true);
     expect(await record(1)).toBe(false);
     expect(await record(2)).toBe(true);
+    // No secrets made yet for the workspace: nothing to carry.
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     // Attempt 2 belongs to the round before: it can neither deliver nor park the new one (a decision alone, about
     // an attempt recorded before, taken on the task as it is now).
@@ -362,7 +363,7 @@ describe('callbacks', () => {
     const secret = await callbackRepository.secret(ctx.db, task.workspaceId, make);
     expect((await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
     // A redelivery starts a new round while attempt 2 is in flight: decided on round 1, it is recorded but not applied.
-    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 2 });
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toMatchObject({ attempt: 2 });
     const raced = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(2, 500), decidedOn: read.task, step: { attempt: 2, to: 'parked' } }]))[0]!;
     expect(raced).toMatchObject({ recorded: true, applied: false, task: { callbackState: 'pending', callbackRoundStart: 2 } });
     // Decided on the task as it is now, it applies.
@@ -411,6 +412,24 @@ describe('recordArchive', () => {
       expect(after!.output).toEqual({ outputs: [{ ...twoOutputs.outputs[0], ...archived(0) }, { ...twoOutputs.outputs[1], archive_status: 'too_large' }] });
       expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(1);
     }
+  });
+
+  it("a redelivery carries what its round's first attempt reads, as attemptContexts answers it but for the earlier round's attempt, and no secret", async () => {
+    const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
+    await taskRepository.finish(ctx.db, task.id, { status: 'failed', failure: { code: 'upstream_error', message: 'boom' } });
+    const secret = await callbackRepository.secret(ctx.db, task.workspaceId, () => 'whsec_test_redelivered');
+    const input = { workspaceId: task.workspaceId, taskId: task.id, attempt: 1, deliveryId: `dlv_${task.id}_1`, url: 'https://hooks.example/cb', statusCode: 500, durationMs: 3, error: null, responseHead: null, at: new Date() };
+    await taskRepository.recordDeliveryAttempts(ctx.db, [{ input, decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'parked' } }]);
+    const round = (await taskRepository.redeliver(ctx.db, task.workspaceId, task.id))!;
+    expect(round.attempt).toBe(2);
+    // As it travels in a job: JSON, checked by the job's contract.
+    const carried = CallbackDeliver.schema.parse(JSON.parse(JSON.stringify({ taskId: task.id, attempt: 2, carried: round.carried }))).carried!;
+    expect(JSON.stringify(carried)).not.toContain(secret.secret);
+    const at = new Date();
+    const read = (await callbackRepository.attemptContexts(ctx.db, [task.id], at)).get(task.id)!;
+    expect(read).toMatchObject({ task: { callbackState: 'pending', callbackRoundStart: 2, errorCode: 'upstream_error' }, last: { attempt: 1 } });
+    // The read's last attempt is the round before's: the round's first attempt decides the same without it.
+    expect(carriedAttemptContext(carried, read.signing!, at)).toEqual({ ...read, last: null });
   });
 
   it('a completion with a callback carries what its first attempt reads, as attemptContexts answers it, and no secret', async () => {

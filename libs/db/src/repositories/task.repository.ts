@@ -680,17 +680,17 @@ export const taskRepository = {
 
   /**
    * Starts a new round of attempts for a finished task with a callback_url, delivered, parked or pending: its first
-   * attempt follows the last one ever recorded. Returns that attempt number, or null when the task is not finished
-   * or has no callback_url.
+   * attempt follows the last one ever recorded. Returns that attempt number, with what that attempt reads (`carried`,
+   * the columns of attemptContexts' read as of this statement, as a completion carries them: never a secret, only
+   * their version) when the workspace's secrets are made; null when the task is not finished or has no callback_url.
+   * The round's first attempt has no earlier attempt of its round, so the carried context holds none (`last`).
    */
-  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number } | null> {
-    const rows = await db.$queryRaw<{ callbackRoundStart: number }[]>`
-      UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = ${now}::timestamp(3),
-        "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
-      WHERE t.id = ${taskId} AND t."workspaceId" = ${workspaceId} AND t."callbackUrl" IS NOT NULL
-        AND t.status IN ('completed', 'failed', 'canceled')
-      RETURNING t."callbackRoundStart"`;
-    return rows[0] ? { attempt: rows[0].callbackRoundStart } : null;
+  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number; carried?: CarriedAttempt } | null> {
+    const [row] = await queryPrepared<ContextColumns>(db, 'gensvc_task_redeliver', REDELIVER, [taskId, workspaceId, iso(now)]);
+    if (!row) return null;
+    const { callbackUrl, currency, secretsVersion } = row;
+    const carried = callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...row, callbackUrl, currency, secretsVersion } : undefined;
+    return { attempt: row.callbackRoundStart, ...(carried && { carried }) };
   },
 
   /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
@@ -702,6 +702,24 @@ export const taskRepository = {
     ]);
   },
 };
+
+/**
+ * redeliver's statement, prepared on the pool (planned once per connection; through Prisma it was planned on every
+ * call): the new round, and the columns of attemptContexts' read for its first attempt (CONTEXT_COLUMNS) from the
+ * updated row, its workspace, the workspace's secrets and output 0's library file.
+ */
+const REDELIVER = `
+  WITH t AS (
+    UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = $3::timestamp(3),
+      "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
+    WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL AND t.status IN ('completed', 'failed', 'canceled')
+    RETURNING t.*
+  )
+  SELECT ${CONTEXT_COLUMNS}
+  FROM t
+  LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
+  LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
+  LEFT JOIN LATERAL (SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1) f ON true`;
 
 const STALE_PENDING_DELIVERIES = `
   SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"

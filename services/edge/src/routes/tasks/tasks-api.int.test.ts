@@ -353,12 +353,16 @@ describe('deliveries and redelivery', () => {
     }
     await taskRepository.recordDeliveryAttempts(ctx.db, [{ taskId: id, decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'parked' } }]);
 
+    // The workspace's secrets made (as a customer's first read makes them): the round's job carries its context.
+    const { secret } = await jsonOf(await get('/api/v1/me/callback-secret', c.secret));
     const res = await post(`/api/v1/tasks/${id}/redeliver`, c.secret);
     expect(res.status).toBe(202);
     expect(await jsonOf(res)).toEqual({ object: 'delivery', task_id: id, attempt: 3, delivery_id: deliveryIdFor(id, 3) });
     expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({ callbackState: 'pending', callbackRoundStart: 3 });
     const deliver = await job('callbacks', `callback.deliver/${id}/3`);
     expect(deliver?.data).toMatchObject({ taskId: id, attempt: 3, workspaceId: c.ws.id });
+    expect(deliver?.data.carried).toMatchObject({ id, workspaceId: c.ws.id, callbackState: 'pending', callbackRoundStart: 3, callbackUrl: url, currency: 'USD', secretsVersion: expect.any(Number) });
+    expect(JSON.stringify(deliver!.data)).not.toContain(secret);
     expect(await deliver!.getState()).toBe('waiting');
   });
 });
