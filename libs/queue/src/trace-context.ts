@@ -23,14 +23,15 @@ export function traceQueryOf(ctx: Context = context.active()): string {
 const QUERY_VALUE_MAX = 512;
 
 /**
- * The context a URL's query carries (traceQueryOf), ROOT_CONTEXT when none. The query is not signed by whoever calls
- * the URL: it can only place that call in a trace, and a malformed value is ignored.
+ * The context a URL's query carries (traceQueryOf), ROOT_CONTEXT when none: `query` as the HTTP server parsed it
+ * (Express's req.query). The query is not signed by whoever calls the URL: it can only place that call in a trace; a
+ * malformed value, a repeated field or an overlong one is ignored.
  */
-export function contextFromQuery(query: URLSearchParams): Context {
+export function contextFromQuery(query: Readonly<Record<string, unknown>>): Context {
   const carrier: Record<string, string> = {};
   for (const field of propagation.fields()) {
-    const value = query.get(field);
-    if (value !== null && value.length <= QUERY_VALUE_MAX) carrier[field] = value;
+    const value = query[field];
+    if (typeof value === 'string' && value.length <= QUERY_VALUE_MAX) carrier[field] = value;
   }
   return Object.keys(carrier).length === 0 ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
 }

@@ -50,13 +50,13 @@ export const isLastAttempt = (job: Pick<Job, 'attemptsMade' | 'opts'>): boolean 
  */
 export const CARRIED_FRESH_MS = 2_000;
 
+/** What freshFirstRun looks at of a job: its runs and when it was added. */
+export type JobRuns = Pick<Job, 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>;
+
 /**
  * The job's first run, within CARRIED_FRESH_MS of its add: the only run whose carried row may stand for a read. A
  * re-run (its first run may have died after acting: a stalled job taken again, a retry of a failure) reads.
  */
-/** What freshFirstRun looks at of a job: its runs and when it was added. */
-export type JobRuns = Pick<Job, 'attemptsStarted' | 'attemptsMade' | 'stalledCounter' | 'timestamp'>;
-
 export const freshFirstRun = (job: JobRuns, now: number): boolean =>
   job.attemptsStarted <= 1 && job.attemptsMade === 0 && job.stalledCounter === 0 && now - job.timestamp <= CARRIED_FRESH_MS;
 

@@ -100,6 +100,18 @@ export const CONTEXT_COLUMNS = `t.id, t."workspaceId", t.status, t.model, t.oper
     f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"`;
 
 /**
+ * Where CONTEXT_COLUMNS come from, for a task row `t`: its workspace `w`, the workspace's CallbackSecret `s` and output
+ * 0's library file `f` (a LATERAL subquery with a LIMIT: see ATTEMPT_CONTEXTS). attemptContexts' read and redeliver's
+ * statement join them so.
+ */
+export const CONTEXT_JOINS = `
+  LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
+  LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
+  LEFT JOIN LATERAL (
+    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1
+  ) f ON true`;
+
+/**
  * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
  * epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw path
  * both answer as a number whatever the session's or the process's time zone; money as text.
@@ -120,15 +132,10 @@ export const ATTEMPT_CONTEXTS = `
   SELECT ${CONTEXT_COLUMNS},
     s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
     a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration"
-  FROM "Task" t
-  LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
-  LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
+  FROM "Task" t${CONTEXT_JOINS}
   LEFT JOIN LATERAL (
     SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
   ) a ON true
-  LEFT JOIN LATERAL (
-    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1
-  ) f ON true
   WHERE t.id = ANY (ARRAY(SELECT unnest($1::text[])))`;
 
 type Ms = number | null;
@@ -219,6 +226,16 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
  * The context a completion carried for its first attempt (CallbackDeliver's `carried`), signed with `signing`: the
  * workspace's secrets of the carried version, which the caller read before. A first attempt has no attempt before it.
  */
+/**
+ * What a first attempt's job carries (CallbackDeliver `carried`) from the context columns a transition's statement
+ * returned (a completion's, a redelivery's), or undefined where that attempt could not use it: no callback to make,
+ * the workspace gone, or its secrets not made yet (they are made as the dispatcher first reads them).
+ */
+export function carriedAttemptOf(columns: ContextColumns): CarriedAttempt | undefined {
+  const { callbackUrl, currency, secretsVersion } = columns;
+  return callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
+}
+
 export function carriedAttemptContext(carried: CarriedAttempt, signing: string[], now = new Date()): AttemptContext {
   return contextOf(carried, { signing, until: null }, null, now);
 }

@@ -20,7 +20,7 @@ import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { refusalOf } from './billing.repository';
-import { CONTEXT_COLUMNS, type ContextColumns, type RecordAttemptInput } from './callback.repository';
+import { CONTEXT_COLUMNS, CONTEXT_JOINS, carriedAttemptOf, type ContextColumns, type RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -505,10 +505,9 @@ export const taskRepository = {
     );
     return rows.map(({ completes, fileCreated, ...columns }) => {
       if (!completes) return { completed: null, fileCreated };
-      const { id, workspaceId, callbackRoundStart, callbackUrl, currency, secretsVersion } = columns;
-      // Carried only where the first attempt could use it: a callback to make, the workspace still there, its secrets
-      // made (the statement joins the workspace and its secrets only for such a completion).
-      const carried = callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
+      const { id, workspaceId, callbackRoundStart, callbackUrl } = columns;
+      // The statement joins the workspace and its secrets only for a completion with a callback.
+      const carried = carriedAttemptOf(columns);
       return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
     });
   },
@@ -688,8 +687,7 @@ export const taskRepository = {
   async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number; carried?: CarriedAttempt } | null> {
     const [row] = await queryPrepared<ContextColumns>(db, 'gensvc_task_redeliver', REDELIVER, [taskId, workspaceId, iso(now)]);
     if (!row) return null;
-    const { callbackUrl, currency, secretsVersion } = row;
-    const carried = callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...row, callbackUrl, currency, secretsVersion } : undefined;
+    const carried = carriedAttemptOf(row);
     return { attempt: row.callbackRoundStart, ...(carried && { carried }) };
   },
 
@@ -705,8 +703,8 @@ export const taskRepository = {
 
 /**
  * redeliver's statement, prepared on the pool (planned once per connection; through Prisma it was planned on every
- * call): the new round, and the columns of attemptContexts' read for its first attempt (CONTEXT_COLUMNS) from the
- * updated row, its workspace, the workspace's secrets and output 0's library file.
+ * call): the new round, and the columns of attemptContexts' read for its first attempt (CONTEXT_COLUMNS), joined to the
+ * updated row as that read joins them (CONTEXT_JOINS).
  */
 const REDELIVER = `
   WITH t AS (
@@ -716,10 +714,7 @@ const REDELIVER = `
     RETURNING t.*
   )
   SELECT ${CONTEXT_COLUMNS}
-  FROM t
-  LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
-  LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
-  LEFT JOIN LATERAL (SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1) f ON true`;
+  FROM t${CONTEXT_JOINS}`;
 
 const STALE_PENDING_DELIVERIES = `
   SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"

@@ -56,9 +56,6 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 /** A task still submitting is looked at again after these waits: its submit records the provider's id, under load later. */
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
-/** The query of a request's URL (the route's path is matched without it). */
-const queryOf = (url: string) => new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
-
 /**
  * The route, mounted on `router` and as `routes` (the app also runs it as a hot route: no other route takes its path),
  * and close(): resolves once the promotions it started have ended (call it after HTTP has stopped).
@@ -138,7 +135,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
    */
   const recordResult = async (req: Request, res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
     const log = locals(res).log.child({ taskId, provider });
-    return (await inTraceOf(contextFromQuery(queryOf(req.url)), () => recordWebhookResult(deps, { taskId, upstreamId, provider }, outputs, log))) !== 'not_this';
+    return (await inTraceOf(contextFromQuery(req.query), () => recordWebhookResult(deps, { taskId, upstreamId, provider }, outputs, log))) !== 'not_this';
   };
 
   /**
