@@ -20,6 +20,9 @@
 //      beside it, as this machine's speed moves by up to ~2× within minutes. After each raw round, the floor
 //      dispatcher's (lib/floor-deliver.mjs: BullMQ and the same signed bytes POSTed to the same receiver, nothing
 //      else) round of as many jobs, against the same raw round: how far the queue hop and the request alone go here.
+//      Where the rounds' time went is printed beside them: the share of the cores left idle (in ours and in the floor's
+//      rounds), the dispatcher's CPU on its event loop apart from V8's helper threads', and each process's waits for a
+//      core per wake-up: a round bound by its CPU leaves no core idle, one bound by its hops leaves them idle.
 //   3. baseline: raw BullMQ, TASKS × JOBS_PER_TASK no-op jobs (a task is ~5 jobs: submit, polls, archive, callback)
 //      through one worker of the callers' concurrency (for tasks, ÷ 5: one round right before phase 1 and one right
 //      after it, their mean the figure, after four unmeasured rounds), and of the dispatcher's concurrency (for
@@ -218,6 +221,25 @@ function cpuSeconds(pid) {
   }
 }
 
+/** CPU seconds of a process's main thread alone (its JavaScript's event loop; /proc/<pid>/task/<pid>; NaN where none). */
+function mainThreadCpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The machine's cores' time so far (/proc/stat, ticks summed over every core): idle (with I/O wait) and in all. */
+function coresTicks() {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  return { idle: ticks[3] + ticks[4], all: ticks.slice(0, 8).reduce((a, b) => a + b, 0) };
+}
+
+/** The share of the cores' time left idle between two coresTicks() readings. */
+const idleShare = (a, b) => (b.idle - a.idle) / (b.all - a.all);
+
 /**
  * CPU seconds of what the bench brought up besides the services, from /proc: the embedded Postgres (every backend,
  * and those it has reaped) and Redis, and this process (s3rver and the callers run in it).
@@ -340,12 +362,14 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
     round: async (n) => {
       const before = receiver.count();
       const cpu0 = cpuSeconds(floor.child.pid);
+      const cores0 = coresTicks();
       const startUs = process.hrtime.bigint();
       const started = performance.now();
       await addInBulk(queue, n, 'floor');
       await receiver.until(before + n);
       const perSecond = n / ((performance.now() - started) / 1000);
-      return { perSecond, cpuMs: (1000 * (cpuSeconds(floor.child.pid) - cpu0)) / n, window: { startUs, endUs: process.hrtime.bigint() } };
+      const idle = idleShare(cores0, coresTicks());
+      return { perSecond, cpuMs: (1000 * (cpuSeconds(floor.child.pid) - cpu0)) / n, idle, window: { startUs, endUs: process.hrtime.bigint() } };
     },
     stop: async () => {
       await floor.stop();
@@ -641,6 +665,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const rounds = [];
       for (const t of redelivered) rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
       const cpuStart = cpu();
+      const dispatcher = procs.find((p) => p.name === 'callback-dispatcher');
+      const [main0, sched0, cores0] = [mainThreadCpuSeconds(dispatcher.pid), schedSnapshot(procs), coresTicks()];
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const startUs = process.hrtime.bigint();
@@ -657,13 +683,18 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const seconds = (performance.now() - start) / 1000;
       const window = { startUs, endUs: process.hrtime.bigint() };
       const used = cpuDiff(cpuStart, cpu());
+      // Where the round's time went: the cores left idle, the dispatcher's event loop's own CPU (the rest of its CPU is
+      // V8's helper threads: garbage collection, compilation), and each process's waits for a core.
+      const idle = idleShare(cores0, coresTicks());
+      const mainThread = mainThreadCpuSeconds(dispatcher.pid) - main0;
+      const sched = schedDiff(sched0, schedSnapshot(procs));
       // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
       // a backend reports its counts when idle at most once a second, later than a round this short ends.
       const redisRun = ((await redisCommands()) - redis0) / deliveries;
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       const pendingIn = [workspaceId, warm.workspaceId];
       while ((await db.task.count({ where: { workspaceId: { in: pendingIn }, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
-      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes, window };
+      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes, window, idle, mainThread, sched };
     };
     // Unmeasured rounds first, as bench/chat warms its gateways: the dispatcher's CPU per delivery still falls over its
     // first ~2,000 deliveries (V8 optimising its code), and phases 0–1 brought it ~330. The baseline's worker is warmed
@@ -686,10 +717,10 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
         // What BullMQ alone runs per job (added in bulk, removed on completion).
         const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
-        const { perSecond: floorPerSecond, cpuMs: floorCpuMs, window: floorWindow } = await floor.round(deliveries);
+        const { perSecond: floorPerSecond, cpuMs: floorCpuMs, idle: floorIdle, window: floorWindow } = await floor.round(deliveries);
         const perSecond = deliveries / round.seconds;
         const cpuMs = (1000 * round.used['callback-dispatcher']) / deliveries;
-        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs, floorCpuMs, floorWindow });
+        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs, floorCpuMs, floorIdle, floorWindow });
       }
     } finally {
       await floor.stop();
@@ -756,6 +787,15 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         (Number.isFinite(walSyncMs) ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)` : ''),
     );
     console.log(`CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`);
+    // A round at its CPU's limit leaves no core idle (the floor's rounds come close); one whose processes wait on each
+    // other (a hop, a commit) leaves cores idle while its work waits on the run queue at every wake-up.
+    // Processes the round woke at least once (the sim and the edge sit idle through it).
+    const deliverSched = Object.entries(pair.sched).filter(([, v]) => v.slices > 0);
+    console.log(
+      `where the deliveries rounds' time went: the cores idle ${list(pairs, (p) => `${Math.round(100 * p.idle)} %`)} of each round (the floor's rounds: ${list(pairs, (p) => `${Math.round(100 * p.floorIdle)} %`)}); ` +
+        `the dispatcher's CPU ms per delivery on its event loop ${list(pairs, (p) => ms((1000 * p.mainThread) / deliveries))}, on V8's helper threads ${list(pairs, (p) => ms((1000 * (p.used['callback-dispatcher'] - p.mainThread)) / deliveries))}; ` +
+        `the median pair's waits for a core per wake-up ${deliverSched.map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms, wake-ups per delivery ${deliverSched.map(([k, v]) => `${k} ${(v.slices / deliveries).toFixed(2)}`).join(', ')}`,
+    );
     console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
     // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
