@@ -211,20 +211,13 @@ async function startReceiver(files) {
   };
 }
 
-/** CPU seconds a process has used (user + system, /proc; NaN where there is none): what each phase cost it. */
-function cpuSeconds(pid) {
+/**
+ * CPU seconds a process has used (user + system, /proc; NaN where there is none): what each phase cost it. With
+ * `mainThread`, its main thread's alone (/proc/<pid>/task/<pid>: a Node process's event loop, without V8's helpers).
+ */
+function cpuSeconds(pid, { mainThread = false } = {}) {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds of a process's main thread alone (its JavaScript's event loop; /proc/<pid>/task/<pid>; NaN where none). */
-function mainThreadCpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return NaN;
@@ -660,13 +653,13 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // by default, so that neither figure carries a start and an end the other spreads over five times as much work).
     const redelivered = [...tasks.map((t) => ({ id: t.id, workspaceId })), ...warmIds.map((id) => ({ id, workspaceId: warm.workspaceId }))].slice(0, DELIVERIES);
     const deliveries = redelivered.length;
+    const dispatcher = procs.find((p) => p.name === 'callback-dispatcher');
     const deliveryRound = async () => {
       const before = receiver.count();
       const rounds = [];
       for (const t of redelivered) rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
       const cpuStart = cpu();
-      const dispatcher = procs.find((p) => p.name === 'callback-dispatcher');
-      const [main0, sched0, cores0] = [mainThreadCpuSeconds(dispatcher.pid), schedSnapshot(procs), coresTicks()];
+      const [main0, sched0, cores0] = [cpuSeconds(dispatcher.pid, { mainThread: true }), schedSnapshot(procs), coresTicks()];
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const startUs = process.hrtime.bigint();
@@ -686,7 +679,7 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       // Where the round's time went: the cores left idle, the dispatcher's event loop's own CPU (the rest of its CPU is
       // V8's helper threads: garbage collection, compilation), and each process's waits for a core.
       const idle = idleShare(cores0, coresTicks());
-      const mainThread = mainThreadCpuSeconds(dispatcher.pid) - main0;
+      const mainThread = cpuSeconds(dispatcher.pid, { mainThread: true }) - main0;
       const sched = schedDiff(sched0, schedSnapshot(procs));
       // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
       // a backend reports its counts when idle at most once a second, later than a round this short ends.

@@ -223,10 +223,6 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
 });
 
 /**
- * The context a completion carried for its first attempt (CallbackDeliver's `carried`), signed with `signing`: the
- * workspace's secrets of the carried version, which the caller read before. A first attempt has no attempt before it.
- */
-/**
  * What a first attempt's job carries (CallbackDeliver `carried`) from the context columns a transition's statement
  * returned (a completion's, a redelivery's), or undefined where that attempt could not use it: no callback to make,
  * the workspace gone, or its secrets not made yet (they are made as the dispatcher first reads them).
@@ -236,6 +232,11 @@ export function carriedAttemptOf(columns: ContextColumns): CarriedAttempt | unde
   return callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
 }
 
+/**
+ * The context a first attempt's job carried (CallbackDeliver's `carried`, from a completion or a redelivery), signed
+ * with `signing`: the workspace's secrets of the carried version, which the caller read before. A round's first
+ * attempt has no attempt of its round before it.
+ */
 export function carriedAttemptContext(carried: CarriedAttempt, signing: string[], now = new Date()): AttemptContext {
   return contextOf(carried, { signing, until: null }, null, now);
 }

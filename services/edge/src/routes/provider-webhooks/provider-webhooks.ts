@@ -58,11 +58,11 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 /**
  * The route, mounted on `router` and as `routes` (the app also runs it as a hot route: no other route takes its path),
- * and close(): resolves once the promotions it started have ended (call it after HTTP has stopped).
+ * and close(): resolves once the looks it started (bringPollForward) have ended (call it after HTTP has stopped).
  */
 export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; routes: RouteSpec[]; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
-  const promoting = new Map<string, Promise<void>>();
+  const looking = new Map<string, Promise<void>>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
 
   const receive = async (req: Request, res: Response, next: NextFunction) => {
@@ -109,15 +109,15 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       // to retry) and the poll made after, without holding its request. One look per task at a time, so replays
       // cannot pile up loops.
       res.status(204).end();
-      if (promoting.has(taskId)) return;
+      if (looking.has(taskId)) return;
       // The request's child logger is made on first use (locals): looked up when the line is written.
-      const promotion = bringPollForward(taskId, upstreamId)
+      const look = bringPollForward(taskId, upstreamId)
         .then(
           (poll) => locals(res).log.info({ taskId, provider, poll: poll ?? 'none' }, 'provider webhook: poll brought forward'),
           (err: unknown) => locals(res).log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
         )
-        .finally(() => promoting.delete(taskId));
-      promoting.set(taskId, promotion);
+        .finally(() => looking.delete(taskId));
+      looking.set(taskId, look);
     } catch (e) {
       next(e);
     }
@@ -158,5 +158,5 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
   const routes: RouteSpec[] = [{ path: '/v1/provider-webhooks/:provider/:taskId', handlers: [receive] }];
   const router = express.Router({ caseSensitive: true });
   mountRoutes(router, routes);
-  return { router, routes, close: async () => void (await Promise.all(promoting.values())) };
+  return { router, routes, close: async () => void (await Promise.all(looking.values())) };
 }
