@@ -667,6 +667,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       // Added as the baseline adds its jobs, BULK at a time (each BULK in one socket write), each as a task's completion
       // adds its first attempt (scheduleCallback, first: a plain add, the adds of one turn in one write), carrying what
       // the attempt reads as the redeliver statement answered it (as a completion's and the redeliver route's jobs do).
+      // A burst's first attempts travel in bundles of CallbackDeliver's `bundle` (8), as the completions of an
+      // archiver's record group (up to 32) do under load: the round is a saturated pipeline's, where every bundle is
+      // full; a quieter one's completions come fewer at a time, in smaller bundles or alone.
       // All 1,500 in one turn left in one write only once all were made: the dispatcher sat idle for the first ~55 ms.
       for (let i = 0; i < rounds.length; i += BULK) {
         const chunk = rounds.slice(i, i + BULK);

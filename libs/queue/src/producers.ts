@@ -7,6 +7,7 @@
 // Why here, in libs/queue: every service that makes a follow-up job already depends on it, and a producer needs no
 // more than the contracts and enqueue; a lib of its own would be one more package for five functions.
 import { ArchiveOutput, CallbackDeliver, EvaluateRun, TaskCancel, TaskPoll, TaskSubmit, outputEntriesOf, pendingOutputIndexes, type CarriedAttempt, type CarriedSubmit, type JobInput, type JobPayload } from '@gensvc/contracts';
+import { enqueueBundled } from './bundles';
 import { coalesceWrites } from './connection';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
 import { enqueue, jobIdOf, type Queues } from './queues';
@@ -46,7 +47,9 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   // bench/tasks, measured between the completion's answer and the turn's end).
   if (!opts.atOnce) coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
-  await enqueue(queues, contract, payload, jobOpts);
+  // A contract that bundles: the plain adds of one burst travel together (bundles.ts). A plain add is a first add,
+  // which no job of its id precedes.
+  await (contract.bundle ? enqueueBundled(queues, contract, payload, jobOpts) : enqueue(queues, contract, payload, jobOpts));
   return 'added';
 }
 
@@ -137,6 +140,12 @@ export function scheduleArchives(
  * completed set held its 10,000, the removal of an older job in every completion, and an hour of jobs in memory.
  * The key still makes a second add a no-op while the job waits or runs; an add of an attempt already made (a re-run)
  * finds its row and sends nothing. A failed job (a broken dispatcher) is kept as any job's.
+ *
+ * First attempts made in one burst (the tasks an archiver's record group completed together) travel as bundles of up
+ * to CallbackDeliver's `bundle` (bundles.ts), each attempt still run, logged and traced as its own. A bundle's id is
+ * not its attempts' own: a reconciler that finds a delivery stalled while its bundle still waits (a backlog older than
+ * its staleness) adds the attempt alone too, and whichever runs second finds it recorded, or, side by side, both send
+ * it under the same delivery id.
  */
 export function scheduleCallback(
   queues: Queues,

@@ -93,13 +93,7 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
  * Validates the payload against the contract, stamps the contract version and the trace context into the
  * envelope, and adds the job, under the id its contract's `key` derives (adding a job whose id exists is a no-op
  * while the first one is kept, see DEFAULT_JOB_OPTIONS). An invalid payload is a producer bug: it is refused here (AppError 500
- * `invalid_job_payload`) rather than failing later in a consumer.
- *
- * The add runs in a producer span `<job name> publish` and `payload.trace` becomes that span's context. The span's
- * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
- * re-sending the context captured when its row was written); when there is neither, a new trace, drawn by the
- * telemetry's ratio (newTraceContext). When the trace was not drawn there is no span: `payload.trace` is the
- * parent's own (unsampled) context.
+ * `invalid_job_payload`) rather than failing later in a consumer. The add runs in a producer span (publish).
  */
 export async function enqueue<J extends JobContract>(
   queues: Queues,
@@ -114,29 +108,52 @@ export async function enqueue<J extends JobContract>(
    */
   check: 'validate' | 'parsed' = 'validate',
 ): Promise<Job<JobPayload<J>, unknown, J['name']>> {
-  const validate = check === 'validate';
+  const added = await publish(contract, payload, check, (data) => queues.get(contract.queue).add(contract.name, data, jobOptionsOf(contract, data, opts)));
+  return added as Job<JobPayload<J>, unknown, J['name']>;
+}
+
+/** BullMQ's options for adding `data` (as stamped by publish): the contract's retries, `opts`, the id its key derives. */
+export function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
+  const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
+  const jobOpts: JobsOptions = { ...retry, ...opts };
+  if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as JobPayload<KeyedJob>));
+  return jobOpts;
+}
+
+/**
+ * Stamps the payload (the contract version, the trace context) and checks it against the contract (unless `parsed`),
+ * then runs `add` with it in a producer span `<job name> publish`, whose context becomes `payload.trace`. The span's
+ * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
+ * re-sending the context captured when its row was written); when there is neither, a new trace, drawn by the
+ * telemetry's ratio (newTraceContext). When the trace was not drawn there is no span: `payload.trace` is the
+ * parent's own (unsampled) context. What `add` answers is the job its payload went into (enqueue's own job, or
+ * enqueueBundled's bundle).
+ */
+export function publish<J extends JobContract, T extends { id?: string }>(
+  contract: J,
+  payload: JobInput<J>,
+  check: 'validate' | 'parsed',
+  add: (data: Record<string, unknown>) => Promise<T>,
+): Promise<T> {
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
   const parent = continuedOrNewTrace(activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload));
-  const add = async (span: Span | undefined) => {
+  const run = async (span: Span | undefined) => {
     try {
       const carrier = traceCarrierOf(span ? trace.setSpan(parent, span) : parent);
       const input: Record<string, unknown> = { ...(payload as object), v: contract.version };
       if (carrier.traceparent) input.trace = carrier;
-      let data: unknown = input;
-      if (validate) {
+      let data = input;
+      if (check === 'validate') {
         const parsed = contract.schema.safeParse(input);
         if (!parsed.success) {
           throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
         }
-        data = parsed.data;
+        data = parsed.data as Record<string, unknown>;
       }
-      const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
-      const jobOpts: JobsOptions = { ...retry, ...opts };
-      if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as JobPayload<KeyedJob>));
-      const added = await queues.get(contract.queue).add(contract.name, data, jobOpts);
+      const added = await add(data);
       if (added.id) span?.setAttribute('messaging.message.id', added.id);
-      return added as Job<JobPayload<J>, unknown, J['name']>;
+      return added;
     } catch (e) {
       span?.recordException(e as Error);
       span?.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
@@ -147,7 +164,7 @@ export async function enqueue<J extends JobContract>(
   };
   // Inside a trace that was not drawn nothing would be recorded: no publish span, the job carries the unsampled
   // context it was made in (as the worker runs a job of such a trace with no span).
-  if (inUnsampledTrace(parent)) return add(undefined);
+  if (inUnsampledTrace(parent)) return run(undefined);
   const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
-  return trace.getTracer(TRACER_NAME).startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, add);
+  return trace.getTracer(TRACER_NAME).startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, run);
 }

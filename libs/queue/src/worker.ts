@@ -5,6 +5,7 @@ import { inUnsampledTrace } from '@gensvc/observability';
 import { UnrecoverableError, WaitingError, Worker, type BackoffStrategy, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { bundledPayloads } from './bundles';
 import { coalesceWrites } from './connection';
 import { stderrLogger, type QueueLogger } from './logger';
 import { TRACER_NAME, contextFromEnvelope, continuedOrNewTrace } from './trace-context';
@@ -73,7 +74,8 @@ export const WORKER_SHUTDOWN = 'worker shutdown';
  * unsampled context with no span. The
  * payload is parsed with the contract first; a payload that does not parse, or a 4xx-class AppError from the
  * handler (!isRetryable), fails the job for good (UnrecoverableError); any other error is retried as the job's
- * `attempts` and `backoff` say.
+ * `attempts` and `backoff` say. A bundle (bundles.ts) runs each of its payloads so, side by side, under the worker's
+ * `concurrency` counted in payloads.
  */
 export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>): Worker {
   const { queue } = opts;
@@ -90,29 +92,30 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
   const logger = opts.logger ?? stderrLogger;
   const tracer = trace.getTracer(TRACER_NAME);
 
-  // Three parameters: BullMQ hands a processor that declares `signal` an AbortSignal per job.
-  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> => {
-    const parent = continuedOrNewTrace(contextFromEnvelope(job.data));
+  // At most `concurrency` payloads run at once, counted across bundles (a bundle is one job, one of the worker's
+  // slots, with several payloads): only on a queue whose jobs bundle, where the slots alone would not bound them.
+  const gate = [...declared.values()].some((c) => c.bundle) ? permits(opts.concurrency) : null;
+
+  /** One payload (a job's, or one of a bundle's) through its contract's handler, in its own span. */
+  const runPayload = (job: Job, data: unknown, signal: AbortSignal | undefined, bundled?: number): Promise<unknown> => {
+    const contract = declared.get(job.name);
+    const handler = handlers[job.name];
+    const parent = continuedOrNewTrace(contextFromEnvelope(data));
     const run = (span: Span | undefined) => async () => {
       try {
-        const contract = declared.get(job.name);
-        const handler = handlers[job.name];
         if (!contract || !handler) throw new UnrecoverableError(`No handler for job "${job.name}" on queue "${queue}".`);
-        const parsed = contract.schema.safeParse(job.data);
+        const parsed = contract.schema.safeParse(data);
         if (!parsed.success) {
-          const sent = (job.data as { v?: unknown } | null)?.v;
+          const sent = (data as { v?: unknown } | null)?.v;
           throw new UnrecoverableError(
             `${job.name}: the payload (v${typeof sent === 'number' ? sent : '?'}) does not match contract v${contract.version}:\n${z.prettifyError(parsed.error)}`,
           );
         }
         return await handler(parsed.data, signal ? { job, signal } : { job });
       } catch (e) {
-        if (signal?.aborted && signal.reason === WORKER_SHUTDOWN && token !== undefined) {
-          // Shutdown gave up waiting and the handler stopped: hand the job back to the queue without spending an
-          // attempt (handlers are idempotent, another worker re-runs it). WaitingError tells BullMQ it was moved.
-          await job.moveToWait(token);
+        if (shutDown(signal)) {
           span?.addEvent('returned to the queue on worker shutdown');
-          throw new WaitingError();
+          throw e;
         }
         const err = toWorkerError(e);
         span?.recordException(err);
@@ -134,8 +137,38 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
       'messaging.operation.type': 'process',
       'messaging.message.id': job.id ?? '',
       'messaging.bullmq.attempt': job.attemptsMade + 1,
+      ...(bundled && { 'messaging.batch.message_count': bundled }),
     };
     return tracer.startActiveSpan(`${job.name} process`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) => run(span)());
+  };
+
+  /**
+   * A bundle's payloads, side by side: the job's result is theirs, in order. When any throws, the bundle throws once
+   * all have ended (the first retryable error, so the queue runs the whole bundle again; else the first), and each
+   * payload's handler finds on its re-run what its earlier run did.
+   */
+  const runBundle = async (job: Job, payloads: unknown[], signal: AbortSignal | undefined): Promise<unknown[]> => {
+    const ran = await Promise.allSettled(payloads.map((data) => gate!(() => runPayload(job, data, signal, payloads.length))));
+    const failed = ran.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    if (failed.length) throw failed.find((e) => !(e instanceof UnrecoverableError)) ?? failed[0];
+    return ran.map((r) => (r as PromiseFulfilledResult<unknown>).value);
+  };
+
+  // Three parameters: BullMQ hands a processor that declares `signal` an AbortSignal per job.
+  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> => {
+    try {
+      const payloads = declared.get(job.name)?.bundle ? bundledPayloads(job.data) : null;
+      if (payloads) return await runBundle(job, payloads, signal);
+      return await (gate ? gate(() => runPayload(job, job.data, signal)) : runPayload(job, job.data, signal));
+    } catch (e) {
+      if (shutDown(signal) && token !== undefined) {
+        // Shutdown gave up waiting and the handler stopped: hand the job back to the queue without spending an
+        // attempt (handlers are idempotent, another worker re-runs it). WaitingError tells BullMQ it was moved.
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      throw e;
+    }
   };
 
   const worker = new Worker(queue, processor, {
@@ -158,6 +191,26 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
     else logger.warn(fields, 'job attempt failed, will retry');
   });
   return worker;
+}
+
+const shutDown = (signal: AbortSignal | undefined): boolean => signal?.aborted === true && signal.reason === WORKER_SHUTDOWN;
+
+/** Runs at most `limit` of the functions given to it at once; the others wait their turn, first come first run. */
+function permits(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (fn) => {
+    // A permit freed while others wait passes straight to the first of them.
+    if (running < limit) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
 }
 
 /** The parts of BullMQ 6.7's Worker that takeOnePerJob's loop drives (private in its typings, stable in its code). */

@@ -269,6 +269,38 @@ describe('callback.deliver', () => {
     }
   });
 
+  it('the first attempts of tasks completed together travel as one job, each sent, signed, recorded and retried as its own', async () => {
+    const ok1 = hook();
+    const flaky = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
+    const { workspaceId } = await makeTask(ctx.db, {});
+    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const done = [await completedByArchive(ok1.url, workspaceId), await completedByArchive(flaky.url, workspaceId), await completedByArchive(ok1.url, workspaceId)];
+    // As an archiver's record group completes them: their callbacks scheduled in one burst.
+    await Promise.all(done.map((d) => scheduleCallback(queues, taskJobRef(d.task), 1, { first: true, carried: d.carried })));
+    const ids = done.map((d) => d.task.id);
+    for (const id of ids) await eventually(stateIs(id, 'delivered'), `task ${id} delivered`, 10_000);
+
+    // One job for the three first attempts, its outcome theirs; the flaky receiver's retry a job of its own.
+    const bundleId = jobIdFor(CallbackDeliver, [ids[0]!, 1, 'bundle']);
+    await eventually(() => outcomes.has(bundleId), 'the bundle job completed');
+    expect(outcomes.get(bundleId)).toEqual([
+      expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
+      expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 503, then: expect.objectContaining({ step: 'retry', attempt: 2 }) }),
+      expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
+    ]);
+    for (const id of ids) expect(outcomes.has(jobIdFor(CallbackDeliver, [id, 1]))).toBe(false);
+    expect(outcomes.get(jobIdFor(CallbackDeliver, [ids[1]!, 2]))).toMatchObject({ outcome: 'attempted', attempt: 2, statusCode: 200 });
+    expect((await attemptsOf(ids[1]!)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
+
+    // Each its own signed request, attempt row and log line.
+    for (const id of ids) {
+      const arrivals = [...arrivalsAt(ok1.path), ...arrivalsAt(flaky.path)].filter((a) => a.headers['svc-task-id'] === id);
+      expect(arrivals.map((a) => a.headers['svc-delivery-id'])).toEqual(id === ids[1] ? [deliveryIdFor(id, 1), deliveryIdFor(id, 2)] : [deliveryIdFor(id, 1)]);
+      for (const arrival of arrivals) expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+      expect(logLines.filter((l) => l.msg === 'callback: attempt' && l.taskId === id && l.attempt === 1)).toEqual([expect.objectContaining({ jobId: bundleId })]);
+    }
+  });
+
   it("a redelivery round's first attempt, carrying its context as the redeliver route's job does, reads nothing and sends what a read would", async () => {
     const { path, url } = hook();
     const { workspaceId } = await makeTask(ctx.db, {});
