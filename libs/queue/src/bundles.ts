@@ -22,6 +22,11 @@ export function bundledPayloads(data: unknown): unknown[] | null {
   return Array.isArray(payloads) ? payloads : null;
 }
 
+/** What each payload of a finished job returned (a worker's `completed` event): a bundle's results in order, else the job's one. */
+export function payloadResults<T>(job: Pick<Job, 'data'>, result: unknown): T[] {
+  return (bundledPayloads(job.data) ? result : [result]) as T[];
+}
+
 /** A burst's adds, by job id (its contract's key; a symbol each for a contract without one), in order of arrival. */
 type Pending = Map<string | symbol, Add>;
 interface Add {

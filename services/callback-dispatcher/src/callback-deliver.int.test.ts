@@ -6,13 +6,14 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { verifyFileToken } from '@gensvc/auth';
 import { CallbackDeliver, taskEnvelope, type TaskOutputEntry } from '@gensvc/contracts';
 import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
-import { createLogger } from '@gensvc/observability';
+import { createLogger, createMetrics } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
 import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, scheduleCallback, taskJobRef, type Queues } from '@gensvc/queue';
 import { eventually, makeTask, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { DispatcherDeps } from './deps';
+import { countDeliveries } from './dispatch-metrics';
 import { startDispatcherWorker } from './dispatcher-worker';
 import type { DeliverOutcome } from './handlers/callback-deliver';
 
@@ -59,6 +60,9 @@ describe('callback.deliver', () => {
   let queues: Queues;
   let events: QueueEvents;
   let worker: Worker;
+  const metrics = createMetrics('callback-dispatcher-test');
+  /** gensvc_callback_attempts_total by outcome, as this worker counted them. */
+  const attemptsCounted = async () => Object.fromEntries((await metrics.callbackAttempts.get()).values.map((v) => [v.labels.outcome, v.value]));
 
   beforeAll(async () => {
     receiver = await startTlsServer((req, res) => {
@@ -83,6 +87,7 @@ describe('callback.deliver', () => {
       outbound: { ca: receiver.caPem, lookup: async (host) => dns.get(host) ?? systemLookup(host) },
     };
     worker = startDispatcherWorker(deps, { connection: ctx.redis, prefix: ctx.config.queuePrefix }, 8);
+    countDeliveries(worker, metrics, ctx.db);
   });
 
   afterAll(async () => {
@@ -275,6 +280,7 @@ describe('callback.deliver', () => {
     const { workspaceId } = await makeTask(ctx.db, {});
     const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
     const done = [await completedByArchive(ok1.url, workspaceId), await completedByArchive(flaky.url, workspaceId), await completedByArchive(ok1.url, workspaceId)];
+    const counted = await attemptsCounted();
     // As an archiver's record group completes them: their callbacks scheduled in one burst.
     await Promise.all(done.map((d) => scheduleCallback(queues, taskJobRef(d.task), 1, { first: true, carried: d.carried })));
     const ids = done.map((d) => d.task.id);
@@ -291,6 +297,9 @@ describe('callback.deliver', () => {
     for (const id of ids) expect(outcomes.has(jobIdFor(CallbackDeliver, [id, 1]))).toBe(false);
     expect(outcomes.get(jobIdFor(CallbackDeliver, [ids[1]!, 2]))).toMatchObject({ outcome: 'attempted', attempt: 2, statusCode: 200 });
     expect((await attemptsOf(ids[1]!)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
+    // gensvc_callback_attempts_total counts each attempt of the bundle, and the retry.
+    await eventually(async () => (await attemptsCounted()).delivered === (counted.delivered ?? 0) + 3, 'the attempts counted');
+    expect(await attemptsCounted()).toEqual({ delivered: (counted.delivered ?? 0) + 3, failed: (counted.failed ?? 0) + 1 });
 
     // Each its own signed request, attempt row and log line.
     for (const id of ids) {
