@@ -119,6 +119,13 @@ describe('bundles: one job for the adds of one burst, each payload run as its ow
     expect(runs.map((r) => r.taskId)).toEqual(['tsk_alone', 'tsk_twice']);
   });
 
+  it('refuses the adds of a burst whose queues closed before it left, as an add to closed queues is', async () => {
+    const closing = createQueues({ connection, prefix: ctx.env.QUEUE_PREFIX!, logger });
+    const added = enqueueBundled(closing, CallbackDeliver, { taskId: 'tsk_closed', attempt: 1 });
+    void closing.close();
+    await expect(added).rejects.toThrow(/closed/);
+  });
+
   it(`runs at most the worker's concurrency (${CONCURRENCY}) of payloads at once, across bundles`, async () => {
     let inFlight = 0;
     let most = 0;

@@ -74,21 +74,23 @@ function gather(queues: Queues, contract: JobContract, data: Record<string, unkn
 }
 
 function flush(queues: Queues, contract: JobContract, opts: EnqueueOptions, adds: Add[]): void {
-  const queue = queues.get(contract.queue);
   const size = contract.bundle ?? 1;
   for (let i = 0; i < adds.length; i += size) {
     const chunk = adds.slice(i, i + size);
-    const lead = chunk[0]!.data;
-    const jobOpts = jobOptionsOf(contract, lead, opts);
-    let added: Promise<Job>;
-    if (chunk.length === 1) added = queue.add(contract.name, lead, jobOpts);
-    else {
-      if (contract.key) jobOpts.jobId = jobIdFor(contract, [...jobKeyOf(contract as KeyedJob, lead as never), BUNDLE]);
-      added = queue.add(contract.name, { [BUNDLE]: chunk.map((add) => add.data) }, jobOpts);
-    }
-    added.then(
+    addChunk(queues, contract, opts, chunk).then(
       (job) => chunk.forEach((add) => add.settle(job)),
       (err: unknown) => chunk.forEach((add) => add.settle(null, err)),
     );
   }
+}
+
+/** One job for a chunk of a burst's adds: a lone payload as enqueue adds it, several as a bundle. Never throws: rejects. */
+async function addChunk(queues: Queues, contract: JobContract, opts: EnqueueOptions, chunk: Add[]): Promise<Job> {
+  // Closed since the adds were made (a shutdown): refused here, as an add to closed queues is.
+  const queue = queues.get(contract.queue);
+  const lead = chunk[0]!.data;
+  const jobOpts = jobOptionsOf(contract, lead, opts);
+  if (chunk.length === 1) return queue.add(contract.name, lead, jobOpts);
+  if (contract.key) jobOpts.jobId = jobIdFor(contract, [...jobKeyOf(contract as KeyedJob, lead as never), BUNDLE]);
+  return queue.add(contract.name, { [BUNDLE]: chunk.map((add) => add.data) }, jobOpts);
 }
