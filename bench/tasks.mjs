@@ -50,7 +50,7 @@ import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
 import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { CORES } from './lib/cpu.mjs';
+import { CORES, cpuMs } from './lib/cpu.mjs';
 import { percentiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
@@ -211,18 +211,8 @@ async function startReceiver(files) {
   };
 }
 
-/**
- * CPU seconds a process has used (user + system, /proc; NaN where there is none): what each phase cost it. With
- * `mainThread`, its main thread's alone (/proc/<pid>/task/<pid>: a Node process's event loop, without V8's helpers).
- */
-function cpuSeconds(pid, { mainThread = false } = {}) {
-  try {
-    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
+/** CPU seconds a process has used (lib/cpu.mjs cpuMs): what each phase cost it; `mainThread`, its event loop's alone. */
+const cpuSeconds = (pid, opts) => cpuMs(pid, opts) / 1000;
 
 /** The machine's cores' time so far (/proc/stat, ticks summed over every core): idle (with I/O wait) and in all. */
 function coresTicks() {
@@ -715,8 +705,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
         const { perSecond: floorPerSecond, cpuMs: floorCpuMs, idle: floorIdle, window: floorWindow } = await floor.round(deliveries);
         const perSecond = deliveries / round.seconds;
-        const cpuMs = (1000 * round.used['callback-dispatcher']) / deliveries;
-        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs, floorCpuMs, floorIdle, floorWindow });
+        const dispatcherCpuMs = (1000 * round.used['callback-dispatcher']) / deliveries;
+        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs: dispatcherCpuMs, floorCpuMs, floorIdle, floorWindow });
       }
     } finally {
       await floor.stop();

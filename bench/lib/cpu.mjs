@@ -10,10 +10,13 @@ import { printTable } from './table.mjs';
 const TICKS_PER_SECOND = 100;
 export const CORES = availableParallelism();
 
-/** CPU milliseconds (user + system) process `pid` has used so far; 0 once it has gone. */
-export function cpuMs(pid) {
+/**
+ * CPU milliseconds (user + system) process `pid` has used so far; 0 once it has gone. With `mainThread`, its main
+ * thread's alone (/proc/<pid>/task/<pid>: a Node process's event loop, without V8's helper threads).
+ */
+export function cpuMs(pid, { mainThread = false } = {}) {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND; // utime, stime
   } catch {
     return 0;
