@@ -236,6 +236,27 @@ function harnessCpuSeconds(servicePids) {
 }
 
 /**
+ * Postgres's client backends by the service whose pool opened each (its application_name, `gensvc-<service>`, as
+ * createDb names them; this bench's own connections are `bench`): pid → service. Read once the pools are warm (phase 1
+ * opens none: the line below says so), so each backend's CPU is its service's statements'.
+ */
+async function backendServices(db) {
+  const rows = await db.$queryRaw`SELECT pid, application_name AS name FROM pg_stat_activity WHERE backend_type = 'client backend'`;
+  return new Map(rows.map((r) => [Number(r.pid), r.name.replace(/^gensvc-/, '') || 'bench']));
+}
+
+/** CPU seconds of Postgres's processes so far by the service each backend serves (backendServices); the rest `other`. */
+function postgresCpuByService(servicePids, services) {
+  const sums = {};
+  for (const p of storeProcesses(servicePids)) {
+    if (p.store !== 'Postgres') continue;
+    const service = services.get(p.pid) ?? 'other';
+    sums[service] = (sums[service] ?? 0) + p.cpu;
+  }
+  return sums;
+}
+
+/**
  * The processes of the stores this bench brought up, from /proc: every descendant of this process that is a Postgres
  * (each backend) or a Redis and not one of `servicePids`, with its CPU seconds (those of its reaped children included).
  */
@@ -537,6 +558,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
 
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
+    const pgServices = await backendServices(db);
+    const servicePids = new Set(procs.map((p) => p.pid));
+    const pgStart = postgresCpuByService(servicePids, pgServices);
     const cpuStart = cpu();
     const schedBefore = schedSnapshot(procs);
     const simBefore = await simGet('/__sim/stats');
@@ -551,6 +575,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const createdEnd = Date.now();
     await receiver.until(warmedCallbacks + TASKS);
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
+    const pgEnd = postgresCpuByService(servicePids, pgServices);
+    const pgByService = Object.fromEntries(Object.keys(pgEnd).map((k) => [k, pgEnd[k] - (pgStart[k] ?? 0)]));
     const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs));
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
@@ -765,6 +791,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
     const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
     console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
+    // Postgres's share, by whose statements it ran: each backend's CPU to the service whose pool holds it ('other': the
+    // checkpointer, WAL writer, autovacuum and the rest; a backend opened during the phase would count there too).
+    console.log(`  Postgres's CPU ms per task by the service whose connections it served: ${perMs(Object.fromEntries(Object.entries(pgByService).sort((a, b) => b[1] - a[1])))}`);
     // The lag is a chain of hops between processes (the archiver's commit, Redis, the dispatcher, its read, the
     // receiver): on a machine whose cores are all busy, each hop waits on the run queue before the woken process runs.
     console.log(

@@ -49,6 +49,11 @@ export interface DbOptions {
   max?: number;
   /** Where an idle connection's error is reported (the service's logger); unset, it is dropped silently. */
   log?: { warn(fields: object, msg: string): void };
+  /**
+   * The connections' `application_name` (the service's: `gensvc-edge`), so `pg_stat_activity` and Postgres's logs say
+   * which service holds each connection, and bench/tasks what each one's statements cost. One the URL sets wins.
+   */
+  applicationName?: string;
 }
 
 /**
@@ -59,7 +64,8 @@ export interface DbOptions {
  * findUnique 12–15k/s, the same row by findFirst 2–2.7k/s, findFirst with an OR and an include 1.3k/s.
  */
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
+  // node-postgres lets the URL's own parameters override these: a DATABASE_URL with `application_name` keeps it.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, ...(options.applicationName && { application_name: options.applicationName }) });
   // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
   // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
   // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11). It is
