@@ -170,8 +170,10 @@ export type CarriedAttempt = z.infer<typeof carriedAttemptSchema>;
 export const CallbackDeliver = defineJob({
   queue: 'callbacks',
   name: 'callback.deliver',
-  // v2: `carried`. A v1 payload (ids only) parses as one without it, and reads.
-  version: 2,
+  // v2: `carried`. A v1 payload (ids only) parses as one without it, and reads. v3: first attempts may travel as a
+  // bundle (below); each payload is as in v2. A v2 dispatcher fails a bundle for good ("the payload (v3) does not
+  // match"), and the reconciler adds its attempts again one each: roll dispatchers out before what completes tasks.
+  version: 3,
   // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
   retry: { attempts: 3, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt, carried: carriedAttemptSchema.optional() }),

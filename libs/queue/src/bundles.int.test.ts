@@ -86,7 +86,7 @@ describe('bundles: one job for the adds of one burst, each payload run as its ow
     const { jobs, traces } = await burst(taskIds);
     // 8 and 3, each under its first payload's id with `bundle` appended.
     expect(jobs.map((j) => j.id)).toEqual([...Array(8).fill('callback.deliver/tsk_b0/1/bundle'), ...Array(3).fill('callback.deliver/tsk_b8/1/bundle')]);
-    expect(jobs[0]!.data).toEqual({ bundle: taskIds.slice(0, 8).map((taskId, i) => expect.objectContaining({ taskId, attempt: 1, v: CallbackDeliver.version, trace: { traceparent: expect.stringContaining(traces[i]!) } })) });
+    expect(jobs[0]!.data).toEqual({ v: CallbackDeliver.version, bundle: taskIds.slice(0, 8).map((taskId, i) => expect.objectContaining({ taskId, attempt: 1, v: CallbackDeliver.version, trace: { traceparent: expect.stringContaining(traces[i]!) } })) });
     await expect(jobs[0]!.waitUntilFinished(events, 10_000)).resolves.toEqual(taskIds.slice(0, 8));
     await expect(jobs[8]!.waitUntilFinished(events, 10_000)).resolves.toEqual(taskIds.slice(8));
 

@@ -92,5 +92,6 @@ async function addChunk(queues: Queues, contract: JobContract, opts: EnqueueOpti
   const jobOpts = jobOptionsOf(contract, lead, opts);
   if (chunk.length === 1) return queue.add(contract.name, lead, jobOpts);
   if (contract.key) jobOpts.jobId = jobIdFor(contract, [...jobKeyOf(contract as KeyedJob, lead as never), BUNDLE]);
-  return queue.add(contract.name, { [BUNDLE]: chunk.map((add) => add.data) }, jobOpts);
+  // Stamped with the contract's version as each payload is: a worker that cannot run a bundle says which it was handed.
+  return queue.add(contract.name, { [BUNDLE]: chunk.map((add) => add.data), v: contract.version }, jobOpts);
 }

@@ -1,5 +1,5 @@
 export * from './backoff';
-export { enqueueBundled, payloadResults } from './bundles';
+export { payloadResults } from './bundles';
 export * from './ensure-job';
 export * from './connection';
 export * from './logger';
