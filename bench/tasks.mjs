@@ -5,7 +5,8 @@
 //      the upstream-sim's Replicate or fal protocol, polled with delayed jobs, archived into S3 by the archiver and
 //      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
 //      callback received.
-//      p50/p99 from the task's completion (completedAt) to its callback's arrival. The receiver is a process of its own
+//      p50/p99 from the task's completion (completedAt) to its callback's arrival. Each process's CPU per task, and
+//      Postgres's by the service whose connections it served (each service names them: application_name). The receiver is a process of its own
 //      (lib/receiver.mjs), as a customer's is: until the fourteenth session it ran in this process, where each callback
 //      waited for s3rver's and the callers' turns to end before it was stamped.
 //   2. callback deliveries/s: a new delivery round (the redelivery path) for DELIVERIES tasks at once (default
