@@ -47,8 +47,8 @@ async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCa
   // bench/tasks, measured between the completion's answer and the turn's end).
   if (!opts.atOnce) coalesceWrites(queues.connection);
   if (opts.recover || opts.promote) return ensureJob(queues, contract, payload, { ...jobOpts, promote: opts.promote });
-  // A contract that bundles: the plain adds of one burst travel together (bundles.ts). A plain add is a first add,
-  // which no job of its id precedes.
+  // A contract that bundles (callback.deliver): the plain adds of one burst travel together (bundles.ts). Its plain
+  // add is a task's first attempt, which no job of that id precedes, as enqueueBundled requires.
   await (contract.bundle ? enqueueBundled(queues, contract, payload, jobOpts) : enqueue(queues, contract, payload, jobOpts));
   return 'added';
 }
