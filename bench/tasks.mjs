@@ -6,9 +6,9 @@
 //      called back by the callback-dispatcher to a local HTTPS receiver (which checks every signature): first create → last
 //      callback received.
 //      p50/p99 from the task's completion (completedAt) to its callback's arrival. Each process's CPU per task, and
-//      Postgres's by the service whose connections it served (each service names them: application_name). The receiver is a process of its own
-//      (lib/receiver.mjs), as a customer's is: until the fourteenth session it ran in this process, where each callback
-//      waited for s3rver's and the callers' turns to end before it was stamped.
+//      Postgres's by the service whose connections it served (each service names them: application_name). The
+//      receiver is a process of its own (lib/receiver.mjs), as a customer's is: until the fourteenth session it ran in
+//      this process, where each callback waited for s3rver's and the callers' turns to end before it was stamped.
 //   2. callback deliveries/s: a new delivery round (the redelivery path) for DELIVERIES tasks at once (default
 //      TASKS × JOBS_PER_TASK, the raw baseline's job count: phase 1's tasks, then the warm-up's), the dispatcher alone,
 //      after WARMUP_REDELIVERIES unmeasured rounds of the same size (default 2), as bench/chat serves JIT_WARMUP_MS of
@@ -575,14 +575,15 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const createdIn = withCb.seconds;
     const createdEnd = Date.now();
     await receiver.until(warmedCallbacks + TASKS);
+    // Stopped as the last callback arrives: the readings below (/proc walks, a Postgres query) are not the phase's.
+    const endToEnd = (performance.now() - started) / 1000;
+    const phase1End = process.hrtime.bigint();
     const cpuEndToEnd = cpuDiff(cpuStart, cpu());
     const pgEnd = postgresCpuByService(servicePids, pgServices);
     const pgByService = Object.fromEntries(Object.keys(pgEnd).map((k) => [k, pgEnd[k] - (pgStart[k] ?? 0)]));
     const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs));
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
-    const endToEnd = (performance.now() - started) / 1000;
-    const phase1End = process.hrtime.bigint();
     // Read before the raw round after phase 1, which runs on the same Redis (read after it, the figure held that
     // round's ~160 commands per task as well).
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;

@@ -11,7 +11,7 @@
 // handler finds what an earlier run did).
 import { jobKeyOf, type JobContract, type JobInput, type KeyedJob } from '@gensvc/contracts';
 import type { Job } from 'bullmq';
-import { jobIdFor, jobOptionsOf, publish, type EnqueueOptions, type Queues } from './queues';
+import { jobIdFor, jobIdOf, jobOptionsOf, publish, type EnqueueOptions, type Queues } from './queues';
 
 /** The field of a bundle job's data that holds its payloads (each as enqueue would store it). */
 const BUNDLE = 'bundle';
@@ -64,7 +64,7 @@ function gather(queues: Queues, contract: JobContract, data: Record<string, unkn
       flush(queues, contract, opts, [...started.values()]);
     });
   }
-  const id = contract.key ? jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as never)) : Symbol();
+  const id = contract.key ? jobIdOf(contract as KeyedJob, data as never) : Symbol();
   const same = pending.get(id);
   if (same) return same.added;
   let settle!: (job: Job | null, err?: unknown) => void;

@@ -116,7 +116,7 @@ export async function enqueue<J extends JobContract>(
 export function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
   const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
   const jobOpts: JobsOptions = { ...retry, ...opts };
-  if (contract.key) jobOpts.jobId = jobIdFor(contract, jobKeyOf(contract as KeyedJob, data as JobPayload<KeyedJob>));
+  if (contract.key) jobOpts.jobId = jobIdOf(contract as KeyedJob, data as JobInput<KeyedJob>);
   return jobOpts;
 }
 

@@ -6,8 +6,8 @@
 // TASK_POLL_WEBHOOK_FALLBACK unmoved (its webhook lost: the edge down, the provider giving up) it is polled from here,
 // and on the poll schedule after that; a task past its deadline is polled at once, and the poll times it out. The
 // archiver recovers archives and completions (services/archiver/src/reconciler.ts), the dispatcher deliveries
-// (services/callback-dispatcher/src/reconciler.ts). Every job has a deterministic id and every handler re-reads its row and checks it is still due,
-// so re-adding a job that exists, or one whose step already happened, does nothing.
+// (services/callback-dispatcher/src/reconciler.ts). Every job has a deterministic id and every handler re-reads its
+// row and checks it is still due, so re-adding a job that exists, or one whose step already happened, does nothing.
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
