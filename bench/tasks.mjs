@@ -51,7 +51,7 @@ import { join } from 'node:path';
 import { gensvc, root, service } from './lib/gensvc.mjs';
 import { startNode, startService } from './lib/processes.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { CORES, cpuMs } from './lib/cpu.mjs';
+import { CORES, cpuMs, syscalls } from './lib/cpu.mjs';
 import { percentiles } from './lib/stats.mjs';
 import { int, ms, printTable, ratio, verdict } from './lib/table.mjs';
 
@@ -88,8 +88,12 @@ const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
 // their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), as does the floor dispatcher
 // (`floor-dispatcher`), and deliveries-window.json with phase 2's measured round in the profiles' clock (µs), to cut a
 // profile to that round, phase 1's (`tasks`) and the floor's round after it (`floor`).
+// PROFILE_WITH=perf: they run under `node --perf-basic-prof` instead (the JIT's symbols in /tmp/perf-<pid>.map), for a
+// system-wide `perf record -a -k mono` (CLOCK_MONOTONIC, the window's clock) to be cut to a phase with `--time`: on-CPU
+// samples, where --cpu-prof's are wall-clock: a process waiting for a core is charged to the code it stopped in (under
+// phase 1's load often a socket write, whose wake-up of the reader took the core).
 const PROFILE = process.env.PROFILE;
-const profiled = (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`] : []);
+const profiled = (name) => (!PROFILE ? [] : process.env.PROFILE_WITH === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`]);
 
 /**
  * This bench at 386ce66 (before issue 12's throughput work), 300 tasks, 16 callers, sim job 50 ms, on this machine
@@ -299,7 +303,8 @@ function schedSnapshot(procs) {
   const read = (pid) => {
     try {
       const [, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
-      return { wait, slices };
+      const { r, w } = syscalls(pid);
+      return { wait, slices, r, w };
     } catch {
       return undefined;
     }
@@ -317,9 +322,11 @@ function schedDiff(before, after) {
     const a = before.get(pid);
     // A process absent from either snapshot (a backend that came or went) has no difference to give.
     if (!a || a.slices === undefined || b.slices === undefined) continue;
-    const o = (out[b.name] ??= { slices: 0, waitNs: 0 });
+    const o = (out[b.name] ??= { slices: 0, waitNs: 0, r: 0, w: 0 });
     o.slices += b.slices - a.slices;
     o.waitNs += b.wait - a.wait;
+    o.r += b.r - a.r;
+    o.w += b.w - a.w;
   }
   return out;
 }
@@ -800,7 +807,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // receiver): on a machine whose cores are all busy, each hop waits on the run queue before the woken process runs.
     console.log(
       `waits for a core, end to end (the scheduler's count): per wake-up ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms; ` +
-        `wake-ups per task ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`).join(', ')}` +
+        `wake-ups per task ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`).join(', ')}; ` +
+        // Postgres is left out: its backends talk over send/recv, which /proc's counts leave out (its figure is WAL writes).
+        `read / write system calls per task (/proc's syscr, syscw: a socket read or write is one) ${Object.entries(schedEndToEnd).filter(([k]) => k !== 'Postgres').map(([k, v]) => `${k} ${(v.r / TASKS).toFixed(1)} / ${(v.w / TASKS).toFixed(1)}`).join(', ')}` +
         (Number.isFinite(walSyncMs) ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)` : ''),
     );
     console.log(`CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`);
