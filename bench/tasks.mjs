@@ -230,13 +230,13 @@ function coresTicks() {
 const idleShare = (a, b) => (b.idle - a.idle) / (b.all - a.all);
 
 /**
- * CPU seconds of what the bench brought up besides the services, from /proc: the embedded Postgres (every backend,
- * and those it has reaped) and Redis, and this process (s3rver and the callers run in it).
+ * CPU seconds of what the bench brought up besides the services: the embedded Postgres (every backend, and those it
+ * has reaped) and Redis, as `stores` (storeProcesses) read them, and this process (s3rver and the callers run in it).
  * The stores are those of this run alone (withStack starts them unless the environment names its own).
  */
-function harnessCpuSeconds(servicePids) {
+function harnessCpuSeconds(stores) {
   const sums = { Postgres: 0, Redis: 0 };
-  for (const p of storeProcesses(servicePids)) sums[p.store] += p.cpu;
+  for (const p of stores) sums[p.store] += p.cpu;
   const self = process.cpuUsage();
   return { ...sums, 'bench (s3rver, callers)': (self.user + self.system) / 1e6 };
 }
@@ -251,10 +251,13 @@ async function backendServices(db) {
   return new Map(rows.map((r) => [Number(r.pid), r.name.replace(/^gensvc-/, '') || 'bench']));
 }
 
-/** CPU seconds of Postgres's processes so far by the service each backend serves (backendServices); the rest `other`. */
-function postgresCpuByService(servicePids, services) {
+/**
+ * CPU seconds of Postgres's processes in `stores` (storeProcesses) by the service each backend serves
+ * (backendServices); the rest `other`.
+ */
+function postgresCpuByService(stores, services) {
   const sums = {};
-  for (const p of storeProcesses(servicePids)) {
+  for (const p of stores) {
     if (p.store !== 'Postgres') continue;
     const service = services.get(p.pid) ?? 'other';
     sums[service] = (sums[service] ?? 0) + p.cpu;
@@ -298,9 +301,9 @@ function storeProcesses(servicePids) {
  * ns on a core, ns runnable but waiting on the run queue, times it was put on a core): per process name, summed over
  * Postgres's backends and Redis. A difference of two snapshots says, for a phase, how many times each process was
  * woken to run and how long each wake-up waited before it ran: the cost of every hop between processes on a busy
- * machine, which no process's CPU time shows.
+ * machine, which no process's CPU time shows. `stores`: the stores' processes (storeProcesses), read with the services'.
  */
-function schedSnapshot(procs) {
+function schedSnapshot(procs, stores) {
   const read = (pid) => {
     try {
       const [, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
@@ -312,7 +315,7 @@ function schedSnapshot(procs) {
   };
   const byPid = new Map();
   for (const p of procs) byPid.set(p.pid, { name: p.name, ...read(p.pid) });
-  for (const p of storeProcesses(new Set(procs.map((q) => q.pid)))) byPid.set(p.pid, { name: p.store, ...read(p.pid) });
+  for (const p of stores) byPid.set(p.pid, { name: p.store, ...read(p.pid) });
   return byPid;
 }
 
@@ -541,7 +544,11 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const warm = await seedKey(db, { unlimited: true });
     // The secrets the receiver checks callbacks with, as a customer reads them.
     for (const key of [auth, warm.auth]) await receiver.addSecret((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
-    const cpu = () => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(new Set(procs.map((p) => p.pid))) });
+    // One walk of /proc per reading (storeProcesses), shared by what is read at that point: each process's CPU
+    // (cpu), Postgres's by service and the scheduler's counts.
+    const servicePids = new Set(procs.map((p) => p.pid));
+    const stores = () => storeProcesses(servicePids);
+    const cpu = (walked = stores()) => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(walked) });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
     // In rounds of TASKS, each timed as phase 1 is, so the run shows how far a cold pipeline is from a warm one.
     const warmRounds = [];
@@ -568,10 +575,10 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // 1. End to end.
     await fetch(`${sim.url}/__sim/requests`, { method: 'DELETE' });
     const pgServices = await backendServices(db);
-    const servicePids = new Set(procs.map((p) => p.pid));
-    const pgStart = postgresCpuByService(servicePids, pgServices);
-    const cpuStart = cpu();
-    const schedBefore = schedSnapshot(procs);
+    const walkedStart = stores();
+    const pgStart = postgresCpuByService(walkedStart, pgServices);
+    const cpuStart = cpu(walkedStart);
+    const schedBefore = schedSnapshot(procs, walkedStart);
     const simBefore = await simGet('/__sim/stats');
     const xactBefore = await xacts();
     const walSyncBefore = await walSyncs();
@@ -586,10 +593,11 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // Stopped as the last callback arrives: the readings below (/proc walks, a Postgres query) are not the phase's.
     const endToEnd = (performance.now() - started) / 1000;
     const phase1End = process.hrtime.bigint();
-    const cpuEndToEnd = cpuDiff(cpuStart, cpu());
-    const pgEnd = postgresCpuByService(servicePids, pgServices);
+    const walkedEnd = stores();
+    const cpuEndToEnd = cpuDiff(cpuStart, cpu(walkedEnd));
+    const pgEnd = postgresCpuByService(walkedEnd, pgServices);
     const pgByService = Object.fromEntries(Object.keys(pgEnd).map((k) => [k, pgEnd[k] - (pgStart[k] ?? 0)]));
-    const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs));
+    const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs, walkedEnd));
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
     const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     // Read before the raw round after phase 1, which runs on the same Redis (read after it, the figure held that
@@ -684,8 +692,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const before = receiver.count();
       const rounds = [];
       for (const t of redelivered) rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
-      const cpuStart = cpu();
-      const [main0, sched0, cores0] = [cpuSeconds(dispatcher.pid, { mainThread: true }), schedSnapshot(procs), coresTicks()];
+      const walked0 = stores();
+      const cpuStart = cpu(walked0);
+      const [main0, sched0, cores0] = [cpuSeconds(dispatcher.pid, { mainThread: true }), schedSnapshot(procs, walked0), coresTicks()];
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const startUs = process.hrtime.bigint();
@@ -704,12 +713,13 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
       const window = { startUs, endUs: process.hrtime.bigint() };
-      const used = cpuDiff(cpuStart, cpu());
+      const walked1 = stores();
+      const used = cpuDiff(cpuStart, cpu(walked1));
       // Where the round's time went: the cores left idle, the dispatcher's event loop's own CPU (the rest of its CPU is
       // V8's helper threads: garbage collection, compilation), and each process's waits for a core.
       const idle = idleShare(cores0, coresTicks());
       const mainThread = cpuSeconds(dispatcher.pid, { mainThread: true }) - main0;
-      const sched = schedDiff(sched0, schedSnapshot(procs));
+      const sched = schedDiff(sched0, schedSnapshot(procs, walked1));
       // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
       // a backend reports its counts when idle at most once a second, later than a round this short ends.
       const redisRun = ((await redisCommands()) - redis0) / deliveries;

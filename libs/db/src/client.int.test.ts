@@ -29,10 +29,10 @@ test('an idle connection ended by Postgres is logged, and the next statement rec
 test("names its connections after the service (application_name), unless the URL names them itself", async () => {
   const nameOf = async (db: ReturnType<typeof createDb>) =>
     (await queryPrepared<{ name: string }>(clientOf(db), 'test_application_name', "SELECT current_setting('application_name') AS name", []))[0]!.name;
-  const named = createDb(ctx.env.DATABASE_URL!, { max: 1, applicationName: 'gensvc-test-service' });
+  const named = createDb(ctx.env.DATABASE_URL!, { max: 1, service: 'test-service' });
   const url = new URL(ctx.env.DATABASE_URL!);
   url.searchParams.set('application_name', 'operators-own');
-  const own = createDb(url.href, { max: 1, applicationName: 'gensvc-test-service' });
+  const own = createDb(url.href, { max: 1, service: 'test-service' });
   try {
     expect(await nameOf(named)).toBe('gensvc-test-service');
     expect(await nameOf(own)).toBe('operators-own');

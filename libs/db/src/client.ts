@@ -50,10 +50,11 @@ export interface DbOptions {
   /** Where an idle connection's error is reported (the service's logger); unset, it is dropped silently. */
   log?: { warn(fields: object, msg: string): void };
   /**
-   * The connections' `application_name` (the service's: `gensvc-edge`), so `pg_stat_activity` and Postgres's logs say
-   * which service holds each connection, and bench/tasks what each one's statements cost. One the URL sets wins.
+   * The service these connections serve: their `application_name` is `gensvc-<service>` (`gensvc-edge`), so
+   * `pg_stat_activity` and Postgres's logs say which service holds each connection, and bench/tasks what each one's
+   * statements cost. An `application_name` the URL sets wins.
    */
-  applicationName?: string;
+  service?: string;
 }
 
 /**
@@ -65,7 +66,7 @@ export interface DbOptions {
  */
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   // node-postgres lets the URL's own parameters override these: a DATABASE_URL with `application_name` keeps it.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, ...(options.applicationName && { application_name: options.applicationName }) });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, ...(options.service && { application_name: `gensvc-${options.service}` }) });
   // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
   // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
   // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11). It is

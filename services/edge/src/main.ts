@@ -20,7 +20,7 @@ async function main() {
   const { createEdgeDeps } = await import('./deps');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
-  const db = createDb(config.databaseUrl, { log: logger, applicationName: `gensvc-${SERVICE}` });
+  const db = createDb(config.databaseUrl, { log: logger, service: SERVICE });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const s3 = createS3(config.s3);
   await checkBucket(s3, config.s3.bucket);

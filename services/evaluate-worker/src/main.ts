@@ -17,7 +17,7 @@ async function main() {
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   // Only the catalog reads Postgres (cached, refreshed on change): the edge charges the answers.
-  const db = createDb(config.databaseUrl, { max: 4, log: logger, applicationName: `gensvc-${SERVICE}` });
+  const db = createDb(config.databaseUrl, { max: 4, log: logger, service: SERVICE });
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const catalog = new Catalog(db);
   const metrics = createMetrics(SERVICE);

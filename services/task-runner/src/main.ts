@@ -18,7 +18,7 @@ async function main() {
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   // A job holds a connection only for its few short transactions: more slots than connections is fine.
-  const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.taskRunner, 20), log: logger, applicationName: `gensvc-${SERVICE}` });
+  const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.taskRunner, 20), log: logger, service: SERVICE });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const upstream = new UpstreamClient();

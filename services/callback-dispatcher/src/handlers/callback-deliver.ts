@@ -2,9 +2,9 @@
 //
 // Each attempt is a job of its own, [taskId, attempt], or, for the first attempts of tasks completed in one burst, a
 // payload of one bundle job that the worker runs as a job each (libs/queue bundles.ts); attempt numbers keep
-// increasing across redeliveries and a round of attempts starts at Task.callbackRoundStart. The j-th attempt of a round (0-based) runs
-// config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's first job, made
-// undelayed by whoever made the callback due); the failure of the round's last one parks the delivery.
+// increasing across redeliveries and a round of attempts starts at Task.callbackRoundStart. The j-th attempt of a
+// round (0-based) runs config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's
+// first job, made undelayed by whoever made the callback due); the failure of the round's last one parks the delivery.
 //
 // The receiver's failures (non-2xx, no answer within the timeout, a redirect, an address refused at delivery time)
 // are outcomes, recorded as attempts and never thrown; only Postgres and Redis errors throw, and the queue retries
