@@ -19,6 +19,16 @@ function fitBytes(text: string, max: number): string {
 }
 
 /**
+ * `text` without its trailing dots and white space. A loop from the end rather than /[.\s]+$/, which retries from
+ * every position of a long ". . ." run not at the end and so takes quadratic time on a hostile name.
+ */
+function trimDotsAndSpacesEnd(text: string): string {
+  let end = text.length;
+  while (end > 0 && /[.\s]/.test(text[end - 1]!)) end--;
+  return text.slice(0, end);
+}
+
+/**
  * A safe stored name for an upload named `raw` whose bytes are of a type with these `extensions` (canonical first):
  * the name's own extension is kept when it is one of them, else replaced by the canonical one.
  */
@@ -33,7 +43,7 @@ export function sanitizeFilename(raw: string | undefined, extensions: string[]):
     // A trailing extension-like suffix that does not match the bytes is dropped rather than kept in the name.
     if (extensions.includes(own) || /^[a-z0-9]{1,10}$/i.test(own)) name = name.slice(0, dot);
   }
-  const base = fitBytes(name.replace(/[.\s]+$/, ''), MAX_FILENAME_BYTES - ext.length - 1).trimEnd() || 'file';
+  const base = fitBytes(trimDotsAndSpacesEnd(name), MAX_FILENAME_BYTES - ext.length - 1).trimEnd() || 'file';
   return `${base}.${ext}`;
 }
 
