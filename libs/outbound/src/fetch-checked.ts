@@ -248,7 +248,8 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
     }
     const address: ResolvedAddress = { address: verdict.address, family: verdict.family };
     if (!verdict.allowed) {
-      return callback(new OutboundError('private_address', `${verdict.address} is not a public address (${verdict.range}).`), null);
+      const message = `${verdict.address} is not a public address (${verdict.range}).`;
+      return callback(new OutboundError('private_address', message, { range: verdict.range }), null);
     }
     let phase: 'tcp' | 'tls' = 'tcp';
     let done = false;

@@ -44,15 +44,25 @@ export class OutboundError extends Error {
   readonly status: number | undefined;
   /**
    * The rule that failed, for the URL's sender (an API caller): never the addresses the host resolved to or the
-   * error the network gave, which `message` keeps for logs and for the workspace's own delivery log.
+   * error the network gave, which `message` keeps for the service's own logs.
    */
   readonly rule: string;
+  /**
+   * For `private_address`: ipaddr.js's name of the range that refused the address ('loopback', 'private',
+   * 'linkLocal', ...). Names the rule without the address, for logs the workspace reads.
+   */
+  readonly range: string | undefined;
 
-  constructor(reason: OutboundReason, message: string, extra: { status?: number; cause?: unknown; rule?: string } = {}) {
+  constructor(
+    reason: OutboundReason,
+    message: string,
+    extra: { status?: number; cause?: unknown; rule?: string; range?: string } = {},
+  ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'OutboundError';
     this.reason = reason;
     this.status = extra.status;
+    this.range = extra.range;
     this.rule =
       extra.rule ??
       RULES[reason] ??

@@ -317,6 +317,8 @@ function describe(e: OutboundError): string {
   // A closed, filtered, reset or non-TLS port reads the same (issue 14): the delivery log, which the workspace reads,
   // cannot be used to map ports through the gateway.
   if (UNREACHABLE.has(e.reason)) return `unreachable: ${e.rule}`;
+  // The rule that refused the address, never the address: the host's records are not the workspace's to learn.
+  if (e.reason === 'private_address') return `address_not_allowed: private_address (${e.range ?? 'not public'})`;
   const rule = ADDRESS_RULES.has(e.reason) ? 'address_not_allowed' : e.reason;
   return `${rule}: ${e.message}`.slice(0, 2000);
 }
