@@ -17,13 +17,13 @@ beforeAll(async () => (edge = await startEdge(ctx)));
 afterAll(() => edge.close());
 
 describe('edge basics', () => {
-  it('answers /healthz and a ready /readyz naming every dependency', async () => {
+  it('answers /healthz and a ready /readyz', async () => {
     const health = await fetch(`${edge.url}/healthz`);
     expect(health.status).toBe(200);
     expect(await jsonOf(health)).toEqual({ status: 'ok' });
     const ready = await fetch(`${edge.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await jsonOf(ready)).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', s3: 'ok' } });
+    expect(await jsonOf(ready)).toEqual({ status: 'ready' });
   });
 
   it('puts X-Request-Id on every answer, keeping a sane incoming one', async () => {
@@ -114,7 +114,7 @@ describe('JSON bodies', () => {
 });
 
 describe('/readyz with Redis stopped', () => {
-  it('answers 503 naming Redis, and ready again once it is back', async () => {
+  it('answers 503, and ready again once it is back', async () => {
     const port = await freePort();
     const start = () => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     let server = start();
@@ -127,12 +127,8 @@ describe('/readyz with Redis stopped', () => {
       await new Promise((r) => server.once('exit', r));
       const res = await fetch(`${own.url}/readyz`);
       expect(res.status).toBe(503);
-      const body = await jsonOf(res);
-      expect(body.checks.postgres).toBe('ok');
-      expect(body.checks.s3).toBe('ok');
-      expect(body.checks.redis).toMatch(/^unreachable/);
-      expect(body.error).toMatchObject({ type: 'api_error', code: 'service_unavailable', message: expect.stringContaining('redis') });
-      expect(body.error.message).not.toContain('postgres');
+      // Which store failed is the ops port's to say (routes/health/readyz.int.test.ts).
+      expect(await jsonOf(res)).toMatchObject({ status: 'unavailable', error: { type: 'api_error', code: 'service_unavailable' } });
       server = start();
       await waitForHttp(`${own.url}/readyz`, undefined, 10_000);
     } finally {

@@ -16,14 +16,16 @@ export function edgeReadinessChecks(deps: Pick<EdgeDeps, 'db' | 'redis' | 's3' |
   };
 }
 
-/** Ready when Postgres, Redis and S3 all answer; otherwise 503 naming each one that does not. */
+/**
+ * Ready when Postgres, Redis and S3 all answer; otherwise 503. The status only: which store failed and why (driver
+ * errors name internal hosts and addresses) is on the ops port's /readyz, which the public network cannot reach.
+ */
 export function readyz(deps: Pick<EdgeDeps, 'db' | 'redis' | 's3' | 'config'>) {
   const checks = edgeReadinessChecks(deps);
   return async (_req: Request, res: Response) => {
-    const { ready, checks: verdicts } = await runChecks(checks);
-    if (ready) return void res.json({ status: 'ready', checks: verdicts });
-    const failing = Object.entries(verdicts).filter(([, v]) => v !== 'ok');
-    const error = errors.unavailable(`Not ready: ${failing.map(([name, why]) => `${name} ${why}`).join('; ')}`);
-    res.status(503).json({ ...errorBody('native', error, locals(res).requestId), status: 'unavailable', checks: verdicts });
+    const { ready } = await runChecks(checks);
+    if (ready) return void res.json({ status: 'ready' });
+    const error = errors.unavailable('Not ready: a store the edge needs does not answer.');
+    res.status(503).json({ ...errorBody('native', error, locals(res).requestId), status: 'unavailable' });
   };
 }
