@@ -83,7 +83,8 @@ export async function checkUrl(input: string | URL, opts: CheckUrlOptions = {}):
       const range = describeRange(verdict.range);
       // An IP literal is the caller's own text; what a name resolves to is not theirs to learn from a refusal.
       const rule = hostname === r.address ? `The address ${r.address} is not a public address (${range}).` : undefined;
-      throw new OutboundError('private_address', `${what} is not a public address (${range}).`, { rule, range: verdict.range });
+      const message = `${what} is not a public address (${range}).`;
+      throw new OutboundError('private_address', message, { rule, range: verdict.range });
     }
     if (!addresses.some((a) => a.address === verdict.address)) addresses.push({ address: verdict.address, family: verdict.family });
   }

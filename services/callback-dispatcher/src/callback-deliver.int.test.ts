@@ -490,7 +490,8 @@ describe('callback.deliver', () => {
         const outcome = await run(t.id, 1);
         // The delivery log, which the workspace reads, names the rule that refused the address, never the address.
         const error = 'address_not_allowed: private_address (private)';
-        expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error, then: { step: 'retry', attempt: 2 } });
+        const then = { step: 'retry', attempt: 2 };
+        expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error, then });
         expect(await attemptsOf(t.id)).toEqual([expect.objectContaining({ attempt: 1, statusCode: null, error })]);
       }
       expect(arrivalsAt(path)).toHaveLength(0);

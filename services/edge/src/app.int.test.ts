@@ -128,7 +128,8 @@ describe('/readyz with Redis stopped', () => {
       const res = await fetch(`${own.url}/readyz`);
       expect(res.status).toBe(503);
       // Which store failed is the ops port's to say (routes/health/readyz.int.test.ts).
-      expect(await jsonOf(res)).toMatchObject({ status: 'unavailable', error: { type: 'api_error', code: 'service_unavailable' } });
+      const error = { type: 'api_error', code: 'service_unavailable' };
+      expect(await jsonOf(res)).toMatchObject({ status: 'unavailable', error });
       server = start();
       await waitForHttp(`${own.url}/readyz`, undefined, 10_000);
     } finally {

@@ -24,7 +24,8 @@ beforeAll(async () => {
     maxAttempts: 1,
   });
   edge = await startEdge(ctx, { s3 });
-  ops = await startOpsServer({ port: 0, host: '127.0.0.1', metrics: createMetrics('edge-test'), checks: edgeReadinessChecks(edge.deps) });
+  const checks = edgeReadinessChecks(edge.deps);
+  ops = await startOpsServer({ port: 0, host: '127.0.0.1', metrics: createMetrics('edge-test'), checks });
 });
 
 afterAll(async () => {
@@ -34,12 +35,18 @@ afterAll(async () => {
 });
 
 describe('health on the public port', () => {
-  it('answers /readyz with the status only while a store fails; the ops port names the store and the error', async () => {
+  it('answers /readyz with the status only while a store fails; the ops port names it and its error', async () => {
     const pub = await fetch(`${edge.url}/readyz`);
     const pubText = await pub.text();
     expect(pub.status).toBe(503);
     expect(JSON.parse(pubText)).toEqual({
-      error: { type: 'api_error', code: 'service_unavailable', message: expect.any(String), param: null, request_id: pub.headers.get('x-request-id') },
+      error: {
+        type: 'api_error',
+        code: 'service_unavailable',
+        message: expect.any(String),
+        param: null,
+        request_id: pub.headers.get('x-request-id'),
+      },
       status: 'unavailable',
     });
     for (const leak of [storeAddress, 'ECONNREFUSED', 's3', ctx.config.s3.bucket]) expect(pubText).not.toContain(leak);
