@@ -34,7 +34,11 @@ const ROOT = resolve(__dirname, '..');
 const NOT_DEPLOYED = ['admin-cli', 'fleet', 'upstream-sim'];
 
 /** What the operator must supply to `docker compose up` (the `${VAR:?...}` interpolations). */
-const OPERATOR_ENV: Record<string, string> = { SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef' };
+const OPERATOR_ENV: Record<string, string> = {
+  SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef',
+  MINIO_ROOT_PASSWORD: 'operator-minio-root-password',
+  S3_SECRET_ACCESS_KEY: 'operator-fleet-s3-secret',
+};
 
 const KNOWN = new Set<string>(CONFIG_VARIABLES);
 
@@ -207,7 +211,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('refuses to start without an operator-supplied SIGNING_SECRET (no default secret ships)', () => {
-    expect(() => compose({})).toThrow(/SIGNING_SECRET/);
+    const { SIGNING_SECRET: _, ...without } = OPERATOR_ENV;
+    expect(() => compose(without)).toThrow(/SIGNING_SECRET/);
     for (const [name, service] of gensvcServices(rawCompose())) {
       expect({ service: name, value: environment(service).SIGNING_SECRET }).toEqual({
         service: name,
@@ -216,9 +221,22 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it.each(['MINIO_ROOT_PASSWORD', 'S3_SECRET_ACCESS_KEY'])('refuses to start without an operator-set %s', (name) => {
+    const { [name]: _, ...without } = OPERATOR_ENV;
+    expect(() => compose(without)).toThrow(new RegExp(name));
+    // Wherever the variable is read, it is read as required: no default password anywhere.
+    const text = read('docker-compose.yml');
+    const uses = [...text.matchAll(new RegExp(`\\$\\{${name}[^}]*\\}`, 'g'))].map((m) => m[0]);
+    expect(uses.length).toBeGreaterThan(0);
+    for (const use of uses) expect(use).toMatch(new RegExp(`^\\$\\{${name}:\\?[^}]+\\}$`));
+  });
+
   it.each([
     ['the defaults', OPERATOR_ENV],
-    ['overridden credentials', { ...OPERATOR_ENV, POSTGRES_PASSWORD: 'pg-override', MINIO_ROOT_USER: 'user-override', MINIO_ROOT_PASSWORD: 'minio-override' }],
+    [
+      'overridden credentials',
+      { ...OPERATOR_ENV, POSTGRES_PASSWORD: 'pg-override', MINIO_ROOT_USER: 'root-2', S3_ACCESS_KEY_ID: 'fleet-2' },
+    ],
   ])('wires Postgres, Redis and MinIO consistently with %s', (_label, vars) => {
     const all = compose(vars);
     for (const [name, service] of gensvcServices(all)) {
@@ -233,13 +251,18 @@ describe('docker-compose.yml', () => {
 
       const s3 = new URL(env.S3_ENDPOINT ?? '');
       const minio = environment(all[s3.hostname] ?? {});
-      expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] })
-        .toEqual({ service: name, s3: [minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD, 'true'] });
-      // The bucket the fleet writes to is the one the one-shot creates, on the same store with the same credentials.
+      // The bucket the fleet writes to is the one the one-shot creates, on the same store; the one-shot signs in as
+      // the store's administrator and makes the key the fleet uses, which is not the administrator's.
       const init = Object.values(all).find((s) => dependsOn(s)[s3.hostname] && String(s.image).startsWith('minio/mc'));
       const initEnv = environment(init ?? {});
       expect({ service: name, bucket: env.S3_BUCKET }).toEqual({ service: name, bucket: initEnv.S3_BUCKET });
-      expect([new URL(initEnv.S3_ENDPOINT ?? '').hostname, initEnv.S3_ACCESS_KEY_ID, initEnv.S3_SECRET_ACCESS_KEY]).toEqual([s3.hostname, minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD]);
+      const admin = [initEnv.S3_ADMIN_ACCESS_KEY_ID, initEnv.S3_ADMIN_SECRET_ACCESS_KEY];
+      const root = [minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD];
+      expect([new URL(initEnv.S3_ENDPOINT ?? '').hostname, ...admin]).toEqual([s3.hostname, ...root]);
+      expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] })
+        .toEqual({ service: name, s3: [initEnv.S3_ACCESS_KEY_ID, initEnv.S3_SECRET_ACCESS_KEY, 'true'] });
+      const leaked = root.filter((v) => Object.values(env).includes(v));
+      expect({ service: name, leaked }).toEqual({ service: name, leaked: [] });
     }
   });
 
@@ -277,6 +300,32 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('publishes no port of a store (Postgres, Redis, MinIO) beyond 127.0.0.1', () => {
+    const stores = Object.entries(services).filter(([, s]) => /^(postgres|redis|minio\/minio):/.test(String(s.image)));
+    expect(stores.map(([name]) => name).sort()).toEqual(['minio', 'postgres', 'redis']);
+    for (const [name, service] of stores) {
+      for (const port of Array.isArray(service.ports) ? service.ports : []) {
+        // Short syntax "[ip:][host:]container[/proto]" (three parts: the first is the ip), or long syntax host_ip.
+        const parts = String(port).split(':');
+        const ip = isObj(port) ? port.host_ip : parts.length === 3 ? parts[0] : undefined;
+        expect({ service: name, port, ip }).toEqual({ service: name, port, ip: '127.0.0.1' });
+      }
+    }
+  });
+
+  it('gives the fleet a key limited to its bucket, made by bucket-init as the administrator', () => {
+    type Statement = { Effect: string; Action: string[]; Resource: string[] };
+    const policy = JSON.parse(read('infra/k8s/bucket/fleet-policy.json')) as { Statement: Statement[] };
+    const resources = policy.Statement.flatMap((st) => st.Resource);
+    expect([...new Set(resources)].sort()).toEqual(['arn:aws:s3:::BUCKET', 'arn:aws:s3:::BUCKET/*']);
+    const actions = policy.Statement.flatMap((st) => st.Action);
+    // Objects of the bucket only: no wildcard, no bucket policy or bucket deletion, no administration.
+    expect(actions.filter((a) => a.includes('*') || /Policy|DeleteBucket|CreateBucket|^admin:/.test(a))).toEqual([]);
+    expect(policy.Statement.every((st) => st.Effect === 'Allow')).toBe(true);
+    const needed = ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:ListBucket'];
+    expect(actions).toEqual(expect.arrayContaining(needed));
+  });
+
   it('checks every long-running gensvc service on its ops port (OPS_PORT) /readyz', () => {
     for (const [name, service] of gensvc.filter(([, s]) => s.restart === 'unless-stopped')) {
       const { opsPort } = loadConfig({ ...imageEnv(), ...environment(service) });
@@ -293,14 +342,18 @@ describe('docker-compose.yml', () => {
     const store = services[s3.hostname] ?? {};
     // The store publishes its S3 port on the host FILE_BASE_URL names (localhost by default; a public host in production).
     expect(publishedTargets(store)).toContain(Number(s3.port));
-    expect(String(store.ports)).toContain(`${fileBase.port}:${s3.port}`);
-    expect(rawCompose()[gensvc[0]![0]]!.environment).toMatchObject({ FILE_BASE_URL: expect.stringMatching(/^\$\{FILE_BASE_URL:-http:\/\/localhost:\d+\}$/) });
+    expect(String(store.ports)).toContain(`${fileBase.hostname}:${fileBase.port}:${s3.port}`);
+    expect(rawCompose()[gensvc[0]![0]]!.environment).toMatchObject({
+      FILE_BASE_URL: expect.stringMatching(/^\$\{FILE_BASE_URL:-http:\/\/127\.0\.0\.1:\d+\}$/),
+    });
     const init = Object.entries(services).find(([, s]) => String(s.image).startsWith('minio/mc'));
     expect(init).toBeDefined();
     const [, initService] = init!;
     expect(JSON.stringify(initService.entrypoint)).toContain('/bucket/init.sh');
     expect(initService.volumes).toEqual(['./infra/k8s/bucket:/bucket:ro']);
-    expect(read('infra/k8s/bucket/init.sh')).toMatch(/mc anonymous set-json "\$policy" "gensvc\/\$S3_BUCKET"/);
+    // What the script does is run below ('bucket one-shot').
+    const applies = /mc anonymous set-json "\$work\/outputs-policy\.json" "store\/\$S3_BUCKET"/;
+    expect(read('infra/k8s/bucket/init.sh')).toMatch(applies);
     const policy = JSON.parse(read('infra/k8s/bucket/outputs-policy.json'));
     expect(policy.Statement).toEqual([
       { Sid: expect.any(String), Effect: 'Allow', Principal: { AWS: ['*'] }, Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::BUCKET/${PUBLIC_OUTPUTS_PREFIX}*`] },
@@ -786,8 +839,13 @@ describe('infra/k8s', () => {
     }
   });
 
-  it('keeps only CONFIG_VARIABLES in every ConfigMap and Secret', () => {
-    for (const o of objects.filter((x) => x.kind === 'ConfigMap' || x.kind === 'Secret')) {
+  it('keeps only CONFIG_VARIABLES in each ConfigMap and Secret the fleet reads, never the admin Secret', () => {
+    const envFrom = new Set(
+      gensvc.flatMap((c) => (Array.isArray(c.spec.envFrom) ? c.spec.envFrom : []).map((f) => JSON.stringify(f))),
+    );
+    const readBy = (o: K8sObject) => [...envFrom].some((f) => f.includes(`"name":"${o.name}"`));
+    expect(objects.filter((o) => o.kind === 'Secret' && o.name === 'gensvc-bucket-admin' && readBy(o))).toEqual([]);
+    for (const o of objects.filter((x) => (x.kind === 'ConfigMap' || x.kind === 'Secret') && readBy(x))) {
       const keys = [...Object.keys(isObj(o.doc.data) ? o.doc.data : {}), ...Object.keys(isObj(o.doc.stringData) ? o.doc.stringData : {})];
       expect({ object: `${o.kind}/${o.name}`, unknown: keys.filter((k) => !KNOWN.has(k)) }).toEqual({ object: `${o.kind}/${o.name}`, unknown: [] });
     }
@@ -849,17 +907,78 @@ describe('infra/k8s', () => {
     const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
     const generators = (Array.isArray(kustomization.configMapGenerator) ? kustomization.configMapGenerator : []).map((g) => obj(g, 'generator'));
     const bucket = generators.find((g) => g.name === 'gensvc-bucket-init');
-    expect(bucket?.files).toEqual(['bucket/init.sh', 'bucket/outputs-policy.json']);
+    expect(bucket?.files).toEqual(['bucket/init.sh', 'bucket/outputs-policy.json', 'bucket/fleet-policy.json']);
     for (const f of (bucket?.files as string[]) ?? []) expect(existsSync(join(ROOT, 'infra', 'k8s', f))).toBe(true);
     const job = containers(objects).find((c) => c.kind === 'Job' && String(c.spec.image).startsWith('minio/mc'));
     expect(job?.spec.command).toEqual(['/bin/sh', '/bucket/init.sh']);
     const pod = obj(obj(obj(objects.find((o) => `${o.kind}/${o.name}` === job?.owner)!.doc.spec, 'spec').template, 'template').spec, 'pod');
     expect(JSON.stringify(pod.volumes)).toContain('"name":"gensvc-bucket-init"');
-    const env = (job?.spec.env as Obj[]).map((e) => e.name).sort();
-    expect(env).toEqual(['S3_ACCESS_KEY_ID', 'S3_BUCKET', 'S3_ENDPOINT', 'S3_SECRET_ACCESS_KEY']);
+    // The administrator's key from its own Secret; the key it makes for the fleet from the fleet's.
+    const env = Object.fromEntries((job?.spec.env as Obj[]).map((e) => [String(e.name), JSON.stringify(e.valueFrom)]));
+    const admin = ['S3_ADMIN_ACCESS_KEY_ID', 'S3_ADMIN_SECRET_ACCESS_KEY'];
+    const fleetKey = ['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'];
+    expect(Object.keys(env).sort()).toEqual([...admin, ...fleetKey, 'S3_BUCKET', 'S3_ENDPOINT'].sort());
+    for (const name of admin) expect(env[name]).toContain('"name":"gensvc-bucket-admin"');
+    for (const name of fleetKey) expect(env[name]).toContain('"name":"gensvc-secrets"');
     // FILE_BASE_URL is set (a public host), as production requires.
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.name === 'gensvc-config');
     expect(String(obj(config?.doc.data, 'data').FILE_BASE_URL)).toMatch(/^https:\/\//);
+  });
+
+  it('runs every pod without a service-account token, under the RuntimeDefault seccomp profile', () => {
+    const pods = objects.filter((o) => isObj(o.doc.spec) && isObj(o.doc.spec.template));
+    expect(pods.length).toBeGreaterThan(0);
+    for (const o of pods) {
+      const pod = obj(obj(obj(o.doc.spec, 'spec').template, 'template').spec, 'pod');
+      const context = isObj(pod.securityContext) ? pod.securityContext : {};
+      const seccomp = isObj(context.seccompProfile) ? context.seccompProfile.type : undefined;
+      expect({ owner: `${o.kind}/${o.name}`, token: pod.automountServiceAccountToken, seccomp }).toEqual({
+        owner: `${o.kind}/${o.name}`,
+        token: false,
+        seccomp: 'RuntimeDefault',
+      });
+    }
+  });
+
+  it('runs versioned images only: the gensvc image at the version of the services, others at a release tag', () => {
+    const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
+    const gensvcImage = (Array.isArray(kustomization.images) ? kustomization.images : [])
+      .map((i) => obj(i, 'image'))
+      .find((i) => i.name === 'gensvc');
+    const versions = new Set(fleet().map((name) => String(JSON.parse(read(`services/${name}/package.json`)).version)));
+    expect(versions.size).toBe(1);
+    expect(gensvcImage?.newTag).toBe([...versions][0]);
+    for (const c of containers(objects)) {
+      const image = String(c.spec.image);
+      const tag = /^gensvc$/.test(image) ? String(gensvcImage?.newTag) : /:([^:/]+)$/.exec(image)?.[1];
+      const versioned = tag !== undefined && tag !== 'latest' && /\d/.test(tag);
+      expect({ owner: c.owner, image, versioned }).toEqual({ owner: c.owner, image, versioned: true });
+    }
+  });
+
+  it('admits the ops port (OPS_PORT) only from the monitoring namespace, the edge API port from its ingress', () => {
+    const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => obj(o.doc.spec, o.name));
+    const selects = (policy: Obj, labels: Obj) =>
+      Object.entries(obj(obj(policy.podSelector, 'podSelector').matchLabels ?? {}, 'matchLabels'))
+        .every(([k, v]) => labels[k] === v);
+    const monitoring = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }];
+    for (const c of gensvc.filter((x) => x.kind === 'Deployment')) {
+      const { port, opsPort } = loadConfig({ ...imageEnv(), ...k8sEnv(c, objects).env });
+      const mine = policies.filter((p) => selects(p, c.podLabels));
+      // Selected by an Ingress policy: whatever no rule admits is refused.
+      const fenced = mine.some((p) => Array.isArray(p.policyTypes) && p.policyTypes.includes('Ingress'));
+      expect({ owner: c.owner, fenced }).toEqual({ owner: c.owner, fenced: true });
+      const rules = mine.flatMap((p) => (Array.isArray(p.ingress) ? p.ingress : []).map((r) => obj(r, 'ingress rule')));
+      const admits = (rule: Obj, name: string, number: number) =>
+        !Array.isArray(rule.ports) || rule.ports.some((p) => isObj(p) && (p.port === name || p.port === number));
+      const toOps = rules.filter((r) => admits(r, 'ops', opsPort));
+      expect({ owner: c.owner, ops: toOps.length > 0 }).toEqual({ owner: c.owner, ops: true });
+      for (const rule of toOps) {
+        expect({ owner: c.owner, from: rule.from }).toEqual({ owner: c.owner, from: monitoring });
+      }
+      const api = rules.filter((r) => Array.isArray(r.ports) && admits(r, 'http', port) && !admits(r, 'ops', opsPort));
+      if (target(c) === 'edge') expect({ owner: c.owner, api: api.length > 0 }).toEqual({ owner: c.owner, api: true });
+    }
   });
 
   it('serves the edge on the port its PORT says behind a Service, which does not expose the ops port', () => {
@@ -883,6 +1002,69 @@ describe('infra/k8s', () => {
       expect(targets.some((t) => t === named?.name || t === port)).toBe(true);
       expect(targets.filter((t) => t === 'ops' || t === opsPort)).toEqual([]);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The bucket one-shot's script, run for real against an `mc` that records what it is asked.
+
+describe('bucket one-shot (infra/k8s/bucket/init.sh)', () => {
+  let work: string;
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'gensvc-bucket-init-'));
+    mkdirSync(join(work, 'bin'));
+    // Each call on a line; a policy file's content after it. `entities` answers with the policies of STUB_ATTACHED.
+    const mc = [
+      '#!/bin/sh',
+      'echo "mc $*" >> "$MC_LOG"',
+      'for a in "$@"; do case "$a" in *.json) cat "$a" >> "$MC_LOG"; echo >> "$MC_LOG";; esac; done',
+      'case "$*" in *"policy entities"*) echo "{\\"userMappings\\":[{\\"policies\\":[$STUB_ATTACHED]}]}";; esac',
+    ].join('\n');
+    writeFileSync(join(work, 'bin', 'mc'), `${mc}\n`, { mode: 0o755 });
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  const runInit = (attached: string) => {
+    const log = join(work, `mc-${attached.length}.log`);
+    const env = {
+      PATH: `${join(work, 'bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      MC_LOG: log,
+      MC_CONFIG_DIR: join(work, 'mc-config'),
+      STUB_ATTACHED: attached,
+      S3_ENDPOINT: 'http://minio:9000',
+      S3_BUCKET: 'media',
+      S3_ADMIN_ACCESS_KEY_ID: 'root-user',
+      S3_ADMIN_SECRET_ACCESS_KEY: 'root-password',
+      S3_ACCESS_KEY_ID: 'fleet-user',
+      S3_SECRET_ACCESS_KEY: 'fleet-password',
+    };
+    const run = spawnSync('sh', [join(ROOT, 'infra', 'k8s', 'bucket', 'init.sh')], { env, encoding: 'utf8' });
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+    return readFileSync(log, 'utf8');
+  };
+
+  it('signs in as the administrator, makes the bucket public on outputs/* only and the fleet key limited to it', () => {
+    const log = runInit('');
+    const calls = log.split('\n').filter((l) => l.startsWith('mc '));
+    expect(calls).toEqual([
+      'mc alias set store http://minio:9000 root-user root-password',
+      expect.stringMatching(/^mc mb --ignore-existing store\/media$/),
+      expect.stringMatching(/^mc anonymous set-json \S+\.json store\/media$/),
+      expect.stringMatching(/^mc admin policy create store gensvc-fleet-media \S+\.json$/),
+      'mc admin user add store fleet-user fleet-password',
+      'mc admin policy entities store --user fleet-user --json',
+      'mc admin policy attach store gensvc-fleet-media --user fleet-user',
+    ]);
+    // The policies it applied are the files' own, for this bucket and no other.
+    expect(log).toContain('"arn:aws:s3:::media/outputs/*"');
+    expect(log).toContain('"arn:aws:s3:::media/*"');
+    expect(log).not.toContain('BUCKET');
+  });
+
+  it('runs again without attaching a policy the key already has', () => {
+    const calls = runInit('"gensvc-fleet-media"').split('\n').filter((l) => l.startsWith('mc '));
+    expect(calls.filter((c) => c.includes('policy attach'))).toEqual([]);
+    expect(calls).toContain('mc admin user add store fleet-user fleet-password');
   });
 });
 
