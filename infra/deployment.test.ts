@@ -672,7 +672,7 @@ describe('image runtime tree and entrypoint', () => {
       const run = spawnSync(process.execPath, [...serviceNodeFlags(ROOT, name), '-e', '0'], { encoding: 'utf8' });
       expect({ name, status: run.status, stderr: run.stderr }).toEqual({ name, status: 0, stderr: '' });
     }
-    // The edge's young generation is bounded (its RSS under load, issue 11).
+    // The edge's young generation is bounded: its RSS under load stays within the pod's memory limit.
     expect(serviceNodeFlags(ROOT, 'edge')).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/)]));
   });
 

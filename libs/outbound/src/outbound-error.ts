@@ -18,7 +18,7 @@ export type OutboundReason =
 /**
  * What the sender of a URL is told when no server there completed an HTTPS handshake: the same words whether the
  * port was closed, filtered, reset, slow or spoke something else than TLS, so that refusals cannot be used to map
- * ports and hosts through the gateway (issue 14).
+ * ports and hosts through the gateway.
  */
 export const UNREACHABLE_RULE =
   "The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did.";
