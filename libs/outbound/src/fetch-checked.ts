@@ -78,8 +78,14 @@ const MAX_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
-export function fetchChecked(url: string | URL, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>): Promise<OutboundResponse>;
-export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> = {}): Promise<OutboundResponse | OutboundWholeResponse> {
+export function fetchChecked(
+  url: string | URL,
+  opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>,
+): Promise<OutboundResponse>;
+export function fetchChecked(
+  url: string | URL,
+  opts: Omit<RequestOptions, 'method' | 'body'> = {},
+): Promise<OutboundResponse | OutboundWholeResponse> {
   return requestChecked(url, { ...opts, method: 'GET' });
 }
 

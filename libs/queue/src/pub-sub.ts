@@ -91,7 +91,9 @@ export class SharedSubscriber {
         this.byChannel.delete(channel);
         return true;
       });
-      if (unused.length && this.connection.status === 'ready') await this.connection.unsubscribe(...unused).catch(() => undefined);
+      if (unused.length && this.connection.status === 'ready') {
+        await this.connection.unsubscribe(...unused).catch(() => undefined);
+      }
     };
   }
 

@@ -26,8 +26,10 @@ const silent = { warn: () => {} };
 async function replica(): Promise<{ catalog: Catalog; breaker: CircuitBreaker; state: SharedUpstreamState }> {
   const catalog = new Catalog(ctx.db, { ttlMs: 60_000 });
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 60_000 });
-  const subscriber = new SharedSubscriber(createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:subscriber' }), silent);
-  const shared = await shareUpstreamState({ redis: ctx.redis, subscriber, queuePrefix: ctx.env.QUEUE_PREFIX!, catalog, breaker, log: silent });
+  const connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:subscriber' });
+  const subscriber = new SharedSubscriber(connection, silent);
+  const queuePrefix = ctx.env.QUEUE_PREFIX!;
+  const shared = await shareUpstreamState({ redis: ctx.redis, subscriber, queuePrefix, catalog, breaker, log: silent });
   const state = { close: async () => void (await shared.close(), subscriber.close()) };
   return { catalog, breaker, state };
 }

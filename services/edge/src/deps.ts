@@ -77,7 +77,14 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const catalog = new Catalog(db, options.catalog);
   const breaker = new CircuitBreaker();
-  const upstreamState = await shareUpstreamState({ redis, subscriber, queuePrefix: config.queuePrefix, catalog, breaker, log: logger });
+  const upstreamState = await shareUpstreamState({
+    redis,
+    subscriber,
+    queuePrefix: config.queuePrefix,
+    catalog,
+    breaker,
+    log: logger,
+  });
   let leases: BudgetLeases | undefined;
   const leaseReturns = await connectLeaseReturns(redis, subscriber, config.queuePrefix, () => leases, logger);
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);

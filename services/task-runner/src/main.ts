@@ -26,7 +26,10 @@ async function main() {
   const catalog = new Catalog(db);
   const breaker = new CircuitBreaker();
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
-  const subscriber = new SharedSubscriber(createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }), logger);
+  const subscriber = new SharedSubscriber(
+    createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
+    logger,
+  );
   const upstreamState = await shareUpstreamState({ redis, subscriber, queuePrefix: config.queuePrefix, catalog, breaker, log: logger });
   const metrics = createMetrics(SERVICE);
   instrumentUpstream(breaker, metrics);

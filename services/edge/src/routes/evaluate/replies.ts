@@ -26,7 +26,9 @@ export class EvaluateReplies {
 
   static async connect(subscriber: SharedSubscriber, queuePrefix: string, log: Logger): Promise<EvaluateReplies> {
     const replies = new EvaluateReplies(queuePrefix, log);
-    replies.stop = await subscriber.listen([replies.channel], { onMessage: (_channel, message) => replies.deliver(message) });
+    replies.stop = await subscriber.listen([replies.channel], {
+      onMessage: (_channel, message) => replies.deliver(message),
+    });
     return replies;
   }
 
