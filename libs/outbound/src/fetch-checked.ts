@@ -2,7 +2,7 @@
 // and the request goes to a checked address itself: the original host name only names the server for SNI,
 // certificate verification and the Host header, so a second DNS answer (rebinding) can never redirect the connection.
 //
-// Connections are kept alive and reused (issue 12) through an OutboundAgents a service makes once (its deps) and
+// Connections are kept alive and reused through an OutboundAgents a service makes once (its deps) and
 // passes in every request's options: one undici Agent per (host name, policy), whose pools are keyed by the checked
 // address (the origin `https://<address>:<port>`), and whose `connect` judges that address against the address policy
 // again and opens the TLS socket to it, pinned. A request reuses a connection only to an address its
@@ -45,13 +45,6 @@ export interface RequestOptions extends CheckUrlOptions {
    * client fails a body longer or shorter than it declared). Bodies without a length, or a longer one, stream.
    */
   wholeUpTo?: number;
-  /**
-   * Only the body's first bytes matter (a callback's answer, kept for the delivery log): the call resolves at the
-   * headers, as a streamed one does, with `head`, the body's first `headUpTo` bytes, or fewer if it ends, fails or
-   * times out first (what arrived; it never rejects). The rest is not read: past them the connection is dropped.
-   * No stream is made for the body; maxBytes does not apply. Not with wholeUpTo.
-   */
-  headUpTo?: number;
 }
 
 export interface OutboundResponse {
@@ -65,13 +58,6 @@ export interface OutboundResponse {
   whole?: undefined;
 }
 
-/** A response of which only the body's first bytes are read (RequestOptions.headUpTo). */
-export interface OutboundHeadResponse extends Omit<OutboundResponse, 'body' | 'whole'> {
-  body?: undefined;
-  whole?: undefined;
-  head: Promise<Buffer>;
-}
-
 /** A response whose body came whole (RequestOptions.wholeUpTo): its bytes, read to the end. */
 export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | 'whole'> {
   body?: undefined;
@@ -79,7 +65,6 @@ export interface OutboundWholeResponse extends Omit<OutboundResponse, 'body' | '
 }
 
 type WholeOption = { wholeUpTo: number };
-type HeadOption = { headUpTo: number };
 
 const DEFAULTS = { connectTimeoutMs: 5_000, timeoutMs: 30_000, maxBytes: 10 * 1024 * 1024 };
 const USER_AGENT = 'gensvc-outbound/1';
@@ -93,23 +78,49 @@ const MAX_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
-export function fetchChecked(url: string | URL, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
-export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body' | 'headUpTo'> = {}): Promise<OutboundResponse | OutboundWholeResponse> {
+export function fetchChecked(
+  url: string | URL,
+  opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>,
+): Promise<OutboundResponse>;
+export function fetchChecked(
+  url: string | URL,
+  opts: Omit<RequestOptions, 'method' | 'body'> = {},
+): Promise<OutboundResponse | OutboundWholeResponse> {
   return requestChecked(url, { ...opts, method: 'GET' });
 }
 
 /** POST a body to a caller-given URL (callbacks). */
-export function postChecked(url: string | URL, body: string | Buffer, opts: Omit<RequestOptions, 'method' | 'body'> & HeadOption): Promise<OutboundHeadResponse>;
-export function postChecked(url: string | URL, body: string | Buffer, opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
-export function postChecked(url: string | URL, body: string | Buffer, opts: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'> = {}): Promise<OutboundResponse | OutboundHeadResponse> {
+export function postChecked(
+  url: string | URL,
+  body: string | Buffer,
+  opts: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'> = {},
+): Promise<OutboundResponse> {
   return requestChecked(url, { ...opts, method: 'POST', body });
 }
 
-type AnyResponse = OutboundResponse | OutboundWholeResponse | OutboundHeadResponse;
+type AnyResponse = OutboundResponse | OutboundWholeResponse;
 
-export function requestChecked(url: string | URL, opts: RequestOptions & HeadOption): Promise<OutboundHeadResponse>;
+/**
+ * The first `limit` bytes of a response's body, or fewer if it ends, fails or is cut by the deadline first (what
+ * arrived: it never rejects). The rest is not read: the body is destroyed, and its connection with it.
+ */
+export async function readHead(body: Readable, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    // A body that failed or was cut: what arrived before is the head.
+  }
+  return Buffer.concat(chunks, size).subarray(0, limit);
+}
+
 export function requestChecked(url: string | URL, opts: RequestOptions & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
-export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo' | 'headUpTo'>): Promise<OutboundResponse>;
+export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo'>): Promise<OutboundResponse>;
 export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<AnyResponse> {
   const deadline = Date.now() + (opts.timeoutMs ?? DEFAULTS.timeoutMs);
   throwIfAborted(opts.signal);
@@ -329,7 +340,6 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
   const release = () => void own?.destroy().catch(() => {});
   const request = { origin, path: `${url.pathname}${url.search}`, method: opts.method ?? 'GET', headers, body, headersTimeout: idleMs, bodyTimeout: idleMs };
-  if (opts.headUpTo !== undefined) return requestHead(agent, request, opts.headUpTo, opts, { url, address, idleMs, accept, deadline, release });
 
   // One controller stops the request, or its body once it streams: the total deadline, or the caller's signal.
   const controller = new AbortController();
@@ -420,100 +430,6 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   });
   source.pipe(out);
   return { status, headers: headersOut, body: out, address, url };
-}
-
-/**
- * The exchange of a request that reads only the body's first `headUpTo` bytes (a callback's answer): on undici's
- * dispatch interface, with no AbortController, no body stream and no promise per chunk, since a callback delivery's
- * whole request is this (issue 12). As the streamed path: redirects and refused statuses reject (the connection
- * dropped), a status resolves at once, and `head` resolves with the first bytes, or what arrived before the body
- * ended, failed, stalled past the body timeout or was cut by the deadline or the caller's signal; it never rejects.
- * Past `headUpTo` bytes the connection is dropped; a body that ends leaves it to the pool.
- *
- * The deadline and the caller's signal stop the exchange through undici's controller, which undici hands over once
- * the request is on a socket: a stop before that (a connection still being opened, within connectTimeoutMs) is
- * applied then, as undici's request() applies an AbortSignal.
- */
-function requestHead(
-  agent: Dispatcher,
-  request: Dispatcher.DispatchOptions,
-  limit: number,
-  opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>,
-  at: { url: URL; address: ResolvedAddress; idleMs: number; accept: (status: number) => boolean; deadline: number; release: () => void },
-): Promise<OutboundHeadResponse> {
-  const { url, address, idleMs, accept, release } = at;
-  return new Promise((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | undefined;
-    let failure: OutboundError | undefined;
-    let responded = false;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let headOut: ((head: Buffer) => void) | undefined;
-    let headEnded = false;
-    const head = new Promise<Buffer>((r) => (headOut = r));
-
-    const stopWatching = watchStops(opts, url, at.deadline, (err) => {
-      failure ??= err;
-      if (controller && !controller.aborted) controller.abort(failure);
-    });
-    /** The exchange is over: what arrived is the head (a turn later when the body ended, see below). */
-    const end = (whole: boolean) => {
-      if (headEnded) return;
-      headEnded = true;
-      stopWatching();
-      release();
-      const bytes = chunks.length === 1 && size <= limit ? chunks[0]! : Buffer.concat(chunks, size).subarray(0, limit);
-      // undici hands the connection back to its pool a turn after the body ends (a setImmediate it makes once this
-      // handler returns): resolving after that one lets a caller that sends its next request at once find the
-      // connection there, rather than open another.
-      if (whole) queueMicrotask(() => setImmediate(headOut!, bytes));
-      else headOut!(bytes);
-    };
-    const refuse = (err: OutboundError) => {
-      responded = true;
-      controller?.abort(err);
-      end(false);
-      reject(err);
-    };
-
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (failure) c.abort(failure);
-      },
-      onResponseStart(_c, status, headers) {
-        // Informational answers (100 Continue) come before the status that counts.
-        if (status < 200 || responded) return;
-        const refused = refusedStatus(url, status, headers, accept);
-        if (refused) return refuse(refused);
-        responded = true;
-        resolve({ status, headers, head, address, url });
-      },
-      onResponseData(c, chunk) {
-        if (headEnded) return;
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size < limit) return;
-        end(false);
-        // The rest is not read: the connection goes with it.
-        if (!c.aborted) c.abort(new OutboundError('connection', 'Only the head of the body was read.'));
-      },
-      onResponseEnd() {
-        end(true);
-      },
-      onResponseError(_c, e) {
-        end(false);
-        if (!responded) reject(failure ?? undiciFailure(e, url, address, idleMs));
-      },
-    };
-    try {
-      agent.dispatch(request, handler);
-    } catch (e) {
-      // Refused before it was queued (undici's own argument checks): nothing is in flight.
-      end(false);
-      reject(undiciFailure(e, url, address, idleMs));
-    }
-  });
 }
 
 /** What each certificate failure means, in words the URL's owner can act on. */

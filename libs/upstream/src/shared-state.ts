@@ -6,7 +6,7 @@
 //   - a recovery (first success after failures): the keys removed and a message.
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
 import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
-import { trustWhileSubscribed } from '@gensvc/queue';
+import type { SharedSubscriber } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';
@@ -24,8 +24,8 @@ interface StoredState {
 export interface SharedUpstreamStateOptions {
   /** Commands (INCR, SET, PUBLISH). */
   redis: Redis;
-  /** A dedicated connection for SUBSCRIBE; closed by close(). */
-  subscriber: Redis;
+  /** The process's subscriber connection (its owner closes it). */
+  subscriber: SharedSubscriber;
   queuePrefix: string;
   catalog?: Catalog;
   breaker?: CircuitBreaker;
@@ -86,8 +86,7 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
     breaker.setListener(listener);
   }
 
-  const unsubscribe = await trustWhileSubscribed(subscriber, [catalogChannel, breakerChannel], {
-    name: 'upstream state',
+  const unsubscribe = await subscriber.listen([catalogChannel, breakerChannel], {
     onMessage(channel, message) {
       if (channel === catalogChannel) catalog?.invalidate(message);
       else if (channel === breakerChannel && breaker) {
@@ -98,7 +97,6 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
       }
     },
     setLive: (live) => catalog?.setTrusted(live),
-    log,
   });
   return {
     async close() {

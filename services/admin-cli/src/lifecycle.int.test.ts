@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyPassword } from '@gensvc/auth';
 import { sessionRepository, userRepository } from '@gensvc/db';
-import { createRedisConnection } from '@gensvc/queue';
+import { createRedisConnection, SharedSubscriber } from '@gensvc/queue';
 import { adminUrl, eventually, freePort, jsonOf, makeCustomer, makeTask, spawnService, useTestContext, waitForHttp, withAdmin, type ServiceProcess } from '@gensvc/testing';
 import { Catalog, CircuitBreaker, shareUpstreamState, type SharedUpstreamState } from '@gensvc/upstream';
 import { cliFor, runCli } from './cli-under-test';
@@ -26,8 +26,11 @@ const silent = { warn: () => {} };
 async function replica(): Promise<{ catalog: Catalog; breaker: CircuitBreaker; state: SharedUpstreamState }> {
   const catalog = new Catalog(ctx.db, { ttlMs: 60_000 });
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 60_000 });
-  const subscriber = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:upstream-state' });
-  const state = await shareUpstreamState({ redis: ctx.redis, subscriber, queuePrefix: ctx.env.QUEUE_PREFIX!, catalog, breaker, log: silent });
+  const connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:subscriber' });
+  const subscriber = new SharedSubscriber(connection, silent);
+  const queuePrefix = ctx.env.QUEUE_PREFIX!;
+  const shared = await shareUpstreamState({ redis: ctx.redis, subscriber, queuePrefix, catalog, breaker, log: silent });
+  const state = { close: async () => void (await shared.close(), subscriber.close()) };
   return { catalog, breaker, state };
 }
 

@@ -3,7 +3,6 @@ import express from 'express';
 import { authenticate, requireKeyRole, requireScope } from './auth/authenticate';
 import type { EdgeDeps } from './deps';
 import { errorHandler, notFound } from './http/errors';
-import { mountRoutes, withHotRoutes } from './http/hot-routes';
 import { httpMetrics } from './http/metrics';
 import { pathGuard } from './http/path-guard';
 import { boundUnreadBody } from './http/unread-body';
@@ -26,7 +25,7 @@ import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-se
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
 import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
-import { taskCreationRoutes, taskRoutes } from './routes/tasks';
+import { taskRoutes } from './routes/tasks';
 import { getUsage } from './routes/usage/get-usage';
 
 export type EdgeApp = express.Express & {
@@ -51,16 +50,14 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.set('case sensitive routing', true);
 
   // Before any route: a path or query that cannot be decoded is a 400, and a body left unread after an answer is
-  // bounded (issue 14).
-  const front = [requestContext(deps.logger), httpMetrics(deps.metrics), pathGuard, boundUnreadBody(deps.config.http)];
-  app.use(...front);
+  // bounded.
+  app.use(requestContext(deps.logger), httpMetrics(deps.metrics), pathGuard, boundUnreadBody(deps.config.http));
   // One upstream connection pool for every route that calls channels; one chat proxy (its charges go through the
   // replica's budget leases) for every streamed provider route. The chat routes come first: the paid hot path
   // passes no other route's layers (none of theirs matches a chat path).
   const upstream = new UpstreamClient();
   const proxy = new ChatProxy(deps, upstream);
-  const chat = chatRoutes(deps, proxy);
-  mountRoutes(app, chat);
+  app.use(chatRoutes(deps, proxy));
 
   app.get('/healthz', healthz);
   app.get('/readyz', readyz(deps));
@@ -73,24 +70,18 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), rotateCallbackSecret(deps));
 
   app.use(modelRoutes(deps));
-  const evaluate = evaluateRoutes(deps, options.evaluate);
-  mountRoutes(app, evaluate);
+  app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
-  const taskCreations = taskCreationRoutes(deps);
-  app.use(taskRoutes(deps, taskCreations));
+  app.use(taskRoutes(deps));
   const providerWebhooks = providerWebhookRoutes(deps);
   app.use(providerWebhooks.router);
   app.use(dashboardStatic({ fileBaseUrl: deps.config.fileBaseUrl }));
   app.use(notFound);
-  const errorChain = [countRefusals(deps.metrics), errorHandler];
-  app.use(...errorChain);
-  // The paid routes' paths, a task's creation and a provider's webhook skip the router, through the same front, chains
-  // and error handlers as above.
-  withHotRoutes(app, { front, routes: [...chat, ...evaluate, ...taskCreations, ...providerWebhooks.routes], errors: errorChain, notFound });
+  app.use(countRefusals(deps.metrics), errorHandler);
   // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
   // the webhooks' promotions use.
   return Object.assign(app, { closeRoutes: async () => void (await Promise.allSettled([upstream.close(), providerWebhooks.close()])) });

@@ -4,7 +4,7 @@ import { groupCommit, groupCommitPerKey, taskRepository, type CreateTaskInput, t
 import { isAppError } from '@gensvc/errors';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
-import { createQueues, createRedisConnection, type Queues } from '@gensvc/queue';
+import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
 import type { Redis } from 'ioredis';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
@@ -69,23 +69,24 @@ export interface EdgeDepsOptions {
 export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOptions = {}): Promise<{ deps: EdgeDeps; close(): Promise<void> }> {
   const { config, db, redis, logger } = clients;
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
-  const subscriber = createRedisConnection(config.redisUrl, { name: 'edge:key-invalidation' });
-  const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix, logger);
+  // One subscriber connection for every channel this process listens on.
+  const subscriber = new SharedSubscriber(createRedisConnection(config.redisUrl, { name: 'edge:subscriber' }), logger);
+  const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
-  const evaluateReplies = await EvaluateReplies.connect(createRedisConnection(config.redisUrl, { name: 'edge:evaluate-replies' }), config.queuePrefix, logger);
+  const evaluateReplies = await EvaluateReplies.connect(subscriber, config.queuePrefix, logger);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const catalog = new Catalog(db, options.catalog);
   const breaker = new CircuitBreaker();
   const upstreamState = await shareUpstreamState({
     redis,
-    subscriber: createRedisConnection(config.redisUrl, { name: 'edge:upstream-state' }),
+    subscriber,
     queuePrefix: config.queuePrefix,
     catalog,
     breaker,
     log: logger,
   });
   let leases: BudgetLeases | undefined;
-  const leaseReturns = await connectLeaseReturns(redis, createRedisConnection(config.redisUrl, { name: 'edge:lease-returns' }), config.queuePrefix, () => leases, logger);
+  const leaseReturns = await connectLeaseReturns(redis, subscriber, config.queuePrefix, () => leases, logger);
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
   const rateSlots = new SlotLeases(redis);
   const agents = new OutboundAgents();
@@ -99,6 +100,7 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
       await upstreamState.close();
       await unsubscribe();
       await evaluateReplies.close();
+      subscriber.close();
       await queues.close();
       await agents.close();
     },

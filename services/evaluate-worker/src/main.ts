@@ -8,7 +8,8 @@ const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection, createQueues, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, SharedSubscriber, watchQueues, watchWorker } =
+    await import('@gensvc/queue');
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -24,7 +25,10 @@ async function main() {
   const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger, catalog });
   instrumentUpstream(evaluate.breaker, metrics);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
-  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:upstream-state` });
+  const subscriber = new SharedSubscriber(
+    createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
+    logger,
+  );
   const upstreamState = await shareUpstreamState({ redis: connection, subscriber, queuePrefix: config.queuePrefix, catalog, breaker: evaluate.breaker, log: logger });
   await evaluate.worker.waitUntilReady();
   // The ops port: probes and Prometheus, never the public network.
@@ -45,6 +49,7 @@ async function main() {
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
         await ops.close();
         await upstreamState.close();
+        subscriber.close();
         await queues.close();
         connection.disconnect();
         await closeDb(db);

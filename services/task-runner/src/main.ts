@@ -8,7 +8,8 @@ const config = loadConfigOrExit(SERVICE);
 const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase, SharedSubscriber, watchQueues, watchWorker } =
+    await import('@gensvc/queue');
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -25,7 +26,10 @@ async function main() {
   const catalog = new Catalog(db);
   const breaker = new CircuitBreaker();
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
-  const subscriber = createRedisConnection(config.redisUrl, { name: `${SERVICE}:upstream-state` });
+  const subscriber = new SharedSubscriber(
+    createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
+    logger,
+  );
   const upstreamState = await shareUpstreamState({ redis, subscriber, queuePrefix: config.queuePrefix, catalog, breaker, log: logger });
   const metrics = createMetrics(SERVICE);
   instrumentUpstream(breaker, metrics);
@@ -57,6 +61,7 @@ async function main() {
           await ops.close();
           await upstream.close();
           await upstreamState.close();
+          subscriber.close();
           await queues.close();
           redis.disconnect();
           await closeDb(db);

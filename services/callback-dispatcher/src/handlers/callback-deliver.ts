@@ -27,7 +27,7 @@ import {
   type DeliveryUpdate,
   type TaskRow,
 } from '@gensvc/db';
-import { isOutboundError, postChecked, type OutboundError, type OutboundReason } from '@gensvc/outbound';
+import { isOutboundError, postChecked, readHead, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { freshFirstRun, scheduleCallback, taskJobRef, type HandlerContext, type JobRuns, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
@@ -298,8 +298,8 @@ async function send(url: string, body: Buffer, headers: Record<string, string>, 
       timeoutMs,
       connectTimeoutMs: Math.min(5_000, timeoutMs),
       acceptStatus: () => true,
-      // Only these are read, then the response is dropped: a body of any size, declared or not, leaves a 2xx a 2xx.
-      headUpTo: RESPONSE_HEAD_BYTES,
+      // Only the body's first bytes are read (below), then it is dropped: a body of any size leaves a 2xx a 2xx.
+      maxBytes: Number.POSITIVE_INFINITY,
       signal,
     });
   } catch (e) {
@@ -308,7 +308,7 @@ async function send(url: string, body: Buffer, headers: Record<string, string>, 
     return { statusCode: e.status ?? null, ...ended(), error: describe(e), responseHead: null };
   }
   const end = ended();
-  const responseHead = headText(await response.head);
+  const responseHead = headText(await readHead(response.body, RESPONSE_HEAD_BYTES));
   const error = isDeliveredStatus(response.status) ? null : `http_status: the receiver answered ${response.status}.`;
   return { statusCode: response.status, ...end, error, responseHead };
 }

@@ -4,10 +4,9 @@
 // and on reconnect the cache starts empty. So a revoked key stops working on every replica within the pub/sub
 // delivery time, and never later than one request after the subscription returns.
 import { keyInvalidationChannel } from '@gensvc/contracts';
-import { trustWhileSubscribed } from '@gensvc/queue';
+import type { SharedSubscriber } from '@gensvc/queue';
 import type { ApiKeyLookup } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import type { Redis } from 'ioredis';
 
 interface Entry {
   value: ApiKeyLookup | null;
@@ -92,16 +91,11 @@ export class KeyCache {
   }
 }
 
-/**
- * Subscribes a dedicated connection to the invalidation channel and keeps the cache's liveness in step with it.
- * Returns a function that unsubscribes and closes the connection.
- */
-export function subscribeInvalidations(subscriber: Redis, cache: KeyCache, queuePrefix: string, log: Logger) {
-  return trustWhileSubscribed(subscriber, [keyInvalidationChannel(queuePrefix)], {
-    name: 'key invalidation',
+/** Listens on the invalidation channel and keeps the cache's liveness in step with it. Returns stop(). */
+export function subscribeInvalidations(subscriber: SharedSubscriber, cache: KeyCache, queuePrefix: string) {
+  return subscriber.listen([keyInvalidationChannel(queuePrefix)], {
     onMessage: (_channel, keyId) => cache.invalidate(keyId),
     setLive: (live) => cache.setLive(live),
-    log,
   });
 }
 

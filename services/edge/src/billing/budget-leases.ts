@@ -22,6 +22,7 @@
 import { billingRepository, newId, type Db, type LeaseCharge, type SettleInput } from '@gensvc/db';
 import { isAppError } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
+import type { SharedSubscriber } from '@gensvc/queue';
 import type { Redis } from 'ioredis';
 
 export const LEASE_TTL_MS = 30_000;
@@ -324,17 +325,17 @@ export class BudgetLeases {
  * The Redis side of "give it back when another replica needs it": every replica listens on one channel; a replica
  * short of money for a workspace publishes its id. Returns the ask function and an unsubscribe.
  */
-export async function connectLeaseReturns(publisher: Redis, subscriber: Redis, queuePrefix: string, leases: () => BudgetLeases | undefined, log: Logger) {
+export async function connectLeaseReturns(
+  publisher: Redis,
+  subscriber: SharedSubscriber,
+  queuePrefix: string,
+  leases: () => BudgetLeases | undefined,
+  log: Logger,
+) {
   const channel = leaseReturnChannel(queuePrefix);
-  subscriber.on('message', (ch: string, workspaceId: string) => {
-    if (ch === channel) leases()?.giveBack(workspaceId).catch((err) => log.warn({ err }, 'could not give leases back'));
+  const close = await subscriber.listen([channel], {
+    onMessage: (_channel, workspaceId) =>
+      void leases()?.giveBack(workspaceId).catch((err) => log.warn({ err }, 'could not give leases back')),
   });
-  await subscriber.subscribe(channel);
-  return {
-    ask: async (workspaceId: string) => void (await publisher.publish(channel, workspaceId)),
-    close: async () => {
-      await subscriber.unsubscribe(channel).catch(() => undefined);
-      subscriber.disconnect();
-    },
-  };
+  return { ask: async (workspaceId: string) => void (await publisher.publish(channel, workspaceId)), close };
 }

@@ -8,27 +8,27 @@
 import { randomUUID } from 'node:crypto';
 import { evaluateReplySchema, type EvaluateReply } from '@gensvc/contracts';
 import type { Logger } from '@gensvc/observability';
-import type { Redis } from 'ioredis';
+import type { SharedSubscriber } from '@gensvc/queue';
 
 export class EvaluateReplies {
   /** The channel this process listens on: what each job's `replyTo` names. */
   readonly channel: string;
   private readonly waiting = new Map<string, (reply: EvaluateReply) => void>();
 
+  private stop = async () => {};
+
   private constructor(
-    private readonly subscriber: Redis,
     queuePrefix: string,
     private readonly log: Logger,
   ) {
     this.channel = `${queuePrefix}:evaluate:reply:${randomUUID()}`;
   }
 
-  static async connect(subscriber: Redis, queuePrefix: string, log: Logger): Promise<EvaluateReplies> {
-    const replies = new EvaluateReplies(subscriber, queuePrefix, log);
-    subscriber.on('message', (channel: string, message: string) => {
-      if (channel === replies.channel) replies.deliver(message);
+  static async connect(subscriber: SharedSubscriber, queuePrefix: string, log: Logger): Promise<EvaluateReplies> {
+    const replies = new EvaluateReplies(queuePrefix, log);
+    replies.stop = await subscriber.listen([replies.channel], {
+      onMessage: (_channel, message) => replies.deliver(message),
     });
-    await subscriber.subscribe(replies.channel);
     return replies;
   }
 
@@ -42,9 +42,8 @@ export class EvaluateReplies {
     return { reply, cancel };
   }
 
-  async close(): Promise<void> {
-    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
-    this.subscriber.disconnect();
+  close(): Promise<void> {
+    return this.stop();
   }
 
   private deliver(message: string) {

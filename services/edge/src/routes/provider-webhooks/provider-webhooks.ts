@@ -36,7 +36,6 @@ import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
 import { declaredTooLarge } from '../../http/declared-length';
-import { mountRoutes, type RouteSpec } from '../../http/hot-routes';
 import { formatBytes } from '../../http/errors';
 import { readRawBody } from '../../http/json-body';
 import { locals } from '../../http/request-context';
@@ -57,10 +56,10 @@ const BODY_LIMIT_BYTES = 1024 * 1024;
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 /**
- * The route, mounted on `router` and as `routes` (the app also runs it as a hot route: no other route takes its path),
- * and close(): resolves once the looks it started (bringPollForward) have ended (call it after HTTP has stopped).
+ * The route, mounted on `router`, and close(): resolves once the looks it started (bringPollForward) have ended (call
+ * it after HTTP has stopped).
  */
-export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; routes: RouteSpec[]; close(): Promise<void> } {
+export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
   const looking = new Map<string, Promise<void>>();
   const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
@@ -155,8 +154,7 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       await new Promise((r) => setTimeout(r, SUBMIT_LOOKS_MS[look]));
     }
   };
-  const routes: RouteSpec[] = [{ path: '/v1/provider-webhooks/:provider/:taskId', handlers: [receive] }];
   const router = express.Router({ caseSensitive: true });
-  mountRoutes(router, routes);
-  return { router, routes, close: async () => void (await Promise.all(looking.values())) };
+  router.post('/v1/provider-webhooks/:provider/:taskId', receive);
+  return { router, close: async () => void (await Promise.all(looking.values())) };
 }
