@@ -24,14 +24,16 @@ describe('encodePng', () => {
     expect(found.map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
     expect([...found[0]!.data.subarray(8)]).toEqual([8, 2, 0, 0, 0]);
     const scanlines = inflateSync(found[1]!.data);
-    expect(scanlines).toEqual(Buffer.concat([Buffer.from([0]), pixels.subarray(0, 9), Buffer.from([0]), pixels.subarray(9)]));
+    const rows = [Buffer.from([0]), pixels.subarray(0, 9), Buffer.from([0]), pixels.subarray(9)];
+    expect(scanlines).toEqual(Buffer.concat(rows));
   });
 
   it('writes greyscale, and indexed images with their palette', () => {
     const grey = chunks(encodePng({ width: 4, height: 1, pixels: Buffer.from([0, 1, 2, 3]), colour: 'grey' }));
     expect(grey[0]!.data[9]).toBe(0);
     const palette = Buffer.from([0, 0, 0, 255, 255, 255]);
-    const indexed = chunks(encodePng({ width: 2, height: 2, pixels: Buffer.from([0, 1, 1, 0]), colour: 'indexed', palette }));
+    const pixels = Buffer.from([0, 1, 1, 0]);
+    const indexed = chunks(encodePng({ width: 2, height: 2, pixels, colour: 'indexed', palette }));
     expect(indexed.map((c) => c.type)).toEqual(['IHDR', 'PLTE', 'IDAT', 'IEND']);
     expect(indexed[0]!.data[9]).toBe(3);
     expect(indexed[1]!.data).toEqual(palette);
@@ -39,6 +41,7 @@ describe('encodePng', () => {
 
   it('refuses pixels of the wrong length, and a palette on a non-indexed image', () => {
     expect(() => encodePng({ width: 2, height: 2, pixels: Buffer.alloc(11) })).toThrow(RangeError);
-    expect(() => encodePng({ width: 1, height: 1, pixels: Buffer.alloc(3), palette: Buffer.alloc(3) })).toThrow(RangeError);
+    const rgbWithPalette = { width: 1, height: 1, pixels: Buffer.alloc(3), palette: Buffer.alloc(3) };
+    expect(() => encodePng(rgbWithPalette)).toThrow(RangeError);
   });
 });

@@ -31,8 +31,12 @@ function chunk(type: string, data: Buffer): Buffer {
 export function encodePng({ width, height, pixels, colour = 'rgb', palette }: PngImage): Buffer {
   const { type, bytes } = COLOUR[colour];
   const stride = width * bytes;
-  if (pixels.length !== stride * height) throw new RangeError(`expected ${stride * height} pixel bytes, got ${pixels.length}`);
-  if ((colour === 'indexed') !== (palette !== undefined)) throw new RangeError('a palette goes with indexed images only');
+  if (pixels.length !== stride * height) {
+    throw new RangeError(`expected ${stride * height} pixel bytes, got ${pixels.length}`);
+  }
+  if ((colour === 'indexed') !== (palette !== undefined)) {
+    throw new RangeError('a palette goes with indexed images only');
+  }
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);

@@ -1,7 +1,6 @@
 // Run by telemetry.test.ts in a child Node process, never imported. Jest loads modules with its own loader, never
 // through Node's Module.prototype.require that require-in-the-middle hooks, so nothing is patched inside it; and it
-// rejects
-// the dynamic import() the OTLP exporter loads `http` with: auto-instrumentation and export can only be
+// rejects the dynamic import() the OTLP exporter loads `http` with: auto-instrumentation and export can only be
 // observed in a plain Node process, loaded the way main.ts loads them. Each scenario prints one JSON line.
 import { context, ROOT_CONTEXT, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';

@@ -10,6 +10,10 @@ import { createS3 } from './s3';
 const ctx = useTestContext();
 const bucket = () => ctx.env.S3_BUCKET!;
 const MiB = 1024 * 1024;
+const PNG = 'image/png';
+const BINARY = 'application/octet-stream';
+/** Where a test puts: its key in the test bucket, with a content type. */
+const to = (key: string, contentType = PNG) => ({ bucket: bucket(), key, contentType });
 
 let s3: S3Client;
 let counter: S3Counter;
@@ -63,36 +67,38 @@ describe('putObjectStream', () => {
   it('puts a body within one part as one PutObject, bytes and headers intact', async () => {
     const whole = bytesOf(700_003, 1);
     const sent = await commandsOf(() =>
-      putObjectStream(s3, { bucket: bucket(), key: 'put/small.png', body: body(whole), contentType: 'image/png', contentDisposition: 'inline' }),
+      putObjectStream(s3, { ...to('put/small.png'), body: body(whole), contentDisposition: 'inline' }),
     );
     expect(sent).toEqual(['PutObjectCommand']);
     expect(sha256((await objectBytes('put/small.png'))!)).toBe(sha256(whole));
     const head = await ctx.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key: 'put/small.png' }));
     expect(head).toMatchObject({ ContentType: 'image/png', ContentLength: whole.length, ContentDisposition: 'inline' });
-    await putObjectStream(s3, { bucket: bucket(), key: 'put/empty.png', body: Readable.from([]), contentType: 'image/png' });
+    await putObjectStream(s3, { bucket: bucket(), key: 'put/empty.png', body: Readable.from([]), contentType: PNG });
     expect(await objectBytes('put/empty.png')).toEqual(Buffer.alloc(0));
   });
 
   it('puts a body over a part size as a multipart upload, bytes intact', async () => {
     const whole = bytesOf(2 * 5 * MiB + 123, 2);
-    const sent = await commandsOf(() => putObjectStream(s3, { bucket: bucket(), key: 'put/large.bin', body: body(whole), contentType: 'application/octet-stream' }));
-    expect(sent).toEqual(['CreateMultipartUploadCommand', 'UploadPartCommand', 'UploadPartCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']);
+    const put = () => putObjectStream(s3, { ...to('put/large.bin', BINARY), body: body(whole) });
+    const parts = Array(3).fill('UploadPartCommand');
+    expect(await commandsOf(put)).toEqual(['CreateMultipartUploadCommand', ...parts, 'CompleteMultipartUploadCommand']);
     expect(sha256((await objectBytes('put/large.bin'))!)).toBe(sha256(whole));
   }, 60_000);
 
   it('a key with characters to escape round-trips; a missing bucket is NoSuchBucket', async () => {
     const key = "put/a b+c(1)!'*~.png";
     const bytes = bytesOf(10_000, 3);
-    await putObjectStream(s3, { bucket: bucket(), key, body: body(bytes), contentType: 'image/png' });
+    await putObjectStream(s3, { bucket: bucket(), key, body: body(bytes), contentType: PNG });
     expect(await objectBytes(key)).toEqual(bytes);
-    const missing = putObjectStream(s3, { bucket: 'no-such-bucket-here', key: 'put/x.png', body: body(bytes), contentType: 'image/png' });
+    const missing = putObjectStream(s3, { ...to('put/x.png'), bucket: 'no-such-bucket-here', body: body(bytes) });
     await expect(missing).rejects.toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
   });
 
   it('a body that fails within its first part rejects with its error and sends nothing', async () => {
     const boom = new Error('source cut off');
     const before = counter.commands.length;
-    const put = putObjectStream(s3, { bucket: bucket(), key: 'put/cut.png', body: body(bytesOf(500_000, 4), { after: 300_000, error: boom }), contentType: 'image/png' });
+    const cut = body(bytesOf(500_000, 4), { after: 300_000, error: boom });
+    const put = putObjectStream(s3, { bucket: bucket(), key: 'put/cut.png', body: cut, contentType: PNG });
     await expect(put).rejects.toBe(boom);
     expect(counter.commands.slice(before)).toEqual([]);
     expect(await objectBytes('put/cut.png')).toBeNull();
@@ -102,7 +108,7 @@ describe('putObjectStream', () => {
     const source = new Readable({ read() {} });
     source.push(bytesOf(64_000, 5));
     setTimeout(() => source.destroy(), 50);
-    const closed = putObjectStream(s3, { bucket: bucket(), key: 'put/closed.png', body: source, contentType: 'image/png' });
+    const closed = putObjectStream(s3, { bucket: bucket(), key: 'put/closed.png', body: source, contentType: PNG });
     await expect(closed).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
     expect(await objectBytes('put/closed.png')).toBeNull();
   });
@@ -114,7 +120,7 @@ describe('putObjectStream', () => {
       bucket: bucket(),
       key: 'put/cut.bin',
       body: body(bytesOf(3 * 5 * MiB, 6), { after: 5 * MiB + 2 * MiB, error: boom }),
-      contentType: 'application/octet-stream',
+      contentType: BINARY,
     });
     // S3 answers the abort and the put rejects with the body's error; s3rver does not implement
     // AbortMultipartUpload, and the put rejects with its MethodNotAllowed instead.
@@ -128,18 +134,19 @@ describe('putObjectStream', () => {
 describe('putObjectBuffer', () => {
   it('puts bytes held whole as one PutObject, bytes and headers intact', async () => {
     const bytes = bytesOf(123_457, 13);
-    const sent = await commandsOf(() => putObjectBuffer(s3, { bucket: bucket(), key: 'put/whole.png', body: bytes, contentType: 'image/png', contentDisposition: 'inline' }));
+    const put = () => putObjectBuffer(s3, { ...to('put/whole.png'), body: bytes, contentDisposition: 'inline' });
+    const sent = await commandsOf(put);
     expect(sent).toEqual(['PutObjectCommand']);
     expect(sha256((await objectBytes('put/whole.png'))!)).toBe(sha256(bytes));
     const head = await ctx.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key: 'put/whole.png' }));
     expect(head).toMatchObject({ ContentType: 'image/png', ContentLength: bytes.length, ContentDisposition: 'inline' });
-    await putObjectBuffer(s3, { bucket: bucket(), key: 'put/whole-empty.png', body: Buffer.alloc(0), contentType: 'image/png' });
+    await putObjectBuffer(s3, { ...to('put/whole-empty.png'), body: Buffer.alloc(0) });
     expect(await objectBytes('put/whole-empty.png')).toEqual(Buffer.alloc(0));
   });
 
   it("a refused put rejects with S3's error by name and deletes the key", async () => {
     const before = counter.commands.length;
-    const missing = putObjectBuffer(s3, { bucket: 'no-such-bucket-here', key: 'put/x.png', body: bytesOf(10, 1), contentType: 'image/png' });
+    const missing = putObjectBuffer(s3, { ...to('put/x.png'), bucket: 'no-such-bucket-here', body: bytesOf(10, 1) });
     await expect(missing).rejects.toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
     expect(counter.commands.slice(before)).toEqual(['PutObjectCommand', 'DeleteObjectCommand']);
   });

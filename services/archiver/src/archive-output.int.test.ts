@@ -22,7 +22,8 @@ const MiB = 1024 * 1024;
 const DAY = 86_400_000;
 
 /** A real RGB PNG of noise (incompressible, so it is big). */
-const makePng = (side: number): Buffer => encodePng({ width: side, height: side, pixels: randomBytes(side * side * 3) });
+const makePng = (side: number): Buffer =>
+  encodePng({ width: side, height: side, pixels: randomBytes(side * side * 3) });
 
 /** Streams `total` bytes starting with `head`, honouring backpressure, hashing what it sends; chunked (no length). */
 function streamGenerated(res: ServerResponse, head: Buffer, total: number, onWrite?: (sent: number) => void): Promise<string> {
@@ -183,7 +184,7 @@ describe('archive.output', () => {
     expect(rest).toEqual(restBefore);
   });
 
-  it('a body declared within the sniff window (256 KiB), a longer one and an undeclared one: each one PutObject', async () => {
+  it('a body declared within the sniff window, a longer one, an undeclared one: one PutObject each', async () => {
     const small = makePng(64);
     const large = makePng(300);
     expect(small.length).toBeLessThan(256 * 1024);
@@ -197,7 +198,7 @@ describe('archive.output', () => {
     const task = await makeTask('payg', ['small', 'large', 'chunked'].map((name) => ({ kind: 'image' as const, url: `${provider.url}/out/${name}.png` })));
     const commandsBefore = uploaded.commands.length;
     const outcomes = [await archive(task.id, 0), await archive(task.id, 1), await archive(task.id, 2)];
-    expect(uploaded.commands.slice(commandsBefore)).toEqual(['PutObjectCommand', 'PutObjectCommand', 'PutObjectCommand']);
+    expect(uploaded.commands.slice(commandsBefore)).toEqual(Array(3).fill('PutObjectCommand'));
     expect(outcomes.map((o) => o.outcome === 'archived' && o.bytes)).toEqual([small.length, large.length, small.length]);
     for (const [i, bytes] of [small, large, small].entries()) {
       const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: i } } });

@@ -26,7 +26,8 @@ function readIndexed(png: Buffer) {
 }
 
 /** RGB pixels, and their scanlines using each of the five filters in turn (as encoders that choose per line do). */
-function filtered(width: number, height: number, pixel: (x: number, y: number) => [number, number, number]): { raw: Buffer; rgb: Buffer } {
+type Pixel = (x: number, y: number) => [number, number, number];
+function filtered(width: number, height: number, pixel: Pixel): { raw: Buffer; rgb: Buffer } {
   const rgb = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rgb.set(pixel(x, y), (y * width + x) * 3);
   const stride = width * 3;

@@ -211,7 +211,12 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     try {
-      await putObjectStream(s3, { bucket: config.s3.bucket, key: storageKey, body: peek, contentType: type.contentType });
+      await putObjectStream(s3, {
+        bucket: config.s3.bucket,
+        key: storageKey,
+        body: peek,
+        contentType: type.contentType,
+      });
     } catch (e) {
       // Stopped early (the upload failed): stop the download as well.
       source.destroy();
