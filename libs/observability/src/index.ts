@@ -1,5 +1,11 @@
 export { createLogger, type Logger, type LoggerOptions } from './logger';
 export { createMetrics, recordSpend, renderMetrics, scrapedGauge, type Metrics } from './metrics';
-export { inUnsampledTrace } from './lean-db-instrumentations';
-export { inActiveContext, nameServerSpan, newTraceContext, startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry';
+export {
+  inActiveContext,
+  inUnsampledTrace,
+  nameServerSpan,
+  startTelemetry,
+  type Telemetry,
+  type TelemetryOptions,
+} from './telemetry';
 export { runCheck, runChecks, startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessCheck } from './ops-server';

@@ -27,9 +27,8 @@ const JOB_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
 export function createMetrics(service: string): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
-  // The event-loop lag is sampled every 100 ms, not prom-client's 10: its 10 ms timer woke every process ~200 times a
-  // second, idle or not (5–10 ms of CPU a second per idle process here); a stall of the loop longer than 100 ms is still
-  // caught whole, and shorter ones are sampled.
+  // The event-loop lag is sampled every 100 ms, not prom-client's 10, so an idle process is not woken a hundred times a
+  // second; a stall of the loop longer than 100 ms is still caught whole, and shorter ones are sampled.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const registers = [registry];
   return {

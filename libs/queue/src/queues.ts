@@ -125,7 +125,7 @@ export function jobOptionsOf(contract: JobContract, data: unknown, opts: Enqueue
  * then runs `add` with it in a producer span `<job name> publish`, whose context becomes `payload.trace`. The span's
  * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
  * re-sending the context captured when its row was written); when there is neither, a new trace, drawn by the
- * telemetry's ratio (newTraceContext). When the trace was not drawn there is no span: `payload.trace` is the
+ * telemetry's sampler. Inside a trace that was not drawn there is no span: `payload.trace` is the
  * parent's own (unsampled) context. What `add` answers is the job its payload went into (enqueue's own job, or
  * enqueueBundled's bundle).
  */

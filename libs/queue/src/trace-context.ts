@@ -1,4 +1,3 @@
-import { newTraceContext } from '@gensvc/observability';
 import { ROOT_CONTEXT, context, isSpanContextValid, propagation, trace, type Context } from '@opentelemetry/api';
 
 export const TRACER_NAME = '@gensvc/queue';
@@ -46,12 +45,12 @@ export function contextFromEnvelope(data: unknown): Context {
 }
 
 /**
- * `ctx` when it holds a valid span context, else a new trace drawn by the telemetry's ratio as a request that arrives
- * with none (newTraceContext): a job added or taken outside any trace (a reconciler's add, a process without telemetry).
+ * `ctx` when it holds a valid span context, else the root context, where a span starts a new trace drawn by the
+ * telemetry's sampler: a job added or taken outside any trace (a reconciler's add, a process without telemetry).
  */
 export function continuedOrNewTrace(ctx: Context): Context {
   const span = trace.getSpanContext(ctx);
-  return span && isSpanContextValid(span) ? ctx : newTraceContext();
+  return span && isSpanContextValid(span) ? ctx : ROOT_CONTEXT;
 }
 
 /** Runs `fn` in `ctx` when it holds a span (a trace read from a job), else in the active context. */

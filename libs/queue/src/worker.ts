@@ -70,12 +70,10 @@ export const WORKER_SHUTDOWN = 'worker shutdown';
  *
  * Each job runs in a span `<job name> process` whose parent is the producer's context from `payload.trace`, or, when
  * the producer's trace was not drawn, in that unsampled context itself with no span (nothing would be recorded). A
- * job with no trace starts one, drawn by the telemetry's ratio (newTraceContext): not drawn, it too runs in a bare
- * unsampled context with no span. The
- * payload is parsed with the contract first; a payload that does not parse, or a 4xx-class AppError from the
- * handler (!isRetryable), fails the job for good (UnrecoverableError); any other error is retried as the job's
- * `attempts` and `backoff` say. A bundle (bundles.ts) runs each of its payloads so, side by side, under the worker's
- * `concurrency` counted in payloads.
+ * job with no trace starts one, drawn by the telemetry's sampler. The payload is parsed with the contract first; a
+ * payload that does not parse, or a 4xx-class AppError from the handler (!isRetryable), fails the job for good
+ * (UnrecoverableError); any other error is retried as the job's `attempts` and `backoff` say. A bundle (bundles.ts)
+ * runs each of its payloads so, side by side, under the worker's `concurrency` counted in payloads.
  */
 export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>): Worker {
   const { queue } = opts;
@@ -126,8 +124,7 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
       }
     };
     // The producer's trace was not drawn: the job runs in its bare unsampled context (its ids still in the logs and
-    // in what it enqueues or calls), with no span of its own, and Postgres and Redis build none either
-    // (@gensvc/observability's lean instrumentations). Drawn, or a new trace drawn, it gets its `process` span.
+    // in what it enqueues or calls), with no span of its own. Drawn, or with no trace, it gets its `process` span.
     if (inUnsampledTrace(parent)) {
       return context.with(parent, run(undefined));
     }

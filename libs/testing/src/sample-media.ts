@@ -1,6 +1,6 @@
 // Test support: small, structurally valid files of every accepted type, built in code (no binary fixtures), with
 // the header values the limits look at chosen by the caller.
-import { crc32, deflateSync } from 'node:zlib';
+import { encodePng } from '@gensvc/media';
 
 const u16be = (n: number) => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
 const u16le = (n: number) => Buffer.from([n & 0xff, (n >> 8) & 0xff]);
@@ -37,21 +37,9 @@ class LsbBits {
   }
 }
 
-function pngChunk(type: string, data: Buffer): Buffer {
-  const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  return Buffer.concat([u32be(data.length), typed, u32be(crc32(typed))]);
-}
-
 /** A black 8-bit greyscale PNG. */
 export function png(width: number, height: number): Buffer {
-  const ihdr = Buffer.concat([u32be(width), u32be(height), Buffer.from([8, 0, 0, 0, 0])]);
-  const raw = Buffer.alloc((width + 1) * height); // each scanline: filter byte 0, then zero pixels
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', ihdr),
-    pngChunk('IDAT', deflateSync(raw)),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
+  return encodePng({ width, height, pixels: Buffer.alloc(width * height), colour: 'grey' });
 }
 
 const segment = (marker: number, body: Buffer) => Buffer.concat([Buffer.from([0xff, marker]), u16be(body.length + 2), body]);

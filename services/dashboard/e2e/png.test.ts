@@ -1,6 +1,7 @@
 // The screenshot shrinker: decodes Chromium's PNGs (every scanline filter) and writes an indexed PNG of the same picture.
-import { deflateSync, inflateSync } from 'node:zlib';
-import { decodePng, gradientPng, palettePng, PNG_SIGNATURE, pngChunk, pngHeader } from './png';
+import { inflateSync } from 'node:zlib';
+import { encodePng } from '@gensvc/media';
+import { decodePng, gradientPng, palettePng, unfilter } from './png';
 
 /** Reads back an indexed PNG written by palettePng (filter 0 on every line) as RGB. */
 function readIndexed(png: Buffer) {
@@ -24,8 +25,9 @@ function readIndexed(png: Buffer) {
   return { width, height, rgb, colours: plte.length / 3 };
 }
 
-/** An RGB PNG whose scanlines use each of the five filters in turn (as encoders that choose per line do). */
-function filteredPng(width: number, height: number, pixel: (x: number, y: number) => [number, number, number]): { png: Buffer; rgb: Buffer } {
+/** RGB pixels, and their scanlines using each of the five filters in turn (as encoders that choose per line do). */
+type Pixel = (x: number, y: number) => [number, number, number];
+function filtered(width: number, height: number, pixel: Pixel): { raw: Buffer; rgb: Buffer } {
   const rgb = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rgb.set(pixel(x, y), (y * width + x) * 3);
   const stride = width * 3;
@@ -44,17 +46,18 @@ function filteredPng(width: number, height: number, pixel: (x: number, y: number
       raw[y * (stride + 1) + 1 + x] = (v - predicted) & 0xff;
     }
   }
-  return { png: Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', pngHeader(width, height, 2)), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]), rgb };
+  return { raw, rgb };
 }
 
 it('decodes every scanline filter back to the exact pixels', () => {
-  const { png, rgb } = filteredPng(37, 23, (x, y) => [(x * 7 + y * 3) & 0xff, (x * y) & 0xff, (255 - x * 5) & 0xff]);
-  expect(decodePng(png)).toEqual({ width: 37, height: 23, rgb });
+  const { raw, rgb } = filtered(37, 23, (x, y) => [(x * 7 + y * 3) & 0xff, (x * y) & 0xff, (255 - x * 5) & 0xff]);
+  expect(unfilter(raw, 37, 23, 3)).toEqual(rgb);
+  expect(decodePng(encodePng({ width: 37, height: 23, pixels: rgb }))).toEqual({ width: 37, height: 23, rgb });
 });
 
 it('keeps a picture of at most 256 colours exactly', () => {
-  const { png, rgb } = filteredPng(64, 40, (x, y) => [(x >> 3) * 32, (y >> 2) * 25, ((x + y) % 2) * 255]);
-  const out = readIndexed(palettePng(png));
+  const { rgb } = filtered(64, 40, (x, y) => [(x >> 3) * 32, (y >> 2) * 25, ((x + y) % 2) * 255]);
+  const out = readIndexed(palettePng(encodePng({ width: 64, height: 40, pixels: rgb })));
   expect(out.rgb.equals(rgb)).toBe(true);
   expect(out.colours).toBeLessThanOrEqual(256);
 });

@@ -1,20 +1,18 @@
-// PNG reading and writing for the tests: images to seed as outputs, and screenshots shrunk for the README.
-import { deflateSync, inflateSync } from 'node:zlib';
-
-export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+// PNG for the tests: images to seed as outputs, and screenshots (Chromium's PNGs, every scanline filter) decoded and
+// shrunk for the README. Written by @gensvc/media's encodePng.
+import { inflateSync } from 'node:zlib';
+import { encodePng } from '@gensvc/media';
 
 /** A real, decodable RGB PNG: a diagonal gradient between two colours (so thumbnails show something). */
 export function gradientPng(size: number, from: [number, number, number], to: [number, number, number]): Buffer {
-  const row = size * 3 + 1;
-  const raw = Buffer.alloc(row * size);
+  const pixels = Buffer.alloc(size * size * 3);
   for (let y = 0; y < size; y++) {
-    raw[y * row] = 0;
     for (let x = 0; x < size; x++) {
       const t = (x + y) / (2 * size - 2);
-      for (let c = 0; c < 3; c++) raw[y * row + 1 + x * 3 + c] = Math.round(from[c]! + (to[c]! - from[c]!) * t);
+      for (let c = 0; c < 3; c++) pixels[(y * size + x) * 3 + c] = Math.round(from[c]! + (to[c]! - from[c]!) * t);
     }
   }
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', pngHeader(size, size, 2)), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+  return encodePng({ width: size, height: size, pixels });
 }
 
 /** The pixels of an 8-bit RGB or RGBA PNG (as Chromium writes them), as RGB. */
@@ -31,7 +29,15 @@ export function decodePng(png: Buffer): { width: number; height: number; rgb: Bu
     if (png.toString('latin1', at + 4, at + 8) === 'IDAT') idat.push(png.subarray(at + 8, at + 8 + length));
     at += 12 + length;
   }
-  const raw = inflateSync(Buffer.concat(idat));
+  const pixels = unfilter(inflateSync(Buffer.concat(idat)), width, height, channels);
+  if (channels === 3) return { width, height, rgb: pixels };
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let i = 0, j = 0; i < pixels.length; i += 4, j += 3) pixels.copy(rgb, j, i, i + 3);
+  return { width, height, rgb };
+}
+
+/** Scanlines (each led by its filter type, PNG's five) back to pixels of `channels` bytes each. */
+export function unfilter(raw: Buffer, width: number, height: number, channels: number): Buffer {
   const stride = width * channels;
   const pixels = Buffer.alloc(stride * height);
   for (let y = 0; y < height; y++) {
@@ -56,10 +62,7 @@ export function decodePng(png: Buffer): { width: number; height: number; rgb: Bu
       pixels[out + x] = (line[x]! + predicted) & 0xff;
     }
   }
-  if (channels === 3) return { width, height, rgb: pixels };
-  const rgb = Buffer.alloc(width * height * 3);
-  for (let i = 0, j = 0; i < pixels.length; i += 4, j += 3) pixels.copy(rgb, j, i, i + 3);
-  return { width, height, rgb };
+  return pixels;
 }
 
 /**
@@ -88,46 +91,12 @@ export function palettePng(png: Buffer): Buffer {
     index.set(c, best);
     return best;
   };
-  const raw = Buffer.alloc((width + 1) * height);
-  for (let y = 0; y < height; y++) {
-    raw[y * (width + 1)] = 0;
-    for (let x = 0; x < width; x++) {
-      const i = (y * width + x) * 3;
-      const c = (rgb[i]! << 16) | (rgb[i + 1]! << 8) | rgb[i + 2]!;
-      raw[y * (width + 1) + 1 + x] = index.get(c) ?? nearest(c);
-    }
+  const indices = Buffer.alloc(width * height);
+  for (let i = 0; i < indices.length; i++) {
+    const c = (rgb[i * 3]! << 16) | (rgb[i * 3 + 1]! << 8) | rgb[i * 3 + 2]!;
+    indices[i] = index.get(c) ?? nearest(c);
   }
   const plte = Buffer.alloc(palette.length * 3);
   palette.forEach((c, i) => plte.set([(c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff], i * 3));
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', pngHeader(width, height, 3)), pngChunk('PLTE', plte), pngChunk('IDAT', deflateSync(raw, { level: 9, memLevel: 9 })), pngChunk('IEND', Buffer.alloc(0))]);
-}
-
-/** IHDR's data: 8 bits per sample, colour type 2 (RGB) or 3 (indexed), no interlace. */
-export function pngHeader(width: number, height: number, colourType: 2 | 3): Buffer {
-  const b = Buffer.alloc(13);
-  b.writeUInt32BE(width, 0);
-  b.writeUInt32BE(height, 4);
-  b.set([8, colourType, 0, 0, 0], 8);
-  return b;
-}
-
-export function pngChunk(type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
-  return Buffer.concat([head, data, crc]);
-}
-
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(b: Buffer): number {
-  let c = 0xffffffff;
-  for (const byte of b) c = (CRC_TABLE[(c ^ byte) & 0xff] as number) ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
+  return encodePng({ width, height, pixels: indices, colour: 'indexed', palette: plte });
 }

@@ -1,8 +1,8 @@
 // Everything the sim answers is a pure function of the request, so tests predict it with these same functions
 // instead of hard-coding values.
 import { createHash } from 'node:crypto';
+import { encodePng } from '@gensvc/media';
 import { videoMp4 } from './mp4';
-import { encodeGridPng } from './png';
 
 export type Question =
   | { type: 'boolean'; instructions: string }
@@ -136,7 +136,15 @@ const GRID = 8;
 
 /** An 8×8 grid of colours drawn from the seed, scaled to width × height, as PNG. */
 function gridPng(seed: Buffer, width: number, height: number): Buffer {
-  return encodeGridPng(width, height, bytesFrom(seed, GRID * GRID * 3), GRID);
+  const palette = bytesFrom(seed, GRID * GRID * 3);
+  const pixels = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const cell = (Math.floor((y * GRID) / height) * GRID + Math.floor((x * GRID) / width)) * 3;
+      palette.copy(pixels, (y * width + x) * 3, cell, cell + 3);
+    }
+  }
+  return encodePng({ width, height, pixels });
 }
 
 /**

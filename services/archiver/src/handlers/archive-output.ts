@@ -3,18 +3,17 @@
 //
 // Idempotent per (task, output): the file id, and so the storage key, are derived from (task, output index), and
 // (taskId, outputIndex) is unique, so a re-run is a no-op when the row exists, or else an overwrite of the same
-// object and one row. The bytes stream from the provider through the outbound client into S3 (one streamed PutObject
-// when the provider declared a length up to a part size, a multipart upload otherwise) and are never held whole; a
-// failure mid-way aborts the upload and leaves no object. The one exception is a body declared no longer than the
-// sniff window (SNIFF_BYTES), which the stream's HeadPeek would hold whole anyway before any byte flowed on: it is
-// read as one buffer, sniffed, hashed and put in one write (WHOLE_UP_TO).
+// object and one row. The bytes stream from the provider through the outbound client into S3 (putObjectStream: one
+// PutObject within a part, a multipart upload above) and are never held whole; a failure mid-way aborts the upload
+// and leaves no object. The one exception is a body declared no longer than the sniff window (SNIFF_BYTES), which
+// the stream's HeadPeek would hold whole anyway before any byte flowed on: it is read as one buffer, sniffed, hashed
+// and put in one write (WHOLE_UP_TO).
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { Tier, generatedFile, groupCommit, taskRepository, type CreateFileInput, type RecordArchiveInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, sha256Hex, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { ArchiverDeps } from '../deps';
 
 export type ArchiveOutcome =
@@ -212,7 +211,12 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     try {
-      await putObjectStream(s3, { bucket: config.s3.bucket, key: storageKey, body: peek, contentType: type.contentType, contentLength: declaredLength(response.headers) });
+      await putObjectStream(s3, {
+        bucket: config.s3.bucket,
+        key: storageKey,
+        body: peek,
+        contentType: type.contentType,
+      });
     } catch (e) {
       // Stopped early (the upload failed): stop the download as well.
       source.destroy();
@@ -222,18 +226,6 @@ export function archiveOutput(deps: ArchiverDeps) {
 
     return recordStored(type, peek.bytes, peek.digest());
   };
-}
-
-/**
- * The body's length as the provider declared it (undefined when it did not, or sent it encoded): the HTTP client
- * ends the body at that length or errors, so a small output goes to S3 as one streamed PutObject.
- */
-function declaredLength(headers: IncomingHttpHeaders): number | undefined {
-  const value = headers['content-length'];
-  if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return undefined;
-  return Number(value);
 }
 
 /** What archiving one output needs: the workspace (the library row's lives), the entry, and an earlier run's row. */
