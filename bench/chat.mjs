@@ -159,7 +159,7 @@ await withStack(async ({ env, db }) => {
     }
     console.log(`peak RSS over the run: edge ${edgePeak.toFixed(0)} MiB, Portkey ${portkeyPeak.toFixed(0)} MiB`);
 
-    // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger, settled off the latency path.
+    // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger.
     const deadline = Date.now() + 10_000;
     let charges = 0;
     const expected = gensvcAnswers + 4; // + the readiness probes (gensvc and gensvc×2, JSON and stream)

@@ -14,7 +14,8 @@ const USAGE = [
   '  chat       chat completions direct to the upstream-sim, through gensvc and through Portkey, JSON and SSE',
   '  evaluate   POST /evaluate direct to the upstream-sim, through gensvc (one and two edges) and a bare BullMQ hop',
   '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
-  '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries, against raw BullMQ',
+  '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries,',
+  '             against raw BullMQ',
   '  hot-path-profile  a CPU profile of the edge under chat load, summed by library and function',
   '',
 ].join('\n');
@@ -34,14 +35,33 @@ const FLOORS = [
     met: (value, baseline) => value <= baseline + 0.2,
     diff: true,
   },
-  { figure: 'evaluate c32', label: 'evaluate, concurrency 32, req/s', vs: 'bare BullMQ hop', floor: '≥ 0.35×', min: 0.35 },
+  {
+    figure: 'evaluate c32',
+    label: 'evaluate, concurrency 32, req/s',
+    vs: 'bare BullMQ hop',
+    floor: '≥ 0.35×',
+    min: 0.35,
+  },
   { figure: 'callback deliveries', label: 'callback deliveries/s', vs: 'raw BullMQ', floor: '≥ 0.2×', min: 0.2 },
-  { figure: 'completion → callback p50', label: 'completion → callback received, p50 (ms)', floor: '≤ 50 ms', met: (v) => v <= 50 },
-  { figure: 'tasks end to end', label: 'tasks end to end, per second', vs: 'raw BullMQ ÷ 5', floor: '≥ 0.06×', min: 0.06 },
+  {
+    figure: 'completion → callback p50',
+    label: 'completion → callback received, p50 (ms)',
+    floor: '≤ 50 ms',
+    met: (value) => value <= 50,
+  },
+  {
+    figure: 'tasks end to end',
+    label: 'tasks end to end, per second',
+    vs: 'raw BullMQ ÷ 5',
+    floor: '≥ 0.06×',
+    min: 0.06,
+  },
 ];
 
-const run = (name, env = process.env) =>
-  spawnSync(process.execPath, [join(root, 'bench', `${name}.mjs`), ...process.argv.slice(3)], { cwd: root, stdio: 'inherit', env }).status ?? 1;
+const run = (name, env = process.env) => {
+  const args = [join(root, 'bench', `${name}.mjs`), ...process.argv.slice(3)];
+  return spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env }).status ?? 1;
+};
 
 function printFloors(figures) {
   const fixed = (v, digits) => (Number.isFinite(v) ? v.toFixed(digits) : '—');
@@ -50,7 +70,12 @@ function printFloors(figures) {
     if (!got) return [f.label, '—', '—', '—', f.floor, 'not measured'];
     const { value, baseline } = got;
     const digits = value < 100 ? 2 : 0;
-    const ratio = f.diff ? `${value - baseline >= 0 ? '+' : ''}${fixed(value - baseline, 2)} ms` : baseline ? `${fixed(value / baseline, 2)}×` : '—';
+    const added = value - baseline;
+    const ratio = f.diff
+      ? `${added >= 0 ? '+' : ''}${fixed(added, 2)} ms`
+      : baseline
+        ? `${fixed(value / baseline, 2)}×`
+        : '—';
     const met = f.met ? f.met(value, baseline) : value / baseline >= f.min;
     const base = baseline === undefined ? '—' : `${fixed(baseline, digits)} (${f.vs})`;
     return [f.label, fixed(value, digits), base, ratio, f.floor, met ? 'met' : 'MISSED'];
@@ -74,7 +99,9 @@ if (name) process.exit(run(name));
 const dir = mkdtempSync(join(tmpdir(), 'gensvc-bench-figures-'));
 const file = join(dir, 'figures.jsonl');
 let failed = 0;
-for (const bench of ['chat', 'evaluate', 'tasks']) failed += run(bench, { ...process.env, BENCH_FIGURES_FILE: file }) ? 1 : 0;
+for (const bench of ['chat', 'evaluate', 'tasks']) {
+  if (run(bench, { ...process.env, BENCH_FIGURES_FILE: file }) !== 0) failed++;
+}
 const figures = existsSync(file)
   ? Object.assign({}, ...readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)))
   : {};

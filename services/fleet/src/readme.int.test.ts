@@ -44,7 +44,7 @@ it('has curl examples that use only the variables a reader sets, and never a pip
   for (const curl of curls) {
     const used = [...curl.matchAll(/\$([A-Z_]+)/g)].map((m) => m[1]!);
     expect({ curl, unknown: used.filter((v) => !VARIABLES.includes(v)) }).toEqual({ curl, unknown: [] });
-    expect(curl).not.toMatch(/\|(?![^']*'[^']*$)/);
+    expect(curl).not.toContain(' | ');
   }
 });
 
@@ -52,7 +52,8 @@ it('answers every curl example 2xx against npm start, in order', async () => {
   const port = await freePort();
   const fleet = startFleet(port, storesOf(ctx), dataDir);
   const { key } = await fleet.printed;
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', BASE: `http://localhost:${port}`, GENSVC_KEY: key };
+  const base = `http://localhost:${port}`;
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', BASE: base, GENSVC_KEY: key };
   const answers: { curl: string; status: number; body: string }[] = [];
   for (const curl of readmeCurls()) {
     for (const name of ['FILE_ID', 'TASK_ID']) {
