@@ -12,7 +12,7 @@ const { freePort, serviceNodeFlags, stopChild, waitForHttp } = gensvc('local-sta
  */
 /** `port`: true for a free one, a number for that one, false for none. */
 /** `ipc`: the child gets Node's IPC channel (process.send / 'message'). */
-export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000, ipc = false }) {
+export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 60_000, ipc = false }) {
   const port = typeof wantPort === 'number' ? wantPort : wantPort ? await freePort() : undefined;
   const child = spawn(process.execPath, [...nodeArgs, script, ...args.map((a) => a.replace('{port}', String(port)))], {
     env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
