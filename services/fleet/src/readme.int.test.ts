@@ -1,10 +1,11 @@
 // The README's promises to a newcomer: every `curl` example in its sh blocks answers 2xx, run as printed against a
 // fleet started as `npm start` starts it (with the base URL and key it printed, and the ids earlier examples
 // answered); the configuration table names every variable the services read; and it stays under 400 lines.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { CONFIG_VARIABLES } from '@gensvc/config';
 import { freePort } from '@gensvc/local-stack';
 import { REPO_ROOT, useTestContext } from '@gensvc/testing';
@@ -15,6 +16,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-readme-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const ctx = useTestContext();
+const run = promisify(execFile);
 
 /** The commands of the README's sh blocks that start with `curl`, continuation lines joined as a shell would. */
 function readmeCurls(): string[] {
@@ -60,7 +62,8 @@ it('answers every curl example 2xx against npm start, in order', async () => {
       if (curl.includes(`$${name}`)) expect({ curl, [name]: env[name] }).toEqual({ curl, [name]: expect.any(String) });
     }
     // The status on a line of its own after the body (which an example's -N stream may end without a newline).
-    const out = execFileSync('sh', ['-c', `${curl} -w '\\n%{http_code}'`], { cwd: REPO_ROOT, env, encoding: 'utf8' });
+    // Run asynchronously: the test's S3 answers from this process, which a synchronous child would block.
+    const { stdout: out } = await run('sh', ['-c', `${curl} -w '\\n%{http_code}'`], { cwd: REPO_ROOT, env, encoding: 'utf8' });
     const cut = out.lastIndexOf('\n');
     const [body, status] = [out.slice(0, cut), Number(out.slice(cut + 1))];
     answers.push({ curl, status, body: body.slice(0, 300) });
