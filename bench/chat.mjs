@@ -4,7 +4,7 @@
 //            settlement all on (the workspace's balance and rpm are too large to refuse anything)
 //   gensvc×2 the same, alternating between two edge replicas that share Postgres and Redis (their budget leases
 //            and rate limits are shared through the stores)
-//   portkey  POST {portkey}/v1/chat/completions, Portkey's open-source gateway 1.15.2 forwarding to the same sim path
+//   portkey  POST {portkey}/v1/chat/completions, Portkey's open-source gateway forwarding to the same sim path
 //   floor    the same sim path through the thinnest correct Node pass-through (lib/floor-proxy.mjs: node:http in, an
 //            undici Pool out, no auth, billing or logging): the least any Node gateway can add on this machine
 // Each non-streamed and streamed (SSE, read to `data: [DONE]`), at concurrency 1 and 32, DURATION_MS per case after
@@ -13,9 +13,7 @@
 // crosses: the gateway, the sim, this load generator, Redis and Postgres. All of them share the machine's cores, so
 // req/s ≈ cores ÷ their sum; the direct case is a gateway that costs nothing, the bound no gateway can pass.
 // Before the first case every target serves JIT_WARMUP_MS (default 3 s) at concurrency 32 of each kind, unmeasured:
-// a fresh Node process runs its code below V8's optimising tier for its first thousands of calls, and the first case
-// (concurrency 1) measured that instead of the gateway (the edge's CPU per call at 1 fell from 2.9 to 0.96 ms as it
-// warmed; a bigger gateway takes longer to warm, so a cold start favours the smaller one).
+// a fresh Node process runs its code below V8's optimising tier for its first thousands of calls.
 // Usage: npm run bench -- chat
 import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
 import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
@@ -23,7 +21,7 @@ import { gensvc } from './lib/gensvc.mjs';
 import { startEdge, startFloorProxy, startPortkey, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
+import { int, ms, printErrors, printTable, ratio, reportFigures, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
 const NAMES = ['direct', 'gensvc', 'gensvc×2', 'portkey', 'floor'];
@@ -134,7 +132,16 @@ await withStack(async ({ env, db }) => {
       }
     }
     // Read in its build (build/start-server.js): the stream reader sleeps 25 ms before the first event it relays.
-    console.log("  (Portkey 1.15.2 waits 25 ms before relaying a stream's first event: a setTimeout(25) in its SSE reader)");
+    console.log("  (Portkey waits 25 ms before relaying a stream's first event: a setTimeout(25) in its SSE reader)");
+    const row = (stream, concurrency) => results.find((r) => r.stream === stream && r.concurrency === concurrency);
+    reportFigures({
+      'chat JSON c32': { value: row(false, 32).gensvc.rps, baseline: row(false, 32).portkey.rps },
+      'chat SSE c32': { value: row(true, 32).gensvc.rps, baseline: row(true, 32).portkey.rps },
+      'chat JSON c1 added p50': {
+        value: row(false, 1).gensvc.p50 - row(false, 1).direct.p50,
+        baseline: row(false, 1).portkey.p50 - row(false, 1).direct.p50,
+      },
+    });
     console.log(`CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)`);
     printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `${label(r)} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
     console.log(`the floor: req/s ≈ ${CORES} cores ÷ total CPU per request (every process shares them)`);
@@ -152,7 +159,7 @@ await withStack(async ({ env, db }) => {
     }
     console.log(`peak RSS over the run: edge ${edgePeak.toFixed(0)} MiB, Portkey ${portkeyPeak.toFixed(0)} MiB`);
 
-    // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger, settled off the latency path.
+    // Billing was on: every answer gensvc gave (warm-ups included) is one charge in the ledger.
     const deadline = Date.now() + 10_000;
     let charges = 0;
     const expected = gensvcAnswers + 4; // + the readiness probes (gensvc and gensvc×2, JSON and stream)

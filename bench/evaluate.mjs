@@ -4,15 +4,12 @@
 // and the charge written before the answer), and through gensvc×2 (the same, alternating between two edge replicas
 // sharing one worker, Postgres and Redis), at concurrency 1 and 32, DURATION_MS per case after WARMUP_MS, keep-alive
 // connections. Overhead = gensvc percentile − direct percentile from the same run.
-// The floor rows are the least a BullMQ hop allows (lib/floor-queue.mjs): a node:http server that adds the job and
-// awaits its reply on a pub/sub channel, and a worker that calls the sim and publishes the reply, on the same Redis;
-// no auth, no billing. `floor` runs a plain BullMQ Worker, `floor takeOne` libs/queue's takeOnePerJob loop (the
-// evaluate-worker's). Each case meters CPU ms per request (/proc utime+stime over the case, warm-up included) of
+// The floor row is the bare BullMQ hop (lib/floor-queue.mjs): a node:http server that adds the job and awaits its
+// reply on a pub/sub channel, and a plain BullMQ Worker that calls the sim and publishes the reply, on the same Redis;
+// no auth, no billing. Each case meters CPU ms per request (/proc utime+stime over the case, warm-up included) of
 // every process it crosses; all share the machine's cores, so req/s ≈ cores ÷ their sum.
 // Before the first case every target serves JIT_WARMUP_MS (default 3 s) at concurrency 32, unmeasured, as bench/chat
-// does: the first case (concurrency 1) otherwise measured fresh processes below V8's optimising tier (one observation,
-// the machine shared: gensvc's p50 at 1 was 6.76 ms in the cold first case, 2.49 ms for the same build two minutes
-// later after 2 s at 32).
+// does, so that no case measures processes still below V8's optimising tier.
 // Usage: npm run bench -- evaluate
 import { DURATION_MS, WARMUP_MS, measure, untilAnswers } from './lib/load.mjs';
 import { CORES, harnessCpuSources, measureCpu, pidsCpuMs, printCpuTable, totalCpu } from './lib/cpu.mjs';
@@ -20,10 +17,10 @@ import { gensvc } from './lib/gensvc.mjs';
 import { startEdge, startFloorQueue, startService, startSim } from './lib/processes.mjs';
 import { rssSampler } from './lib/rss.mjs';
 import { seedKey, seedSim, withStack } from './lib/stack.mjs';
-import { int, ms, printErrors, printTable, ratio, verdict } from './lib/table.mjs';
+import { int, ms, printErrors, printTable, ratio, reportFigures, verdict } from './lib/table.mjs';
 
 const CONCURRENCIES = [1, 32];
-const NAMES = ['direct', 'gensvc', 'gensvc×2', 'floor', 'floor takeOne'];
+const NAMES = ['direct', 'gensvc', 'gensvc×2', 'floor'];
 const TARGET_OVERHEAD_MS = 2;
 const TARGET_RPS = 1000;
 
@@ -52,12 +49,11 @@ await withStack(async ({ env, db }) => {
     procs.push(edge);
     const edge2 = await startEdge(env);
     procs.push(edge2);
-    const floor = await startFloorQueue(env, sim.url, 'bullmq');
-    const floorTakeOne = await startFloorQueue(env, sim.url, 'takeOnePerJob');
-    procs.push(...floor, ...floorTakeOne);
+    const floor = await startFloorQueue(env, sim.url);
+    procs.push(...floor);
     const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
     // The processes each case crosses: [HTTP front (edge or floor server), worker].
-    const crossed = { direct: [[], []], gensvc: [[edge.pid], [worker.pid]], 'gensvc×2': [[edge.pid, edge2.pid], [worker.pid]], floor: floor.map((p) => [p.pid]), 'floor takeOne': floorTakeOne.map((p) => [p.pid]) };
+    const crossed = { direct: [[], []], gensvc: [[edge.pid], [worker.pid]], 'gensvc×2': [[edge.pid, edge2.pid], [worker.pid]], floor: floor.map((p) => [p.pid]) };
     const cpuSources = (name) => ({
       'edge/server': pidsCpuMs(...crossed[name][0]),
       worker: pidsCpuMs(...crossed[name][1]),
@@ -70,7 +66,6 @@ await withStack(async ({ env, db }) => {
       gensvc: { url: `${edge.url}/api/v1/evaluate`, headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
       'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/api/v1/evaluate`), headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
       floor: { url: `${floor[0].url}/evaluate`, headers: json, body: request('eval-1'), check },
-      'floor takeOne': { url: `${floorTakeOne[0].url}/evaluate`, headers: json, body: request('eval-1'), check },
     };
     for (const t of Object.values(targets)) await untilAnswers(t);
     let gensvcAnswers = 0;
@@ -108,12 +103,14 @@ await withStack(async ({ env, db }) => {
     console.log(`  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`);
     console.log(`  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`);
     console.log(`  c=32  gensvc×2 ${int(many['gensvc×2'].rps)} req/s (two edges, one worker)`);
-    console.log(`  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms, takeOnePerJob ${ms(one['floor takeOne'].p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s, takeOnePerJob ${int(many['floor takeOne'].rps)} req/s`);
+    console.log(`  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s`);
+    console.log(`  c=32  gensvc ${ratio(many.gensvc.rps / many.floor.rps)} the bare BullMQ hop`);
+    reportFigures({ 'evaluate c32': { value: many.gensvc.rps, baseline: many.floor.rps } });
     console.log('CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)');
     printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `c=${r.concurrency} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
     const bound = (name) => (CORES * 1000) / totalCpu(many[name].cpu);
     console.log(
-      `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain BullMQ worker, ${int(bound('floor takeOne'))} with takeOnePerJob, ` +
+      `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain BullMQ worker, ` +
         `${int(bound('gensvc'))} for gensvc (target ≥ ${TARGET_RPS}); no gateway at all: ${int(bound('direct'))}`,
     );
     redis.disconnect();

@@ -55,6 +55,7 @@ const manifests = () => [
   join(root, 'package.json'),
   join(root, 'pnpm-lock.yaml'),
   join(root, 'pnpm-workspace.yaml'),
+  join(root, 'bench', 'package.json'),
   ...['libs', 'services'].flatMap((g) => readdirSync(join(root, g)).map((p) => join(root, g, p, 'package.json'))),
 ];
 

@@ -6,15 +6,12 @@
 // left is the queue hop and the HTTPS request, so the dispatcher's distance from it is what the gateway adds.
 // Jobs are removed as they complete, as the dispatcher's are. Env: REDIS_URL, FLOOR_PREFIX, RECEIVER_URL, SECRET,
 // BODY, CONCURRENCY. Prints "ready" once its worker runs.
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { gensvc, root } from './gensvc.mjs';
+import { Worker } from 'bullmq';
+import { Agent } from 'undici';
+import { gensvc } from './gensvc.mjs';
 
 const { createRedisConnection } = gensvc('queue');
 const { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, signatureHeader } = gensvc('webhooks');
-const fromLib = (lib, name) => createRequire(join(root, 'libs', lib, 'package.json'))(name);
-const { Worker } = fromLib('queue', 'bullmq');
-const { Agent } = fromLib('outbound', 'undici');
 
 const { REDIS_URL, FLOOR_PREFIX: prefix, RECEIVER_URL: origin, SECRET, BODY, CONCURRENCY } = process.env;
 const body = Buffer.from(BODY, 'base64');

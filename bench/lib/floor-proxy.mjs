@@ -3,12 +3,7 @@
 // status, headers and body (SSE included, chunk by chunk) piped back. No auth, no billing, no logging, no JSON parse.
 // Run by startFloorProxy (processes.mjs): PORT to listen on, UPSTREAM the origin to forward to.
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { root } from './gensvc.mjs';
-
-// undici as the project pins it (libs/upstream's dependency), the client gensvc's edge forwards with.
-const { Pool } = createRequire(join(root, 'libs', 'upstream', 'package.json'))('undici');
+import { Pool } from 'undici';
 
 const upstream = new Pool(process.env.UPSTREAM, { keepAliveTimeout: 30_000 });
 // Hop-by-hop headers (RFC 9110 §7.6.1) are the connection's, not the message's; host is the upstream's own.

@@ -2,20 +2,14 @@
 //   node floor-queue.mjs server   node:http on PORT: reads the body ({model, state, questions}), adds an
 //                                 evaluate.run job on FLOOR_PREFIX's "evaluate" queue, awaits the reply on its own
 //                                 pub/sub channel and answers it. No auth, no billing, no logging.
-//   node floor-queue.mjs worker <loop>   takes the jobs (concurrency 50), POSTs each to SIM's evaluate endpoint over
-//                                 an undici Pool and publishes the answer on the job's replyTo. <loop> is `bullmq`
-//                                 (a plain `new Worker`) or `takeOnePerJob` (libs/queue's defineWorker with the
-//                                 loop the evaluate-worker runs; it also parses the payload with the job's contract).
-// The job is evaluate.run's own payload (libs/contracts), so both loops run the same job.
+//   node floor-queue.mjs worker   a plain BullMQ Worker (concurrency 50) that POSTs each job to SIM's evaluate
+//                                 endpoint over an undici Pool and publishes the answer on the job's replyTo.
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { gensvc, root } from './gensvc.mjs';
+import { Queue, Worker } from 'bullmq';
+import { Pool } from 'undici';
+import { gensvc } from './gensvc.mjs';
 
-const { createRedisConnection, defineWorker } = gensvc('queue');
-const fromLib = (lib, name) => createRequire(join(root, 'libs', lib, 'package.json'))(name);
-const { Queue, Worker } = fromLib('queue', 'bullmq');
-const { Pool } = fromLib('upstream', 'undici');
+const { createRedisConnection } = gensvc('queue');
 
 const QUEUE = 'evaluate';
 const { REDIS_URL, FLOOR_PREFIX: prefix } = process.env;
@@ -58,9 +52,6 @@ if (process.argv[2] === 'server') {
     });
     await connection.publish(replyTo, JSON.stringify({ id: callId, status: statusCode, text: await body.text() }));
   };
-  const worker =
-    process.argv[3] === 'takeOnePerJob'
-      ? defineWorker({ queue: QUEUE, connection, prefix, concurrency: 50, takeOnePerJob: true, logger: { info() {}, warn() {}, error() {} }, handlers: { 'evaluate.run': run } })
-      : new Worker(QUEUE, (job) => run(job.data), { connection, prefix, concurrency: 50 });
+  const worker = new Worker(QUEUE, (job) => run(job.data), { connection, prefix, concurrency: 50 });
   await worker.waitUntilReady();
 }

@@ -12,7 +12,7 @@ const { freePort, serviceNodeFlags, stopChild, waitForHttp } = gensvc('local-sta
  */
 /** `port`: true for a free one, a number for that one, false for none. */
 /** `ipc`: the child gets Node's IPC channel (process.send / 'message'). */
-export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 20_000, ipc = false }) {
+export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 60_000, ipc = false }) {
   const port = typeof wantPort === 'number' ? wantPort : wantPort ? await freePort() : undefined;
   const child = spawn(process.execPath, [...nodeArgs, script, ...args.map((a) => a.replace('{port}', String(port)))], {
     env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
@@ -75,11 +75,11 @@ export const startEdge = (env, extra = {}, nodeArgs = []) => startService('edge'
 export const startSim = () =>
   startNode({ name: 'upstream-sim', script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'), env: { LOG_LEVEL: 'warn' }, readyPath: '/__sim/requests' });
 
-/** Portkey's open-source gateway (@portkey-ai/gateway, a root devDependency), the peer bench/chat compares with. */
+/** Portkey's open-source gateway (@portkey-ai/gateway, bench/'s dependency), the peer bench/chat compares with. */
 export const startPortkey = () =>
   startNode({
     name: 'portkey',
-    script: join(root, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js'),
+    script: join(root, 'bench', 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js'),
     args: ['--port={port}', '--headless'],
     env: {},
     readyPath: '/',
@@ -91,12 +91,12 @@ export const startFloorProxy = (upstream, nodeArgs = []) =>
 
 /**
  * bench/evaluate's floor (floor-queue.mjs) on its own queue prefix: the HTTP server that enqueues and awaits the
- * reply, and a worker with `loop` ('bullmq' or 'takeOnePerJob') that calls the sim. Answers [server, worker].
+ * reply, and a plain BullMQ worker that calls the sim. Answers [server, worker].
  */
-export async function startFloorQueue(env, simUrl, loop) {
+export async function startFloorQueue(env, simUrl) {
   const script = join(root, 'bench', 'lib', 'floor-queue.mjs');
-  const floorEnv = { REDIS_URL: env.REDIS_URL, FLOOR_PREFIX: `${env.QUEUE_PREFIX}-floor-${loop}` };
-  const worker = await startNode({ name: `floor-worker (${loop})`, script, args: ['worker', loop], env: { ...floorEnv, SIM: simUrl }, port: false });
-  const server = await startNode({ name: `floor-server (${loop})`, script, args: ['server'], env: floorEnv });
+  const floorEnv = { REDIS_URL: env.REDIS_URL, FLOOR_PREFIX: `${env.QUEUE_PREFIX}-floor` };
+  const worker = await startNode({ name: 'floor-worker', script, args: ['worker'], env: { ...floorEnv, SIM: simUrl }, port: false });
+  const server = await startNode({ name: 'floor-server', script, args: ['server'], env: floorEnv });
   return [server, worker];
 }

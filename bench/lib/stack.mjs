@@ -24,9 +24,8 @@ const { newApiKey, SCOPES } = gensvc('auth');
 export async function withStack(fn) {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-bench-'));
   // S3 stands in for a remote object store: its objects are kept in memory (tmpfs) where the machine has one, since
-  // s3rver's file calls on disk were the bench's own largest and most uneven cost (bench/tasks, a bench process of
-  // 2.2–3.9 ms per task with them on disk against 1.2–1.3 in memory, in alternated runs). Postgres and Redis stay on
-  // disk: their writes are the gateway's own cost.
+  // s3rver's file calls on disk are the bench's own largest and most uneven cost. Postgres and Redis stay on disk:
+  // their writes are the gateway's own cost.
   const s3Dir = !process.env.S3_ENDPOINT && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
   const stack = await startStack({ dataDir, s3Dir, persistent: false, env: process.env });
   const sink = process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;

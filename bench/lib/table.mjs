@@ -1,4 +1,5 @@
 // Fixed-width tables for benchmark output: columns right-aligned except the first.
+import { appendFileSync } from 'node:fs';
 
 /** Prints `rows` (arrays of cells, already formatted) under `header`. */
 export function printTable(header, rows) {
@@ -19,4 +20,12 @@ export function printErrors(name, r) {
   if (!r.errors) return;
   console.log(`  ! ${name}: ${r.errors} failed requests`);
   for (const [reason, count] of r.errorReasons) console.log(`    ${count} × ${reason}`);
+}
+
+/**
+ * Hands `figures` ({ name: { value, baseline } }) to `npm run bench`'s summary: one JSON line appended to
+ * BENCH_FIGURES_FILE when it is set (scripts/bench.mjs sets it when it runs every bench at once).
+ */
+export function reportFigures(figures) {
+  if (process.env.BENCH_FIGURES_FILE) appendFileSync(process.env.BENCH_FIGURES_FILE, `${JSON.stringify(figures)}\n`);
 }

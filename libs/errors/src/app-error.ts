@@ -2,7 +2,7 @@
 // factories below and never speaks HTTP; the edge's error middleware turns them into the body of DESIGN.md §4.
 //
 // One status per code: ERROR_CODES is the only place a status is written. An AppError takes its status from its
-// code, so no factory (and no caller) can answer a code with another status. The README's table of codes and the
+// code, so no factory (and no caller) can answer a code with another status. docs/errors.md's table of codes and the
 // OpenAPI document's x-error-codes are made from this table.
 
 export type ErrorType =

@@ -1,6 +1,6 @@
 import { ERROR_CODES } from './app-error';
 
-/** The README's table of codes (between its error-codes markers), made from ERROR_CODES: status, then code. */
+/** docs/errors.md's table of codes (between its error-codes markers), made from ERROR_CODES: status, then code. */
 export function errorCodesTable(): string {
   const rows = Object.entries(ERROR_CODES)
     .sort(([a, x], [b, y]) => x.status - y.status || a.localeCompare(b))

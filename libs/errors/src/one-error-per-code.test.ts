@@ -91,13 +91,13 @@ describe('one error per code', () => {
   });
 });
 
-describe("the README's table of codes", () => {
-  // After a code is added: UPDATE_README=1 node_modules/.bin/jest libs/errors rewrites the table.
+describe("docs/errors.md's table of codes", () => {
+  // After a code is added: UPDATE_DOCS=1 node_modules/.bin/jest libs/errors rewrites the table.
   it('is ERROR_CODES, status by status', () => {
-    const file = join(root, 'README.md');
+    const file = join(root, 'docs', 'errors.md');
     const markers = /(<!-- error-codes:start -->\n)([\s\S]*?)(\n<!-- error-codes:end -->)/;
     let readme = readFileSync(file, 'utf8');
-    if (process.env.UPDATE_README === '1') {
+    if (process.env.UPDATE_DOCS === '1') {
       readme = readme.replace(markers, (_all, start: string, _table: string, end: string) => `${start}${errorCodesTable()}${end}`);
       writeFileSync(file, readme);
     }
