@@ -81,7 +81,12 @@ export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOp
 }
 
 /** Copies output `outputIndex` of a task into S3 (the archiver). */
-export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+export function scheduleArchive(
+  queues: Queues,
+  ref: TaskJobRef,
+  outputIndex: number,
+  opts: ScheduleOptions = {},
+): Promise<EnsureJobOutcome> {
   return add(queues, ArchiveOutput, { ...envelope(ref), outputIndex }, opts);
 }
 
@@ -91,8 +96,14 @@ export function scheduleArchive(queues: Queues, ref: TaskJobRef, outputIndex: nu
  * archiver's reconciler for one whose jobs vanished. Answers the outcome per pending output,
  * so none pending means the archiver has dealt with all of them.
  */
-export function scheduleArchives(queues: Queues, ref: TaskJobRef, output: unknown, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome[]> {
-  return Promise.all(pendingOutputIndexes(output).map((outputIndex) => scheduleArchive(queues, ref, outputIndex, opts)));
+export function scheduleArchives(
+  queues: Queues,
+  ref: TaskJobRef,
+  output: unknown,
+  opts: ScheduleOptions = {},
+): Promise<EnsureJobOutcome[]> {
+  const pending = pendingOutputIndexes(output);
+  return Promise.all(pending.map((outputIndex) => scheduleArchive(queues, ref, outputIndex, opts)));
 }
 
 /**

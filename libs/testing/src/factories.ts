@@ -1,5 +1,15 @@
 import { hashPassword, newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, newId, taskRepository, userRepository, workspaceRepository, type CreateTaskInput, type Role, type TaskRow, type Tier } from '@gensvc/db';
+import {
+  apiKeyRepository,
+  newId,
+  taskRepository,
+  userRepository,
+  workspaceRepository,
+  type CreateTaskInput,
+  type Role,
+  type TaskRow,
+  type Tier,
+} from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
 
 export async function makeWorkspace(db: TestDb, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {

@@ -95,13 +95,15 @@ export interface AttemptContext {
  * one index probe each, whatever the tables hold.
  */
 export const ATTEMPT_CONTEXT = `
-  SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
-    t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
-    ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
+  SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output,
+    t.reserved::text AS reserved, t.cost::text AS cost, t."errorCode", t."errorMessage",
+    t."callbackUrl", t."callbackState", t."callbackRoundStart", ${epochMs('t."createdAt"')} AS "createdAt",
+    ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
     w.currency, ${epochMs('coalesce(s."rotatedAt", s."createdAt")')} AS "secretsVersion",
     f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt",
     s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
-    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration"
+    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt",
+    a."durationMs" AS "lastDuration"
   FROM "Task" t
   LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
   LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
@@ -260,10 +262,14 @@ export const callbackRepository = {
     if (!row) return null;
     let secrets = null;
     if (row.secret !== null) {
-      const current = view({ secret: row.secret, previousSecret: row.previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
+      const { secret, previousSecret } = row;
+      const current = view({ secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
       secrets = { signing: signingOf(current), until: current.previousExpiresAt };
     }
-    const last = row.lastAttempt === null ? null : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
+    const last =
+      row.lastAttempt === null
+        ? null
+        : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
     return contextOf(row, secrets, last, now);
   },
 

@@ -127,7 +127,8 @@ const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 
 export const MARK_SUBMITTED = `
   UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3,
-    "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1, "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
+    "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
+    "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
   WHERE id = $1 AND status::text = 'queued' AND "upstreamId" IS NULL
   RETURNING id`;
 
@@ -313,7 +314,8 @@ export const taskRepository = {
    * task is no longer queued (canceled meanwhile, or submitted by another run): the caller cancels its job.
    */
   async markSubmitted(db: DbClient, id: string, job: SubmittedJob, now = new Date()): Promise<boolean> {
-    const values = [id, job.channelId, job.upstreamId, job.upstreamUrls === null ? null : JSON.stringify(job.upstreamUrls), iso(now)];
+    const urls = job.upstreamUrls === null ? null : JSON.stringify(job.upstreamUrls);
+    const values = [id, job.channelId, job.upstreamId, urls, iso(now)];
     const rows = await queryPrepared(db, 'gensvc_task_mark_submitted', MARK_SUBMITTED, values);
     return rows.length === 1;
   },
@@ -333,7 +335,13 @@ export const taskRepository = {
    * (recordArchive). Null when the task was not running without an output (canceled or failed meanwhile, or
    * recorded by another run).
    */
-  async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint } | null> {
+  async recordOutput(
+    db: DbClient,
+    id: string,
+    output: TaskOutput,
+    cost: bigint,
+    now = new Date(),
+  ): Promise<{ charged: bigint } | null> {
     const values = [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)];
     const [row] = await queryPrepared<{ charged: string }>(db, 'gensvc_task_record_output', RECORD_OUTPUT, values);
     return row ? { charged: BigInt(row.charged) } : null;
@@ -423,10 +431,15 @@ export const taskRepository = {
         archiveStatus: file.archiveStatus ?? 'archived',
       }),
     };
-    type Row = { completes: boolean; fileCreated: boolean; id: string; workspaceId: string; callbackUrl: string | null; callbackRoundStart: number };
-    const [row] = await queryPrepared<Row>(db, 'gensvc_task_record_archive', RECORD_ARCHIVE, [JSON.stringify(item), iso(now)]);
+    type Row = Pick<TaskRow, 'id' | 'workspaceId' | 'callbackUrl' | 'callbackRoundStart'> & {
+      completes: boolean;
+      fileCreated: boolean;
+    };
+    const values = [JSON.stringify(item), iso(now)];
+    const [row] = await queryPrepared<Row>(db, 'gensvc_task_record_archive', RECORD_ARCHIVE, values);
     const { completes, fileCreated, id, workspaceId, callbackUrl, callbackRoundStart } = row!;
-    return { completed: completes ? { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null } : null, fileCreated };
+    const completed = completes ? { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null } : null;
+    return { completed, fileCreated };
   },
 
   /**
@@ -580,8 +593,8 @@ export const taskRepository = {
       callbackRoundStart: number | null;
     }>(db, 'gensvc_record_delivery_attempt', RECORD_DELIVERY_ATTEMPT, [JSON.stringify(item), now.toISOString()]);
     const { recorded, applied, taskId, workspaceId, callbackState, callbackRoundStart } = row!;
-    const task = taskId === null ? null : { id: taskId, workspaceId: workspaceId!, callbackState: callbackState!, callbackRoundStart: callbackRoundStart! };
-    return { recorded, applied, task };
+    if (taskId === null) return { recorded, applied, task: null };
+    return { recorded, applied, task: { id: taskId, workspaceId: workspaceId!, callbackState: callbackState!, callbackRoundStart: callbackRoundStart! } };
   },
 
   /**
@@ -590,7 +603,8 @@ export const taskRepository = {
    * has no callback_url.
    */
   async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number } | null> {
-    const [row] = await queryPrepared<{ callbackRoundStart: number }>(db, 'gensvc_task_redeliver', REDELIVER, [taskId, workspaceId, iso(now)]);
+    const values = [taskId, workspaceId, iso(now)];
+    const [row] = await queryPrepared<{ callbackRoundStart: number }>(db, 'gensvc_task_redeliver', REDELIVER, values);
     return row ? { attempt: row.callbackRoundStart } : null;
   },
 
@@ -608,7 +622,8 @@ export const taskRepository = {
 const REDELIVER = `
   UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = $3::timestamp(3),
     "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
-  WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL AND t.status IN ('completed', 'failed', 'canceled')
+  WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL
+    AND t.status IN ('completed', 'failed', 'canceled')
   RETURNING t."callbackRoundStart"`;
 
 const STALE_PENDING_DELIVERIES = `

@@ -1,8 +1,9 @@
 // callback.deliver: one attempt at POSTing a finished task's envelope to its callback_url (spec §6, DESIGN.md §4).
 //
-// Each attempt is a job of its own, [taskId, attempt]; attempt numbers keep increasing across redeliveries and a round of attempts starts at Task.callbackRoundStart. The j-th attempt of a
-// round (0-based) runs config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's
-// first job, made undelayed by whoever made the callback due); the failure of the round's last one parks the delivery.
+// Each attempt is a job of its own, [taskId, attempt]; attempt numbers keep increasing across redeliveries and a
+// round of attempts starts at Task.callbackRoundStart. The j-th attempt of a round (0-based) runs
+// config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's first job, made undelayed
+// by whoever made the callback due); the failure of the round's last one parks the delivery.
 //
 // The receiver's failures (non-2xx, no answer within the timeout, a redirect, an address refused at delivery time)
 // are outcomes, recorded as attempts and never thrown; only Postgres and Redis errors throw, and the queue retries
@@ -77,7 +78,7 @@ const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo'
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger } = deps;
 
-  return async function attemptOnce(payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> {
+  return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
     // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
