@@ -42,12 +42,6 @@ export interface JobContract<
    * every add is a new job (repeatable schedules).
    */
   readonly key?: (payload: never) => JobKey;
-  /**
-   * At most this many payloads travel in one BullMQ job when a producer adds them in the same turn (enqueueBundled,
-   * libs/queue bundles.ts): the queue's cost (the add, the take, the completion, their Redis scripts) is paid once
-   * for them, and the worker runs each payload as a job of its own (its span, its handler call). Absent: one each.
-   */
-  readonly bundle?: number;
 }
 
 /** The parts of a job's id key; jobIdFor joins them under the job's name. */
@@ -80,21 +74,18 @@ interface JobDefinition<Q extends QueueName, N extends string, Shape extends z.Z
   version: number;
   schema: z.ZodObject<Shape>;
   retry?: JobRetry;
-  bundle?: number;
 }
 
 function contractOf<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(def: JobDefinition<Q, N, Shape>) {
   if (!(QUEUE_NAMES as readonly string[]).includes(def.queue)) throw new Error(`Job ${def.name}: unknown queue "${def.queue}".`);
   if (!JOB_NAME.test(def.name)) throw new Error(`Job name "${def.name}" is not of the form domain.verb.`);
   if (!Number.isInteger(def.version) || def.version < 1) throw new Error(`Job ${def.name}: version must be a positive integer.`);
-  if (def.bundle !== undefined && !(Number.isInteger(def.bundle) && def.bundle >= 2)) throw new Error(`Job ${def.name}: bundle must be an integer of at least 2.`);
   return {
     queue: def.queue,
     name: def.name,
     version: def.version,
     schema: envelopeSchema.extend(def.schema.shape),
     ...(def.retry ? { retry: Object.freeze({ ...def.retry }) } : {}),
-    ...(def.bundle ? { bundle: def.bundle } : {}),
   };
 }
 type ContractOf<Q extends QueueName, N extends string, Shape extends z.ZodRawShape> = Readonly<ReturnType<typeof contractOf<Q, N, Shape>>>;

@@ -1,5 +1,4 @@
 export * from './backoff';
-export { payloadResults } from './bundles';
 export * from './ensure-job';
 export * from './connection';
 export * from './logger';

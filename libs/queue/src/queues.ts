@@ -113,7 +113,7 @@ export async function enqueue<J extends JobContract>(
 }
 
 /** BullMQ's options for adding `data` (as stamped by publish): the contract's retries, `opts`, the id its key derives. */
-export function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
+function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
   const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
   const jobOpts: JobsOptions = { ...retry, ...opts };
   if (contract.key) jobOpts.jobId = jobIdOf(contract as KeyedJob, data as JobInput<KeyedJob>);
@@ -126,10 +126,9 @@ export function jobOptionsOf(contract: JobContract, data: unknown, opts: Enqueue
  * parent is the active span; when there is none, the `trace` the caller put in the payload (an outbox relay
  * re-sending the context captured when its row was written); when there is neither, a new trace, drawn by the
  * telemetry's sampler. Inside a trace that was not drawn there is no span: `payload.trace` is the
- * parent's own (unsampled) context. What `add` answers is the job its payload went into (enqueue's own job, or
- * enqueueBundled's bundle).
+ * parent's own (unsampled) context. What `add` answers is the job its payload went into.
  */
-export function publish<J extends JobContract, T extends { id?: string }>(
+function publish<J extends JobContract, T extends { id?: string }>(
   contract: J,
   payload: JobInput<J>,
   check: 'validate' | 'parsed',

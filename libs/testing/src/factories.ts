@@ -1,5 +1,15 @@
 import { hashPassword, newApiKey, SCOPES } from '@gensvc/auth';
-import { apiKeyRepository, newId, taskRepository, userRepository, workspaceRepository, type CreateTaskInput, type Role, type Tier } from '@gensvc/db';
+import {
+  apiKeyRepository,
+  newId,
+  taskRepository,
+  userRepository,
+  workspaceRepository,
+  type CreateTaskInput,
+  type Role,
+  type TaskRow,
+  type Tier,
+} from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
 
 export async function makeWorkspace(db: TestDb, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
@@ -51,14 +61,24 @@ export async function makeCustomer(db: TestDb, opts: { balance?: bigint } & KeyO
 }
 
 /**
- * A queued generation task with its hold, made as the edge makes one (taskRepository.create); a workspace with a
+ * Holds the price and writes the queued task, as the edge's creation does (taskRepository.createMany, one item);
+ * throws the 402 when the hold cannot be made.
+ */
+export async function createQueuedTask(db: TestDb, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
+  const [created] = await taskRepository.createMany(db, [input], now);
+  if (created instanceof Error) throw created;
+  return created!;
+}
+
+/**
+ * A queued generation task with its hold, made as the edge makes one (createQueuedTask); a workspace with a
  * balance and a key are made for it unless given.
  */
 export async function makeTask(db: TestDb, over: Partial<CreateTaskInput> = {}) {
   let { workspaceId, apiKeyId } = over;
   if (!workspaceId) workspaceId = (await makeWorkspace(db, { balance: 10_000_000n })).id;
   if (!apiKeyId) apiKeyId = (await makeKey(db, workspaceId)).key.id;
-  return taskRepository.create(db, {
+  return createQueuedTask(db, {
     id: newId('tsk'),
     requestId: 'req_test',
     model: 'sim/image-1',

@@ -7,7 +7,7 @@ import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { encodePng } from '@gensvc/media';
 import { newId, taskRepository, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
-import { closeWorkers, createQueueEvents, createQueues, type ArchiveSource, type Queues } from '@gensvc/queue';
+import { closeWorkers, createQueueEvents, createQueues, type Queues } from '@gensvc/queue';
 import { createS3, outputObjectKey } from '@gensvc/storage';
 import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
@@ -115,8 +115,8 @@ describe('archive.output', () => {
    * once reaches the handler.
    */
   let deliveries = 0;
-  async function archive(taskId: string, outputIndex: number, opts: { attempts?: number; carried?: { workspaceId: string; source: ArchiveSource } } = {}): Promise<ArchiveOutcome> {
-    const data = ArchiveOutput.schema.parse({ taskId, outputIndex, ...opts.carried, v: ArchiveOutput.version });
+  async function archive(taskId: string, outputIndex: number, opts: { attempts?: number } = {}): Promise<ArchiveOutcome> {
+    const data = ArchiveOutput.schema.parse({ taskId, outputIndex, v: ArchiveOutput.version });
     const job = (await queues.get('archive').add(ArchiveOutput.name, data, { jobId: `archive-delivery-${++deliveries}`, attempts: opts.attempts ?? 1 })) as Job;
     return job.waitUntilFinished(events, 60_000);
   }
@@ -241,29 +241,23 @@ describe('archive.output', () => {
     expect(await entryOf(task.id, 0)).toMatchObject({ archive_status: 'archived', svc_file_id: [...fileIds][0] });
   });
 
-  it('a job that carries its source (made with the result) archives without reading the task; the row lives by the retention it carries', async () => {
+  it("archives a free workspace's output; the row lives by the workspace's retention", async () => {
     const png = makePng(48);
-    routes.set('/out/carried.png', (_req, res) => res.end(png));
-    const url = `${provider.url}/out/carried.png`;
+    routes.set('/out/free.png', (_req, res) => res.end(png));
+    const url = `${provider.url}/out/free.png`;
     const task = await makeTask('free', [{ kind: 'image', url }]);
-    const reads = jest.spyOn(taskRepository, 'archiveSource');
-    try {
-      const before = Date.now();
-      const outcome = await archive(task.id, 0, { carried: { workspaceId: task.workspaceId, source: { url, kind: 'image', tier: 'free', retentionDays: null } } });
-      expect(outcome).toMatchObject({ outcome: 'archived', bytes: png.length, already: false });
-      expect(reads).not.toHaveBeenCalled();
-      const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } } });
-      expect(file).toMatchObject({ workspaceId: task.workspaceId, sha256: sha256(png), bytes: BigInt(png.length) });
-      // Free: the public copy 7 days, and the library entry with it.
-      expect(file.publicExpiresAt!.getTime() - before).toBeGreaterThanOrEqual(7 * DAY - 1000);
-      expect(file.publicExpiresAt!.getTime() - before).toBeLessThan(7 * DAY + 60_000);
-      expect(await entryOf(task.id, 0)).toMatchObject({ archive_status: 'archived', svc_file_id: file.id });
-    } finally {
-      reads.mockRestore();
-    }
+    const before = Date.now();
+    const outcome = await archive(task.id, 0);
+    expect(outcome).toMatchObject({ outcome: 'archived', bytes: png.length, already: false });
+    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } } });
+    expect(file).toMatchObject({ workspaceId: task.workspaceId, sha256: sha256(png), bytes: BigInt(png.length) });
+    // Free: the public copy 7 days, and the library entry with it.
+    expect(file.publicExpiresAt!.getTime() - before).toBeGreaterThanOrEqual(7 * DAY - 1000);
+    expect(file.publicExpiresAt!.getTime() - before).toBeLessThan(7 * DAY + 60_000);
+    expect(await entryOf(task.id, 0)).toMatchObject({ archive_status: 'archived', svc_file_id: file.id });
   });
 
-  it("a job that carries its source, for an output archived by an earlier run whose URL now fails: that run's row and object stay", async () => {
+  it("an output archived by an earlier run whose URL now fails: that run's row and object stay", async () => {
     const png = makePng(40);
     let serve = true;
     routes.set('/out/expires.png', (_req, res) => {
@@ -276,7 +270,7 @@ describe('archive.output', () => {
     const first = await archive(task.id, 0);
     expect(first).toMatchObject({ outcome: 'archived', already: false });
     serve = false;
-    const again = await archive(task.id, 0, { carried: { workspaceId: task.workspaceId, source: { url, kind: 'image', tier: 'payg', retentionDays: null } } });
+    const again = await archive(task.id, 0);
     expect(again).toMatchObject({ outcome: 'archived', already: true, fileId: (first as { fileId: string }).fileId });
     expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(1);
     const keys = await objectsOf(task.workspaceId);

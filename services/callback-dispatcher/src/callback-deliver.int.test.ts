@@ -172,10 +172,7 @@ describe('callback.deliver', () => {
     return { task, fileId };
   }
 
-  /**
-   * A task of `workspaceId` completed as the archiver completes one (recordArchive, its one output archived as a
-   * visible file), with what the completion returned: its first attempt's context when the workspace has secrets.
-   */
+  /** A task of `workspaceId` completed as the archiver completes one (recordArchive, its output archived as a file). */
   async function completedByArchive(callbackUrl: string, workspaceId: string) {
     const { id } = await submittedTask(callbackUrl, workspaceId);
     const entry = { kind: 'image', url: 'https://provider.example/out/1.png', archive_status: 'pending' } as TaskOutputEntry;
@@ -183,7 +180,7 @@ describe('callback.deliver', () => {
     const { fileId, file, patch } = archivedOutput(id, workspaceId);
     const { completed } = await taskRepository.recordArchive(ctx.db, { taskId: id, outputIndex: 0, patch, file });
     expect(completed).toMatchObject({ id, callbackRoundStart: 1, callback: true });
-    return { task: await taskOf(id), carried: completed!.carried, fileId };
+    return { task: await taskOf(id), fileId };
   }
 
   /** Runs the job of (task, attempt) — again, if it ran before — and returns its outcome. */
@@ -196,7 +193,7 @@ describe('callback.deliver', () => {
   /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
   const recordAttempt = (task: { id: string; workspaceId: string; callbackUrl: string | null }, attempt: number, statusCode: number, at = new Date()) =>
     taskRepository
-      .recordDeliveryAttempts(ctx.db, [{ input: {
+      .recordDeliveryAttempt(ctx.db, { input: {
         workspaceId: task.workspaceId,
         taskId: task.id,
         attempt,
@@ -207,8 +204,8 @@ describe('callback.deliver', () => {
         error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
         responseHead: null,
         at,
-      }, decidedOn: { callbackRoundStart: 1 }, step: null }])
-      .then(([r]) => r!.recorded);
+      }, decidedOn: { callbackRoundStart: 1 }, step: null })
+      .then((r) => r.recorded);
   const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
@@ -228,76 +225,58 @@ describe('callback.deliver', () => {
     }
   });
 
-  it('a fresh first attempt whose completion carried its context reads nothing, and sends what a read would', async () => {
+  it("a completion's first attempt sends the envelope GET renders, signed with the current secrets", async () => {
     const { path, url } = hook();
     const { workspaceId } = await makeTask(ctx.db, {});
     const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
-    const reads = jest.spyOn(callbackRepository, 'attemptContexts');
-    const read = () => reads.mock.calls.flatMap(([, ids]) => ids);
     const deliver = async (done: Awaited<ReturnType<typeof completedByArchive>>) => {
-      reads.mockClear();
-      await scheduleCallback(queues, taskJobRef(done.task), 1, { first: true, carried: done.carried });
+      await scheduleCallback(queues, taskJobRef(done.task), 1, { first: true });
       await eventually(stateIs(done.task.id, 'delivered'), 'the first attempt to deliver', 10_000);
       const arrival = arrivalsAt(path).find((a) => a.headers['svc-task-id'] === done.task.id)!;
       return { arrival, body: JSON.parse(arrival.body.toString('utf8')) };
     };
-    try {
-      // The workspace's first attempt finds no secrets kept, and reads (keeping them).
-      const first = await completedByArchive(url, workspaceId);
-      expect(first.carried).toMatchObject({ id: first.task.id, callbackState: 'pending', fileId: first.fileId });
-      await deliver(first);
-      expect(read()).toEqual([first.task.id]);
 
-      // The next completion's first attempt: the secrets kept are the version its completion saw; nothing is read.
-      const next = await completedByArchive(url, workspaceId);
-      const { arrival, body } = await deliver(next);
-      expect(read()).toEqual([]);
-      expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
-      // Exactly the envelope GET renders, as the task was when sent (what a read would have found), plus delivered_at
-      // and a fresh download link.
-      const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
-      expect(body).toEqual(taskEnvelope(next.task, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
-      const token = new URL(download.url).searchParams.get('token')!;
-      expect(await verifyFileToken(ctx.config.signingSecret, token)).toEqual({ fileId: next.fileId, workspaceId });
-      expect((await attemptsOf(next.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200]]);
+    const next = await completedByArchive(url, workspaceId);
+    const { arrival, body } = await deliver(next);
+    expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+    // Exactly the envelope GET renders, as the task was when sent, plus delivered_at and a fresh download link.
+    const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
+    const deliveredAt = new Date(body.delivered_at);
+    expect(body).toEqual(taskEnvelope(next.task, { currency: 'USD', download, deliveredAt }));
+    const token = new URL(download.url).searchParams.get('token')!;
+    expect(await verifyFileToken(ctx.config.signingSecret, token)).toEqual({ fileId: next.fileId, workspaceId });
+    expect((await attemptsOf(next.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200]]);
 
-      // Rotated since: the completion saw secrets of another version than those kept, so the attempt reads, and
-      // signs with the new secret and the previous one (its overlap).
-      const rotated = (await callbackRepository.rotate(ctx.db, workspaceId, newCallbackSecret)).secret;
-      const after = await completedByArchive(url, workspaceId);
-      const third = await deliver(after);
-      expect(read()).toEqual([after.task.id]);
-      expect(third.arrival.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
-      expect(() => verifyCallback(third.arrival.body, third.arrival.headers, [rotated], { toleranceSeconds: 300 })).not.toThrow();
-    } finally {
-      reads.mockRestore();
-    }
+    // Rotated: the attempt signs with the new secret and the previous one (its overlap).
+    const rotated = (await callbackRepository.rotate(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const after = await completedByArchive(url, workspaceId);
+    const third = await deliver(after);
+    expect(third.arrival.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    const { arrival: signed } = third;
+    expect(() => verifyCallback(signed.body, signed.headers, [rotated], { toleranceSeconds: 300 })).not.toThrow();
   });
 
-  it('the first attempts of tasks completed together travel as one job, each sent, signed, recorded and retried as its own', async () => {
+  it('the first attempts of tasks completed together run as jobs of their own, sent, signed, recorded and retried', async () => {
     const ok1 = hook();
     const flaky = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
     const { workspaceId } = await makeTask(ctx.db, {});
     const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
     const done = [await completedByArchive(ok1.url, workspaceId), await completedByArchive(flaky.url, workspaceId), await completedByArchive(ok1.url, workspaceId)];
     const counted = await attemptsCounted();
-    // As an archiver's record group completes them: their callbacks scheduled in one burst.
-    await Promise.all(done.map((d) => scheduleCallback(queues, taskJobRef(d.task), 1, { first: true, carried: d.carried })));
+    await Promise.all(done.map((d) => scheduleCallback(queues, taskJobRef(d.task), 1, { first: true })));
     const ids = done.map((d) => d.task.id);
     for (const id of ids) await eventually(stateIs(id, 'delivered'), `task ${id} delivered`, 10_000);
 
-    // One job for the three first attempts, its outcome theirs; the flaky receiver's retry a job of its own.
-    const bundleId = jobIdFor(CallbackDeliver, [ids[0]!, 1, 'bundle']);
-    await eventually(() => outcomes.has(bundleId), 'the bundle job completed');
-    expect(outcomes.get(bundleId)).toEqual([
+    const jobIds = [...ids.map((id) => jobIdFor(CallbackDeliver, [id, 1])), jobIdFor(CallbackDeliver, [ids[1]!, 2])];
+    for (const jobId of jobIds) await eventually(() => outcomes.has(jobId), `job ${jobId} completed`);
+    expect(ids.map((id) => outcomes.get(jobIdFor(CallbackDeliver, [id, 1])))).toEqual([
       expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
       expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 503, then: expect.objectContaining({ step: 'retry', attempt: 2 }) }),
       expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
     ]);
-    for (const id of ids) expect(outcomes.has(jobIdFor(CallbackDeliver, [id, 1]))).toBe(false);
     expect(outcomes.get(jobIdFor(CallbackDeliver, [ids[1]!, 2]))).toMatchObject({ outcome: 'attempted', attempt: 2, statusCode: 200 });
     expect((await attemptsOf(ids[1]!)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
-    // gensvc_callback_attempts_total counts each attempt of the bundle, and the retry.
+    // gensvc_callback_attempts_total counts each attempt, and the retry.
     await eventually(async () => (await attemptsCounted()).delivered === (counted.delivered ?? 0) + 3, 'the attempts counted');
     expect(await attemptsCounted()).toEqual({ delivered: (counted.delivered ?? 0) + 3, failed: (counted.failed ?? 0) + 1 });
 
@@ -306,37 +285,31 @@ describe('callback.deliver', () => {
       const arrivals = [...arrivalsAt(ok1.path), ...arrivalsAt(flaky.path)].filter((a) => a.headers['svc-task-id'] === id);
       expect(arrivals.map((a) => a.headers['svc-delivery-id'])).toEqual(id === ids[1] ? [deliveryIdFor(id, 1), deliveryIdFor(id, 2)] : [deliveryIdFor(id, 1)]);
       for (const arrival of arrivals) expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
-      expect(logLines.filter((l) => l.msg === 'callback: attempt' && l.taskId === id && l.attempt === 1)).toEqual([expect.objectContaining({ jobId: bundleId })]);
+      const lines = logLines.filter((l) => l.msg === 'callback: attempt' && l.taskId === id && l.attempt === 1);
+      expect(lines).toEqual([expect.objectContaining({ jobId: jobIdFor(CallbackDeliver, [id, 1]) })]);
     }
   });
 
-  it("a redelivery round's first attempt, carrying its context as the redeliver route's job does, reads nothing and sends what a read would", async () => {
+  it("a redelivery round's first attempt sends the envelope as the task is in its new round", async () => {
     const { path, url } = hook();
     const { workspaceId } = await makeTask(ctx.db, {});
     const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
     const done = await completedByArchive(url, workspaceId);
-    // Round 1, read (the workspace's secrets kept by this read).
     await run(done.task.id, 1);
     await eventually(stateIs(done.task.id, 'delivered'), 'round 1 delivered', 10_000);
-    const reads = jest.spyOn(callbackRepository, 'attemptContexts');
-    try {
-      const round = (await taskRepository.redeliver(ctx.db, workspaceId, done.task.id))!;
-      expect(round).toMatchObject({ attempt: 2, carried: { id: done.task.id, callbackState: 'pending', callbackRoundStart: 2, fileId: done.fileId } });
-      // The task as the attempt finds it (a read would): pending, in round 2.
-      const sent = await taskOf(done.task.id);
-      await scheduleCallback(queues, taskJobRef(done.task), round.attempt, { promote: true, carried: round.carried });
-      await eventually(async () => (await attemptsOf(done.task.id)).length === 2, 'round 2 attempted', 10_000);
-      expect(reads).not.toHaveBeenCalled();
-      const arrival = arrivalsAt(path).find((a) => a.headers['svc-delivery-id'] === deliveryIdFor(done.task.id, 2))!;
-      expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
-      const body = JSON.parse(arrival.body.toString('utf8'));
-      const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
-      expect(body).toEqual(taskEnvelope(sent, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
-      expect((await attemptsOf(done.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200], [2, 200]]);
-      await eventually(stateIs(done.task.id, 'delivered'), 'round 2 delivered', 10_000);
-    } finally {
-      reads.mockRestore();
-    }
+    const round = (await taskRepository.redeliver(ctx.db, workspaceId, done.task.id))!;
+    expect(round).toEqual({ attempt: 2 });
+    // The task as the attempt finds it: pending, in round 2.
+    const sent = await taskOf(done.task.id);
+    await scheduleCallback(queues, taskJobRef(done.task), round.attempt, { promote: true });
+    await eventually(async () => (await attemptsOf(done.task.id)).length === 2, 'round 2 attempted', 10_000);
+    const arrival = arrivalsAt(path).find((a) => a.headers['svc-delivery-id'] === deliveryIdFor(done.task.id, 2))!;
+    expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+    const body = JSON.parse(arrival.body.toString('utf8'));
+    const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
+    expect(body).toEqual(taskEnvelope(sent, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
+    expect((await attemptsOf(done.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200], [2, 200]]);
+    await eventually(stateIs(done.task.id, 'delivered'), 'round 2 delivered', 10_000);
   });
 
   it('delivers the signed envelope with delivered_at and a fresh download link, logs and records the attempt', async () => {

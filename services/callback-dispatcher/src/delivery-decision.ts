@@ -1,6 +1,7 @@
 // The callback delivery decision (spec §6, DESIGN.md §4), in one pure function: given the task's delivery state as
 // read after an attempt was recorded and that attempt's outcome, what follows. The repository only applies it
-// (taskRepository.recordDeliveryAttempts, each write conditional); the dispatcher's handler decides after each attempt and
+// (taskRepository.recordDeliveryAttempt, each write conditional); the dispatcher's handler decides after each attempt
+// and
 // its reconciler decides again from the last recorded attempt, so both agree by construction.
 import type { CallbackState } from '@gensvc/db';
 

@@ -9,7 +9,7 @@ import type { AttemptContext } from '@gensvc/db';
 /**
  * The exact bytes to sign and send, or null when the workspace is gone (its tasks go with it: a delete racing this
  * attempt). `deliveredAt` is the attempt's start, which becomes the task's deliveredAt if this attempt succeeds;
- * `context` is what the attempt read (callbackRepository.attemptContexts, as of `deliveredAt`).
+ * `context` is what the attempt read (callbackRepository.attemptContext, as of `deliveredAt`).
  */
 export async function deliveryBody(
   config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>,

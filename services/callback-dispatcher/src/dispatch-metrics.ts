@@ -1,19 +1,15 @@
 // The dispatcher's series: attempts by outcome, read from what each callback.deliver job returns (an attempt is
-// an outcome, never a thrown error; a bundle's job returns each of its attempts'), and the parked deliveries, counted
-// in Postgres at scrape time.
+// an outcome, never a thrown error), and the parked deliveries, counted in Postgres at scrape time.
 import { callbackRepository, type Db } from '@gensvc/db';
 import { scrapedGauge, type Metrics } from '@gensvc/observability';
-import { payloadResults } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
 import { isDeliveredStatus } from './delivery-decision';
 import type { DeliverOutcome } from './handlers/callback-deliver';
 
 export function countDeliveries(worker: Worker, metrics: Metrics, db: Db) {
-  worker.on('completed', (job, result: unknown) => {
-    for (const attempt of payloadResults<DeliverOutcome>(job, result)) {
-      if (attempt?.outcome !== 'attempted') continue;
-      metrics.callbackAttempts.inc({ outcome: isDeliveredStatus(attempt.statusCode) ? 'delivered' : 'failed' });
-    }
+  worker.on('completed', (_job, result: DeliverOutcome | undefined) => {
+    if (result?.outcome !== 'attempted') return;
+    metrics.callbackAttempts.inc({ outcome: isDeliveredStatus(result.statusCode) ? 'delivered' : 'failed' });
   });
   scrapedGauge(
     metrics,

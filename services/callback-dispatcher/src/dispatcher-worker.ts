@@ -1,5 +1,5 @@
 import { OutboundAgents } from '@gensvc/outbound';
-import { coalesceWrites, defineWorker, type QueueLogger } from '@gensvc/queue';
+import { defineWorker, type QueueLogger } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DispatcherDeps } from './deps';
@@ -17,25 +17,15 @@ export function startDispatcherWorker(
   conn: WorkerConnection,
   concurrency = deps.config.concurrency.callbackDispatcher,
 ): Worker {
-  // Connections to receivers reused across attempts (issue 12), closed with the worker.
+  // Connections to receivers reused across attempts, closed with the worker.
   const agents = new OutboundAgents();
-  const deliver = callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } });
   const worker = defineWorker({
     queue: 'callbacks',
     connection: conn.connection,
     prefix: conn.prefix,
     concurrency,
-    takeOnePerJob: true,
     logger: conn.logger ?? deps.logger,
-    handlers: {
-      // The attempts of one group-committed record (group-commit.ts) end in the same turn: their jobs' completions,
-      // which BullMQ sends on this connection right after, leave in one socket write instead of one each.
-      'callback.deliver': async (payload, ctx) => {
-        const outcome = await deliver(payload, ctx);
-        coalesceWrites(conn.connection);
-        return outcome;
-      },
-    },
+    handlers: { 'callback.deliver': callbackDeliver({ ...deps, outbound: { ...deps.outbound, agents } }) },
   });
   worker.once('closed', () => void agents.close());
   return worker;

@@ -32,7 +32,7 @@ describe('callbacks', () => {
     const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
     for (const [i, a] of (opts.attempts ?? []).entries()) {
-      await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: {
+      await taskRepository.recordDeliveryAttempt(ctx.db, { input: {
         workspaceId: task.workspaceId,
         taskId: task.id,
         attempt: i + 1,
@@ -43,7 +43,7 @@ describe('callbacks', () => {
         error: a.status === null ? 'timeout' : null,
         responseHead: null,
         at: new Date(Date.now() - a.agoMs),
-      }, decidedOn: { callbackRoundStart: 1 }, step: null }]);
+      }, decidedOn: { callbackRoundStart: 1 }, step: null });
     }
     await letGoStale(task.id);
     return task;

@@ -38,7 +38,7 @@ export function startDeliveryReconciler(deps: DeliveryReconcilerDeps, opts: { au
       // No attempt of this round recorded yet (none at all, or only an earlier round's): the round's first, now.
       const outcome = await scheduleCallback(queues, taskJobRef(task), task.callbackRoundStart);
       if (outcome !== 'exists') readded++;
-      await taskRepository.recordDeliveryAttempts(db, [{ taskId: task.id, decidedOn: task, step: { attempt: task.callbackRoundStart, to: 'pending' } }], now);
+      await taskRepository.recordDeliveryAttempt(db, { taskId: task.id, decidedOn: task, step: { attempt: task.callbackRoundStart, to: 'pending' } }, now);
     }
     const report = { callbacks: pending.length, readded };
     if (readded > 0) logger.warn(report, 'delivery reconciler: re-added callback attempts');

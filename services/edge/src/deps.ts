@@ -41,7 +41,7 @@ export interface EdgeDeps {
   /** Callback URLs' verified TLS handshakes, reused for a minute (routes/tasks/callback-url.ts). */
   callbackTls: VerifiedTlsCache;
   /**
-   * Holds a task's price and writes it queued (taskRepository.create), in a group with the creations of the same key
+   * Holds a task's price and writes it queued (taskRepository.createMany), in a group with the creations of the same key
    * that arrive while that key's previous group is in flight (one statement, one commit; 402 per item).
    */
   createTask: (input: CreateTaskInput) => Promise<TaskRow>;

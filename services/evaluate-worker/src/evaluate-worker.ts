@@ -2,7 +2,7 @@
 // breaker and keep-alive client. It answers; the edge that waits for the answer charges it (budget leases).
 import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { closeWorkers, coalesceWrites, defineWorker } from '@gensvc/queue';
+import { closeWorkers, defineWorker } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, UpstreamClient, type BreakerOptions } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -35,19 +35,13 @@ export function startEvaluateWorker(opts: EvaluateWorkerOptions): EvaluateWorker
     prefix: opts.prefix,
     concurrency: opts.concurrency,
     logger: opts.logger,
-    // Callers wait on each job: it starts as soon as it is taken, one take and one wait per job at low load.
-    takeOnePerJob: true,
     handlers: {
       'evaluate.run': evaluateRun({
         catalog: opts.catalog ?? new Catalog(opts.db),
         breaker,
         client,
         logger: opts.logger,
-        // The reply and the job's completion, which BullMQ sends on this connection right after, leave in one write.
-        publish: (channel, message) => {
-          coalesceWrites(opts.connection);
-          return opts.connection.publish(channel, message);
-        },
+        publish: (channel, message) => opts.connection.publish(channel, message),
       }),
     },
   });

@@ -5,7 +5,7 @@ import { verifyFileToken } from '@gensvc/auth';
 import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit, type GenerationInput, type TaskOperationName } from '@gensvc/contracts';
 import { fileRepository, newId, taskRepository, type TaskRow } from '@gensvc/db';
 import { enqueue, jobIdFor, scheduleSubmit, taskJobRef, type Queues } from '@gensvc/queue';
-import { addSimModel, eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimModel, createQueuedTask, eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { startSim, type JobFault, type Sim } from '../../upstream-sim/src/index';
 import { taskPoll } from './handlers/task-poll';
 import type { TaskHandlerDeps } from './handlers/task-steps';
@@ -78,7 +78,7 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
   const input: GenerationInput = { prompt: 'a lighthouse at dusk', width: 1024, height: 768, ...(operation.endsWith('video') && { duration_seconds: 3 }), ...spec.input };
   // The deadline from the creation's own clock reading, so the task's deadline is exactly deadlineMs after its creation.
   const now = new Date();
-  const task = await taskRepository.create(ctx.db, {
+  const task = await createQueuedTask(ctx.db, {
     id: newId('tsk'),
     workspaceId: ws.id,
     apiKeyId: key.id,
@@ -90,19 +90,9 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
     amount: PRICE,
     deadlineAt: new Date(now.getTime() + (spec.deadlineMs ?? 30_000)),
   }, now);
-  // As the edge schedules it: the job carries the row the creation wrote, so its first run reads nothing.
-  if (!spec.noSubmit) await scheduleSubmit(queues, taskJobRef(task), { created: task });
+  if (!spec.noSubmit) await scheduleSubmit(queues, taskJobRef(task));
   return { task, ws, key };
 }
-
-/** A submit job's payload as the edge makes it (TaskSubmit `carried`: the created row). */
-const carriedPayload = (task: TaskRow) => ({
-  taskId: task.id,
-  workspaceId: task.workspaceId,
-  carried: { status: task.status, attempts: task.attempts, model: task.model, operation: task.operation, input: task.input, createdAt: task.createdAt.getTime(), deadlineAt: task.deadlineAt!.getTime() },
-});
-/** A context for running a handler directly as a job's fresh first run (its carried row stands for the read). */
-const freshFirstRun = () => ({ job: { id: 'direct', attemptsStarted: 1, attemptsMade: 0, stalledCounter: 0, timestamp: Date.now(), opts: { attempts: 5 } } as never });
 
 /** The task once `ready` holds for it. */
 const taskWhen = (id: string, ready: (t: TaskRow) => boolean, what: string, timeoutMs?: number) =>
@@ -352,31 +342,19 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([503, 503]);
   });
 
-  it('submits from the row its job carries on its fresh first run, reading nothing', async () => {
-    const s = await setup(protocol, 'image');
-    const { task } = await createTask(s, { noSubmit: true });
-    const find = jest.spyOn(taskRepository, 'find');
-    try {
-      const outcome = await taskSubmit(slowPolls(runner.handlerDeps))(carriedPayload(task), freshFirstRun());
-      expect(outcome).toMatchObject({ outcome: 'submitted', channelId: s.channelIds[0] });
-      expect(find).not.toHaveBeenCalled();
-    } finally {
-      find.mockRestore();
-    }
-    // What a submit from a read makes: the provider's job recorded on the row, and poll 1 waiting.
-    const running = await taskRepository.find(ctx.db, task.id);
-    expect(running).toMatchObject({ status: 'running', channelId: s.channelIds[0], upstreamId: expect.any(String), attempts: 1, output: null });
-    expect(createsTo(s.channels[0]!)).toHaveLength(1);
-    expect(await (await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 1])))!.getState()).toBe('delayed');
-    await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
-  });
-
-  it('a task canceled after its creation: the carried submit records nothing and cancels the job it made', async () => {
+  it('a task canceled while its submit calls the provider: the submit records nothing and cancels the job it made', async () => {
     const s = await setup(protocol, 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: ws.id });
 
-    const outcome = await taskSubmit(slowPolls(runner.handlerDeps))(carriedPayload(task), freshFirstRun());
+    // The submit read the task while it was still queued; the cancel landed after that read.
+    const find = jest.spyOn(taskRepository, 'find').mockResolvedValueOnce(task);
+    let outcome;
+    try {
+      outcome = await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, direct(0));
+    } finally {
+      find.mockRestore();
+    }
     expect(outcome).toEqual({ outcome: 'skipped', reason: 'canceled_meanwhile' });
     await cancelAccepted(s.channels[0]!);
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'canceled', upstreamId: null, output: null });

@@ -5,7 +5,6 @@
 // Task.callbackRoundStart. An attempt's row is written once, when its outcome is known ((taskId, attempt) unique):
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
-import type { CarriedAttempt } from '@gensvc/contracts';
 import { epochMs, queryPrepared, type DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
 import { isArchivedOutputOf } from './file.repository';
@@ -70,7 +69,7 @@ export type AttemptTask = Pick<
   | 'completedAt'
 >;
 
-/** What one delivery attempt reads before it sends (callbackRepository.attemptContexts). */
+/** What one delivery attempt reads before it sends (callbackRepository.attemptContext). */
 export interface AttemptContext {
   task: AttemptTask;
   /** The task's last recorded attempt, or null. */
@@ -88,64 +87,58 @@ export interface AttemptContext {
 }
 
 /**
- * The columns of an attempt's context (ContextColumns), selected from the task `t`, its workspace `w`, the
- * workspace's CallbackSecret `s` and output 0's library file `f`: attemptContexts' read selects them, and
- * recordArchive's completion returns the same for the job to carry. The secrets' version is when they were made or
- * last rotated.
+ * attemptContext's statement, prepared on the pool (no query compiler, one parse per connection): the task, its
+ * workspace `w`, the workspace's CallbackSecret `s`, output 0's library file `f` and the last attempt `a`. Times are
+ * read as epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw
+ * path both answer as a number whatever the session's or the process's time zone; money as text. The secrets'
+ * version is when they were made or last rotated. The last attempt and the file are LATERAL subqueries with a LIMIT:
+ * one index probe each, whatever the tables hold.
  */
-export const CONTEXT_COLUMNS = `t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved::text AS reserved, t.cost::text AS cost,
-    t."errorCode", t."errorMessage", t."callbackUrl", t."callbackState", t."callbackRoundStart",
-    ${epochMs('t."createdAt"')} AS "createdAt", ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
+export const ATTEMPT_CONTEXT = `
+  SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output,
+    t.reserved::text AS reserved, t.cost::text AS cost, t."errorCode", t."errorMessage",
+    t."callbackUrl", t."callbackState", t."callbackRoundStart", ${epochMs('t."createdAt"')} AS "createdAt",
+    ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
     w.currency, ${epochMs('coalesce(s."rotatedAt", s."createdAt")')} AS "secretsVersion",
-    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt"`;
-
-/**
- * Where CONTEXT_COLUMNS come from, for a task row `t`: its workspace `w`, the workspace's CallbackSecret `s` and output
- * 0's library file `f` (a LATERAL subquery with a LIMIT: see ATTEMPT_CONTEXTS). attemptContexts' read and redeliver's
- * statement join them so.
- */
-export const CONTEXT_JOINS = `
+    f.id AS "fileId", f."workspaceId" AS "fileWorkspaceId", ${epochMs('f."expiresAt"')} AS "fileExpiresAt",
+    s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
+    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt",
+    a."durationMs" AS "lastDuration"
+  FROM "Task" t
   LEFT JOIN "Workspace" w ON w.id = t."workspaceId"
   LEFT JOIN "CallbackSecret" s ON s."workspaceId" = t."workspaceId"
   LEFT JOIN LATERAL (
     SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1
-  ) f ON true`;
-
-/**
- * attemptContexts' statement, prepared on the pool (no query compiler, one parse per connection). Times are read as
- * epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw path
- * both answer as a number whatever the session's or the process's time zone; money as text.
- *
- * Its plan is one primary-key probe per task and one index probe per task into CallbackAttempt and File, whatever
- * the tables hold and however many tasks a group reads (issue 12):
- *  - the last attempt and the file are LATERAL subqueries with a LIMIT, which Postgres cannot flatten into a join:
- *    as a plain join the File table was read whole and hashed (its ~10 index probes priced above a seq scan until the
- *    table holds a few thousand rows), which made the read's cost grow with the table (Postgres execution 0.50 → 0.22 ms
- *    per group of 8 with 740 files);
- *  - the ids pass through `ARRAY(SELECT unnest($1))`, so the plan's row estimate does not depend on how many ids a
- *    group has, and after its first five runs a connection keeps the generic plan rather than planning each run
- *    anew: with the array's length visible, a generic plan priced for 10 tasks lost to the custom plans of the
- *    bench's groups of ~6, and every execution was planned (backend CPU per group 0.74 ms planned each time against
- *    0.31 with the kept plan).
- */
-export const ATTEMPT_CONTEXTS = `
-  SELECT ${CONTEXT_COLUMNS},
-    s.secret, s."previousSecret", ${epochMs('s."previousExpiresAt"')} AS "previousExpiresAt",
-    a.attempt AS "lastAttempt", a."statusCode" AS "lastStatus", ${epochMs('a."createdAt"')} AS "lastAt", a."durationMs" AS "lastDuration"
-  FROM "Task" t${CONTEXT_JOINS}
+  ) f ON true
   LEFT JOIN LATERAL (
     SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
   ) a ON true
-  WHERE t.id = ANY (ARRAY(SELECT unnest($1::text[])))`;
+  WHERE t.id = $1`;
 
 type Ms = number | null;
-/** The task, workspace and file columns of an attempt's context (CONTEXT_COLUMNS), as read and as a completion carries them. */
-export type ContextColumns = Omit<CarriedAttempt, 'callbackUrl' | 'currency' | 'secretsVersion'> & {
+/** A row of ATTEMPT_CONTEXT. */
+interface AttemptContextRow {
+  id: string;
+  workspaceId: string;
+  status: Task['status'];
+  model: string;
+  operation: string;
+  output: unknown;
+  reserved: string;
+  cost: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
   callbackUrl: string | null;
+  callbackState: Task['callbackState'];
+  callbackRoundStart: number;
+  createdAt: number;
+  startedAt: Ms;
+  completedAt: Ms;
   currency: string | null;
   secretsVersion: Ms;
-};
-interface AttemptContextRow extends ContextColumns {
+  fileId: string | null;
+  fileWorkspaceId: string | null;
+  fileExpiresAt: Ms;
   secret: string | null;
   previousSecret: string | null;
   previousExpiresAt: Ms;
@@ -156,11 +149,10 @@ interface AttemptContextRow extends ContextColumns {
 }
 
 /**
- * An attempt's context from its columns (attemptContexts' row, or what a completion carried), the secrets to sign
- * with and the last attempt. The file is kept only when it is the very file the output entry names, of the task's
- * workspace and still visible at `now` (isArchivedOutputOf).
+ * An attempt's context from its row, the secrets to sign with and the last attempt. The file is kept only when it is
+ * the very file the output entry names, of the task's workspace and still visible at `now` (isArchivedOutputOf).
  */
-function contextOf(row: ContextColumns, secrets: { signing: string[]; until: Date | null } | null, last: LastAttempt | null, now: Date): AttemptContext {
+function contextOf(row: AttemptContextRow, secrets: { signing: string[]; until: Date | null } | null, last: LastAttempt | null, now: Date): AttemptContext {
   const task: AttemptTask = {
     id: row.id,
     workspaceId: row.workspaceId,
@@ -194,7 +186,7 @@ function contextOf(row: ContextColumns, secrets: { signing: string[]; until: Dat
 
 const dateOf = (ms: Ms) => (ms === null ? null : new Date(ms));
 
-// The statements of the delivery path besides attemptContexts (the dispatcher's first delivery to a workspace, its
+// The statements of the delivery path besides attemptContext (the dispatcher's first delivery to a workspace, its
 // reconciler, its parked gauge), prepared on the pool like it: the dispatcher never loads Prisma's query compiler.
 const SECRET_COLUMNS = `secret, "previousSecret", ${epochMs('"previousExpiresAt"')} AS "previousExpiresAt", ${epochMs('"rotatedAt"')} AS "rotatedAt", ${epochMs('"createdAt"')} AS "createdAt"`;
 const SECRET = `SELECT ${SECRET_COLUMNS} FROM "CallbackSecret" WHERE "workspaceId" = $1`;
@@ -221,25 +213,6 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
   rotatedAt: dateOf(row.rotatedAt),
   createdAt: new Date(row.createdAt),
 });
-
-/**
- * What a first attempt's job carries (CallbackDeliver `carried`) from the context columns a transition's statement
- * returned (a completion's, a redelivery's), or undefined where that attempt could not use it: no callback to make,
- * the workspace gone, or its secrets not made yet (they are made as the dispatcher first reads them).
- */
-export function carriedAttemptOf(columns: ContextColumns): CarriedAttempt | undefined {
-  const { callbackUrl, currency, secretsVersion } = columns;
-  return callbackUrl !== null && currency !== null && secretsVersion !== null ? { ...columns, callbackUrl, currency, secretsVersion } : undefined;
-}
-
-/**
- * The context a first attempt's job carried (CallbackDeliver's `carried`, from a completion or a redelivery), signed
- * with `signing`: the workspace's secrets of the carried version, which the caller read before. A round's first
- * attempt has no attempt of its round before it.
- */
-export function carriedAttemptContext(carried: CarriedAttempt, signing: string[], now = new Date()): AttemptContext {
-  return contextOf(carried, { signing, until: null }, null, now);
-}
 
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
@@ -279,26 +252,25 @@ export const callbackRepository = {
   },
 
   /**
-   * Everything the delivery attempts of `taskIds` read, in one statement (issue 12: an attempt's store round trips,
-   * then the client's cost per statement, were its cost; the dispatcher reads the attempts it runs at once together):
-   * each task, its last recorded attempt, the workspace's currency and signing secrets, and the library file of its
-   * first output. The file is read by (task, output 0) and kept only when it is the very file the output entry
-   * names, of the task's workspace and still visible at `now` (isArchivedOutputOf). Tasks that do not exist are
-   * absent from the map.
+   * Everything a delivery attempt reads, in one statement: the task, its last recorded attempt, the workspace's
+   * currency and signing secrets, and the library file of its first output. The file is read by (task, output 0) and
+   * kept only when it is the very file the output entry names, of the task's workspace and still visible at `now`
+   * (isArchivedOutputOf). Null when the task does not exist.
    */
-  async attemptContexts(db: DbClient, taskIds: readonly string[], now = new Date()): Promise<Map<string, AttemptContext>> {
-    const rows = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_contexts', ATTEMPT_CONTEXTS, [taskIds]);
-    const contexts = new Map<string, AttemptContext>();
-    for (const row of rows) {
-      let secrets = null;
-      if (row.secret !== null) {
-        const current = view({ secret: row.secret, previousSecret: row.previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
-        secrets = { signing: signingOf(current), until: current.previousExpiresAt };
-      }
-      const last = row.lastAttempt === null ? null : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
-      contexts.set(row.id, contextOf(row, secrets, last, now));
+  async attemptContext(db: DbClient, taskId: string, now = new Date()): Promise<AttemptContext | null> {
+    const [row] = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_context', ATTEMPT_CONTEXT, [taskId]);
+    if (!row) return null;
+    let secrets = null;
+    if (row.secret !== null) {
+      const { secret, previousSecret } = row;
+      const current = view({ secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
+      secrets = { signing: signingOf(current), until: current.previousExpiresAt };
     }
-    return contexts;
+    const last =
+      row.lastAttempt === null
+        ? null
+        : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
+    return contextOf(row, secrets, last, now);
   },
 
   attempts(db: DbClient, taskId: string) {

@@ -1,9 +1,8 @@
-// The dispatcher's grouped statements against real Postgres: the attempts of several tasks read in one statement and
-// recorded (with their decisions) in one, each entry under the same rules as alone.
+// The dispatcher's statements against real Postgres: an attempt's read, and its record with its decision.
 import { makeTask, useTestContext } from '@gensvc/testing';
 import pg from 'pg';
 import { withTx } from '../client';
-import { ATTEMPT_CONTEXTS, callbackRepository } from './callback.repository';
+import { ATTEMPT_CONTEXT, callbackRepository } from './callback.repository';
 import { taskRepository } from './task.repository';
 
 const ctx = useTestContext();
@@ -27,15 +26,14 @@ const attempt = (task: { id: string; workspaceId: string }, k: number, statusCod
   at,
 });
 
-it('reads the attempt contexts of several tasks in one statement, as Prisma reads the rows (times, money)', async () => {
+it('reads an attempt context in one statement, as Prisma reads the rows (times, money)', async () => {
   const [a, b] = [await finishedTask(), await finishedTask()];
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 0, 123));
-  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(b, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
-  const contexts = await callbackRepository.attemptContexts(ctx.db, [a.id, b.id, 'tsk_none']);
-  expect([...contexts.keys()].sort()).toEqual([a.id, b.id].sort());
+  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(b, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
+  expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
   for (const id of [a.id, b.id]) {
     const row = (await taskRepository.find(ctx.db, id))!;
-    expect(contexts.get(id)!.task).toEqual({
+    expect((await callbackRepository.attemptContext(ctx.db, id))!.task).toEqual({
       id,
       workspaceId: row.workspaceId,
       status: 'canceled',
@@ -54,32 +52,30 @@ it('reads the attempt contexts of several tasks in one statement, as Prisma read
       completedAt: row.completedAt,
     });
   }
-  expect(contexts.get(a.id)!.last).toBeNull();
-  expect(contexts.get(b.id)!.last).toEqual({ attempt: 1, statusCode: 500, createdAt: at, durationMs: 7 });
+  expect((await callbackRepository.attemptContext(ctx.db, a.id))!.last).toBeNull();
+  const context = await callbackRepository.attemptContext(ctx.db, b.id, at);
+  expect(context!.last).toEqual({ attempt: 1, statusCode: 500, createdAt: at, durationMs: 7 });
   // Inside a transaction the statement runs through Prisma, with the same answer.
-  const inTx = await withTx(ctx.db, (tx) => callbackRepository.attemptContexts(tx, [a.id, b.id]));
-  expect(inTx).toEqual(contexts);
+  expect(await withTx(ctx.db, (tx) => callbackRepository.attemptContext(tx, b.id, at))).toEqual(context);
 });
 
-it('records attempts of several tasks in one statement, each decision applied only while its task is as it was read', async () => {
+it('records an attempt with its decision, applied only while its task is as it was read', async () => {
   const [delivered, rerun, redelivered, parked] = [await finishedTask(), await finishedTask(), await finishedTask(), await finishedTask()];
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 1, 456));
   const now = new Date(Date.UTC(2026, 10, 25, 12, 0, 2, 789));
   // A run of attempt 1 of `rerun` recorded it already; `redelivered` got a new round after its attempt 1 was read.
-  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(rerun, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
-  await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(redelivered, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null }]);
+  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(rerun, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
+  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(redelivered, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
   expect(await taskRepository.redeliver(ctx.db, redelivered.workspaceId, redelivered.id)).toEqual({ attempt: 2 });
 
-  const records = await taskRepository.recordDeliveryAttempts(
-    ctx.db,
-    [
-      { input: attempt(delivered, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
-      { input: attempt(rerun, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
-      { input: attempt(redelivered, 2, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'pending' } },
-      { input: attempt(parked, 5, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 5, to: 'parked' } },
-    ],
-    now,
-  );
+  const entries = [
+    { input: attempt(delivered, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
+    { input: attempt(rerun, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
+    { input: attempt(redelivered, 2, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'pending' } },
+    { input: attempt(parked, 5, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 5, to: 'parked' } },
+  ] as const;
+  const records = [];
+  for (const entry of entries) records.push(await taskRepository.recordDeliveryAttempt(ctx.db, entry, now));
   expect(records).toEqual([
     { recorded: true, applied: true, task: { id: delivered.id, workspaceId: delivered.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
     { recorded: false, applied: false, task: { id: rerun.id, workspaceId: rerun.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
@@ -95,15 +91,7 @@ it('records attempts of several tasks in one statement, each decision applied on
   expect(await callbackRepository.attempts(ctx.db, delivered.id)).toMatchObject([{ attempt: 1, statusCode: 200, durationMs: 7, createdAt: at }]);
 });
 
-it('refuses two entries for one task in one statement (one decision per row)', async () => {
-  const task = await finishedTask();
-  const at = new Date();
-  const entry = (k: number) => ({ input: attempt(task, k, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: k, to: 'pending' as const } });
-  await expect(taskRepository.recordDeliveryAttempts(ctx.db, [entry(1), entry(2)])).rejects.toThrow('two entries for one task');
-  expect(await callbackRepository.attempts(ctx.db, task.id)).toEqual([]);
-});
-
-it('reads a group by index probes whatever the File table holds, in the plan a connection keeps', async () => {
+it('reads by index probes whatever the File table holds, in the plan a connection keeps', async () => {
   // A thousand tasks, each with its archived output's library row, analysed: a table of the size bench/tasks makes.
   const template = await finishedTask();
   await ctx.db.$executeRawUnsafe(
@@ -117,18 +105,18 @@ it('reads a group by index probes whatever the File table holds, in the plan a c
   );
   await ctx.db.$executeRawUnsafe('ANALYZE "Task", "File", "CallbackAttempt"');
   const ids = (await ctx.db.task.findMany({ where: { workspaceId: template.workspaceId }, select: { id: true }, take: 8 })).map((t) => t.id);
-  // One connection, as each of the pool's: the statement prepared once, run with groups of 1 to 6 (as the bench's
-  // groups come), then the plan it runs from then on.
+  // One connection, as each of the pool's: the statement prepared once, run six times, then the plan it runs from
+  // then on.
   const client = new pg.Client({ connectionString: ctx.env.DATABASE_URL });
   await client.connect();
   try {
-    const group = (n: number) => `EXECUTE s(${client.escapeLiteral(`{${ids.slice(0, n).join(',')}}`)})`;
-    await client.query(`PREPARE s(text[]) AS ${ATTEMPT_CONTEXTS}`);
-    for (let n = 1; n <= 6; n++) expect((await client.query(group(n))).rowCount).toBe(n);
+    const read = (n: number) => `EXECUTE s(${client.escapeLiteral(ids[n]!)})`;
+    await client.query(`PREPARE s(text) AS ${ATTEMPT_CONTEXT}`);
+    for (let n = 1; n <= 6; n++) expect((await client.query(read(n))).rowCount).toBe(1);
     const [{ generic_plans }] = (await client.query(`SELECT generic_plans FROM pg_prepared_statements WHERE name = 's'`)).rows;
     // Kept: no run after the fifth is planned again.
     expect(Number(generic_plans)).toBeGreaterThan(0);
-    const plan = (await client.query(`EXPLAIN ${group(8)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    const plan = (await client.query(`EXPLAIN ${read(7)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
     expect(plan).toContain('File_taskId_outputIndex_key');
     expect(plan).not.toMatch(/Seq Scan on "(File|Task)"/);
   } finally {

@@ -4,8 +4,7 @@ import { addSimChannel, makeKey, makeTask, makeWorkspace, useTestContext } from 
 import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
-import { CallbackDeliver } from '@gensvc/contracts';
-import { callbackRepository, carriedAttemptContext } from './callback.repository';
+import { callbackRepository } from './callback.repository';
 import { taskRepository, type DeliveryUpdate, type TaskRow, type WebhookOutputInput } from './task.repository';
 
 const ctx = useTestContext();
@@ -114,34 +113,27 @@ it('a result racing a cancel: exactly one wins, and the money follows the winner
   }
 });
 
-it('records a group of submits in one statement: each item answered in order, a task that moved on left as it is', async () => {
+it("records a submit on its own row only while the task is queued; a task that moved on is left as it is", async () => {
   const [a, b, canceled] = [await makeTask(ctx.db), await makeTask(ctx.db), await makeTask(ctx.db)];
   await taskRepository.finish(ctx.db, canceled.id, { status: 'canceled' });
   const urls = { get: 'https://provider.example/p/1' };
-  const recorded = await taskRepository.markSubmittedMany(ctx.db, [
-    { id: b.id, job: { channelId: 'ch_b', upstreamId: 'up_b', upstreamUrls: null } },
-    { id: canceled.id, job: { channelId: 'ch_c', upstreamId: 'up_c', upstreamUrls: null } },
-    { id: a.id, job: { channelId: 'ch_a', upstreamId: 'up_a', upstreamUrls: urls } },
-  ]);
-  expect(recorded).toEqual([true, false, true]);
-  // Each item's own job on its own row, as markSubmitted writes one alone.
+  expect(await taskRepository.markSubmitted(ctx.db, b.id, { channelId: 'ch_b', upstreamId: 'up_b', upstreamUrls: null })).toBe(true);
+  expect(await taskRepository.markSubmitted(ctx.db, canceled.id, { channelId: 'ch_c', upstreamId: 'up_c', upstreamUrls: null })).toBe(false);
+  expect(await taskRepository.markSubmitted(ctx.db, a.id, { channelId: 'ch_a', upstreamId: 'up_a', upstreamUrls: urls })).toBe(true);
   expect(await taskRepository.find(ctx.db, a.id)).toMatchObject({ status: 'running', channelId: 'ch_a', upstreamId: 'up_a', upstreamUrls: urls, attempts: 1 });
   expect(await taskRepository.find(ctx.db, b.id)).toMatchObject({ status: 'running', channelId: 'ch_b', upstreamId: 'up_b', upstreamUrls: null, attempts: 1 });
   expect(await taskRepository.find(ctx.db, canceled.id)).toMatchObject({ status: 'canceled', channelId: null, upstreamId: null, attempts: 0 });
   // A second record of a submitted task changes nothing.
-  expect(await taskRepository.markSubmittedMany(ctx.db, [{ id: a.id, job: { channelId: 'ch_x', upstreamId: 'up_x', upstreamUrls: null } }])).toEqual([false]);
+  expect(await taskRepository.markSubmitted(ctx.db, a.id, { channelId: 'ch_x', upstreamId: 'up_x', upstreamUrls: null })).toBe(false);
   expect(await taskRepository.find(ctx.db, a.id)).toMatchObject({ upstreamId: 'up_a' });
-  await expect(taskRepository.markSubmittedMany(ctx.db, [{ id: b.id, job: { channelId: 'ch', upstreamId: 'u1', upstreamUrls: null } }, { id: b.id, job: { channelId: 'ch', upstreamId: 'u2', upstreamUrls: null } }])).rejects.toThrow(/two items for one task/);
 });
 
-it('groups of submits over the same tasks, given in opposite orders, lock in one order: every group ends, each task recorded once', async () => {
+it('racing submits of the same tasks: each task recorded exactly once', async () => {
   for (let round = 0; round < 5; round++) {
     const tasks = await Promise.all(Array.from({ length: 8 }, () => makeTask(ctx.db)));
-    const group = (order: typeof tasks, n: number) => order.map((t) => ({ id: t.id, job: { channelId: 'ch', upstreamId: `up_${n}_${t.id}`, upstreamUrls: null } }));
-    // A row lock held while another group waits for it is a deadlock (an error after deadlock_timeout) when their
-    // orders cross; locked in id order, one waits for the other and finds the tasks submitted.
-    const answers = await Promise.all([0, 1, 2, 3].map((n) => taskRepository.markSubmittedMany(ctx.db, group(n % 2 ? [...tasks].reverse() : tasks, n))));
-    for (let i = 0; i < tasks.length; i++) expect(answers.filter((a, n) => a[n % 2 ? tasks.length - 1 - i : i]).length).toBe(1);
+    const submit = (t: TaskRow, n: number) => taskRepository.markSubmitted(ctx.db, t.id, { channelId: 'ch', upstreamId: `up_${n}_${t.id}`, upstreamUrls: null });
+    const answers = await Promise.all([0, 1, 2, 3].map((n) => Promise.all(tasks.map((t) => submit(t, n)))));
+    for (let i = 0; i < tasks.length; i++) expect(answers.filter((a) => a[i]).length).toBe(1);
   }
 });
 
@@ -154,10 +146,7 @@ it('counts polls only from the expected count, records an output once, and compl
   expect(racing.filter(Boolean)).toHaveLength(1);
   expect((await taskRepository.find(ctx.db, task.id))?.attempts).toBe(2);
 
-  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toEqual({
-    charged: task.reserved,
-    retention: { tier: (await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } })).tier, retentionDays: null },
-  });
+  expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toEqual({ charged: task.reserved });
   expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), task.reserved)).toBeNull();
   expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);
   // Output recorded: neither a poll nor a failure moves it any more.
@@ -176,10 +165,6 @@ describe('recordWebhookOutputs', () => {
   const recordOne = async (input: WebhookOutputInput) => (await taskRepository.recordWebhookOutputs(ctx.db, [input]))[0]!;
   const entry = (kind: 'image' | 'video') => ({ outputs: [{ kind, url: `https://provider.example/a.${kind === 'image' ? 'png' : 'mp4'}`, archive_status: 'pending' as const }] });
   let replicate: string;
-  const retentionOf = async (workspaceId: string) => {
-    const { tier, retentionDays } = await ctx.db.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
-    return { tier, retentionDays };
-  };
   beforeAll(async () => {
     replicate = (await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'webhook-output-replicate', kind: 'replicate' })).id;
   });
@@ -202,7 +187,7 @@ describe('recordWebhookOutputs', () => {
 
     const racing = await Promise.all([record(), record(), record()]);
     expect(racing.filter((r) => r.outcome === 'recorded')).toEqual([
-      { outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: task.id, workspaceId: c.workspaceId, model: task.model }, retention: await retentionOf(c.workspaceId) },
+      { outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: task.id, workspaceId: c.workspaceId, model: task.model } },
     ]);
     // The others saw it recorded (done), or passed the check beside the winner and lost at the write (moved_on).
     for (const r of racing.filter((r) => r.outcome !== 'recorded')) expect(['done', 'moved_on']).toContain(r.outcome);
@@ -232,7 +217,7 @@ describe('recordWebhookOutputs', () => {
     const item = (task: { id: string }, upstreamId: string) => ({ id: task.id, upstreamId, provider: 'replicate', outputs: { image: entry('image') } });
     const answers = await taskRepository.recordWebhookOutputs(ctx.db, [item(t3, 'g-3'), item(t1, 'g-1'), item(t2, 'not-its-job'), item(t1, 'g-1'), item(t2, 'g-2')]);
     expect(answers.map((x) => x.outcome)).toEqual(['recorded', 'recorded', 'not_this', 'done', 'recorded']);
-    expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model }, retention: await retentionOf(a.workspaceId) });
+    expect(answers[1]).toEqual({ outcome: 'recorded', kind: 'image', charged: PRICE, task: { id: t1.id, workspaceId: a.workspaceId, model: t1.model } });
     for (const t of [t1, t2, t3]) expect(await ctx.db.ledgerEntry.count({ where: { taskId: t.id } })).toBe(1);
     expect(await books(a.workspaceId, a.apiKeyId)).toMatchObject({ balance: 1_000_000n - 2n * PRICE, held: 0n, spent: PRICE });
     expect(await books(a.workspaceId, b.apiKeyId)).toMatchObject({ spent: PRICE });
@@ -330,16 +315,15 @@ describe('callbacks', () => {
       statusCode, durationMs: 3, error: null, responseHead: null, at: new Date(),
     });
     // As the dispatcher records an attempt, with no decision to apply (step null).
-    const record = async (k: number) => (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(k, 500), decidedOn: { callbackRoundStart: 1 }, step: null }]))[0]!.recorded;
+    const record = async (k: number) => (await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(k, 500), decidedOn: { callbackRoundStart: 1 }, step: null })).recorded;
     expect(await record(1)).toBe(true);
     expect(await record(1)).toBe(false);
     expect(await record(2)).toBe(true);
-    // No secrets made yet for the workspace: nothing to carry.
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
     // Attempt 2 belongs to the round before: it can neither deliver nor park the new one (a decision alone, about
     // an attempt recorded before, taken on the task as it is now).
     const apply = async (step: DeliveryUpdate) =>
-      (await taskRepository.recordDeliveryAttempts(ctx.db, [{ taskId: task.id, decidedOn: { callbackRoundStart: 3 }, step }]))[0]!.applied;
+      (await taskRepository.recordDeliveryAttempt(ctx.db, { taskId: task.id, decidedOn: { callbackRoundStart: 3 }, step })).applied;
     expect(await apply({ attempt: 2, to: 'delivered', at: new Date() })).toBe(false);
     expect(await apply({ attempt: 2, to: 'parked' })).toBe(false);
     expect(await apply({ attempt: 3, to: 'delivered', at: new Date() })).toBe(true);
@@ -353,24 +337,24 @@ describe('callbacks', () => {
       workspaceId: task.workspaceId, taskId: task.id, attempt: k, deliveryId: `dlv_${task.id}_${k}`, url: 'https://hooks.example/cb',
       statusCode, durationMs: 3, error: null, responseHead: null, at,
     });
-    const read = (await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!;
+    const read = (await callbackRepository.attemptContext(ctx.db, task.id))!;
     expect(read).toMatchObject({ task: { id: task.id, callbackState: 'pending', callbackRoundStart: 1 }, last: null, currency: 'USD', signing: null, archivedFile: null });
     // Attempt 1 failed: the retry step is applied (the task moved); its re-run records and applies nothing.
-    const failed = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(1, 500), decidedOn: read.task, step: { attempt: 1, to: 'pending' } }]))[0]!;
+    const failed = (await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(1, 500), decidedOn: read.task, step: { attempt: 1, to: 'pending' } }));
     expect(failed).toEqual({ recorded: true, applied: true, task: { id: task.id, workspaceId: task.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } });
-    const again = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(1, 200), decidedOn: read.task, step: { attempt: 1, to: 'delivered', at: new Date() } }]))[0]!;
+    const again = (await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(1, 200), decidedOn: read.task, step: { attempt: 1, to: 'delivered', at: new Date() } }));
     expect(again).toMatchObject({ recorded: false, applied: false });
     const secret = await callbackRepository.secret(ctx.db, task.workspaceId, make);
-    expect((await callbackRepository.attemptContexts(ctx.db, [task.id])).get(task.id)!).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
+    expect(await callbackRepository.attemptContext(ctx.db, task.id)).toMatchObject({ last: { attempt: 1, statusCode: 500, durationMs: 3 }, signing: [secret.secret] });
     // A redelivery starts a new round while attempt 2 is in flight: decided on round 1, it is recorded but not applied.
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toMatchObject({ attempt: 2 });
-    const raced = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(2, 500), decidedOn: read.task, step: { attempt: 2, to: 'parked' } }]))[0]!;
+    const raced = (await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(2, 500), decidedOn: read.task, step: { attempt: 2, to: 'parked' } }));
     expect(raced).toMatchObject({ recorded: true, applied: false, task: { callbackState: 'pending', callbackRoundStart: 2 } });
     // Decided on the task as it is now, it applies.
-    const delivered = (await taskRepository.recordDeliveryAttempts(ctx.db, [{ input: attempt(3, 200), decidedOn: raced.task!, step: { attempt: 3, to: 'delivered', at: new Date() } }]))[0]!;
+    const delivered = (await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(3, 200), decidedOn: raced.task!, step: { attempt: 3, to: 'delivered', at: new Date() } }));
     expect(delivered).toMatchObject({ recorded: true, applied: true });
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ callbackState: 'delivered', callbackRoundStart: 2 });
-    expect((await callbackRepository.attemptContexts(ctx.db, ['tsk_none'])).get('tsk_none')).toBeUndefined();
+    expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
   });
 });
 
@@ -414,27 +398,8 @@ describe('recordArchive', () => {
     }
   });
 
-  it("a redelivery carries what its round's first attempt reads, as attemptContexts answers it but for the earlier round's attempt, and no secret", async () => {
-    const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
-    await taskRepository.finish(ctx.db, task.id, { status: 'failed', failure: { code: 'upstream_error', message: 'boom' } });
-    const secret = await callbackRepository.secret(ctx.db, task.workspaceId, () => 'whsec_test_redelivered');
-    const input = { workspaceId: task.workspaceId, taskId: task.id, attempt: 1, deliveryId: `dlv_${task.id}_1`, url: 'https://hooks.example/cb', statusCode: 500, durationMs: 3, error: null, responseHead: null, at: new Date() };
-    await taskRepository.recordDeliveryAttempts(ctx.db, [{ input, decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'parked' } }]);
-    const round = (await taskRepository.redeliver(ctx.db, task.workspaceId, task.id))!;
-    expect(round.attempt).toBe(2);
-    // As it travels in a job: JSON, checked by the job's contract.
-    const carried = CallbackDeliver.schema.parse(JSON.parse(JSON.stringify({ taskId: task.id, attempt: 2, carried: round.carried }))).carried!;
-    expect(JSON.stringify(carried)).not.toContain(secret.secret);
-    const at = new Date();
-    const read = (await callbackRepository.attemptContexts(ctx.db, [task.id], at)).get(task.id)!;
-    expect(read).toMatchObject({ task: { callbackState: 'pending', callbackRoundStart: 2, errorCode: 'upstream_error' }, last: { attempt: 1 } });
-    // The read's last attempt is the round before's: the round's first attempt decides the same without it.
-    expect(carriedAttemptContext(carried, read.signing!, at)).toEqual({ ...read, last: null });
-  });
-
-  it('a completion with a callback carries what its first attempt reads, as attemptContexts answers it, and no secret', async () => {
+  it("a completion answers what its callback's job needs, and its first attempt reads the library file just written", async () => {
     const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
-    const secret = await callbackRepository.secret(ctx.db, ws.id, () => 'whsec_test_carried');
     const archived = (task: { id: string }, i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
     /** A task running with its provider's `outputs` recorded, each pending archive. */
     const running = async (over: Parameters<typeof makeTask>[1], outputs = twoOutputs.outputs) => {
@@ -454,17 +419,11 @@ describe('recordArchive', () => {
     };
     for (const last of [0, 1] as const) {
       const { task, completed } = await completing(last);
-      expect(completed).toMatchObject({ id: task.id, workspaceId: ws.id, callbackRoundStart: 1, callback: true });
-      // As it travels in a job: JSON, checked by the job's contract.
-      const carried = CallbackDeliver.schema.parse(JSON.parse(JSON.stringify({ taskId: task.id, attempt: 1, carried: completed.carried }))).carried!;
-      expect(JSON.stringify(carried)).not.toContain(secret.secret);
-      const at = new Date();
-      const read = (await callbackRepository.attemptContexts(ctx.db, [task.id], at)).get(task.id)!;
+      expect(completed).toEqual({ id: task.id, workspaceId: ws.id, callbackRoundStart: 1, callback: true });
+      const read = (await callbackRepository.attemptContext(ctx.db, task.id))!;
       expect(read.archivedFile).toEqual({ id: `file_${task.id}_0`, workspaceId: ws.id });
-      expect(carriedAttemptContext(carried, read.signing!, at)).toEqual(read);
     }
-    // No carried context without a callback (nothing to deliver) or before the workspace's first delivery made its
-    // secrets (the dispatcher makes them as it reads).
+    // Without a callback, nothing to deliver.
     const plain = await running({}, twoOutputs.outputs.slice(0, 1));
     expect((await taskRepository.recordArchive(ctx.db, { taskId: plain.id, outputIndex: 0, patch: { archive_status: 'failed' } })).completed).toEqual({
       id: plain.id,
@@ -481,9 +440,8 @@ describe('recordArchive', () => {
     });
   });
 
-  it('records a group of archives in one statement, each item answered in order as it is alone', async () => {
+  it('answers each archive outcome: the completion it made and whether it wrote the library row', async () => {
     const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
-    await callbackRepository.secret(ctx.db, ws.id, () => 'whsec_test_group');
     const archived = (task: { id: string }, i: number) => ({ archive_status: 'archived' as const, svc_file_id: `file_${task.id}_${i}`, svc_url: `https://files.example/${i}` });
     const running = async (over: Parameters<typeof makeTask>[1], outputs = twoOutputs.outputs) => {
       const task = await makeTask(ctx.db, { workspaceId: ws.id, ...over });
@@ -510,7 +468,8 @@ describe('recordArchive', () => {
       { taskId: again.id, outputIndex: 0, patch: archived(again, 0), file: fileOf(again, 0) },
       { taskId: plain.id, outputIndex: 0, patch: { archive_status: 'too_large' as const } },
     ];
-    const answers = await taskRepository.recordArchiveMany(ctx.db, items);
+    const answers = [];
+    for (const item of items) answers.push(await taskRepository.recordArchive(ctx.db, item));
     expect(answers.map((a) => [a.completed?.id ?? null, a.fileCreated])).toEqual([
       [completing.id, true], // the last output: completed, its library row written
       [null, true], // output 0 still pending: written, not completed
@@ -520,18 +479,13 @@ describe('recordArchive', () => {
       [null, false], // completed already: its row stands, nothing more
       [plain.id, false],
     ]);
-    // The completion with a callback carries its first attempt's context, as the one-item statement does.
-    const at = new Date();
-    const read = (await callbackRepository.attemptContexts(ctx.db, [completing.id], at)).get(completing.id)!;
-    expect(carriedAttemptContext(answers[0]!.completed!.carried!, read.signing!, at)).toEqual(read);
     expect(answers[2]!.completed).toEqual({ id: failed.id, workspaceId: ws.id, callbackRoundStart: 1, callback: false });
     expect(await taskRepository.find(ctx.db, half.id)).toMatchObject({ status: 'running', output: { outputs: [twoOutputs.outputs[0], { ...twoOutputs.outputs[1], ...archived(half, 1) }] } });
     expect(await taskRepository.find(ctx.db, unknown.id)).toMatchObject({ status: 'running', output: twoOutputs });
     expect(await ctx.db.file.count({ where: { taskId: { in: [completing.id, half.id, failed.id, unknown.id, again.id] } } })).toBe(3);
-    await expect(taskRepository.recordArchiveMany(ctx.db, [items[1]!, { ...items[1]!, outputIndex: 0 }])).rejects.toThrow(/two items for one task/);
   });
 
-  it('groups over the same tasks, given in opposite orders, lock in one order: every group ends, each task completed once', async () => {
+  it('racing archives of the same tasks: each task completed exactly once', async () => {
     for (let round = 0; round < 5; round++) {
       const tasks: TaskRow[] = [];
       for (let i = 0; i < 8; i++) {
@@ -540,9 +494,10 @@ describe('recordArchive', () => {
         await taskRepository.recordOutput(ctx.db, task.id, twoOutputs, task.reserved);
         tasks.push(task);
       }
-      // Output 0 of every task in two groups, output 1 in two more, half of them in reverse order.
-      const group = (i: number) => (i % 2 ? [...tasks].reverse() : tasks).map((t) => ({ taskId: t.id, outputIndex: i >> 1, patch: { archive_status: 'failed' as const } }));
-      const answers = await Promise.all([0, 1, 2, 3].map((i) => taskRepository.recordArchiveMany(ctx.db, group(i))));
+      // Output 0 of every task twice, output 1 twice more, half of them in reverse order.
+      const order = (i: number) => (i % 2 ? [...tasks].reverse() : tasks);
+      const archive = (t: TaskRow, i: number) => taskRepository.recordArchive(ctx.db, { taskId: t.id, outputIndex: i >> 1, patch: { archive_status: 'failed' } });
+      const answers = await Promise.all([0, 1, 2, 3].map((i) => Promise.all(order(i).map((t) => archive(t, i)))));
       const completions = answers.flat().filter((a) => a.completed !== null).map((a) => a.completed!.id);
       expect(completions.sort()).toEqual(tasks.map((t) => t.id).sort());
     }

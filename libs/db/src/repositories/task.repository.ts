@@ -13,14 +13,14 @@
 //
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
-import { TASK_OPERATIONS, archivedFileIdOf, type CarriedAttempt, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { isAppError, type AppError } from '@gensvc/errors';
+import { TASK_OPERATIONS, archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import type { AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { refusalOf } from './billing.repository';
-import { CONTEXT_COLUMNS, CONTEXT_JOINS, carriedAttemptOf, type ContextColumns, type RecordAttemptInput } from './callback.repository';
+import type { RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
@@ -74,8 +74,6 @@ export interface CompletedTask {
   callbackRoundStart: number;
   /** A callback_url is set: the delivery is pending and its first attempt is due. */
   callback: boolean;
-  /** What that first attempt reads, as the completion left it (recordArchive's completions only): its job carries it. */
-  carried?: CarriedAttempt;
 }
 
 export interface TaskFailure {
@@ -124,43 +122,30 @@ const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 // Statements that name a task by id and test its status compare the status as text, which no index serves: the
 // status index is partial over the live tasks (migration 20261126060000), so once the table is analysed it looks far
 // cheaper than the primary key, and a plan on it read every queued or running task (and each dead entry their
-// transitions left there) to find the one (issue 12; migration 20261126090000 does the same in the functions).
-/**
- * markSubmitted's statement: the submits that ended together recorded in one (issue 12: one commit for the group). The
- * tasks are found by primary key (`id = ANY (ARRAY(…))`, as recordDeliveryAttempts finds them; transition-plans.int.test
- * pins it), the state compared as text, and the rows are locked as that plan meets them: in the order of the JSON
- * array (probing Task per item) or of the index (probing it with the array). The array is sorted by task id, so either
- * way the rows are locked in the order every multi-row transition locks Task rows (the webhooks' group and
- * recordArchiveMany take them ORDER BY id), and two groups never wait on each other in a cycle. One probe per row: a
- * locking CTE ORDER BY id first (as recordArchiveMany's) would cost a second.
- */
+// transitions left there) to find the one (migration 20261126090000 does the same in the functions).
+// transition-plans.int.test pins their plans.
+
 export const MARK_SUBMITTED = `
-  WITH e AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, "channelId" text, "upstreamId" text, "upstreamUrls" jsonb))
-  UPDATE "Task" t SET status = 'running', "channelId" = e."channelId", "upstreamId" = e."upstreamId",
-    "upstreamUrls" = coalesce(e."upstreamUrls", t."upstreamUrls"), attempts = 1, "startedAt" = $2::timestamp(3), "updatedAt" = $2::timestamp(3)
-  FROM e WHERE t.id = ANY (ARRAY(SELECT id FROM e)) AND t.id = e.id AND t.status::text = 'queued' AND t."upstreamId" IS NULL
-  RETURNING t.id`;
+  UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3,
+    "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
+    "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
+  WHERE id = $1 AND status::text = 'queued' AND "upstreamId" IS NULL
+  RETURNING id`;
 
 export const ADVANCE_POLL = `
   UPDATE "Task" SET attempts = $2::int + 1, "updatedAt" = $3::timestamp(3)
   WHERE id = $1 AND attempts = $2::int AND status::text = 'running' AND output IS NULL`;
 
-// With the workspace's retention (its tier, its own setting), read in the same statement: the archive jobs the result
-// makes carry it, so the archiver need not read it (issue 12: a round trip per output). The Task lookup is by primary
-// key; the workspace of a task never changes.
 export const RECORD_OUTPUT = `
-  SELECT r.charged::text AS charged, w.tier, w."retentionDays"
-  FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r
-  JOIN "Workspace" w ON w.id = (SELECT "workspaceId" FROM "Task" WHERE id = $1)`;
+  SELECT r.charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r`;
 
 /** operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are the task's kind's. */
 export const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])));
 
-// Each item's answer in its order, with its workspace's retention as RECORD_OUTPUT reads it.
+// Each item's answer in its order.
 export const RECORD_WEBHOOK_OUTPUTS = `
-  SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model, w.tier, w."retentionDays"
+  SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model
   FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3)) WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
-  LEFT JOIN "Workspace" w ON r.outcome = 'recorded' AND w.id = r."workspaceId"
   ORDER BY r.n`;
 
 const ARCHIVE_SOURCE = `
@@ -170,21 +155,17 @@ const ARCHIVE_SOURCE = `
   WHERE t.id = $1`;
 
 /**
- * recordArchiveMany's statement: the archives that end together recorded in one (issue 12: one commit for the group),
- * each item as recordArchive records one alone. The items come as one JSON array (`n` their order; at most one per
- * task). The tasks are found by primary key (`id = ANY (ARRAY(…))`) and locked in task-id order (the order every
- * multi-row transition takes Task rows), so racing archives of one task serialise on its row and exactly one completes
- * it, and two groups never wait on each other in a cycle.
+ * recordArchive's statement. The task is found by primary key and locked first, so racing archives of one task
+ * serialise on its row and exactly one completes it. The outcome comes as one JSON object.
  */
-const RECORD_ARCHIVES = `
+const RECORD_ARCHIVE = `
   WITH e AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(n int, "taskId" text, "outputIndex" int, patch jsonb, "fileId" text, "fileWorkspaceId" text,
+    SELECT * FROM jsonb_to_record($1::jsonb) AS e("taskId" text, "outputIndex" int, patch jsonb, "fileId" text, "fileWorkspaceId" text,
       source text, purpose text, filename text, "contentType" text, bytes bigint, sha256 text, "storageKey" text, "fileCreatedAt" timestamp(3),
       "expiresAt" timestamp(3), "publicExpiresAt" timestamp(3), "archiveStatus" text)
   ), cur AS (
     SELECT t.id, t.status, t.output, e."outputIndex", e.patch FROM "Task" t JOIN e ON e."taskId" = t.id
-    WHERE t.id = ANY (ARRAY(SELECT "taskId" FROM e)) AND jsonb_typeof(t.output -> 'outputs' -> e."outputIndex") = 'object'
-    ORDER BY t.id
+    WHERE jsonb_typeof(t.output -> 'outputs' -> e."outputIndex") = 'object'
     FOR UPDATE OF t
   ), copy AS (
     INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
@@ -193,7 +174,7 @@ const RECORD_ARCHIVES = `
     FROM e JOIN cur ON cur.id = e."taskId"
     WHERE e."fileId" IS NOT NULL
     ON CONFLICT DO NOTHING
-    RETURNING id, "workspaceId", "expiresAt", "taskId", "outputIndex"
+    RETURNING id
   ), next AS (
     SELECT cur.id, n.output,
            cur.status = 'running' AND NOT EXISTS (
@@ -210,44 +191,17 @@ const RECORD_ARCHIVES = `
       "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
                              WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
     FROM next WHERE t.id = next.id
-    RETURNING t.id, t."workspaceId", t.status, t.model, t.operation, t.output, t.reserved, t.cost, t."errorCode", t."errorMessage",
-      t."callbackUrl", t."callbackState", t."callbackRoundStart", t."createdAt", t."startedAt", t."completedAt",
-      next.completes, next.completes AND t."callbackUrl" IS NOT NULL AS carry
+    RETURNING t.id, t."workspaceId", t."callbackUrl", t."callbackRoundStart", next.completes
   )
-  -- Per item, in order: whether it completed its task and wrote its library row, with the first delivery attempt's
-  -- context (attemptContexts' columns) joined for a completion that makes one (the workspace and its secrets are
-  -- joined for no other row); the library file of output 0 is the row this statement wrote (a
-  -- data-modifying CTE's row is not visible to the rest of the statement) or one written before it.
-  SELECT coalesce(t.completes, false) AS completes,
-    EXISTS (SELECT 1 FROM copy WHERE copy."taskId" = e."taskId" AND copy."outputIndex" = e."outputIndex") AS "fileCreated", ${CONTEXT_COLUMNS}
-  FROM e
-  LEFT JOIN done t ON t.id = e."taskId"
-  LEFT JOIN "Workspace" w ON t.carry AND w.id = t."workspaceId"
-  LEFT JOIN "CallbackSecret" s ON t.carry AND s."workspaceId" = t."workspaceId"
-  LEFT JOIN LATERAL (
-    SELECT id, "workspaceId", "expiresAt" FROM copy WHERE t.carry AND copy."taskId" = t.id AND copy."outputIndex" = 0
-    UNION ALL
-    SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE t.carry AND "taskId" = t.id AND "outputIndex" = 0
-    LIMIT 1
-  ) f ON true
-  ORDER BY e.n`;
+  SELECT coalesce(done.completes, false) AS completes, EXISTS (SELECT 1 FROM copy) AS "fileCreated",
+    done.id, done."workspaceId", done."callbackUrl", done."callbackRoundStart"
+  FROM e LEFT JOIN done ON true`;
 
 export const taskRepository = {
   /**
-   * Holds the price and writes the queued task in one statement (gensvc_reserve, then the INSERT only when the hold
-   * was made): both or neither, 402 when it cannot hold. One round trip and no interactive transaction, so no
-   * transaction timeout can fail a creation on a loaded machine.
-   */
-  async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
-    const [created] = await taskRepository.createMany(db, [input], now);
-    if (isAppError(created)) throw created;
-    return created!;
-  },
-
-  /**
-   * Creates the tasks in one statement, each as `create` would, in order (issue 12: the edge groups the creations of
-   * one key). Answers one entry per input: the task, or the 402 (an AppError) of an item whose hold could not be
-   * made, which wrote nothing. One transaction: a failure of the statement writes none of them.
+   * Creates the tasks in one statement, in order, each holding its price and written queued only when the hold was
+   * made (gensvc_task_create_many). Answers one entry per input: the task, or the 402 (an AppError) of an item whose
+   * hold could not be made, which wrote nothing. One transaction: a failure of the statement writes none of them.
    */
   async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | AppError)[]> {
     const items = inputs.map((input) => {
@@ -360,22 +314,10 @@ export const taskRepository = {
    * task is no longer queued (canceled meanwhile, or submitted by another run): the caller cancels its job.
    */
   async markSubmitted(db: DbClient, id: string, job: SubmittedJob, now = new Date()): Promise<boolean> {
-    const [recorded] = await taskRepository.markSubmittedMany(db, [{ id, job }], now);
-    return recorded!;
-  },
-
-  /**
-   * markSubmitted for several tasks in one statement (the task-runner's submits that end while the previous group is
-   * in flight): one answer per item, in order. Two items of one task are refused (the statement would apply one).
-   */
-  async markSubmittedMany(db: DbClient, items: readonly { id: string; job: SubmittedJob }[], now = new Date()): Promise<boolean[]> {
-    if (new Set(items.map((i) => i.id)).size !== items.length) throw new Error('markSubmittedMany: two items for one task');
-    const rows = items
-      .map(({ id, job }) => ({ id, channelId: job.channelId, upstreamId: job.upstreamId, upstreamUrls: job.upstreamUrls }))
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const recorded = await queryPrepared<{ id: string }>(db, 'gensvc_task_mark_submitted', MARK_SUBMITTED, [JSON.stringify(rows), iso(now)]);
-    const ids = new Set(recorded.map((r) => r.id));
-    return items.map((i) => ids.has(i.id));
+    const urls = job.upstreamUrls === null ? null : JSON.stringify(job.upstreamUrls);
+    const values = [id, job.channelId, job.upstreamId, urls, iso(now)];
+    const rows = await queryPrepared(db, 'gensvc_task_mark_submitted', MARK_SUBMITTED, values);
+    return rows.length === 1;
   },
 
   /**
@@ -391,12 +333,18 @@ export const taskRepository = {
    * The provider finished: records the output (archive_status pending on every entry) and settles the hold, in one
    * statement (gensvc_task_record_output). The task stays running until the archiver has dealt with every output
    * (recordArchive). Null when the task was not running without an output (canceled or failed meanwhile, or
-   * recorded by another run). With the workspace's retention, for the archive jobs to carry.
+   * recorded by another run).
    */
-  async recordOutput(db: DbClient, id: string, output: TaskOutput, cost: bigint, now = new Date()): Promise<{ charged: bigint; retention: WorkspaceRetention } | null> {
-    const rows = await queryPrepared<{ charged: string } & WorkspaceRetention>(db, 'gensvc_task_record_output', RECORD_OUTPUT, [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)]);
-    const row = rows[0];
-    return row ? { charged: BigInt(row.charged), retention: { tier: row.tier, retentionDays: row.retentionDays } } : null;
+  async recordOutput(
+    db: DbClient,
+    id: string,
+    output: TaskOutput,
+    cost: bigint,
+    now = new Date(),
+  ): Promise<{ charged: bigint } | null> {
+    const values = [id, JSON.stringify(output), cost.toString(), newId('led'), iso(now)];
+    const [row] = await queryPrepared<{ charged: string }>(db, 'gensvc_task_record_output', RECORD_OUTPUT, values);
+    return row ? { charged: BigInt(row.charged) } : null;
   },
 
   /**
@@ -404,7 +352,7 @@ export const taskRepository = {
    * as alone, in order, by gensvc_task_record_webhook_output: for the task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
    * running with no output, records the entries `outputs` holds for the task's output kind (OUTPUT_KINDS) and settles
    * the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
-   * caller's next steps need (the task's workspace and its retention, model, poll count, the kind recorded); 'done' when this job's
+   * caller's next steps need (the task's workspace, model, poll count, the kind recorded); 'done' when this job's
    * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
    * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
    * it the long way); 'moved_on' when the task changed between the check and the write. Issue 12: the edge groups
@@ -414,7 +362,7 @@ export const taskRepository = {
   async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
     type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null };
     const items = inputs.map((input) => ({ task: input.id, upstreamId: input.upstreamId, provider: input.provider, outputs: input.outputs, ledgerId: newId('led') }));
-    const rows = await queryPrepared<Row & { tier: Tier | null; retentionDays: number | null }>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
+    const rows = await queryPrepared<Row>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
       JSON.stringify(items),
       OUTPUT_KINDS,
       iso(now),
@@ -427,7 +375,6 @@ export const taskRepository = {
         kind: row.kind!,
         charged: BigInt(row.charged!),
         task: { id: input.id, workspaceId: row.workspaceId!, model: row.model! },
-        retention: { tier: row.tier!, retentionDays: row.retentionDays },
       };
     });
   },
@@ -460,24 +407,11 @@ export const taskRepository = {
    * running → completed with the callback made pending when there is a callback_url. The row is locked first, so
    * racing archives of one task serialise and exactly one completes it. Returns the completion (for the callback
    * its caller schedules now) when this call completed the task, else null; and whether this call's file row was
-   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output). A completion
-   * with a callback also answers what its first delivery attempt reads (`carried`, the columns of attemptContexts'
-   * read as of this statement; never a secret, only their version), when the workspace's secrets are made.
+   * written (false: a concurrent run of the same archive wrote it first, or the task has no such output).
    */
-  async recordArchive(db: DbClient, input: RecordArchiveInput & { now?: Date }): Promise<RecordedArchive> {
-    const [recorded] = await taskRepository.recordArchiveMany(db, [input], input.now);
-    return recorded!;
-  },
-
-  /**
-   * recordArchive for several outputs in one statement (the archiver's archives that end while the previous group is
-   * in flight): one answer per item, in order, each as recordArchive answers it alone. At most one item per task:
-   * archives of one task's outputs go in separate statements, which its row's lock serialises.
-   */
-  async recordArchiveMany(db: DbClient, inputs: readonly RecordArchiveInput[], now = new Date()): Promise<RecordedArchive[]> {
-    if (new Set(inputs.map((i) => i.taskId)).size !== inputs.length) throw new Error('recordArchiveMany: two items for one task');
-    const items = inputs.map(({ taskId, outputIndex, patch, file }, n) => ({
-      n,
+  async recordArchive(db: DbClient, input: RecordArchiveInput, now = new Date()): Promise<RecordedArchive> {
+    const { taskId, outputIndex, patch, file } = input;
+    const item = {
       taskId,
       outputIndex,
       patch,
@@ -496,20 +430,16 @@ export const taskRepository = {
         publicExpiresAt: file.publicExpiresAt ? iso(file.publicExpiresAt) : null,
         archiveStatus: file.archiveStatus ?? 'archived',
       }),
-    }));
-    const rows = await queryPrepared<ContextColumns & { completes: boolean; fileCreated: boolean }>(
-      db,
-      'gensvc_task_record_archives',
-      RECORD_ARCHIVES,
-      [JSON.stringify(items), iso(now)],
-    );
-    return rows.map(({ completes, fileCreated, ...columns }) => {
-      if (!completes) return { completed: null, fileCreated };
-      const { id, workspaceId, callbackRoundStart, callbackUrl } = columns;
-      // The statement joins the workspace and its secrets only for a completion with a callback.
-      const carried = carriedAttemptOf(columns);
-      return { completed: { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null, ...(carried && { carried }) }, fileCreated };
-    });
+    };
+    type Row = Pick<TaskRow, 'id' | 'workspaceId' | 'callbackUrl' | 'callbackRoundStart'> & {
+      completes: boolean;
+      fileCreated: boolean;
+    };
+    const values = [JSON.stringify(item), iso(now)];
+    const [row] = await queryPrepared<Row>(db, 'gensvc_task_record_archive', RECORD_ARCHIVE, values);
+    const { completes, fileCreated, id, workspaceId, callbackUrl, callbackRoundStart } = row!;
+    const completed = completes ? { id, workspaceId, callbackRoundStart, callback: callbackUrl !== null } : null;
+    return { completed, fileCreated };
   },
 
   /**
@@ -624,71 +554,58 @@ export const taskRepository = {
   // one outcome twice changes nothing.
 
   /**
-   * Delivery decisions applied, each with the attempt outcome it was taken on recorded first (its CallbackAttempt
-   * row) when the entry carries one, in one statement for all of them (the dispatcher records the attempts that end
-   * together at once). The one place the delivery rule is written: pending → delivered (as of the attempt's start)
-   * or → parked; or, for 'pending', the pending delivery marked as moved (for the reconciler: a pending delivery that
-   * stops moving has lost its next job). Each decision was made on the task as read (`decidedOn`), so it is applied
-   * only while the task still is so (pending, the same round start, not a round after the attempt's). Per entry, in
-   * order: `recorded` is whether the entry's attempt row was written now (false when it had one already: a
-   * concurrent run of the same job, and nothing is applied then; false too for an entry without an attempt, whose
-   * decision alone is applied: an outcome re-applied, the reconciler's move); `applied` false when the task changed
-   * meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide again. At most one
-   * entry per task: one statement applies one decision to a row.
+   * A delivery decision applied, with the attempt outcome it was taken on recorded first (its CallbackAttempt row)
+   * when the entry carries one, in one statement. The one place the delivery rule is written: pending → delivered
+   * (as of the attempt's start) or → parked; or, for 'pending', the pending delivery marked as moved (for the
+   * reconciler: a pending delivery that stops moving has lost its next job). The decision was made on the task as
+   * read (`decidedOn`), so it is applied only while the task still is so (pending, the same round start, not a round
+   * after the attempt's). `recorded` is whether the entry's attempt row was written now (false when it had one
+   * already: a concurrent run of the same job, and nothing is applied then; false too for an entry without an
+   * attempt, whose decision alone is applied: an outcome re-applied, the reconciler's move); `applied` false when
+   * the task changed meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide again.
    */
-  async recordDeliveryAttempts(db: DbClient, entries: readonly DeliveryAttemptEntry[], now = new Date()): Promise<DeliveryRecord[]> {
-    const rows = entries.map((entry) => {
-      const { decidedOn, step } = entry;
-      const input = 'input' in entry ? entry.input : null;
-      return {
-        id: newId('cba'),
-        record: input !== null,
-        workspaceId: input?.workspaceId ?? null,
-        taskId: input?.taskId ?? (entry as DeliveryDecisionEntry).taskId,
-        attempt: input?.attempt ?? step!.attempt,
-        deliveryId: input?.deliveryId ?? null,
-        url: input?.url ?? null,
-        statusCode: input?.statusCode ?? null,
-        durationMs: input?.durationMs ?? null,
-        error: input?.error ?? null,
-        responseHead: input?.responseHead ?? null,
-        at: input?.at.toISOString() ?? null,
-        roundStart: decidedOn.callbackRoundStart,
-        to: step?.to ?? null,
-        deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
-      };
-    });
-    if (new Set(rows.map((r) => r.taskId)).size !== rows.length) throw new Error('recordDeliveryAttempts: two entries for one task');
-    const result = await queryPrepared<{
-      id: string;
+  async recordDeliveryAttempt(db: DbClient, entry: DeliveryAttemptEntry, now = new Date()): Promise<DeliveryRecord> {
+    const { decidedOn, step } = entry;
+    const input = 'input' in entry ? entry.input : null;
+    const item = {
+      id: newId('cba'),
+      record: input !== null,
+      workspaceId: input?.workspaceId ?? null,
+      taskId: input?.taskId ?? (entry as DeliveryDecisionEntry).taskId,
+      attempt: input?.attempt ?? step!.attempt,
+      deliveryId: input?.deliveryId ?? null,
+      url: input?.url ?? null,
+      statusCode: input?.statusCode ?? null,
+      durationMs: input?.durationMs ?? null,
+      error: input?.error ?? null,
+      responseHead: input?.responseHead ?? null,
+      at: input?.at.toISOString() ?? null,
+      roundStart: decidedOn.callbackRoundStart,
+      to: step?.to ?? null,
+      deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
+    };
+    const [row] = await queryPrepared<{
       recorded: boolean;
       applied: boolean;
       taskId: string | null;
       workspaceId: string | null;
       callbackState: TaskRow['callbackState'] | null;
       callbackRoundStart: number | null;
-    }>(db, 'gensvc_record_delivery_attempts', RECORD_DELIVERY_ATTEMPTS, [JSON.stringify(rows), now.toISOString()]);
-    const byId = new Map(result.map((r) => [r.id, r]));
-    return rows.map(({ id }) => {
-      const row = byId.get(id)!;
-      const task =
-        row.taskId === null ? null : { id: row.taskId, workspaceId: row.workspaceId!, callbackState: row.callbackState!, callbackRoundStart: row.callbackRoundStart! };
-      return { recorded: row.recorded, applied: row.applied, task };
-    });
+    }>(db, 'gensvc_record_delivery_attempt', RECORD_DELIVERY_ATTEMPT, [JSON.stringify(item), now.toISOString()]);
+    const { recorded, applied, taskId, workspaceId, callbackState, callbackRoundStart } = row!;
+    if (taskId === null) return { recorded, applied, task: null };
+    return { recorded, applied, task: { id: taskId, workspaceId: workspaceId!, callbackState: callbackState!, callbackRoundStart: callbackRoundStart! } };
   },
 
   /**
    * Starts a new round of attempts for a finished task with a callback_url, delivered, parked or pending: its first
-   * attempt follows the last one ever recorded. Returns that attempt number, with what that attempt reads (`carried`,
-   * the columns of attemptContexts' read as of this statement, as a completion carries them: never a secret, only
-   * their version) when the workspace's secrets are made; null when the task is not finished or has no callback_url.
-   * The round's first attempt has no earlier attempt of its round, so the carried context holds none (`last`).
+   * attempt follows the last one ever recorded. Returns that attempt number; null when the task is not finished or
+   * has no callback_url.
    */
-  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number; carried?: CarriedAttempt } | null> {
-    const [row] = await queryPrepared<ContextColumns>(db, 'gensvc_task_redeliver', REDELIVER, [taskId, workspaceId, iso(now)]);
-    if (!row) return null;
-    const carried = carriedAttemptOf(row);
-    return { attempt: row.callbackRoundStart, ...(carried && { carried }) };
+  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number } | null> {
+    const values = [taskId, workspaceId, iso(now)];
+    const [row] = await queryPrepared<{ callbackRoundStart: number }>(db, 'gensvc_task_redeliver', REDELIVER, values);
+    return row ? { attempt: row.callbackRoundStart } : null;
   },
 
   /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
@@ -701,40 +618,29 @@ export const taskRepository = {
   },
 };
 
-/**
- * redeliver's statement, prepared on the pool (planned once per connection; through Prisma it was planned on every
- * call): the new round, and the columns of attemptContexts' read for its first attempt (CONTEXT_COLUMNS), joined to the
- * updated row as that read joins them (CONTEXT_JOINS).
- */
+/** redeliver's statement, prepared on the pool. */
 const REDELIVER = `
-  WITH t AS (
-    UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = $3::timestamp(3),
-      "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
-    WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL AND t.status IN ('completed', 'failed', 'canceled')
-    RETURNING t.*
-  )
-  SELECT ${CONTEXT_COLUMNS}
-  FROM t${CONTEXT_JOINS}`;
+  UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = $3::timestamp(3),
+    "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
+  WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL
+    AND t.status IN ('completed', 'failed', 'canceled')
+  RETURNING t."callbackRoundStart"`;
 
 const STALE_PENDING_DELIVERIES = `
   SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"
   WHERE "callbackState" = 'pending' AND "updatedAt" < $1::timestamp(3) ORDER BY "updatedAt" LIMIT $2::int`;
 
 /**
- * recordDeliveryAttempts' statement, prepared on the pool. The attempts come as one JSON array (times as ISO UTC
- * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); per entry, the task is
- * delivered as of the attempt's start, parked or moved as of $2, once its attempt row is in (or at once for an entry
- * that records none). The final SELECT reads the tasks as the statement began (a data-modifying CTE's writes are not
- * visible to it): for an entry not applied, the state that made it so.
- *
- * The tasks are found by primary key (`id = ANY (ARRAY(…))`): planned for jsonb_to_recordset's nominal 100 rows, a
- * join on e."taskId" alone read the whole Task table (a seq scan: its cost grew with the table, ~1.9 ms at 2,250
- * rows), and the UPDATE walked every pending delivery through the callbackState index, hence the state compared as
- * text there, which no index serves.
+ * recordDeliveryAttempt's statement, prepared on the pool. The entry comes as one JSON object (times as ISO UTC
+ * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); the task is delivered as of the
+ * attempt's start, parked or moved as of $2, once its attempt row is in (or at once for an entry that records none).
+ * The final SELECT reads the task as the statement began (a data-modifying CTE's writes are not visible to it): for
+ * an entry not applied, the state that made it so. The state is compared as text, which no index serves, so the
+ * UPDATE finds the task by primary key rather than through the callbackState index.
  */
-const RECORD_DELIVERY_ATTEMPTS = `
+const RECORD_DELIVERY_ATTEMPT = `
   WITH e AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
+    SELECT * FROM jsonb_to_record($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
       "statusCode" int, "durationMs" int, error text, "responseHead" text, at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
   ), rec AS (
     INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
@@ -747,18 +653,18 @@ const RECORD_DELIVERY_ATTEMPTS = `
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
       "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
     FROM e LEFT JOIN rec ON rec.id = e.id
-    WHERE t.id = ANY (ARRAY(SELECT "taskId" FROM e)) AND (rec.id IS NOT NULL OR NOT e.record) AND t.id = e."taskId" AND e."to" IS NOT NULL
+    WHERE t.id = e."taskId" AND (rec.id IS NOT NULL OR NOT e.record) AND e."to" IS NOT NULL
       AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
   ), t AS (
-    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id = ANY (ARRAY(SELECT "taskId" FROM e))
+    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id = (SELECT "taskId" FROM e)
   )
-  SELECT e.id, rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
+  SELECT rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
     t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
   FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN t ON t.id = e."taskId"`;
 
 /**
- * One entry for recordDeliveryAttempts: an attempt's outcome, the task state its decision was made on, and the
+ * One entry for recordDeliveryAttempt: an attempt's outcome, the task state its decision was made on, and the
  * decision; or a decision alone (DeliveryDecisionEntry), about an attempt recorded before.
  */
 export type DeliveryAttemptEntry =
@@ -772,7 +678,7 @@ export interface DeliveryDecisionEntry {
   step: DeliveryUpdate;
 }
 
-/** What recording one attempt did (recordDeliveryAttempts). */
+/** What recording one attempt did (recordDeliveryAttempt). */
 export interface DeliveryRecord {
   recorded: boolean;
   applied: boolean;
@@ -800,12 +706,6 @@ export interface CompletedEditInput {
   files: CreateFileInput[];
 }
 
-/** What a task's generated files live by (generatedExpiry): its workspace's tier and own retention setting. */
-export interface WorkspaceRetention {
-  tier: Tier;
-  retentionDays: number | null;
-}
-
 /** A verified webhook's result for recordWebhookOutputs: the task, its signed job, the provider, the entries by kind. */
 export interface WebhookOutputInput {
   id: string;
@@ -816,7 +716,7 @@ export interface WebhookOutputInput {
 
 /** What recordWebhookOutputs did with one item (see there). */
 export type WebhookOutputRecord =
-  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model'>; retention: WorkspaceRetention }
+  | { outcome: 'recorded'; kind: string; charged: bigint; task: Pick<TaskRow, 'id' | 'workspaceId' | 'model'> }
   | { outcome: 'done' | 'not_this' | 'needs_row' | 'moved_on' };
 
 /** A task row as findUnique reads it (and RETURNING * gives it). */

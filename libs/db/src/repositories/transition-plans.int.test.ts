@@ -66,8 +66,8 @@ async function keptPlanScans(run: (i: number) => Promise<unknown>): Promise<Scan
 
 it('submits, polls and records the result of a task by primary-key probes, its hold settled the same way', async () => {
   const submit = await keptPlanScans(async (i) => {
-    const jobs = JSON.stringify([{ id: live[i]!.id, channelId: 'ch', upstreamId: `up_${i}`, upstreamUrls: null }]);
-    const { rowCount } = await client.query({ name: 'submit', text: MARK_SUBMITTED, values: [jobs, new Date().toISOString()] });
+    const values = [live[i]!.id, 'ch', `up_${i}`, null, new Date().toISOString()];
+    const { rowCount } = await client.query({ name: 'submit', text: MARK_SUBMITTED, values });
     expect(rowCount).toBe(1);
   });
   expect(submit).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });

@@ -3,7 +3,7 @@
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
 import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
-import { taskRepository, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord, type WorkspaceRetention } from '@gensvc/db';
+import { taskRepository, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import { scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
 import type { ProviderOutput } from './provider';
@@ -94,15 +94,14 @@ async function afterRecorded(
   deps: TaskResultDeps,
   task: Pick<TaskRow, 'id' | 'workspaceId' | 'model'>,
   entries: TaskOutputEntry[],
-  { charged, retention }: { charged: bigint; retention: WorkspaceRetention },
+  { charged }: { charged: bigint },
   log: Logger,
 ): Promise<void> {
   log.info({ outputs: entries.length, charged: charged.toString() }, 'task output recorded; archiving');
   if (deps.metrics) recordSpend(deps.metrics, { model: task.model, cost: charged });
-  // The jobs carry their outputs' sources and the workspace's retention, read with the result: the archiver reads none.
   // Should a process die before they are added, the archiver's reconciler adds them for a running task whose outputs
   // wait (services/archiver reconciler.ts).
-  await scheduleArchives(deps.queues, taskJobRef(task), { outputs: entries }, { retention });
+  await scheduleArchives(deps.queues, taskJobRef(task), { outputs: entries });
 }
 
 /**

@@ -9,7 +9,7 @@
 // the stream's HeadPeek would hold whole anyway before any byte flowed on: it is read as one buffer, sniffed, hashed
 // and put in one write (WHOLE_UP_TO).
 import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
-import { Tier, generatedFile, groupCommit, taskRepository, type CreateFileInput, type RecordArchiveInput } from '@gensvc/db';
+import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
@@ -37,36 +37,26 @@ const TIMEOUTS = {
 const WHOLE_UP_TO = SNIFF_BYTES;
 
 /**
- * Each outcome is recorded in one statement (taskRepository.recordArchiveMany, shared by the archives that end
- * together): the library row, the output's entry and,
+ * Each outcome is recorded in one statement (taskRepository.recordArchive): the library row, the output's entry and,
  * once no output is pending, the task's completion (spec §7: an output that cannot be archived does not fail the
  * task), so its envelope and callback point at {file_url}. Of archives finishing side by side exactly one completes
- * it; that one schedules the callback at once. A task completed already (an image edit, or a re-run) is left as it is.
+ * it; that one schedules the callback. A task completed already (an image edit, or a re-run) is left as it is.
  */
 export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
-  // The archives that end while the previous group's statement is in flight are recorded in one (issue 12: one commit
-  // for the group); at low load each goes alone, at the end of its turn. Two outputs of one task never share one.
-  const recordArchive = groupCommit((items: RecordArchiveInput[]) => taskRepository.recordArchiveMany(db, items), { max: 32, keyOf: (item) => item.taskId });
 
   /**
-   * The store round trip of a job that carries its source (one without a source read the task first): the outcome,
-   * and the task's completion when it is the last.
-   * The callback job is added without waiting for Redis's answer: it is written at once (scheduleCallback holds no
-   * due callback for the turn's other writes, which on a busy archiver cost it 2-4 ms p50), and this job's completion
-   * follows on the same connection as soon as the handler returns: the task's archive job is done one Redis round trip
-   * sooner (the process's very first add on the callbacks queue follows a moment later: BullMQ readies a queue with
-   * one round trip of its own). Waiting would change nothing if the add failed: a re-run of
-   * this job finds the task completed and adds nothing either way. The dispatcher's reconciler adds the callback
-   * of a completed task whose job is missing, whatever lost it. The job carries what its first attempt would read
-   * (the completion statement returned it): the dispatcher need not read it back while the job is fresh.
+   * Records the outcome, and schedules the callback when this completed the task. A failed add is logged, not
+   * thrown: a re-run of this job would find the task completed and add nothing, and the dispatcher's reconciler adds
+   * the callback of a completed task whose job is missing.
    */
   const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
-    const { completed: done, fileCreated } = await recordArchive({ taskId, outputIndex, patch, file });
+    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
       if (done.callback) {
-        scheduleCallback(deps.queues, taskJobRef({ id: taskId, workspaceId: done.workspaceId }), done.callbackRoundStart, { first: true, carried: done.carried }).catch((err: unknown) =>
+        const ref = taskJobRef({ id: taskId, workspaceId: done.workspaceId });
+        await scheduleCallback(deps.queues, ref, done.callbackRoundStart, { first: true }).catch((err: unknown) =>
           logger.error({ taskId, err }, "the callback job could not be added; the dispatcher's reconciler will add it"),
         );
       }
@@ -83,10 +73,7 @@ export function archiveOutput(deps: ArchiverDeps) {
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
     const { taskId, outputIndex } = payload;
     const log = logger.child({ taskId, outputIndex, jobId: ctx.job.id });
-    // Store round trip 1 of 2, only for a job that does not carry its source (a reconciler's, a v1 job): the job
-    // made with the result carries what this would read (ArchiveOutput v2), and the write below is conditional on
-    // the row whichever it is.
-    const task = carriedSource(payload) ?? (await readSource(taskId, outputIndex));
+    const task = await readSource(taskId, outputIndex);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
     const { entry } = task;
     if (!entry) {
@@ -105,8 +92,6 @@ export function archiveOutput(deps: ArchiverDeps) {
     const { fileId, storageKey } = location;
     const result = archivedOutputPatch(location);
 
-    // Known only when read (undefined: the job carried its source; an earlier run's row is then found by the write,
-    // whose insert of the library row does nothing when there is one, or by the failure path).
     const existing = task.archived;
     if (existing) {
       // Archived before (this job re-run, or a run that died before writing the entry): make the entry say so. The
@@ -116,15 +101,6 @@ export function archiveOutput(deps: ArchiverDeps) {
     }
 
     const notArchived = async (status: 'failed' | 'too_large', reason: string): Promise<ArchiveOutcome> => {
-      if (task.archived === undefined) {
-        // Not read at the start (the job carried its source): an earlier run may have archived this output, and its
-        // row's object must stay. Read now, on this rare path, as a job without a source read it first.
-        const archived = (await readSource(taskId, outputIndex))?.archived;
-        if (archived) {
-          await record(taskId, outputIndex, result);
-          return { outcome: 'archived', fileId: archived.id, bytes: Number(archived.bytes), already: true };
-        }
-      }
       // An earlier run that died after its upload left an object no row points to: remove it too.
       await deleteObject(s3, config.s3.bucket, storageKey);
       await record(taskId, outputIndex, notArchivedOutputPatch(status));
@@ -230,21 +206,8 @@ export function archiveOutput(deps: ArchiverDeps) {
 
 /** What archiving one output needs: the workspace (the library row's lives), the entry, and an earlier run's row. */
 interface Source {
-  workspace: { id: string; tier: Tier; retentionDays: number | null };
+  workspace: NonNullable<Awaited<ReturnType<typeof taskRepository.archiveSource>>>['workspace'];
   entry: Pick<TaskOutputEntry, 'url' | 'kind'> | undefined;
-  /** The output's library row when an earlier run made it; undefined when not read (carriedSource). */
-  archived: { id: string; bytes: bigint } | null | undefined;
-}
-
-const TIERS: readonly string[] = Object.values(Tier);
-
-/** The source the job carries (ArchiveOutput v2: set by the transition that recorded the output); null without one. */
-function carriedSource(payload: JobPayload<typeof ArchiveOutput>): Source | null {
-  const { source, workspaceId } = payload;
-  if (!source || workspaceId === undefined || !TIERS.includes(source.tier)) return null;
-  return {
-    workspace: { id: workspaceId, tier: source.tier as Tier, retentionDays: source.retentionDays },
-    entry: { url: source.url, kind: source.kind },
-    archived: undefined,
-  };
+  /** The output's library row when an earlier run made it. */
+  archived: { id: string; bytes: bigint } | null;
 }

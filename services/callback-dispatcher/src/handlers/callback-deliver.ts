@@ -1,10 +1,9 @@
 // callback.deliver: one attempt at POSTing a finished task's envelope to its callback_url (spec §6, DESIGN.md §4).
 //
-// Each attempt is a job of its own, [taskId, attempt], or, for the first attempts of tasks completed in one burst, a
-// payload of one bundle job that the worker runs as a job each (libs/queue bundles.ts); attempt numbers keep
-// increasing across redeliveries and a round of attempts starts at Task.callbackRoundStart. The j-th attempt of a
-// round (0-based) runs config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's
-// first job, made undelayed by whoever made the callback due); the failure of the round's last one parks the delivery.
+// Each attempt is a job of its own, [taskId, attempt]; attempt numbers keep increasing across redeliveries and a
+// round of attempts starts at Task.callbackRoundStart. The j-th attempt of a round (0-based) runs
+// config.callbacks.retryScheduleMs[j] after the previous one failed (index 0 is the round's first job, made undelayed
+// by whoever made the callback due); the failure of the round's last one parks the delivery.
 //
 // The receiver's failures (non-2xx, no answer within the timeout, a redirect, an address refused at delivery time)
 // are outcomes, recorded as attempts and never thrown; only Postgres and Redis errors throw, and the queue retries
@@ -15,20 +14,10 @@
 //    whose chain of jobs vanished (Redis flushed). What follows an attempt is decided by delivery-decision.ts.
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
-import type { CallbackDeliver, CarriedAttempt, JobPayload } from '@gensvc/contracts';
-import {
-  callbackRepository,
-  carriedAttemptContext,
-  groupCommit,
-  taskRepository,
-  type AttemptContext,
-  type Db,
-  type DeliveryAttemptEntry,
-  type DeliveryUpdate,
-  type TaskRow,
-} from '@gensvc/db';
+import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
+import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, readHead, type OutboundError, type OutboundReason } from '@gensvc/outbound';
-import { freshFirstRun, scheduleCallback, taskJobRef, type HandlerContext, type JobRuns, type Queues } from '@gensvc/queue';
+import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
@@ -52,12 +41,12 @@ export async function applyAttempt(
   const now = at.now ?? new Date();
   const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: at.endedAt });
   const step = deliveryUpdate(then, recorded);
-  if (step) await taskRepository.recordDeliveryAttempts(deps.db, [{ taskId: task.id, decidedOn: task, step }], now);
+  if (step) await taskRepository.recordDeliveryAttempt(deps.db, { taskId: task.id, decidedOn: task, step }, now);
   await scheduleNext(deps, task, then);
   return then;
 }
 
-/** How a step changes the task (taskRepository.recordDeliveryAttempts), or null when it changes nothing. */
+/** How a step changes the task (taskRepository.recordDeliveryAttempt), or null when it changes nothing. */
 function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): DeliveryUpdate | null {
   const { attempt } = recorded;
   if (then.step === 'delivered') return { attempt, to: 'delivered', at: recorded.createdAt };
@@ -71,9 +60,6 @@ function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): Delivery
 async function scheduleNext(deps: { queues: Queues }, task: Pick<TaskRow, 'id' | 'workspaceId'>, then: DeliveryStep) {
   if (then.step === 'retry') await scheduleCallback(deps.queues, taskJobRef(task), then.attempt, { delayMs: then.delayMs });
 }
-
-/** An attempt's outcome with its decision (recordDeliveryAttempts' entry that records an attempt). */
-type AttemptEntry = Extract<DeliveryAttemptEntry, { input: unknown }>;
 
 export type DeliverOutcome =
   | { outcome: 'skipped'; reason: 'task_gone' | 'no_callback' | 'not_pending' | 'stale_round' | 'not_next' }
@@ -89,97 +75,10 @@ const USER_AGENT = 'gensvc-callbacks/1';
 /** Refusals of the URL itself: at delivery time they mean the address policy said no (DNS rebinding, say). */
 const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
 
-/** Attempts read or recorded in one statement at most (the worker's concurrency bounds it in practice). */
-const GROUP_MAX = 100;
-/**
- * A record group waits for this many attempts, at most RECORD_HOLD_MS, while other attempts are still under way:
- * the statement's fixed cost (commit, plan, CTEs) is shared by more attempts. Only the attempt's job waits (its
- * callback was received already); the dispatcher is CPU-bound long before its 64 slots are, so a slot held a few ms
- * longer costs no throughput. Group size is rate × wait: ~10 at 400 deliveries/s, the full 32 from ~1,600/s.
- */
-const RECORD_FILL = 32;
-const RECORD_HOLD_MS = 20;
-
-/** Workspaces whose signing secrets the dispatcher keeps (the oldest goes first). */
-const SECRETS_KEPT = 10_000;
-
-/** A workspace's signing secrets as a read found them: their version, and until when they sign (epoch ms). */
-export interface KeptSecrets {
-  version: number;
-  signing: string[];
-  until: number;
-}
-
-/**
- * The context a job's completion carried, as the attempt's read would answer it now, or null when the attempt must
- * read: the job is not on its fresh first run (freshFirstRun: a dispatcher that died mid-attempt may have recorded it;
- * a redelivery or a rotation may have come while it waited), or the secrets kept for its workspace are none, of
- * another version than the completion saw, or past their `until`. A rotation that lands within CARRIED_FRESH_MS signs
- * this attempt with the secrets it replaced, as one landing between a read and its POST does; the previous secret
- * stays valid for 24 h after a rotation, and the next attempts read the new ones.
- */
-export function carriedContextOf(
-  carried: CarriedAttempt,
-  job: JobRuns,
-  kept: KeptSecrets | undefined,
-  now: Date,
-): AttemptContext | null {
-  if (!freshFirstRun(job, now.getTime())) return null;
-  if (!kept || kept.version !== carried.secretsVersion || now.getTime() >= kept.until) return null;
-  return carriedAttemptContext(carried, kept.signing, now);
-}
-
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger } = deps;
-  // The attempts running at once read their contexts in one statement and record their outcomes in one
-  // (group-commit.ts); an attempt's start is when its context was read.
-  const readContext = groupCommit(
-    async (taskIds: string[]) => {
-      const at = new Date();
-      const contexts = await callbackRepository.attemptContexts(db, taskIds, at);
-      return taskIds.map((id) => ({ context: contexts.get(id) ?? null, at }));
-    },
-    { max: GROUP_MAX },
-  );
-  // Under load a record group waits for attempts taken and not yet recorded (group-commit.ts `hold`; each attempt is
-  // announced with expect()). Not the read: it stands between a due callback and its receiver.
-  const recordAttempt = groupCommit((entries: AttemptEntry[]) => taskRepository.recordDeliveryAttempts(db, entries), {
-    max: GROUP_MAX,
-    keyOf: (entry) => entry.input.taskId,
-    hold: { fill: RECORD_FILL, ms: RECORD_HOLD_MS },
-  });
-
-  // The signing secrets each read found, by workspace: what a carried first attempt signs with when its completion
-  // saw the same version. Never the only copy: any other case reads them.
-  const secretsOf = new Map<string, KeptSecrets>();
-  const keepSecrets = ({ task, signing, signingUntil, secretsVersion }: AttemptContext) => {
-    if (!signing || secretsVersion === null) return;
-    secretsOf.delete(task.workspaceId);
-    if (secretsOf.size >= SECRETS_KEPT) secretsOf.delete(secretsOf.keys().next().value!);
-    secretsOf.set(task.workspaceId, { version: secretsVersion, signing, until: signingUntil?.getTime() ?? Infinity });
-  };
-  const carriedContext = ({ carried }: JobPayload<typeof CallbackDeliver>, job: HandlerContext['job']) => {
-    if (!carried) return null;
-    const at = new Date();
-    const context = carriedContextOf(carried, job, secretsOf.get(carried.workspaceId), at);
-    return context && { context, at };
-  };
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
-    const record = recordAttempt.expect();
-    try {
-      return await attemptOnce(payload, ctx, record.send);
-    } finally {
-      // Ended without a record (skipped, or failed): a group held for it goes now rather than at RECORD_HOLD_MS.
-      record.cancel();
-    }
-  };
-
-  async function attemptOnce(
-    payload: JobPayload<typeof CallbackDeliver>,
-    ctx: HandlerContext,
-    record: (entry: AttemptEntry) => ReturnType<typeof recordAttempt>,
-  ): Promise<DeliverOutcome> {
     const { taskId, attempt } = payload;
     const deliveryId = deliveryIdFor(taskId, attempt);
     // The attempt's fields on each line, without a child logger per attempt (pino serialises a child's bindings when
@@ -191,13 +90,11 @@ export function callbackDeliver(deps: DispatcherDeps) {
     };
 
     // One read before sending (the task, its last attempt, the workspace's currency and secrets, the archived file)
-    // and one write after it (the attempt, and its decision applied while the task is still as read), each a
-    // statement shared with the attempts running at once. A fresh first attempt has what the read would answer from
-    // its completion (carriedContext), with the secrets of the version it saw, and reads nothing.
-    const carried = carriedContext(payload, ctx.job);
-    const { context, at: startedAt } = carried ?? (await readContext(taskId));
+    // and one write after it (the attempt, and its decision applied while the task is still as read). The attempt
+    // starts when its context is read.
+    const startedAt = new Date();
+    const context = await callbackRepository.attemptContext(db, taskId, startedAt);
     if (!context) return { outcome: 'skipped', reason: 'task_gone' };
-    if (!carried) keepSecrets(context);
     const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
     if (task.callbackState !== 'pending') return { outcome: 'skipped', reason: 'not_pending' };
@@ -238,7 +135,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const outcome: RecordedAttempt = { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs };
     const now = new Date();
     const planned = decideDelivery(task, outcome, config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: result.endedAt });
-    const { recorded, applied, task: current } = await record({
+    const { recorded, applied, task: current } = await taskRepository.recordDeliveryAttempt(db, {
       input: {
         workspaceId: task.workspaceId,
         taskId,
@@ -266,7 +163,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     else then = await applyAttempt(deps, current, outcome, { now, endedAt: result.endedAt });
     if (then.step === 'parked') log.warn({}, 'callback: parked after the last attempt of its round failed');
     return { outcome: 'attempted', attempt, statusCode: result.statusCode, error: result.error, then };
-  }
+  };
 }
 
 interface SendResult {

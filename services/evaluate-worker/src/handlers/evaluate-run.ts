@@ -59,10 +59,8 @@ export function evaluateRun(deps: EvaluateRunDeps) {
       const { model, answers, usage } = outcome;
       result = { ok: true, answers, usage, cost: costOf(model, usage).toString() };
     }
-    // Sent, not awaited: BullMQ marks the job done on the same connection right after, and both leave in one socket
-    // write (the publish holds the connection's writes to the end of this turn, coalesceWrites); Redis runs them in
-    // that order, so the reply still goes out before the job is done. Awaiting the PUBLISH's answer here would send
-    // the completion a round trip later, in a write of its own.
+    // Sent, not awaited: BullMQ marks the job done on the same connection right after, and Redis runs a connection's
+    // commands in order, so the reply still goes out before the job is done, without waiting a round trip for it.
     void reply({ id: ctx.job.id!, result });
     return result;
   };

@@ -4,17 +4,16 @@
 // provider was asked for a webhook: then no poll is made (issue 12: poll only as the fallback). The webhook's arrival
 // records the result at the edge (or, for a job that ended otherwise, adds a poll there); a webhook that never comes
 // leaves the task running unmoved, and the task-runner's reconciler polls it once it has waited
-// TASK_POLL_WEBHOOK_FALLBACK (reconciler.ts). The task is the row its job carries on the job's fresh first run (the
-// edge's creation wrote it: carriedTaskOf), read otherwise.
+// TASK_POLL_WEBHOOK_FALLBACK (reconciler.ts).
 //
 // The one window no design closes: neither Replicate nor fal takes an idempotency key, so a worker that dies after
 // the provider accepted the job but before markSubmitted committed leaves a job at the provider that nobody tracks,
 // and the retried submit makes a second one. The customer is still charged once: money moves only with the task row.
 import { TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload, type TaskSubmit } from '@gensvc/contracts';
 import { fileContentLink } from '@gensvc/auth';
-import { fileRepository, groupCommit, taskRepository, type SubmittedJob, type TaskRow } from '@gensvc/db';
+import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
 import { isRetryable } from '@gensvc/errors';
-import { freshFirstRun, isLastAttempt, type HandlerContext, type JobRuns } from '@gensvc/queue';
+import { isLastAttempt, type HandlerContext } from '@gensvc/queue';
 import { toAppError, upstreamModelOf, withFailover, type CatalogRoute, type ProviderInput, type Submitted } from '@gensvc/upstream';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
@@ -26,53 +25,15 @@ export type SubmitOutcome =
 
 type Prepared = { input: ProviderInput } | { failure: { code: string; message: string } };
 
-/** What a submit reads of its task: a read row, or the one its job carried (carriedTaskOf). */
-export type SubmitTask = Pick<TaskRow, 'id' | 'workspaceId' | 'status' | 'upstreamId' | 'attempts' | 'output' | 'model' | 'operation' | 'input' | 'createdAt' | 'deadlineAt'>;
-
-/**
- * The task as the creation that made this job wrote it (TaskSubmit `carried`), or null when the submit must read
- * the row: no row carried (a reconciler's job, a v1 payload), or not the job's fresh first run (freshFirstRun: a
- * re-run's first run may have submitted before it died, which only the row says; a job that waited may find the task
- * canceled). A task canceled within the fresh window is submitted and then not recorded (markSubmitted decides on
- * the row), and its provider job is canceled at once.
- */
-export function carriedTaskOf(
-  payload: Pick<JobPayload<typeof TaskSubmit>, 'taskId' | 'workspaceId' | 'carried'>,
-  job: JobRuns,
-  now: number,
-): SubmitTask | null {
-  const { carried, workspaceId } = payload;
-  if (!carried || workspaceId === undefined || !freshFirstRun(job, now)) return null;
-  return {
-    id: payload.taskId,
-    workspaceId,
-    status: carried.status,
-    upstreamId: null,
-    attempts: carried.attempts,
-    output: null,
-    model: carried.model,
-    operation: carried.operation,
-    input: carried.input as TaskRow['input'],
-    createdAt: new Date(carried.createdAt),
-    deadlineAt: carried.deadlineAt === null ? null : new Date(carried.deadlineAt),
-  };
-}
-
 /** A route to a channel that speaks one of the task protocols. */
 type TaskRoute = CatalogRoute & { channel: { kind: TaskChannelKind } };
 const isTaskRoute = (route: CatalogRoute): route is TaskRoute => isTaskChannelKind(route.channel.kind);
 
 export function taskSubmit(deps: TaskHandlerDeps) {
   const { db, catalog, breaker, providers, logger } = deps;
-  // The submits that end while the previous group's statement is in flight record their provider jobs in one (issue
-  // 12: one commit for the group); at low load each goes alone, at the end of its turn. One task's two never share one.
-  const markSubmitted = groupCommit((items: { id: string; job: SubmittedJob }[]) => taskRepository.markSubmittedMany(db, items), {
-    max: 32,
-    keyOf: (item) => item.id,
-  });
 
   return async (payload: JobPayload<typeof TaskSubmit>, ctx: HandlerContext): Promise<SubmitOutcome> => {
-    const task = carriedTaskOf(payload, ctx.job, Date.now()) ?? (await taskRepository.find(db, payload.taskId));
+    const task = await taskRepository.find(db, payload.taskId);
     if (!task) return { outcome: 'skipped', reason: 'task_gone' };
     const log = logger.child({ taskId: task.id, workspaceId: task.workspaceId, jobId: ctx.job.id });
     if (task.status !== 'queued' || task.upstreamId !== null) {
@@ -120,7 +81,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     }
 
     const { route, job } = submitted;
-    const recorded = await markSubmitted({ id: task.id, job: { channelId: route.channel.id, upstreamId: job.upstreamId, upstreamUrls: job.urls } });
+    const submittedJob = { channelId: route.channel.id, upstreamId: job.upstreamId, upstreamUrls: job.urls };
+    const recorded = await taskRepository.markSubmitted(db, task.id, submittedJob);
     if (!recorded) {
       // Canceled (or timed out) while the provider was being called: the job just made there is ours to stop.
       log.info({ channel: route.channel.name, upstreamId: job.upstreamId }, 'task moved on while it was being submitted; canceling the provider job');
@@ -140,7 +102,7 @@ export function taskSubmit(deps: TaskHandlerDeps) {
  * The provider's input: the request as the edge validated it, with a workspace file reference turned into a fresh
  * signed link (valid an hour, the provider fetches it at once), after checking the file is still there.
  */
-async function prepareInput(deps: TaskHandlerDeps, task: SubmitTask, kind: ProviderInput['kind']): Promise<Prepared> {
+async function prepareInput(deps: TaskHandlerDeps, task: TaskRow, kind: ProviderInput['kind']): Promise<Prepared> {
   const input = task.input as unknown as GenerationInput | null;
   if (!input || typeof input.prompt !== 'string' || !Number.isInteger(input.width) || !Number.isInteger(input.height)) {
     return { failure: { code: 'internal_error', message: "The task's input could not be read." } };

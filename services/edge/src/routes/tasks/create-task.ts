@@ -39,7 +39,7 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
       deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
     });
     try {
-      await scheduleSubmit(deps.queues, taskJobRef(task, requestId), { created: task });
+      await scheduleSubmit(deps.queues, taskJobRef(task, requestId));
     } catch (err) {
       // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
       // job is missing, so the caller is answered as usual.

@@ -30,10 +30,9 @@ export async function startRedelivery(deps: Pick<EdgeDeps, 'db' | 'queues'>, wor
     const task = await findTask(deps, workspaceId, id);
     throw errors.notRedeliverable(task.callbackUrl === null ? 'The task has no callback_url: there is nothing to deliver.' : `The task is ${task.status}: its result is delivered once it has finished.`);
   }
-  const { attempt, carried } = round;
+  const { attempt } = round;
   try {
-    // The job carries what its attempt would read, as a completion's does: its first run reads nothing.
-    await scheduleCallback(deps.queues, { taskId: id, workspaceId, requestId }, attempt, { promote: true, carried });
+    await scheduleCallback(deps.queues, { taskId: id, workspaceId, requestId }, attempt, { promote: true });
   } catch (err) {
     // The round is recorded (callback pending): the reconciler re-ensures its job.
     log.error({ err, task_id: id, attempt }, 'redeliver: callback.deliver could not be queued; the reconciler will');
