@@ -2,10 +2,12 @@
 -- (gensvc_reserve), then the Task row only when the hold was made, so both are written or neither. Replaces the
 -- grouped form (gensvc_task_create_many). Answers the hold's outcome and, when the task was written, the columns it
 -- took from their defaults.
-CREATE FUNCTION gensvc_task_create(p_reservation TEXT, p_workspace TEXT, p_key TEXT, p_request TEXT, p_amount BIGINT,
-                                   p_hold_expires TIMESTAMP(3), p_id TEXT, p_model TEXT, p_operation TEXT, p_input JSONB,
-                                   p_callback_url TEXT, p_deadline TIMESTAMP(3), p_now TIMESTAMP(3))
-RETURNS TABLE (hold TEXT, status "TaskStatus", attempts INTEGER, "callbackState" "CallbackState", "callbackRoundStart" INTEGER)
+CREATE FUNCTION gensvc_task_create(p_reservation TEXT, p_workspace TEXT, p_key TEXT, p_request TEXT,
+                                   p_amount BIGINT, p_hold_expires TIMESTAMP(3), p_id TEXT, p_model TEXT,
+                                   p_operation TEXT, p_input JSONB, p_callback_url TEXT, p_deadline TIMESTAMP(3),
+                                   p_now TIMESTAMP(3))
+RETURNS TABLE (hold TEXT, status "TaskStatus", attempts INTEGER, "callbackState" "CallbackState",
+               "callbackRoundStart" INTEGER)
 LANGUAGE plpgsql AS $$
 BEGIN
   hold := gensvc_reserve(p_reservation, p_workspace, p_key, p_request, p_amount, p_hold_expires);

@@ -83,7 +83,7 @@ export interface SettleInput {
  * before calling upstream, then settle to the real cost or release. Exact under any concurrency: the conditional
  * updates run under row locks, so a key's spent + reserved never passes its cap and a balance never goes below zero.
  */
-/** A hold's answer (gensvc_reserve, gensvc_lease, gensvc_task_create): returns on 'ok', else throws the 402 it names. */
+/** A hold's answer (gensvc_reserve, gensvc_lease, gensvc_task_create): returns on 'ok', else throws its 402. */
 export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
   switch (outcome) {
     case 'ok':

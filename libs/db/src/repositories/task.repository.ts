@@ -110,7 +110,8 @@ const iso = (d: Date) => d.toISOString();
 
 // A creation: the hold and the queued task in one statement, both or neither (migration 20261129000000).
 const CREATE = `SELECT hold, status, attempts, "callbackState", "callbackRoundStart"
-  FROM gensvc_task_create($1, $2, $3, $4, $5::bigint, $6::timestamp(3), $7, $8, $9, $10::jsonb, $11, $12::timestamp(3), $13::timestamp(3))`;
+  FROM gensvc_task_create($1, $2, $3, $4, $5::bigint, $6::timestamp(3), $7, $8, $9, $10::jsonb, $11,
+                          $12::timestamp(3), $13::timestamp(3))`;
 
 /**
  * What CREATE answers: the hold's outcome and the columns the row took from their defaults (the schema stays their one

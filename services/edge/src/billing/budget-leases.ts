@@ -1,12 +1,12 @@
 // Budget leases and group-commit charges: the one owner of a replica's leased money, behind Holds (holds.ts).
 //
-// A call settled while its caller waits does not go to Postgres to reserve its cost. This replica leases spend in blocks per (workspace, key)
-// — one statement moves a block out of the balance and onto the key's reserved (gensvc_lease) — and holds each call
-// against a lease in memory. Charges are written in batches: whatever is pending is sent in one statement
-// (gensvc_lease_charge) while the previous one is in flight, so at low load a charge goes at once and at high load
-// hundreds share a round trip. Exactness rests on Postgres: the sum of live leases never passes what the cap and the
-// balance allow (gensvc_lease takes at most what both have left), and a call is held only against money a lease
-// really holds.
+// A call settled while its caller waits does not go to Postgres to reserve its cost. This replica leases spend in
+// blocks per (workspace, key) — one statement moves a block out of the balance and onto the key's reserved
+// (gensvc_lease) — and holds each call against a lease in memory. Charges are written in batches: whatever is pending
+// is sent in one statement (gensvc_lease_charge) while the previous one is in flight, so at low load a charge goes at
+// once and at high load hundreds share a round trip. Exactness rests on Postgres: the sum of live leases never passes
+// what the cap and the balance allow (gensvc_lease takes at most what both have left), and a call is held only
+// against money a lease really holds.
 //
 // What a SIGKILL can and cannot lose: a charge is durable within one flush of the answer (the answer does not wait
 // for it). Killed in between, the call is not charged — never charged twice, never charged without its ledger entry:

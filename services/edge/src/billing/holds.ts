@@ -9,7 +9,15 @@
 //    still held or not at all. A task's hold is written with the task in one statement (both or neither) and the task
 //    row names it; its completion settles it and its failure or cancel releases it, in their own transactions. A hold
 //    whose owner died unsettled is given back at its expiry by billing.release-expired.
-import { billingRepository, taskRepository, type CreateTaskInput, type Db, type SettleInput, type TaskRow, type Tx } from '@gensvc/db';
+import {
+  billingRepository,
+  taskRepository,
+  type CreateTaskInput,
+  type Db,
+  type SettleInput,
+  type TaskRow,
+  type Tx,
+} from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { BudgetLeases, HoldOwner, LeaseHold } from './budget-leases';
 
@@ -85,7 +93,9 @@ export class Holds {
       amount,
       settle: async (charge, tx) => (await billingRepository.settle(tx ?? this.db, id, charge))?.charged ?? null,
       release: async () => {
-        await billingRepository.release(this.db, id).catch((err) => this.log.error({ err, reservationId: id }, 'could not release a hold; it is released at its expiry'));
+        await billingRepository
+          .release(this.db, id)
+          .catch((err) => this.log.error({ err, reservationId: id }, 'could not release a hold; it is released at its expiry'));
       },
     };
   }

@@ -191,7 +191,8 @@ export class ChatProxy {
 
   /** Charged after the answer, not awaited; spend metrics count it once it is written. */
   private charge(hold: Hold, call: ChatCall, usage: Usage) {
-    const input = { cost: costOf(call.model, usage), model: call.model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+    const { inputTokens, outputTokens } = usage;
+    const input = { cost: costOf(call.model, usage), model: call.model.id, inputTokens, outputTokens };
     void hold.settle(input).then((charged) => {
       if (charged) recordSpend(this.deps.metrics, { ...input, cost: charged });
     });

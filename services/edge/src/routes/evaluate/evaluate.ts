@@ -87,7 +87,8 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
       await hold.release();
       return refuse(result.error);
     }
-    const charge = { cost: BigInt(result.cost), model: model.id, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+    const { inputTokens, outputTokens } = result.usage;
+    const charge = { cost: BigInt(result.cost), model: model.id, inputTokens, outputTokens };
     const charged = await hold.settle(charge);
     if (charged) recordSpend(deps.metrics, { ...charge, cost: charged });
     if (charged === null) {

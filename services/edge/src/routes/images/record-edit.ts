@@ -133,7 +133,9 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
       const { usage } = input;
       const settled = await input.hold.settle({ cost: input.cost, model: input.modelId, taskId, ...usage }, tx);
       // Held for longer than its TTL (released as abandoned): the call cannot be charged, so it is not recorded.
-      if (settled === null) throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
+      if (settled === null) {
+        throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
+      }
       charged = { ...usage, charged: settled };
     });
     recordSpend(deps.metrics, { model: input.modelId, cost: charged!.charged, inputTokens: charged!.inputTokens, outputTokens: charged!.outputTokens });
