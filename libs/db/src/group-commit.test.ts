@@ -1,4 +1,4 @@
-import { groupCommit } from './group-commit';
+import { groupCommit, groupCommitPerKey } from './group-commit';
 
 /** A `run` whose groups are recorded and which answers only when told to (one deferred answer per group). */
 function gated() {
@@ -159,5 +159,38 @@ describe('groupCommit', () => {
       expect(await a).toBe('a!');
       never.cancel();
     });
+  });
+});
+
+describe('groupCommitPerKey', () => {
+  it('groups the items of one key, one group of each key in flight, and no key waits for another', async () => {
+    const { groups, gates, run } = gated();
+    const send = groupCommitPerKey((item: string) => item[0]!, run, { max: 10 });
+    const x1 = send('x1');
+    const y1 = send('y1');
+    await tick();
+    // Each key's first item goes at once, in a group of its own.
+    expect(groups).toEqual([['x1'], ['y1']]);
+    const xs = ['x2', 'x3'].map(send);
+    const y2 = send('y2');
+    await tick();
+    expect(groups).toHaveLength(2); // x2, x3 wait for x1's group, y2 for y1's
+    gates[1]!.release(); // y1's group answers first: y2 goes, x's group still waits for x1
+    expect(await y1).toBe('y1!');
+    await tick();
+    expect(groups).toEqual([['x1'], ['y1'], ['y2']]);
+    gates[0]!.release();
+    expect(await x1).toBe('x1!');
+    await tick();
+    expect(groups[3]).toEqual(['x2', 'x3']);
+    gates[2]!.release();
+    gates[3]!.release();
+    expect(await Promise.all([...xs, y2])).toEqual(['x2!', 'x3!', 'y2!']);
+    // A key whose items all answered starts afresh: its next item goes at once.
+    const x4 = send('x4');
+    await tick();
+    expect(groups[4]).toEqual(['x4']);
+    gates[4]!.release();
+    expect(await x4).toBe('x4!');
   });
 });

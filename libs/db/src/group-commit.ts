@@ -1,7 +1,8 @@
-// Group commit for statements: the dispatcher's attempts running at once read their contexts in one statement and
-// record their outcomes in one, as the edge's budget leases write their charges. Whatever is pending is sent as one
-// group while the previous group of the same kind is in flight, so at low load an item goes at once (at the end of the
-// event loop's turn, no timer) and at high load the statements per item fall with the load.
+// Group commit for statements: the dispatcher's attempts running at once read their contexts in one
+// statement and record their outcomes in one, and the edge's task creations of one key are written in one, as the
+// edge's budget leases write their charges. Whatever is pending is sent as one group while the previous group of the
+// same kind is in flight, so at low load an item goes at once (at the end of the event loop's turn, no timer) and at
+// high load the statements per item fall with the load.
 
 export interface GroupCommitOptions<I> {
   /** Items in one group at most. */
@@ -115,4 +116,23 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
     };
   };
   return Object.assign(send, { expect });
+}
+
+/**
+ * A groupCommit per key: the items of one key share groups, one group of each key in flight at a time, and keys never
+ * wait on each other's statements (the edge's task creations, grouped per API key by Holds: a group locks its key's
+ * rows once). A key's groupCommit is dropped once none of its items is outstanding.
+ */
+export function groupCommitPerKey<I, O>(keyOf: (item: I) => string, run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): (item: I) => Promise<O> {
+  const byKey = new Map<string, { commit: GroupCommit<I, O>; outstanding: number }>();
+  return (item) => {
+    const key = keyOf(item);
+    let entry = byKey.get(key);
+    if (!entry) byKey.set(key, (entry = { commit: groupCommit(run, options), outstanding: 0 }));
+    const current = entry;
+    current.outstanding++;
+    return current.commit(item).finally(() => {
+      if (--current.outstanding === 0 && byKey.get(key) === current) byKey.delete(key);
+    });
+  };
 }

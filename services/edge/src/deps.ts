@@ -86,7 +86,19 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   const rateSlots = new SlotLeases(redis);
   const agents = new OutboundAgents();
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, holds, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache(), recordWebhookOutput: webhookResults(db) },
+    deps: {
+      ...clients,
+      keyCache,
+      catalog,
+      breaker,
+      queues,
+      evaluateReplies,
+      holds,
+      rateSlots,
+      outbound: { agents },
+      callbackTls: new VerifiedTlsCache(),
+      recordWebhookOutput: webhookResults(db),
+    },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
       await holds.close();

@@ -1,4 +1,4 @@
-import { errors } from '@gensvc/errors';
+import { errors, type AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { newId } from '../ids';
 
@@ -83,18 +83,24 @@ export interface SettleInput {
  * before calling upstream, then settle to the real cost or release. Exact under any concurrency: the conditional
  * updates run under row locks, so a key's spent + reserved never passes its cap and a balance never goes below zero.
  */
-/** A hold's answer (gensvc_reserve, gensvc_lease, gensvc_task_create): returns on 'ok', else throws its 402. */
-export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
+/** A hold's answer (gensvc_reserve, gensvc_lease, gensvc_task_create_many): null on 'ok', else the 402 it names. */
+export function refusalOf(outcome: string | undefined, fn = 'gensvc_reserve'): AppError | null {
   switch (outcome) {
     case 'ok':
-      return;
+      return null;
     case 'spending_cap_exhausted':
-      throw errors.spendingCapExhausted();
+      return errors.spendingCapExhausted();
     case 'insufficient_balance':
-      throw errors.insufficientBalance();
+      return errors.insufficientBalance();
     default:
       throw new Error(`${fn} answered ${JSON.stringify(outcome)}`);
   }
+}
+
+/** A hold's answer: returns on 'ok', else throws the 402 it names (refusalOf). */
+export function assertHeld(outcome: string | undefined, fn = 'gensvc_reserve'): void {
+  const refusal = refusalOf(outcome, fn);
+  if (refusal) throw refusal;
 }
 
 export const billingRepository = {

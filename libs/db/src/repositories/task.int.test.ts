@@ -52,6 +52,45 @@ it('creation is one statement: a row that cannot be written leaves no hold, and 
   expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
 });
 
+describe('createMany (the edge groups one key\'s creations)', () => {
+  const input = (c: { workspaceId: string; apiKeyId: string }, over: { id?: string; amount?: bigint } = {}) => ({
+    id: newId('tsk'),
+    ...c,
+    requestId: `req_${newId('tsk')}`,
+    model: 'sim/image-1',
+    operation: 'text-to-image',
+    input: { prompt: 'a lighthouse', width: 64, height: 64 },
+    callbackUrl: 'https://receiver.example/cb',
+    amount: PRICE,
+    deadlineAt: new Date(Date.now() + 10 * 60_000),
+    ...over,
+  });
+
+  it('holds each item in order, as one creation after another: the items the balance covers are written, the rest answer 402', async () => {
+    const c = await customer(3n * PRICE);
+    // The second is too dear for what is left after the first; the third and fourth fit after it, the fifth does not.
+    const inputs = [input(c), input(c, { amount: 3n * PRICE }), input(c), input(c), input(c)];
+    const answers = await taskRepository.createMany(ctx.db, inputs);
+    expect(answers.map((a) => (isAppError(a) ? a.code : a.status))).toEqual(['queued', 'insufficient_balance', 'queued', 'queued', 'insufficient_balance']);
+    for (const [i, a] of answers.entries()) {
+      if (isAppError(a)) continue;
+      // Composed from the item and the defaulted columns: it is the stored row.
+      expect(a).toEqual(await ctx.db.task.findUniqueOrThrow({ where: { id: inputs[i]!.id } }));
+      expect(a).toMatchObject({ callbackUrl: 'https://receiver.example/cb', reserved: PRICE, requestId: inputs[i]!.requestId });
+    }
+    expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(3);
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 0n, held: 3n * PRICE, reserved: 3n * PRICE });
+  });
+
+  it('is one transaction: an item that cannot be written leaves no task and no hold of any item', async () => {
+    const c = await customer(10n * PRICE);
+    const existing = await makeTask(ctx.db, { ...c, amount: PRICE });
+    await expect(taskRepository.createMany(ctx.db, [input(c), input(c, { id: existing.id }), input(c)])).rejects.toBeDefined();
+    expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
+    expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 9n * PRICE, held: PRICE, reserved: PRICE });
+  });
+});
+
 it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {
   for (let round = 0; round < 10; round++) {
     const c = await customer();
@@ -226,9 +265,11 @@ describe('recordWebhookOutputs', () => {
       taskRepository.recordWebhookOutputs(ctx.db, forward.filter((_, i) => i % 2 === 1)),
       ...tasks.slice(0, 6).map(({ task }) => taskRepository.recordOutput(ctx.db, task.id, entry('image'), PRICE)),
       taskRepository.finish(ctx.db, tasks[23]!.task.id, { status: 'canceled' }),
-      ...[b, b, b, a, a, other].map((c) => taskRepository.create(ctx.db, creation(c))),
+      taskRepository.createMany(ctx.db, [creation(b), creation(b), creation(b)]),
+      taskRepository.createMany(ctx.db, [creation(a), creation(a)]),
+      taskRepository.createMany(ctx.db, [creation(other)]),
     ]);
-    expect(results).toHaveLength(16);
+    expect(results).toHaveLength(13);
     for (const { task } of tasks.slice(0, 23)) {
       expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'running', cost: PRICE });
       expect(await ctx.db.ledgerEntry.count({ where: { taskId: task.id } })).toBe(1);

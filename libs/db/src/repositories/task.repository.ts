@@ -14,11 +14,12 @@
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
 import { TASK_OPERATIONS, archivedFileIdOf, type CarriedAttempt, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import { isAppError, type AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
 import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
-import { assertHeld } from './billing.repository';
+import { refusalOf } from './billing.repository';
 import { CONTEXT_COLUMNS, CONTEXT_JOINS, carriedAttemptOf, type ContextColumns, type RecordAttemptInput } from './callback.repository';
 import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
 
@@ -108,14 +109,12 @@ const taskRowOf = ({ reserved, cost, ...row }: RawTaskRow): TaskRow => ({ ...row
 
 const iso = (d: Date) => d.toISOString();
 
-// A creation: the hold and the queued task in one statement, both or neither (migration 20261129000000).
-const CREATE = `SELECT hold, status, attempts, "callbackState", "callbackRoundStart"
-  FROM gensvc_task_create($1, $2, $3, $4, $5::bigint, $6::timestamp(3), $7, $8, $9, $10::jsonb, $11,
-                          $12::timestamp(3), $13::timestamp(3))`;
+// Creations as a group: each item held and written as alone, in order, in one statement (migration 20261126200000).
+const CREATE_MANY = `SELECT hold, status, attempts, "callbackState", "callbackRoundStart" FROM gensvc_task_create_many($1::jsonb, $2::timestamp(3))`;
 
 /**
- * What CREATE answers: the hold's outcome and the columns the row took from their defaults (the schema stays their one
- * source). The rest of the row is the input's own fields, so the row is not read back.
+ * What CREATE_MANY answers per item: the hold's outcome and the columns the row took from their defaults (the schema
+ * stays their one source). The rest of the row is the item's own fields, so the row is not read back.
  */
 type CreatedRow = { hold: string } & Pick<TaskRow, 'status' | 'attempts' | 'callbackState' | 'callbackRoundStart'>;
 
@@ -239,56 +238,74 @@ export const taskRepository = {
    * transaction timeout can fail a creation on a loaded machine.
    */
   async create(db: DbClient, input: CreateTaskInput, now = new Date()): Promise<TaskRow> {
-    const reservationId = newId('res');
-    const holdExpires = new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS);
-    // The input as stored (JSON's round trip, as a read gives it back), from the one serialisation sent.
-    const inputJson = JSON.stringify(input.input);
-    const [row] = await queryPrepared<CreatedRow>(db, 'gensvc_task_create', CREATE, [
-      reservationId,
-      input.workspaceId,
-      input.apiKeyId,
-      input.requestId,
-      input.amount.toString(),
-      iso(holdExpires),
-      input.id,
-      input.model,
-      input.operation,
-      inputJson,
-      input.callbackUrl,
-      iso(input.deadlineAt),
-      iso(now),
-    ]);
-    assertHeld(row?.hold, 'gensvc_task_create');
-    const { status, attempts, callbackState, callbackRoundStart } = row!;
-    return {
-      id: input.id,
-      workspaceId: input.workspaceId,
-      apiKeyId: input.apiKeyId,
-      model: input.model,
-      operation: input.operation,
-      status,
-      input: JSON.parse(inputJson) as Prisma.JsonValue,
-      callbackUrl: input.callbackUrl,
-      channelId: null,
-      upstreamId: null,
-      upstreamUrls: null,
-      reservationId,
-      deadlineAt: new Date(input.deadlineAt.getTime()),
-      callbackRoundStart,
-      output: null,
-      errorCode: null,
-      errorMessage: null,
-      requestId: input.requestId,
-      reserved: input.amount,
-      cost: null,
-      attempts,
-      callbackState,
-      deliveredAt: null,
-      createdAt: new Date(now.getTime()),
-      updatedAt: new Date(now.getTime()),
-      startedAt: null,
-      completedAt: null,
-    };
+    const [created] = await taskRepository.createMany(db, [input], now);
+    if (isAppError(created)) throw created;
+    return created!;
+  },
+
+  /**
+   * Creates the tasks in one statement, each as `create` would, in order (the edge groups the creations of one key:
+   * Holds). Answers one entry per input: the task, or the 402 (an AppError) of an item whose hold could not be
+   * made, which wrote nothing. One transaction: a failure of the statement writes none of them.
+   */
+  async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | AppError)[]> {
+    const items = inputs.map((input) => {
+      // Times as stored (timestamp(3)): whole milliseconds, as a Date already is.
+      const deadlineAt = iso(input.deadlineAt);
+      return {
+        reservationId: newId('res'),
+        workspaceId: input.workspaceId,
+        apiKeyId: input.apiKeyId,
+        requestId: input.requestId,
+        amount: input.amount.toString(),
+        holdExpires: iso(new Date(input.deadlineAt.getTime() + HOLD_MARGIN_MS)),
+        id: input.id,
+        model: input.model,
+        operation: input.operation,
+        input: input.input,
+        callbackUrl: input.callbackUrl,
+        deadlineAt,
+      };
+    });
+    const param = JSON.stringify(items);
+    const rows = await queryPrepared<CreatedRow>(db, 'gensvc_task_create_many', CREATE_MANY, [param, iso(now)]);
+    // Each input as stored (JSON's round trip, as a read gives it back), from the one serialisation sent.
+    const stored = JSON.parse(param) as { input: Prisma.JsonValue }[];
+    return inputs.map((input, i) => {
+      const row = rows[i];
+      const refusal = refusalOf(row?.hold);
+      if (refusal) return refusal;
+      const { status, attempts, callbackState, callbackRoundStart } = row!;
+      return {
+        id: input.id,
+        workspaceId: input.workspaceId,
+        apiKeyId: input.apiKeyId,
+        model: input.model,
+        operation: input.operation,
+        status,
+        input: stored[i]!.input,
+        callbackUrl: input.callbackUrl,
+        channelId: null,
+        upstreamId: null,
+        upstreamUrls: null,
+        reservationId: items[i]!.reservationId,
+        deadlineAt: new Date(input.deadlineAt.getTime()),
+        callbackRoundStart,
+        output: null,
+        errorCode: null,
+        errorMessage: null,
+        requestId: input.requestId,
+        reserved: input.amount,
+        cost: null,
+        attempts,
+        callbackState,
+        deliveredAt: null,
+        createdAt: new Date(now.getTime()),
+        updatedAt: new Date(now.getTime()),
+        startedAt: null,
+        completedAt: null,
+      };
+    });
   },
 
   /** The workspace's task; null for another workspace's (DESIGN.md §4: 404, never 403). */

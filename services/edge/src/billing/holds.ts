@@ -9,8 +9,14 @@
 //    still held or not at all. A task's hold is written with the task in one statement (both or neither) and the task
 //    row names it; its completion settles it and its failure or cancel releases it, in their own transactions. A hold
 //    whose owner died unsettled is given back at its expiry by billing.release-expired.
+//
+// Task creations of one key are written in groups: each holds its price on the key's row and the workspace's and keeps
+// both locked until its commit, so one at a time they queue on those rows, a commit each. A group is one statement
+// (taskRepository.createMany) that locks them once, its items held in arrival order as they would have been one by
+// one; keys never wait on each other's groups, and a group that fails is retried item by item (groupCommitPerKey).
 import {
   billingRepository,
+  groupCommitPerKey,
   taskRepository,
   type CreateTaskInput,
   type Db,
@@ -18,6 +24,7 @@ import {
   type TaskRow,
   type Tx,
 } from '@gensvc/db';
+import { isAppError, type AppError } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import type { BudgetLeases, HoldOwner, LeaseHold } from './budget-leases';
 
@@ -51,18 +58,23 @@ export interface KeptHold extends Hold {
 export type NewTask = Omit<CreateTaskInput, 'workspaceId' | 'apiKeyId' | 'requestId' | 'amount'>;
 
 export class Holds {
+  private readonly createTask: (input: CreateTaskInput) => Promise<TaskRow | AppError>;
+
   constructor(
     private readonly db: Db,
     /** This replica's budget leases (its shutdown closes them; tests read them). */
     readonly leases: BudgetLeases,
     private readonly log: Logger,
-  ) {}
+  ) {
+    const createMany = (inputs: CreateTaskInput[]) => taskRepository.createMany(db, inputs);
+    this.createTask = groupCommitPerKey((input: CreateTaskInput) => input.apiKeyId, createMany, { max: 100 });
+  }
 
   /** Held against this replica's budget lease, for a call this process settles while it answers. */
   reserve(owner: HoldOwner, amount: bigint): Promise<Hold>;
   /** Held as a row of its own, for a call settled in the transaction that records its rows. */
   reserve(owner: HoldOwner, amount: bigint, keep: { kept: true }): Promise<KeptHold>;
-  /** Held as a row of its own and written with the queued task that names it, in one statement. */
+  /** Held as a row of its own and written with the queued task that names it, in its key's next group. */
   reserve(owner: HoldOwner, amount: bigint, keep: { task: NewTask }): Promise<KeptHold & { task: TaskRow }>;
   async reserve(owner: HoldOwner, amount: bigint, keep?: { kept: true } | { task: NewTask }): Promise<Hold> {
     if (!keep) return this.leased(owner, await this.leases.hold(owner, amount));
@@ -70,7 +82,8 @@ export class Holds {
       const row = await billingRepository.reserve(this.db, { ...owner, amount, ttlMs: KEPT_TTL_MS });
       return this.kept(row.id, amount);
     }
-    const task = await taskRepository.create(this.db, { ...keep.task, ...owner, amount });
+    const task = await this.createTask({ ...keep.task, ...owner, amount });
+    if (isAppError(task)) throw task;
     return Object.assign(this.kept(task.reservationId!, amount), { task });
   }
 
@@ -93,9 +106,8 @@ export class Holds {
       amount,
       settle: async (charge, tx) => (await billingRepository.settle(tx ?? this.db, id, charge))?.charged ?? null,
       release: async () => {
-        await billingRepository
-          .release(this.db, id)
-          .catch((err) => this.log.error({ err, reservationId: id }, 'could not release a hold; it is released at its expiry'));
+        const log = (err: unknown) => this.log.error({ err, reservationId: id }, 'could not release a hold; it expires');
+        await billingRepository.release(this.db, id).catch(log);
       },
     };
   }
