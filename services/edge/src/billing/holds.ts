@@ -8,7 +8,8 @@
 //    workers when a task ends (`{ task }`): a Reservation row of its own, which the settlement's transaction finds
 //    still held or not at all. A task's hold is written with the task in one statement (both or neither) and the task
 //    row names it; its completion settles it and its failure or cancel releases it, in their own transactions. A hold
-//    whose owner died unsettled is given back at its expiry by billing.release-expired.
+//    whose owner died unsettled is given back at its expiry by billing.release-expired. Never part of a lease: a
+//    lease dies with its replica (released 30 s later), and these holds must outlive the process that took them.
 //
 // Task creations of one key are written in groups: each holds its price on the key's row and the workspace's and keeps
 // both locked until its commit, so one at a time they queue on those rows, a commit each. A group is one statement
@@ -54,6 +55,16 @@ export interface KeptHold extends Hold {
   settle(charge: Charge & { taskId?: string }, tx?: Tx): Promise<bigint | null>;
 }
 
+/**
+ * A task's hold: the task row names it (reservationId). No settle or release here: the task's completion settles it
+ * and its failure or cancel releases it, each in the transaction of that transition (taskRepository).
+ */
+export interface TaskHold {
+  readonly id: string;
+  readonly amount: bigint;
+  readonly task: TaskRow;
+}
+
 /** A task to write with its hold (the task's price is the hold's amount). */
 export type NewTask = Omit<CreateTaskInput, 'workspaceId' | 'apiKeyId' | 'requestId' | 'amount'>;
 
@@ -75,8 +86,8 @@ export class Holds {
   /** Held as a row of its own, for a call settled in the transaction that records its rows. */
   reserve(owner: HoldOwner, amount: bigint, keep: { kept: true }): Promise<KeptHold>;
   /** Held as a row of its own and written with the queued task that names it, in its key's next group. */
-  reserve(owner: HoldOwner, amount: bigint, keep: { task: NewTask }): Promise<KeptHold & { task: TaskRow }>;
-  async reserve(owner: HoldOwner, amount: bigint, keep?: { kept: true } | { task: NewTask }): Promise<Hold> {
+  reserve(owner: HoldOwner, amount: bigint, keep: { task: NewTask }): Promise<TaskHold>;
+  async reserve(owner: HoldOwner, amount: bigint, keep?: { kept: true } | { task: NewTask }): Promise<Hold | TaskHold> {
     if (!keep) return this.leased(owner, await this.leases.hold(owner, amount));
     if ('kept' in keep) {
       const row = await billingRepository.reserve(this.db, { ...owner, amount, ttlMs: KEPT_TTL_MS });
@@ -84,7 +95,7 @@ export class Holds {
     }
     const task = await this.createTask({ ...keep.task, ...owner, amount });
     if (isAppError(task)) throw task;
-    return Object.assign(this.kept(task.reservationId!, amount), { task });
+    return { id: task.reservationId!, amount, task };
   }
 
   /** Shutdown, once the routes have finished: every lease charge written, every lease given back. */
