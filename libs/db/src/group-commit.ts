@@ -1,4 +1,4 @@
-// Group commit for statements (issue 12): the dispatcher's attempts running at once read their contexts in one
+// Group commit for statements: the dispatcher's attempts running at once read their contexts in one
 // statement and record their outcomes in one, and the edge's task creations of one key are written in one, as the
 // edge's budget leases write their charges. Whatever is pending is sent as one group while the previous group of the
 // same kind is in flight, so at low load an item goes at once (at the end of the event loop's turn, no timer) and at
@@ -120,8 +120,8 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
 
 /**
  * A groupCommit per key: the items of one key share groups, one group of each key in flight at a time, and keys never
- * wait on each other's statements (the edge's task creations, grouped per API key: a group locks its key's rows
- * once). A key's groupCommit is dropped once none of its items is outstanding.
+ * wait on each other's statements (the edge's task creations, grouped per API key by Holds: a group locks its key's
+ * rows once). A key's groupCommit is dropped once none of its items is outstanding.
  */
 export function groupCommitPerKey<I, O>(keyOf: (item: I) => string, run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): (item: I) => Promise<O> {
   const byKey = new Map<string, { commit: GroupCommit<I, O>; outstanding: number }>();

@@ -1,7 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
-import { groupCommit, groupCommitPerKey, taskRepository, type CreateTaskInput, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
-import { isAppError } from '@gensvc/errors';
+import { groupCommit, taskRepository, type Db, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
@@ -9,6 +8,7 @@ import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from
 import type { Redis } from 'ioredis';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
+import { Holds } from './billing/holds';
 import { SlotLeases } from './limits/rate-limit';
 import { EvaluateReplies } from './routes/evaluate/replies';
 import { VerifiedTlsCache } from './routes/tasks/callback-url';
@@ -29,8 +29,8 @@ export interface EdgeDeps {
   queues: Queues;
   /** The evaluate workers' replies to this process (one subscription per process). */
   evaluateReplies: EvaluateReplies;
-  /** This replica's budget leases: paid calls are held against them in memory and charged in batches. */
-  leases: BudgetLeases;
+  /** Every paid route's money: held before the work, then settled or released (billing/holds.ts). */
+  holds: Holds;
   /** This replica's rate-limit slots, leased in blocks for workspaces with large limits. */
   rateSlots: SlotLeases;
   /**
@@ -40,11 +40,6 @@ export interface EdgeDeps {
   outbound?: Pick<RequestOptions, 'ca' | 'lookup' | 'agents'>;
   /** Callback URLs' verified TLS handshakes, reused for a minute (routes/tasks/callback-url.ts). */
   callbackTls: VerifiedTlsCache;
-  /**
-   * Holds a task's price and writes it queued (taskRepository.createMany), in a group with the creations of the same key
-   * that arrive while that key's previous group is in flight (one statement, one commit; 402 per item).
-   */
-  createTask: (input: CreateTaskInput) => Promise<TaskRow>;
   /**
    * Records a provider webhook's result (taskRepository.recordWebhookOutputs), in a group with the webhooks that arrive
    * while the previous group is in flight (one statement, one commit).
@@ -88,13 +83,26 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
   let leases: BudgetLeases | undefined;
   const leaseReturns = await connectLeaseReturns(redis, subscriber, config.queuePrefix, () => leases, logger);
   leases = new BudgetLeases(db, logger, leaseReturns.ask, options.leases);
+  const holds = new Holds(db, leases, logger);
   const rateSlots = new SlotLeases(redis);
   const agents = new OutboundAgents();
   return {
-    deps: { ...clients, keyCache, catalog, breaker, queues, evaluateReplies, leases, rateSlots, outbound: { agents }, callbackTls: new VerifiedTlsCache(), createTask: taskCreations(db), recordWebhookOutput: webhookResults(db) },
+    deps: {
+      ...clients,
+      keyCache,
+      catalog,
+      breaker,
+      queues,
+      evaluateReplies,
+      holds,
+      rateSlots,
+      outbound: { agents },
+      callbackTls: new VerifiedTlsCache(),
+      recordWebhookOutput: webhookResults(db),
+    },
     close: async () => {
       // After the routes have finished (EdgeApp.closeRoutes): every charge written, every lease given back.
-      await leases.close();
+      await holds.close();
       rateSlots.close();
       await leaseReturns.close();
       await upstreamState.close();
@@ -104,21 +112,6 @@ export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOpti
       await queues.close();
       await agents.close();
     },
-  };
-}
-
-/**
- * The creations of one API key are written in groups (issue 12): each holds its price on the key's row and the
- * workspace's and keeps both locked until its commit, so one at a time they queued on those rows, a commit (a WAL
- * flush) each. A group is one transaction that locks them once, its items held in arrival order as they would have
- * been one by one. Keys never wait on each other's groups. A group that fails is retried item by item (groupCommit).
- */
-function taskCreations(db: Db): (input: CreateTaskInput) => Promise<TaskRow> {
-  const create = groupCommitPerKey((input: CreateTaskInput) => input.apiKeyId, (inputs: CreateTaskInput[]) => taskRepository.createMany(db, inputs), { max: 100 });
-  return async (input) => {
-    const created = await create(input);
-    if (isAppError(created)) throw created;
-    return created;
   };
 }
 

@@ -46,7 +46,7 @@ async function main() {
       },
       { name: 'close upstream connections, finish webhook promotions', timeoutMs: 10_000, run: () => app.closeRoutes() },
       // Every answered call's charge written, the unused money of every lease given back.
-      { name: 'write charges, give leases back', timeoutMs: 10_000, run: () => edge.deps.leases.close() },
+      { name: 'write charges, give leases back', timeoutMs: 10_000, run: () => edge.deps.holds.close() },
       { name: 'close clients', timeoutMs: 5_000, run: async () => {
         await ops.close();
         await edge.close();

@@ -70,7 +70,7 @@ function post(url: string, secret: string, body: unknown, headers: Record<string
  * have given back what they hold unused: `held` counts rows still holding money.
  */
 async function money(db: TestDb, workspaceId: string, keyId: string) {
-  await Promise.all([edge, ...extraEdges].map((e) => e.deps.leases.giveBack(workspaceId)));
+  await Promise.all([edge, ...extraEdges].map((e) => e.deps.holds.leases.giveBack(workspaceId)));
   const [charges, key, ws, held] = await Promise.all([
     db.ledgerEntry.findMany({ where: { workspaceId, kind: 'charge' }, orderBy: { createdAt: 'asc' } }),
     db.apiKey.findUniqueOrThrow({ where: { id: keyId } }),
@@ -249,7 +249,7 @@ describe('invalid upstream answers', () => {
     expect(calls([a, b])).toEqual([`${a}:200`]);
     expect(await money(ctx.db, ws.id, key.id)).toEqual({ ...before, charges: [] });
     expect(before).toMatchObject({ spent: 0n, reserved: 0n, held: 0 });
-    await expectReleased(ctx.db, edge.deps.leases, res.headers.get('x-request-id'));
+    await expectReleased(ctx.db, edge.deps.holds.leases, res.headers.get('x-request-id'));
   });
 
   it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
@@ -288,7 +288,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     expect(Date.now() - started).toBeLessThan(1_400);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringMatching(/nothing was charged/) });
     expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
-    await expectReleased(ctx.db, short.deps.leases, res.headers.get('x-request-id'));
+    await expectReleased(ctx.db, short.deps.holds.leases, res.headers.get('x-request-id'));
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
@@ -308,7 +308,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     }
     expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
     expect(calls(['queued'])).toEqual([]);
-    await expectReleased(ctx.db, short.deps.leases, requestId);
+    await expectReleased(ctx.db, short.deps.holds.leases, requestId);
     expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
   });
 
@@ -331,7 +331,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
       expect(calls(['hangup'])).toEqual(['hangup:200']);
       const reply = await eventually(() => replies.replies.find((r) => r.id === job!.id), 'the reply to the abandoned job');
       expect(reply).toMatchObject({ result: { ok: true, usage: usageFor({ state, questions }) } });
-      await expectReleased(ctx.db, edge.deps.leases, job!.data.requestId);
+      await expectReleased(ctx.db, edge.deps.holds.leases, job!.data.requestId);
     } finally {
       replies.close();
     }

@@ -11,10 +11,8 @@ const LEASE_CHARGE = 'SELECT id, charged FROM gensvc_lease_charge($1::jsonb, $2:
 // UPDATE takes its row lock (then the key's: the function's lock order) and pays only when the lease is held, holds
 // the cost and the entry is not in the ledger yet; the entry and the key's counters follow from the same CTE, so
 // all three are written or none. A retry racing an earlier try of the same entry fails on the ledger's primary key
-// and is retried (then answered charged), as the batched form does. About 0.22 -> 0.12 ms in the server.
-// It leaves the lease's expiry alone (BudgetLeases.tick renews every live lease every 5 s of its 30): the lease row's
-// UPDATE then changes no indexed column, so Postgres makes it a HOT update — no new entries in the Reservation
-// indexes per charge (the (state, expiresAt) one, which billing.release-expired scans, took one dead entry per call).
+// and is retried (then answered charged), as the batched form does. It leaves the lease's expiry alone
+// (BudgetLeases.tick renews live leases): the lease row's UPDATE then changes no indexed column and stays a HOT update.
 const LEASE_CHARGE_ONE = `
 WITH l AS (
   UPDATE "Reservation" res SET "amount" = res."amount" - $3::bigint
@@ -81,12 +79,11 @@ export interface SettleInput {
 }
 
 /**
- * Money moves only through the three SQL functions of the billing migration, each a single atomic round trip:
- * reserve before calling upstream, then settle to the real cost or release. Exact under any concurrency: the
- * conditional updates run under row locks, so a key's spent + reserved never passes its cap and a balance never
- * goes below zero.
+ * Money moves only through the SQL functions of the billing migrations, each a single atomic round trip: reserve
+ * before calling upstream, then settle to the real cost or release. Exact under any concurrency: the conditional
+ * updates run under row locks, so a key's spent + reserved never passes its cap and a balance never goes below zero.
  */
-/** A hold's answer (gensvc_reserve, gensvc_lease): null on 'ok', else the 402 it names; throws for anything else (a bug). */
+/** A hold's answer (gensvc_reserve, gensvc_lease, gensvc_task_create_many): null on 'ok', else the 402 it names. */
 export function refusalOf(outcome: string | undefined, fn = 'gensvc_reserve'): AppError | null {
   switch (outcome) {
     case 'ok':
@@ -142,7 +139,7 @@ export const billingRepository = {
   },
 
   /**
-   * Opens a budget lease (issue 11): moves between `min` and `want` from the key's cap and the workspace's balance
+   * Opens a budget lease: moves between `min` and `want` from the key's cap and the workspace's balance
    * into a held reservation the caller reserves calls against in memory. Throws 402 when not even `min` is there.
    */
   async lease(db: DbClient, input: LeaseInput): Promise<{ id: string; amount: bigint }> {

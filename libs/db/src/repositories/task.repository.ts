@@ -112,8 +112,7 @@ const CREATE_MANY = `SELECT hold, status, attempts, "callbackState", "callbackRo
 
 /**
  * What CREATE_MANY answers per item: the hold's outcome and the columns the row took from their defaults (the schema
- * stays their one source). The rest of the row is the item's own fields: read back whole, its 27 columns' parsing
- * (their descriptions, five timestamps, the input's JSON) was a tenth of the edge's CPU per creation (issue 12).
+ * stays their one source). The rest of the row is the item's own fields, so the row is not read back.
  */
 type CreatedRow = { hold: string } & Pick<TaskRow, 'status' | 'attempts' | 'callbackState' | 'callbackRoundStart'>;
 
@@ -199,9 +198,9 @@ const RECORD_ARCHIVE = `
 
 export const taskRepository = {
   /**
-   * Creates the tasks in one statement, in order, each holding its price and written queued only when the hold was
-   * made (gensvc_task_create_many). Answers one entry per input: the task, or the 402 (an AppError) of an item whose
-   * hold could not be made, which wrote nothing. One transaction: a failure of the statement writes none of them.
+   * Holds each task's price and writes it queued, in one statement, in order (the edge groups the creations of one
+   * key: Holds). Answers one entry per input: the task, or the 402 (an AppError) of an item whose hold could not be
+   * made, which wrote nothing. One transaction: a failure of the statement writes none of them.
    */
   async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | AppError)[]> {
     const items = inputs.map((input) => {

@@ -83,7 +83,7 @@ it('leases in blocks and writes charges in groups: one statement at once when id
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
   const edge: EdgeUnderTest = await startEdge(ctx);
-  const leases = edge.deps.leases;
+  const leases = edge.deps.holds.leases;
   try {
     const before = { ...leases.stats };
     expect((await chat(edge.url, secret)).status).toBe(200);
@@ -123,7 +123,7 @@ it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do'
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   const { key } = await makeKey(ctx.db, ws.id);
   const edge: EdgeUnderTest = await startEdge(ctx);
-  const leases = edge.deps.leases;
+  const leases = edge.deps.holds.leases;
   try {
     const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_alive' };
     // A call held the whole time (a long stream): the lease never goes idle, and a lone charge does not move its expiry.

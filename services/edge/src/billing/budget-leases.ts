@@ -1,12 +1,12 @@
-// Budget leases and group-commit charges (issue 11): the one owner of a replica's leased money.
+// Budget leases and group-commit charges: the one owner of a replica's leased money, behind Holds (holds.ts).
 //
-// A paid call does not go to Postgres to reserve its cost. This replica leases spend in blocks per (workspace, key)
-// — one statement moves a block out of the balance and onto the key's reserved (gensvc_lease) — and holds each call
-// against a lease in memory. Charges are written in batches: whatever is pending is sent in one statement
-// (gensvc_lease_charge) while the previous one is in flight, so at low load a charge goes at once and at high load
-// hundreds share a round trip. Exactness rests on Postgres: the sum of live leases never passes what the cap and the
-// balance allow (gensvc_lease takes at most what both have left), and a call is held only against money a lease
-// really holds.
+// A call settled while its caller waits does not go to Postgres to reserve its cost. This replica leases spend in
+// blocks per (workspace, key) — one statement moves a block out of the balance and onto the key's reserved
+// (gensvc_lease) — and holds each call against a lease in memory. Charges are written in batches: whatever is pending
+// is sent in one statement (gensvc_lease_charge) while the previous one is in flight, so at low load a charge goes at
+// once and at high load hundreds share a round trip. Exactness rests on Postgres: the sum of live leases never passes
+// what the cap and the balance allow (gensvc_lease takes at most what both have left), and a call is held only
+// against money a lease really holds.
 //
 // What a SIGKILL can and cannot lose: a charge is durable within one flush of the answer (the answer does not wait
 // for it). Killed in between, the call is not charged — never charged twice, never charged without its ledger entry:
@@ -61,7 +61,7 @@ interface Lease {
 }
 
 /** A call's hold: `amount` of one lease, until it is charged or released. */
-export interface Hold {
+export interface LeaseHold {
   readonly lease: Lease;
   readonly amount: bigint;
   done: boolean;
@@ -69,9 +69,8 @@ export interface Hold {
 
 interface PendingCharge extends LeaseCharge {
   leaseRef: Lease;
-  onCharged?: () => void;
   /** Told once the batch is written: whether this charge is in the ledger. */
-  written?: (charged: boolean) => void;
+  written: (charged: boolean) => void;
 }
 
 const slotOf = (o: Pick<HoldOwner, 'workspaceId' | 'apiKeyId'>) => `${o.workspaceId}|${o.apiKeyId}`;
@@ -105,7 +104,7 @@ export class BudgetLeases {
   }
 
   /** Holds `amount` for a call against a lease of the caller's key, leasing a block first when none has room. 402 when the money is not there. */
-  async hold(owner: HoldOwner, amount: bigint): Promise<Hold> {
+  async hold(owner: HoldOwner, amount: bigint): Promise<LeaseHold> {
     if (this.closed) throw new Error('budget leases are closed');
     const slot = slotOf(owner);
     let askedOthers = false;
@@ -133,47 +132,35 @@ export class BudgetLeases {
     }
   }
 
-  /** The call is answered: `cost` (at most the hold) is charged in the next flush; the rest is free again at once. */
-  charge(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void): void {
-    this.enqueueCharge(hold, input, onCharged);
-  }
-
   /**
-   * As charge(), and resolves once the charge is written: with what was charged (0n for a free call), or null when
-   * it could not be (its lease was gone, or Postgres refused every retry). Never rejects.
+   * The call is answered: `cost` (at most the hold) is charged in the next flush and the rest is free again at once.
+   * Resolves once the charge is written: with what was charged (0n for a free call), or null when it could not be (its
+   * lease was gone, or Postgres refused every retry). Never rejects.
    */
-  chargeWritten(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void): Promise<bigint | null> {
-    return new Promise((resolve) => {
-      const cost = this.enqueueCharge(hold, input, onCharged, (ok) => resolve(ok ? cost : null));
-      if (cost === 0n) resolve(0n);
-    });
-  }
-
-  /** Queues the charge for the next flush; returns the cost charged (at most the hold), 0n when nothing is to be written. */
-  private enqueueCharge(hold: Hold, input: SettleInput & { requestId: string }, onCharged?: (charged: bigint) => void, written?: (charged: boolean) => void): bigint {
-    if (hold.done) return 0n;
+  charge(hold: LeaseHold, input: SettleInput & { requestId: string }): Promise<bigint | null> {
+    if (hold.done) return Promise.resolve(null);
     hold.done = true;
     const cost = input.cost < 0n ? 0n : input.cost > hold.amount ? hold.amount : input.cost;
     hold.lease.committed -= hold.amount - cost;
-    if (cost === 0n) return 0n;
-    this.pending.push({
-      id: newId('led'),
-      lease: hold.lease.id,
-      leaseRef: hold.lease,
-      cost,
-      requestId: input.requestId,
-      model: input.model ?? null,
-      inputTokens: input.inputTokens ?? null,
-      outputTokens: input.outputTokens ?? null,
-      onCharged: onCharged && (() => onCharged(cost)),
-      written,
+    if (cost === 0n) return Promise.resolve(0n);
+    return new Promise((resolve) => {
+      this.pending.push({
+        id: newId('led'),
+        lease: hold.lease.id,
+        leaseRef: hold.lease,
+        cost,
+        requestId: input.requestId,
+        model: input.model ?? null,
+        inputTokens: input.inputTokens ?? null,
+        outputTokens: input.outputTokens ?? null,
+        written: (charged) => resolve(charged ? cost : null),
+      });
+      this.flushing ??= this.flush();
     });
-    this.flushing ??= this.flush();
-    return cost;
   }
 
   /** The call is not charged: its hold is free again. */
-  release(hold: Hold): void {
+  release(hold: LeaseHold): void {
     if (hold.done) return;
     hold.done = true;
     hold.lease.committed -= hold.amount;
@@ -275,12 +262,11 @@ export class BudgetLeases {
           c.leaseRef.committed -= c.cost;
           if (charged.has(c.id)) {
             c.leaseRef.amount -= c.cost;
-            c.onCharged?.();
           } else {
             // The lease no longer held the money (released as a dead replica's): the call goes uncharged.
             this.log.error({ lease: c.lease, cost: String(c.cost), request_id: c.requestId }, 'a charge found its lease gone; the call is not charged');
           }
-          c.written?.(charged.has(c.id));
+          c.written(charged.has(c.id));
           if (c.leaseRef.closing && c.leaseRef.committed === 0n) drained.add(c.leaseRef);
         }
         // A closing lease whose last call is charged gives back what its calls left unspent: one statement per lease,

@@ -1,18 +1,15 @@
 // The chain every paid route runs before its handler, in this order: who is calling, may the key do this, is
-// the workspace within its rate, the body, and Idempotency-Key. The cost is reserved by the handler, which knows
-// the model.
+// the workspace within its rate, the body, and Idempotency-Key. The cost is held by the handler, which knows the
+// model (deps.holds.reserve, with ownerOf below).
 import type { Scope } from '@gensvc/auth';
-import { billingRepository } from '@gensvc/db';
 import type { RequestHandler, Response } from 'express';
 import { authenticate, authOf, requireScope, type CredentialStyle } from '../auth/authenticate';
 import type { EdgeDeps } from '../deps';
 import { jsonBody } from '../http/json-body';
 import { locals } from '../http/request-context';
 import { rateLimit } from '../limits/rate-limit';
+import type { HoldOwner } from './holds';
 import { idempotency } from './idempotency';
-
-/** A hold not settled within this long belongs to a process that died; it is given back (releaseExpired). */
-export const RESERVATION_TTL_MS = 15 * 60 * 1000;
 
 export interface PaidCallOptions {
   style: CredentialStyle;
@@ -38,14 +35,8 @@ export function paidCall(deps: EdgeDeps, options: PaidCallOptions): RequestHandl
   ];
 }
 
-/** Holds `amount` against the caller's key cap and workspace balance (402 when it cannot). */
-export function reserveFor(deps: Pick<EdgeDeps, 'db'>, res: Response, amount: bigint) {
+/** Whose money a paid call holds: the caller's key and workspace, under the request id the caller saw. */
+export function ownerOf(res: Response): HoldOwner {
   const { key, workspace } = authOf(res);
-  return billingRepository.reserve(deps.db, {
-    workspaceId: workspace.id,
-    apiKeyId: key.id,
-    requestId: locals(res).requestId,
-    amount,
-    ttlMs: RESERVATION_TTL_MS,
-  });
+  return { workspaceId: workspace.id, apiKeyId: key.id, requestId: locals(res).requestId };
 }

@@ -20,7 +20,8 @@ import type { Db } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import type { Response } from 'express';
 import { authOf } from '../auth/authenticate';
-import type { BudgetLeases, Hold } from '../billing/budget-leases';
+import type { Hold, Holds } from '../billing/holds';
+import { ownerOf } from '../billing/paid-call';
 import { locals } from '../http/request-context';
 import { sendJson } from '../http/send-json';
 import { answerBytes } from './answer-bytes';
@@ -37,7 +38,7 @@ type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage; raw: 
 
 export interface ChatProxyDeps {
   db: Db;
-  leases: BudgetLeases;
+  holds: Holds;
   catalog: Catalog;
   breaker: CircuitBreaker;
   metrics: Metrics;
@@ -63,7 +64,7 @@ export class ChatProxy {
     const upstream = new UpstreamBodies(protocol, call);
     const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
     const { key, workspace } = authOf(res);
-    const owner = { workspaceId: workspace.id, apiKeyId: key.id, requestId: locals(res).requestId };
+    const owner = ownerOf(res);
     const open = (signal?: AbortSignal) => this.failover(call, log, (route) => this.attempt(protocol, call, route, upstream, signal), signal);
     // The hold is taken while the upstream call is already on its way (sent first, so the hold's work delays it
     // least), so its round trip costs the caller no latency; nothing reaches the caller before it is held, and a
@@ -72,7 +73,7 @@ export class ChatProxy {
     let holding: Promise<Hold>;
     let opening: Promise<Opened>;
     if (this.refusedRecently(key.id) || this.refusedRecently(workspace.id)) {
-      holding = this.deps.leases.hold(owner, amount);
+      holding = this.deps.holds.reserve(owner, amount);
       await holding.catch((e) => {
         this.noteRefusal(key.id, workspace.id, e);
         throw e;
@@ -81,7 +82,7 @@ export class ChatProxy {
     } else {
       const controller = new AbortController();
       opening = open(controller.signal);
-      holding = this.deps.leases.hold(owner, amount);
+      holding = this.deps.holds.reserve(owner, amount);
       holding.catch((e) => {
         this.noteRefusal(key.id, workspace.id, e);
         controller.abort(e);
@@ -93,7 +94,7 @@ export class ChatProxy {
       opened = await opening;
     } catch (e) {
       // A refused hold is the answer (402) whatever the aborted call reported.
-      this.deps.leases.release(await holding);
+      await (await holding).release();
       throw e;
     }
     let hold: Hold;
@@ -108,14 +109,14 @@ export class ChatProxy {
       try {
         sendJson(res, 200, answerBytes(opened.raw, opened.json, opened.original, protocol.answerFields));
       } finally {
-        this.charge(hold, call, opened.usage, owner.requestId);
+        this.charge(hold, call, opened.usage);
       }
       return;
     }
     await new Promise<void>((resolve) =>
       opened.relay.attach(res, log, (usage) => {
-        if (usage) this.charge(hold, call, usage, owner.requestId);
-        else this.deps.leases.release(hold);
+        if (usage) this.charge(hold, call, usage);
+        else void hold.release();
         resolve();
       }),
     );
@@ -188,10 +189,13 @@ export class ChatProxy {
     return { kind: 'stream', relay };
   }
 
-  /** Charged in the leases' next group commit (after the answer); spend metrics count it once it is written. */
-  private charge(hold: Hold, call: ChatCall, usage: Usage, requestId: string) {
-    const input = { cost: costOf(call.model, usage), model: call.model.id, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, requestId };
-    this.deps.leases.charge(hold, input, (charged) => recordSpend(this.deps.metrics, { ...input, cost: charged }));
+  /** Charged after the answer, not awaited; spend metrics count it once it is written. */
+  private charge(hold: Hold, call: ChatCall, usage: Usage) {
+    const { inputTokens, outputTokens } = usage;
+    const input = { cost: costOf(call.model, usage), model: call.model.id, inputTokens, outputTokens };
+    void hold.settle(input).then((charged) => {
+      if (charged) recordSpend(this.deps.metrics, { ...input, cost: charged });
+    });
   }
 }
 

@@ -62,7 +62,7 @@ const anthropic = (key = secret) => new Anthropic({ apiKey: key, baseURL: edge.u
 const google = (key = secret) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: edge.url } });
 
 /** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
-const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.leases);
+const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.holds.leases);
 
 describe('OpenAI chat completions', () => {
   const messages = [{ role: 'user' as const, content: 'Say something deterministic.' }];
@@ -117,7 +117,7 @@ describe('OpenAI chat completions', () => {
     expect(data.usage!.completion_tokens).toBe(3);
     expect(sim.requests()[0]).toMatchObject({ channel: 'oa-b', model: 'provider-name-7' });
     const requestId = response.headers.get('x-request-id')!;
-    const entries = await leaseChargesOf(ctx.db, edge.deps.leases, requestId);
+    const entries = await leaseChargesOf(ctx.db, edge.deps.holds.leases, requestId);
     expect(entries.map((e) => e.amount)).toEqual([-costOf(PRICES, { inputTokens: tokensOf(messages), outputTokens: 3 })]);
     // The hold is bounded by the bytes sent upstream (as input tokens) and max_tokens (as output tokens).
     const bytes = Buffer.byteLength(JSON.stringify({ model: 'provider-name-7', messages, max_tokens: 3 }));
@@ -217,7 +217,7 @@ describe('OpenAI chat completions', () => {
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_rejected_request', message: expect.stringContaining('too long') });
     expect(sim.requests().map((r) => r.channel)).toEqual(['oa-a']);
-    await expectReleased(ctx.db, edge.deps.leases, res.headers.get('x-request-id'));
+    await expectReleased(ctx.db, edge.deps.holds.leases, res.headers.get('x-request-id'));
   });
 
   it('ends a stream the upstream cuts with an error event the SDK throws, and releases the hold (no usage was reported)', async () => {
@@ -232,7 +232,7 @@ describe('OpenAI chat completions', () => {
     expect(text).toBe(expected.pieces.slice(0, 2).join(''));
     // No failover after the first byte: only the cut channel was called.
     expect(sim.requests().map((r) => [r.channel, r.outcome])).toEqual([['oa-a', 'cut']]);
-    await expectReleased(ctx.db, edge.deps.leases, response.headers.get('x-request-id'));
+    await expectReleased(ctx.db, edge.deps.holds.leases, response.headers.get('x-request-id'));
 
     sim.faults.add({ channel: 'oa-a', cutAfterChunks: 2 });
     const raw = await fetch(`${edge.url}/v1/chat/completions`, {
@@ -449,10 +449,10 @@ describe('Gemini generateContent', () => {
 
 describe('the books', () => {
   it('balance + held = ledger after everything above', async () => {
-    await edge.deps.leases.flushed();
+    await edge.deps.holds.leases.flushed();
     await expectBalanced(ctx.db, workspaceId);
     // Closed (as at shutdown), the leases give back everything they hold.
-    await edge.deps.leases.close();
+    await edge.deps.holds.leases.close();
     expect(await ctx.db.reservation.count({ where: { workspaceId, state: 'held' } })).toBe(0);
     await expectBalanced(ctx.db, workspaceId);
   });

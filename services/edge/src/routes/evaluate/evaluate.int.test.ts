@@ -160,7 +160,7 @@ describe('no answer in time', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
       expect((await jsonOf(res)).error).toMatchObject({ type: 'upstream_error', code: 'upstream_timeout', message: expect.stringContaining('nothing was charged') });
       // The hold was given back to the lease at once: nothing held in memory, nothing charged.
-      await expectReleased(ctx.db, short.deps.leases, requestId);
+      await expectReleased(ctx.db, short.deps.holds.leases, requestId);
       // The job waits for a worker with the ids, deadline and reply channel it needs to do nothing once it runs.
       const [job, ...others] = (await edge.deps.queues.get('evaluate').getJobs(['waiting'])).filter((j) => j.data.requestId === requestId);
       expect(others).toEqual([]);
@@ -193,7 +193,7 @@ describe('the queue cannot take the job', () => {
       const res = await post(broken.url, secret, JSON.stringify(valid));
       expect(res.status).toBe(503);
       expect((await jsonOf(res)).error).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('nothing was charged') });
-      await expectReleased(ctx.db, broken.deps.leases, res.headers.get('x-request-id'));
+      await expectReleased(ctx.db, broken.deps.holds.leases, res.headers.get('x-request-id'));
     } finally {
       await broken.close();
     }

@@ -1,4 +1,4 @@
-// POST /api/v1/evaluate (spec 4.1): validate, hold the cost bound against this replica's budget lease, enqueue
+// POST /api/v1/evaluate (spec 4.1): validate, hold the cost bound (deps.holds: this replica's budget lease), enqueue
 // evaluate.run, wait for the worker's reply, charge, answer.
 //
 // Who pays for an answer the caller never got: nobody. The edge is the only one that charges, and it decides once,
@@ -20,6 +20,7 @@ import { jobIdOf, scheduleEvaluate } from '@gensvc/queue';
 import { reservationFor } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
+import { ownerOf } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { sendJson } from '../../http/send-json';
@@ -52,7 +53,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     const inputBytes = Buffer.byteLength(JSON.stringify(input), 'utf8');
     const { key, workspace } = authOf(res);
     const { requestId } = locals(res);
-    const hold = await deps.leases.hold({ workspaceId: workspace.id, apiKeyId: key.id, requestId }, reservationFor(model, { inputBytes }));
+    const hold = await deps.holds.reserve(ownerOf(res), reservationFor(model, { inputBytes }));
     const deadlineAt = Date.now() + options.waitMs;
 
     // The job's id is made here, never from the request id (a caller may send its own X-Request-Id): the reply is
@@ -63,7 +64,7 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
       await scheduleEvaluate(deps.queues, payload);
     } catch (e) {
       waiting.cancel();
-      deps.leases.release(hold);
+      await hold.release();
       throw errors.unavailable('The evaluation could not be queued; nothing was charged. Retry shortly.', e);
     }
 
@@ -72,22 +73,24 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     stop.cancel();
     waiting.cancel();
     if (waited.kind !== 'replied' || res.writableEnded || res.destroyed) {
-      deps.leases.release(hold);
+      await hold.release();
       if (waited.kind !== 'late') return;
       throw errors.upstreamTimeout(`The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`);
     }
     const { reply } = waited;
     if (!('result' in reply)) {
-      deps.leases.release(hold);
+      await hold.release();
       throw errors.internal(new Error(`evaluate.run broke in the worker (request ${requestId}); nothing was charged`));
     }
     const { result } = reply;
     if (!result.ok) {
-      deps.leases.release(hold);
+      await hold.release();
       return refuse(result.error);
     }
-    const charge = { cost: BigInt(result.cost), model: model.id, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, requestId };
-    const charged = await deps.leases.chargeWritten(hold, charge, (cost) => recordSpend(deps.metrics, { ...charge, cost }));
+    const { inputTokens, outputTokens } = result.usage;
+    const charge = { cost: BigInt(result.cost), model: model.id, inputTokens, outputTokens };
+    const charged = await hold.settle(charge);
+    if (charged) recordSpend(deps.metrics, { ...charge, cost: charged });
     if (charged === null) {
       throw errors.unavailable('The evaluation could not be charged; nothing was charged. Retry shortly.');
     }

@@ -1,10 +1,9 @@
-import { billingRepository, idempotencyRepository, newId } from '@gensvc/db';
+import { idempotencyRepository, newId } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import type { Logger } from '@gensvc/observability';
 import type { UpstreamClient } from '@gensvc/upstream';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
-import { reserveFor } from '../../billing/paid-call';
+import { ownerOf } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { declaredTooLarge } from '../../http/declared-length';
 import { formatBytes } from '../../http/errors';
@@ -59,7 +58,8 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
       const { images, mask } = await resolveImages(deps, workspace.id, request.images, request.mask);
       const n = Number(fields.n ?? 1);
       const startedAt = new Date();
-      const hold = await reserveFor(deps, res, model.unitPrice * BigInt(n));
+      // Kept as a row of its own: the charge is written in the transaction that records the task and its files.
+      const hold = await deps.holds.reserve(ownerOf(res), model.unitPrice * BigInt(n), { kept: true });
       try {
         const edited = await callEdit(client, deps.breaker, { model, routes, fields, images, mask }, log);
         answer = await recordEdit(
@@ -82,7 +82,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
           log,
         );
       } catch (e) {
-        await releaseHold(deps, hold.id, log);
+        await hold.release();
         throw e;
       }
     } catch (e) {
@@ -96,9 +96,4 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
     }
     res.status(200).json(answer);
   };
-}
-
-/** Gives the hold back; if that fails too, releaseExpired does it once the hold's TTL passes. */
-export async function releaseHold(deps: Pick<EdgeDeps, 'db'>, holdId: string, log: Logger) {
-  await billingRepository.release(deps.db, holdId).catch((err) => log.error({ err, reservationId: holdId }, 'could not release the hold; it expires'));
 }

@@ -3,12 +3,13 @@
 // (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
 // because it derives from (task, output index) exactly as the archiver derives it.
 import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
-import { billingRepository, generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
+import { generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { sha256Hex } from '@gensvc/media';
 import { recordSpend, type Logger } from '@gensvc/observability';
 import { scheduleArchive } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, type GeneratedOutputLocation } from '@gensvc/storage';
+import type { KeptHold } from '../../billing/holds';
 import type { EdgeDeps } from '../../deps';
 import type { EditImage } from './image-inputs';
 import { PASS_THROUGH_FIELDS, type EditFields } from './schema';
@@ -26,7 +27,7 @@ export interface RecordEditInput {
   images: EditImage[];
   mask: EditImage | null;
   answer: EditAnswer;
-  hold: { id: string; amount: bigint };
+  hold: KeptHold;
   /** unitPrice × the results charged for. */
   cost: bigint;
   startedAt: Date;
@@ -46,7 +47,7 @@ export interface RecordImagesInput {
   channelId: string;
   outputs: EditOutput[];
   usage: { inputTokens?: number; outputTokens?: number };
-  hold: { id: string; amount: bigint };
+  hold: KeptHold;
   cost: bigint;
   startedAt: Date;
 }
@@ -130,10 +131,12 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
         ),
       });
       const { usage } = input;
-      const settled = await billingRepository.settle(tx, input.hold.id, { cost: input.cost, model: input.modelId, taskId, ...usage });
+      const settled = await input.hold.settle({ cost: input.cost, model: input.modelId, taskId, ...usage }, tx);
       // Held for longer than its TTL (released as abandoned): the call cannot be charged, so it is not recorded.
-      if (!settled) throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
-      charged = { ...usage, charged: settled.charged };
+      if (settled === null) {
+        throw errors.internal(new Error(`reservation ${input.hold.id} was no longer held at settlement`));
+      }
+      charged = { ...usage, charged: settled };
     });
     recordSpend(deps.metrics, { model: input.modelId, cost: charged!.charged, inputTokens: charged!.inputTokens, outputTokens: charged!.outputTokens });
   } catch (e) {

@@ -274,7 +274,7 @@ describe('a key limited to some models', () => {
     expect(answer.model).toBe(CHAT);
     expect(sim.requests().map((r) => r.model)).toEqual(['chat-1']);
     // The call shows in the usage API as the ledger has it.
-    await edge.deps.leases.flushed();
+    await edge.deps.holds.leases.flushed();
     const [entry] = await ctx.db.ledgerEntry.findMany({ where: { apiKeyId: limitedKeyId } });
     const res = await get(`/api/v1/usage?group_by=model&key_id=${limitedKeyId}`, { authorization: `Bearer ${limited}` });
     expect(await jsonOf(res)).toMatchObject({

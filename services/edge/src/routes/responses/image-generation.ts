@@ -17,13 +17,12 @@ import { sniffMedia } from '@gensvc/media';
 import { costOf, upstreamModelOf, type CatalogModel, type CatalogRoute } from '@gensvc/upstream';
 import type { Response } from 'express';
 import { authOf } from '../../auth/authenticate';
-import { reserveFor } from '../../billing/paid-call';
+import { ownerOf } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { holdFor, UpstreamBodies, type ChatProxy } from '../../proxy/chat-proxy';
 import { openAiResponsesProtocol } from '../../proxy/openai-responses-protocol';
 import { invalidResponse, type ChatCall, type Usage } from '../../proxy/protocol';
-import { releaseHold } from '../images/edit-image';
 import { recordImageOutputs } from '../images/record-edit';
 import { IMAGE_TYPES } from '../images/schema';
 import type { EditOutput } from '../images/upstream-edit';
@@ -60,7 +59,8 @@ export async function generateImages(deps: EdgeDeps, proxy: ChatProxy, call: Ima
   const amount = holdFor(chat, upstream.body(upstreamModelOf(call.routes[0]!, model)).length) + model.unitPrice * BigInt(call.maxImages);
 
   const startedAt = new Date();
-  const hold = await reserveFor(deps, res, amount);
+  // Kept as a row of its own: the charge is written in the transaction that records the images.
+  const hold = await deps.holds.reserve(ownerOf(res), amount, { kept: true });
   let answer: Record<string, unknown>;
   try {
     const generated = await proxy.answer<Generated>(openAiResponsesProtocol, chat, upstream, log, (a) => ({ ...a, outputs: generatedImages(a.json) }), MAX_ANSWER_BYTES);
@@ -90,7 +90,7 @@ export async function generateImages(deps: EdgeDeps, proxy: ChatProxy, call: Ima
     generated.outputs.forEach((o, i) => Object.assign(o.item, archived[i]));
     answer = { ...generated.json, svc_task_id: taskId };
   } catch (e) {
-    await releaseHold(deps, hold.id, log);
+    await hold.release();
     throw e;
   }
   res.status(200).json(answer);

@@ -93,7 +93,7 @@ function expectedAnswer(input: unknown, images: Buffer[], opts: { instructions?:
 }
 
 /** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
-const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.leases);
+const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.holds.leases);
 
 /** Nothing reached the provider and nothing was held for the request. */
 async function expectNoCall(res: Response) {
@@ -334,7 +334,7 @@ describe('POST /v1/responses', () => {
     expect(String(err.message)).toMatch(/interrupted/);
     expect(text).toBe(chatReply({ input }).pieces.slice(0, 2).join(''));
     expect(sim.requests().map((r) => [r.channel, r.outcome])).toEqual([['oa-a', 'cut']]);
-    await expectReleased(ctx.db, edge.deps.leases, response.headers.get('x-request-id'));
+    await expectReleased(ctx.db, edge.deps.holds.leases, response.headers.get('x-request-id'));
     await expectBalanced(ctx.db, workspaceId);
   });
 

@@ -1,5 +1,6 @@
 // POST /api/v1/<provider>/<operation> (spec §4.2): validate, price, hold the price and write the queued task in one
-// statement (shared with the same key's creations that arrive meanwhile: deps.createTask), then queue task.submit.
+// statement (deps.holds: the task row names its hold, which the task's end settles or releases), then queue
+// task.submit.
 // Everything that can refuse the request (the body, the model, the input image, the callback_url's address and
 // certificate) is checked before the hold, so a refusal leaves nothing.
 import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
@@ -9,6 +10,7 @@ import { scheduleSubmit, taskJobRef } from '@gensvc/queue';
 import type { CatalogModel } from '@gensvc/upstream';
 import type { NextFunction, Request, Response } from 'express';
 import { authOf, type AuthContext } from '../../auth/authenticate';
+import { ownerOf } from '../../billing/paid-call';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { modelForKey } from '../../models/key-models';
@@ -26,17 +28,15 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
     const image = body.image ? await checkImageReference(deps, workspace.id, body.image) : undefined;
     const callbackUrl = body.callback_url !== undefined ? await checkCallbackUrl(deps, body.callback_url) : null;
 
-    const task = await deps.createTask({
-      id: newId('tsk'),
-      workspaceId: workspace.id,
-      apiKeyId: key.id,
-      requestId,
-      model: model.id,
-      operation: name,
-      input: generationInput(body, image),
-      callbackUrl,
-      amount: priceOf(model, body),
-      deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
+    const { task } = await deps.holds.reserve(ownerOf(res), priceOf(model, body), {
+      task: {
+        id: newId('tsk'),
+        model: model.id,
+        operation: name,
+        input: generationInput(body, image),
+        callbackUrl,
+        deadlineAt: new Date(Date.now() + deps.config.tasks.deadlineMs),
+      },
     });
     try {
       await scheduleSubmit(deps.queues, taskJobRef(task, requestId));
