@@ -24,6 +24,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { inUnsampledTrace, LeanIORedisInstrumentation, LeanPgInstrumentation } from './lean-db-instrumentations';
+import { httpSpanRedaction, undiciSpanRedaction } from './span-redaction';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -120,7 +121,12 @@ function processInstrumentations(): Instrumentation[] {
   if (created) {
     for (const instrumentation of created) instrumentation.enable();
   } else {
-    created = [new LeanHttpInstrumentation(), new LeanUndiciInstrumentation(), new LeanPgInstrumentation(), new LeanIORedisInstrumentation()];
+    created = [
+      new LeanHttpInstrumentation(httpSpanRedaction),
+      new LeanUndiciInstrumentation(undiciSpanRedaction),
+      new LeanPgInstrumentation(),
+      new LeanIORedisInstrumentation(),
+    ];
   }
   return created;
 }
@@ -248,6 +254,8 @@ export function nameServerSpan(): (method: string, route: string) => void {
   return (method, route) => {
     if (!span?.isRecording()) return;
     span.setAttribute('http.route', route);
+    // The raw path is not recorded (span-redaction.ts): the route stands for it.
+    span.setAttribute('url.path', route);
     span.updateName(`${method} ${route}`);
   };
 }
