@@ -35,7 +35,7 @@ beforeAll(async () => {
     OTEL_TRACES_SAMPLER_ARG: '1',
   });
   await waitForHttp(`${url}/healthz`, edge);
-});
+}, 120_000);
 afterAll(async () => {
   if (edge.child.exitCode === null) await edge.stop();
   await collector.close();
@@ -90,4 +90,4 @@ it('keeps invitation tokens, signed-link tokens, keys and signatures out of the 
   expect(server('/api/v1/files/:fileId/content')?.attributes['url.query']).toBe('token=REDACTED');
   expect(servers.find((s) => String(s.attributes['url.query']).startsWith('key='))?.attributes['url.query']).toBe('key=REDACTED');
   expect(server('/healthz')?.attributes['url.query']).toBe('signature=REDACTED');
-});
+}, 120_000);

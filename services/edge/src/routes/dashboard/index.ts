@@ -20,10 +20,11 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   const json = jsonBody({ limitBytes: 64 * 1024, timeouts: deps.config.http });
   const session = requireSession(deps);
   const throttle = new LoginThrottle(deps.redis, deps.config.queuePrefix);
-  // One per process (buildApp runs once). A waiting hash holds no memory; the bound keeps a sign-in's wait to a few
-  // seconds (eight hashes of about half a second each per slot) instead of letting a storm queue without end.
+  // One per process (buildApp runs once). A waiting hash holds no memory; the bound keeps a sign-in's wait under
+  // sixteen hashes' time (seconds) instead of letting a storm queue without end, and is above one account's
+  // allowance (LOGIN_LIMIT), so that a burst against one account is answered by its throttle, not by this budget.
   const concurrency = deps.config.passwordHashConcurrency;
-  const passwords = new PasswordHashing({ concurrency, queueLimit: 8 * concurrency, busy: () => errors.signInBusy(5) });
+  const passwords = new PasswordHashing({ concurrency, queueLimit: 16 * concurrency, busy: () => errors.signInBusy(5) });
 
   router.get(`${base}/session`, getSession(deps));
   router.post(`${base}/session`, json, signIn(deps, throttle, passwords));

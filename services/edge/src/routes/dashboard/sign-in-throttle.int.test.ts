@@ -5,6 +5,8 @@ import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { DashboardClient } from './dashboard-test-support';
 
 const ctx = useTestContext();
+/** Each test checks up to 17 passwords one after another (memory-hard hashes): seconds each on a loaded machine. */
+const HASHES_TIMEOUT_MS = 300_000;
 /** TRUST_PROXY off (the default): the socket's address is the client's. */
 let direct: EdgeUnderTest;
 /** Behind a proxy on loopback (TRUST_PROXY=loopback): X-Forwarded-For names the client. */
@@ -58,7 +60,7 @@ describe('device cookies', () => {
     // Each sign-in renews the cookie; the renewed one still passes.
     expect(owner.lastSetCookie.find((h) => h.startsWith('gsvc_device='))).not.toBe(device);
     expect((await owner.post('/api/v1/dashboard/session', { email, password })).status).toBe(200);
-  });
+  }, HASHES_TIMEOUT_MS);
 
   it('give each device its own limit, and pass only for the account they were issued for', async () => {
     const ada = await person();
@@ -71,7 +73,7 @@ describe('device cookies', () => {
     // A device that guesses at its own account is held to its own allowance.
     for (let i = 0; i < 10; i++) expect((await browser.post('/api/v1/dashboard/session', { email: eve.email, password: 'guess' })).status).toBe(401);
     expect((await browser.post('/api/v1/dashboard/session', { email: eve.email, password: eve.password })).status).toBe(429);
-  });
+  }, HASHES_TIMEOUT_MS);
 
   it('refuse a forged device cookie: the attempt counts as untrusted', async () => {
     const { email, password } = await person();
@@ -80,7 +82,7 @@ describe('device cookies', () => {
     forger.cookies.set('gsvc_device', `${'A'.repeat(22)}.${'B'.repeat(43)}`);
     for (let i = 0; i < 10; i++) expect((await forger.post('/api/v1/dashboard/session', { email, password: 'guess' })).status).toBe(401);
     expect((await forger.post('/api/v1/dashboard/session', { email, password })).status).toBe(429);
-  });
+  }, HASHES_TIMEOUT_MS);
 });
 
 describe('the client address', () => {
@@ -92,7 +94,7 @@ describe('the client address', () => {
     for (let i = 0; i < 10; i++) expect((await a.post('/api/v1/dashboard/session', { email: `a${i}@example.com`, password: 'guess' })).status).toBe(401);
     expect((await a.post('/api/v1/dashboard/session', { email: 'a10@example.com', password: 'guess' })).status).toBe(429);
     expect((await b.post('/api/v1/dashboard/session', { email: 'b0@example.com', password: 'guess' })).status).toBe(401);
-  });
+  }, HASHES_TIMEOUT_MS);
 
   it('ignores X-Forwarded-For without TRUST_PROXY: the socket address is the client', async () => {
     const a = behindProxy(direct, '198.51.100.1');
@@ -101,23 +103,23 @@ describe('the client address', () => {
     await b.get('/api/v1/dashboard/session');
     for (let i = 0; i < 10; i++) expect((await a.post('/api/v1/dashboard/session', { email: `a${i}@example.com`, password: 'guess' })).status).toBe(401);
     expect((await b.post('/api/v1/dashboard/session', { email: 'b0@example.com', password: 'guess' })).status).toBe(429);
-  });
+  }, HASHES_TIMEOUT_MS);
 });
 
 describe('password hashing within its budget', () => {
-  it('checks one password at a time, queues eight, and answers the rest 503 with Retry-After at once', async () => {
-    // Sixteen sign-ins at once, each from its own address to its own (unknown) e-mail, so that no allowance is what
+  it('checks one password at a time, queues sixteen, and answers the rest 503 with Retry-After at once', async () => {
+    // 24 sign-ins at once, each from its own address to its own (unknown) e-mail, so that no allowance is what
     // refuses them: an unknown e-mail is checked against a decoy hash at the same cost.
-    const clients = Array.from({ length: 16 }, (_, i) => behindProxy(proxied, `192.0.2.${i + 1}`));
+    const clients = Array.from({ length: 24 }, (_, i) => behindProxy(proxied, `192.0.2.${i + 1}`));
     await Promise.all(clients.map((c) => c.get('/api/v1/dashboard/session')));
     const answers = await Promise.all(clients.map((c, i) => c.post('/api/v1/dashboard/session', { email: `nobody${i}@example.com`, password: 'guess' })));
-    // One running and eight waiting are served; every later one is refused without waiting.
-    expect(answers.filter((a) => a.status === 401)).toHaveLength(9);
+    // One running and sixteen waiting are served; every later one is refused without waiting.
+    expect(answers.filter((a) => a.status === 401)).toHaveLength(17);
     const busy = answers.filter((a) => a.status === 503);
     expect(busy).toHaveLength(7);
     for (const a of busy) {
       expect(a.headers.get('retry-after')).toBe('5');
       expect(a.body).toEqual({ error: { type: 'api_error', code: 'service_unavailable', message: expect.any(String), param: null, request_id: a.headers.get('x-request-id') } });
     }
-  });
+  }, HASHES_TIMEOUT_MS);
 });
