@@ -16,9 +16,6 @@ type Deps = Pick<EdgeDeps, 'db' | 'config'>;
 const DEVICE_COOKIE_MAX_AGE_S = 180 * 24 * 3600;
 const SIGN_IN_PATH = '/api/v1/dashboard/session';
 
-/** The client's address: the socket's, or the one a trusted proxy forwarded (TRUST_PROXY). */
-const clientIp = (req: Request) => req.ip ?? 'unknown';
-
 /** What every session route answers: who is signed in, their workspaces and roles, and the CSRF token. */
 async function sessionBody(db: Db, user: { id: string; email: string; name: string | null }, csrfToken: string) {
   const memberships = await membershipRepository.forUser(db, user.id);
@@ -62,7 +59,8 @@ export function signIn(deps: Deps, throttle: LoginThrottle, passwords: PasswordH
     checkDoubleSubmit(req);
     const body = parseBody(SIGN_IN, req.body);
     const device = deviceNonce(deps.config.signingSecret, body.email, cookieOf(req, DEVICE_COOKIE));
-    const attempt = { email: body.email, ip: clientIp(req), device };
+    // req.ip: the socket's address, or the client's as a trusted proxy forwarded it (TRUST_PROXY).
+    const attempt = { email: body.email, ip: req.ip ?? 'unknown', device };
     await throttle.admit(attempt);
     const user = await userRepository.findByEmail(deps.db, body.email);
     const ok = await passwords.verify(body.password, user?.passwordHash ?? null);
