@@ -47,7 +47,9 @@ it('keeps invitation tokens, signed-link tokens, keys and signatures out of the 
   const invitation = newOpaqueToken();
   await invitationRepository.create(ctx.db, { workspaceId: ws.id, email: 'new-person@example.com', role: 'member', tokenHash: invitation.hash, invitedById: user.id });
   const browser = new DashboardClient(url);
-  await browser.get('/api/v1/dashboard/session'); // the CSRF cookie, as the page loads
+  // The link a person follows opens the dashboard's page, then its JSON routes; the page's GET sets the CSRF cookie.
+  await (await fetch(`${url}/dashboard/invite/${invitation.token}`)).arrayBuffer();
+  await browser.get('/api/v1/dashboard/session');
   expect((await browser.get(`/api/v1/dashboard/invitations/${invitation.token}`)).status).toBe(200);
   const password = 'a password nobody logs';
   expect((await browser.post(`/api/v1/dashboard/invitations/${invitation.token}/accept`, { password })).status).toBe(201);
