@@ -9,12 +9,12 @@ const ctx = useTestContext();
 const HASHES_TIMEOUT_MS = 300_000;
 /** TRUST_PROXY off (the default): the socket's address is the client's. */
 let direct: EdgeUnderTest;
-/** Behind a proxy on loopback (TRUST_PROXY=loopback): X-Forwarded-For names the client. */
+/** Behind a proxy on loopback (TRUST_PROXY=loopback): X-Forwarded-For names the client. One hash at a time (the default). */
 let proxied: EdgeUnderTest;
 
 beforeAll(async () => {
   direct = await startEdge(ctx);
-  proxied = await startEdge(ctx, { config: { ...ctx.config, trustProxy: ['loopback'] } });
+  proxied = await startEdge(ctx, { config: { ...ctx.config, trustProxy: ['loopback'], passwordHashConcurrency: 1 } });
 });
 afterAll(() => Promise.all([direct.close(), proxied.close()]));
 beforeEach(() => deleteKeys(ctx.redis, `${ctx.config.queuePrefix}:login:*`));
