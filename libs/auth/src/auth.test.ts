@@ -1,7 +1,8 @@
 import { SignJWT } from 'jose';
 import { API_KEY_PATTERN, hashApiKey, newApiKey, parseBareKey, parseBearer, sameHash } from './api-key';
 import { signFileToken, verifyFileToken } from './file-token';
-import { hashPassword, verifyPassword } from './password';
+import { hashPassword, PasswordHashing, verifyPassword } from './password';
+import { deviceNonce, newDeviceToken } from './session-token';
 
 describe('API keys', () => {
   it('makes a 256-bit secret, a display prefix and its SHA-256', () => {
@@ -43,6 +44,40 @@ describe('passwords', () => {
     await expect(verifyPassword('correct horse', stored)).resolves.toBe(true);
     await expect(verifyPassword('wrong horse', stored)).resolves.toBe(false);
     await expect(verifyPassword('x', 'plain')).resolves.toBe(false);
+  });
+});
+
+describe('password hashing within a budget', () => {
+  it('runs one hash at a time, queues up to the limit, refuses more at once, and verifies unknown accounts as false', async () => {
+    const busy = new Error('busy');
+    const hashing = new PasswordHashing({ concurrency: 1, queueLimit: 1, busy: () => busy });
+    const stored = await hashing.hash('correct horse');
+    const finished: string[] = [];
+    const right = hashing.verify('correct horse', stored).then((ok) => (finished.push('right'), ok));
+    const unknown = hashing.verify('correct horse', null).then((ok) => (finished.push('unknown'), ok));
+    const refused = hashing.verify('correct horse', stored);
+    await expect(refused).rejects.toBe(busy);
+    expect(finished).toEqual([]);
+    await expect(right).resolves.toBe(true);
+    await expect(unknown).resolves.toBe(false);
+    expect(finished).toEqual(['right', 'unknown']);
+    // The queue has drained: the next hash is taken.
+    await expect(hashing.verify('wrong horse', stored)).resolves.toBe(false);
+  });
+});
+
+describe('device tokens', () => {
+  it("pass only for the account they were issued for, under the server's secret", () => {
+    const secret = 's'.repeat(32);
+    const token = newDeviceToken(secret, 'Ada@Example.com');
+    const nonce = deviceNonce(secret, 'ada@example.com', token);
+    expect(nonce).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(token.startsWith(`${nonce}.`)).toBe(true);
+    expect(deviceNonce(secret, 'eve@example.com', token)).toBeNull();
+    expect(deviceNonce('t'.repeat(32), 'ada@example.com', token)).toBeNull();
+    expect(deviceNonce(secret, 'ada@example.com', `${nonce}.${'A'.repeat(43)}`)).toBeNull();
+    expect(deviceNonce(secret, 'ada@example.com', undefined)).toBeNull();
+    expect(newDeviceToken(secret, 'ada@example.com')).not.toBe(token);
   });
 });
 

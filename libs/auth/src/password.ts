@@ -1,6 +1,8 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 // scrypt parameters as OWASP recommends (N=2^17, r=8, p=1), stored with the hash so they can be raised later.
+// Each hash holds 128 * N * r bytes (128 MiB) outside the heap while it runs: a process bounds how many run at once
+// (PasswordHashing below).
 const PARAMS = { N: 2 ** 17, r: 8, p: 1 };
 const KEY_LENGTH = 64;
 
@@ -11,11 +13,13 @@ function derive(password: string, salt: Buffer, p: { N: number; r: number; p: nu
   );
 }
 
+const encode = (salt: Buffer, key: Buffer) =>
+  ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
+
 /** `scrypt$N$r$p$<salt b64>$<hash b64>` */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, PARAMS);
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
+  return encode(salt, await derive(password, salt, PARAMS));
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
@@ -24,4 +28,53 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(hash, 'base64');
   const key = await derive(password, Buffer.from(salt, 'base64'), { N: Number(N), r: Number(r), p: Number(p) });
   return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+export interface PasswordHashingOptions {
+  /** Hashes running at once (PASSWORD_HASH_CONCURRENCY). */
+  concurrency: number;
+  /** Hashes waiting for a turn; one more is refused with `busy()`. */
+  queueLimit: number;
+  /** The error a hash refused for a full queue throws (a 503 with Retry-After). */
+  busy: () => Error;
+}
+
+/**
+ * A process's password hashing within its memory budget: at most `concurrency` scrypt hashes run at once (each
+ * holds 128 MiB, and a running one holds a thread of libuv's pool that DNS look-ups and file reads also need), the
+ * next `queueLimit` wait their turn in arrival order, and any more is refused at once.
+ */
+export class PasswordHashing {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  /** Verified against when there is no account: a real hash at today's parameters that no password matches. */
+  private readonly decoy = encode(randomBytes(16), randomBytes(KEY_LENGTH));
+
+  constructor(private readonly options: PasswordHashingOptions) {}
+
+  hash(password: string): Promise<string> {
+    return this.inTurn(() => hashPassword(password));
+  }
+
+  /**
+   * Whether `password` matches `stored`. With no stored hash (an unknown e-mail) the same work is done against a
+   * decoy, so that an unknown e-mail and a wrong password take the same time, and the answer is false.
+   */
+  verify(password: string, stored: string | null): Promise<boolean> {
+    return this.inTurn(async () => (await verifyPassword(password, stored ?? this.decoy)) && stored !== null);
+  }
+
+  private async inTurn<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.options.concurrency) this.running++;
+    else if (this.waiting.length >= this.options.queueLimit) throw this.options.busy();
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // The turn passes to the next waiting hash, or the slot frees.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
 }

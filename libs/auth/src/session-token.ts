@@ -23,3 +23,23 @@ export function sameToken(a: string, b: string): boolean {
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
+
+/**
+ * A device cookie (OWASP "Slow Down Online Guessing Attacks with Device Cookies"): a browser that signed in as an
+ * account gets `<nonce>.<HMAC of the account's e-mail and the nonce>`. It names no account, and passes only for the
+ * account it was issued for.
+ */
+export function newDeviceToken(serverSecret: string, email: string): string {
+  const nonce = randomBytes(16).toString('base64url');
+  return `${nonce}.${deviceMac(serverSecret, email, nonce)}`;
+}
+
+/** The nonce of a device token issued for `email` under this secret; null for any other value. */
+export function deviceNonce(serverSecret: string, email: string, token: string | undefined): string | null {
+  const m = token === undefined ? null : /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!m) return null;
+  return sameToken(m[2]!, deviceMac(serverSecret, email, m[1]!)) ? m[1]! : null;
+}
+
+const deviceMac = (serverSecret: string, email: string, nonce: string) =>
+  createHmac('sha256', serverSecret).update(`device:${email.toLowerCase()}:${nonce}`).digest('base64url');

@@ -63,6 +63,16 @@ describe('loadConfig', () => {
     expect(problems).not.toContain('short-secret');
   });
 
+  it("reads TRUST_PROXY as Express's trust proxy values, off by default, and PASSWORD_HASH_CONCURRENCY, 1 by default", () => {
+    expect(loadConfig(base)).toMatchObject({ trustProxy: false, passwordHashConcurrency: 1 });
+    expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ ...base, TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ ...base, TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::/8' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8']);
+    expect(loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '2' }).passwordHashConcurrency).toBe(2);
+    expect(() => loadConfig({ ...base, TRUST_PROXY: 'loopback,proxy.internal' })).toThrow(/TRUST_PROXY.*proxy\.internal/);
+    expect(() => loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '0' })).toThrow(/PASSWORD_HASH_CONCURRENCY/);
+  });
+
   it('knows which variables have no default', () => {
     expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET']);
   });

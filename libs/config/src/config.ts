@@ -44,14 +44,32 @@ const duration = z.string().transform((value, ctx) => {
 
 /** A wait on an HTTP client: never 0, which Node reads as "no limit". */
 const clientTimeout = duration.pipe(z.number().min(100, 'must be at least 100ms').max(3_600_000, 'must be at most 1h'));
+const isCidr = (cidr: string) => {
+  const [addr, bits, extra] = cidr.split('/');
+  const family = isIP(addr ?? '');
+  const max = family === 6 ? 128 : 32;
+  return family !== 0 && extra === undefined && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= max));
+};
 const cidrs = z.string().transform((value, ctx) => {
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
   for (const cidr of list) {
-    const [addr, bits, extra] = cidr.split('/');
-    const family = isIP(addr ?? '');
-    const max = family === 6 ? 128 : 32;
-    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max))) {
-      ctx.addIssue({ code: 'custom', message: `"${cidr}" is not an address or CIDR range` });
+    if (!isCidr(cidr)) ctx.addIssue({ code: 'custom', message: `"${cidr}" is not an address or CIDR range` });
+  }
+  return list;
+});
+
+/** Express's `trust proxy` names for address ranges. */
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+/** Express's `trust proxy` setting: false (off), true (every hop), a hop count, or addresses, ranges and range names. */
+export type TrustProxy = boolean | number | string[];
+const trustProxy = z.string().transform((value, ctx): TrustProxy => {
+  const v = value.trim();
+  if (v === 'false' || v === 'true') return v === 'true';
+  if (/^\d+$/.test(v)) return Number(v);
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const entry of list) {
+    if (!PROXY_RANGES.includes(entry) && !isCidr(entry)) {
+      ctx.addIssue({ code: 'custom', message: `"${entry}" is not true, false, a hop count, an address, a CIDR range or one of ${PROXY_RANGES.join(', ')}` });
     }
   }
   return list;
@@ -80,6 +98,13 @@ export const envSchema = z.object({
   /** How often the task-runner looks for tasks and callbacks whose job vanished (Redis flushed or restarted). */
   RECONCILE_INTERVAL: duration.default(30_000),
   OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
+  /**
+   * Which proxies in front of the edge are trusted to say the client's address (X-Forwarded-For), as Express's
+   * `trust proxy`: off by default (the socket's address is the client's), a hop count, or addresses and CIDR ranges.
+   */
+  TRUST_PROXY: trustProxy.default(false),
+  /** Password hashes (scrypt, 128 MiB each) run at once per edge process; the pod's memory limit is sized to it. */
+  PASSWORD_HASH_CONCURRENCY: concurrency.default(1),
   EVALUATE_CONCURRENCY: concurrency.default(50),
   TASK_RUNNER_CONCURRENCY: concurrency.default(20),
   ARCHIVER_CONCURRENCY: concurrency.default(4),
@@ -142,6 +167,8 @@ export interface Config {
   /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
   providerWebhooks: { baseUrl: string | undefined; replicateSecret: string | undefined; falJwksUrl: string; falUserId: string | undefined; fallbackPollMs: number };
   outbound: { allowCidrs: string[] };
+  trustProxy: TrustProxy;
+  passwordHashConcurrency: number;
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
   otel: { endpoint: string | undefined; sampleRatio: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -219,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       fallbackPollMs: e.TASK_POLL_WEBHOOK_FALLBACK,
     },
     outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },
+    trustProxy: e.TRUST_PROXY,
+    passwordHashConcurrency: e.PASSWORD_HASH_CONCURRENCY,
     concurrency: {
       evaluate: e.EVALUATE_CONCURRENCY,
       taskRunner: e.TASK_RUNNER_CONCURRENCY,

@@ -257,6 +257,14 @@ export const errors = {
   wrongPassword: (param: string) => new AppError({ code: 'wrong_password', message: 'The current password is not correct.', param }),
   tooManyAttempts: (retryAfterSeconds: number) =>
     new AppError({ code: 'too_many_attempts', message: `Too many failed sign-ins. Try again in ${Math.ceil(retryAfterSeconds / 60)} minute(s).`, headers: { 'Retry-After': String(retryAfterSeconds) } }),
+  /** More passwords are being checked at once than the process's memory budget allows: retry shortly. */
+  signInBusy: (retryAfterSeconds: number) =>
+    new AppError({
+      code: 'service_unavailable',
+      message: `Too many sign-ins are being checked right now. Try again in ${retryAfterSeconds} seconds.`,
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      expose: true,
+    }),
   csrfFailed: (message: string) => new AppError({ code: 'csrf_failed', message }),
   wrongCredentialClass: (message: string) => new AppError({ code: 'wrong_credential_class', message }),
   /** The account role (or, for a key, its creator's role) is below what the operation needs. */

@@ -17,6 +17,7 @@ import {
   TraceIdRatioBasedSampler,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { httpSpanRedaction, undiciSpanRedaction } from './span-redaction';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -104,8 +105,8 @@ function processInstrumentations(): Instrumentation[] {
     for (const instrumentation of created) instrumentation.enable();
   } else {
     created = [
-      new HttpInstrumentation(),
-      new UndiciInstrumentation(),
+      new HttpInstrumentation(httpSpanRedaction),
+      new UndiciInstrumentation(undiciSpanRedaction),
       new PgInstrumentation({ requireParentSpan: true }),
       new IORedisInstrumentation({ requireParentSpan: true }),
     ];
@@ -129,6 +130,8 @@ export function nameServerSpan(): (method: string, route: string) => void {
   return (method, route) => {
     if (!span?.isRecording()) return;
     span.setAttribute('http.route', route);
+    // The raw path is not recorded (span-redaction.ts): the route stands for it.
+    span.setAttribute('url.path', route);
     span.updateName(`${method} ${route}`);
   };
 }

@@ -48,6 +48,8 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('case sensitive routing', true);
+  // req.ip (sign-in throttling, logs) is the client's address as the trusted proxies forward it (TRUST_PROXY).
+  app.set('trust proxy', deps.config.trustProxy);
 
   // Before any route: a path or query that cannot be decoded is a 400, and a body left unread after an answer is
   // bounded.

@@ -67,7 +67,7 @@ it('logs each request with its request id and trace id, and shuts down cleanly o
   await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { 'x-request-id': 'log-check-1' } });
   await new Promise((r) => setTimeout(r, 200));
   const line = proc.output().split('\n').find((l) => l.includes('"request_id":"log-check-1"'));
-  expect(JSON.parse(line!)).toMatchObject({ level: 'info', service: 'edge', msg: 'request', method: 'GET', path: '/api/v1/me/balance', status: 401, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  expect(JSON.parse(line!)).toMatchObject({ level: 'info', service: 'edge', msg: 'request', method: 'GET', route: '/api/v1/me/balance', status: 401, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
   expect(await proc.stop('SIGTERM')).toBe(0);
   expect(proc.output()).toContain('shutdown phase done');
 });

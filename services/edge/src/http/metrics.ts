@@ -1,5 +1,6 @@
 import { nameServerSpan, type Metrics } from '@gensvc/observability';
 import type { NextFunction, Request, Response } from 'express';
+import { routeOf } from './request-context';
 
 /**
  * Records each request under its route pattern (never the raw path, which would explode the label set), and gives
@@ -10,7 +11,7 @@ export function httpMetrics(metrics: Metrics) {
     const end = metrics.httpRequests.startTimer();
     const name = nameServerSpan();
     res.on('finish', () => {
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const route = routeOf(req);
       end({ method: req.method, route, status: String(res.statusCode) });
       name(req.method, route);
     });

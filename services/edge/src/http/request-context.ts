@@ -13,6 +13,13 @@ export interface RequestLocals {
 
 export const locals = (res: Response) => res.locals as RequestLocals & Record<string, unknown>;
 
+/**
+ * The request's route template (`/api/v1/dashboard/invitations/:token`), or `unmatched`: what logs, metrics and traces
+ * name a request by. Never the raw path, which can hold a secret (an invitation token). Routers are mounted without a
+ * path, so req.baseUrl holds no parameter.
+ */
+export const routeOf = (req: Request): string => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
+
 /** Which vendor's conventions a path follows: its errors are answered in that vendor's shape (DESIGN.md §4). */
 export function errorStyleFor(path: string): ErrorStyle {
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
@@ -23,7 +30,7 @@ export function errorStyleFor(path: string): ErrorStyle {
 /**
  * Every answer carries X-Request-Id: the caller's own when it is a sane token (so one id can follow a request
  * through the caller's systems), a new one otherwise. Every request ends with one access-log line (the logger adds
- * the trace id). The request's child logger is made on its first use: most requests log nothing but that line,
+ * the trace id) naming its route template and the client's address (req.ip, as TRUST_PROXY says). The request's child logger is made on its first use: most requests log nothing but that line,
  * which is skipped whole when the level leaves it out.
  */
 export function requestContext(logger: Logger) {
@@ -55,7 +62,8 @@ export function requestContext(logger: Logger) {
         inActiveContext(() => {
           const ms = Number(process.hrtime.bigint() - started) / 1e6;
           const workspace = (res.locals.auth as { workspace?: { id: string } } | undefined)?.workspace?.id;
-          locals(res).log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100, workspace_id: workspace }, 'request');
+          const line = { method: req.method, route: routeOf(req), status: res.statusCode, ms: Math.round(ms * 100) / 100 };
+          locals(res).log.info({ ...line, ip: req.ip, workspace_id: workspace }, 'request');
         }),
       );
     }

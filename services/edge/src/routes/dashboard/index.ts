@@ -1,3 +1,5 @@
+import { PasswordHashing } from '@gensvc/auth';
+import { errors } from '@gensvc/errors';
 import express from 'express';
 import { LoginThrottle } from '../../auth/login-throttle';
 import { requireMembership, requireRole, requireSession } from '../../auth/session';
@@ -18,34 +20,41 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   const json = jsonBody({ limitBytes: 64 * 1024, timeouts: deps.config.http });
   const session = requireSession(deps);
   const throttle = new LoginThrottle(deps.redis, deps.config.queuePrefix);
+  // One per process (buildApp runs once). A waiting hash holds no memory; the bound keeps a sign-in's wait under
+  // sixteen hashes' time (seconds) instead of letting a storm queue without end, and is above one account's
+  // allowance (LOGIN_LIMIT), so that a burst against one account is answered by its throttle, not by this budget.
+  const concurrency = deps.config.passwordHashConcurrency;
+  const passwords = new PasswordHashing({ concurrency, queueLimit: 16 * concurrency, busy: () => errors.signInBusy(5) });
 
   router.get(`${base}/session`, getSession(deps));
-  router.post(`${base}/session`, json, signIn(deps, throttle));
+  router.post(`${base}/session`, json, signIn(deps, throttle, passwords));
   router.delete(`${base}/session`, session, signOut(deps));
-  router.post(`${base}/password`, session, json, changePassword(deps));
+  router.post(`${base}/password`, session, json, changePassword(deps, passwords));
   router.get(`${base}/invitations/:token`, getInvitation(deps));
-  router.post(`${base}/invitations/:token/accept`, json, acceptInvitation(deps));
+  router.post(`${base}/invitations/:token/accept`, json, acceptInvitation(deps, passwords));
 
-  const ws = express.Router({ caseSensitive: true, mergeParams: true });
-  router.use(`${base}/workspaces/:ws`, session, requireMembership(deps), ws);
-  ws.get('/', getWorkspace(deps));
-  ws.get('/keys', listKeys(deps));
-  ws.post('/keys', json, createKey(deps));
-  ws.post('/keys/:id/rotate', json, rotateKey(deps));
-  ws.post('/keys/:id/revoke', revokeKey(deps));
-  ws.get('/members', listMembers(deps));
-  ws.post('/members', json, addMember(deps));
-  ws.patch('/members/:userId', json, changeRole(deps));
-  ws.delete('/members/:userId', removeMember(deps));
-  ws.delete('/invitations/:id', withdrawInvitation(deps));
-  ws.get('/outputs', listOutputs(deps));
-  ws.delete('/outputs/:fileId', requireRole('deleteFiles'), deleteOutput(deps));
-  ws.get('/tasks', listTasks(deps));
-  ws.get('/tasks/:taskId', getTask(deps));
-  ws.post('/tasks/:taskId/redeliver', requireRole('redeliver'), redeliverTask(deps));
-  ws.get('/callback-secret', requireRole('callbackSecret'), getCallbackSecret(deps));
-  ws.post('/callback-secret/rotate', requireRole('callbackSecret'), rotateCallbackSecret(deps));
-  ws.get('/usage', getUsage(deps));
+  // Every path under a workspace needs a session and a membership first. Its routes are written whole (not in a
+  // router mounted here) so that each request's route template names every parameter (logs, metrics, traces).
+  const ws = `${base}/workspaces/:ws`;
+  router.use(ws, session, requireMembership(deps));
+  router.get(ws, getWorkspace(deps));
+  router.get(`${ws}/keys`, listKeys(deps));
+  router.post(`${ws}/keys`, json, createKey(deps));
+  router.post(`${ws}/keys/:id/rotate`, json, rotateKey(deps));
+  router.post(`${ws}/keys/:id/revoke`, revokeKey(deps));
+  router.get(`${ws}/members`, listMembers(deps));
+  router.post(`${ws}/members`, json, addMember(deps));
+  router.patch(`${ws}/members/:userId`, json, changeRole(deps));
+  router.delete(`${ws}/members/:userId`, removeMember(deps));
+  router.delete(`${ws}/invitations/:id`, withdrawInvitation(deps));
+  router.get(`${ws}/outputs`, listOutputs(deps));
+  router.delete(`${ws}/outputs/:fileId`, requireRole('deleteFiles'), deleteOutput(deps));
+  router.get(`${ws}/tasks`, listTasks(deps));
+  router.get(`${ws}/tasks/:taskId`, getTask(deps));
+  router.post(`${ws}/tasks/:taskId/redeliver`, requireRole('redeliver'), redeliverTask(deps));
+  router.get(`${ws}/callback-secret`, requireRole('callbackSecret'), getCallbackSecret(deps));
+  router.post(`${ws}/callback-secret/rotate`, requireRole('callbackSecret'), rotateCallbackSecret(deps));
+  router.get(`${ws}/usage`, getUsage(deps));
   return router;
 }
 

@@ -1,23 +1,20 @@
 // Signing in and out, changing the password, and accepting an invitation (DESIGN.md §4 Sessions).
-import { hashPassword, hashToken, newOpaqueToken, OPAQUE_TOKEN, verifyPassword } from '@gensvc/auth';
+import { deviceNonce, hashToken, newDeviceToken, newOpaqueToken, OPAQUE_TOKEN, type PasswordHashing } from '@gensvc/auth';
 import { invitationRepository, isUniqueViolation, membershipRepository, SESSION_LIMITS, sessionRepository, userRepository, withTx, type Db } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import type { LoginThrottle } from '../../auth/login-throttle';
 import { checkDoubleSubmit, checkOrigin, csrfForSession, issueCsrf, readSession, secureCookies, sessionOf } from '../../auth/session';
-import { cookieOf, CSRF_COOKIE, SESSION_COOKIE, setCookie } from '../../auth/session-cookie';
+import { cookieOf, CSRF_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, setCookie } from '../../auth/session-cookie';
 import type { EdgeDeps } from '../../deps';
 import { parseBody } from '../../http/parse-body';
 import { ACCEPT_INVITATION, CHANGE_PASSWORD, SIGN_IN } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 'config'>;
 
-/**
- * Checked against when the email is unknown, so that an unknown email and a wrong password take the same time and
- * get the same answer. A hash of a random password: nothing verifies against it.
- */
-let decoyHash: Promise<string> | undefined;
-const decoy = () => (decoyHash ??= hashPassword(newOpaqueToken().token));
+/** How long a browser keeps its device cookie (login-throttle.ts): it is renewed at each sign-in. */
+const DEVICE_COOKIE_MAX_AGE_S = 180 * 24 * 3600;
+const SIGN_IN_PATH = '/api/v1/dashboard/session';
 
 /** What every session route answers: who is signed in, their workspaces and roles, and the CSRF token. */
 async function sessionBody(db: Db, user: { id: string; email: string; name: string | null }, csrfToken: string) {
@@ -32,7 +29,7 @@ async function sessionBody(db: Db, user: { id: string; email: string; name: stri
 /** A new session for the user in this browser: its cookies set, its body answered. */
 async function startSession(deps: Deps, req: Request, res: Response, user: { id: string; email: string; name: string | null }, status = 200) {
   const { token, hash } = newOpaqueToken();
-  await sessionRepository.create(deps.db, { userId: user.id, tokenHash: hash, userAgent: req.get('user-agent') ?? null, ip: req.socket.remoteAddress ?? null });
+  await sessionRepository.create(deps.db, { userId: user.id, tokenHash: hash, userAgent: req.get('user-agent') ?? null, ip: req.ip ?? null });
   setCookie(res, SESSION_COOKIE, token, { secure: secureCookies(deps.config), httpOnly: true, maxAge: SESSION_LIMITS.absoluteMs / 1000 });
   const csrf = issueCsrf(res, deps.config, csrfForSession(deps.config, hash));
   res.status(status).json(await sessionBody(deps.db, user, csrf));
@@ -52,18 +49,26 @@ export function getSession(deps: Deps) {
   };
 }
 
-/** POST /api/v1/dashboard/session — sign in with email and password. */
-export function signIn(deps: Deps, throttle: LoginThrottle) {
+/**
+ * POST /api/v1/dashboard/session — sign in with email and password. A browser that signs in gets a new device cookie
+ * for the account, which gives it an allowance of its own against that account's throttling (login-throttle.ts).
+ */
+export function signIn(deps: Deps, throttle: LoginThrottle, passwords: PasswordHashing) {
   return async (req: Request, res: Response) => {
     checkOrigin(req, deps.config);
     checkDoubleSubmit(req);
     const body = parseBody(SIGN_IN, req.body);
-    const ip = req.socket.remoteAddress ?? 'unknown';
-    await throttle.admit(body.email, ip);
+    const device = deviceNonce(deps.config.signingSecret, body.email, cookieOf(req, DEVICE_COOKIE));
+    // req.ip: the socket's address, or the client's as a trusted proxy forwarded it (TRUST_PROXY).
+    const attempt = { email: body.email, ip: req.ip ?? 'unknown', device };
+    await throttle.admit(attempt);
     const user = await userRepository.findByEmail(deps.db, body.email);
-    const ok = await verifyPassword(body.password, user?.passwordHash ?? (await decoy()));
+    const ok = await passwords.verify(body.password, user?.passwordHash ?? null);
     if (!user || !ok) throw errors.invalidCredentials();
-    await throttle.succeeded(body.email, ip);
+    await throttle.succeeded(attempt);
+    const secure = secureCookies(deps.config);
+    const deviceToken = newDeviceToken(deps.config.signingSecret, user.email);
+    setCookie(res, DEVICE_COOKIE, deviceToken, { secure, httpOnly: true, maxAge: DEVICE_COOKIE_MAX_AGE_S, path: SIGN_IN_PATH });
     await startSession(deps, req, res, user);
   };
 }
@@ -80,13 +85,13 @@ export function signOut(deps: Deps) {
 }
 
 /** POST /api/v1/dashboard/password — every session of the person ends (in one transaction with the change); this browser gets a new one. */
-export function changePassword(deps: Deps) {
+export function changePassword(deps: Deps, passwords: PasswordHashing) {
   return async (req: Request, res: Response) => {
     const body = parseBody(CHANGE_PASSWORD, req.body);
     const { user } = sessionOf(res);
     const stored = await userRepository.findByEmail(deps.db, user.email);
-    if (!stored || !(await verifyPassword(body.current_password, stored.passwordHash))) throw errors.wrongPassword('current_password');
-    const changed = await userRepository.setPasswordHash(deps.db, user.id, await hashPassword(body.new_password));
+    if (!stored || !(await passwords.verify(body.current_password, stored.passwordHash))) throw errors.wrongPassword('current_password');
+    const changed = await userRepository.setPasswordHash(deps.db, user.id, await passwords.hash(body.new_password));
     if (!changed) throw errors.notSignedIn();
     await startSession(deps, req, res, user);
   };
@@ -112,7 +117,7 @@ export function getInvitation(deps: Deps) {
  * has a user already accepts while signed in as that user. The invitation is used once: the acceptance, the user
  * and the membership are one transaction.
  */
-export function acceptInvitation(deps: Deps) {
+export function acceptInvitation(deps: Deps, passwords: PasswordHashing) {
   return async (req: Request<{ token: string }>, res: Response) => {
     checkOrigin(req, deps.config);
     checkDoubleSubmit(req);
@@ -130,7 +135,7 @@ export function acceptInvitation(deps: Deps) {
       return;
     }
     if (!body.password) throw errors.invalidRequest('password: is required to create your account', 'password');
-    const passwordHash = await hashPassword(body.password);
+    const passwordHash = await passwords.hash(body.password);
     const user = await withTx(deps.db, async (tx) => {
       if (!(await invitationRepository.markAccepted(tx, inv.id))) throw errors.invitationNotFound();
       const made = await userRepository.create(tx, { email: inv.email, passwordHash, name: body.name ?? null });
