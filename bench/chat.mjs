@@ -30,12 +30,27 @@ const TARGET_OVERHEAD_MS = 0.5;
 const TARGET_VS_PORTKEY = 1.5;
 
 const body = (model, stream) =>
-  JSON.stringify({ model, stream, max_tokens: 32, messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }] });
+  JSON.stringify({
+    model,
+    stream,
+    max_tokens: 32,
+    messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }],
+  });
 const label = (r) => `${r.stream ? 'stream' : 'json'} c=${r.concurrency}`;
 const ms3 = (v) => v.toFixed(3);
-const checkJson = (status, text) => (status !== 200 ? `status ${status}` : text.includes('"chat.completion"') ? null : `not a chat completion: ${text.slice(0, 200)}`);
+const checkJson = (status, text) =>
+  status !== 200
+    ? `status ${status}`
+    : text.includes('"chat.completion"')
+      ? null
+      : `not a chat completion: ${text.slice(0, 200)}`;
 // A stream is right when it ended cleanly: its last event is [DONE] (a cut stream ends with an error event instead).
-const checkStream = (status, text) => (status !== 200 ? `status ${status}` : text.trimEnd().endsWith('data: [DONE]') ? null : `stream did not end with [DONE]: …${text.slice(-200)}`);
+const checkStream = (status, text) =>
+  status !== 200
+    ? `status ${status}`
+    : text.trimEnd().endsWith('data: [DONE]')
+      ? null
+      : `stream did not end with [DONE]: …${text.slice(-200)}`;
 
 await withStack(async ({ env, db }) => {
   const sim = await startSim();
@@ -52,23 +67,57 @@ await withStack(async ({ env, db }) => {
     const floor = await startFloorProxy(sim.url);
     procs.push(floor);
     const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
-    const gateways = { direct: [], gensvc: [edge.pid], 'gensvc×2': [edge.pid, edge2.pid], portkey: [portkey.pid], floor: [floor.pid] };
-    const cpuSources = (name) => ({ gateway: pidsCpuMs(...gateways[name]), ...harnessCpuSources({ simPid: sim.pid, redis, db }) });
+    const gateways = {
+      direct: [],
+      gensvc: [edge.pid],
+      'gensvc×2': [edge.pid, edge2.pid],
+      portkey: [portkey.pid],
+      floor: [floor.pid],
+    };
+    const cpuSources = (name) => ({
+      gateway: pidsCpuMs(...gateways[name]),
+      ...harnessCpuSources({ simPid: sim.pid, redis, db }),
+    });
 
     const json = { 'content-type': 'application/json' };
     const targets = (stream) => {
       const check = stream ? checkStream : checkJson;
       return {
-        direct: { url: `${sim.url}/ch/${CHANNEL}/v1/chat/completions`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: body('chat-1', stream), check },
-        gensvc: { url: `${edge.url}/v1/chat/completions`, headers: { ...json, ...auth }, body: body('sim/chat-1', stream), check },
-        'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/v1/chat/completions`), headers: { ...json, ...auth }, body: body('sim/chat-1', stream), check },
-        portkey: {
-          url: `${portkey.url}/v1/chat/completions`,
-          headers: { ...json, authorization: 'Bearer sim-secret', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/ch/${CHANNEL}/v1` },
+        direct: {
+          url: `${sim.url}/ch/${CHANNEL}/v1/chat/completions`,
+          headers: { ...json, authorization: 'Bearer sim-secret' },
           body: body('chat-1', stream),
           check,
         },
-        floor: { url: `${floor.url}/ch/${CHANNEL}/v1/chat/completions`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: body('chat-1', stream), check },
+        gensvc: {
+          url: `${edge.url}/v1/chat/completions`,
+          headers: { ...json, ...auth },
+          body: body('sim/chat-1', stream),
+          check,
+        },
+        'gensvc×2': {
+          urls: [edge, edge2].map((e) => `${e.url}/v1/chat/completions`),
+          headers: { ...json, ...auth },
+          body: body('sim/chat-1', stream),
+          check,
+        },
+        portkey: {
+          url: `${portkey.url}/v1/chat/completions`,
+          headers: {
+            ...json,
+            authorization: 'Bearer sim-secret',
+            'x-portkey-provider': 'openai',
+            'x-portkey-custom-host': `${sim.url}/ch/${CHANNEL}/v1`,
+          },
+          body: body('chat-1', stream),
+          check,
+        },
+        floor: {
+          url: `${floor.url}/ch/${CHANNEL}/v1/chat/completions`,
+          headers: { ...json, authorization: 'Bearer sim-secret' },
+          body: body('chat-1', stream),
+          check,
+        },
       };
     };
     for (const stream of [false, true]) for (const t of Object.values(targets(stream))) await untilAnswers(t);
@@ -99,7 +148,9 @@ await withStack(async ({ env, db }) => {
     const portkeyPeak = portkeyRss.stop();
     redis.disconnect();
 
-    console.log(`bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`);
+    console.log(
+      `bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`,
+    );
     const rows = [];
     for (const r of results) {
       for (const name of NAMES) {
@@ -117,18 +168,25 @@ await withStack(async ({ env, db }) => {
         ]);
       }
     }
-    printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
+    printTable(
+      ['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'],
+      rows,
+    );
     for (const r of results) for (const name of NAMES) printErrors(`${label(r)} ${name}`, r[name]);
 
     console.log('targets');
     for (const r of results) {
       if (r.concurrency === 1) {
         const over = r.gensvc.p50 - r.direct.p50;
-        console.log(`  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms, the floor's ${ms(r.floor.p50 - r.direct.p50)} ms`);
+        console.log(
+          `  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms, the floor's ${ms(r.floor.p50 - r.direct.p50)} ms`,
+        );
       }
       if (r.concurrency === 32) {
         const x = r.gensvc.rps / r.portkey.rps;
-        console.log(`  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}; the floor's ${ratio(r.floor.rps / r.portkey.rps)}`);
+        console.log(
+          `  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}; the floor's ${ratio(r.floor.rps / r.portkey.rps)}`,
+        );
       }
     }
     // Read in its build (build/start-server.js): the stream reader sleeps 25 ms before the first event it relays.
@@ -143,7 +201,11 @@ await withStack(async ({ env, db }) => {
       },
     });
     console.log(`CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)`);
-    printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `${label(r)} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
+    printCpuTable(
+      results.flatMap((r) =>
+        NAMES.map((name) => ({ label: `${label(r)} ${name}`, cpu: r[name].cpu, rps: r[name].rps })),
+      ),
+    );
     console.log(`the floor: req/s ≈ ${CORES} cores ÷ total CPU per request (every process shares them)`);
     for (const r of results) {
       const total = Object.fromEntries(NAMES.map((n) => [n, totalCpu(r[n].cpu)]));
@@ -154,7 +216,9 @@ await withStack(async ({ env, db }) => {
         `  ${label(r).padEnd(11)} a zero-cost gateway: ≤ ${ratio(total.portkey / total.direct)} Portkey's req/s; the floor gateway: ${ratio(total.portkey / total.floor)}; ` +
           `gensvc: ${ratio(total.portkey / total.gensvc)}.  Gateway + stores ms/req: floor ${ms3(gw.floor)}, gensvc ${ms3(gw.gensvc)}, Portkey ${ms3(gw.portkey)} ` +
           `(gensvc at ${between.toFixed(2)} of the way from floor to Portkey)` +
-          (r.concurrency === 32 ? `; ${TARGET_VS_PORTKEY}x Portkey needs a total ≤ ${ms3(total.portkey / TARGET_VS_PORTKEY)} ms, of which sim + load gen take ${ms3(total.direct)}` : ''),
+          (r.concurrency === 32
+            ? `; ${TARGET_VS_PORTKEY}x Portkey needs a total ≤ ${ms3(total.portkey / TARGET_VS_PORTKEY)} ms, of which sim + load gen take ${ms3(total.direct)}`
+            : ''),
       );
     }
     console.log(`peak RSS over the run: edge ${edgePeak.toFixed(0)} MiB, Portkey ${portkeyPeak.toFixed(0)} MiB`);
@@ -168,7 +232,9 @@ await withStack(async ({ env, db }) => {
       if (charges >= expected) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    console.log(`billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`);
+    console.log(
+      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`,
+    );
   } finally {
     for (const p of procs.reverse()) await p.stop();
   }

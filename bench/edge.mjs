@@ -39,7 +39,9 @@ await withStack(async ({ env, db }) => {
   }
 
   const base = results.baseline;
-  console.log(`bench/edge  node ${process.version}, ${CONCURRENCY} connections, ${DURATION_MS / 1000} s each (after ${WARMUP_MS / 1000} s warm-up)`);
+  console.log(
+    `bench/edge  node ${process.version}, ${CONCURRENCY} connections, ${DURATION_MS / 1000} s each (after ${WARMUP_MS / 1000} s warm-up)`,
+  );
   console.log('case             req/s     p50 ms   p99 ms   req/s vs baseline   peak RSS MiB');
   for (const [name, r] of Object.entries(results)) {
     console.log(

@@ -32,10 +32,15 @@ const request = (model) =>
     questions: {
       resolved: { type: 'boolean', instructions: 'Was the customer’s request resolved?' },
       politeness: { type: 'score', instructions: 'How polite was the agent?', criteria: ['rude', 'neutral', 'polite'] },
-      topic: { type: 'choice', instructions: 'What was the request about?', choices: ['refund', 'exchange', 'complaint'] },
+      topic: {
+        type: 'choice',
+        instructions: 'What was the request about?',
+        choices: ['refund', 'exchange', 'complaint'],
+      },
     },
   });
-const check = (status, text) => (status !== 200 ? `status ${status}` : text.includes('"answers"') ? null : `no answers: ${text.slice(0, 200)}`);
+const check = (status, text) =>
+  status !== 200 ? `status ${status}` : text.includes('"answers"') ? null : `no answers: ${text.slice(0, 200)}`;
 
 await withStack(async ({ env, db }) => {
   const sim = await startSim();
@@ -53,7 +58,12 @@ await withStack(async ({ env, db }) => {
     procs.push(...floor);
     const redis = gensvc('queue').createRedisConnection(env.REDIS_URL, { name: 'bench:cpu' });
     // The processes each case crosses: [HTTP front (edge or floor server), worker].
-    const crossed = { direct: [[], []], gensvc: [[edge.pid], [worker.pid]], 'gensvc×2': [[edge.pid, edge2.pid], [worker.pid]], floor: floor.map((p) => [p.pid]) };
+    const crossed = {
+      direct: [[], []],
+      gensvc: [[edge.pid], [worker.pid]],
+      'gensvc×2': [[edge.pid, edge2.pid], [worker.pid]],
+      floor: floor.map((p) => [p.pid]),
+    };
     const cpuSources = (name) => ({
       'edge/server': pidsCpuMs(...crossed[name][0]),
       worker: pidsCpuMs(...crossed[name][1]),
@@ -62,9 +72,19 @@ await withStack(async ({ env, db }) => {
 
     const json = { 'content-type': 'application/json' };
     const targets = {
-      direct: { url: `${sim.url}/ch/sim-evaluate/evaluate`, headers: { ...json, authorization: 'Bearer sim-secret' }, body: request('eval-1'), check },
+      direct: {
+        url: `${sim.url}/ch/sim-evaluate/evaluate`,
+        headers: { ...json, authorization: 'Bearer sim-secret' },
+        body: request('eval-1'),
+        check,
+      },
       gensvc: { url: `${edge.url}/api/v1/evaluate`, headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
-      'gensvc×2': { urls: [edge, edge2].map((e) => `${e.url}/api/v1/evaluate`), headers: { ...json, ...auth }, body: request('sim/eval-1'), check },
+      'gensvc×2': {
+        urls: [edge, edge2].map((e) => `${e.url}/api/v1/evaluate`),
+        headers: { ...json, ...auth },
+        body: request('sim/eval-1'),
+        check,
+      },
       floor: { url: `${floor[0].url}/evaluate`, headers: json, body: request('eval-1'), check },
     };
     for (const t of Object.values(targets)) await untilAnswers(t);
@@ -85,42 +105,70 @@ await withStack(async ({ env, db }) => {
       results.push(row);
     }
 
-    console.log(`bench/evaluate  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim; 3 questions`);
+    console.log(
+      `bench/evaluate  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim; 3 questions`,
+    );
     const rows = [];
     for (const r of results) {
       for (const name of NAMES) {
         const x = r[name];
         const over = name === 'direct' ? null : { p50: x.p50 - r.direct.p50, p99: x.p99 - r.direct.p99 };
-        rows.push([`c=${r.concurrency} ${name}`, int(x.rps), ms(x.p50), ms(x.p99), over ? ms(over.p50) : '-', over ? ms(over.p99) : '-', ratio(x.rps / r.direct.rps), String(x.errors)]);
+        rows.push([
+          `c=${r.concurrency} ${name}`,
+          int(x.rps),
+          ms(x.p50),
+          ms(x.p99),
+          over ? ms(over.p50) : '-',
+          over ? ms(over.p99) : '-',
+          ratio(x.rps / r.direct.rps),
+          String(x.errors),
+        ]);
       }
     }
-    printTable(['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'], rows);
+    printTable(
+      ['case', 'req/s', 'p50 ms', 'p99 ms', 'p50 overhead ms', 'p99 overhead ms', 'req/s vs direct', 'errors'],
+      rows,
+    );
     for (const r of results) for (const name of NAMES) printErrors(`c=${r.concurrency} ${name}`, r[name]);
 
     const [one, many] = results;
     const over = one.gensvc.p50 - one.direct.p50;
     console.log('targets');
-    console.log(`  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`);
-    console.log(`  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`);
+    console.log(
+      `  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`,
+    );
+    console.log(
+      `  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`,
+    );
     console.log(`  c=32  gensvc×2 ${int(many['gensvc×2'].rps)} req/s (two edges, one worker)`);
-    console.log(`  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s`);
+    console.log(
+      `  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s`,
+    );
     console.log(`  c=32  gensvc ${ratio(many.gensvc.rps / many.floor.rps)} the bare BullMQ hop`);
     reportFigures({ 'evaluate c32': { value: many.gensvc.rps, baseline: many.floor.rps } });
     console.log('CPU ms per request (/proc utime+stime over each case, warm-up included; direct has no gateway)');
-    printCpuTable(results.flatMap((r) => NAMES.map((name) => ({ label: `c=${r.concurrency} ${name}`, cpu: r[name].cpu, rps: r[name].rps }))));
+    printCpuTable(
+      results.flatMap((r) =>
+        NAMES.map((name) => ({ label: `c=${r.concurrency} ${name}`, cpu: r[name].cpu, rps: r[name].rps })),
+      ),
+    );
     const bound = (name) => (CORES * 1000) / totalCpu(many[name].cpu);
     console.log(
       `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain BullMQ worker, ` +
         `${int(bound('gensvc'))} for gensvc (target ≥ ${TARGET_RPS}); no gateway at all: ${int(bound('direct'))}`,
     );
     redis.disconnect();
-    console.log(`peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, evaluate-worker ${workerRss.stop().toFixed(0)} MiB`);
+    console.log(
+      `peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, evaluate-worker ${workerRss.stop().toFixed(0)} MiB`,
+    );
 
     // Billing was on: every answer gensvc gave (warm-ups and the readiness probes included) is one charge in the
     // ledger, written before the answer was sent.
     const expected = gensvcAnswers + 2;
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
-    console.log(`billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`);
+    console.log(
+      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`,
+    );
   } finally {
     for (const p of procs.reverse()) await p.stop();
   }

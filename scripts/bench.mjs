@@ -13,7 +13,7 @@ const USAGE = [
   "  edge       the edge's own cost per request (healthz, balance with and without the key cache)",
   '  chat       chat completions direct to the upstream-sim, through gensvc and through Portkey, JSON and SSE',
   '  evaluate   POST /evaluate direct to the upstream-sim, through gensvc (one and two edges) and a bare BullMQ hop',
-  '  files      25 MiB uploads through the edge against PutObject to the same S3; the edge\'s memory meanwhile',
+  "  files      25 MiB uploads through the edge against PutObject to the same S3; the edge's memory meanwhile",
   '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries,',
   '             against raw BullMQ',
   '  hot-path-profile  a CPU profile of the edge under chat load, summed by library and function',
@@ -103,7 +103,14 @@ for (const bench of ['chat', 'evaluate', 'tasks']) {
   if (run(bench, { ...process.env, BENCH_FIGURES_FILE: file }) !== 0) failed++;
 }
 const figures = existsSync(file)
-  ? Object.assign({}, ...readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)))
+  ? Object.assign(
+      {},
+      ...readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    )
   : {};
 rmSync(dir, { recursive: true, force: true });
 const allMet = printFloors(figures);

@@ -32,7 +32,15 @@ function ensurePnpm() {
   if (works(local) === PNPM_VERSION) return local;
   say(`installing pnpm ${PNPM_VERSION} into .tools/`);
   mkdirSync(join(root, '.tools'), { recursive: true });
-  run('npm', ['install', '--prefix', join(root, '.tools'), '--no-audit', '--no-fund', '--loglevel=error', `pnpm@${PNPM_VERSION}`]);
+  run('npm', [
+    'install',
+    '--prefix',
+    join(root, '.tools'),
+    '--no-audit',
+    '--no-fund',
+    '--loglevel=error',
+    `pnpm@${PNPM_VERSION}`,
+  ]);
   return local;
 }
 
@@ -73,7 +81,11 @@ export async function bootstrap() {
     say('generating the Prisma client');
     // The schema reads DATABASE_URL through env(); generation needs a value but never connects.
     run(join(root, 'node_modules', '.bin', 'prisma'), ['generate'], {
-      env: { ...process.env, DATABASE_URL: process.env.DATABASE_URL || 'postgresql://localhost/unused', CHECKPOINT_DISABLE: '1' },
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.DATABASE_URL || 'postgresql://localhost/unused',
+        CHECKPOINT_DISABLE: '1',
+      },
     });
   });
   const { build } = await import('./build.mjs');

@@ -22,7 +22,8 @@ function* sources(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) yield* sources(path);
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts')) yield path;
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts'))
+      yield path;
   }
 }
 
@@ -53,7 +54,8 @@ export async function build() {
       const files = [...sources(src)];
       const wanted = new Set(files.map((file) => join(dist, relative(src, file)).replace(/\.ts$/, '.js')));
       // Declarations are left alone: a published package (libs/webhooks) emits them with tsc when it is packed.
-      for (const out of outputs(dist)) if (!wanted.has(out.replace(/\.map$/, '')) && !/\.d\.ts(\.map)?$/.test(out)) rmSync(out);
+      for (const out of outputs(dist))
+        if (!wanted.has(out.replace(/\.map$/, '')) && !/\.d\.ts(\.map)?$/.test(out)) rmSync(out);
       total += files.length;
       await Promise.all(
         files.map(async (file) => {
@@ -80,10 +82,17 @@ export function buildDashboard() {
   const dir = join(root, 'services', 'dashboard');
   if (!existsSync(join(dir, 'vite.config.ts'))) return null;
   // The lockfile too: a new version of Vite, React or a plugin is a new build.
-  const inputs = ['package.json', 'index.html', 'vite.config.ts', 'tsconfig.json'].map((f) => join(dir, f)).concat(join(root, 'pnpm-lock.yaml'));
-  for (const sub of ['src', 'public']) if (existsSync(join(dir, sub))) inputs.push(...[...allFiles(join(dir, sub))].sort());
+  const inputs = ['package.json', 'index.html', 'vite.config.ts', 'tsconfig.json']
+    .map((f) => join(dir, f))
+    .concat(join(root, 'pnpm-lock.yaml'));
+  for (const sub of ['src', 'public'])
+    if (existsSync(join(dir, sub))) inputs.push(...[...allFiles(join(dir, sub))].sort());
   const hash = createHash('sha256');
-  for (const f of inputs) hash.update(relative(dir, f)).update('\0').update(existsSync(f) ? readFileSync(f) : '');
+  for (const f of inputs)
+    hash
+      .update(relative(dir, f))
+      .update('\0')
+      .update(existsSync(f) ? readFileSync(f) : '');
   const digest = hash.digest('hex');
   const stamp = join(root, 'node_modules', '.gensvc', 'dashboard');
   const dist = join(dir, 'dist');
@@ -92,7 +101,11 @@ export function buildDashboard() {
     const vite = join(dir, 'node_modules', 'vite', 'bin', 'vite.js');
     // NODE_ENV=production whatever the caller's (jest sets test): otherwise React's development build is bundled.
     const env = { ...process.env, NODE_ENV: 'production' };
-    const r = spawnSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], { cwd: dir, stdio: ['ignore', 2, 2], env });
+    const r = spawnSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], {
+      cwd: dir,
+      stdio: ['ignore', 2, 2],
+      env,
+    });
     if (r.status !== 0) throw new Error(`the dashboard's vite build exited with ${r.status ?? r.signal}`);
     mkdirSync(dirname(stamp), { recursive: true });
     writeFileSync(stamp, digest);
@@ -102,7 +115,10 @@ export function buildDashboard() {
   process.stderr.write(
     `[gensvc] dashboard ${built ? 'built' : 'up to date'}: first load ${kb(size.total)} KB gzipped (JS ${kb(size.js)} KB + CSS ${kb(size.css)} KB; budget ${kb(FIRST_LOAD_BUDGET)} KB)\n`,
   );
-  if (size.total > FIRST_LOAD_BUDGET) throw new Error(`the dashboard's first load is ${kb(size.total)} KB gzipped, over its ${kb(FIRST_LOAD_BUDGET)} KB budget`);
+  if (size.total > FIRST_LOAD_BUDGET)
+    throw new Error(
+      `the dashboard's first load is ${kb(size.total)} KB gzipped, over its ${kb(FIRST_LOAD_BUDGET)} KB budget`,
+    );
   return { built, ...size };
 }
 

@@ -9,13 +9,21 @@ await bootstrap();
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 const step = (name, cmd, args) => {
   process.stderr.write(`[gensvc] ${name}\n`);
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
+  const r = spawnSync(cmd, args, {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']);
 // The dashboard is a browser app (DOM, JSX) and its browser tests drive it from Node: each has its own tsconfig.
 step('type-check the dashboard (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'services/dashboard']);
-step('type-check the dashboard tests (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'services/dashboard/tsconfig.test.json']);
+step('type-check the dashboard tests (tsc --noEmit)', bin('tsc'), [
+  '--noEmit',
+  '-p',
+  'services/dashboard/tsconfig.test.json',
+]);
 ensureChromium();
 step('jest', bin('jest'), ['--ci', ...process.argv.slice(2)]);
 
@@ -24,7 +32,9 @@ function ensureChromium() {
   const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   if (existsSync(chromium)) return;
   if (process.getuid?.() !== 0) {
-    process.stderr.write(`[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: apt-get install -y --no-install-recommends chromium\n`);
+    process.stderr.write(
+      `[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: apt-get install -y --no-install-recommends chromium\n`,
+    );
     return;
   }
   const apt = { DEBIAN_FRONTEND: 'noninteractive' };

@@ -16,7 +16,9 @@ export const CORES = availableParallelism();
  */
 export function cpuMs(pid, { mainThread = false } = {}) {
   try {
-    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8')
+      .split(') ')[1]
+      .split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND; // utime, stime
   } catch {
     return 0;
@@ -30,7 +32,10 @@ export const selfCpuMs = () => {
 };
 
 /** The CPU milliseconds of these processes together. */
-export const pidsCpuMs = (...pids) => () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+export const pidsCpuMs =
+  (...pids) =>
+  () =>
+    pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
 
 /** A Redis server's CPU milliseconds (INFO cpu): the run's own redis-server when the stack started it. */
 export const redisCpuMs = (redis) => async () => {
@@ -61,14 +66,20 @@ export const postgresCpuMs = (db) => {
  * The processes every case of a bench/chat or bench/evaluate run crosses besides its gateway: the sim, this load
  * generator, Redis and Postgres. Fresh for each case (postgresCpuMs keeps state).
  */
-export const harnessCpuSources = ({ simPid, redis, db }) => ({ sim: pidsCpuMs(simPid), 'load gen': selfCpuMs, redis: redisCpuMs(redis), postgres: postgresCpuMs(db) });
+export const harnessCpuSources = ({ simPid, redis, db }) => ({
+  sim: pidsCpuMs(simPid),
+  'load gen': selfCpuMs,
+  redis: redisCpuMs(redis),
+  postgres: postgresCpuMs(db),
+});
 
 /**
  * measure(target, options), metering `sources` ({ name: () => ms or Promise<ms> }) meanwhile: answers measure's
  * result with `cpu`, per name the CPU ms used divided by the requests made (warm-up included, errors included).
  */
 export async function measureCpu(target, options, sources) {
-  const read = async () => Object.fromEntries(await Promise.all(Object.entries(sources).map(async ([k, f]) => [k, await f()])));
+  const read = async () =>
+    Object.fromEntries(await Promise.all(Object.entries(sources).map(async ([k, f]) => [k, await f()])));
   const before = await read();
   const result = await measure(target, options);
   const after = await read();
@@ -85,7 +96,13 @@ export function printCpuTable(entries) {
   const names = [...new Set(entries.flatMap((e) => Object.keys(e.cpu)))];
   const rows = entries.map(({ label, cpu, rps }) => {
     const total = totalCpu(cpu);
-    return [label, ...names.map((n) => (n in cpu ? cpu[n].toFixed(3) : '-')), total.toFixed(3), ((CORES * 1000) / total).toFixed(0), rps.toFixed(0)];
+    return [
+      label,
+      ...names.map((n) => (n in cpu ? cpu[n].toFixed(3) : '-')),
+      total.toFixed(3),
+      ((CORES * 1000) / total).toFixed(0),
+      rps.toFixed(0),
+    ];
   });
   printTable(['case', ...names, 'total', `${CORES} cores ÷ total, req/s`, 'measured req/s'], rows);
 }
@@ -95,6 +112,11 @@ export const totalCpu = (cpu) => Object.values(cpu).reduce((a, b) => a + b, 0);
 
 /** Read and write system calls process `pid` has made so far (/proc/<pid>/io: a socket write or read is one each). */
 export function syscalls(pid) {
-  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((l) => l.split(': ')));
+  const io = Object.fromEntries(
+    readFileSync(`/proc/${pid}/io`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(': ')),
+  );
   return { r: Number(io.syscr), w: Number(io.syscw) };
 }

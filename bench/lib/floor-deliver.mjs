@@ -20,7 +20,12 @@ const connection = createRedisConnection(REDIS_URL, { name: 'floor-deliver' });
 const worker = new Worker(
   'callbacks',
   async (job) => {
-    const headers = { 'content-type': 'application/json', [SIGNATURE_HEADER]: signatureHeader(body, [SECRET]), [TASK_ID_HEADER]: 'floor', [DELIVERY_ID_HEADER]: job.id };
+    const headers = {
+      'content-type': 'application/json',
+      [SIGNATURE_HEADER]: signatureHeader(body, [SECRET]),
+      [TASK_ID_HEADER]: 'floor',
+      [DELIVERY_ID_HEADER]: job.id,
+    };
     const res = await agent.request({ origin, path: '/cb', method: 'POST', headers, body });
     await res.body.dump();
     return res.statusCode;

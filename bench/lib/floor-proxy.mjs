@@ -7,7 +7,16 @@ import { Pool } from 'undici';
 
 const upstream = new Pool(process.env.UPSTREAM, { keepAliveTimeout: 30_000 });
 // Hop-by-hop headers (RFC 9110 §7.6.1) are the connection's, not the message's; host is the upstream's own.
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+]);
 const endToEnd = (headers) => {
   const out = {};
   for (const k in headers) if (!HOP.has(k)) out[k] = headers[k];

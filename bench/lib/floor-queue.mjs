@@ -34,7 +34,16 @@ if (process.argv[2] === 'server') {
       const { model, state, questions } = JSON.parse(text);
       const callId = `evl_${process.pid}_${seq++}`;
       const replied = new Promise((resolve) => waiting.set(callId, resolve));
-      const payload = { requestId: callId, callId, workspaceId: 'floor', apiKeyId: 'floor', deadlineAt: Date.now() + 60_000, model, request: { state, questions }, replyTo };
+      const payload = {
+        requestId: callId,
+        callId,
+        workspaceId: 'floor',
+        apiKeyId: 'floor',
+        deadlineAt: Date.now() + 60_000,
+        model,
+        request: { state, questions },
+        replyTo,
+      };
       await queue.add('evaluate.run', payload, { jobId: callId, attempts: 1, removeOnComplete: true });
       const reply = await replied;
       waiting.delete(callId);

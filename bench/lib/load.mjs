@@ -14,11 +14,19 @@ export const WARMUP_MS = Number(process.env.WARMUP_MS ?? 1000);
  * an error: counted, its first reasons kept, never a sample.
  */
 function sender(target, agent) {
-  const body = target.body === undefined ? undefined : Buffer.isBuffer(target.body) ? target.body : Buffer.from(target.body);
+  const body =
+    target.body === undefined ? undefined : Buffer.isBuffer(target.body) ? target.body : Buffer.from(target.body);
   const headers = { ...target.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
   const all = (target.urls ?? [target.url]).map((u) => {
     const url = new URL(u);
-    return { agent, method: target.method ?? (body ? 'POST' : 'GET'), hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers };
+    return {
+      agent,
+      method: target.method ?? (body ? 'POST' : 'GET'),
+      hostname: url.hostname,
+      port: url.port,
+      path: url.pathname + url.search,
+      headers,
+    };
   });
   let turn = 0;
   const check = target.check ?? ((status) => (status === 200 ? null : `status ${status}`));
@@ -66,8 +74,7 @@ export async function measure(target, { concurrency, durationMs = DURATION_MS, w
           if (r.error === undefined) {
             answered++;
             samples?.push(r.ms);
-          }
-          else if (samples) {
+          } else if (samples) {
             errors.count++;
             errors.reasons.set(r.error, (errors.reasons.get(r.error) ?? 0) + 1);
           }
@@ -81,7 +88,14 @@ export async function measure(target, { concurrency, durationMs = DURATION_MS, w
     const started = process.hrtime.bigint();
     await run(durationMs, samples);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return { rps: samples.length / seconds, ...percentiles(samples), n: samples.length, answered, errors: errors.count, errorReasons: [...errors.reasons].slice(0, 5) };
+    return {
+      rps: samples.length / seconds,
+      ...percentiles(samples),
+      n: samples.length,
+      answered,
+      errors: errors.count,
+      errorReasons: [...errors.reasons].slice(0, 5),
+    };
   } finally {
     agent.destroy();
   }
@@ -97,7 +111,8 @@ export async function untilAnswers(target, timeoutMs = 20_000) {
     for (;;) {
       last = await once();
       if (last.error === undefined) return;
-      if (Date.now() > deadline) throw new Error(`${target.url} did not answer right within ${timeoutMs} ms: ${last.error}`);
+      if (Date.now() > deadline)
+        throw new Error(`${target.url} did not answer right within ${timeoutMs} ms: ${last.error}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {

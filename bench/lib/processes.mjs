@@ -12,7 +12,17 @@ const { freePort, serviceNodeFlags, stopChild, waitForHttp } = gensvc('local-sta
  */
 /** `port`: true for a free one, a number for that one, false for none. */
 /** `ipc`: the child gets Node's IPC channel (process.send / 'message'). */
-export async function startNode({ name, script, args = [], nodeArgs = [], env, port: wantPort = true, readyPath, timeoutMs = 60_000, ipc = false }) {
+export async function startNode({
+  name,
+  script,
+  args = [],
+  nodeArgs = [],
+  env,
+  port: wantPort = true,
+  readyPath,
+  timeoutMs = 60_000,
+  ipc = false,
+}) {
   const port = typeof wantPort === 'number' ? wantPort : wantPort ? await freePort() : undefined;
   const child = spawn(process.execPath, [...nodeArgs, script, ...args.map((a) => a.replace('{port}', String(port)))], {
     env: { PATH: process.env.PATH, ...env, ...(port ? { PORT: String(port) } : {}) },
@@ -42,7 +52,10 @@ export async function startNode({ name, script, args = [], nodeArgs = [], env, p
   };
   if (readyPath) {
     try {
-      await waitForHttp(`${url}${readyPath}`, { timeoutMs, gone: () => (child.exitCode !== null ? `${name} exited (${child.exitCode})` : null) });
+      await waitForHttp(`${url}${readyPath}`, {
+        timeoutMs,
+        gone: () => (child.exitCode !== null ? `${name} exited (${child.exitCode})` : null),
+      });
     } catch (e) {
       await proc.stop();
       throw new Error(`${e.message}\n${out}`);
@@ -69,11 +82,17 @@ export function startService(name, env, { extra = {}, readyPath, port = Boolean(
 }
 
 /** The edge, ready when /readyz answers (its stores are reachable). */
-export const startEdge = (env, extra = {}, nodeArgs = []) => startService('edge', env, { extra, readyPath: '/readyz', nodeArgs });
+export const startEdge = (env, extra = {}, nodeArgs = []) =>
+  startService('edge', env, { extra, readyPath: '/readyz', nodeArgs });
 
 /** The upstream-sim as its own process (so its CPU is not the load generator's), with a quiet request log. */
 export const startSim = () =>
-  startNode({ name: 'upstream-sim', script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'), env: { LOG_LEVEL: 'warn' }, readyPath: '/__sim/requests' });
+  startNode({
+    name: 'upstream-sim',
+    script: join(root, 'services', 'upstream-sim', 'dist', 'main.js'),
+    env: { LOG_LEVEL: 'warn' },
+    readyPath: '/__sim/requests',
+  });
 
 /** Portkey's open-source gateway (@portkey-ai/gateway, bench/'s dependency), the peer bench/chat compares with. */
 export const startPortkey = () =>
@@ -87,7 +106,12 @@ export const startPortkey = () =>
 
 /** bench/chat's floor: the thinnest pass-through gateway (floor-proxy.mjs) in front of `upstream`. */
 export const startFloorProxy = (upstream, nodeArgs = []) =>
-  startNode({ name: 'floor-proxy', script: join(root, 'bench', 'lib', 'floor-proxy.mjs'), env: { UPSTREAM: upstream }, nodeArgs });
+  startNode({
+    name: 'floor-proxy',
+    script: join(root, 'bench', 'lib', 'floor-proxy.mjs'),
+    env: { UPSTREAM: upstream },
+    nodeArgs,
+  });
 
 /**
  * bench/evaluate's floor (floor-queue.mjs) on its own queue prefix: the HTTP server that enqueues and awaits the
@@ -96,7 +120,13 @@ export const startFloorProxy = (upstream, nodeArgs = []) =>
 export async function startFloorQueue(env, simUrl) {
   const script = join(root, 'bench', 'lib', 'floor-queue.mjs');
   const floorEnv = { REDIS_URL: env.REDIS_URL, FLOOR_PREFIX: `${env.QUEUE_PREFIX}-floor` };
-  const worker = await startNode({ name: 'floor-worker', script, args: ['worker'], env: { ...floorEnv, SIM: simUrl }, port: false });
+  const worker = await startNode({
+    name: 'floor-worker',
+    script,
+    args: ['worker'],
+    env: { ...floorEnv, SIM: simUrl },
+    port: false,
+  });
   const server = await startNode({ name: 'floor-server', script, args: ['server'], env: floorEnv });
   return [server, worker];
 }

@@ -23,25 +23,28 @@ const flush = () => {
   batch = [];
 };
 
-const server = createServer({ cert: readFileSync(process.env.CERT_FILE), key: readFileSync(process.env.KEY_FILE) }, (req, res) => {
-  const chunks = [];
-  req.on('data', (d) => chunks.push(d));
-  req.on('end', () => {
-    const at = Date.now();
-    const body = Buffer.concat(chunks);
-    let verified = true;
-    try {
-      verifyCallback(body, req.headers, secrets);
-      last = body;
-    } catch {
-      verified = false;
-    }
-    res.statusCode = 204;
-    res.end();
-    if (batch.length === 0) setImmediate(flush);
-    batch.push([req.headers['svc-task-id'], at, verified]);
-  });
-});
+const server = createServer(
+  { cert: readFileSync(process.env.CERT_FILE), key: readFileSync(process.env.KEY_FILE) },
+  (req, res) => {
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
+    req.on('end', () => {
+      const at = Date.now();
+      const body = Buffer.concat(chunks);
+      let verified = true;
+      try {
+        verifyCallback(body, req.headers, secrets);
+        last = body;
+      } catch {
+        verified = false;
+      }
+      res.statusCode = 204;
+      res.end();
+      if (batch.length === 0) setImmediate(flush);
+      batch.push([req.headers['svc-task-id'], at, verified]);
+    });
+  },
+);
 server.keepAliveTimeout = 65_000;
 server.on('secureConnection', () => handshakes++);
 

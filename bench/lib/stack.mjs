@@ -26,9 +26,11 @@ export async function withStack(fn) {
   // S3 stands in for a remote object store: its objects are kept in memory (tmpfs) where the machine has one, since
   // s3rver's file calls on disk are the bench's own largest and most uneven cost. Postgres and Redis stay on disk:
   // their writes are the gateway's own cost.
-  const s3Dir = !process.env.S3_ENDPOINT && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
+  const s3Dir =
+    !process.env.S3_ENDPOINT && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
   const stack = await startStack({ dataDir, s3Dir, persistent: false, env: process.env });
-  const sink = process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;
+  const sink =
+    process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;
   let db;
   try {
     const env = {
@@ -39,11 +41,19 @@ export async function withStack(fn) {
       ...pick(process.env, ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_TRACES_SAMPLER_ARG']),
       ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}),
     };
-    if (env.OTEL_EXPORTER_OTLP_ENDPOINT) console.log(`traces exported to ${env.OTEL_EXPORTER_OTLP_ENDPOINT} (ratio ${env.OTEL_TRACES_SAMPLER_ARG ?? 'default'})`);
+    if (env.OTEL_EXPORTER_OTLP_ENDPOINT)
+      console.log(
+        `traces exported to ${env.OTEL_EXPORTER_OTLP_ENDPOINT} (ratio ${env.OTEL_TRACES_SAMPLER_ARG ?? 'default'})`,
+      );
     await migrate(env.DATABASE_URL);
     db = createDb(env.DATABASE_URL, { max: 2 });
     // ownPostgres: this run's own Postgres (none was configured), whose settings the bench may change.
-    return await fn({ env, db, s3Where: s3Dir ? 's3rver in memory (tmpfs)' : stack.embedded.s3 ? 's3rver on disk' : env.S3_ENDPOINT, ownPostgres: stack.embedded.postgres });
+    return await fn({
+      env,
+      db,
+      s3Where: s3Dir ? 's3rver in memory (tmpfs)' : stack.embedded.s3 ? 's3rver on disk' : env.S3_ENDPOINT,
+      ownPostgres: stack.embedded.postgres,
+    });
   } finally {
     await db?.$disconnect();
     await stack.stop();
@@ -73,10 +83,21 @@ async function otlpSink() {
  * so that what is measured is the cost of checking them, never a refusal.
  */
 export async function seedKey(db, { unlimited = false, balance = 10_000_000n } = {}) {
-  const ws = await workspaceRepository.create(db, { name: 'bench', tier: 'payg', balance: unlimited ? 10n ** 15n : balance });
-  if (unlimited) await db.workspace.update({ where: { id: ws.id }, data: { rpm: 1_000_000_000, uploadRpm: 1_000_000_000 } });
+  const ws = await workspaceRepository.create(db, {
+    name: 'bench',
+    tier: 'payg',
+    balance: unlimited ? 10n ** 15n : balance,
+  });
+  if (unlimited)
+    await db.workspace.update({ where: { id: ws.id }, data: { rpm: 1_000_000_000, uploadRpm: 1_000_000_000 } });
   const k = newApiKey();
-  await apiKeyRepository.create(db, { workspaceId: ws.id, name: 'bench', prefix: k.prefix, hash: k.hash, scopes: [...SCOPES] });
+  await apiKeyRepository.create(db, {
+    workspaceId: ws.id,
+    name: 'bench',
+    prefix: k.prefix,
+    hash: k.hash,
+    scopes: [...SCOPES],
+  });
   return { workspaceId: ws.id, secret: k.secret, auth: { authorization: `Bearer ${k.secret}` } };
 }
 

@@ -4,7 +4,8 @@ import { appendFileSync } from 'node:fs';
 /** Prints `rows` (arrays of cells, already formatted) under `header`. */
 export function printTable(header, rows) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('   ');
+  const line = (cells) =>
+    cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('   ');
   console.log(line(header));
   for (const r of rows) console.log(line(r));
 }

@@ -32,14 +32,25 @@ export function pdfStream(size) {
 export async function postMultipart(url, { headers = {}, fields = {}, size, filename = 'bench.pdf' }) {
   const boundary = `----gensvc-bench-${randomBytes(8).toString('hex')}`;
   let head = '';
-  for (const [name, value] of Object.entries(fields)) head += `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  for (const [name, value] of Object.entries(fields))
+    head += `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
   head += `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/pdf\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
   const length = Buffer.byteLength(head) + size + Buffer.byteLength(tail);
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) } },
+      {
+        hostname: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        headers: {
+          ...headers,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': String(length),
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');

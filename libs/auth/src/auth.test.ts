@@ -28,7 +28,16 @@ describe('API keys', () => {
     expect(parseBearer(`Bearer ${secret}`)).toEqual({ key: secret });
     expect(parseBearer(undefined)).toEqual({ problem: 'missing' });
     expect(parseBearer('')).toEqual({ problem: 'missing' });
-    for (const bad of [`bearer ${secret}`, `Bearer  ${secret}`, `Bearer ${secret} `, `Basic ${secret}`, secret, `Bearer ${secret.slice(0, -1)}`, 'Bearer ', `Bearer ${secret}x`]) {
+    for (const bad of [
+      `bearer ${secret}`,
+      `Bearer  ${secret}`,
+      `Bearer ${secret} `,
+      `Basic ${secret}`,
+      secret,
+      `Bearer ${secret.slice(0, -1)}`,
+      'Bearer ',
+      `Bearer ${secret}x`,
+    ]) {
       expect(parseBearer(bad)).toEqual({ problem: 'malformed' });
     }
     expect(parseBareKey(secret)).toEqual({ key: secret });
@@ -88,12 +97,18 @@ describe('file tokens', () => {
     expect(expiresAt.getTime() - Date.now()).toBeGreaterThan(3590_000);
     await expect(verifyFileToken(secret, token)).resolves.toEqual({ fileId: 'file_1', workspaceId: 'ws_1' });
     const [h, p, s] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'file_2' })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'file_2' }),
+    ).toString('base64url');
     await expect(verifyFileToken(secret, `${h}.${forged}.${s}`)).resolves.toBeNull();
     await expect(verifyFileToken('t'.repeat(32), token)).resolves.toBeNull();
     const expired = await signFileToken(secret, { fileId: 'file_1', workspaceId: 'ws_1' }, -10);
     await expect(verifyFileToken(secret, expired.token)).resolves.toBeNull();
-    const hs512 = await new SignJWT({ ws: 'ws_1', scope: 'download' }).setProtectedHeader({ alg: 'HS512' }).setSubject('file_1').setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+    const hs512 = await new SignJWT({ ws: 'ws_1', scope: 'download' })
+      .setProtectedHeader({ alg: 'HS512' })
+      .setSubject('file_1')
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(secret));
     await expect(verifyFileToken(secret, hs512)).resolves.toBeNull();
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
     await expect(verifyFileToken(secret, none)).resolves.toBeNull();
@@ -101,7 +116,10 @@ describe('file tokens', () => {
 
   it('is the very token jose signs for the same claims and times', async () => {
     const { token } = await signFileToken(secret, { fileId: 'file_1', workspaceId: 'ws_1' });
-    const { iat, exp } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { iat: number; exp: number };
+    const { iat, exp } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as {
+      iat: number;
+      exp: number;
+    };
     expect(exp - iat).toBe(3600);
     const jose = await new SignJWT({ ws: 'ws_1', scope: 'download' })
       .setProtectedHeader({ alg: 'HS256' })

@@ -23,7 +23,9 @@ const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256' })).toString('base64url
 export async function signFileToken(secret: string, claims: FileTokenClaims, ttlSeconds = FILE_TOKEN_TTL_SECONDS) {
   const iat = Math.floor(Date.now() / 1000);
   const exp = iat + ttlSeconds;
-  const payload = Buffer.from(JSON.stringify({ ws: claims.workspaceId, scope: 'download', sub: claims.fileId, iat, exp })).toString('base64url');
+  const payload = Buffer.from(
+    JSON.stringify({ ws: claims.workspaceId, scope: 'download', sub: claims.fileId, iat, exp }),
+  ).toString('base64url');
   const signature = createHmac('sha256', secret).update(`${HEADER}.${payload}`).digest('base64url');
   return { token: `${HEADER}.${payload}.${signature}`, expiresAt: new Date(exp * 1000) };
 }
@@ -41,7 +43,14 @@ export async function verifyFileToken(secret: string, token: string): Promise<Fi
 }
 
 /** The signed content link of spec §2.4: `{base_url}/api/v1/files/<id>/content?token=<jws>`, valid one hour. */
-export async function fileContentLink(publicBaseUrl: string, secret: string, claims: FileTokenClaims): Promise<{ url: string; expiresAt: Date }> {
+export async function fileContentLink(
+  publicBaseUrl: string,
+  secret: string,
+  claims: FileTokenClaims,
+): Promise<{ url: string; expiresAt: Date }> {
   const { token, expiresAt } = await signFileToken(secret, claims);
-  return { url: `${publicBaseUrl}/api/v1/files/${encodeURIComponent(claims.fileId)}/content?token=${token}`, expiresAt };
+  return {
+    url: `${publicBaseUrl}/api/v1/files/${encodeURIComponent(claims.fileId)}/content?token=${token}`,
+    expiresAt,
+  };
 }

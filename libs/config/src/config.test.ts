@@ -56,7 +56,15 @@ describe('loadConfig', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems.join('\n');
-    for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'CALLBACK_RETRY_SCHEDULE', 'OUTBOUND_ALLOW_CIDRS', 'LOG_LEVEL']) {
+    for (const name of [
+      'PORT',
+      'DATABASE_URL',
+      'REDIS_URL',
+      'SIGNING_SECRET',
+      'CALLBACK_RETRY_SCHEDULE',
+      'OUTBOUND_ALLOW_CIDRS',
+      'LOG_LEVEL',
+    ]) {
       expect(problems).toContain(name);
     }
     expect(problems).toContain('REDIS_URL is required');
@@ -67,9 +75,15 @@ describe('loadConfig', () => {
     expect(loadConfig(base)).toMatchObject({ trustProxy: false, passwordHashConcurrency: 1 });
     expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ ...base, TRUST_PROXY: '2' }).trustProxy).toBe(2);
-    expect(loadConfig({ ...base, TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::/8' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8']);
+    expect(loadConfig({ ...base, TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::/8' }).trustProxy).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::/8',
+    ]);
     expect(loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '2' }).passwordHashConcurrency).toBe(2);
-    expect(() => loadConfig({ ...base, TRUST_PROXY: 'loopback,proxy.internal' })).toThrow(/TRUST_PROXY.*proxy\.internal/);
+    expect(() => loadConfig({ ...base, TRUST_PROXY: 'loopback,proxy.internal' })).toThrow(
+      /TRUST_PROXY.*proxy\.internal/,
+    );
     expect(() => loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '0' })).toThrow(/PASSWORD_HASH_CONCURRENCY/);
   });
 

@@ -51,7 +51,10 @@ const isCidr = (cidr: string) => {
   return family !== 0 && extra === undefined && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= max));
 };
 const cidrs = z.string().transform((value, ctx) => {
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const cidr of list) {
     if (!isCidr(cidr)) ctx.addIssue({ code: 'custom', message: `"${cidr}" is not an address or CIDR range` });
   }
@@ -66,10 +69,16 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   const v = value.trim();
   if (v === 'false' || v === 'true') return v === 'true';
   if (/^\d+$/.test(v)) return Number(v);
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const entry of list) {
     if (!PROXY_RANGES.includes(entry) && !isCidr(entry)) {
-      ctx.addIssue({ code: 'custom', message: `"${entry}" is not true, false, a hop count, an address, a CIDR range or one of ${PROXY_RANGES.join(', ')}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${entry}" is not true, false, a hop count, an address, a CIDR range or one of ${PROXY_RANGES.join(', ')}`,
+      });
     }
   }
   return list;
@@ -84,7 +93,10 @@ export const envSchema = z.object({
   QUEUE_PREFIX: queuePrefix.default('gensvc'),
   S3_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
   S3_REGION: z.string().min(1).default('us-east-1'),
-  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name').default('gensvc'),
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
+    .default('gensvc'),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: bool.default(false),
@@ -132,11 +144,17 @@ export const envSchema = z.object({
    */
   PROVIDER_WEBHOOK_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
   /** The Replicate account's webhook signing secret (whsec_..., GET /v1/webhooks/default/secret); Replicate webhooks need it. */
-  REPLICATE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>').optional(),
+  REPLICATE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>')
+    .optional(),
   /** Where fal publishes its webhook signing keys (a JWKS of Ed25519 keys); fetched through libs/outbound, so https. */
   FAL_WEBHOOK_JWKS_URL: urlWithScheme(['https:']).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
   /** The fal account's user id, which fal signs into each webhook (x-fal-webhook-user-id); fal webhooks need it. */
-  FAL_WEBHOOK_USER_ID: z.string().regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters').optional(),
+  FAL_WEBHOOK_USER_ID: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters')
+    .optional(),
   /**
    * How long a task whose provider was asked for a webhook waits for it, unmoved, before the task-runner's reconciler
    * polls it (no poll job is made until then: the poll is only the fallback).
@@ -165,7 +183,13 @@ export interface Config {
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
   /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
-  providerWebhooks: { baseUrl: string | undefined; replicateSecret: string | undefined; falJwksUrl: string; falUserId: string | undefined; fallbackPollMs: number };
+  providerWebhooks: {
+    baseUrl: string | undefined;
+    replicateSecret: string | undefined;
+    falJwksUrl: string;
+    falUserId: string | undefined;
+    fallbackPollMs: number;
+  };
   outbound: { allowCidrs: string[] };
   trustProxy: TrustProxy;
   passwordHashConcurrency: number;
@@ -206,7 +230,9 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   // an internal name (http://minio:9000) nobody outside can reach, so the public address must be said.
   const fileBaseUrlMissing =
     present.NODE_ENV === 'production' && !present.FILE_BASE_URL
-      ? ['FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address of the object store (a CDN or the store itself) that output and presigned links point at']
+      ? [
+          'FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address of the object store (a CDN or the store itself) that output and presigned links point at',
+        ]
       : [];
   if (!parsed.success || fileBaseUrlMissing.length) {
     const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
@@ -237,7 +263,11 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     },
     signingSecret: e.SIGNING_SECRET,
     callbacks: { retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE, timeoutMs: e.CALLBACK_TIMEOUT_MS },
-    tasks: { deadlineMs: e.TASK_DEADLINE, pollScheduleMs: e.TASK_POLL_SCHEDULE, reconcileIntervalMs: e.RECONCILE_INTERVAL },
+    tasks: {
+      deadlineMs: e.TASK_DEADLINE,
+      pollScheduleMs: e.TASK_POLL_SCHEDULE,
+      reconcileIntervalMs: e.RECONCILE_INTERVAL,
+    },
     providerWebhooks: {
       baseUrl: e.PROVIDER_WEBHOOK_BASE_URL?.replace(/\/+$/, ''),
       replicateSecret: e.REPLICATE_WEBHOOK_SECRET,
@@ -272,7 +302,9 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as (keyof typeof envSchema.shape)[];
 
 /** Variables without a default: every deployment must set them. */
-export const REQUIRED_VARIABLES = CONFIG_VARIABLES.filter((name) => !envSchema.shape[name].safeParse(undefined).success);
+export const REQUIRED_VARIABLES = CONFIG_VARIABLES.filter(
+  (name) => !envSchema.shape[name].safeParse(undefined).success,
+);
 
 function redact(name: string, value: string): string {
   if (/SECRET|PASSWORD/.test(name)) return '***';

@@ -1,6 +1,11 @@
 import { ConfigError, loadConfig } from './config';
 
-const base = { DATABASE_URL: 'postgresql://db/gensvc', REDIS_URL: 'redis://redis:6379', SIGNING_SECRET: 'x'.repeat(32), S3_ENDPOINT: 'http://minio:9000' };
+const base = {
+  DATABASE_URL: 'postgresql://db/gensvc',
+  REDIS_URL: 'redis://redis:6379',
+  SIGNING_SECRET: 'x'.repeat(32),
+  S3_ENDPOINT: 'http://minio:9000',
+};
 
 describe('FILE_BASE_URL', () => {
   it('is required in production (NODE_ENV=production, as the image sets it), with a message naming it', () => {
@@ -11,12 +16,18 @@ describe('FILE_BASE_URL', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address/)]);
-    expect(loadConfig({ ...base, NODE_ENV: 'production', FILE_BASE_URL: 'https://files.example.com/' }).fileBaseUrl).toBe('https://files.example.com');
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringMatching(/^FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address/),
+    ]);
+    expect(
+      loadConfig({ ...base, NODE_ENV: 'production', FILE_BASE_URL: 'https://files.example.com/' }).fileBaseUrl,
+    ).toBe('https://files.example.com');
   });
 
   it('is listed with every other problem, not instead of them', () => {
-    expect(() => loadConfig({ ...base, NODE_ENV: 'production', REDIS_URL: 'http://nope' })).toThrow(/REDIS_URL[\s\S]*FILE_BASE_URL is required/);
+    expect(() => loadConfig({ ...base, NODE_ENV: 'production', REDIS_URL: 'http://nope' })).toThrow(
+      /REDIS_URL[\s\S]*FILE_BASE_URL is required/,
+    );
   });
 
   it('defaults to S3_ENDPOINT locally (npm start, tests), where the store is reachable as it is', () => {

@@ -1,6 +1,10 @@
 import { evaluateRequestSchema } from './evaluate';
 
-const ok = { model: 'sim/judge', state: { text: 'hi' }, questions: { q1: { type: 'boolean', instructions: 'Is it?' } } };
+const ok = {
+  model: 'sim/judge',
+  state: { text: 'hi' },
+  questions: { q1: { type: 'boolean', instructions: 'Is it?' } },
+};
 
 /** The first problem as the edge reports it: its path and message. */
 function firstProblem(body: unknown) {
@@ -33,21 +37,66 @@ describe('evaluateRequestSchema', () => {
     [{ ...ok, state: null }, 'state', /string, an object or an array/],
     [{ ...ok, questions: [] }, 'questions', /object mapping question ids/],
     [{ ...ok, questions: {} }, 'questions', /1 to 20 questions/],
-    [{ ...ok, questions: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`q${i}`, { type: 'boolean', instructions: 'x' }])) }, 'questions', /1 to 20/],
-    [{ ...ok, questions: { 'a.b': { type: 'boolean', instructions: 'x' } } }, 'questions.a.b', /not a valid question id/],
+    [
+      {
+        ...ok,
+        questions: Object.fromEntries(
+          Array.from({ length: 21 }, (_, i) => [`q${i}`, { type: 'boolean', instructions: 'x' }]),
+        ),
+      },
+      'questions',
+      /1 to 20/,
+    ],
+    [
+      { ...ok, questions: { 'a.b': { type: 'boolean', instructions: 'x' } } },
+      'questions.a.b',
+      /not a valid question id/,
+    ],
     [{ ...ok, questions: { _x: { type: 'boolean', instructions: 'x' } } }, 'questions._x', /not a valid question id/],
     [{ ...ok, questions: { q1: 'x' } }, 'questions.q1', /question object/],
-    [{ ...ok, questions: { q1: { type: 'essay', instructions: 'x' } } }, 'questions.q1.type', /one of "boolean", "choice", "score"/],
+    [
+      { ...ok, questions: { q1: { type: 'essay', instructions: 'x' } } },
+      'questions.q1.type',
+      /one of "boolean", "choice", "score"/,
+    ],
     [{ ...ok, questions: { q1: { instructions: 'x' } } }, 'questions.q1.type', /one of "boolean"/],
     [{ ...ok, questions: { q1: { type: 'boolean' } } }, 'questions.q1.instructions', /must be a string/],
     [{ ...ok, questions: { q1: { type: 'boolean', instructions: '' } } }, 'questions.q1.instructions', /not be empty/],
-    [{ ...ok, questions: { q1: { type: 'score', instructions: 'x' } } }, 'questions.q1.criteria', /array of 2 to 100 strings/],
-    [{ ...ok, questions: { q1: { type: 'score', instructions: 'x', criteria: ['only'] } } }, 'questions.q1.criteria', /at least 2/],
-    [{ ...ok, questions: { q1: { type: 'score', instructions: 'x', criteria: ['a', 7] } } }, 'questions.q1.criteria.1', /must be a string/],
-    [{ ...ok, questions: { q1: { type: 'choice', instructions: 'x', choices: ['a'] } } }, 'questions.q1.choices', /at least 2/],
-    [{ ...ok, questions: { q1: { type: 'choice', instructions: 'x', choices: ['a', 'a'] } } }, 'questions.q1.choices', /distinct/],
-    [{ ...ok, questions: { q1: { type: 'choice', instructions: 'x', criteria: ['a', 'b'] } } }, 'questions.q1.choices', /array/],
-    [{ ...ok, questions: { q1: { type: 'boolean', instructions: 'x', criteria: ['a', 'b'] } } }, 'questions.q1.criteria', /.+/],
+    [
+      { ...ok, questions: { q1: { type: 'score', instructions: 'x' } } },
+      'questions.q1.criteria',
+      /array of 2 to 100 strings/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'score', instructions: 'x', criteria: ['only'] } } },
+      'questions.q1.criteria',
+      /at least 2/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'score', instructions: 'x', criteria: ['a', 7] } } },
+      'questions.q1.criteria.1',
+      /must be a string/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'choice', instructions: 'x', choices: ['a'] } } },
+      'questions.q1.choices',
+      /at least 2/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'choice', instructions: 'x', choices: ['a', 'a'] } } },
+      'questions.q1.choices',
+      /distinct/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'choice', instructions: 'x', criteria: ['a', 'b'] } } },
+      'questions.q1.choices',
+      /array/,
+    ],
+    [
+      { ...ok, questions: { q1: { type: 'boolean', instructions: 'x', criteria: ['a', 'b'] } } },
+      'questions.q1.criteria',
+      /.+/,
+    ],
     [{ ...ok, extra: true }, 'extra', /.+/],
   ])('%j → %s', (body, path, message) => {
     const problem = firstProblem(body);
@@ -61,22 +110,34 @@ describe('maps read from JSON (issue 14)', () => {
   const parsed = (text: string) => JSON.parse(text) as unknown;
 
   it('refuses a "__proto__" question id beside a valid one: the whole request, not the request without it', () => {
-    const body = parsed('{"model":"sim/judge","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"__proto__":{"type":"boolean","instructions":"y"}}}');
-    expect(firstProblem(body)).toEqual({ path: 'questions.__proto__', message: expect.stringMatching(/is not a valid question id/) });
+    const body = parsed(
+      '{"model":"sim/judge","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"__proto__":{"type":"boolean","instructions":"y"}}}',
+    );
+    expect(firstProblem(body)).toEqual({
+      path: 'questions.__proto__',
+      message: expect.stringMatching(/is not a valid question id/),
+    });
   });
 
   it('counts a "__proto__" key among the questions it limits', () => {
     const ids = Array.from({ length: 20 }, (_, i) => `"q${i}":{"type":"boolean","instructions":"x"}`).join(',');
-    expect(firstProblem(parsed(`{"model":"sim/judge","state":"s","questions":{${ids},"__proto__":{}}}`))).toMatchObject({ path: 'questions', message: 'must hold 1 to 20 questions' });
+    expect(firstProblem(parsed(`{"model":"sim/judge","state":"s","questions":{${ids},"__proto__":{}}}`))).toMatchObject(
+      { path: 'questions', message: 'must hold 1 to 20 questions' },
+    );
   });
 
   it('keeps every key of an object state as sent, "__proto__" included (it is what is evaluated and billed)', () => {
-    const body = parsed('{"model":"sim/judge","state":{"__proto__":{"x":1},"a":2},"questions":{"q1":{"type":"boolean","instructions":"x"}}}');
+    const body = parsed(
+      '{"model":"sim/judge","state":{"__proto__":{"x":1},"a":2},"questions":{"q1":{"type":"boolean","instructions":"x"}}}',
+    );
     const out = evaluateRequestSchema.parse(body);
     expect(JSON.stringify(out.state)).toBe('{"__proto__":{"x":1},"a":2}');
   });
 
   it('refuses a NUL or another control character in the model id', () => {
-    expect(firstProblem({ ...ok, model: 'sim/judge\u0000' })).toEqual({ path: 'model', message: 'must not hold control characters' });
+    expect(firstProblem({ ...ok, model: 'sim/judge\u0000' })).toEqual({
+      path: 'model',
+      message: 'must not hold control characters',
+    });
   });
 });

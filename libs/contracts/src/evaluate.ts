@@ -34,12 +34,16 @@ export const choiceQuestionSchema = z.strictObject({
   choices: levels('choices').refine((c) => new Set(c).size === c.length, 'must be distinct'),
 });
 
-export const questionSchema = z.discriminatedUnion('type', [booleanQuestionSchema, scoreQuestionSchema, choiceQuestionSchema], {
-  error: (issue) =>
-    typeof issue.input === 'object' && issue.input !== null && !Array.isArray(issue.input)
-      ? 'must be one of "boolean", "choice", "score"'
-      : 'must be a question object',
-});
+export const questionSchema = z.discriminatedUnion(
+  'type',
+  [booleanQuestionSchema, scoreQuestionSchema, choiceQuestionSchema],
+  {
+    error: (issue) =>
+      typeof issue.input === 'object' && issue.input !== null && !Array.isArray(issue.input)
+        ? 'must be one of "boolean", "choice", "score"'
+        : 'must be a question object',
+  },
+);
 
 export const questionsSchema = jsonMap(
   {
@@ -54,9 +58,12 @@ export const questionsSchema = jsonMap(
 );
 
 /** The caller's state is passed on as sent: an object is not rebuilt (which would drop a "__proto__" key of it). */
-export const stateSchema = z.union([z.string(), z.array(z.unknown()), jsonObject('must be a string, an object or an array')], {
-  error: 'must be a string, an object or an array',
-});
+export const stateSchema = z.union(
+  [z.string(), z.array(z.unknown()), jsonObject('must be a string, an object or an array')],
+  {
+    error: 'must be a string, an object or an array',
+  },
+);
 
 /** A model id, `<provider>/<model>`: looked up in Postgres, which holds no NUL, and echoed in messages. */
 export const MAX_MODEL_ID_CHARS = 200;

@@ -76,10 +76,14 @@ interface JobDefinition<Q extends QueueName, N extends string, Shape extends z.Z
   retry?: JobRetry;
 }
 
-function contractOf<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(def: JobDefinition<Q, N, Shape>) {
-  if (!(QUEUE_NAMES as readonly string[]).includes(def.queue)) throw new Error(`Job ${def.name}: unknown queue "${def.queue}".`);
+function contractOf<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(
+  def: JobDefinition<Q, N, Shape>,
+) {
+  if (!(QUEUE_NAMES as readonly string[]).includes(def.queue))
+    throw new Error(`Job ${def.name}: unknown queue "${def.queue}".`);
   if (!JOB_NAME.test(def.name)) throw new Error(`Job name "${def.name}" is not of the form domain.verb.`);
-  if (!Number.isInteger(def.version) || def.version < 1) throw new Error(`Job ${def.name}: version must be a positive integer.`);
+  if (!Number.isInteger(def.version) || def.version < 1)
+    throw new Error(`Job ${def.name}: version must be a positive integer.`);
   return {
     queue: def.queue,
     name: def.name,
@@ -88,7 +92,9 @@ function contractOf<const Q extends QueueName, const N extends string, Shape ext
     ...(def.retry ? { retry: Object.freeze({ ...def.retry }) } : {}),
   };
 }
-type ContractOf<Q extends QueueName, N extends string, Shape extends z.ZodRawShape> = Readonly<ReturnType<typeof contractOf<Q, N, Shape>>>;
+type ContractOf<Q extends QueueName, N extends string, Shape extends z.ZodRawShape> = Readonly<
+  ReturnType<typeof contractOf<Q, N, Shape>>
+>;
 
 /**
  * Declares a job. `schema` holds the job's own fields; the envelope is added here, so no payload can leave it
@@ -98,8 +104,12 @@ type ContractOf<Q extends QueueName, N extends string, Shape extends z.ZodRawSha
 export function defineJob<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(
   def: JobDefinition<Q, N, Shape> & { key: JobKeyFn<Shape> },
 ): ContractOf<Q, N, Shape> & { readonly key: JobKeyFn<Shape> };
-export function defineJob<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(def: JobDefinition<Q, N, Shape> & { key?: undefined }): ContractOf<Q, N, Shape>;
-export function defineJob<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(def: JobDefinition<Q, N, Shape> & { key?: JobKeyFn<Shape> }) {
+export function defineJob<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(
+  def: JobDefinition<Q, N, Shape> & { key?: undefined },
+): ContractOf<Q, N, Shape>;
+export function defineJob<const Q extends QueueName, const N extends string, Shape extends z.ZodRawShape>(
+  def: JobDefinition<Q, N, Shape> & { key?: JobKeyFn<Shape> },
+) {
   const base = contractOf(def);
   return Object.freeze(def.key ? { ...base, key: def.key } : base) satisfies JobContract<Q, N>;
 }

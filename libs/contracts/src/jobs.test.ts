@@ -12,7 +12,11 @@ describe('job contracts', () => {
       expect(jobByName(job.name)).toBe(job);
     }
     for (const queue of QUEUE_NAMES) expect(jobsOnQueue(queue).length).toBeGreaterThan(0);
-    expect(jobsOnQueue('tasks').map((j) => j.name).sort()).toEqual(['task.cancel', 'task.poll', 'task.submit']);
+    expect(
+      jobsOnQueue('tasks')
+        .map((j) => j.name)
+        .sort(),
+    ).toEqual(['task.cancel', 'task.poll', 'task.submit']);
   });
 
   it('puts the envelope in every payload and strips what the contract does not declare', () => {
@@ -37,14 +41,28 @@ describe('job contracts', () => {
 
   it('lets a job narrow an envelope field: evaluate.run requires its request id', () => {
     const request = { state: 's', questions: { q1: { type: 'boolean', instructions: 'Is it?' } } };
-    const base = { workspaceId: 'ws_1', apiKeyId: 'key_1', deadlineAt: 1, model: 'acme/judge', callId: 'evl_1', request, replyTo: 'gensvc:evaluate:reply:edge_1' };
+    const base = {
+      workspaceId: 'ws_1',
+      apiKeyId: 'key_1',
+      deadlineAt: 1,
+      model: 'acme/judge',
+      callId: 'evl_1',
+      request,
+      replyTo: 'gensvc:evaluate:reply:edge_1',
+    };
     expect(EvaluateRun.schema.safeParse(base).success).toBe(false);
     expect(EvaluateRun.schema.parse({ ...base, requestId: 'req_1' })).toEqual({ ...base, requestId: 'req_1' });
   });
 
   it('refuses malformed declarations', () => {
-    expect(() => defineJob({ queue: 'tasks', name: 'TaskSubmit', version: 1, schema: z.object({}) })).toThrow(/domain\.verb/);
-    expect(() => defineJob({ queue: 'tasks', name: 'task.submit', version: 0, schema: z.object({}) })).toThrow(/version/);
-    expect(() => defineJob({ queue: 'nope' as 'tasks', name: 'task.submit', version: 1, schema: z.object({}) })).toThrow(/queue/);
+    expect(() => defineJob({ queue: 'tasks', name: 'TaskSubmit', version: 1, schema: z.object({}) })).toThrow(
+      /domain\.verb/,
+    );
+    expect(() => defineJob({ queue: 'tasks', name: 'task.submit', version: 0, schema: z.object({}) })).toThrow(
+      /version/,
+    );
+    expect(() =>
+      defineJob({ queue: 'nope' as 'tasks', name: 'task.submit', version: 1, schema: z.object({}) }),
+    ).toThrow(/queue/);
   });
 });

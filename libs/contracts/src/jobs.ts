@@ -113,7 +113,16 @@ export const BillingReleaseExpired = defineJob({
   schema: z.object({}),
 });
 
-export const jobs = { EvaluateRun, TaskSubmit, TaskPoll, TaskCancel, ArchiveOutput, CallbackDeliver, FilesRetentionSweep, BillingReleaseExpired } as const;
+export const jobs = {
+  EvaluateRun,
+  TaskSubmit,
+  TaskPoll,
+  TaskCancel,
+  ArchiveOutput,
+  CallbackDeliver,
+  FilesRetentionSweep,
+  BillingReleaseExpired,
+} as const;
 
 export type AnyJob = (typeof jobs)[keyof typeof jobs];
 export type JobName = AnyJob['name'];

@@ -64,7 +64,9 @@ export function taskEnvelope(task: TaskEnvelopeSource, opts: TaskEnvelopeOptions
     ...(typeof entry.content_type === 'string' ? { content_type: entry.content_type } : {}),
     archive_status: entry.archive_status ?? 'pending',
     ...(entry.svc_file_id && entry.archive_status === 'archived' ? { file_id: entry.svc_file_id } : {}),
-    ...(opts.download ? { download_url: opts.download.url, download_expires_at: opts.download.expiresAt.toISOString() } : {}),
+    ...(opts.download
+      ? { download_url: opts.download.url, download_expires_at: opts.download.expiresAt.toISOString() }
+      : {}),
     ...(entry.archive_status === 'archived' && entry.url !== entry.svc_url ? { provider_url: entry.url } : {}),
   };
   // What the task costs the caller: the charge once settled, the hold while it runs, nothing when it did not finish.
@@ -113,7 +115,9 @@ export const taskEnvelopeSchema = z.object({
     })
     .nullable(),
   cost: z.object({ amount: z.number(), currency: z.string() }),
-  error: z.object({ code: z.string().describe(`One of ${TASK_FAILURE_CODES.join(', ')}.`), message: z.string() }).nullable(),
+  error: z
+    .object({ code: z.string().describe(`One of ${TASK_FAILURE_CODES.join(', ')}.`), message: z.string() })
+    .nullable(),
   created_at: z.string(),
   started_at: z.string().nullable(),
   completed_at: z.string().nullable(),

@@ -25,7 +25,8 @@ export type TaskOperationName = keyof typeof TASK_OPERATIONS;
  */
 export const TASK_CHANNEL_KINDS = ['replicate', 'fal'] as const;
 export type TaskChannelKind = (typeof TASK_CHANNEL_KINDS)[number];
-export const isTaskChannelKind = (kind: string): kind is TaskChannelKind => (TASK_CHANNEL_KINDS as readonly string[]).includes(kind);
+export const isTaskChannelKind = (kind: string): kind is TaskChannelKind =>
+  (TASK_CHANNEL_KINDS as readonly string[]).includes(kind);
 
 export const isTaskOperation = (name: string): name is TaskOperationName => Object.hasOwn(TASK_OPERATIONS, name);
 
@@ -51,5 +52,12 @@ export const isTerminalStatus = (s: string): boolean => s === 'completed' || s =
 export const CALLBACK_STATES = ['none', 'pending', 'delivered', 'parked'] as const;
 
 /** Failure codes (DESIGN.md §4). */
-export const TASK_FAILURE_CODES = ['upstream_error', 'upstream_timeout', 'content_rejected', 'invalid_input', 'insufficient_balance', 'internal_error'] as const;
+export const TASK_FAILURE_CODES = [
+  'upstream_error',
+  'upstream_timeout',
+  'content_rejected',
+  'invalid_input',
+  'insufficient_balance',
+  'internal_error',
+] as const;
 export type TaskFailureCode = (typeof TASK_FAILURE_CODES)[number];

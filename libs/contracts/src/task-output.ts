@@ -37,7 +37,11 @@ export const ARCHIVE_LIMIT_BYTES: Record<OutputKind, number> = { image: 30_000_0
 // links, and whether a task still waits for its archives).
 
 /** An output as the provider reported it: kept as it came, archive pending. */
-export function pendingOutputEntry(kind: OutputKind, url: string, fields: Record<string, unknown> = {}): TaskOutputEntry {
+export function pendingOutputEntry(
+  kind: OutputKind,
+  url: string,
+  fields: Record<string, unknown> = {},
+): TaskOutputEntry {
   return { ...fields, kind, url, archive_status: 'pending' };
 }
 
@@ -47,12 +51,18 @@ export function archivedOutputPatch(location: { fileId: string; url: string }): 
 }
 
 /** What giving up on an output's archive adds to its entry: the provider URL stays. */
-export function notArchivedOutputPatch(status: Exclude<ArchiveStatusValue, 'archived' | 'pending'>): Partial<TaskOutputEntry> {
+export function notArchivedOutputPatch(
+  status: Exclude<ArchiveStatusValue, 'archived' | 'pending'>,
+): Partial<TaskOutputEntry> {
   return { archive_status: status };
 }
 
 /** An output whose bytes are already archived (the edge stored them): its public copy is its url too. */
-export function archivedOutputEntry(kind: OutputKind, location: { fileId: string; url: string }, fields: Record<string, unknown> = {}): TaskOutputEntry {
+export function archivedOutputEntry(
+  kind: OutputKind,
+  location: { fileId: string; url: string },
+  fields: Record<string, unknown> = {},
+): TaskOutputEntry {
   return { ...fields, kind, url: location.url, ...archivedOutputPatch(location) } as TaskOutputEntry;
 }
 

@@ -32,7 +32,8 @@ function sources(): string[] {
   return out;
 }
 
-const DELEGATE_CALL = /\b(?:db|tx|this\.db|deps\.db|ctx\.db)\s*\.\s*([a-z]\w*)\s*\.\s*(?:findUnique|findUniqueOrThrow|findFirst|findFirstOrThrow|findMany|create|createMany|createManyAndReturn|update|updateMany|upsert|delete|deleteMany|count|aggregate|groupBy)\s*\(/g;
+const DELEGATE_CALL =
+  /\b(?:db|tx|this\.db|deps\.db|ctx\.db)\s*\.\s*([a-z]\w*)\s*\.\s*(?:findUnique|findUniqueOrThrow|findFirst|findFirstOrThrow|findMany|create|createMany|createManyAndReturn|update|updateMany|upsert|delete|deleteMany|count|aggregate|groupBy)\s*\(/g;
 
 interface Rule {
   name: string;
@@ -55,7 +56,9 @@ export const RULES: Rule[] = [
   {
     name: 'imports the Prisma client outside libs/db',
     outside: ['libs/db/'],
-    find: matches(/from\s+['"](?:@prisma\/client|@prisma\/adapter-pg|[^'"]*generated\/prisma[^'"]*)['"]|\bPrismaClient\b/g),
+    find: matches(
+      /from\s+['"](?:@prisma\/client|@prisma\/adapter-pg|[^'"]*generated\/prisma[^'"]*)['"]|\bPrismaClient\b/g,
+    ),
   },
   {
     name: 'runs raw SQL or a Prisma transaction outside libs/db',
@@ -84,7 +87,13 @@ describe('boundaries', () => {
 
   it('finds the sources it checks (a broken walk would pass vacuously)', () => {
     const paths = files.map((f) => f.path);
-    expect(paths).toEqual(expect.arrayContaining(['libs/db/src/repositories/task.repository.ts', 'services/archiver/src/handlers/archive-output.ts', 'services/edge/src/routes/images/record-edit.ts']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'libs/db/src/repositories/task.repository.ts',
+        'services/archiver/src/handlers/archive-output.ts',
+        'services/edge/src/routes/images/record-edit.ts',
+      ]),
+    );
     expect(paths.length).toBeGreaterThan(200);
   });
 
@@ -97,7 +106,7 @@ describe('boundaries', () => {
 
   it('each rule catches what it forbids (the rules themselves can fail)', () => {
     const bad = [
-      "await tx.task.create({ data })",
+      'await tx.task.create({ data })',
       'await db.$executeRaw`UPDATE "Task" SET output = x`',
       "import { PrismaClient } from '../generated/prisma/client';",
       'await db.$queryRaw`SELECT 1`',

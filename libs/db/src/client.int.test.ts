@@ -8,7 +8,8 @@ const ctx = useTestContext();
 test('an idle connection ended by Postgres is logged, and the next statement reconnects', async () => {
   const warned: Array<{ fields: object; msg: string }> = [];
   const backendPid = async () =>
-    (await queryPrepared<{ pid: number }>(clientOf(db), 'test_backend_pid', 'SELECT pg_backend_pid() AS pid', []))[0]!.pid;
+    (await queryPrepared<{ pid: number }>(clientOf(db), 'test_backend_pid', 'SELECT pg_backend_pid() AS pid', []))[0]!
+      .pid;
   const db = createDb(ctx.env.DATABASE_URL!, { max: 1, log: { warn: (fields, msg) => warned.push({ fields, msg }) } });
   try {
     const pid = await backendPid();
@@ -26,9 +27,16 @@ test('an idle connection ended by Postgres is logged, and the next statement rec
   }
 });
 
-test("names its connections after the service (application_name), unless the URL names them itself", async () => {
+test('names its connections after the service (application_name), unless the URL names them itself', async () => {
   const nameOf = async (db: ReturnType<typeof createDb>) =>
-    (await queryPrepared<{ name: string }>(clientOf(db), 'test_application_name', "SELECT current_setting('application_name') AS name", []))[0]!.name;
+    (
+      await queryPrepared<{ name: string }>(
+        clientOf(db),
+        'test_application_name',
+        "SELECT current_setting('application_name') AS name",
+        [],
+      )
+    )[0]!.name;
   const named = createDb(ctx.env.DATABASE_URL!, { max: 1, service: 'test-service' });
   const url = new URL(ctx.env.DATABASE_URL!);
   url.searchParams.set('application_name', 'operators-own');

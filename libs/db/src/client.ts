@@ -38,8 +38,9 @@ export type Published<R> = {
     : never;
 };
 
-export const published = <R extends Record<string, (db: DbClient, ...args: never[]) => unknown>>(repository: R): Published<R> =>
-  repository as unknown as Published<R>;
+export const published = <R extends Record<string, (db: DbClient, ...args: never[]) => unknown>>(
+  repository: R,
+): Published<R> => repository as unknown as Published<R>;
 
 /** The JSON a repository stores in a Json column (a task's input), as a plain data type for services. */
 export type JsonInput = Prisma.InputJsonValue;
@@ -66,7 +67,11 @@ export interface DbOptions {
  */
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   // node-postgres lets the URL's own parameters override these: a DATABASE_URL with `application_name` keeps it.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, ...(options.service && { application_name: `gensvc-${options.service}` }) });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.max ?? 10,
+    ...(options.service && { application_name: `gensvc-${options.service}` }),
+  });
   // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
   // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
   // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11). It is

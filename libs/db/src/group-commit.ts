@@ -33,7 +33,10 @@ export interface GroupCommit<I, O> {
   expect(): { send(item: I): Promise<O>; cancel(): void };
 }
 
-export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): GroupCommit<I, O> {
+export function groupCommit<I, O>(
+  run: (items: I[]) => Promise<O[]>,
+  options: GroupCommitOptions<I>,
+): GroupCommit<I, O> {
   const { max, keyOf, hold } = options;
   let pending: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
   let flushing: Promise<void> | null = null;
@@ -123,7 +126,11 @@ export function groupCommit<I, O>(run: (items: I[]) => Promise<O[]>, options: Gr
  * wait on each other's statements (the edge's task creations, grouped per API key by Holds: a group locks its key's
  * rows once). A key's groupCommit is dropped once none of its items is outstanding.
  */
-export function groupCommitPerKey<I, O>(keyOf: (item: I) => string, run: (items: I[]) => Promise<O[]>, options: GroupCommitOptions<I>): (item: I) => Promise<O> {
+export function groupCommitPerKey<I, O>(
+  keyOf: (item: I) => string,
+  run: (items: I[]) => Promise<O[]>,
+  options: GroupCommitOptions<I>,
+): (item: I) => Promise<O> {
   const byKey = new Map<string, { commit: GroupCommit<I, O>; outstanding: number }>();
   return (item) => {
     const key = keyOf(item);

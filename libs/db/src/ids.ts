@@ -18,7 +18,20 @@ function take(n: number): number {
   return at;
 }
 
-export type IdPrefix = 'ws' | 'usr' | 'key' | 'ch' | 'tsk' | 'file' | 'led' | 'res' | 'idem' | 'cba' | 'ses' | 'inv' | 'evl';
+export type IdPrefix =
+  | 'ws'
+  | 'usr'
+  | 'key'
+  | 'ch'
+  | 'tsk'
+  | 'file'
+  | 'led'
+  | 'res'
+  | 'idem'
+  | 'cba'
+  | 'ses'
+  | 'inv'
+  | 'evl';
 
 /** An opaque, unguessable id: `<prefix>_` and 22 base62 characters (about 131 bits). */
 export function newId(prefix: IdPrefix): string {

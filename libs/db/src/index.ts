@@ -19,7 +19,18 @@ import { usageRepository as usage } from './repositories/usage.repository';
 import { userRepository as users } from './repositories/user.repository';
 import { workspaceRepository as workspaces } from './repositories/workspace.repository';
 
-export { closeDb, createDb, isUniqueViolation, pingDb, withTxHandle as withTx, type Db, type DbHandle, type DbOptions, type JsonInput, type Tx } from './client';
+export {
+  closeDb,
+  createDb,
+  isUniqueViolation,
+  pingDb,
+  withTxHandle as withTx,
+  type Db,
+  type DbHandle,
+  type DbOptions,
+  type JsonInput,
+  type Tx,
+} from './client';
 export * from './group-commit';
 export * from './ids';
 export * from './migrate';

@@ -43,7 +43,8 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
       const checksum = createHash('sha256').update(sql).digest('hex');
       const seen = done.get(name);
       if (seen !== undefined) {
-        if (seen !== checksum) throw new Error(`Migration ${name} was changed after it was applied (checksum differs).`);
+        if (seen !== checksum)
+          throw new Error(`Migration ${name} was changed after it was applied (checksum differs).`);
         continue;
       }
       await client.query('BEGIN');

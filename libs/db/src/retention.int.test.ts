@@ -27,7 +27,9 @@ async function purgedAt(e: FileExpiry): Promise<Date> {
   });
   const taken = async (at: Date) => (await fileRepository.purgeable(ctx.db, at, 1_000)).some((f) => f.id === id);
   try {
-    const candidates = [e.expiresAt, e.publicExpiresAt].filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime());
+    const candidates = [e.expiresAt, e.publicExpiresAt]
+      .filter((d): d is Date => d !== null)
+      .sort((a, b) => a.getTime() - b.getTime());
     for (const at of candidates) {
       if (!(await taken(at))) continue;
       expect(await taken(new Date(at.getTime() - 1))).toBe(false);
@@ -42,7 +44,11 @@ async function purgedAt(e: FileExpiry): Promise<Date> {
 describe('retention (DESIGN.md §4)', () => {
   it('uploads live 30 days and have no public copy', async () => {
     const e = uploadExpiry(created);
-    expect({ library: days(e.expiresAt), public: days(e.publicExpiresAt), purge: days(await purgedAt(e)) }).toEqual({ library: 30, public: null, purge: 30 });
+    expect({ library: days(e.expiresAt), public: days(e.publicExpiresAt), purge: days(await purgedAt(e)) }).toEqual({
+      library: 30,
+      public: null,
+      purge: 30,
+    });
   });
 
   it.each([
@@ -53,12 +59,15 @@ describe('retention (DESIGN.md §4)', () => {
     ['enterprise', 730, 730, 30],
     ['enterprise', 10, 10, 10],
     ['team', 10, 365, 30], // the workspace setting is Enterprise's only
-  ] as const)('generated output on %s (workspace setting %s): public copy %i days, library entry %i days', async (tier, setting, publicDays, libraryDays) => {
-    expect(publicRetentionDays(tier, setting)).toBe(publicDays);
-    const e = generatedExpiry(created, tier, setting);
-    expect(days(e.publicExpiresAt)).toBe(publicDays);
-    expect(days(e.expiresAt)).toBe(libraryDays);
-    // Row and bytes go when both lives are over.
-    expect(days(await purgedAt(e))).toBe(Math.max(publicDays, libraryDays));
-  });
+  ] as const)(
+    'generated output on %s (workspace setting %s): public copy %i days, library entry %i days',
+    async (tier, setting, publicDays, libraryDays) => {
+      expect(publicRetentionDays(tier, setting)).toBe(publicDays);
+      const e = generatedExpiry(created, tier, setting);
+      expect(days(e.publicExpiresAt)).toBe(publicDays);
+      expect(days(e.expiresAt)).toBe(libraryDays);
+      // Row and bytes go when both lives are over.
+      expect(days(await purgedAt(e))).toBe(Math.max(publicDays, libraryDays));
+    },
+  );
 });

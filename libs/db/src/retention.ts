@@ -11,7 +11,8 @@ export const PUBLIC_RETENTION_DAYS: Record<Tier, number> = { free: 7, payg: 90, 
 
 /** Days a generated output's public copy is kept: by tier; Enterprise takes the workspace's own setting when set. */
 export function publicRetentionDays(tier: Tier, workspaceRetentionDays?: number | null): number {
-  if (tier === 'enterprise' && workspaceRetentionDays != null && workspaceRetentionDays > 0) return workspaceRetentionDays;
+  if (tier === 'enterprise' && workspaceRetentionDays != null && workspaceRetentionDays > 0)
+    return workspaceRetentionDays;
   return PUBLIC_RETENTION_DAYS[tier];
 }
 

@@ -7,4 +7,5 @@ import type { PrismaClient } from './generated/prisma/client';
 /** A test's database: the Db handle the code under test takes, and the Prisma client for the test's own rows. */
 export type TestDb = Db & PrismaClient;
 
-export const createTestDb = (databaseUrl: string, options?: DbOptions): TestDb => createDb(databaseUrl, options) as TestDb;
+export const createTestDb = (databaseUrl: string, options?: DbOptions): TestDb =>
+  createDb(databaseUrl, options) as TestDb;

@@ -32,9 +32,13 @@ describe('one error per code', () => {
 
   it('writes no status beside a code outside libs/errors (no second status for a code)', () => {
     // An object literal with both a numeric status and a string code: how a code got a second status before.
-    const pair = /\{[^{}]*\bstatus:\s*\d{3}\b[^{}]*\bcode:\s*['`][a-z_]+['`]|\{[^{}]*\bcode:\s*['`][a-z_]+['`][^{}]*\bstatus:\s*\d{3}\b/;
+    const pair =
+      /\{[^{}]*\bstatus:\s*\d{3}\b[^{}]*\bcode:\s*['`][a-z_]+['`]|\{[^{}]*\bcode:\s*['`][a-z_]+['`][^{}]*\bstatus:\s*\d{3}\b/;
     const offenders = outsideErrors()
-      .filter((p) => !/\.test\.tsx?$/.test(p) && !p.startsWith('services/upstream-sim/') && !p.startsWith('services/dashboard/'))
+      .filter(
+        (p) =>
+          !/\.test\.tsx?$/.test(p) && !p.startsWith('services/upstream-sim/') && !p.startsWith('services/dashboard/'),
+      )
       .filter((p) => pair.test(readFileSync(join(root, p), 'utf8')));
     expect(offenders).toEqual([]);
   });
@@ -51,7 +55,14 @@ describe('one error per code', () => {
     const made: AppError[] = [];
     const args = ['message', 'param', 'x'];
     for (const [name, factory] of Object.entries(errors)) {
-      const special: Record<string, unknown[]> = { fromWire: [{ code: 'model_not_found', message: 'm' }], tierNotAllowed: ['Video', ['team']], adminNotFound: ['user', 'x'], taskRejected: ['invalid_input', 'm'], adminConflict: ['key_revoked', 'm'], upstreamRejectedRequest: [400, 'm'] };
+      const special: Record<string, unknown[]> = {
+        fromWire: [{ code: 'model_not_found', message: 'm' }],
+        tierNotAllowed: ['Video', ['team']],
+        adminNotFound: ['user', 'x'],
+        taskRejected: ['invalid_input', 'm'],
+        adminConflict: ['key_revoked', 'm'],
+        upstreamRejectedRequest: [400, 'm'],
+      };
       const e = (factory as (...a: unknown[]) => AppError)(...(special[name] ?? args));
       expect(e).toBeInstanceOf(AppError);
       made.push(e);
@@ -68,20 +79,34 @@ describe('one error per code', () => {
     expect(errors.notAMember('a@example.com', 'ws')).toMatchObject({ status: 404, code: 'not_a_member' });
     expect(errors.upstreamRejectedRequest(400, 'm')).toMatchObject({ status: 400, code: 'upstream_rejected_request' });
     expect(errors.upstreamRejectedRequest(413, 'm')).toMatchObject({ status: 413, code: 'upstream_request_too_large' });
-    expect(errors.upstreamRejectedRequest(422, 'm')).toMatchObject({ status: 422, code: 'upstream_unprocessable_request' });
+    expect(errors.upstreamRejectedRequest(422, 'm')).toMatchObject({
+      status: 422,
+      code: 'upstream_unprocessable_request',
+    });
   });
 
-  it('makes a worker error again with its code\'s status, and an unknown code an internal error', () => {
-    expect(errors.fromWire({ code: 'model_not_found', message: 'No model', param: 'model' })).toMatchObject({ status: 404, param: 'model', expose: true });
+  it("makes a worker error again with its code's status, and an unknown code an internal error", () => {
+    expect(errors.fromWire({ code: 'model_not_found', message: 'No model', param: 'model' })).toMatchObject({
+      status: 404,
+      param: 'model',
+      expose: true,
+    });
     expect(errors.fromWire({ code: 'upstream_timeout', message: 'late' })).toMatchObject({ status: 504, expose: true });
     expect(errors.fromWire({ code: 'internal_error', message: 'boom' })).toMatchObject({ status: 500, expose: false });
-    expect(errors.fromWire({ code: 'made_up', message: 'x' })).toMatchObject({ code: 'internal_error', status: 500, expose: false });
+    expect(errors.fromWire({ code: 'made_up', message: 'x' })).toMatchObject({
+      code: 'internal_error',
+      status: 500,
+      expose: false,
+    });
   });
 
   it('lists every code a factory can make (no factory code missing from the table)', () => {
     const text = readFileSync(join(__dirname, 'app-error.ts'), 'utf8');
     const factoryPart = text.slice(text.indexOf('export const errors'));
-    const literal = [...factoryPart.matchAll(/code: '([a-z_]+)'/g), ...factoryPart.matchAll(/make\('([a-z_]+)'\)/g)].map((m) => m[1]!);
+    const literal = [
+      ...factoryPart.matchAll(/code: '([a-z_]+)'/g),
+      ...factoryPart.matchAll(/make\('([a-z_]+)'\)/g),
+    ].map((m) => m[1]!);
     const unknown = literal.filter((c) => !isErrorCode(c));
     expect(unknown).toEqual([]);
     for (const what of ['workspace', 'user', 'key', 'channel', 'model'] as const) {
@@ -98,7 +123,10 @@ describe("docs/errors.md's table of codes", () => {
     const markers = /(<!-- error-codes:start -->\n)([\s\S]*?)(\n<!-- error-codes:end -->)/;
     let readme = readFileSync(file, 'utf8');
     if (process.env.UPDATE_DOCS === '1') {
-      readme = readme.replace(markers, (_all, start: string, _table: string, end: string) => `${start}${errorCodesTable()}${end}`);
+      readme = readme.replace(
+        markers,
+        (_all, start: string, _table: string, end: string) => `${start}${errorCodesTable()}${end}`,
+      );
       writeFileSync(file, readme);
     }
     expect(readme.match(markers)?.[2]).toBe(errorCodesTable());

@@ -9,7 +9,14 @@ describe('createShutdown', () => {
       [
         { name: 'http', timeoutMs: 1000, run: () => void order.push('http') },
         { name: 'stuck', timeoutMs: 50, run: () => new Promise<void>(() => order.push('stuck')) },
-        { name: 'failing', timeoutMs: 1000, run: () => { order.push('failing'); throw new Error('boom'); } },
+        {
+          name: 'failing',
+          timeoutMs: 1000,
+          run: () => {
+            order.push('failing');
+            throw new Error('boom');
+          },
+        },
         { name: 'clients', timeoutMs: 1000, run: async () => void order.push('clients') },
       ],
       quiet,

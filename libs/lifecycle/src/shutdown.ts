@@ -30,8 +30,14 @@ export function createShutdown(phases: ShutdownPhase[], log: ShutdownLog): Shutd
             timer = setTimeout(() => resolve('timeout'), phase.timeoutMs);
           });
           try {
-            const outcome = await Promise.race([Promise.resolve().then(phase.run).then(() => 'done' as const), timeout]);
-            if (outcome === 'timeout') log.error({ phase: phase.name, timeoutMs: phase.timeoutMs }, 'shutdown phase timed out');
+            const outcome = await Promise.race([
+              Promise.resolve()
+                .then(phase.run)
+                .then(() => 'done' as const),
+              timeout,
+            ]);
+            if (outcome === 'timeout')
+              log.error({ phase: phase.name, timeoutMs: phase.timeoutMs }, 'shutdown phase timed out');
             else log.info({ phase: phase.name, ms: Date.now() - started }, 'shutdown phase done');
           } catch (error) {
             log.error({ phase: phase.name, err: error }, 'shutdown phase failed');

@@ -33,7 +33,11 @@ function readEphemeralLow(): number {
   return 49152;
 }
 
-const listenable = (port: number) => listenOnce(port).then(() => true, () => false);
+const listenable = (port: number) =>
+  listenOnce(port).then(
+    () => true,
+    () => false,
+  );
 
 function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {

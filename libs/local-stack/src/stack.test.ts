@@ -8,7 +8,14 @@ it('says how to install redis-server when it is not on PATH', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
   try {
     // PATH: a directory with no redis-server in it.
-    await expect(startStack({ dataDir, persistent: false, env: { PATH: dataDir }, need: { postgres: false, redis: true, s3: false } })).rejects.toThrow(REDIS_INSTALL_HINT);
+    await expect(
+      startStack({
+        dataDir,
+        persistent: false,
+        env: { PATH: dataDir },
+        need: { postgres: false, redis: true, s3: false },
+      }),
+    ).rejects.toThrow(REDIS_INSTALL_HINT);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -17,7 +24,11 @@ it('says how to install redis-server when it is not on PATH', async () => {
 
 it('brings up nothing for what the environment names', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
-  const env = { DATABASE_URL: 'postgresql://db.example/x', REDIS_URL: 'redis://cache.example:6379', S3_ENDPOINT: 'https://s3.example' };
+  const env = {
+    DATABASE_URL: 'postgresql://db.example/x',
+    REDIS_URL: 'redis://cache.example:6379',
+    S3_ENDPOINT: 'https://s3.example',
+  };
   const stack = await startStack({ dataDir, persistent: false, env });
   expect(stack.embedded).toEqual({ postgres: false, redis: false, s3: false });
   expect(stack.env).toMatchObject(env);
@@ -27,7 +38,13 @@ it('brings up nothing for what the environment names', async () => {
 it('keeps the embedded S3 in s3Dir when given, and removes it with the data on stop', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
   const s3Dir = mkdtempSync(join(tmpdir(), 'gensvc-stack-s3-'));
-  const stack = await startStack({ dataDir, s3Dir, persistent: false, env: { S3_BUCKET: 'objects' }, need: { postgres: false, redis: false, s3: true } });
+  const stack = await startStack({
+    dataDir,
+    s3Dir,
+    persistent: false,
+    env: { S3_BUCKET: 'objects' },
+    need: { postgres: false, redis: false, s3: true },
+  });
   try {
     expect(stack.embedded.s3).toBe(true);
     expect(readdirSync(s3Dir)).toEqual(['objects']);
@@ -67,7 +84,12 @@ const alive = (pid: number) => {
 
 it('a persistent Redis whose data directory was deleted under it still exits on SIGTERM', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-stack-'));
-  const stack = await startStack({ dataDir, persistent: true, env: {}, need: { postgres: false, redis: true, s3: false } });
+  const stack = await startStack({
+    dataDir,
+    persistent: true,
+    env: {},
+    need: { postgres: false, redis: true, s3: false },
+  });
   const pid = await redisPid(stack.env.REDIS_URL!);
   try {
     rmSync(dataDir, { recursive: true, force: true });

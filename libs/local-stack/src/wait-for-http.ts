@@ -2,7 +2,10 @@
  * Resolves once GET `url` answers 2xx. Rejects after `timeoutMs`, or as soon as `gone()` names a reason to stop
  * waiting (the process that should answer has exited).
  */
-export async function waitForHttp(url: string, options: { timeoutMs?: number; gone?: () => string | null } = {}): Promise<void> {
+export async function waitForHttp(
+  url: string,
+  options: { timeoutMs?: number; gone?: () => string | null } = {},
+): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

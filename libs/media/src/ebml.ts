@@ -51,7 +51,8 @@ function* elements(b: Buffer, from: number, to: number): Generator<Element> {
   }
 }
 
-const uint = (b: Buffer, e: Element) => (e.end <= b.length && e.end - e.body >= 1 && e.end - e.body <= 6 ? b.readUIntBE(e.body, e.end - e.body) : undefined);
+const uint = (b: Buffer, e: Element) =>
+  e.end <= b.length && e.end - e.body >= 1 && e.end - e.body <= 6 ? b.readUIntBE(e.body, e.end - e.body) : undefined;
 
 function float(b: Buffer, e: Element): number | undefined {
   if (e.end > b.length) return undefined;
@@ -97,5 +98,7 @@ export function readWebm(b: Buffer): SniffedMedia | null {
   const info: SniffedMedia = audio
     ? { kind: 'audio', contentType: 'audio/webm', extensions: ['webm', 'weba'] }
     : { kind: 'video', contentType: 'video/webm', extensions: ['webm'] };
-  return ticks !== undefined && Number.isFinite(ticks) && ticks >= 0 ? { ...info, durationSeconds: (ticks * scale) / 1e9 } : info;
+  return ticks !== undefined && Number.isFinite(ticks) && ticks >= 0
+    ? { ...info, durationSeconds: (ticks * scale) / 1e9 }
+    : info;
 }

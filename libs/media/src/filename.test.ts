@@ -28,7 +28,9 @@ describe('filenames', () => {
 
   it('Content-Disposition carries an ASCII fallback and the exact name (RFC 6266)', () => {
     expect(contentDisposition('inline', 'plain.png')).toBe(`inline; filename="plain.png"; filename*=UTF-8''plain.png`);
-    expect(contentDisposition('attachment', "Grüße (1) 100%.pdf")).toBe(`attachment; filename="Gr__e (1) 100_.pdf"; filename*=UTF-8''Gr%C3%BC%C3%9Fe%20%281%29%20100%25.pdf`);
+    expect(contentDisposition('attachment', 'Grüße (1) 100%.pdf')).toBe(
+      `attachment; filename="Gr__e (1) 100_.pdf"; filename*=UTF-8''Gr%C3%BC%C3%9Fe%20%281%29%20100%25.pdf`,
+    );
   });
 });
 

@@ -34,7 +34,11 @@ function trimDotsAndSpacesEnd(text: string): string {
  */
 export function sanitizeFilename(raw: string | undefined, extensions: string[]): string {
   const lastSegment = (raw ?? '').normalize('NFC').split(/[/\\]/).pop() ?? '';
-  let name = lastSegment.replace(UNSAFE, '').replace(/\s+/g, ' ').trim().replace(/^[.\s]+/, '');
+  let name = lastSegment
+    .replace(UNSAFE, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^[.\s]+/, '');
   const dot = name.lastIndexOf('.');
   let ext = extensions[0]!;
   if (dot > 0) {
@@ -50,6 +54,9 @@ export function sanitizeFilename(raw: string | undefined, extensions: string[]):
 /** RFC 6266 with an ASCII fallback and the exact name in filename* (RFC 8187). */
 export function contentDisposition(kind: 'inline' | 'attachment', filename: string): string {
   const fallback = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\%]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
   return `${kind}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }

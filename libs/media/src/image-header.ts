@@ -14,7 +14,11 @@ export function readPng(b: Buffer): SniffedMedia | null {
   if (b.length < 24 || !b.subarray(0, 8).equals(PNG_SIGNATURE)) return null;
   // IHDR must be the first chunk, 13 bytes long.
   if (b.readUInt32BE(8) !== 13 || b.toString('latin1', 12, 16) !== 'IHDR') return null;
-  return sized({ kind: 'image', contentType: 'image/png', extensions: ['png'] }, b.readUInt32BE(16), b.readUInt32BE(20));
+  return sized(
+    { kind: 'image', contentType: 'image/png', extensions: ['png'] },
+    b.readUInt32BE(16),
+    b.readUInt32BE(20),
+  );
 }
 
 export function readGif(b: Buffer): SniffedMedia | null {

@@ -4,12 +4,51 @@
 import type { SniffedMedia } from './media-type';
 
 const MP4_BRANDS = new Set([
-  'isom', 'iso2', 'iso3', 'iso4', 'iso5', 'iso6', 'iso7', 'iso8', 'iso9', 'mp41', 'mp42', 'mp71', 'avc1', 'dash',
-  'M4V ', 'M4VH', 'M4VP', 'M4A ', 'M4B ', 'M4P ', 'f4v ', 'f4p ', 'f4a ', 'f4b ', 'mmp4', 'MSNV', 'NDAS',
+  'isom',
+  'iso2',
+  'iso3',
+  'iso4',
+  'iso5',
+  'iso6',
+  'iso7',
+  'iso8',
+  'iso9',
+  'mp41',
+  'mp42',
+  'mp71',
+  'avc1',
+  'dash',
+  'M4V ',
+  'M4VH',
+  'M4VP',
+  'M4A ',
+  'M4B ',
+  'M4P ',
+  'f4v ',
+  'f4p ',
+  'f4a ',
+  'f4b ',
+  'mmp4',
+  'MSNV',
+  'NDAS',
 ]);
 const AUDIO_BRANDS = new Set(['M4A ', 'M4B ', 'M4P ', 'f4a ', 'f4b ']);
 /** ISO-BMFF containers that are not MP4 video or audio: HEIF/AVIF images, QuickTime, camera raw. */
-const OTHER_MAJOR_BRANDS = new Set(['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1', 'avif', 'avis', 'avio', 'qt  ', 'crx ']);
+const OTHER_MAJOR_BRANDS = new Set([
+  'heic',
+  'heix',
+  'hevc',
+  'hevx',
+  'heim',
+  'heis',
+  'mif1',
+  'msf1',
+  'avif',
+  'avis',
+  'avio',
+  'qt  ',
+  'crx ',
+]);
 
 interface Box {
   type: string;
@@ -84,7 +123,8 @@ export function readMp4(b: Buffer): SniffedMedia | null {
     handlers = trackHandlers(b, box);
     break;
   }
-  const audio = AUDIO_BRANDS.has(major) || (handlers !== null && handlers.length > 0 && handlers.every((h) => h === 'soun'));
+  const audio =
+    AUDIO_BRANDS.has(major) || (handlers !== null && handlers.length > 0 && handlers.every((h) => h === 'soun'));
   const info: SniffedMedia = audio
     ? { kind: 'audio', contentType: 'audio/mp4', extensions: ['m4a', 'm4b', 'mp4'] }
     : { kind: 'video', contentType: 'video/mp4', extensions: ['mp4', 'm4v'] };

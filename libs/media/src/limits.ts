@@ -13,13 +13,19 @@ const minutes = (s: number) => `${Math.round((s / 60) * 10) / 10} minutes`;
 export function checkMediaLimits(m: SniffedMedia): void {
   if (m.kind === 'image' && m.width !== undefined && m.height !== undefined) {
     if (m.width > MAX_IMAGE_SIDE || m.height > MAX_IMAGE_SIDE) {
-      throw errors.mediaLimitExceeded(`The image is ${m.width}×${m.height} pixels; images may have at most ${MAX_IMAGE_SIDE} pixels per side.`);
+      throw errors.mediaLimitExceeded(
+        `The image is ${m.width}×${m.height} pixels; images may have at most ${MAX_IMAGE_SIDE} pixels per side.`,
+      );
     }
   }
   if (m.kind === 'audio' && m.durationSeconds !== undefined && m.durationSeconds > MAX_AUDIO_SECONDS) {
-    throw errors.mediaLimitExceeded(`The audio lasts ${minutes(m.durationSeconds)}; audio may last at most ${MAX_AUDIO_SECONDS / 60} minutes.`);
+    throw errors.mediaLimitExceeded(
+      `The audio lasts ${minutes(m.durationSeconds)}; audio may last at most ${MAX_AUDIO_SECONDS / 60} minutes.`,
+    );
   }
   if (m.kind === 'video' && m.durationSeconds !== undefined && m.durationSeconds > MAX_VIDEO_SECONDS) {
-    throw errors.mediaLimitExceeded(`The video lasts ${minutes(m.durationSeconds)}; video may last at most ${MAX_VIDEO_SECONDS / 60} minutes.`);
+    throw errors.mediaLimitExceeded(
+      `The video lasts ${minutes(m.durationSeconds)}; video may last at most ${MAX_VIDEO_SECONDS / 60} minutes.`,
+    );
   }
 }

@@ -8,4 +8,11 @@ export {
   type Telemetry,
   type TelemetryOptions,
 } from './telemetry';
-export { runCheck, runChecks, startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessCheck } from './ops-server';
+export {
+  runCheck,
+  runChecks,
+  startOpsServer,
+  type OpsServer,
+  type OpsServerOptions,
+  type ReadinessCheck,
+} from './ops-server';

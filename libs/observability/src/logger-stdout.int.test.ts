@@ -14,7 +14,11 @@ function run(script: string) {
   return { child, output: () => out, exited };
 }
 
-const lines = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 it('writes out every line, whole and in order, when the process exits with lines still gathered', async () => {
   // ~180 KiB of lines: many 4 KiB blocks, and a last partial one only the exit writes.
@@ -38,7 +42,8 @@ it('writes a lone line within its 100 ms period while the process keeps running'
   `);
   try {
     const started = Date.now();
-    while (!proc.output().includes('"msg":"ready"') && Date.now() - started < 5_000) await new Promise((r) => setTimeout(r, 20));
+    while (!proc.output().includes('"msg":"ready"') && Date.now() - started < 5_000)
+      await new Promise((r) => setTimeout(r, 20));
     expect(lines(proc.output())).toEqual([expect.objectContaining({ service: 'idle-test', msg: 'ready' })]);
     // The process is still running: the line was not written by its exit.
     expect(proc.child.exitCode).toBeNull();

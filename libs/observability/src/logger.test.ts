@@ -7,7 +7,12 @@ function memoryDestination() {
   const raw: string[] = [];
   return {
     raw,
-    lines: () => raw.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      raw
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
     write(chunk: string) {
       raw.push(chunk);
     },
@@ -55,7 +60,10 @@ describe('createLogger', () => {
     const out = memoryDestination();
     createLogger({ service: 'edge', level: 'info', destination: out }).info(
       {
-        req: { method: 'GET', headers: { authorization: 'Bearer sk-live-1', 'x-api-key': 'ak-2', 'x-goog-api-key': 'gk-3', accept: '*/*' } },
+        req: {
+          method: 'GET',
+          headers: { authorization: 'Bearer sk-live-1', 'x-api-key': 'ak-2', 'x-goog-api-key': 'gk-3', accept: '*/*' },
+        },
         headers: { authorization: 'Bearer sk-live-4' },
         secret: 'whsec_5',
         channel: { password: 'pw-6', key: 'key-7' },
@@ -63,7 +71,8 @@ describe('createLogger', () => {
       'request',
     );
     const text = out.raw.join('');
-    for (const value of ['sk-live-1', 'ak-2', 'gk-3', 'sk-live-4', 'whsec_5', 'pw-6', 'key-7']) expect(text).not.toContain(value);
+    for (const value of ['sk-live-1', 'ak-2', 'gk-3', 'sk-live-4', 'whsec_5', 'pw-6', 'key-7'])
+      expect(text).not.toContain(value);
     const [line] = out.lines();
     expect(line).toMatchObject({
       req: { method: 'GET', headers: { authorization: '[REDACTED]', 'x-api-key': '[REDACTED]', accept: '*/*' } },
@@ -106,16 +115,31 @@ describe('createLogger', () => {
     const text = out.raw.join('');
     for (const value of ['key-6', 'pw-5']) expect(text).not.toContain(value);
     const line = out.lines()[0]!;
-    expect(line.err).toMatchObject({ type: 'TypeError', message: 'outer', code: 'E_X', key: '[REDACTED]', details: { password: '[REDACTED]' } });
+    expect(line.err).toMatchObject({
+      type: 'TypeError',
+      message: 'outer',
+      code: 'E_X',
+      key: '[REDACTED]',
+      details: { password: '[REDACTED]' },
+    });
     expect(String((line.err as { stack: string }).stack)).toContain('TypeError: outer');
   });
 
   it("redacts a child logger's bindings, and its children's", () => {
     const out = memoryDestination();
-    const parent = createLogger({ service: 'edge', level: 'info', destination: out }).child({ request_id: 'req_1', key: 'key-7' });
+    const parent = createLogger({ service: 'edge', level: 'info', destination: out }).child({
+      request_id: 'req_1',
+      key: 'key-7',
+    });
     parent.child({ channel: { password: 'pw-8' } }).info({ secret: 'whsec_9' }, 'nested');
     const text = out.raw.join('');
     for (const value of ['key-7', 'pw-8', 'whsec_9']) expect(text).not.toContain(value);
-    expect(out.lines()[0]).toMatchObject({ request_id: 'req_1', key: '[REDACTED]', channel: { password: '[REDACTED]' }, secret: '[REDACTED]', msg: 'nested' });
+    expect(out.lines()[0]).toMatchObject({
+      request_id: 'req_1',
+      key: '[REDACTED]',
+      channel: { password: '[REDACTED]' },
+      secret: '[REDACTED]',
+      msg: 'nested',
+    });
   });
 });

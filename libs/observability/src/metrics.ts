@@ -99,7 +99,10 @@ export function createMetrics(service: string): Metrics {
 }
 
 /** A settlement's money and tokens (chat, evaluate, image edits, generation tasks). */
-export function recordSpend(metrics: Metrics, s: { model: string; cost: bigint; inputTokens?: number | null; outputTokens?: number | null }) {
+export function recordSpend(
+  metrics: Metrics,
+  s: { model: string; cost: bigint; inputTokens?: number | null; outputTokens?: number | null },
+) {
   if (s.cost > 0n) metrics.spend.inc({ model: s.model }, Number(s.cost));
   if (s.inputTokens) metrics.tokens.inc({ model: s.model, direction: 'input' }, s.inputTokens);
   if (s.outputTokens) metrics.tokens.inc({ model: s.model, direction: 'output' }, s.outputTokens);
@@ -112,7 +115,9 @@ export function recordSpend(metrics: Metrics, s: { model: string; cost: bigint; 
 export function scrapedGauge<L extends string>(
   metrics: Metrics,
   spec: { name: string; help: string; labelNames: readonly L[] },
-  collect: () => Promise<{ labels: Partial<Record<L, string>>; value: number }[]> | { labels: Partial<Record<L, string>>; value: number }[],
+  collect: () =>
+    | Promise<{ labels: Partial<Record<L, string>>; value: number }[]>
+    | { labels: Partial<Record<L, string>>; value: number }[],
 ): Gauge<L> {
   return new Gauge<L>({
     name: spec.name,

@@ -31,7 +31,9 @@ export async function runCheck(run: ReadinessCheck, timeoutMs = CHECK_TIMEOUT_MS
 }
 
 /** Every check at once: whether all passed, and each one's verdict by name. */
-export async function runChecks(checks: Record<string, ReadinessCheck>): Promise<{ ready: boolean; checks: Record<string, string> }> {
+export async function runChecks(
+  checks: Record<string, ReadinessCheck>,
+): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const names = Object.keys(checks);
   const verdicts = await Promise.all(names.map((n) => runCheck(checks[n]!)));
   const out = Object.fromEntries(names.map((n, i) => [n, verdicts[i]!]));
@@ -54,12 +56,17 @@ export interface OpsServer {
 
 export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
   const server = createServer((req, res) => {
-    const send = (status: number, body: object) => res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+    const send = (status: number, body: object) =>
+      res
+        .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify(body));
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return void send(405, { error: 'method not allowed' });
     if (path === '/healthz') return void send(200, { status: 'ok' });
     if (path === '/readyz') {
-      void runChecks(opts.checks).then(({ ready, checks }) => send(ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable', checks }));
+      void runChecks(opts.checks).then(({ ready, checks }) =>
+        send(ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable', checks }),
+      );
       return;
     }
     if (path === '/metrics') {

@@ -15,7 +15,7 @@ type Bag = Record<string, unknown>;
 
 /** A value whose properties a line shows: objects and arrays, not byte buffers (their properties are bytes). */
 const isBag = (v: unknown): v is Bag => typeof v === 'object' && v !== null && !ArrayBuffer.isView(v);
-const has = (v: Bag, k: string) => Object.prototype.hasOwnProperty.call(v, k);
+const has = (v: Bag, k: string) => Object.hasOwn(v, k);
 
 /** A copy to censor in: an array's elements, a plain object's fields, or any other object with its class and own properties. */
 function copyOf<T extends Bag>(v: T): T {
@@ -28,7 +28,12 @@ function copyOf<T extends Bag>(v: T): T {
 /** Sets `k` on a copy made by copyOf (a property copied read-only is redefined; its enumerability is kept). */
 function put(copy: Bag, k: string, value: unknown) {
   const own = Object.getOwnPropertyDescriptor(copy, k);
-  Object.defineProperty(copy, k, { value, writable: true, configurable: true, enumerable: own ? own.enumerable : true });
+  Object.defineProperty(copy, k, {
+    value,
+    writable: true,
+    configurable: true,
+    enumerable: own ? own.enumerable : true,
+  });
 }
 
 /**

@@ -3,13 +3,19 @@ import { httpSpanRedaction, undiciSpanRedaction } from './span-redaction';
 
 describe('span redaction', () => {
   it('gives an outbound undici span its URL with the values of token, key and signature redacted', () => {
-    const request = { origin: 'https://api.example.com', path: '/v1/x?key=k-secret&model=m&token=t-secret&signature=s-secret' } as UndiciRequest;
+    const request = {
+      origin: 'https://api.example.com',
+      path: '/v1/x?key=k-secret&model=m&token=t-secret&signature=s-secret',
+    } as UndiciRequest;
     const attributes = undiciSpanRedaction.startSpanHook!(request);
     expect(attributes).toEqual({
       'url.full': 'https://api.example.com/v1/x?key=REDACTED&model=m&token=REDACTED&signature=REDACTED',
       'url.query': '?key=REDACTED&model=m&token=REDACTED&signature=REDACTED',
     });
-    const plain = undiciSpanRedaction.startSpanHook!({ origin: 'https://api.example.com', path: '/v1/x?model=m' } as UndiciRequest);
+    const plain = undiciSpanRedaction.startSpanHook!({
+      origin: 'https://api.example.com',
+      path: '/v1/x?model=m',
+    } as UndiciRequest);
     expect(plain['url.full']).toBe('https://api.example.com/v1/x?model=m');
   });
 

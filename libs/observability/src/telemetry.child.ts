@@ -12,7 +12,10 @@ type Http = typeof import('node:http');
 
 async function propagation(): Promise<object> {
   const exporter = new InMemorySpanExporter();
-  const telemetry = startTelemetry({ serviceName: 'telemetry-child', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const telemetry = startTelemetry({
+    serviceName: 'telemetry-child',
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
   // As in main.ts: required after startTelemetry, through the require hook.
   const http: Http = require('node:http');
   const server = http.createServer((_req, res) => res.end('ok'));
@@ -22,7 +25,10 @@ async function propagation(): Promise<object> {
     http
       .get(`http://127.0.0.1:${port}/ping`, (res) => {
         let text = '';
-        res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text));
+        res
+          .setEncoding('utf8')
+          .on('data', (c: string) => (text += c))
+          .on('end', () => resolve(text));
       })
       .on('error', reject);
   });
@@ -59,7 +65,11 @@ async function otlp(endpoint: string | undefined): Promise<object> {
  */
 async function sampling(): Promise<object> {
   const exporter = new InMemorySpanExporter();
-  const telemetry = startTelemetry({ serviceName: 'sampling-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: 0 });
+  const telemetry = startTelemetry({
+    serviceName: 'sampling-child',
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+    sampleRatio: 0,
+  });
   const http: Http = require('node:http');
   const seen: (string | undefined)[] = [];
   const echo = http.createServer((req, res) => {
@@ -73,7 +83,10 @@ async function sampling(): Promise<object> {
       http
         .get({ host: '127.0.0.1', port, path: '/' }, (res) => {
           let text = '';
-          res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text));
+          res
+            .setEncoding('utf8')
+            .on('data', (c: string) => (text += c))
+            .on('end', () => resolve(text));
         })
         .on('error', reject);
     });
@@ -83,12 +96,19 @@ async function sampling(): Promise<object> {
   const port = (server.address() as AddressInfo).port;
   await get(port);
   // Inside a sampled trace of a caller (a remote parent, as a traceparent header would make it).
-  const parent = trace.setSpanContext(context.active(), { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), traceFlags: TraceFlags.SAMPLED, isRemote: true });
+  const parent = trace.setSpanContext(context.active(), {
+    traceId: 'ab'.repeat(16),
+    spanId: 'cd'.repeat(8),
+    traceFlags: TraceFlags.SAMPLED,
+    isRemote: true,
+  });
   await context.with(parent, () => get(port));
   const deadline = Date.now() + 2_000;
   while (exporter.getFinishedSpans().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   await new Promise((r) => setTimeout(r, 100));
-  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
+  const spans = exporter
+    .getFinishedSpans()
+    .map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
   await Promise.all([server, echo].map((x) => new Promise<void>((resolve) => x.close(() => resolve()))));
   await telemetry.shutdown();
   return { spans, traceparents: seen };
@@ -101,7 +121,11 @@ async function sampling(): Promise<object> {
  */
 async function newTraces(ratio: number): Promise<object> {
   const exporter = new InMemorySpanExporter();
-  const telemetry = startTelemetry({ serviceName: 'new-trace-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: ratio });
+  const telemetry = startTelemetry({
+    serviceName: 'new-trace-child',
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+    sampleRatio: ratio,
+  });
   const http: Http = require('node:http');
   const net: typeof import('node:net') = require('node:net');
   let seen: string | undefined;
@@ -122,13 +146,22 @@ async function newTraces(ratio: number): Promise<object> {
   const port = (server.address() as AddressInfo).port;
   const answer = await new Promise<string>((resolve, reject) => {
     let text = '';
-    const socket = net.connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
-    socket.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(text)).on('error', reject);
+    const socket = net.connect(port, '127.0.0.1', () =>
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    );
+    socket
+      .setEncoding('utf8')
+      .on('data', (c: string) => (text += c))
+      .on('end', () => resolve(text))
+      .on('error', reject);
   });
   const deadline = Date.now() + 2_000;
-  while (ratio > 0 && exporter.getFinishedSpans().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while (ratio > 0 && exporter.getFinishedSpans().length < 2 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 10));
   await new Promise((r) => setTimeout(r, 100));
-  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
+  const spans = exporter
+    .getFinishedSpans()
+    .map((sp) => ({ traceId: sp.spanContext().traceId, kind: sp.kind === SpanKind.SERVER ? 'server' : 'client' }));
   await Promise.all([server, echo].map((x) => new Promise<void>((resolve) => x.close(() => resolve()))));
   await telemetry.shutdown();
   return { answered: answer.endsWith('echo'), handlerTraceId, traceparent: seen, spans };
@@ -142,13 +175,31 @@ async function newTraces(ratio: number): Promise<object> {
  */
 async function db(): Promise<object> {
   const exporter = new InMemorySpanExporter();
-  const telemetry = startTelemetry({ serviceName: 'db-child', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio: 1 });
+  const telemetry = startTelemetry({
+    serviceName: 'db-child',
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+    sampleRatio: 1,
+  });
   const from = (lib: string) => ({ paths: [join(__dirname, '..', '..', lib)] });
   // Not dependencies of this library: taken from the libraries that use them, typed as far as used here.
-  const { Client }: { Client: new (options: object) => { on(event: 'error', fn: () => void): unknown; connect(): Promise<unknown>; query(text: string): Promise<unknown> } } =
-    require(require.resolve('pg', from('db')));
-  const { Redis }: { Redis: new (options: object) => { on(event: 'error', fn: () => void): unknown; get(key: string): Promise<unknown>; disconnect(): void } } =
-    require(require.resolve('ioredis', from('queue')));
+  const {
+    Client,
+  }: {
+    Client: new (
+      options: object,
+    ) => {
+      on(event: 'error', fn: () => void): unknown;
+      connect(): Promise<unknown>;
+      query(text: string): Promise<unknown>;
+    };
+  } = require(require.resolve('pg', from('db')));
+  const {
+    Redis,
+  }: {
+    Redis: new (
+      options: object,
+    ) => { on(event: 'error', fn: () => void): unknown; get(key: string): Promise<unknown>; disconnect(): void };
+  } = require(require.resolve('ioredis', from('queue')));
   const net: typeof import('node:net') = require('node:net');
   const closed = await new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, '127.0.0.1', () => {
@@ -157,7 +208,13 @@ async function db(): Promise<object> {
     });
   });
   const calls = async () => {
-    const redis = new Redis({ host: '127.0.0.1', port: closed, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port: closed,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     redis.on('error', () => undefined);
     await redis.get('k').catch(() => undefined);
     redis.disconnect();
@@ -166,12 +223,17 @@ async function db(): Promise<object> {
     await Promise.allSettled([pg.connect(), pg.query('SELECT 1')]);
   };
   const inTrace = (traceId: string, traceFlags: TraceFlags) =>
-    context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'cd'.repeat(8), traceFlags, isRemote: true }), calls);
+    context.with(
+      trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'cd'.repeat(8), traceFlags, isRemote: true }),
+      calls,
+    );
   await calls();
   await inTrace('0a'.repeat(16), TraceFlags.NONE);
   await inTrace('ab'.repeat(16), TraceFlags.SAMPLED);
   await new Promise((r) => setTimeout(r, 100));
-  const spans = exporter.getFinishedSpans().map((sp) => ({ traceId: sp.spanContext().traceId, name: sp.name, system: sp.attributes['db.system.name'] }));
+  const spans = exporter
+    .getFinishedSpans()
+    .map((sp) => ({ traceId: sp.spanContext().traceId, name: sp.name, system: sp.attributes['db.system.name'] }));
   await telemetry.shutdown();
   return { spans };
 }
@@ -180,7 +242,18 @@ async function db(): Promise<object> {
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);
-    const result = name === 'propagation' ? await propagation() : name === 'otlp' ? await otlp(arg) : name === 'sampling' ? await sampling() : name === 'new-trace' ? await newTraces(Number(arg)) : name === 'db' ? await db() : undefined;
+    const result =
+      name === 'propagation'
+        ? await propagation()
+        : name === 'otlp'
+          ? await otlp(arg)
+          : name === 'sampling'
+            ? await sampling()
+            : name === 'new-trace'
+              ? await newTraces(Number(arg))
+              : name === 'db'
+                ? await db()
+                : undefined;
     if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
     process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
   }

@@ -17,7 +17,13 @@ type ChildResult =
   | { scenario: 'propagation'; body: string; spans: ChildSpan[] }
   | { scenario: 'otlp'; traceId: string }
   | { scenario: 'sampling'; spans: { traceId: string; kind: string }[]; traceparents: (string | undefined)[] }
-  | { scenario: 'new-trace'; answered: boolean; handlerTraceId?: string; traceparent?: string; spans: { traceId: string; kind: string }[] }
+  | {
+      scenario: 'new-trace';
+      answered: boolean;
+      handlerTraceId?: string;
+      traceparent?: string;
+      spans: { traceId: string; kind: string }[];
+    }
   | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[] };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
@@ -32,15 +38,28 @@ require(process.argv[1]);
 
 function runChild(scenarios: string[]): Promise<ChildResult[]> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', RUN_TS, join(__dirname, 'telemetry.child.ts'), ...scenarios], { timeout: 25_000 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`child failed: ${error.message}\n${stderr}`));
-      else resolve(stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as ChildResult));
-    });
+    execFile(
+      process.execPath,
+      ['-e', RUN_TS, join(__dirname, 'telemetry.child.ts'), ...scenarios],
+      { timeout: 25_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`child failed: ${error.message}\n${stderr}`));
+        else
+          resolve(
+            stdout
+              .split('\n')
+              .filter(Boolean)
+              .map((line) => JSON.parse(line) as ChildResult),
+          );
+      },
+    );
   });
 }
 
 const listen = (server: Server) =>
-  new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  new Promise<string>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -69,12 +88,21 @@ describe('startTelemetry in a plain Node process', () => {
     });
     const endpoint = await listen(collector);
     // Three starts in one process: the last proves shutdown leaves the process able to start (and patch) again.
-    results = await runChild(['propagation', `otlp=${endpoint}`, 'propagation', 'sampling', 'new-trace=0', 'new-trace=1', 'db']);
+    results = await runChild([
+      'propagation',
+      `otlp=${endpoint}`,
+      'propagation',
+      'sampling',
+      'new-trace=0',
+      'new-trace=1',
+      'db',
+    ]);
   });
   afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
 
   const propagated = (result: ChildResult | undefined) => {
-    if (result?.scenario !== 'propagation') throw new Error(`expected a propagation result, got ${JSON.stringify(result)}`);
+    if (result?.scenario !== 'propagation')
+      throw new Error(`expected a propagation result, got ${JSON.stringify(result)}`);
     expect(result.body).toBe('ok');
     const client = result.spans.find((s) => s.kind === 'client');
     const server = result.spans.find((s) => s.kind === 'server');
@@ -139,7 +167,12 @@ describe('startTelemetry in a plain Node process', () => {
     if (result?.scenario !== 'db') throw new Error(`expected a db result, got ${JSON.stringify(result)}`);
     const sampled = 'ab'.repeat(16);
     // The sampled trace's calls are all there, recorded: the Redis command and its connect, the Postgres connect and query.
-    expect(result.spans.map((s) => `${s.system} ${s.name}`).sort()).toEqual(['postgresql pg.connect', 'postgresql pg.query:SELECT d', 'redis connect', 'redis get']);
+    expect(result.spans.map((s) => `${s.system} ${s.name}`).sort()).toEqual([
+      'postgresql pg.connect',
+      'postgresql pg.query:SELECT d',
+      'redis connect',
+      'redis get',
+    ]);
     expect(result.spans.map((s) => s.traceId)).toEqual(Array(4).fill(sampled));
   });
 });

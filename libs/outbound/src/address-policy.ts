@@ -41,7 +41,9 @@ export function compileAllowList(entries: readonly string[] = NO_ENTRIES): Allow
 
 /** ::ffff:a.b.c.d is a.b.c.d: a socket to it reaches the IPv4 host. */
 function unmap(addr: Address): Address {
-  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr;
+  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (addr as ipaddr.IPv6).toIPv4Address()
+    : addr;
 }
 
 // Global unicast IPv6 is 2000::/3; everything outside it (the IPv4-compatible ::/96, discard 100::/64, segment

@@ -2,7 +2,17 @@
 // system): a certificate that verifies passes, and each way one can fail is refused with a message naming it.
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { createTestCa, eventually, freePort, rejectionOf, selfSignedCert, sharedTestCa, startTlsServer, type CertPair, type TlsTestServer } from '@gensvc/testing';
+import {
+  createTestCa,
+  eventually,
+  freePort,
+  rejectionOf,
+  selfSignedCert,
+  sharedTestCa,
+  startTlsServer,
+  type CertPair,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import { checkTls, type CheckTlsOptions } from './check-tls';
 import { checkUrl, type CheckedUrl } from './check-url';
 import { OutboundError } from './outbound-error';
@@ -15,8 +25,13 @@ const sniSeen = new Map<number, (string | false | null)[]>();
 
 async function serve(cert?: CertPair, host?: string): Promise<TlsTestServer> {
   // Any HTTP request reaching a server fails the test: the check makes none.
-  const server = await startTlsServer((_req, res) => res.end('must not be asked'), { ...(cert && { cert }), ...(host && { host }) });
-  server.server.on('secureConnection', (s: TLSSocket) => sniSeen.set(server.port, [...(sniSeen.get(server.port) ?? []), s.servername]));
+  const server = await startTlsServer((_req, res) => res.end('must not be asked'), {
+    ...(cert && { cert }),
+    ...(host && { host }),
+  });
+  server.server.on('secureConnection', (s: TLSSocket) =>
+    sniSeen.set(server.port, [...(sniSeen.get(server.port) ?? []), s.servername]),
+  );
   servers.push(server);
   return server;
 }
@@ -85,7 +100,11 @@ describe('a certificate that verifies', () => {
 
 describe('a certificate that does not verify is refused with the rule it breaks', () => {
   it.each<[string, () => Promise<{ server: TlsTestServer; host?: string }>, RegExp]>([
-    ['self-signed', async () => ({ server: await serve(selfSignedCert()) }), /is self-signed.*\(DEPTH_ZERO_SELF_SIGNED_CERT\)/],
+    [
+      'self-signed',
+      async () => ({ server: await serve(selfSignedCert()) }),
+      /is self-signed.*\(DEPTH_ZERO_SELF_SIGNED_CERT\)/,
+    ],
     [
       'chained to an untrusted self-signed root',
       async () => {
@@ -95,8 +114,16 @@ describe('a certificate that does not verify is refused with the rule it breaks'
       },
       /self-signed root that is not trusted.*\(SELF_SIGNED_CERT_IN_CHAIN\)/,
     ],
-    ['expired', async () => ({ server: await serve(sharedTestCa().ca.issue(['127.0.0.1'], { expired: true })) }), /has expired \(CERT_HAS_EXPIRED\)/],
-    ['issued for another host', async () => ({ server: good, host: 'evil.example' }), /is not valid for this host name \(ERR_TLS_CERT_ALTNAME_INVALID\)/],
+    [
+      'expired',
+      async () => ({ server: await serve(sharedTestCa().ca.issue(['127.0.0.1'], { expired: true })) }),
+      /has expired \(CERT_HAS_EXPIRED\)/,
+    ],
+    [
+      'issued for another host',
+      async () => ({ server: good, host: 'evil.example' }),
+      /is not valid for this host name \(ERR_TLS_CERT_ALTNAME_INVALID\)/,
+    ],
     [
       'issued by an untrusted CA',
       async () => ({ server: await serve(createTestCa('other CA').issue(['127.0.0.1'])) }),
@@ -106,7 +133,10 @@ describe('a certificate that does not verify is refused with the rule it breaks'
     const { server, host } = await make();
     const before = server.requests.length;
     const url = host
-      ? await checkUrl(`https://${host}:${server.port}/hook`, { allowCidrs: ALLOW, lookup: async () => [{ address: '127.0.0.1', family: 4 }] })
+      ? await checkUrl(`https://${host}:${server.port}/hook`, {
+          allowCidrs: ALLOW,
+          lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+        })
       : await checked(`${server.url}/hook`);
     const e = await rejectionOf(checkTls(url, trusted()), OutboundError);
     expect(e.reason).toBe('tls');
@@ -116,14 +146,19 @@ describe('a certificate that does not verify is refused with the rule it breaks'
 
   it('refuses the shared test CA itself when it is not trusted (production trusts only real roots)', async () => {
     const e = await rejectionOf(checkTls(await checked(`${good.url}/`)), OutboundError);
-    expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('not issued by a trusted certificate authority') });
+    expect(e).toMatchObject({
+      reason: 'tls',
+      message: expect.stringContaining('not issued by a trusted certificate authority'),
+    });
   });
 });
 
 describe('a server that cannot be reached', () => {
   it('answers connection when nothing listens', async () => {
     const port = await freePort();
-    expect(await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError)).toMatchObject({
+    expect(
+      await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError),
+    ).toMatchObject({
       reason: 'connection',
       message: expect.stringContaining('ECONNREFUSED'),
     });
@@ -133,10 +168,15 @@ describe('a server that cannot be reached', () => {
     const sockets: Socket[] = [];
     const mute: TcpServer = createTcpServer((s) => sockets.push(s));
     await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
-    servers.push({ close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))) });
+    servers.push({
+      close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))),
+    });
     const port = (mute.address() as { port: number }).port;
     const started = Date.now();
-    const e = await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), { ...trusted(), timeoutMs: 200 }), OutboundError);
+    const e = await rejectionOf(
+      checkTls(await checked(`https://127.0.0.1:${port}/`), { ...trusted(), timeoutMs: 200 }),
+      OutboundError,
+    );
     expect(e).toMatchObject({ reason: 'timeout', message: expect.stringContaining('within 200 ms') });
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -151,6 +191,8 @@ describe('a server that cannot be reached', () => {
     await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
     servers.push({ close: () => new Promise<void>((r) => plain.close(() => r())) });
     const port = (plain.address() as { port: number }).port;
-    expect((await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError)).reason).toBe('tls');
+    expect(
+      (await rejectionOf(checkTls(await checked(`https://127.0.0.1:${port}/`), trusted()), OutboundError)).reason,
+    ).toBe('tls');
   });
 });

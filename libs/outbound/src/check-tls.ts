@@ -47,7 +47,12 @@ export async function checkTls(checked: CheckedUrl, opts: CheckTlsOptions = {}):
   throw lastError ?? new OutboundError('timeout', `No TLS handshake with ${checked.url.host} within ${timeoutMs} ms.`);
 }
 
-function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOptions['ca'], timeoutMs: number): Promise<TlsVerdict> {
+function handshake(
+  checked: CheckedUrl,
+  address: ResolvedAddress,
+  ca: CheckTlsOptions['ca'],
+  timeoutMs: number,
+): Promise<TlsVerdict> {
   const { url } = checked;
   return new Promise<TlsVerdict>((resolve, reject) => {
     let phase: 'tcp' | 'tls' = 'tcp';
@@ -61,7 +66,10 @@ function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOp
       finish({
         error:
           phase === 'tcp'
-            ? new OutboundError('connection', `${url.host} (${address.address}) closed the connection before it was made.`)
+            ? new OutboundError(
+                'connection',
+                `${url.host} (${address.address}) closed the connection before it was made.`,
+              )
             : new OutboundError('tls', `${url.host} closed the connection during the TLS handshake.`),
       });
     const finish = (outcome: { verdict: TlsVerdict } | { error: OutboundError }) => {
@@ -82,7 +90,13 @@ function handshake(checked: CheckedUrl, address: ResolvedAddress, ca: CheckTlsOp
     };
     const socket: TLSSocket = connect(tlsConnectOptions(checked, address, ca));
     const timer = setTimeout(
-      () => finish({ error: new OutboundError('timeout', `No TLS handshake with ${url.host} (${address.address}) within ${timeoutMs} ms.`) }),
+      () =>
+        finish({
+          error: new OutboundError(
+            'timeout',
+            `No TLS handshake with ${url.host} (${address.address}) within ${timeoutMs} ms.`,
+          ),
+        }),
       timeoutMs,
     );
     socket.once('connect', onConnect).once('secureConnect', onSecure).once('error', onError).once('close', onClose);

@@ -112,7 +112,10 @@ describe('checkUrl: literal addresses', () => {
   ])('https://%s/ is refused as a non-public address', async (host) => {
     const error = await checkUrl(`https://${host}/x`, { lookup: noLookup }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundError);
-    expect(error).toMatchObject({ reason: 'private_address', message: expect.stringMatching(/is not a public address \(.+\)/) });
+    expect(error).toMatchObject({
+      reason: 'private_address',
+      message: expect.stringMatching(/is not a public address \(.+\)/),
+    });
   });
 
   it.each([
@@ -140,7 +143,9 @@ describe('checkUrl: literal addresses', () => {
     expect(await reasonOf(checkUrl('https://[::ffff:127.0.0.1]:8443/', { allowCidrs }))).toBe('ok');
     expect(await reasonOf(checkUrl('https://[::1]/', { allowCidrs: ['::1'] }))).toBe('ok');
     expect(await reasonOf(checkUrl('https://10.1.2.3/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('ok');
-    expect(await reasonOf(checkUrl('https://169.254.169.254/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('private_address');
+    expect(await reasonOf(checkUrl('https://169.254.169.254/', { allowCidrs: ['10.0.0.0/8'] }))).toBe(
+      'private_address',
+    );
   });
 
   it('judges an address again under another allow-list: a verdict is remembered per list, and cannot be changed', async () => {
@@ -148,7 +153,9 @@ describe('checkUrl: literal addresses', () => {
     for (let round = 0; round < 2; round++) {
       expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs }))).toBe('ok');
       expect(await reasonOf(checkUrl('https://127.0.0.1:8443/'))).toBe('private_address');
-      expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs: ['10.0.0.0/8'] }))).toBe('private_address');
+      expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs: ['10.0.0.0/8'] }))).toBe(
+        'private_address',
+      );
       expect(isPublicAddress('127.0.0.1')).toBe(false);
     }
     const verdict = judgeAddress('127.0.0.1', compileAllowList(allowCidrs));
@@ -159,18 +166,36 @@ describe('checkUrl: literal addresses', () => {
 
   it('isPublicAddress agrees', () => {
     expect(['8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'].map(isPublicAddress)).toEqual([true, true, true]);
-    expect(['127.0.0.1', '::1', 'fd00::1', '::ffff:192.168.0.1', '64:ff9b::a00:1'].map(isPublicAddress)).toEqual([false, false, false, false, false]);
+    expect(['127.0.0.1', '::1', 'fd00::1', '::ffff:192.168.0.1', '64:ff9b::a00:1'].map(isPublicAddress)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('checkUrl: host names', () => {
   it('refuses a name that resolves to a private address, or to any private address among public ones', async () => {
-    expect(await reasonOf(checkUrl('https://internal.example/', { lookup: resolvingTo('10.0.0.5') }))).toBe('private_address');
-    expect(await reasonOf(checkUrl('https://meta.example/', { lookup: resolvingTo('169.254.169.254') }))).toBe('private_address');
-    expect(await reasonOf(checkUrl('https://mixed.example/', { lookup: resolvingTo('8.8.8.8', '10.0.0.5') }))).toBe('private_address');
-    expect(await reasonOf(checkUrl('https://mixed6.example/', { lookup: resolvingTo('2606:4700:4700::1111', '::1') }))).toBe('private_address');
-    expect(await reasonOf(checkUrl('https://mapped.example/', { lookup: resolvingTo('::ffff:127.0.0.1') }))).toBe('private_address');
-    expect(await reasonOf(checkUrl('https://nat64.example/', { lookup: resolvingTo('64:ff9b::c0a8:1') }))).toBe('private_address');
+    expect(await reasonOf(checkUrl('https://internal.example/', { lookup: resolvingTo('10.0.0.5') }))).toBe(
+      'private_address',
+    );
+    expect(await reasonOf(checkUrl('https://meta.example/', { lookup: resolvingTo('169.254.169.254') }))).toBe(
+      'private_address',
+    );
+    expect(await reasonOf(checkUrl('https://mixed.example/', { lookup: resolvingTo('8.8.8.8', '10.0.0.5') }))).toBe(
+      'private_address',
+    );
+    expect(
+      await reasonOf(checkUrl('https://mixed6.example/', { lookup: resolvingTo('2606:4700:4700::1111', '::1') })),
+    ).toBe('private_address');
+    expect(await reasonOf(checkUrl('https://mapped.example/', { lookup: resolvingTo('::ffff:127.0.0.1') }))).toBe(
+      'private_address',
+    );
+    expect(await reasonOf(checkUrl('https://nat64.example/', { lookup: resolvingTo('64:ff9b::c0a8:1') }))).toBe(
+      'private_address',
+    );
     await expect(checkUrl('https://internal.example/', { lookup: resolvingTo('10.0.0.5') })).rejects.toThrow(
       'The host "internal.example" resolves to 10.0.0.5, which is not a public address (private network).',
     );
@@ -191,7 +216,9 @@ describe('checkUrl: host names', () => {
   });
 
   it('returns every checked address of a public name, once each', async () => {
-    const checked = await checkUrl('https://cdn.example/a?b=1', { lookup: resolvingTo('8.8.8.8', '2606:4700:4700::1111', '8.8.8.8', '::ffff:8.8.8.8') });
+    const checked = await checkUrl('https://cdn.example/a?b=1', {
+      lookup: resolvingTo('8.8.8.8', '2606:4700:4700::1111', '8.8.8.8', '::ffff:8.8.8.8'),
+    });
     expect(checked.addresses).toEqual([
       { address: '8.8.8.8', family: 4 },
       { address: '2606:4700:4700::1111', family: 6 },

@@ -48,9 +48,12 @@ export async function checkUrl(input: string | URL, opts: CheckUrlOptions = {}):
   } catch {
     throw new OutboundError('scheme', 'The URL is not a valid absolute URL.');
   }
-  if (url.protocol !== 'https:') throw new OutboundError('scheme', `The URL must use https (got "${url.protocol.replace(/:$/, '')}").`);
-  if (url.username || url.password) throw new OutboundError('userinfo', 'The URL must not contain a user name or password.');
-  if (opts.defaultPortOnly && url.port !== '') throw new OutboundError('port', `The URL must use the default https port 443 (got ${url.port}).`);
+  if (url.protocol !== 'https:')
+    throw new OutboundError('scheme', `The URL must use https (got "${url.protocol.replace(/:$/, '')}").`);
+  if (url.username || url.password)
+    throw new OutboundError('userinfo', 'The URL must not contain a user name or password.');
+  if (opts.defaultPortOnly && url.port !== '')
+    throw new OutboundError('port', `The URL must use the default https port 443 (got ${url.port}).`);
   const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (!hostname) throw new OutboundError('scheme', 'The URL has no host.');
   const port = url.port === '' ? 443 : Number(url.port);
@@ -74,19 +77,23 @@ export async function checkUrl(input: string | URL, opts: CheckUrlOptions = {}):
     try {
       verdict = judgeAddress(r.address, allow);
     } catch (e) {
-      throw new OutboundError('dns', `The host "${hostname}" resolved to "${r.address}", which is not an IP address.`, { cause: e });
+      throw new OutboundError('dns', `The host "${hostname}" resolved to "${r.address}", which is not an IP address.`, {
+        cause: e,
+      });
     }
     // Every address must pass, not just the first: a name with one private record among public ones could be
     // made to connect to it.
     if (!verdict.allowed) {
-      const what = hostname === r.address ? `The address ${r.address}` : `The host "${hostname}" resolves to ${r.address}, which`;
+      const what =
+        hostname === r.address ? `The address ${r.address}` : `The host "${hostname}" resolves to ${r.address}, which`;
       const range = describeRange(verdict.range);
       // An IP literal is the caller's own text; what a name resolves to is not theirs to learn from a refusal.
       const rule = hostname === r.address ? `The address ${r.address} is not a public address (${range}).` : undefined;
       const message = `${what} is not a public address (${range}).`;
       throw new OutboundError('private_address', message, { rule, range: verdict.range });
     }
-    if (!addresses.some((a) => a.address === verdict.address)) addresses.push({ address: verdict.address, family: verdict.family });
+    if (!addresses.some((a) => a.address === verdict.address))
+      addresses.push({ address: verdict.address, family: verdict.family });
   }
   return { url, hostname, port, addresses };
 }

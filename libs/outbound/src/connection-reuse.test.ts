@@ -29,7 +29,11 @@ beforeAll(async () => {
   );
   receiver.server.on('secureConnection', () => handshakes.receiver++);
   // The same port on the private address: where a rebound name would land.
-  privateSide = await startTlsServer((_req, res) => res.end('private side'), { host: '127.0.0.2', port: receiver.port, cert });
+  privateSide = await startTlsServer((_req, res) => res.end('private side'), {
+    host: '127.0.0.2',
+    port: receiver.port,
+    cert,
+  });
   privateSide.server.on('secureConnection', () => handshakes.private++);
 });
 afterAll(async () => {
@@ -45,9 +49,14 @@ beforeEach(async () => {
   privateSide.requests.length = 0;
 });
 
-const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({ allowCidrs: ALLOW, ca: receiver.caPem, agents, ...extra });
+const opts = (extra: Partial<RequestOptions> = {}): RequestOptions => ({
+  allowCidrs: ALLOW,
+  ca: receiver.caPem,
+  agents,
+  ...extra,
+});
 
-it('callbacks that read only the answer\'s head (readHead) reuse the connection too', async () => {
+it("callbacks that read only the answer's head (readHead) reuse the connection too", async () => {
   for (let i = 0; i < 10; i++) {
     const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), opts());
     expect(res.status).toBe(204);
@@ -60,7 +69,11 @@ it('callbacks that read only the answer\'s head (readHead) reuse the connection 
 
 it('N callbacks to one receiver, one after another, make one TLS handshake over one socket', async () => {
   for (let i = 0; i < 20; i++) {
-    const res = await postChecked(`${receiver.url}/cb`, JSON.stringify({ i }), opts({ headers: { 'content-type': 'application/json' } }));
+    const res = await postChecked(
+      `${receiver.url}/cb`,
+      JSON.stringify({ i }),
+      opts({ headers: { 'content-type': 'application/json' } }),
+    );
     expect(res.status).toBe(204);
     await buffer(res.body);
   }
@@ -72,7 +85,9 @@ it('N callbacks to one receiver, one after another, make one TLS handshake over 
 it('lends no connection across trust: the same receiver under another CA verifies its certificate afresh, and fails', async () => {
   await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
   const other = createTestCa('another CA').certPem;
-  expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe('tls');
+  expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe(
+    'tls',
+  );
   // And back under the first CA it is served again; the refused request reached nothing.
   await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
   expect(receiver.requests).toHaveLength(2);
@@ -80,7 +95,11 @@ it('lends no connection across trust: the same receiver under another CA verifie
 
 it('a burst side by side opens at most one connection per request in flight, and reuses them afterwards', async () => {
   const burst = () =>
-    Promise.all(Array.from({ length: 8 }, (_, i) => postChecked(`${receiver.url}/cb`, String(i), opts()).then((r) => buffer(r.body))));
+    Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        postChecked(`${receiver.url}/cb`, String(i), opts()).then((r) => buffer(r.body)),
+      ),
+    );
   await burst();
   const afterFirst = handshakes.receiver;
   expect(afterFirst).toBeGreaterThanOrEqual(1);
@@ -106,7 +125,9 @@ it('a new connection to a receiver already verified resumes its TLS session, and
     expect(resumed).toEqual([false, true, true]);
     // Under another trust (another Agent) nothing is resumed: the certificate is verified afresh, and fails.
     const other = createTestCa('another CA').certPem;
-    expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe('tls');
+    expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe(
+      'tls',
+    );
     expect(receiver.requests).toHaveLength(3);
   } finally {
     receiver.server.off('secureConnection', onSecure);
@@ -146,7 +167,12 @@ it('a request whose body was cut off does not leave its connection for the next 
     res2.write(Buffer.alloc(1000));
   });
   try {
-    const partial = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 2_000 });
+    const partial = await fetchChecked(`${cut.url}/big`, {
+      allowCidrs: ALLOW,
+      ca: cut.caPem,
+      agents,
+      timeoutMs: 2_000,
+    });
     partial.body.destroy();
     const again = await fetchChecked(`${cut.url}/big`, { allowCidrs: ALLOW, ca: cut.caPem, agents, timeoutMs: 300 });
     expect((await rejectionOf(buffer(again.body), OutboundError)).reason).toBe('timeout');

@@ -5,7 +5,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import type { TLSSocket } from 'node:tls';
-import { createTestCa, eventually, freePort, rejectionOf, selfSignedCert, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
+import {
+  createTestCa,
+  eventually,
+  freePort,
+  rejectionOf,
+  selfSignedCert,
+  sharedTestCa,
+  startTlsServer,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import type { LookupFn } from './check-url';
 import { fetchChecked, postChecked, readHead, type RequestOptions } from './fetch-checked';
 import { OutboundError } from './outbound-error';
@@ -50,7 +59,11 @@ describe('the happy path', () => {
     expect(body.length).toBe(payload.length);
     expect(sha256(body)).toBe(sha256(payload));
     expect(server.requests).toEqual([
-      expect.objectContaining({ method: 'GET', url: '/out/1.png?sig=abc', headers: expect.objectContaining({ host: `127.0.0.1:${server.port}` }) }),
+      expect.objectContaining({
+        method: 'GET',
+        url: '/out/1.png?sig=abc',
+        headers: expect.objectContaining({ host: `127.0.0.1:${server.port}` }),
+      }),
     ]);
   });
 
@@ -76,7 +89,14 @@ describe('the happy path', () => {
     route = (req, res) => {
       void buffer(req).then((body) => {
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ got: body.toString(), sig: req.headers['svc-signature'], len: req.headers['content-length'], ct: req.headers['content-type'] }));
+        res.end(
+          JSON.stringify({
+            got: body.toString(),
+            sig: req.headers['svc-signature'],
+            len: req.headers['content-length'],
+            ct: req.headers['content-type'],
+          }),
+        );
       });
     };
     const body = JSON.stringify({ task_id: 'tsk_1', status: 'completed', note: 'é' });
@@ -86,7 +106,12 @@ describe('the happy path', () => {
     });
     expect(res.status).toBe(200);
     const answer = JSON.parse((await buffer(res.body)).toString());
-    expect(answer).toEqual({ got: body, sig: 't=1,v1=ab', len: String(Buffer.byteLength(body)), ct: 'application/json' });
+    expect(answer).toEqual({
+      got: body,
+      sig: 't=1,v1=ab',
+      len: String(Buffer.byteLength(body)),
+      ct: 'application/json',
+    });
     expect(server.requests[0]!.method).toBe('POST');
   });
 });
@@ -94,15 +119,22 @@ describe('the happy path', () => {
 describe('addresses', () => {
   it('refuses a private server unless the allow-list names it, before any connection', async () => {
     route = (_req, res) => res.end('x');
-    expect((await rejectionOf(fetchChecked(`${server.url}/`, { ca: server.caPem }), OutboundError)).reason).toBe('private_address');
-    expect((await rejectionOf(fetchChecked(`${privateHost.url}/`, trusted()), OutboundError)).reason).toBe('private_address');
+    expect((await rejectionOf(fetchChecked(`${server.url}/`, { ca: server.caPem }), OutboundError)).reason).toBe(
+      'private_address',
+    );
+    expect((await rejectionOf(fetchChecked(`${privateHost.url}/`, trusted()), OutboundError)).reason).toBe(
+      'private_address',
+    );
     expect(server.requests).toHaveLength(0);
     expect(privateHost.requests).toHaveLength(0);
   });
 
   it('refuses a name resolving to a private address (fake resolver) without connecting', async () => {
     const lookup: LookupFn = async () => [{ address: '127.0.0.2', family: 4 }];
-    const e = await rejectionOf(fetchChecked(`https://innocent.example:${privateHost.port}/`, { ...trusted(), lookup }), OutboundError);
+    const e = await rejectionOf(
+      fetchChecked(`https://innocent.example:${privateHost.port}/`, { ...trusted(), lookup }),
+      OutboundError,
+    );
     expect(e.reason).toBe('private_address');
     expect(privateHost.requests).toHaveLength(0);
   });
@@ -113,10 +145,15 @@ describe('addresses', () => {
     const rebindCert = ca.issue(['rebind.example']);
     const publicSide = await startTlsServer((_req, res) => res.end('public side'), { cert: rebindCert });
     servers.push(publicSide);
-    const privateSide = await startTlsServer((_req, res) => res.end('private side'), { host: '127.0.0.2', cert: rebindCert, port: publicSide.port });
+    const privateSide = await startTlsServer((_req, res) => res.end('private side'), {
+      host: '127.0.0.2',
+      cert: rebindCert,
+      port: publicSide.port,
+    });
     servers.push(privateSide);
     let calls = 0;
-    const lookup: LookupFn = async () => (calls++ === 0 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '127.0.0.2', family: 4 }]);
+    const lookup: LookupFn = async () =>
+      calls++ === 0 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '127.0.0.2', family: 4 }];
     const url = `https://rebind.example:${publicSide.port}/secret`;
 
     const res = await fetchChecked(url, { ...trusted(), lookup });
@@ -124,14 +161,18 @@ describe('addresses', () => {
     expect(res.address.address).toBe('127.0.0.1');
     expect(calls).toBe(1);
     // The next request sees the rebound answer, and is refused at the check.
-    expect((await rejectionOf(fetchChecked(url, { ...trusted(), lookup }), OutboundError)).reason).toBe('private_address');
+    expect((await rejectionOf(fetchChecked(url, { ...trusted(), lookup }), OutboundError)).reason).toBe(
+      'private_address',
+    );
     expect(publicSide.requests).toHaveLength(1);
     expect(privateSide.requests).toHaveLength(0);
   });
 
   it('refuses a connection that cannot be made', async () => {
     const port = await freePort();
-    expect((await rejectionOf(fetchChecked(`https://127.0.0.1:${port}/`, trusted()), OutboundError)).reason).toBe('connection');
+    expect((await rejectionOf(fetchChecked(`https://127.0.0.1:${port}/`, trusted()), OutboundError)).reason).toBe(
+      'connection',
+    );
   });
 });
 
@@ -150,12 +191,16 @@ describe('TLS', () => {
       reason: 'tls',
       message: expect.stringContaining('DEPTH_ZERO_SELF_SIGNED_CERT'),
     });
-    expect((await rejectionOf(fetchChecked(`${selfSigned.url}/`, { allowCidrs: ALLOW }), OutboundError)).reason).toBe('tls');
+    expect((await rejectionOf(fetchChecked(`${selfSigned.url}/`, { allowCidrs: ALLOW }), OutboundError)).reason).toBe(
+      'tls',
+    );
     expect(selfSigned.requests).toHaveLength(0);
   });
 
   it('refuses an expired certificate from a trusted CA', async () => {
-    const expired = await startTlsServer((_req, res) => res.end('x'), { cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }) });
+    const expired = await startTlsServer((_req, res) => res.end('x'), {
+      cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }),
+    });
     servers.push(expired);
     const e = await rejectionOf(fetchChecked(`${expired.url}/`, trusted()), OutboundError);
     expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('CERT_HAS_EXPIRED') });
@@ -164,13 +209,18 @@ describe('TLS', () => {
 
   it('refuses a certificate of a trusted CA issued for another name', async () => {
     const lookup: LookupFn = async () => [{ address: '127.0.0.1', family: 4 }];
-    const e = await rejectionOf(fetchChecked(`https://evil.example:${server.port}/`, { ...trusted(), lookup }), OutboundError);
+    const e = await rejectionOf(
+      fetchChecked(`https://evil.example:${server.port}/`, { ...trusted(), lookup }),
+      OutboundError,
+    );
     expect(e).toMatchObject({ reason: 'tls', message: expect.stringContaining('ERR_TLS_CERT_ALTNAME_INVALID') });
     expect(server.requests).toHaveLength(0);
   });
 
   it('refuses a certificate of another, untrusted CA', async () => {
-    const other = await startTlsServer((_req, res) => res.end('x'), { cert: createTestCa('other CA').issue(['127.0.0.1']) });
+    const other = await startTlsServer((_req, res) => res.end('x'), {
+      cert: createTestCa('other CA').issue(['127.0.0.1']),
+    });
     servers.push(other);
     expect((await rejectionOf(fetchChecked(`${other.url}/`, trusted()), OutboundError)).reason).toBe('tls');
   });
@@ -183,8 +233,15 @@ describe('answers', () => {
       res.writeHead(302, { location: to });
       res.end();
     };
-    const e = await rejectionOf(fetchChecked(`${server.url}/go`, { ...trusted(), allowCidrs: [...ALLOW, '127.0.0.2/32'] }), OutboundError);
-    expect(e).toMatchObject({ reason: 'redirect', status: 302, message: expect.stringContaining(`${privateHost.url}/internal`) });
+    const e = await rejectionOf(
+      fetchChecked(`${server.url}/go`, { ...trusted(), allowCidrs: [...ALLOW, '127.0.0.2/32'] }),
+      OutboundError,
+    );
+    expect(e).toMatchObject({
+      reason: 'redirect',
+      status: 302,
+      message: expect.stringContaining(`${privateHost.url}/internal`),
+    });
     expect((await rejectionOf(fetchChecked(`${server.url}/meta`, trusted()), OutboundError)).reason).toBe('redirect');
     expect(server.requests).toHaveLength(2);
     expect(privateHost.requests).toHaveLength(0);
@@ -195,7 +252,10 @@ describe('answers', () => {
       res.statusCode = 404;
       res.end('no such output');
     };
-    expect(await rejectionOf(fetchChecked(`${server.url}/gone`, trusted()), OutboundError)).toMatchObject({ reason: 'http_status', status: 404 });
+    expect(await rejectionOf(fetchChecked(`${server.url}/gone`, trusted()), OutboundError)).toMatchObject({
+      reason: 'http_status',
+      status: 404,
+    });
     const res = await fetchChecked(`${server.url}/gone`, { ...trusted(), acceptStatus: () => true });
     expect(res.status).toBe(404);
     expect((await buffer(res.body)).toString()).toBe('no such output');
@@ -249,7 +309,9 @@ describe('timeouts', () => {
   it('gives up on a server that never answers', async () => {
     route = () => {};
     const t0 = Date.now();
-    expect((await rejectionOf(fetchChecked(`${server.url}/slow`, { ...trusted(), timeoutMs: 300 }), OutboundError)).reason).toBe('timeout');
+    expect(
+      (await rejectionOf(fetchChecked(`${server.url}/slow`, { ...trusted(), timeoutMs: 300 }), OutboundError)).reason,
+    ).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
@@ -266,9 +328,14 @@ describe('timeouts', () => {
     const sockets: Socket[] = [];
     const mute: TcpServer = createTcpServer((s) => sockets.push(s));
     await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
-    servers.push({ close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))) });
+    servers.push({
+      close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))),
+    });
     const port = (mute.address() as { port: number }).port;
-    const e = await rejectionOf(fetchChecked(`https://127.0.0.1:${port}/`, { ...trusted(), connectTimeoutMs: 200 }), OutboundError);
+    const e = await rejectionOf(
+      fetchChecked(`https://127.0.0.1:${port}/`, { ...trusted(), connectTimeoutMs: 200 }),
+      OutboundError,
+    );
     expect(e).toMatchObject({ reason: 'timeout', message: expect.stringContaining('within 200 ms') });
   });
 
@@ -276,7 +343,10 @@ describe('timeouts', () => {
     route = () => {};
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const e = await rejectionOf(fetchChecked(`${server.url}/slow`, { ...trusted(), signal: controller.signal }), OutboundError);
+    const e = await rejectionOf(
+      fetchChecked(`${server.url}/slow`, { ...trusted(), signal: controller.signal }),
+      OutboundError,
+    );
     expect(e).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
   });
 });
@@ -314,18 +384,27 @@ describe('a body read whole (wholeUpTo)', () => {
     const cut = await rejectionOf(fetchChecked(`${server.url}/cut`, { ...trusted(), wholeUpTo: 1000 }), OutboundError);
     expect(cut.reason).toBe('connection');
     const t0 = Date.now();
-    const stalled = await rejectionOf(fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, timeoutMs: 400 }), OutboundError);
+    const stalled = await rejectionOf(
+      fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, timeoutMs: 400 }),
+      OutboundError,
+    );
     expect(stalled.reason).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(2_000);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const aborted = await rejectionOf(fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, signal: controller.signal }), OutboundError);
+    const aborted = await rejectionOf(
+      fetchChecked(`${server.url}/stall`, { ...trusted(), wholeUpTo: 1000, signal: controller.signal }),
+      OutboundError,
+    );
     expect(aborted).toMatchObject({ reason: 'connection', message: 'The request was aborted.' });
   });
 
   it('a declared length over maxBytes is refused as before, whatever wholeUpTo says', async () => {
     route = (_req, res) => res.end(Buffer.alloc(2000));
-    const e = await rejectionOf(fetchChecked(`${server.url}/big`, { ...trusted(), maxBytes: 1000, wholeUpTo: 4000 }), OutboundError);
+    const e = await rejectionOf(
+      fetchChecked(`${server.url}/big`, { ...trusted(), maxBytes: 1000, wholeUpTo: 4000 }),
+      OutboundError,
+    );
     expect(e.reason).toBe('too_large');
   });
 });
@@ -376,7 +455,8 @@ describe('only the head of a body (readHead)', () => {
 
   it('refuses a redirect and a status it does not accept as the streamed path does, and passes what it accepts', async () => {
     route = (req, res) => {
-      if (req.url === '/moved') return void res.writeHead(302, { location: 'https://elsewhere.example/x' }).end('see there');
+      if (req.url === '/moved')
+        return void res.writeHead(302, { location: 'https://elsewhere.example/x' }).end('see there');
       res.writeHead(503).end('busy');
     };
     const moved = await rejectionOf(postChecked(`${server.url}/moved`, '{}', trusted()), OutboundError);

@@ -77,7 +77,10 @@ const NO_CIDRS: readonly string[] = [];
 const MAX_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
-export function fetchChecked(url: string | URL, opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
+export function fetchChecked(
+  url: string | URL,
+  opts: Omit<RequestOptions, 'method' | 'body'> & WholeOption,
+): Promise<OutboundResponse | OutboundWholeResponse>;
 export function fetchChecked(
   url: string | URL,
   opts?: Omit<RequestOptions, 'method' | 'body' | 'wholeUpTo'>,
@@ -119,7 +122,10 @@ export async function readHead(body: Readable, limit: number): Promise<Buffer> {
   return Buffer.concat(chunks, size).subarray(0, limit);
 }
 
-export function requestChecked(url: string | URL, opts: RequestOptions & WholeOption): Promise<OutboundResponse | OutboundWholeResponse>;
+export function requestChecked(
+  url: string | URL,
+  opts: RequestOptions & WholeOption,
+): Promise<OutboundResponse | OutboundWholeResponse>;
 export function requestChecked(url: string | URL, opts?: Omit<RequestOptions, 'wholeUpTo'>): Promise<OutboundResponse>;
 export async function requestChecked(url: string | URL, opts: RequestOptions = {}): Promise<AnyResponse> {
   const deadline = Date.now() + (opts.timeoutMs ?? DEFAULTS.timeoutMs);
@@ -144,7 +150,11 @@ export async function requestChecked(url: string | URL, opts: RequestOptions = {
  * address itself (an IP literal, so no resolution happens on the socket), the host name only naming the server for
  * SNI and the certificate check, the certificate verified, `ca` added to Node's roots.
  */
-export function tlsConnectOptions(checked: Pick<CheckedUrl, 'hostname' | 'port'>, address: ResolvedAddress, ca: RequestOptions['ca']) {
+export function tlsConnectOptions(
+  checked: Pick<CheckedUrl, 'hostname' | 'port'>,
+  address: ResolvedAddress,
+  ca: RequestOptions['ca'],
+) {
   return { ...socketOptions(checked, address), ...tlsContextOptions(ca) };
 }
 
@@ -163,7 +173,10 @@ function socketOptions(checked: Pick<CheckedUrl, 'hostname' | 'port'>, address: 
 
 /** tlsConnectOptions' part that makes the TLS context: the oldest version accepted and whom to trust. */
 function tlsContextOptions(ca: RequestOptions['ca']) {
-  return { minVersion: 'TLSv1.2' as const, ...(ca !== undefined ? { ca: [...rootCertificates, ...(typeof ca === 'string' ? [ca] : ca)] } : {}) };
+  return {
+    minVersion: 'TLSv1.2' as const,
+    ...(ca !== undefined ? { ca: [...rootCertificates, ...(typeof ca === 'string' ? [ca] : ca)] } : {}),
+  };
 }
 
 type ConnectFailure = OutboundError & { beforeConnect?: boolean };
@@ -178,7 +191,11 @@ interface AgentKey {
 
 /** An Agent for one AgentKey: its allow-list compiled once, for every connection it opens. */
 const newAgent = (key: AgentKey) =>
-  new Agent({ keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS, connect: pinnedConnector(key, compileAllowList(key.allowCidrs)) });
+  new Agent({
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    keepAliveMaxTimeout: KEEP_ALIVE_MS,
+    connect: pinnedConnector(key, compileAllowList(key.allowCidrs)),
+  });
 
 /**
  * A process's kept-alive outbound connections: one Agent per AgentKey, the least recently used closed past
@@ -247,7 +264,10 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
   // One TLS context for every connection of this Agent, whose trust is the Agent's: tls.connect makes one per socket
   // otherwise (0.14 ms each, and 17 ms with a CA of its own, Node's roots parsed again).
   const secureContext = createSecureContext(tlsContextOptions(key.ca));
-  return (options: { hostname: string; port: string }, callback: (...args: [null, TLSSocket] | [Error, null]) => void) => {
+  return (
+    options: { hostname: string; port: string },
+    callback: (...args: [null, TLSSocket] | [Error, null]) => void,
+  ) => {
     const text = options.hostname.replace(/^\[|\]$/g, '');
     const port = Number(options.port) || 443;
     const url = new URL(`https://${isIP(key.hostname) === 6 ? `[${key.hostname}]` : key.hostname}:${port}`);
@@ -282,7 +302,12 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
     };
     const onError = (e: Error) => finish(connectFailure(e, phase, url, address));
     const sessionKey = `${address.address} ${port}`;
-    const socket = tlsConnect({ ...socketOptions({ hostname: key.hostname, port }, address), secureContext, ALPNProtocols: ['http/1.1'], session: sessions.get(sessionKey) });
+    const socket = tlsConnect({
+      ...socketOptions({ hostname: key.hostname, port }, address),
+      secureContext,
+      ALPNProtocols: ['http/1.1'],
+      session: sessions.get(sessionKey),
+    });
     // Kept only from a connection whose handshake verified (TLS 1.3 sends its tickets after the handshake; a TLS 1.2
     // session may arrive just before the verdict, and waits for it).
     let offered: Buffer | undefined;
@@ -310,12 +335,19 @@ function undiciFailure(e: unknown, url: URL, address: ResolvedAddress, idleMs: n
     return new OutboundError('timeout', `${url.host} sent nothing for ${idleMs} ms.`, { cause: e });
   }
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_SOCKET') {
-    return new OutboundError('connection', `${url.host} closed the connection before the body was complete.`, { cause: e });
+    return new OutboundError('connection', `${url.host} closed the connection before the body was complete.`, {
+      cause: e,
+    });
   }
   return connectFailure(e, 'http', url, address);
 }
 
-async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: RequestOptions, deadline: number): Promise<AnyResponse> {
+async function attempt(
+  checked: CheckedUrl,
+  address: ResolvedAddress,
+  opts: RequestOptions,
+  deadline: number,
+): Promise<AnyResponse> {
   const { url } = checked;
   const maxBytes = opts.maxBytes ?? DEFAULTS.maxBytes;
   const accept = opts.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
@@ -339,7 +371,15 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   const origin = `https://${address.family === 6 ? `[${address.address}]` : address.address}:${checked.port}`;
   // A request's own Agent goes once the exchange is over: its answer refused, or its body ended or dropped.
   const release = () => void own?.destroy().catch(() => {});
-  const request = { origin, path: `${url.pathname}${url.search}`, method: opts.method ?? 'GET', headers, body, headersTimeout: idleMs, bodyTimeout: idleMs };
+  const request = {
+    origin,
+    path: `${url.pathname}${url.search}`,
+    method: opts.method ?? 'GET',
+    headers,
+    body,
+    headersTimeout: idleMs,
+    bodyTimeout: idleMs,
+  };
 
   // One controller stops the request, or its body once it streams: the total deadline, or the caller's signal.
   const controller = new AbortController();
@@ -378,7 +418,11 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   if (Number.isFinite(declared) && declared > maxBytes) {
     reject(new OutboundError('too_large', `The body (${declared} bytes) exceeds the limit of ${maxBytes} bytes.`));
   }
-  if (opts.wholeUpTo !== undefined && /^\d{1,15}$/.test(String(res.headers['content-length'])) && declared <= opts.wholeUpTo) {
+  if (
+    opts.wholeUpTo !== undefined &&
+    /^\d{1,15}$/.test(String(res.headers['content-length'])) &&
+    declared <= opts.wholeUpTo
+  ) {
     // Read by undici itself (its body's own consumer, no stream piped): the deadline and the caller's signal abort
     // it through the controller, a stall fails it at the body timeout, and a body that ends short of its length or
     // runs past it fails it, so what resolves is exactly the declared bytes, within maxBytes (checked above).
@@ -400,7 +444,8 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
   const out = new Transform({
     transform(chunk: Buffer, _enc, cb: TransformCallback) {
       received += chunk.length;
-      if (received > maxBytes) return cb(new OutboundError('too_large', `The body exceeds the limit of ${maxBytes} bytes.`));
+      if (received > maxBytes)
+        return cb(new OutboundError('too_large', `The body exceeds the limit of ${maxBytes} bytes.`));
       cb(null, chunk);
     },
     flush(cb) {
@@ -435,11 +480,13 @@ async function attempt(checked: CheckedUrl, address: ResolvedAddress, opts: Requ
 /** What each certificate failure means, in words the URL's owner can act on. */
 const CERT_RULES: Record<string, string> = {
   DEPTH_ZERO_SELF_SIGNED_CERT: 'is self-signed; it must be issued by a trusted certificate authority',
-  SELF_SIGNED_CERT_IN_CHAIN: 'chains to a self-signed root that is not trusted; it must be issued by a trusted certificate authority',
+  SELF_SIGNED_CERT_IN_CHAIN:
+    'chains to a self-signed root that is not trusted; it must be issued by a trusted certificate authority',
   CERT_HAS_EXPIRED: 'has expired',
   CERT_NOT_YET_VALID: 'is not valid yet',
   ERR_TLS_CERT_ALTNAME_INVALID: 'is not valid for this host name',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'is not issued by a trusted certificate authority (or the server does not send its intermediate certificates)',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    'is not issued by a trusted certificate authority (or the server does not send its intermediate certificates)',
   UNABLE_TO_GET_ISSUER_CERT: 'is not issued by a trusted certificate authority',
   UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'is not issued by a trusted certificate authority',
   CERT_REVOKED: 'has been revoked',
@@ -453,27 +500,52 @@ const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_
  * verify says which rule it breaks; any other failure during the handshake is `tls`; otherwise `timeout` or
  * `connection`, naming the address tried.
  */
-export function connectFailure(e: unknown, phase: 'tcp' | 'tls' | 'http', url: URL, address: ResolvedAddress): OutboundError {
+export function connectFailure(
+  e: unknown,
+  phase: 'tcp' | 'tls' | 'http',
+  url: URL,
+  address: ResolvedAddress,
+): OutboundError {
   if (e instanceof OutboundError) return e;
   const err = e as NodeJS.ErrnoException;
   const code = err?.code ?? '';
   const what = code || err?.message;
   const rule = CERT_RULES[code];
-  if (rule) return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, { cause: e, rule: `The server's TLS certificate ${rule}.` });
-  if (phase === 'tls' || TLS_CODES.test(code)) return new OutboundError('tls', `The TLS handshake with ${url.host} failed (${what}).`, { cause: e });
-  if (code === 'ETIMEDOUT') return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
-  if (phase === 'tcp') return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${what}.`, { cause: e });
-  return new OutboundError('connection', `The connection to ${url.host} (${address.address}) failed: ${what}.`, { cause: e });
+  if (rule)
+    return new OutboundError('tls', `The TLS certificate of ${url.host} ${rule} (${code}).`, {
+      cause: e,
+      rule: `The server's TLS certificate ${rule}.`,
+    });
+  if (phase === 'tls' || TLS_CODES.test(code))
+    return new OutboundError('tls', `The TLS handshake with ${url.host} failed (${what}).`, { cause: e });
+  if (code === 'ETIMEDOUT')
+    return new OutboundError('timeout', `Connecting to ${url.host} (${address.address}) timed out.`, { cause: e });
+  if (phase === 'tcp')
+    return new OutboundError('connection', `Could not connect to ${url.host} (${address.address}): ${what}.`, {
+      cause: e,
+    });
+  return new OutboundError('connection', `The connection to ${url.host} (${address.address}) failed: ${what}.`, {
+    cause: e,
+  });
 }
 
 /**
  * A request's stops: at the deadline (`timeout`), or when the caller's signal aborts (`connection`), `stop` is called
  * with the reason. Returns the function that stops watching, once the exchange is over.
  */
-function watchStops(opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>, url: URL, deadline: number, stop: (err: OutboundError) => void): () => void {
-  const onAbort = () => stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
+function watchStops(
+  opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>,
+  url: URL,
+  deadline: number,
+  stop: (err: OutboundError) => void,
+): () => void {
+  const onAbort = () =>
+    stop(new OutboundError('connection', 'The request was aborted.', { cause: opts.signal?.reason }));
   const timer = setTimeout(
-    () => stop(new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`)),
+    () =>
+      stop(
+        new OutboundError('timeout', `No answer from ${url.host} within ${opts.timeoutMs ?? DEFAULTS.timeoutMs} ms.`),
+      ),
     Math.max(0, deadline - Date.now()),
   );
   opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -484,11 +556,20 @@ function watchStops(opts: Pick<RequestOptions, 'signal' | 'timeoutMs'>, url: URL
 }
 
 /** The refusal of a status the request does not take: a redirect (never followed), or one `accept` refuses; else null. */
-function refusedStatus(url: URL, status: number, headers: IncomingHttpHeaders, accept: (status: number) => boolean): OutboundError | null {
+function refusedStatus(
+  url: URL,
+  status: number,
+  headers: IncomingHttpHeaders,
+  accept: (status: number) => boolean,
+): OutboundError | null {
   if (status >= 300 && status < 400) {
     const location = headers.location;
     const where = Array.isArray(location) ? location[0] : location;
-    return new OutboundError('redirect', `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`, { status });
+    return new OutboundError(
+      'redirect',
+      `${url.host} answered ${status}${where ? ` (to ${truncate(where)})` : ''}; redirects are not followed.`,
+      { status },
+    );
   }
   return accept(status) ? null : new OutboundError('http_status', `${url.host} answered ${status}.`, { status });
 }
@@ -500,7 +581,10 @@ function throwIfAborted(signal: AbortSignal | undefined) {
 async function withDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new OutboundError('timeout', 'Resolving the host took too long.')), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => reject(new OutboundError('timeout', 'Resolving the host took too long.')),
+      Math.max(0, deadline - Date.now()),
+    );
   });
   try {
     return await Promise.race([p, expired]);

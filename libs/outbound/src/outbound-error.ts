@@ -28,7 +28,8 @@ const RULES: Record<OutboundReason, string | null> = {
   scheme: null, // these three describe the URL itself: their message is the rule
   userinfo: null,
   port: null,
-  private_address: 'Every address the host resolves to must be a public unicast address; this host resolves to one that is not.',
+  private_address:
+    'Every address the host resolves to must be a public unicast address; this host resolves to one that is not.',
   dns: 'The host must resolve to at least one IP address; this one does not.',
   tls: UNREACHABLE_RULE,
   timeout: UNREACHABLE_RULE,
@@ -66,7 +67,9 @@ export class OutboundError extends Error {
     this.rule =
       extra.rule ??
       RULES[reason] ??
-      (reason === 'http_status' ? `The server must answer with a 2xx status; it answered ${extra.status ?? 'otherwise'}.` : message);
+      (reason === 'http_status'
+        ? `The server must answer with a 2xx status; it answered ${extra.status ?? 'otherwise'}.`
+        : message);
   }
 }
 
@@ -79,5 +82,7 @@ export const isOutboundError = (e: unknown): e is OutboundError => e instanceof 
 export function isTransientOutboundError(e: unknown): boolean {
   if (!isOutboundError(e)) return false;
   if (e.reason === 'timeout' || e.reason === 'connection' || e.reason === 'dns') return true;
-  return e.reason === 'http_status' && e.status !== undefined && (e.status === 408 || e.status === 429 || e.status >= 500);
+  return (
+    e.reason === 'http_status' && e.status !== undefined && (e.status === 408 || e.status === 429 || e.status >= 500)
+  );
 }

@@ -10,7 +10,8 @@ export const SCHEDULED_BACKOFF = { type: 'schedule' } as const;
  */
 export function scheduleBackoff(scheduleMs: readonly number[]): BackoffStrategy {
   for (const ms of scheduleMs) {
-    if (!Number.isInteger(ms) || ms < 0) throw new Error(`Backoff delays must be non-negative integers (ms), got ${ms}.`);
+    if (!Number.isInteger(ms) || ms < 0)
+      throw new Error(`Backoff delays must be non-negative integers (ms), got ${ms}.`);
   }
   const schedule = [...scheduleMs];
   return (attemptsMade: number) => schedule[attemptsMade - 1] ?? -1;

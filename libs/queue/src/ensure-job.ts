@@ -14,7 +14,12 @@ export type EnsureJobOutcome = 'added' | 'exists' | 'promoted' | 'replaced';
  * its predecessor failed or completed would silently not run: here a finished job of that id is removed and
  * added again. For the reconciler and for producers that may repeat a job (redelivery, a re-run of an attempt).
  */
-export async function ensureJob<J extends KeyedJob>(queues: Queues, contract: J, payload: JobInput<J>, opts: EnsureJobOptions = {}): Promise<EnsureJobOutcome> {
+export async function ensureJob<J extends KeyedJob>(
+  queues: Queues,
+  contract: J,
+  payload: JobInput<J>,
+  opts: EnsureJobOptions = {},
+): Promise<EnsureJobOutcome> {
   const { promote, ...enqueueOpts } = opts;
   const queue = queues.get(contract.queue);
   const existing = await queue.getJob(jobIdOf(contract, payload));

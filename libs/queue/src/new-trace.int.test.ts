@@ -4,7 +4,7 @@
 import { ArchiveOutput } from '@gensvc/contracts';
 import { startTelemetry, type Telemetry } from '@gensvc/observability';
 import { useTestContext } from '@gensvc/testing';
-import { ProxyTracerProvider, TraceFlags, trace, type SpanContext } from '@opentelemetry/api';
+import { type ProxyTracerProvider, TraceFlags, trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -23,7 +23,11 @@ function withTelemetry(sampleRatio: number) {
   const seen = new Map<string, SpanContext | undefined>();
   const state = {} as { telemetry: Telemetry; connection: Redis; queues: Queues; worker: Worker; events: QueueEvents };
   beforeAll(async () => {
-    state.telemetry = startTelemetry({ serviceName: 'queue-new-trace-test', spanProcessors: [new SimpleSpanProcessor(exporter)], sampleRatio });
+    state.telemetry = startTelemetry({
+      serviceName: 'queue-new-trace-test',
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+      sampleRatio,
+    });
     const prefix = `${ctx.env.QUEUE_PREFIX}:nt${n++}`;
     state.connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'gensvc-queue-new-trace-test' });
     state.queues = createQueues({ connection: state.connection, prefix, logger: silent });
@@ -55,13 +59,20 @@ function withTelemetry(sampleRatio: number) {
   beforeEach(() => {
     exporter.reset();
     const sdkTracer = (trace.getTracerProvider() as ProxyTracerProvider).getDelegate().getTracer('@gensvc/queue');
-    startSpan = jest.spyOn(Object.getPrototypeOf(sdkTracer) as { startSpan: (...args: unknown[]) => unknown }, 'startSpan');
+    startSpan = jest.spyOn(
+      Object.getPrototypeOf(sdkTracer) as { startSpan: (...args: unknown[]) => unknown },
+      'startSpan',
+    );
   });
   afterEach(() => startSpan?.mockRestore());
   const spansStarted = () => startSpan!.mock.calls.length;
   /** Added with no trace in its payload: as a process without telemetry (or an older producer) adds it. */
-  const addBare = (taskId: string) => state.queues.get('archive').add(ArchiveOutput.name, { taskId, outputIndex: 0, v: ArchiveOutput.version });
-  const spans = () => exporter.getFinishedSpans().map((s) => ({ name: s.name, traceId: s.spanContext().traceId, parent: s.parentSpanContext?.spanId }));
+  const addBare = (taskId: string) =>
+    state.queues.get('archive').add(ArchiveOutput.name, { taskId, outputIndex: 0, v: ArchiveOutput.version });
+  const spans = () =>
+    exporter
+      .getFinishedSpans()
+      .map((s) => ({ name: s.name, traceId: s.spanContext().traceId, parent: s.parentSpanContext?.spanId }));
   return { state, seen, addBare, spans, spansStarted };
 }
 
@@ -82,7 +93,10 @@ describe('a job outside any trace, none drawn (ratio 0)', () => {
     const job = await t.addBare('tsk_bare');
     await expect(job.waitUntilFinished(t.state.events, 10_000)).resolves.toBe('archived');
     const active = t.seen.get('tsk_bare');
-    expect(active).toMatchObject({ traceId: expect.stringMatching(/^(?!0{32})[0-9a-f]{32}$/), traceFlags: TraceFlags.NONE });
+    expect(active).toMatchObject({
+      traceId: expect.stringMatching(/^(?!0{32})[0-9a-f]{32}$/),
+      traceFlags: TraceFlags.NONE,
+    });
     expect(t.spans()).toEqual([]);
   });
 });

@@ -36,12 +36,19 @@ export interface ScheduleOptions {
   recover?: boolean;
 }
 
-const envelope = (ref: TaskJobRef) => ({ taskId: ref.taskId, workspaceId: ref.workspaceId, ...(ref.requestId ? { requestId: ref.requestId } : {}) });
+const envelope = (ref: TaskJobRef) => ({
+  taskId: ref.taskId,
+  workspaceId: ref.workspaceId,
+  ...(ref.requestId ? { requestId: ref.requestId } : {}),
+});
 
 /** The envelope of a task row's jobs (its id and workspace), with the request that made them due when there is one. */
-export const taskJobRef = (task: { id: string; workspaceId: string }, requestId?: string): TaskJobRef => envelope({ taskId: task.id, workspaceId: task.workspaceId, requestId });
+export const taskJobRef = (task: { id: string; workspaceId: string }, requestId?: string): TaskJobRef =>
+  envelope({ taskId: task.id, workspaceId: task.workspaceId, requestId });
 
-async function add<J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCancel | typeof ArchiveOutput | typeof CallbackDeliver>(
+async function add<
+  J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCancel | typeof ArchiveOutput | typeof CallbackDeliver,
+>(
   queues: Queues,
   contract: J,
   payload: JobInput<J>,
@@ -62,7 +69,13 @@ export function scheduleSubmit(queues: Queues, ref: TaskJobRef, opts: ScheduleOp
 }
 
 /** Poll `attempt` of a running task, due in `delayMs` (the task-runner decides the wait). */
-export function schedulePoll(queues: Queues, ref: TaskJobRef, attempt: number, delayMs: number, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
+export function schedulePoll(
+  queues: Queues,
+  ref: TaskJobRef,
+  attempt: number,
+  delayMs: number,
+  opts: ScheduleOptions = {},
+): Promise<EnsureJobOutcome> {
   return add(queues, TaskPoll, { ...envelope(ref), attempt }, { ...opts, delay: delayMs });
 }
 
@@ -125,12 +138,17 @@ export function scheduleCallback(
   attempt: number,
   opts: { delayMs?: number; promote?: boolean; first?: boolean } = {},
 ): Promise<EnsureJobOutcome> {
-  return add(queues, CallbackDeliver, { ...envelope(ref), attempt }, {
-    recover: !opts.first,
-    promote: opts.promote,
-    removeOnComplete: true,
-    ...(opts.delayMs ? { delay: opts.delayMs } : {}),
-  });
+  return add(
+    queues,
+    CallbackDeliver,
+    { ...envelope(ref), attempt },
+    {
+      recover: !opts.first,
+      promote: opts.promote,
+      removeOnComplete: true,
+      ...(opts.delayMs ? { delay: opts.delayMs } : {}),
+    },
+  );
 }
 
 /**

@@ -1,4 +1,12 @@
-import { jobKeyOf, type JobContract, type JobInput, type JobKey, type JobPayload, type KeyedJob, type QueueName } from '@gensvc/contracts';
+import {
+  jobKeyOf,
+  type JobContract,
+  type JobInput,
+  type JobKey,
+  type JobPayload,
+  type KeyedJob,
+  type QueueName,
+} from '@gensvc/contracts';
 import { errors } from '@gensvc/errors';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Span } from '@opentelemetry/api';
 import { inUnsampledTrace } from '@gensvc/observability';
@@ -62,7 +70,12 @@ export function createQueues(opts: CreateQueuesOptions): Queues {
 }
 
 /** A queue's event stream, for `job.waitUntilFinished(events, ttl)`. It opens its own (blocking) connection. */
-export function createQueueEvents(opts: { queue: QueueName; connection: Redis; prefix: string; logger?: QueueLogger }): QueueEvents {
+export function createQueueEvents(opts: {
+  queue: QueueName;
+  connection: Redis;
+  prefix: string;
+  logger?: QueueLogger;
+}): QueueEvents {
   const events = new QueueEvents(opts.queue, { connection: opts.connection, prefix: opts.prefix });
   const logger = opts.logger ?? stderrLogger;
   events.on('error', (err) => logger.error({ err, queue: opts.queue }, 'queue events error'));
@@ -108,13 +121,17 @@ export async function enqueue<J extends JobContract>(
    */
   check: 'validate' | 'parsed' = 'validate',
 ): Promise<Job<JobPayload<J>, unknown, J['name']>> {
-  const added = await publish(contract, payload, check, (data) => queues.get(contract.queue).add(contract.name, data, jobOptionsOf(contract, data, opts)));
+  const added = await publish(contract, payload, check, (data) =>
+    queues.get(contract.queue).add(contract.name, data, jobOptionsOf(contract, data, opts)),
+  );
   return added as Job<JobPayload<J>, unknown, J['name']>;
 }
 
 /** BullMQ's options for adding `data` (as stamped by publish): the contract's retries, `opts`, the id its key derives. */
 function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
-  const retry = contract.retry ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } } : {};
+  const retry = contract.retry
+    ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } }
+    : {};
   const jobOpts: JobsOptions = { ...retry, ...opts };
   if (contract.key) jobOpts.jobId = jobIdOf(contract as KeyedJob, data as JobInput<KeyedJob>);
   return jobOpts;
@@ -136,7 +153,9 @@ function publish<J extends JobContract, T extends { id?: string }>(
 ): Promise<T> {
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
-  const parent = continuedOrNewTrace(activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload));
+  const parent = continuedOrNewTrace(
+    activeSpan && isSpanContextValid(activeSpan) ? active : contextFromEnvelope(payload),
+  );
   const run = async (span: Span | undefined) => {
     try {
       const carrier = traceCarrierOf(span ? trace.setSpan(parent, span) : parent);
@@ -146,7 +165,10 @@ function publish<J extends JobContract, T extends { id?: string }>(
       if (check === 'validate') {
         const parsed = contract.schema.safeParse(input);
         if (!parsed.success) {
-          throw errors.invalidJobPayload(`Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`, parsed.error);
+          throw errors.invalidJobPayload(
+            `Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`,
+            parsed.error,
+          );
         }
         data = parsed.data as Record<string, unknown>;
       }
@@ -164,6 +186,12 @@ function publish<J extends JobContract, T extends { id?: string }>(
   // Inside a trace that was not drawn nothing would be recorded: no publish span, the job carries the unsampled
   // context it was made in (as the worker runs a job of such a trace with no span).
   if (inUnsampledTrace(parent)) return run(undefined);
-  const attributes = { 'messaging.system': 'bullmq', 'messaging.destination.name': contract.queue, 'messaging.operation.type': 'send' };
-  return trace.getTracer(TRACER_NAME).startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, run);
+  const attributes = {
+    'messaging.system': 'bullmq',
+    'messaging.destination.name': contract.queue,
+    'messaging.operation.type': 'send',
+  };
+  return trace
+    .getTracer(TRACER_NAME)
+    .startActiveSpan(`${contract.name} publish`, { kind: SpanKind.PRODUCER, attributes }, parent, run);
 }

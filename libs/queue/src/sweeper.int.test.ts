@@ -11,7 +11,14 @@ describe('startSweeper', () => {
     const redis = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:sweeper' });
     const prefix = ctx.env.QUEUE_PREFIX!;
     let sweeps = 0;
-    const sweeper = startSweeper({ name: 'at-start', redis, prefix, intervalMs: 60_000, logger, sweep: async () => void sweeps++ });
+    const sweeper = startSweeper({
+      name: 'at-start',
+      redis,
+      prefix,
+      intervalMs: 60_000,
+      logger,
+      sweep: async () => void sweeps++,
+    });
     try {
       // A minute's interval: only the start's sweep can have run.
       expect(await eventually(async () => sweeps || undefined, 'the sweep at start')).toBe(1);
@@ -31,7 +38,14 @@ describe('startSweeper', () => {
     const key = `${prefix}:sweep:held`;
     await redis.set(key, 'another replica', 'PX', 250);
     let sweeps = 0;
-    const sweeper = startSweeper({ name: 'held', redis, prefix, intervalMs: 400, logger, sweep: async () => void sweeps++ });
+    const sweeper = startSweeper({
+      name: 'held',
+      redis,
+      prefix,
+      intervalMs: 400,
+      logger,
+      sweep: async () => void sweeps++,
+    });
     try {
       await new Promise((r) => setTimeout(r, 200));
       expect(sweeps).toBe(0);

@@ -87,7 +87,12 @@ const RECONCILE_BATCH = 500;
  * A service's reconciler: `sweep` every TASK_RECONCILE_INTERVAL on one replica (startSweeper, locked as `name`),
  * given the cut-off before which an unmoved row is stale (staleAfterMs).
  */
-export function startReconcileSweeper<R>(name: string, deps: ReconcilerBaseDeps, sweep: (s: ReconcileSweep) => Promise<R>, opts: { autorun?: boolean } = {}): Sweeper<R> {
+export function startReconcileSweeper<R>(
+  name: string,
+  deps: ReconcilerBaseDeps,
+  sweep: (s: ReconcileSweep) => Promise<R>,
+  opts: { autorun?: boolean } = {},
+): Sweeper<R> {
   const { config } = deps;
   return startSweeper({
     name,

@@ -4,7 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { ArchiveOutput } from '@gensvc/contracts';
 import { startTelemetry, type Telemetry } from '@gensvc/observability';
 import { eventually, useTestContext } from '@gensvc/testing';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type SpanContext } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  context,
+  trace,
+  type SpanContext,
+} from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { QueueEvents, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -29,14 +37,33 @@ describe('trace context across the queue', () => {
   /** The last finished span of that name in this test (the exporter holds only ended spans), read as assertions want it. */
   const named = (name: string) =>
     eventually(() => {
-      const span = exporter.getFinishedSpans().filter((s) => s.name === name).at(-1);
-      return span && { kind: span.kind, ended: span.ended, parent: span.parentSpanContext, context: span.spanContext(), attributes: span.attributes, status: span.status };
+      const span = exporter
+        .getFinishedSpans()
+        .filter((s) => s.name === name)
+        .at(-1);
+      return (
+        span && {
+          kind: span.kind,
+          ended: span.ended,
+          parent: span.parentSpanContext,
+          context: span.spanContext(),
+          attributes: span.attributes,
+          status: span.status,
+        }
+      );
     }, `a finished ${name} span`);
   const logged: string[] = [];
-  const logger: QueueLogger = { info: () => {}, warn: (_o, msg) => logged.push(`warn ${msg}`), error: (_o, msg) => logged.push(`error ${msg}`) };
+  const logger: QueueLogger = {
+    info: () => {},
+    warn: (_o, msg) => logged.push(`warn ${msg}`),
+    error: (_o, msg) => logged.push(`error ${msg}`),
+  };
 
   beforeAll(async () => {
-    telemetry = startTelemetry({ serviceName: 'queue-trace-test', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    telemetry = startTelemetry({
+      serviceName: 'queue-trace-test',
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
 
     const prefix = ctx.env.QUEUE_PREFIX!;
     connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'gensvc-queue-trace-test' });
@@ -73,7 +100,10 @@ describe('trace context across the queue', () => {
     const tracer = trace.getTracer('test');
     const { root, job } = await tracer.startActiveSpan('POST /api/v1/tasks', async (span) => {
       try {
-        return { root: span.spanContext(), job: await enqueue(queues, ArchiveOutput, { taskId: 'tsk_1', outputIndex: 0 }) };
+        return {
+          root: span.spanContext(),
+          job: await enqueue(queues, ArchiveOutput, { taskId: 'tsk_1', outputIndex: 0 }),
+        };
       } finally {
         span.end();
       }
@@ -81,7 +111,11 @@ describe('trace context across the queue', () => {
     await expect(job.waitUntilFinished(events, 10_000)).resolves.toBe('archived');
 
     const publish = await named('archive.output publish');
-    expect(publish).toMatchObject({ kind: SpanKind.PRODUCER, ended: true, parent: { traceId: root.traceId, spanId: root.spanId } });
+    expect(publish).toMatchObject({
+      kind: SpanKind.PRODUCER,
+      ended: true,
+      parent: { traceId: root.traceId, spanId: root.spanId },
+    });
     expect(job.data.trace).toEqual({ traceparent: `00-${root.traceId}-${publish.context.spanId}-01` });
 
     const processed = await named('archive.output process');
@@ -106,7 +140,10 @@ describe('trace context across the queue', () => {
     expect(publish.parent).toMatchObject({ traceId: stored.traceId, spanId: stored.spanId });
     expect(job.data.trace).toEqual({ traceparent: `00-${stored.traceId}-${publish.context.spanId}-01` });
     await job.waitUntilFinished(events, 10_000);
-    expect((await named('archive.output process')).parent).toMatchObject({ traceId: stored.traceId, spanId: publish.context.spanId });
+    expect((await named('archive.output process')).parent).toMatchObject({
+      traceId: stored.traceId,
+      spanId: publish.context.spanId,
+    });
   });
 
   it("enqueues and runs a job of an undrawn trace in that trace's unsampled context with no span; a drawn one's gets both", async () => {
@@ -114,7 +151,9 @@ describe('trace context across the queue', () => {
     // is not hooked, so the drivers are not instrumented here.)
     const producer = { traceId: hex(16), spanId: hex(8), isRemote: true };
     const inTrace = (taskId: string, traceFlags: TraceFlags) =>
-      context.with(trace.setSpanContext(ROOT_CONTEXT, { ...producer, traceFlags }), () => enqueue(queues, ArchiveOutput, { taskId, outputIndex: 0 }));
+      context.with(trace.setSpanContext(ROOT_CONTEXT, { ...producer, traceFlags }), () =>
+        enqueue(queues, ArchiveOutput, { taskId, outputIndex: 0 }),
+      );
     const undrawn = await inTrace('tsk_undrawn', TraceFlags.NONE);
     await undrawn.waitUntilFinished(events, 10_000);
     // No publish span either: the job carries the producer's own unsampled context...
@@ -128,19 +167,33 @@ describe('trace context across the queue', () => {
     expect(processed.parent).toMatchObject({ traceId: drawn.data.trace!.traceparent!.split('-')[1] });
     expect(seen.at(-1)).toEqual({ taskId: 'tsk_drawn', active: processed.context });
     // One publish and one process span in all: the drawn job's.
-    expect(exporter.getFinishedSpans().map((s) => s.name).filter((name) => name.startsWith('archive.output ')).sort()).toEqual(['archive.output process', 'archive.output publish']);
+    expect(
+      exporter
+        .getFinishedSpans()
+        .map((s) => s.name)
+        .filter((name) => name.startsWith('archive.output '))
+        .sort(),
+    ).toEqual(['archive.output process', 'archive.output publish']);
   });
 
   it('marks the consumer span failed when the handler throws', async () => {
     // The queue's event can reach waitUntilFinished before the worker has emitted (and logged) its own.
     const failedHere = new Promise((resolve) => worker.once('failed', resolve));
     const job = await context.with(
-      trace.setSpanContext(ROOT_CONTEXT, { traceId: hex(16), spanId: hex(8), traceFlags: TraceFlags.SAMPLED, isRemote: true }),
+      trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: hex(16),
+        spanId: hex(8),
+        traceFlags: TraceFlags.SAMPLED,
+        isRemote: true,
+      }),
       // One attempt: the failure is final at once (archive.output is otherwise retried: its contract declares `retry`).
       () => enqueue(queues, ArchiveOutput, { taskId: 'tsk_boom', outputIndex: 0 }, { attempts: 1 }),
     );
     await expect(job.waitUntilFinished(events, 10_000)).rejects.toThrow('bucket unavailable');
-    expect(await named('archive.output process')).toMatchObject({ ended: true, status: { code: SpanStatusCode.ERROR, message: 'bucket unavailable' } });
+    expect(await named('archive.output process')).toMatchObject({
+      ended: true,
+      status: { code: SpanStatusCode.ERROR, message: 'bucket unavailable' },
+    });
     await failedHere;
     expect(logged).toEqual(['error job failed']);
   });
@@ -150,13 +203,21 @@ describe('trace context across the queue', () => {
     const query = context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => traceQueryOf());
     expect(query).toBe(`traceparent=00-${span.traceId}-${span.spanId}-01`);
     // As the edge reads the webhook's URL: the same span context, remote.
-    expect(trace.getSpanContext(contextFromQuery(Object.fromEntries(new URLSearchParams(`a=1&${query}`))))).toEqual(span);
+    expect(trace.getSpanContext(contextFromQuery(Object.fromEntries(new URLSearchParams(`a=1&${query}`))))).toEqual(
+      span,
+    );
     // No active span: nothing in the URL; a query without a trace, or with a malformed one, gives the root context.
     expect(traceQueryOf(ROOT_CONTEXT)).toBe('');
     expect(contextFromQuery({ a: '1' })).toBe(ROOT_CONTEXT);
     expect(trace.getSpanContext(contextFromQuery({ traceparent: '00-xyz-01' }))).toBeUndefined();
     expect(trace.getSpanContext(contextFromQuery({ traceparent: '0'.repeat(600) }))).toBeUndefined();
     // A field given twice (parsed as an array) is not one value.
-    expect(trace.getSpanContext(contextFromQuery({ traceparent: [`00-${span.traceId}-${span.spanId}-01`, `00-${span.traceId}-${span.spanId}-01`] }))).toBeUndefined();
+    expect(
+      trace.getSpanContext(
+        contextFromQuery({
+          traceparent: [`00-${span.traceId}-${span.spanId}-01`, `00-${span.traceId}-${span.spanId}-01`],
+        }),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -30,8 +30,22 @@ describe('watchWorker', () => {
     let now = Date.now();
     try {
       await worker.waitUntilReady();
-      const own = watchWorker({ worker, queue: queues.get('maintenance'), connection, metrics, stallMs: 60_000, now: () => now });
-      const stuck = watchWorker({ worker, queue: elsewhere.get('maintenance'), connection, metrics: createMetrics('other'), stallMs: 60_000, now: () => now });
+      const own = watchWorker({
+        worker,
+        queue: queues.get('maintenance'),
+        connection,
+        metrics,
+        stallMs: 60_000,
+        now: () => now,
+      });
+      const stuck = watchWorker({
+        worker,
+        queue: elsewhere.get('maintenance'),
+        connection,
+        metrics: createMetrics('other'),
+        stallMs: 60_000,
+        now: () => now,
+      });
       await expect(own.check()).resolves.toBeUndefined();
       await enqueue(elsewhere, FilesRetentionSweep, {});
       await expect(stuck.check()).resolves.toBeUndefined(); // waiting, but not idle long enough
@@ -47,7 +61,11 @@ describe('watchWorker', () => {
       release!();
       const body = await eventually(async () => {
         const text = (await renderMetrics(metrics)).body;
-        return /gensvc_job_duration_seconds_count\{[^}]*queue="maintenance"[^}]*job="files.retention-sweep"[^}]*outcome="completed"[^}]*\} 1/.test(text) ? text : null;
+        return /gensvc_job_duration_seconds_count\{[^}]*queue="maintenance"[^}]*job="files.retention-sweep"[^}]*outcome="completed"[^}]*\} 1/.test(
+          text,
+        )
+          ? text
+          : null;
       }, 'the job timed');
       expect(body).toContain('gensvc_job_duration_seconds_bucket');
 

@@ -35,7 +35,10 @@ export function watchWorker(opts: {
     lastActivity = now();
     active = Math.max(0, active - 1);
     if (job?.processedOn && job.finishedOn) {
-      metrics.jobDuration.observe({ queue: worker.name, job: job.name, outcome }, (job.finishedOn - job.processedOn) / 1000);
+      metrics.jobDuration.observe(
+        { queue: worker.name, job: job.name, outcome },
+        (job.finishedOn - job.processedOn) / 1000,
+      );
     }
   };
   worker.on('active', () => {
@@ -53,7 +56,10 @@ export function watchWorker(opts: {
       const idleMs = now() - lastActivity;
       if (idleMs < stallMs || active >= worker.concurrency) return;
       const waiting = await queue.getWaitingCount();
-      if (waiting > 0) throw new Error(`worker ${worker.name} stalled: ${waiting} job(s) waiting, none started here for ${Math.round(idleMs / 1000)} s`);
+      if (waiting > 0)
+        throw new Error(
+          `worker ${worker.name} stalled: ${waiting} job(s) waiting, none started here for ${Math.round(idleMs / 1000)} s`,
+        );
     },
   };
 }
@@ -64,10 +70,16 @@ const STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized', 'waitin
 export function watchQueues(metrics: Metrics, queues: readonly Queue[]) {
   scrapedGauge(
     metrics,
-    { name: 'gensvc_queue_jobs', help: `Jobs in each queue by state (${STATES.join(', ')}), read at scrape time.`, labelNames: ['queue', 'state'] as const },
+    {
+      name: 'gensvc_queue_jobs',
+      help: `Jobs in each queue by state (${STATES.join(', ')}), read at scrape time.`,
+      labelNames: ['queue', 'state'] as const,
+    },
     async () => {
       const counts = await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts(...STATES)] as const));
-      return counts.flatMap(([queue, c]) => STATES.map((state) => ({ labels: { queue, state }, value: c[state] ?? 0 })));
+      return counts.flatMap(([queue, c]) =>
+        STATES.map((state) => ({ labels: { queue, state }, value: c[state] ?? 0 })),
+      );
     },
   );
 }

@@ -30,7 +30,9 @@ describe('queues and workers against Redis', () => {
     error: (obj, msg) => logged.push({ level: 'error', msg, obj }),
   };
 
-  function start<Q extends QueueName>(opts: Pick<DefineWorkerOptions<Q>, 'queue' | 'handlers' | 'backoffStrategy'>): Worker {
+  function start<Q extends QueueName>(
+    opts: Pick<DefineWorkerOptions<Q>, 'queue' | 'handlers' | 'backoffStrategy'>,
+  ): Worker {
     const worker = defineWorker<Q>({ connection, prefix: ctx.env.QUEUE_PREFIX!, logger, concurrency: 5, ...opts });
     workers.push(worker);
     return worker;
@@ -84,7 +86,10 @@ describe('queues and workers against Redis', () => {
       const submit = await enqueue(queues, TaskSubmit, { taskId: 'tsk_1', workspaceId: 'ws_1', requestId: 'req_1' });
       const poll = await enqueue(queues, TaskPoll, { taskId: 'tsk_1', attempt: 2 });
       expect(submit.name).toBe('task.submit');
-      expect(submit.opts).toMatchObject({ removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { age: 604_800 } });
+      expect(submit.opts).toMatchObject({
+        removeOnComplete: { age: 3600, count: 10_000 },
+        removeOnFail: { age: 604_800 },
+      });
       await expect(submit.waitUntilFinished(qe, 10_000)).resolves.toEqual({ submitted: 'tsk_1', jobId: submit.id });
       await expect(poll.waitUntilFinished(qe, 10_000)).resolves.toEqual({ polled: 'tsk_1', attempt: 2 });
       // The contract version is stamped; there is no trace without an active span.
@@ -101,11 +106,15 @@ describe('queues and workers against Redis', () => {
       expect(submitted).toEqual([{ taskId: 'tsk_2' }]);
 
       const bad = await raw.add('task.poll', { taskId: 'tsk_3', v: 1 }, { attempts: 3 });
-      await expect(bad.waitUntilFinished(qe, 10_000)).rejects.toThrow(/^task\.poll: the payload \(v1\) does not match contract v1:[\s\S]*attempt/);
+      await expect(bad.waitUntilFinished(qe, 10_000)).rejects.toThrow(
+        /^task\.poll: the payload \(v1\) does not match contract v1:[\s\S]*attempt/,
+      );
       expect(await stateOf('tasks', bad.id!)).toEqual({ state: 'failed', attemptsMade: 1 });
 
       const stranger = await raw.add('task.unknown', { taskId: 'tsk_4' }, { attempts: 3 });
-      await expect(stranger.waitUntilFinished(qe, 10_000)).rejects.toThrow('No handler for job "task.unknown" on queue "tasks".');
+      await expect(stranger.waitUntilFinished(qe, 10_000)).rejects.toThrow(
+        'No handler for job "task.unknown" on queue "tasks".',
+      );
       expect(await stateOf('tasks', stranger.id!)).toEqual({ state: 'failed', attemptsMade: 1 });
     });
 
@@ -114,7 +123,12 @@ describe('queues and workers against Redis', () => {
       const types = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'] as const;
       const before = await raw.getJobCounts(...types);
       const refused = enqueue(queues, TaskPoll, { taskId: 'tsk_5', attempt: 0 });
-      await expect(refused).rejects.toMatchObject({ name: 'AppError', status: 500, code: 'invalid_job_payload', expose: false });
+      await expect(refused).rejects.toMatchObject({
+        name: 'AppError',
+        status: 500,
+        code: 'invalid_job_payload',
+        expose: false,
+      });
       await expect(refused).rejects.toThrow(/^Refusing to enqueue task\.poll v1: invalid payload:\n[\s\S]*attempt/);
       await expect(enqueue(queues, TaskSubmit, {} as never)).rejects.toThrow(/taskId/);
       expect(await raw.getJobCounts(...types)).toEqual(before);
@@ -185,9 +199,16 @@ describe('queues and workers against Redis', () => {
     const refused = await enqueue(queues, CallbackDeliver, { taskId: 'tsk_refused', attempt: 1 }, retry);
     const flaky = await enqueue(queues, CallbackDeliver, { taskId: 'tsk_flaky', attempt: 1 }, retry);
     // More attempts than the schedule has delays: the schedule ends it.
-    const long = await enqueue(queues, CallbackDeliver, { taskId: 'tsk_long', attempt: 1 }, { attempts: 10, backoff: SCHEDULED_BACKOFF });
+    const long = await enqueue(
+      queues,
+      CallbackDeliver,
+      { taskId: 'tsk_long', attempt: 1 },
+      { attempts: 10, backoff: SCHEDULED_BACKOFF },
+    );
 
-    await expect(refused.waitUntilFinished(qe, 10_000)).rejects.toThrow('invalid_request: the receiver refused the envelope');
+    await expect(refused.waitUntilFinished(qe, 10_000)).rejects.toThrow(
+      'invalid_request: the receiver refused the envelope',
+    );
     await expect(flaky.waitUntilFinished(qe, 10_000)).rejects.toThrow('receiver unreachable');
     await expect(long.waitUntilFinished(qe, 10_000)).rejects.toThrow('receiver unreachable');
 
@@ -202,14 +223,19 @@ describe('queues and workers against Redis', () => {
       expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(45);
     }
     // Each failure is logged once: a warning while a retry remains, an error when it is final.
-    const about = (id: string) => logged.filter((l) => l.obj.queue === 'callbacks' && l.obj.jobId === id).map((l) => l.level);
+    const about = (id: string) =>
+      logged.filter((l) => l.obj.queue === 'callbacks' && l.obj.jobId === id).map((l) => l.level);
     // The worker logs after the queue has already reported the job finished.
-    await eventually(() => {
-      expect(about(refused.id!)).toEqual(['error']);
-      expect(about(flaky.id!)).toEqual(['warn', 'warn', 'error']);
-      expect(about(long.id!)).toEqual(['warn', 'warn', 'error']);
-      return true;
-    }, 'each failure to be logged', 2_000);
+    await eventually(
+      () => {
+        expect(about(refused.id!)).toEqual(['error']);
+        expect(about(flaky.id!)).toEqual(['warn', 'warn', 'error']);
+        expect(about(long.id!)).toEqual(['warn', 'warn', 'error']);
+        return true;
+      },
+      'each failure to be logged',
+      2_000,
+    );
   });
 
   describe('closeWorkers', () => {

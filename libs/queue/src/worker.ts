@@ -37,7 +37,8 @@ export interface DefineWorkerOptions<Q extends QueueName> {
 }
 
 /** This run of the job is its last: a failure now is final (no attempt left for BullMQ to retry). */
-export const isLastAttempt = (job: Pick<Job, 'attemptsMade' | 'opts'>): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+export const isLastAttempt = (job: Pick<Job, 'attemptsMade' | 'opts'>): boolean =>
+  job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /** The abort reason closeWorkers gives handlers when it stops waiting for them. */
 export const WORKER_SHUTDOWN = 'worker shutdown';
@@ -59,7 +60,8 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
   const missing = [...declared.keys()].filter((name) => typeof handlers[name] !== 'function');
   if (missing.length) throw new Error(`Worker for queue "${queue}" has no handler for: ${missing.join(', ')}.`);
   const stray = Object.keys(handlers).filter((name) => !declared.has(name));
-  if (stray.length) throw new Error(`Worker for queue "${queue}" has handlers for jobs not declared on it: ${stray.join(', ')}.`);
+  if (stray.length)
+    throw new Error(`Worker for queue "${queue}" has handlers for jobs not declared on it: ${stray.join(', ')}.`);
   if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
     throw new Error(`Worker for queue "${queue}": concurrency must be a positive integer, got ${opts.concurrency}.`);
   }
@@ -74,7 +76,8 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
     const parent = continuedOrNewTrace(contextFromEnvelope(data));
     const run = (span: Span | undefined) => async () => {
       try {
-        if (!contract || !handler) throw new UnrecoverableError(`No handler for job "${job.name}" on queue "${queue}".`);
+        if (!contract || !handler)
+          throw new UnrecoverableError(`No handler for job "${job.name}" on queue "${queue}".`);
         const parsed = contract.schema.safeParse(data);
         if (!parsed.success) {
           const sent = (data as { v?: unknown } | null)?.v;
@@ -108,7 +111,9 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
       'messaging.message.id': job.id ?? '',
       'messaging.bullmq.attempt': job.attemptsMade + 1,
     };
-    return tracer.startActiveSpan(`${job.name} process`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) => run(span)());
+    return tracer.startActiveSpan(`${job.name} process`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) =>
+      run(span)(),
+    );
   };
 
   // Three parameters: BullMQ hands a processor that declares `signal` an AbortSignal per job.
@@ -144,7 +149,8 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
   return worker;
 }
 
-const shutDown = (signal: AbortSignal | undefined): boolean => signal?.aborted === true && signal.reason === WORKER_SHUTDOWN;
+const shutDown = (signal: AbortSignal | undefined): boolean =>
+  signal?.aborted === true && signal.reason === WORKER_SHUTDOWN;
 
 /** A 4xx-class AppError is the caller's fault: retrying cannot help, so BullMQ must not retry it. */
 function toWorkerError(e: unknown): Error {

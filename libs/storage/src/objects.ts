@@ -100,10 +100,20 @@ export interface ObjectStream {
 }
 
 /** The object's bytes (or one range of them) as a stream; null when there is no such object. */
-export async function getObjectStream(s3: S3Client, bucket: string, key: string, range?: ObjectRange, abortSignal?: AbortSignal): Promise<ObjectStream | null> {
+export async function getObjectStream(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  range?: ObjectRange,
+  abortSignal?: AbortSignal,
+): Promise<ObjectStream | null> {
   try {
     const out = await s3.send(
-      new GetObjectCommand({ Bucket: bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      new GetObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+      }),
       { abortSignal },
     );
     return { body: out.Body as Readable, contentLength: out.ContentLength ?? 0, contentType: out.ContentType };

@@ -8,27 +8,46 @@ import { join, resolve } from 'node:path';
 import { PutBucketPolicyCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createPresignS3, fileObjectKey, presignGetObject, PUBLIC_OUTPUTS_PREFIX } from './objects';
 import { generatedOutputLocation } from './generated-output';
-import { allowsAnonymous, rejectionOf, startPolicyGateway, useTestContext, type BucketPolicy, type PolicyGateway } from '@gensvc/testing';
+import {
+  allowsAnonymous,
+  rejectionOf,
+  startPolicyGateway,
+  useTestContext,
+  type BucketPolicy,
+  type PolicyGateway,
+} from '@gensvc/testing';
 
 const ROOT = resolve(__dirname, '../../..');
 const ctx = useTestContext();
 
 /** The policy exactly as infra/k8s/bucket/init.sh applies it: BUCKET replaced by the bucket's name. */
 const policyFor = (bucket: string): BucketPolicy =>
-  JSON.parse(readFileSync(join(ROOT, 'infra', 'k8s', 'bucket', 'outputs-policy.json'), 'utf8').replace(/BUCKET/g, bucket));
+  JSON.parse(
+    readFileSync(join(ROOT, 'infra', 'k8s', 'bucket', 'outputs-policy.json'), 'utf8').replace(/BUCKET/g, bucket),
+  );
 
 let gateway: PolicyGateway;
 beforeAll(async () => {
-  gateway = await startPolicyGateway(ctx.env.S3_ENDPOINT!, (bucket) => (bucket === ctx.env.S3_BUCKET ? policyFor(bucket) : null));
+  gateway = await startPolicyGateway(ctx.env.S3_ENDPOINT!, (bucket) =>
+    bucket === ctx.env.S3_BUCKET ? policyFor(bucket) : null,
+  );
 });
 afterAll(() => gateway.close());
 
-const put = (key: string, body: Buffer) => ctx.s3.send(new PutObjectCommand({ Bucket: ctx.env.S3_BUCKET, Key: key, Body: body, ContentType: 'image/png' }));
+const put = (key: string, body: Buffer) =>
+  ctx.s3.send(new PutObjectCommand({ Bucket: ctx.env.S3_BUCKET, Key: key, Body: body, ContentType: 'image/png' }));
 
 it('allows anonymous GET of a generated output at its {file_url} link, and refuses an upload, a listing and a write', async () => {
   const bucket = ctx.env.S3_BUCKET!;
   // Where the archiver (and an image edit) put an output, and the public URL the task envelope gives for it.
-  const output = generatedOutputLocation({ secret: ctx.env.SIGNING_SECRET!, fileBaseUrl: gateway.url, bucket, workspaceId: 'ws_pub', taskId: 'tsk_pub', outputIndex: 0 });
+  const output = generatedOutputLocation({
+    secret: ctx.env.SIGNING_SECRET!,
+    fileBaseUrl: gateway.url,
+    bucket,
+    workspaceId: 'ws_pub',
+    taskId: 'tsk_pub',
+    outputIndex: 0,
+  });
   expect(output.storageKey.startsWith(PUBLIC_OUTPUTS_PREFIX)).toBe(true);
   expect(output.url).toBe(`${gateway.url}/${bucket}/${output.storageKey}`);
   const bytes = Buffer.from('the generated image');
@@ -51,7 +70,9 @@ it('allows anonymous GET of a generated output at its {file_url} link, and refus
   presigner.destroy();
 
   expect((await fetch(`${gateway.url}/${bucket}`)).status).toBe(403); // no anonymous listing
-  expect((await fetch(`${gateway.url}/${bucket}/${output.storageKey}`, { method: 'PUT', body: 'overwrite' })).status).toBe(403);
+  expect(
+    (await fetch(`${gateway.url}/${bucket}/${output.storageKey}`, { method: 'PUT', body: 'overwrite' })).status,
+  ).toBe(403);
   expect((await fetch(`${gateway.url}/${bucket}/${output.storageKey}`, { method: 'DELETE' })).status).toBe(403);
   expect(Buffer.from(await (await fetch(output.url)).arrayBuffer())).toEqual(bytes);
 });
@@ -71,6 +92,10 @@ it('is needed: s3rver itself neither stores a policy nor refuses anonymous reads
   const uploadKey = fileObjectKey('ws_pub', 'file_upload2');
   await put(uploadKey, Buffer.from('private?'));
   expect((await fetch(`${ctx.env.S3_ENDPOINT}/${ctx.env.S3_BUCKET}/${uploadKey}`)).status).toBe(200);
-  const error = await rejectionOf(ctx.s3.send(new PutBucketPolicyCommand({ Bucket: ctx.env.S3_BUCKET, Policy: JSON.stringify(policyFor(ctx.env.S3_BUCKET!)) })));
+  const error = await rejectionOf(
+    ctx.s3.send(
+      new PutBucketPolicyCommand({ Bucket: ctx.env.S3_BUCKET, Policy: JSON.stringify(policyFor(ctx.env.S3_BUCKET!)) }),
+    ),
+  );
   expect((error as { name?: string }).name).toBe('NotImplemented');
 });

@@ -24,7 +24,12 @@ export async function checkBucket(s3: S3Client, bucket: string, abortSignal?: Ab
     await s3.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal });
   } catch (e) {
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    const why = status === 404 ? 'does not exist' : status === 403 ? 'is not accessible with these credentials' : `is unreachable (${(e as Error).name}: ${(e as Error).message})`;
+    const why =
+      status === 404
+        ? 'does not exist'
+        : status === 403
+          ? 'is not accessible with these credentials'
+          : `is unreachable (${(e as Error).name}: ${(e as Error).message})`;
     throw new Error(`S3 bucket "${bucket}" ${why}`, { cause: e });
   }
 }

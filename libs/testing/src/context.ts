@@ -87,7 +87,9 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     await deleteKeys(ctx.redis, `${ctx.env.QUEUE_PREFIX}*`);
     ctx.redis.disconnect();
     await ctx.db.$disconnect();
-    await withAdmin(adminUrl(required('DATABASE_URL')), (c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+    await withAdmin(adminUrl(required('DATABASE_URL')), (c) =>
+      c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`),
+    );
   });
   return ctx;
 }
@@ -105,6 +107,11 @@ async function emptyBucket(s3: S3Client, bucket: string) {
   const keys = await objectKeys(s3, bucket);
   // DeleteObjects takes at most 1000 keys.
   for (let i = 0; i < keys.length; i += 1000) {
-    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })) } }));
+    await s3.send(
+      new DeleteObjectsCommand({
+        Bucket: bucket,
+        Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })) },
+      }),
+    );
   }
 }

@@ -20,7 +20,9 @@ export async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promi
 /** Drops every database this test run made, including those a crashed test file left. */
 export async function dropRunDatabases(url: string, runId: string) {
   await withAdmin(url, async (c) => {
-    const { rows } = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`gensvc_t${runId}_%`]);
+    const { rows } = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+      `gensvc_t${runId}_%`,
+    ]);
     for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
   });
 }

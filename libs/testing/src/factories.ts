@@ -13,7 +13,11 @@ import {
 import type { TestDb } from '@gensvc/db/testing';
 
 export async function makeWorkspace(db: TestDb, over: { name?: string; tier?: Tier; balance?: bigint } = {}) {
-  return workspaceRepository.create(db, { name: over.name ?? 'Test workspace', tier: over.tier ?? 'payg', balance: over.balance ?? 10_000_000n });
+  return workspaceRepository.create(db, {
+    name: over.name ?? 'Test workspace',
+    tier: over.tier ?? 'payg',
+    balance: over.balance ?? 10_000_000n,
+  });
 }
 
 export interface KeyOptions {
@@ -103,10 +107,19 @@ export async function letTasksGoStale(db: TestDb, ids: string[], agoMs = 10 * 60
   await db.task.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - agoMs) } });
 }
 
-export async function makeMember(db: TestDb, workspaceId: string, role: Role, over: { email?: string; password?: string; name?: string } = {}) {
+export async function makeMember(
+  db: TestDb,
+  workspaceId: string,
+  role: Role,
+  over: { email?: string; password?: string; name?: string } = {},
+) {
   const email = over.email ?? `${role}-${newId('usr').slice(4, 14).toLowerCase()}@example.com`;
   const password = over.password ?? 'correct horse battery staple';
-  const user = await userRepository.create(db, { email, passwordHash: await hashPassword(password), name: over.name ?? null });
+  const user = await userRepository.create(db, {
+    email,
+    passwordHash: await hashPassword(password),
+    name: over.name ?? null,
+  });
   await userRepository.addMember(db, workspaceId, user.id, role);
   return { user, email: user.email, password };
 }

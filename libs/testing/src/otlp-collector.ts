@@ -17,7 +17,10 @@ interface OtlpSpan {
   attributes?: { key: string; value: OtlpValue }[];
 }
 interface ExportRequest {
-  resourceSpans?: { resource?: { attributes?: { key: string; value: OtlpValue }[] }; scopeSpans?: { spans?: OtlpSpan[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value: OtlpValue }[] };
+    scopeSpans?: { spans?: OtlpSpan[] }[];
+  }[];
 }
 
 export interface CollectedSpan {
@@ -43,7 +46,12 @@ function spansOf(body: ExportRequest): CollectedSpan[] {
         parent: s.parentSpanId ? s.parentSpanId.toLowerCase() : null,
         name: s.name,
         kind: KINDS[s.kind] ?? 'unspecified',
-        attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : undefined)])),
+        attributes: Object.fromEntries(
+          (s.attributes ?? []).map((a) => [
+            a.key,
+            a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : undefined),
+          ]),
+        ),
       })),
     );
   });
@@ -90,12 +98,16 @@ export function traceOf(spans: readonly CollectedSpan[], traceId: string) {
   const byId = new Map(trace.map((s) => [s.spanId, s]));
   const one = (pred: (s: CollectedSpan) => boolean, what: string): CollectedSpan => {
     const found = trace.filter(pred);
-    if (found.length !== 1) throw new Error(`expected one ${what}, found ${found.length} in ${JSON.stringify(trace.map((s) => [s.service, s.kind, s.name]))}`);
+    if (found.length !== 1)
+      throw new Error(
+        `expected one ${what}, found ${found.length} in ${JSON.stringify(trace.map((s) => [s.service, s.kind, s.name]))}`,
+      );
     return found[0]!;
   };
   const chain = (s: CollectedSpan): CollectedSpan[] => {
     const up: CollectedSpan[] = [s];
-    for (let p = s.parent ? byId.get(s.parent) : undefined; p; p = p.parent ? byId.get(p.parent) : undefined) up.push(p);
+    for (let p = s.parent ? byId.get(s.parent) : undefined; p; p = p.parent ? byId.get(p.parent) : undefined)
+      up.push(p);
     return up;
   };
   return { trace, byId, one, chain };

@@ -25,7 +25,11 @@ export interface OutputOptions {
   bytes?: Buffer;
 }
 
-export async function makeOutput(ctx: { db: TestDb; s3: S3Client; config: { s3: { bucket: string } } }, workspaceId: string, o: OutputOptions = {}) {
+export async function makeOutput(
+  ctx: { db: TestDb; s3: S3Client; config: { s3: { bucket: string } } },
+  workspaceId: string,
+  o: OutputOptions = {},
+) {
   const kind = o.kind ?? 'image';
   const width = o.width ?? 64;
   const height = o.height ?? 48;
@@ -35,10 +39,14 @@ export async function makeOutput(ctx: { db: TestDb; s3: S3Client; config: { s3: 
     workspaceId,
     model: o.model ?? (kind === 'image' ? 'sim/image-1' : 'sim/video-1'),
     operation: kind === 'image' ? 'text-to-image' : 'text-to-video',
-    input: kind === 'image' ? { prompt: o.prompt ?? 'a lighthouse at dawn', size } : { prompt: o.prompt ?? 'waves', size, duration_seconds: duration },
+    input:
+      kind === 'image'
+        ? { prompt: o.prompt ?? 'a lighthouse at dawn', size }
+        : { prompt: o.prompt ?? 'waves', size, duration_seconds: duration },
     ...(o.apiKeyId ? { apiKeyId: o.apiKeyId } : {}),
   });
-  const bytes = o.bytes ?? (kind === 'image' ? png(width, height) : mp4({ durationSeconds: duration, mdatBytes: 1024 }));
+  const bytes =
+    o.bytes ?? (kind === 'image' ? png(width, height) : mp4({ durationSeconds: duration, mdatBytes: 1024 }));
   const contentType = kind === 'image' ? 'image/png' : 'video/mp4';
   const fileId = newId('file');
   const key = outputObjectKey(workspaceId, fileId);
@@ -60,7 +68,25 @@ export async function makeOutput(ctx: { db: TestDb; s3: S3Client; config: { s3: 
     expiresAt: new Date(createdAt.getTime() + 30 * 24 * 3600_000),
     publicExpiresAt: new Date(createdAt.getTime() + 90 * 24 * 3600_000),
   });
-  const entry = { kind, url: `https://provider.example/${task.id}`, content_type: contentType, archive_status: 'archived', svc_file_id: fileId, width, height, ...(kind === 'video' ? { duration } : {}) };
-  await ctx.db.task.update({ where: { id: task.id }, data: { status: 'completed', output: { outputs: [entry] }, cost: o.cost ?? 40_000n, completedAt: createdAt, createdAt } });
+  const entry = {
+    kind,
+    url: `https://provider.example/${task.id}`,
+    content_type: contentType,
+    archive_status: 'archived',
+    svc_file_id: fileId,
+    width,
+    height,
+    ...(kind === 'video' ? { duration } : {}),
+  };
+  await ctx.db.task.update({
+    where: { id: task.id },
+    data: {
+      status: 'completed',
+      output: { outputs: [entry] },
+      cost: o.cost ?? 40_000n,
+      completedAt: createdAt,
+      createdAt,
+    },
+  });
   return { task, file, key, bytes };
 }

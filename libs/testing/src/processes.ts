@@ -55,7 +55,8 @@ export const jsonOf = (res: Response): Promise<any> => res.json();
 export function waitForOutput(proc: ServiceProcess, text: string, timeoutMs = 60_000): Promise<true> {
   return eventually(
     () => {
-      if (proc.child.exitCode !== null) throw new Error(`exited (${proc.child.exitCode}) before printing "${text}":\n${proc.output()}`);
+      if (proc.child.exitCode !== null)
+        throw new Error(`exited (${proc.child.exitCode}) before printing "${text}":\n${proc.output()}`);
       return proc.output().includes(text);
     },
     `"${text}" in the output`,

@@ -2,7 +2,10 @@
  * What `promise` rejects with, for assertions on the error's fields. It fails if the promise resolves; given `type`,
  * an error of another type is thrown as it is, so an unexpected failure reads as itself.
  */
-export async function rejectionOf<E = unknown>(promise: Promise<unknown>, type?: abstract new (...args: never[]) => E): Promise<E> {
+export async function rejectionOf<E = unknown>(
+  promise: Promise<unknown>,
+  type?: abstract new (...args: never[]) => E,
+): Promise<E> {
   const outcome = await promise.then(
     () => ({ resolved: true as const }),
     (error: unknown) => ({ resolved: false as const, error }),

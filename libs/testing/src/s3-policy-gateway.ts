@@ -22,24 +22,44 @@ export interface BucketPolicy {
 const list = (v: string | string[]) => (Array.isArray(v) ? v : [v]);
 /** IAM wildcards: `*` any run of characters, `?` one character. */
 const matches = (pattern: string, value: string) =>
-  new RegExp(`^${pattern.split('').map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/]/g, '\\$&'))).join('')}$`).test(value);
+  new RegExp(
+    `^${pattern
+      .split('')
+      .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/]/g, '\\$&')))
+      .join('')}$`,
+  ).test(value);
 const isEveryone = (p: PolicyStatement['Principal']) => p === '*' || list(p.AWS).includes('*');
 
 /** Whether `policy` lets an anonymous caller do `action` (e.g. s3:GetObject) on `resource` (an arn:aws:s3::: ARN). */
 export function allowsAnonymous(policy: BucketPolicy, action: string, resource: string): boolean {
-  const applies = (s: PolicyStatement) => isEveryone(s.Principal) && list(s.Action).some((a) => matches(a, action)) && list(s.Resource).some((r) => matches(r, resource));
+  const applies = (s: PolicyStatement) =>
+    isEveryone(s.Principal) &&
+    list(s.Action).some((a) => matches(a, action)) &&
+    list(s.Resource).some((r) => matches(r, resource));
   const relevant = policy.Statement.filter(applies);
   return relevant.some((s) => s.Effect === 'Allow') && !relevant.some((s) => s.Effect === 'Deny');
 }
 
-const isSigned = (req: IncomingMessage) => req.headers.authorization !== undefined || /[?&](X-Amz-Signature|Signature)=/i.test(req.url ?? '');
+const isSigned = (req: IncomingMessage) =>
+  req.headers.authorization !== undefined || /[?&](X-Amz-Signature|Signature)=/i.test(req.url ?? '');
 
 /** The S3 action and resource of a path-style request. */
 function actionOf(method: string, path: string): { action: string; resource: string } {
   const [bucket = '', ...rest] = decodeURIComponent(path.split('?')[0]!.replace(/^\/+/, '')).split('/');
   const key = rest.join('/');
-  if (!key) return { action: method === 'GET' || method === 'HEAD' ? 's3:ListBucket' : `s3:${method}Bucket`, resource: `arn:aws:s3:::${bucket}` };
-  const verb = method === 'GET' || method === 'HEAD' ? 'GetObject' : method === 'PUT' || method === 'POST' ? 'PutObject' : method === 'DELETE' ? 'DeleteObject' : method;
+  if (!key)
+    return {
+      action: method === 'GET' || method === 'HEAD' ? 's3:ListBucket' : `s3:${method}Bucket`,
+      resource: `arn:aws:s3:::${bucket}`,
+    };
+  const verb =
+    method === 'GET' || method === 'HEAD'
+      ? 'GetObject'
+      : method === 'PUT' || method === 'POST'
+        ? 'PutObject'
+        : method === 'DELETE'
+          ? 'DeleteObject'
+          : method;
   return { action: `s3:${verb}`, resource: `arn:aws:s3:::${bucket}/${key}` };
 }
 
@@ -50,7 +70,10 @@ export interface PolicyGateway {
 }
 
 /** A gateway to the S3 server at `upstream` enforcing `policyOf(bucket)` (null: no policy, everything anonymous refused). */
-export async function startPolicyGateway(upstream: string, policyOf: (bucket: string) => BucketPolicy | null): Promise<PolicyGateway> {
+export async function startPolicyGateway(
+  upstream: string,
+  policyOf: (bucket: string) => BucketPolicy | null,
+): Promise<PolicyGateway> {
   const target = new URL(upstream);
   const server = createServer((req, res) => {
     const method = req.method ?? 'GET';
@@ -60,7 +83,11 @@ export async function startPolicyGateway(upstream: string, policyOf: (bucket: st
       const policy = policyOf(bucket);
       if (!policy || !allowsAnonymous(policy, action, resource)) {
         req.resume();
-        res.writeHead(403, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>');
+        res
+          .writeHead(403, { 'content-type': 'application/xml' })
+          .end(
+            '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+          );
         return;
       }
     }

@@ -42,7 +42,8 @@ export function png(width: number, height: number): Buffer {
   return encodePng({ width, height, pixels: Buffer.alloc(width * height), colour: 'grey' });
 }
 
-const segment = (marker: number, body: Buffer) => Buffer.concat([Buffer.from([0xff, marker]), u16be(body.length + 2), body]);
+const segment = (marker: number, body: Buffer) =>
+  Buffer.concat([Buffer.from([0xff, marker]), u16be(body.length + 2), body]);
 
 /**
  * A grey baseline JPEG: one component, Huffman tables with a single one-bit code each, so every 8×8 block is the
@@ -53,7 +54,8 @@ export function jpeg(width: number, height: number, exifBytes = 0): Buffer {
   const scan = Buffer.alloc(Math.ceil((blocks * 2) / 8));
   const padBits = scan.length * 8 - blocks * 2;
   if (padBits > 0) scan[scan.length - 1] = (1 << padBits) - 1; // padded with one bits
-  const oneCodeTable = (tableClass: number) => Buffer.concat([Buffer.from([tableClass << 4]), Buffer.from([1, ...Array(15).fill(0)]), Buffer.from([0])]);
+  const oneCodeTable = (tableClass: number) =>
+    Buffer.concat([Buffer.from([tableClass << 4]), Buffer.from([1, ...Array(15).fill(0)]), Buffer.from([0])]);
   const parts = [
     Buffer.from([0xff, 0xd8]),
     segment(0xe0, Buffer.concat([Buffer.from('JFIF\0', 'latin1'), Buffer.from([1, 1, 0, 0, 1, 0, 1, 0, 0])])),
@@ -142,14 +144,22 @@ export function webp(width: number, height: number, form: 'VP8L' | 'VP8X' = 'VP8
 
 /** A lossy (VP8) WebP header: frame tag, start code and size. The frame data after it is not a real picture. */
 export function webpLossyHeader(width: number, height: number): Buffer {
-  const frame = Buffer.concat([Buffer.from([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a]), u16le(width), u16le(height), Buffer.alloc(20)]);
+  const frame = Buffer.concat([
+    Buffer.from([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a]),
+    u16le(width),
+    u16le(height),
+    Buffer.alloc(20),
+  ]);
   return riff('WEBP', [riffChunk('VP8 ', frame)]);
 }
 
 /** PCM WAV of silence: `seconds` of 8-bit mono at `sampleRate`. */
 export function wav(seconds: number, sampleRate = 8000): Buffer {
   const fmt = Buffer.concat([u16le(1), u16le(1), u32le(sampleRate), u32le(sampleRate), u16le(1), u16le(8)]);
-  return riff('WAVE', [riffChunk('fmt ', fmt), riffChunk('data', Buffer.alloc(Math.round(seconds * sampleRate), 0x80))]);
+  return riff('WAVE', [
+    riffChunk('fmt ', fmt),
+    riffChunk('data', Buffer.alloc(Math.round(seconds * sampleRate), 0x80)),
+  ]);
 }
 
 /** MPEG-1 Layer III frames (128 kbit/s, 44.1 kHz, 417 bytes each) of silence, optionally after an ID3v2.3 tag. */
@@ -157,7 +167,12 @@ export function mp3(frames: number, withId3 = false): Buffer {
   const frame = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x00]), Buffer.alloc(413)]);
   const parts: Buffer[] = [];
   if (withId3) {
-    const title = Buffer.concat([Buffer.from('TIT2', 'latin1'), u32be(6), Buffer.from([0, 0, 0]), Buffer.from('Test\0', 'latin1')]);
+    const title = Buffer.concat([
+      Buffer.from('TIT2', 'latin1'),
+      u32be(6),
+      Buffer.from([0, 0, 0]),
+      Buffer.from('Test\0', 'latin1'),
+    ]);
     const size = title.length;
     const synchsafe = Buffer.from([(size >> 21) & 0x7f, (size >> 14) & 0x7f, (size >> 7) & 0x7f, size & 0x7f]);
     parts.push(Buffer.from('ID3', 'latin1'), Buffer.from([3, 0, 0]), synchsafe, title);
@@ -195,14 +210,35 @@ export function mp4(o: Mp4Options = {}): Buffer {
     u32be(0x00010000),
     u16be(0x0100),
     Buffer.alloc(10),
-    Buffer.concat([u32be(0x00010000), u32be(0), u32be(0), u32be(0), u32be(0x00010000), u32be(0), u32be(0), u32be(0), u32be(0x40000000)]),
+    Buffer.concat([
+      u32be(0x00010000),
+      u32be(0),
+      u32be(0),
+      u32be(0),
+      u32be(0x00010000),
+      u32be(0),
+      u32be(0),
+      u32be(0),
+      u32be(0x40000000),
+    ]),
     Buffer.alloc(24),
     u32be((o.tracks ?? ['vide']).length + 1),
   );
   const traks = (o.tracks ?? ['vide']).map((handler) =>
-    box('trak', box('mdia', box('hdlr', Buffer.alloc(4), u32be(0), Buffer.from(handler, 'latin1'), Buffer.alloc(12), Buffer.from('\0')))),
+    box(
+      'trak',
+      box(
+        'mdia',
+        box('hdlr', Buffer.alloc(4), u32be(0), Buffer.from(handler, 'latin1'), Buffer.alloc(12), Buffer.from('\0')),
+      ),
+    ),
   );
-  const ftyp = box('ftyp', Buffer.from(o.majorBrand ?? 'isom', 'latin1'), u32be(0x200), Buffer.from((o.compatibleBrands ?? ['isom', 'iso2', 'avc1', 'mp41']).join(''), 'latin1'));
+  const ftyp = box(
+    'ftyp',
+    Buffer.from(o.majorBrand ?? 'isom', 'latin1'),
+    u32be(0x200),
+    Buffer.from((o.compatibleBrands ?? ['isom', 'iso2', 'avc1', 'mp41']).join(''), 'latin1'),
+  );
   const moov = box('moov', mvhd, ...traks);
   const mdat = box('mdat', Buffer.alloc(o.mdatBytes ?? 64));
   return Buffer.concat(o.moovAtEnd ? [ftyp, mdat, moov] : [ftyp, moov, mdat]);
@@ -242,11 +278,22 @@ export function webm(o: WebmOptions = {}): Buffer {
     el([0x42, 0x87], ebmlUint(2)),
     el([0x42, 0x85], ebmlUint(2)),
   );
-  const info = el([0x15, 0x49, 0xa9, 0x66], el([0x2a, 0xd7, 0xb1], Buffer.from([0x0f, 0x42, 0x40])), el([0x44, 0x89], duration), el([0x4d, 0x80], Buffer.from('gensvc-test')));
+  const info = el(
+    [0x15, 0x49, 0xa9, 0x66],
+    el([0x2a, 0xd7, 0xb1], Buffer.from([0x0f, 0x42, 0x40])),
+    el([0x44, 0x89], duration),
+    el([0x4d, 0x80], Buffer.from('gensvc-test')),
+  );
   const tracks = el(
     [0x16, 0x54, 0xae, 0x6b],
     ...(o.tracks ?? [1]).map((type, i) =>
-      el([0xae], el([0xd7], ebmlUint(i + 1)), el([0x73, 0xc5], ebmlUint(i + 1)), el([0x83], ebmlUint(type)), el([0x86], Buffer.from(type === 1 ? 'V_VP8' : 'A_OPUS'))),
+      el(
+        [0xae],
+        el([0xd7], ebmlUint(i + 1)),
+        el([0x73, 0xc5], ebmlUint(i + 1)),
+        el([0x83], ebmlUint(type)),
+        el([0x86], Buffer.from(type === 1 ? 'V_VP8' : 'A_OPUS')),
+      ),
     ),
   );
   const cluster = el([0x1f, 0x43, 0xb6, 0x75], el([0xe7], ebmlUint(0)));

@@ -60,7 +60,10 @@ export async function addSimModel(db: TestDb, simUrl: string, spec: SimModelSpec
   const prices =
     spec.unitPrice !== undefined
       ? { unitPrice: spec.unitPrice }
-      : { inputPricePerMTok: spec.inputPricePerMTok ?? 3_000_000n, outputPricePerMTok: spec.outputPricePerMTok ?? 15_000_000n };
+      : {
+          inputPricePerMTok: spec.inputPricePerMTok ?? 3_000_000n,
+          outputPricePerMTok: spec.outputPricePerMTok ?? 15_000_000n,
+        };
   const model = await modelRepository.create(db, {
     id: spec.id,
     kind: spec.kind ?? 'evaluation',

@@ -75,7 +75,13 @@ function makeCert(opts: {
 /** A new CA (about 0.1 s: one RSA key). */
 export function createTestCa(name = 'gensvc test CA'): TestCa {
   const keys = rsaKeys();
-  const certPem = makeCert({ subject: name, publicKeyPem: keys.publicKey, signer: 'self', signerKeyPem: keys.privateKey, ca: true });
+  const certPem = makeCert({
+    subject: name,
+    publicKeyPem: keys.publicKey,
+    signer: 'self',
+    signerKeyPem: keys.privateKey,
+    ca: true,
+  });
   return {
     certPem,
     keyPem: keys.privateKey,

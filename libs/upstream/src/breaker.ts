@@ -71,7 +71,9 @@ export class CircuitBreaker {
 
   /** Every channel whose circuit is not closed here, for metrics. */
   notClosed(): [string, CircuitState][] {
-    return [...this.health.keys()].map((id) => [id, this.state(id)] as [string, CircuitState]).filter(([, s]) => s !== 'closed');
+    return [...this.health.keys()]
+      .map((id) => [id, this.state(id)] as [string, CircuitState])
+      .filter(([, s]) => s !== 'closed');
   }
 
   /** Another replica opened the channel's circuit at `at` (or its failures, counted with ours, reached the threshold). */

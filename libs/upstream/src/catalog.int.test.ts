@@ -6,7 +6,12 @@ import { Catalog } from './catalog';
 const ctx = useTestContext();
 
 it('serves a channel by id from its cache until the TTL passes, and null for one that does not exist', async () => {
-  const channel = await channelRepository.create(ctx.db, { name: 'cat-a', kind: 'fal', baseUrl: 'http://127.0.0.1:9/a', secret: 'one' });
+  const channel = await channelRepository.create(ctx.db, {
+    name: 'cat-a',
+    kind: 'fal',
+    baseUrl: 'http://127.0.0.1:9/a',
+    secret: 'one',
+  });
   let now = 0;
   const catalog = new Catalog(ctx.db, { ttlMs: 1_000, now: () => now });
   expect(await catalog.channel(channel.id)).toMatchObject({ id: channel.id, secret: 'one' });
@@ -20,8 +25,17 @@ it('serves a channel by id from its cache until the TTL passes, and null for one
 });
 
 it('keeps models and channels apart, each with its routes read with the model', async () => {
-  const channel = await channelRepository.create(ctx.db, { name: 'cat-b', kind: 'replicate', baseUrl: 'http://127.0.0.1:9/b' });
-  await modelRepository.create(ctx.db, { id: 'sim/cat-model', kind: 'image', unitPrice: 1n, routes: [{ channelId: channel.id, upstreamModel: 'o/m' }] });
+  const channel = await channelRepository.create(ctx.db, {
+    name: 'cat-b',
+    kind: 'replicate',
+    baseUrl: 'http://127.0.0.1:9/b',
+  });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/cat-model',
+    kind: 'image',
+    unitPrice: 1n,
+    routes: [{ channelId: channel.id, upstreamModel: 'o/m' }],
+  });
   const catalog = new Catalog(ctx.db);
   const model = await catalog.model('sim/cat-model');
   expect(model?.routes.map((r) => [r.channel.id, r.upstreamModel])).toEqual([[channel.id, 'o/m']]);

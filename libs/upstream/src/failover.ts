@@ -3,7 +3,8 @@ import type { ChannelCallReport, CircuitBreaker } from './breaker';
 import type { CatalogRoute } from './catalog';
 
 /** The routes a call may try: to an enabled channel of positive weight. */
-export const usableRoutes = <R extends CatalogRoute>(routes: readonly R[]): R[] => routes.filter((r) => r.channel.enabled && r.channel.weight > 0);
+export const usableRoutes = <R extends CatalogRoute>(routes: readonly R[]): R[] =>
+  routes.filter((r) => r.channel.enabled && r.channel.weight > 0);
 
 /**
  * The model's enabled channels in the order to try them: higher priority first; within one priority a weighted
@@ -53,7 +54,8 @@ export class UpstreamFailure extends Error {
  * the evaluate-worker and the task-runner's submissions.
  */
 const CHANNEL_STATUSES = new Set([401, 402, 403, 404, 408, 425, 429]);
-export const failsOverOnStatus = (status: number): boolean => status < 400 || status >= 500 || CHANNEL_STATUSES.has(status);
+export const failsOverOnStatus = (status: number): boolean =>
+  status < 400 || status >= 500 || CHANNEL_STATUSES.has(status);
 
 /** The provider's own error message in the common shapes ({error: {message}}, {error: "…"}, {message}), on one line. */
 function providerMessage(text: string): string | null {
@@ -74,7 +76,10 @@ export function failureFromStatus(status: number, text: string): UpstreamFailure
   const message = providerMessage(text);
   const detail = `the channel answered ${status}${message ? `: ${message}` : ''}`;
   if (failsOverOnStatus(status)) return new UpstreamFailure(detail, 'status', true, status);
-  const answer = errors.upstreamRejectedRequest(status, `The model provider rejected the request${message ? `: ${message}` : '.'}`);
+  const answer = errors.upstreamRejectedRequest(
+    status,
+    `The model provider rejected the request${message ? `: ${message}` : '.'}`,
+  );
   return new UpstreamFailure(detail, 'status', false, status, answer);
 }
 
@@ -106,7 +111,13 @@ export async function withFailover<T, R extends CatalogRoute = CatalogRoute>(opt
     const id = route.channel.id;
     const started = performance.now();
     const observe = (outcome: ChannelCallReport['outcome']) =>
-      opts.breaker.onCall?.({ channelId: id, channel: route.channel.name, model: route.modelId, outcome, seconds: (performance.now() - started) / 1000 });
+      opts.breaker.onCall?.({
+        channelId: id,
+        channel: route.channel.name,
+        model: route.modelId,
+        outcome,
+        seconds: (performance.now() - started) / 1000,
+      });
     try {
       const value = await opts.call(route);
       opts.breaker.success(id);
@@ -158,7 +169,8 @@ export function toAppError(e: unknown): AppError {
       return errors.upstreamRejected(`The model provider refused the request: ${e.message}`, e);
     }
     if (e.kind === 'timeout') return errors.upstreamTimeout(undefined, e);
-    if (e.kind === 'invalid_response') return errors.upstreamInvalidResponse(`The model provider gave an invalid answer: ${e.message}`, e);
+    if (e.kind === 'invalid_response')
+      return errors.upstreamInvalidResponse(`The model provider gave an invalid answer: ${e.message}`, e);
     return errors.upstreamError(e);
   }
   return errors.upstreamError(e);

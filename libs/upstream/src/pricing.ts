@@ -17,8 +17,10 @@ export function costOf(model: Priced, usage: { inputTokens: number; outputTokens
  * so the request's byte count bounds its input tokens; output is bounded by the caller's max tokens when given,
  * else by the model's maxOutputTokens.
  */
-export function reservationFor(model: Priced, request: { inputBytes: number; maxOutputTokens?: number | null }): bigint {
+export function reservationFor(
+  model: Priced,
+  request: { inputBytes: number; maxOutputTokens?: number | null },
+): bigint {
   const maxOut = Math.min(request.maxOutputTokens ?? model.maxOutputTokens, model.maxOutputTokens);
   return costOf(model, { inputTokens: request.inputBytes, outputTokens: maxOut });
 }
-

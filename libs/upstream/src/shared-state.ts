@@ -107,7 +107,11 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
 }
 
 /** Tells every replica to drop its cached copy of a model or channel (the admin CLI, after a change). */
-export function publishCatalogChange(redis: Redis, queuePrefix: string, change: { model: string } | { channel: string }) {
+export function publishCatalogChange(
+  redis: Redis,
+  queuePrefix: string,
+  change: { model: string } | { channel: string },
+) {
   const message = 'model' in change ? `model:${change.model}` : `channel:${change.channel}`;
   return redis.publish(catalogInvalidationChannel(queuePrefix), message);
 }
@@ -120,7 +124,12 @@ export interface SharedCircuit {
 }
 
 /** The shared circuit state of each channel, as `channel list` shows it. */
-export async function readBreakerStates(redis: Redis, queuePrefix: string, channelIds: readonly string[], now = Date.now()): Promise<Map<string, SharedCircuit>> {
+export async function readBreakerStates(
+  redis: Redis,
+  queuePrefix: string,
+  channelIds: readonly string[],
+  now = Date.now(),
+): Promise<Map<string, SharedCircuit>> {
   const out = new Map<string, SharedCircuit>();
   if (channelIds.length === 0) return out;
   const keys = channelIds.flatMap((id) => [stateKey(queuePrefix, id), failuresKey(queuePrefix, id)]);

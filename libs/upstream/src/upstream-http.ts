@@ -33,7 +33,11 @@ export interface UpstreamAnswer {
 }
 
 export class UpstreamClient {
-  private readonly agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
+  private readonly agent = new Agent({
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    connect: { timeout: 10_000 },
+  });
 
   /**
    * Sends the request and returns its 2xx answer, the body unread. Connection failures and timeouts become
@@ -72,16 +76,18 @@ export class UpstreamClient {
         call.path === undefined
           ? url.pathname + url.search
           : url.pathname.replace(/\/+$/, '') + (call.path.startsWith('/') ? '' : '/') + call.path;
-      return this.agent.request({
-        origin: url.origin,
-        path,
-        method: call.method ?? 'POST',
-        headers: call.headers,
-        body: call.body,
-        headersTimeout: call.timeoutMs,
-        bodyTimeout: call.timeoutMs,
-        signal: call.signal,
-      }).catch(rethrowAsFailure);
+      return this.agent
+        .request({
+          origin: url.origin,
+          path,
+          method: call.method ?? 'POST',
+          headers: call.headers,
+          body: call.body,
+          headersTimeout: call.timeoutMs,
+          bodyTimeout: call.timeoutMs,
+          signal: call.signal,
+        })
+        .catch(rethrowAsFailure);
     } catch (e) {
       return Promise.reject(failureOf(e));
     }
@@ -92,7 +98,10 @@ const ignore = () => {};
 
 /** A non-2xx answer as the failure it means, with the provider's message. */
 async function refused(answer: Dispatcher.ResponseData): Promise<never> {
-  const text = await readBody(answer.body, MAX_ERROR_BYTES).then((b) => b.toString('utf8'), () => '');
+  const text = await readBody(answer.body, MAX_ERROR_BYTES).then(
+    (b) => b.toString('utf8'),
+    () => '',
+  );
   throw failureFromStatus(answer.statusCode, text);
 }
 const rethrowAsFailure = (e: unknown): never => {

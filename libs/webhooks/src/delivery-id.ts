@@ -11,6 +11,10 @@ export const DELIVERY_ID_PREFIX = 'dlv_';
  */
 export function deliveryIdFor(taskId: string, attempt: number): string {
   if (taskId === '') throw new TypeError('deliveryIdFor: taskId is empty');
-  if (!Number.isSafeInteger(attempt) || attempt < 1) throw new TypeError(`deliveryIdFor: attempt must be an integer >= 1, got ${attempt}`);
-  return DELIVERY_ID_PREFIX + createHash('sha256').update(`${taskId}:${attempt}`).digest().subarray(0, 16).toString('base64url');
+  if (!Number.isSafeInteger(attempt) || attempt < 1)
+    throw new TypeError(`deliveryIdFor: attempt must be an integer >= 1, got ${attempt}`);
+  return (
+    DELIVERY_ID_PREFIX +
+    createHash('sha256').update(`${taskId}:${attempt}`).digest().subarray(0, 16).toString('base64url')
+  );
 }

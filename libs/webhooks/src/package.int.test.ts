@@ -18,7 +18,12 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const npm = (args: string[], cwd: string) => execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const npm = (args: string[], cwd: string) =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 it('packs with its declarations, installs outside the workspace and verifies a signature from plain Node', () => {
   npm(['pack', '--pack-destination', work], pkgDir);
@@ -33,7 +38,9 @@ it('packs with its declarations, installs outside the workspace and verifies a s
   const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
   expect(manifest.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
   expect(readFileSync(join(installed, 'dist', 'index.d.ts'), 'utf8')).toContain('./verify');
-  expect(readFileSync(join(installed, 'dist', 'verify.d.ts'), 'utf8')).toMatch(/export declare function verifyCallback\(/);
+  expect(readFileSync(join(installed, 'dist', 'verify.d.ts'), 'utf8')).toMatch(
+    /export declare function verifyCallback\(/,
+  );
   expect(existsSync(join(installed, 'README.md'))).toBe(true);
   expect(existsSync(join(installed, 'src'))).toBe(false);
   expect(existsSync(join(installed, 'dist', 'examples'))).toBe(false);
@@ -58,9 +65,15 @@ console.log(JSON.stringify({
 }));
 `,
   );
-  const out = JSON.parse(execFileSync(process.execPath, ['verify.js', secret, body, String(t), v1], { cwd: app, encoding: 'utf8' }));
+  const out = JSON.parse(
+    execFileSync(process.execPath, ['verify.js', secret, body, String(t), v1], { cwd: app, encoding: 'utf8' }),
+  );
   expect(out.verified).toMatchObject({ taskId: 'tsk_0000000000000000000001', deliveryId: 'dlv_1', timestamp: t });
-  expect(out).toMatchObject({ tampered: 'no_matching_signature', otherSecret: 'no_matching_signature', stale: 'timestamp_outside_tolerance' });
+  expect(out).toMatchObject({
+    tampered: 'no_matching_signature',
+    otherSecret: 'no_matching_signature',
+    stale: 'timestamp_outside_tolerance',
+  });
 
   // A TypeScript receiver compiles against the installed declarations (through `exports`' types).
   writeFileSync(
@@ -73,7 +86,17 @@ verifyCallback('{}', {}, 42);
   );
   writeFileSync(
     join(app, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true, types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')] }, files: ['receiver.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(repoRoot, 'node_modules', '@types')],
+      },
+      files: ['receiver.ts'],
+    }),
   );
   execFileSync(join(repoRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8' });
 });

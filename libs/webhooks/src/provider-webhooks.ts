@@ -11,7 +11,13 @@
 // be replayed later. The body must be the raw bytes received: re-serialised JSON would not verify.
 import { createHash, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { hmacSha256 } from './signature';
-import { anyMacMatches, headerValue, outsideTolerance, type CallbackHeaders, type VerifyOptions } from './signature-checks';
+import {
+  anyMacMatches,
+  headerValue,
+  outsideTolerance,
+  type CallbackHeaders,
+  type VerifyOptions,
+} from './signature-checks';
 
 export type ProviderWebhookFailure = 'missing_header' | 'stale' | 'bad_signature' | 'other_account';
 
@@ -49,7 +55,8 @@ function standardKey(secret: string): Buffer {
   return key;
 }
 
-const standardMac = (secret: string, id: string, timestamp: number, body: Buffer | string) => hmacSha256(standardKey(secret), `${id}.${timestamp}.`, body);
+const standardMac = (secret: string, id: string, timestamp: number, body: Buffer | string) =>
+  hmacSha256(standardKey(secret), `${id}.${timestamp}.`, body);
 
 /** The `v1,<base64>` signature of a Standard Webhooks message (what the sender puts in webhook-signature). */
 export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: Buffer | string): string {
@@ -57,7 +64,12 @@ export function standardWebhookSignature(secret: string, id: string, timestamp: 
 }
 
 /** Verifies a Replicate (Standard Webhooks) webhook; returns its id and timestamp, or throws ProviderWebhookError. */
-export function verifyReplicateWebhook(body: Buffer, headers: CallbackHeaders, secret: string, opts: ProviderWebhookOptions = {}): { id: string; timestamp: number } {
+export function verifyReplicateWebhook(
+  body: Buffer,
+  headers: CallbackHeaders,
+  secret: string,
+  opts: ProviderWebhookOptions = {},
+): { id: string; timestamp: number } {
   const id = header(headers, 'webhook-id');
   const timestamp = checkTimestamp(header(headers, 'webhook-timestamp'), opts);
   const offered = header(headers, 'webhook-signature')
@@ -70,8 +82,16 @@ export function verifyReplicateWebhook(body: Buffer, headers: CallbackHeaders, s
 }
 
 /** The message fal signs for a webhook. */
-export function falWebhookMessage(requestId: string, userId: string, timestamp: number | string, body: Buffer | string): Buffer {
-  return Buffer.from([requestId, userId, String(timestamp), createHash('sha256').update(body).digest('hex')].join('\n'), 'utf8');
+export function falWebhookMessage(
+  requestId: string,
+  userId: string,
+  timestamp: number | string,
+  body: Buffer | string,
+): Buffer {
+  return Buffer.from(
+    [requestId, userId, String(timestamp), createHash('sha256').update(body).digest('hex')].join('\n'),
+    'utf8',
+  );
 }
 
 /** fal's published keys (a JWKS's `keys`) as Ed25519 public keys; other key types are left out. */
@@ -101,9 +121,16 @@ export function verifyFalWebhook(
   if (signature) {
     const message = falWebhookMessage(requestId, userId, timestampText, body);
     if (keys.some((key) => verify(null, message, key, signature))) {
-      if (userId !== opts.userId) throw new ProviderWebhookError('other_account', 'The webhook is signed for another fal account (x-fal-webhook-user-id).');
+      if (userId !== opts.userId)
+        throw new ProviderWebhookError(
+          'other_account',
+          'The webhook is signed for another fal account (x-fal-webhook-user-id).',
+        );
       return { requestId, userId, timestamp };
     }
   }
-  throw new ProviderWebhookError('bad_signature', 'The x-fal-webhook-signature does not verify against any of fal\'s keys.');
+  throw new ProviderWebhookError(
+    'bad_signature',
+    "The x-fal-webhook-signature does not verify against any of fal's keys.",
+  );
 }

@@ -7,7 +7,9 @@ import { unixNow } from './signature';
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /** Node's `req.headers` (any casing of names), or a fetch `Headers`. */
-export type CallbackHeaders = { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | undefined>>;
+export type CallbackHeaders =
+  | { get(name: string): string | null }
+  | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface VerifyOptions {
   /** Largest accepted |now - t|, in seconds. */
@@ -27,7 +29,9 @@ export function headerValue(headers: CallbackHeaders, name: string): string | un
   } else {
     const wanted = name.toLowerCase();
     const found: string[] = [];
-    for (const [key, v] of Object.entries(headers as Readonly<Record<string, string | readonly string[] | undefined>>)) {
+    for (const [key, v] of Object.entries(
+      headers as Readonly<Record<string, string | readonly string[] | undefined>>,
+    )) {
       if (key.toLowerCase() !== wanted || v === undefined) continue;
       found.push(...(typeof v === 'string' ? [v] : v));
     }

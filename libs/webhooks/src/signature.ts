@@ -25,9 +25,13 @@ export function hmacSha256(key: string | Uint8Array, signedPrefix: string, rawBo
  */
 export function signatureHeader(rawBody: RawBody, secrets: readonly string[], timestamp: number = unixNow()): string {
   if (secrets.length === 0) throw new TypeError('signatureHeader: at least one secret is required');
-  if (!Number.isSafeInteger(timestamp) || timestamp < 0) throw new TypeError(`signatureHeader: timestamp must be whole unix seconds, got ${timestamp}`);
+  if (!Number.isSafeInteger(timestamp) || timestamp < 0)
+    throw new TypeError(`signatureHeader: timestamp must be whole unix seconds, got ${timestamp}`);
   const body = bodyBytes(rawBody);
-  return [`t=${timestamp}`, ...secrets.map((secret) => `v1=${computeSignature(body, checkedSecret(secret), timestamp)}`)].join(',');
+  return [
+    `t=${timestamp}`,
+    ...secrets.map((secret) => `v1=${computeSignature(body, checkedSecret(secret), timestamp)}`),
+  ].join(',');
 }
 
 export function bodyBytes(rawBody: RawBody): Uint8Array {
@@ -38,6 +42,7 @@ export function bodyBytes(rawBody: RawBody): Uint8Array {
 }
 
 export function checkedSecret(secret: string): string {
-  if (typeof secret !== 'string' || secret === '') throw new TypeError('a callback signing secret must be a non-empty string');
+  if (typeof secret !== 'string' || secret === '')
+    throw new TypeError('a callback signing secret must be a non-empty string');
   return secret;
 }

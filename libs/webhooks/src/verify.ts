@@ -2,7 +2,14 @@
 // this package alone.
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER } from './headers';
 import { bodyBytes, checkedSecret, computeSignature, type RawBody } from './signature';
-import { anyMacMatches, DEFAULT_TOLERANCE_SECONDS, headerValue, outsideTolerance, type CallbackHeaders, type VerifyOptions } from './signature-checks';
+import {
+  anyMacMatches,
+  DEFAULT_TOLERANCE_SECONDS,
+  headerValue,
+  outsideTolerance,
+  type CallbackHeaders,
+  type VerifyOptions,
+} from './signature-checks';
 
 export { DEFAULT_TOLERANCE_SECONDS, type CallbackHeaders, type VerifyOptions };
 
@@ -23,7 +30,8 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-export const isWebhookVerificationError = (e: unknown): e is WebhookVerificationError => e instanceof WebhookVerificationError;
+export const isWebhookVerificationError = (e: unknown): e is WebhookVerificationError =>
+  e instanceof WebhookVerificationError;
 
 export interface VerifiedCallback {
   /** The signed `t`, unix seconds. */
@@ -46,7 +54,12 @@ export interface VerifiedCallback {
  * is the timestamp judged, so `timestamp_outside_tolerance` always concerns a genuine callback (a clock off, or a
  * replay) and never hides a wrong secret. Throws WebhookVerificationError on refusal, TypeError on misuse.
  */
-export function verifyCallback(rawBody: RawBody, headers: CallbackHeaders, secrets: string | readonly string[], opts: VerifyOptions = {}): VerifiedCallback {
+export function verifyCallback(
+  rawBody: RawBody,
+  headers: CallbackHeaders,
+  secrets: string | readonly string[],
+  opts: VerifyOptions = {},
+): VerifiedCallback {
   const keys = (typeof secrets === 'string' ? [secrets] : [...secrets]).map(checkedSecret);
   if (keys.length === 0) throw new TypeError('verifyCallback: at least one secret is required');
   const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
@@ -58,13 +71,24 @@ export function verifyCallback(rawBody: RawBody, headers: CallbackHeaders, secre
   const { timestamp, signatures } = parseSignatureHeader(header);
 
   const expected = keys.map((key) => Buffer.from(computeSignature(body, key, timestamp), 'hex'));
-  if (!anyMacMatches(expected, signatures)) throw new WebhookVerificationError('no_matching_signature', `no ${SIGNATURE_HEADER} v1 matches the body under the given secret(s)`);
+  if (!anyMacMatches(expected, signatures))
+    throw new WebhookVerificationError(
+      'no_matching_signature',
+      `no ${SIGNATURE_HEADER} v1 matches the body under the given secret(s)`,
+    );
 
   const skew = outsideTolerance(timestamp, { ...opts, toleranceSeconds: tolerance });
   if (skew !== null) {
-    throw new WebhookVerificationError('timestamp_outside_tolerance', `signed ${Math.abs(skew)} s ${skew > 0 ? 'ago' : 'ahead'}; tolerance is ${tolerance} s`);
+    throw new WebhookVerificationError(
+      'timestamp_outside_tolerance',
+      `signed ${Math.abs(skew)} s ${skew > 0 ? 'ago' : 'ahead'}; tolerance is ${tolerance} s`,
+    );
   }
-  return { timestamp, taskId: headerValue(headers, TASK_ID_HEADER), deliveryId: headerValue(headers, DELIVERY_ID_HEADER) };
+  return {
+    timestamp,
+    taskId: headerValue(headers, TASK_ID_HEADER),
+    deliveryId: headerValue(headers, DELIVERY_ID_HEADER),
+  };
 }
 
 /**

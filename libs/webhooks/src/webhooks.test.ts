@@ -13,7 +13,8 @@ import {
 } from './index';
 
 const T = 1_700_000_000;
-const body = '{"task_id":"tsk_1","status":"completed","output":{"url":"https://files.example/o/1.png"},"note":"crème ☕"}';
+const body =
+  '{"task_id":"tsk_1","status":"completed","output":{"url":"https://files.example/o/1.png"},"note":"crème ☕"}';
 const secret = newCallbackSecret();
 
 function headersFor(signature: string): Record<string, string> {
@@ -21,7 +22,12 @@ function headersFor(signature: string): Record<string, string> {
 }
 
 /** The refusal's reason, or undefined when verification passed. */
-function refusal(rawBody: string | Buffer, headers: CallbackHeaders, secrets: string | readonly string[], opts: VerifyOptions = { now: T }): WebhookVerificationReason | undefined {
+function refusal(
+  rawBody: string | Buffer,
+  headers: CallbackHeaders,
+  secrets: string | readonly string[],
+  opts: VerifyOptions = { now: T },
+): WebhookVerificationReason | undefined {
   try {
     verifyCallback(rawBody, headers, secrets, opts);
     return undefined;
@@ -72,7 +78,9 @@ describe('signing', () => {
   it('writes one v1 per secret, in order', () => {
     const other = newCallbackSecret();
     const h = signatureHeader(body, [secret, other], T);
-    expect(h).toBe(`t=${T},v1=${signatureHeader(body, [secret], T).split('v1=')[1]},v1=${signatureHeader(body, [other], T).split('v1=')[1]}`);
+    expect(h).toBe(
+      `t=${T},v1=${signatureHeader(body, [secret], T).split('v1=')[1]},v1=${signatureHeader(body, [other], T).split('v1=')[1]}`,
+    );
   });
 
   it('signs now by default', () => {
@@ -121,13 +129,19 @@ describe('verifying', () => {
 
   it('refuses a tampered body, a tampered or truncated signature and a wrong secret', () => {
     const signature = signatureHeader(body, [secret], T);
-    expect(refusal(body.replace('completed', 'Completed'), headersFor(signature), secret)).toBe('no_matching_signature');
+    expect(refusal(body.replace('completed', 'Completed'), headersFor(signature), secret)).toBe(
+      'no_matching_signature',
+    );
     expect(refusal(`${body} `, headersFor(signature), secret)).toBe('no_matching_signature');
     const last = signature.at(-1)!;
-    expect(refusal(body, headersFor(signature.slice(0, -1) + (last === '0' ? '1' : '0')), secret)).toBe('no_matching_signature');
+    expect(refusal(body, headersFor(signature.slice(0, -1) + (last === '0' ? '1' : '0')), secret)).toBe(
+      'no_matching_signature',
+    );
     expect(refusal(body, headersFor(signature.slice(0, -2)), secret)).toBe('no_matching_signature');
     expect(refusal(body, headersFor(`${signature}00`), secret)).toBe('no_matching_signature');
-    expect(refusal(body, headersFor(signature.replace(`t=${T}`, `t=${T + 1}`)), secret, { now: T })).toBe('no_matching_signature');
+    expect(refusal(body, headersFor(signature.replace(`t=${T}`, `t=${T + 1}`)), secret, { now: T })).toBe(
+      'no_matching_signature',
+    );
     expect(refusal(body, headersFor(signature), newCallbackSecret())).toBe('no_matching_signature');
     expect(refusal(body, headersFor(signature), secret.slice(0, -1))).toBe('no_matching_signature');
   });
@@ -149,7 +163,9 @@ describe('verifying', () => {
   it('judges the timestamp against the clock by default', () => {
     const fresh = headersFor(signatureHeader(body, [secret]));
     expect(verifyCallback(body, fresh, secret).timestamp).toBeGreaterThan(T);
-    expect(refusal(body, headersFor(signatureHeader(body, [secret], T)), secret, {})).toBe('timestamp_outside_tolerance');
+    expect(refusal(body, headersFor(signatureHeader(body, [secret], T)), secret, {})).toBe(
+      'timestamp_outside_tolerance',
+    );
   });
 
   it('refuses a missing header and reads malformed ones strictly', () => {
@@ -176,7 +192,8 @@ describe('verifying', () => {
       `T=${T},${v1}`,
       'garbage',
     ];
-    for (const header of malformed) expect([header, refusal(body, headersFor(header), secret)]).toEqual([header, 'malformed_header']);
+    for (const header of malformed)
+      expect([header, refusal(body, headersFor(header), secret)]).toEqual([header, 'malformed_header']);
   });
 
   it('skips schemes other than v1', () => {
@@ -205,7 +222,11 @@ describe('verifying', () => {
       new Headers({ 'SVC-Signature': signature, 'svc-task-id': 'tsk_1', 'Svc-Delivery-Id': id }),
     ];
     for (const headers of objects) expect(verifyCallback(body, headers, secret, { now: T })).toEqual(expected);
-    expect(verifyCallback(body, { 'svc-signature': [signature] }, secret, { now: T })).toEqual({ timestamp: T, taskId: undefined, deliveryId: undefined });
+    expect(verifyCallback(body, { 'svc-signature': [signature] }, secret, { now: T })).toEqual({
+      timestamp: T,
+      taskId: undefined,
+      deliveryId: undefined,
+    });
   });
 
   it('refuses a repeated signature header rather than picking one', () => {
@@ -232,7 +253,11 @@ describe('verifying', () => {
       verifyCallback(body, {}, secret);
       throw new Error('not refused');
     } catch (e) {
-      expect(e).toMatchObject({ name: 'WebhookVerificationError', reason: 'missing_header', message: 'no SVC-Signature header' });
+      expect(e).toMatchObject({
+        name: 'WebhookVerificationError',
+        reason: 'missing_header',
+        message: 'no SVC-Signature header',
+      });
       expect(e).toBeInstanceOf(Error);
     }
   });

@@ -26,13 +26,17 @@ const usageError = (argv: string[]) => {
 
 describe('parseArgv', () => {
   it('reads command words, values in both spellings, switches and --json anywhere', () => {
-    expect(parseArgv(['key', 'create', '--workspace', 'ws_1', '--priority=-3', '--input-only', '--json'], commands)).toEqual({
+    expect(
+      parseArgv(['key', 'create', '--workspace', 'ws_1', '--priority=-3', '--input-only', '--json'], commands),
+    ).toEqual({
       command: create,
       flags: { workspace: 'ws_1', priority: '-3', 'input-only': true },
       json: true,
     });
     expect(parseArgv(['--json', 'migrate'], commands)).toEqual({ command: migrate, flags: {}, json: true });
-    expect(parseArgv(['key', 'create', '--priority', '-1', '--workspace', 'w'], commands)).toMatchObject({ flags: { priority: '-1' } });
+    expect(parseArgv(['key', 'create', '--priority', '-1', '--workspace', 'w'], commands)).toMatchObject({
+      flags: { priority: '-1' },
+    });
   });
 
   it('answers help for a command or in general', () => {
@@ -47,7 +51,9 @@ describe('parseArgv', () => {
     expect(usageError(['key', 'create'])).toBe('Missing --workspace.');
     expect(usageError(['key', 'create', '--workspace'])).toBe('--workspace needs a value (WS).');
     expect(usageError(['key', 'create', '--workspace', '--json'])).toBe('--workspace needs a value (WS).');
-    expect(usageError(['key', 'create', '--workspace', 'a', '--workspace', 'b'])).toBe('--workspace is given more than once.');
+    expect(usageError(['key', 'create', '--workspace', 'a', '--workspace', 'b'])).toBe(
+      '--workspace is given more than once.',
+    );
     expect(usageError(['key', 'create', '--workspace', 'a', '--nope'])).toMatch(/^Unknown flag --nope/);
     expect(usageError(['key', 'create', '--workspace', 'a', 'stray'])).toBe('Unexpected argument "stray".');
     expect(usageError(['key', 'create', '--workspace', 'a', '--input-only=yes'])).toMatch(/takes no value/);
@@ -55,10 +61,18 @@ describe('parseArgv', () => {
 });
 
 describe('flagValues', () => {
-  const schema = z.object({ amount: amount({ positive: true }), grace: duration({ allowZero: true }).prefault('24h'), scopes: list.optional() });
+  const schema = z.object({
+    amount: amount({ positive: true }),
+    grace: duration({ allowZero: true }).prefault('24h'),
+    scopes: list.optional(),
+  });
 
   it('parses values into micro-units, milliseconds and lists', () => {
-    expect(flagValues(schema, { amount: '10.5', scopes: 'a, b,a,' }, create)).toEqual({ amount: 10_500_000n, grace: 86_400_000, scopes: ['a', 'b'] });
+    expect(flagValues(schema, { amount: '10.5', scopes: 'a, b,a,' }, create)).toEqual({
+      amount: 10_500_000n,
+      grace: 86_400_000,
+      scopes: ['a', 'b'],
+    });
     expect(flagValues(schema, { amount: '1', grace: '0' }, create).grace).toBe(0);
   });
 

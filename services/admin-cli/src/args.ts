@@ -130,7 +130,8 @@ function synopsis(command: CommandSpec): string {
 export function commandUsage(command: CommandSpec): string {
   const width = Math.max(0, ...command.flags.map((f) => flagLabel(f).length));
   const lines = [`Usage: ${synopsis(command)}`, '', `  ${command.summary}`, ''];
-  for (const f of command.flags) lines.push(`  ${flagLabel(f).padEnd(width)}  ${f.help}${f.required ? '' : ' (optional)'}`);
+  for (const f of command.flags)
+    lines.push(`  ${flagLabel(f).padEnd(width)}  ${f.help}${f.required ? '' : ' (optional)'}`);
   lines.push(`  ${'--json'.padEnd(width)}  print exactly one JSON object on stdout`);
   return lines.join('\n');
 }

@@ -20,18 +20,34 @@ export function probeFor(channel: ChannelModel, upstreamModel: string): Probe {
         method: 'POST',
         url: join(channel.baseUrl, channel.evaluatePath),
         headers: { ...bearer, 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ model: upstreamModel, state: 'ping', questions: { ok: { type: 'boolean', instructions: 'Is this a test?' } } }),
+        body: JSON.stringify({
+          model: upstreamModel,
+          state: 'ping',
+          questions: { ok: { type: 'boolean', instructions: 'Is this a test?' } },
+        }),
       };
     case 'openai':
       return { method: 'GET', url: join(channel.baseUrl, '/v1/models'), headers: bearer };
     case 'anthropic':
-      return { method: 'GET', url: join(channel.baseUrl, '/v1/models'), headers: { 'x-api-key': channel.secret, 'anthropic-version': '2023-06-01' } };
+      return {
+        method: 'GET',
+        url: join(channel.baseUrl, '/v1/models'),
+        headers: { 'x-api-key': channel.secret, 'anthropic-version': '2023-06-01' },
+      };
     case 'gemini':
-      return { method: 'GET', url: join(channel.baseUrl, '/v1beta/models'), headers: { 'x-goog-api-key': channel.secret } };
+      return {
+        method: 'GET',
+        url: join(channel.baseUrl, '/v1beta/models'),
+        headers: { 'x-goog-api-key': channel.secret },
+      };
     case 'replicate':
       return { method: 'GET', url: join(channel.baseUrl, '/v1/account'), headers: bearer };
     case 'fal':
-      return { method: 'GET', url: channel.baseUrl, headers: channel.secret ? { authorization: `Key ${channel.secret}` } : {} };
+      return {
+        method: 'GET',
+        url: channel.baseUrl,
+        headers: channel.secret ? { authorization: `Key ${channel.secret}` } : {},
+      };
   }
 }
 
@@ -47,12 +63,21 @@ export async function runProbe(probe: Probe, timeoutMs: number): Promise<ProbeRe
   const started = performance.now();
   const latency = () => Math.round((performance.now() - started) * 10) / 10;
   try {
-    const res = await fetch(probe.url, { method: probe.method, headers: probe.headers, body: probe.body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(probe.url, {
+      method: probe.method,
+      headers: probe.headers,
+      body: probe.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     await res.arrayBuffer(); // the whole answer is part of the call
     return { url: probe.url, status: res.status, latency_ms: latency(), ok: res.ok, error: null };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    const why = err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
+    const why =
+      err.name === 'TimeoutError'
+        ? `no answer within ${timeoutMs} ms`
+        : (err.cause?.code ?? err.cause?.message ?? err.message);
     return { url: probe.url, status: null, latency_ms: latency(), ok: false, error: why };
   }
 }

@@ -17,7 +17,11 @@ export interface CliRun {
 export function runCli(args: string[], env: Record<string, string>, cwd?: string): Promise<CliRun> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "node scripts/build.mjs" first (npm test does).`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -32,7 +36,9 @@ export function cliFor(ctx: TestContext) {
   const cli = (args: string[]) => runCli(args, ctx.env);
   /** Runs with --json and checks the one-object promise: stdout is exactly one JSON object and a newline. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const cliJson = async (args: string[]): Promise<{ code: number | null; body: any; stdout: string; stderr: string }> => {
+  const cliJson = async (
+    args: string[],
+  ): Promise<{ code: number | null; body: any; stdout: string; stderr: string }> => {
     const run = await cli([...args, '--json']);
     expect(run.stdout).toMatch(/^[^\n]+\n$/);
     const body = JSON.parse(run.stdout);

@@ -62,8 +62,22 @@ describe('admin CLI', () => {
   });
 
   it('creates users without ever printing the password, and adds members', async () => {
-    const user = await ok(['user', 'create', '--email', 'Ops@Example.com', '--password', 'hunter2-long', '--name', 'Ops']);
-    expect(user).toEqual({ id: expect.stringMatching(/^usr_/), email: 'ops@example.com', name: 'Ops', created_at: expect.any(String) });
+    const user = await ok([
+      'user',
+      'create',
+      '--email',
+      'Ops@Example.com',
+      '--password',
+      'hunter2-long',
+      '--name',
+      'Ops',
+    ]);
+    expect(user).toEqual({
+      id: expect.stringMatching(/^usr_/),
+      email: 'ops@example.com',
+      name: 'Ops',
+      created_at: expect.any(String),
+    });
     const row = await ctx.db.user.findUniqueOrThrow({ where: { id: user.id } });
     expect(row.passwordHash).toMatch(/^scrypt\$/);
     expect(row.passwordHash).not.toContain('hunter2-long');
@@ -79,7 +93,16 @@ describe('admin CLI', () => {
     const again = await ok(['member', 'add', '--workspace', ws.id, '--email', 'ops@example.com', '--role', 'owner']);
     expect(again.role).toBe('owner');
 
-    const missing = await cliJson(['member', 'add', '--workspace', ws.id, '--email', 'nobody@example.com', '--role', 'member']);
+    const missing = await cliJson([
+      'member',
+      'add',
+      '--workspace',
+      ws.id,
+      '--email',
+      'nobody@example.com',
+      '--role',
+      'member',
+    ]);
     expect(missing.code).toBe(1);
     expect(missing.body.error.code).toBe('user_not_found');
   });
@@ -115,7 +138,18 @@ describe('admin CLI', () => {
     await ok(['user', 'create', '--email', 'dev@example.com', '--password', 'correct horse']);
     await ok(['member', 'add', '--workspace', ws.id, '--email', 'dev@example.com', '--role', 'member']);
     const limited = await ok([
-      'key', 'create', '--workspace', ws.id, '--scopes', 'llm.chat, tasks.read', '--spend-cap', '5.25', '--expires-in', '30d', '--creator', 'dev@example.com',
+      'key',
+      'create',
+      '--workspace',
+      ws.id,
+      '--scopes',
+      'llm.chat, tasks.read',
+      '--spend-cap',
+      '5.25',
+      '--expires-in',
+      '30d',
+      '--creator',
+      'dev@example.com',
     ]);
     expect(limited).toMatchObject({ scopes: ['llm.chat', 'tasks.read'], spend_cap: 5.25, spent: 0 });
     expect(Date.parse(limited.expires_at) - Date.now()).toBeGreaterThan(30 * 86_400_000 - 60_000);
@@ -142,7 +176,11 @@ describe('admin CLI', () => {
     const sub = await invalidations();
     try {
       const rotated = await ok(['key', 'rotate', '--id', created.id]);
-      expect(rotated).toMatchObject({ id: created.id, key: expect.stringMatching(API_KEY_PATTERN), previous_prefix: created.prefix });
+      expect(rotated).toMatchObject({
+        id: created.id,
+        key: expect.stringMatching(API_KEY_PATTERN),
+        previous_prefix: created.prefix,
+      });
       expect(rotated.key).not.toBe(created.key);
       expect(rotated.prefix).toBe(rotated.key.slice(0, 12));
       const grace = Date.parse(rotated.previous_expires_at) - Date.now();
@@ -158,7 +196,9 @@ describe('admin CLI', () => {
       const now = await ok(['key', 'rotate', '--id', created.id, '--grace', '0']);
       expect(now.previous_expires_at).toBeNull();
       expect(await sub.next()).toBe(created.id);
-      expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(now.key))).toMatchObject({ matched: 'current' });
+      expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(now.key))).toMatchObject({
+        matched: 'current',
+      });
       expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(rotated.key))).toBeNull();
       expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(created.key))).toBeNull();
     } finally {
@@ -192,10 +232,26 @@ describe('admin CLI', () => {
 
   it('limits a key to some models and an rpm at creation, changes them with key limit (invalidating it), refuses unknown models', async () => {
     const ws = await newWorkspace();
-    await ctx.db.model.createMany({ data: [{ id: 'acme/chat-1', kind: 'chat' }, { id: 'acme/judge-9', kind: 'evaluation' }] });
-    const made = await ok(['key', 'create', '--workspace', ws.id, '--models', 'acme/chat-1, acme/judge-9', '--rpm', '12']);
+    await ctx.db.model.createMany({
+      data: [
+        { id: 'acme/chat-1', kind: 'chat' },
+        { id: 'acme/judge-9', kind: 'evaluation' },
+      ],
+    });
+    const made = await ok([
+      'key',
+      'create',
+      '--workspace',
+      ws.id,
+      '--models',
+      'acme/chat-1, acme/judge-9',
+      '--rpm',
+      '12',
+    ]);
     expect(made).toMatchObject({ models: ['acme/chat-1', 'acme/judge-9'], rpm: 12 });
-    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({ key: { allowedModels: ['acme/chat-1', 'acme/judge-9'], rpm: 12 } });
+    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({
+      key: { allowedModels: ['acme/chat-1', 'acme/judge-9'], rpm: 12 },
+    });
 
     const sub = await invalidations();
     try {
@@ -208,7 +264,9 @@ describe('admin CLI', () => {
     } finally {
       sub.close();
     }
-    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({ key: { allowedModels: [], rpm: null } });
+    expect(await apiKeyRepository.findBySecretHash(ctx.db, hashApiKey(made.key))).toMatchObject({
+      key: { allowedModels: [], rpm: null },
+    });
 
     const typo = await cliJson(['key', 'create', '--workspace', ws.id, '--models', 'acme/chat-1,acme/chat-2']);
     expect(typo.code).toBe(1);
@@ -226,12 +284,22 @@ describe('admin CLI', () => {
   it('tops up a balance by exactly the amount and writes a ledger entry', async () => {
     const ws = await newWorkspace('10.5');
     const topped = await ok(['balance', 'topup', '--workspace', ws.id, '--amount', '0.000001']);
-    expect(topped).toEqual({ id: ws.id, object: 'balance', workspace_id: ws.id, amount: 10.500001, added: 0.000001, currency: 'USD' });
+    expect(topped).toEqual({
+      id: ws.id,
+      object: 'balance',
+      workspace_id: ws.id,
+      amount: 10.500001,
+      added: 0.000001,
+      currency: 'USD',
+    });
     const more = await ok(['balance', 'topup', '--workspace', ws.id, '--amount', '89.499999']);
     expect(more.amount).toBe(100);
     const row = await ctx.db.workspace.findUniqueOrThrow({ where: { id: ws.id } });
     expect(row.balance).toBe(100_000_000n);
-    const ledger = await ctx.db.ledgerEntry.findMany({ where: { workspaceId: ws.id }, orderBy: { balanceAfter: 'asc' } });
+    const ledger = await ctx.db.ledgerEntry.findMany({
+      where: { workspaceId: ws.id },
+      orderBy: { balanceAfter: 'asc' },
+    });
     expect(ledger.map((l) => [l.kind, l.amount, l.balanceAfter])).toEqual([
       ['topup', 10_500_000n, 10_500_000n],
       ['topup', 1n, 10_500_001n],
@@ -241,24 +309,71 @@ describe('admin CLI', () => {
 
   it('adds and lists channels without ever printing their secrets', async () => {
     const secret = 'sk-upstream-very-secret';
-    const added = await cliJson(['channel', 'add', '--name', 'sim-a', '--kind', 'evaluate', '--base-url', 'http://127.0.0.1:9/', '--secret', secret, '--priority', '5', '--weight', '2', '--timeout-ms', '5000']);
+    const added = await cliJson([
+      'channel',
+      'add',
+      '--name',
+      'sim-a',
+      '--kind',
+      'evaluate',
+      '--base-url',
+      'http://127.0.0.1:9/',
+      '--secret',
+      secret,
+      '--priority',
+      '5',
+      '--weight',
+      '2',
+      '--timeout-ms',
+      '5000',
+    ]);
     expect(added.code).toBe(0);
-    expect(added.body).toMatchObject({ id: expect.stringMatching(/^ch_/), name: 'sim-a', kind: 'evaluate', has_secret: true, evaluate_path: '/evaluate', priority: 5, weight: 2, timeout_ms: 5000 });
+    expect(added.body).toMatchObject({
+      id: expect.stringMatching(/^ch_/),
+      name: 'sim-a',
+      kind: 'evaluate',
+      has_secret: true,
+      evaluate_path: '/evaluate',
+      priority: 5,
+      weight: 2,
+      timeout_ms: 5000,
+    });
     expect(added.stdout).not.toContain(secret);
     expect(added.body).not.toHaveProperty('secret');
-    const plain = await ok(['channel', 'add', '--name', 'sim-b', '--kind', 'openai', '--base-url', 'https://api.example.com/v1']);
+    const plain = await ok([
+      'channel',
+      'add',
+      '--name',
+      'sim-b',
+      '--kind',
+      'openai',
+      '--base-url',
+      'https://api.example.com/v1',
+    ]);
     expect(plain.has_secret).toBe(false);
     expect((await ctx.db.channel.findUniqueOrThrow({ where: { name: 'sim-a' } })).secret).toBe(secret);
 
     const listed = await cliJson(['channel', 'list']);
     const sims = listed.body.data.filter((c: { name: string }) => c.name.startsWith('sim-'));
-    expect(sims.map((c: { name: string; has_secret: boolean }) => [c.name, c.has_secret])).toEqual([['sim-a', true], ['sim-b', false]]);
+    expect(sims.map((c: { name: string; has_secret: boolean }) => [c.name, c.has_secret])).toEqual([
+      ['sim-a', true],
+      ['sim-b', false],
+    ]);
     expect(listed.stdout).not.toContain(secret);
     const human = await cli(['channel', 'list']);
     expect(human.stdout).toContain('sim-a');
     expect(human.stdout).not.toContain(secret);
 
-    const dup = await cliJson(['channel', 'add', '--name', 'sim-a', '--kind', 'evaluate', '--base-url', 'http://127.0.0.1:9/']);
+    const dup = await cliJson([
+      'channel',
+      'add',
+      '--name',
+      'sim-a',
+      '--kind',
+      'evaluate',
+      '--base-url',
+      'http://127.0.0.1:9/',
+    ]);
     expect(dup.code).toBe(1);
     expect(dup.body.error.code).toBe('duplicate_channel');
   });
@@ -267,7 +382,21 @@ describe('admin CLI', () => {
     await ok(['channel', 'add', '--name', 'route-1', '--kind', 'evaluate', '--base-url', 'http://127.0.0.1:9/']);
     await ok(['channel', 'add', '--name', 'route-2', '--kind', 'evaluate', '--base-url', 'http://127.0.0.1:9/']);
     const model = await ok([
-      'model', 'add', '--id', 'acme/judge-1', '--kind', 'evaluation', '--input-price', '0.5', '--output-price', '1.5', '--input-only', '--max-output-tokens', '256', '--channels', 'route-1,route-2',
+      'model',
+      'add',
+      '--id',
+      'acme/judge-1',
+      '--kind',
+      'evaluation',
+      '--input-price',
+      '0.5',
+      '--output-price',
+      '1.5',
+      '--input-only',
+      '--max-output-tokens',
+      '256',
+      '--channels',
+      'route-1,route-2',
     ]);
     expect(model).toEqual({
       id: 'acme/judge-1',
@@ -281,7 +410,10 @@ describe('admin CLI', () => {
       channels: ['route-1', 'route-2'],
       created_at: expect.any(String),
     });
-    const row = await ctx.db.model.findUniqueOrThrow({ where: { id: 'acme/judge-1' }, include: { routes: { include: { channel: true } } } });
+    const row = await ctx.db.model.findUniqueOrThrow({
+      where: { id: 'acme/judge-1' },
+      include: { routes: { include: { channel: true } } },
+    });
     expect(row.inputPricePerMTok).toBe(500_000n);
     expect(row.routes.map((r) => r.channel.name).sort()).toEqual(['route-1', 'route-2']);
 
@@ -289,12 +421,30 @@ describe('admin CLI', () => {
     const entry = listed.data.find((m: { id: string }) => m.id === 'acme/judge-1');
     expect(entry.channels.sort()).toEqual(['route-1', 'route-2']);
 
-    const unknown = await cliJson(['model', 'add', '--id', 'acme/judge-2', '--kind', 'evaluation', '--channels', 'route-1,nope']);
+    const unknown = await cliJson([
+      'model',
+      'add',
+      '--id',
+      'acme/judge-2',
+      '--kind',
+      'evaluation',
+      '--channels',
+      'route-1,nope',
+    ]);
     expect(unknown.code).toBe(1);
     expect(unknown.body.error.code).toBe('channel_not_found');
     expect(await ctx.db.model.findUnique({ where: { id: 'acme/judge-2' } })).toBeNull();
 
-    const dup = await cliJson(['model', 'add', '--id', 'acme/judge-1', '--kind', 'evaluation', '--channels', 'route-1']);
+    const dup = await cliJson([
+      'model',
+      'add',
+      '--id',
+      'acme/judge-1',
+      '--kind',
+      'evaluation',
+      '--channels',
+      'route-1',
+    ]);
     expect(dup.code).toBe(1);
     expect(dup.body.error.code).toBe('duplicate_model');
   });

@@ -8,7 +8,10 @@ export const amount = (options: { positive?: boolean } = {}) =>
   z.string().transform((text, ctx) => {
     const micros = parseAmount(text);
     if (micros === null) {
-      ctx.addIssue({ code: 'custom', message: `"${text}" is not an amount (a decimal number such as 10 or 10.5, at most 6 decimals)` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${text}" is not an amount (a decimal number such as 10 or 10.5, at most 6 decimals)`,
+      });
       return z.NEVER;
     }
     if (options.positive && micros === 0n) {
@@ -23,7 +26,10 @@ export const duration = (options: { allowZero?: boolean } = {}) =>
   z.string().transform((text, ctx) => {
     const ms = parseDuration(text);
     if (ms === null || (ms === 0 && !options.allowZero)) {
-      ctx.addIssue({ code: 'custom', message: `"${text}" is not a ${options.allowZero ? '' : 'positive '}duration such as 30m, 24h or 30d` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${text}" is not a ${options.allowZero ? '' : 'positive '}duration such as 30m, 24h or 30d`,
+      });
       return z.NEVER;
     }
     return ms;
@@ -39,7 +45,14 @@ export const integer = (min: number, max: number) =>
 /** A comma-separated list, trimmed, without empty entries or repeats; at least one entry. */
 export const list = z
   .string()
-  .transform((text) => [...new Set(text.split(',').map((s) => s.trim()).filter(Boolean))])
+  .transform((text) => [
+    ...new Set(
+      text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ])
   .refine((items) => items.length > 0, 'must name at least one entry');
 
 /** One value of an enum of the data model (Tier, Role, ChannelKind, ModelKind from @gensvc/db). */
@@ -50,9 +63,13 @@ export const choice = <const E extends Record<string, string>>(values: E) =>
 export const choices = (values: Record<string, string>) => Object.values(values).join('|');
 
 /** A switch is `true` when given; absent otherwise. */
-export const flagSwitch = z.literal(true).optional().transform((v) => v === true);
+export const flagSwitch = z
+  .literal(true)
+  .optional()
+  .transform((v) => v === true);
 
-export const text = (max = 200) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+export const text = (max = 200) =>
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
 
 export const httpUrl = z.string().refine((value) => {
   try {

@@ -65,7 +65,12 @@ async function main(argv: readonly string[]): Promise<number> {
     db = createDb(stores.databaseUrl, { max: 2 });
     if (stores.redisUrl) {
       // One attempt, no reconnects: the CLI publishes at most one message and must not hang on a dead Redis.
-      redis = new Redis(stores.redisUrl, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      redis = new Redis(stores.redisUrl, {
+        lazyConnect: true,
+        connectTimeout: 3_000,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
       redis.on('error', () => {}); // surfaces as the rejected command instead
     }
     await run({ db, redis, queuePrefix: stores.queuePrefix, databaseUrl: stores.databaseUrl, out });

@@ -68,7 +68,11 @@ export function table(rows: readonly JsonObject[], columns: readonly string[]): 
   if (rows.length === 0) return '(none)';
   const cells = rows.map((r) => columns.map((c) => show(r[c] ?? null)));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const line = (values: readonly string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: readonly string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n');
 }
 

@@ -16,8 +16,12 @@ describe('which stores the CLI may pick itself', () => {
 
   it('refuses a local store outside the checkout or in production, naming DATABASE_URL; never with DATABASE_URL set', () => {
     expect(localStoresRefusal({}, CHECKOUT)).toBeNull();
-    expect(localStoresRefusal({}, elsewhere)).toMatch(new RegExp(`^DATABASE_URL is not set and ${elsewhere} is not a gensvc checkout`));
-    expect(localStoresRefusal({ NODE_ENV: 'production' }, CHECKOUT)).toMatch(/^DATABASE_URL is not set and NODE_ENV is production/);
+    expect(localStoresRefusal({}, elsewhere)).toMatch(
+      new RegExp(`^DATABASE_URL is not set and ${elsewhere} is not a gensvc checkout`),
+    );
+    expect(localStoresRefusal({ NODE_ENV: 'production' }, CHECKOUT)).toMatch(
+      /^DATABASE_URL is not set and NODE_ENV is production/,
+    );
     expect(localStoresRefusal({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/gensvc' }, elsewhere)).toBeNull();
   });
 });

@@ -23,9 +23,7 @@ export const cliEnvSchema = z.object({
 export type CliEnv = z.output<typeof cliEnvSchema>;
 
 export function readCliEnv(env: NodeJS.ProcessEnv): { env: CliEnv } | { problems: string[] } {
-  const picked = Object.fromEntries(
-    Object.keys(cliEnvSchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])),
-  );
+  const picked = Object.fromEntries(Object.keys(cliEnvSchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])));
   const parsed = cliEnvSchema.safeParse(picked);
   if (parsed.success) return { env: parsed.data };
   return { problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
@@ -48,17 +46,25 @@ export interface Stores {
  * compiled services, and no services/fleet), so a CLI run there is never "local".
  */
 export function isLocalCheckout(repoRoot: string): boolean {
-  return existsSync(join(repoRoot, 'pnpm-workspace.yaml')) && existsSync(join(repoRoot, 'services', 'fleet', 'src', 'main.ts'));
+  return (
+    existsSync(join(repoRoot, 'pnpm-workspace.yaml')) &&
+    existsSync(join(repoRoot, 'services', 'fleet', 'src', 'main.ts'))
+  );
 }
 
 /** Why the CLI refuses to pick a database itself, or null when it may use the local ones. */
 export function localStoresRefusal(env: CliEnv, repoRoot: string): string | null {
   if (env.DATABASE_URL) return null;
-  const where = env.NODE_ENV === 'production' ? 'NODE_ENV is production' : !isLocalCheckout(repoRoot) ? `${repoRoot} is not a gensvc checkout` : null;
+  const where =
+    env.NODE_ENV === 'production'
+      ? 'NODE_ENV is production'
+      : !isLocalCheckout(repoRoot)
+        ? `${repoRoot} is not a gensvc checkout`
+        : null;
   if (!where) return null;
   return (
     `DATABASE_URL is not set and ${where}: the admin CLI will not start or reuse a local database here. ` +
-    'Set DATABASE_URL to the deployment\'s Postgres (and REDIS_URL, so that every edge hears of key, channel and model changes).'
+    "Set DATABASE_URL to the deployment's Postgres (and REDIS_URL, so that every edge hears of key, channel and model changes)."
   );
 }
 

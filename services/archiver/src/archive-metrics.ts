@@ -15,6 +15,7 @@ export function countArchiveResults(archive: Worker, maintenance: Worker, metric
     if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) metrics.archives.inc({ outcome: 'failed' });
   });
   maintenance.on('completed', (job, result: { removed?: number } | undefined) => {
-    if (job.name === 'files.retention-sweep' && result?.removed) metrics.retentionRemoved.inc({ kind: 'file' }, result.removed);
+    if (job.name === 'files.retention-sweep' && result?.removed)
+      metrics.retentionRemoved.inc({ kind: 'file' }, result.removed);
   });
 }

@@ -9,9 +9,18 @@ import { newId, taskRepository, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { closeWorkers, createQueueEvents, createQueues, type Queues } from '@gensvc/queue';
 import { createS3, outputObjectKey } from '@gensvc/storage';
-import { countS3Commands, makeWorkspace, objectKeys, sha256, startTlsServer, useTestContext, type S3Counter, type TlsTestServer } from '@gensvc/testing';
+import {
+  countS3Commands,
+  makeWorkspace,
+  objectKeys,
+  sha256,
+  startTlsServer,
+  useTestContext,
+  type S3Counter,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import type { Job, QueueEvents, Worker } from 'bullmq';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { startArchiveWorker } from './archive-worker';
 import type { ArchiverDeps } from './deps';
 import type { ArchiveOutcome } from './handlers/archive-output';
@@ -26,7 +35,12 @@ const makePng = (side: number): Buffer =>
   encodePng({ width: side, height: side, pixels: randomBytes(side * side * 3) });
 
 /** Streams `total` bytes starting with `head`, honouring backpressure, hashing what it sends; chunked (no length). */
-function streamGenerated(res: ServerResponse, head: Buffer, total: number, onWrite?: (sent: number) => void): Promise<string> {
+function streamGenerated(
+  res: ServerResponse,
+  head: Buffer,
+  total: number,
+  onWrite?: (sent: number) => void,
+): Promise<string> {
   const hash = createHash('sha256');
   const block = randomBytes(256 * 1024);
   let sent = 0;
@@ -51,7 +65,12 @@ function streamGenerated(res: ServerResponse, head: Buffer, total: number, onWri
   });
 }
 
-const MP4_HEAD = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2', 'latin1')]);
+const MP4_HEAD = Buffer.concat([
+  Buffer.from([0, 0, 0, 0x18]),
+  Buffer.from('ftypisom', 'latin1'),
+  Buffer.from([0, 0, 2, 0]),
+  Buffer.from('isomiso2', 'latin1'),
+]);
 
 describe('archive.output', () => {
   let provider: TlsTestServer;
@@ -103,7 +122,10 @@ describe('archive.output', () => {
         operation: 'text-to-image',
         status: 'completed',
         input: { prompt: 'a lighthouse' },
-        output: { outputs: outputs.map((o, i) => ({ ...o, seed: 40 + i, archive_status: 'pending' })), provider_id: 'pred_1' },
+        output: {
+          outputs: outputs.map((o, i) => ({ ...o, seed: 40 + i, archive_status: 'pending' })),
+          provider_id: 'pred_1',
+        },
         completedAt: new Date(),
       },
     });
@@ -115,9 +137,16 @@ describe('archive.output', () => {
    * once reaches the handler.
    */
   let deliveries = 0;
-  async function archive(taskId: string, outputIndex: number, opts: { attempts?: number } = {}): Promise<ArchiveOutcome> {
+  async function archive(
+    taskId: string,
+    outputIndex: number,
+    opts: { attempts?: number } = {},
+  ): Promise<ArchiveOutcome> {
     const data = ArchiveOutput.schema.parse({ taskId, outputIndex, v: ArchiveOutput.version });
-    const job = (await queues.get('archive').add(ArchiveOutput.name, data, { jobId: `archive-delivery-${++deliveries}`, attempts: opts.attempts ?? 1 })) as Job;
+    const job = (await queues.get('archive').add(ArchiveOutput.name, data, {
+      jobId: `archive-delivery-${++deliveries}`,
+      attempts: opts.attempts ?? 1,
+    })) as Job;
     return job.waitUntilFinished(events, 60_000);
   }
 
@@ -152,7 +181,9 @@ describe('archive.output', () => {
     const outcome = await archive(task.id, 0);
     expect(outcome).toMatchObject({ outcome: 'archived', bytes: png.length, already: false });
 
-    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } } });
+    const file = await ctx.db.file.findUniqueOrThrow({
+      where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } },
+    });
     expect(file).toMatchObject({
       workspaceId: task.workspaceId,
       source: 'generated',
@@ -175,7 +206,14 @@ describe('archive.output', () => {
     const after = await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } });
     expect(after.output).toEqual({
       outputs: [
-        { kind: 'image', url, seed: 40, archive_status: 'archived', svc_file_id: file.id, svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${file.storageKey}` },
+        {
+          kind: 'image',
+          url,
+          seed: 40,
+          archive_status: 'archived',
+          svc_file_id: file.id,
+          svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${file.storageKey}`,
+        },
       ],
       provider_id: 'pred_1',
     });
@@ -195,15 +233,28 @@ describe('archive.output', () => {
       res.write(small.subarray(0, 100));
       setTimeout(() => res.end(small.subarray(100)), 5);
     });
-    const task = await makeTask('payg', ['small', 'large', 'chunked'].map((name) => ({ kind: 'image' as const, url: `${provider.url}/out/${name}.png` })));
+    const task = await makeTask(
+      'payg',
+      ['small', 'large', 'chunked'].map((name) => ({ kind: 'image' as const, url: `${provider.url}/out/${name}.png` })),
+    );
     const commandsBefore = uploaded.commands.length;
     const outcomes = [await archive(task.id, 0), await archive(task.id, 1), await archive(task.id, 2)];
     expect(uploaded.commands.slice(commandsBefore)).toEqual(Array(3).fill('PutObjectCommand'));
-    expect(outcomes.map((o) => o.outcome === 'archived' && o.bytes)).toEqual([small.length, large.length, small.length]);
+    expect(outcomes.map((o) => o.outcome === 'archived' && o.bytes)).toEqual([
+      small.length,
+      large.length,
+      small.length,
+    ]);
     for (const [i, bytes] of [small, large, small].entries()) {
-      const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: i } } });
+      const file = await ctx.db.file.findUniqueOrThrow({
+        where: { taskId_outputIndex: { taskId: task.id, outputIndex: i } },
+      });
       expect(file).toMatchObject({ contentType: 'image/png', bytes: BigInt(bytes.length), sha256: sha256(bytes) });
-      expect(await objectSha(file.storageKey)).toEqual({ sha: sha256(bytes), contentType: 'image/png', bytes: bytes.length });
+      expect(await objectSha(file.storageKey)).toEqual({
+        sha: sha256(bytes),
+        contentType: 'image/png',
+        bytes: bytes.length,
+      });
     }
   });
 
@@ -216,7 +267,10 @@ describe('archive.output', () => {
     const url = `${provider.url}/out/cut.png`;
     const task = await makeTask('payg', [{ kind: 'image', url }]);
     const commandsBefore = uploaded.commands.length;
-    expect(await archive(task.id, 0)).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^connection: /) });
+    expect(await archive(task.id, 0)).toMatchObject({
+      outcome: 'failed',
+      reason: expect.stringMatching(/^connection: /),
+    });
     // Nothing was put; the failed job's clean-up deletes the key all the same.
     expect(uploaded.commands.slice(commandsBefore).filter((c) => c !== 'DeleteObjectCommand')).toEqual([]);
     expect(await objectsOf(task.workspaceId)).toEqual([]);
@@ -249,7 +303,9 @@ describe('archive.output', () => {
     const before = Date.now();
     const outcome = await archive(task.id, 0);
     expect(outcome).toMatchObject({ outcome: 'archived', bytes: png.length, already: false });
-    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } } });
+    const file = await ctx.db.file.findUniqueOrThrow({
+      where: { taskId_outputIndex: { taskId: task.id, outputIndex: 0 } },
+    });
     expect(file).toMatchObject({ workspaceId: task.workspaceId, sha256: sha256(png), bytes: BigInt(png.length) });
     // Free: the public copy 7 days, and the library entry with it.
     expect(file.publicExpiresAt!.getTime() - before).toBeGreaterThanOrEqual(7 * DAY - 1000);
@@ -298,9 +354,16 @@ describe('archive.output', () => {
     expect(outcome).toMatchObject({ outcome: 'archived', bytes: total });
     expect(uploaded.bytes - start).toBe(total);
 
-    const file = await ctx.db.file.findUniqueOrThrow({ where: { taskId_outputIndex: { taskId: task.id, outputIndex: 1 } } });
+    const file = await ctx.db.file.findUniqueOrThrow({
+      where: { taskId_outputIndex: { taskId: task.id, outputIndex: 1 } },
+    });
     const sent = await served;
-    expect(file).toMatchObject({ contentType: 'video/mp4', bytes: BigInt(total), sha256: sent, filename: `${task.id}-1.mp4` });
+    expect(file).toMatchObject({
+      contentType: 'video/mp4',
+      bytes: BigInt(total),
+      sha256: sent,
+      filename: `${task.id}-1.mp4`,
+    });
     expect(await objectSha(file.storageKey)).toEqual({ sha: sent, contentType: 'video/mp4', bytes: total });
     // Held whole, the lead would reach 64 MiB. Streaming, it is bounded by the parts in flight (queueSize 2 ×
     // 5 MiB), the part being filled, and socket buffers.
@@ -309,7 +372,12 @@ describe('archive.output', () => {
     expect(file.publicExpiresAt!.getTime() - file.createdAt.getTime()).toBe(7 * DAY);
     expect(file.expiresAt.getTime()).toBe(file.publicExpiresAt!.getTime());
     // The other output was not touched.
-    expect(await entryOf(task.id, 0)).toEqual({ kind: 'image', url: `${provider.url}/out/unused.png`, seed: 40, archive_status: 'pending' });
+    expect(await entryOf(task.id, 0)).toEqual({
+      kind: 'image',
+      url: `${provider.url}/out/unused.png`,
+      seed: 40,
+      archive_status: 'pending',
+    });
     expect(await entryOf(task.id, 1)).toMatchObject({ archive_status: 'archived', svc_file_id: file.id });
   }, 120_000);
 
@@ -329,7 +397,9 @@ describe('archive.output', () => {
     expect(uploaded.bytes - partsBefore).toBeGreaterThan(0);
     // ...yet nothing is left: the multipart upload was aborted, never completed.
     const commands = uploaded.commands.slice(commandsBefore);
-    expect(commands).toEqual(expect.arrayContaining(['CreateMultipartUploadCommand', 'UploadPartCommand', 'AbortMultipartUploadCommand']));
+    expect(commands).toEqual(
+      expect.arrayContaining(['CreateMultipartUploadCommand', 'UploadPartCommand', 'AbortMultipartUploadCommand']),
+    );
     expect(commands).not.toContain('CompleteMultipartUploadCommand');
     expect(await objectsOf(task.workspaceId)).toEqual([]);
     expect(await ctx.db.file.count({ where: { taskId: task.id } })).toBe(0);
@@ -351,9 +421,18 @@ describe('archive.output', () => {
       { kind: 'image', url: `http://127.0.0.1:${provider.port}/out/image.png` },
     ]);
     const seen = provider.requests.length;
-    expect(await archive(task.id, 0)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('http_status') });
-    expect(await archive(task.id, 1)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('unsupported_type') });
-    expect(await archive(task.id, 2)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('private_address') });
+    expect(await archive(task.id, 0)).toMatchObject({
+      outcome: 'failed',
+      reason: expect.stringContaining('http_status'),
+    });
+    expect(await archive(task.id, 1)).toMatchObject({
+      outcome: 'failed',
+      reason: expect.stringContaining('unsupported_type'),
+    });
+    expect(await archive(task.id, 2)).toMatchObject({
+      outcome: 'failed',
+      reason: expect.stringContaining('private_address'),
+    });
     expect(await archive(task.id, 3)).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('scheme') });
     // Only the first two reached the provider: the private address and plain http were refused before connecting.
     expect(provider.requests.slice(seen).map((r) => r.url)).toEqual(['/out/missing.png', '/out/page.png']);
@@ -392,11 +471,18 @@ describe('archive.output', () => {
       { kind: 'image', url: `${provider.url}/out/done.png` },
       { kind: 'image', url: `${provider.url}/out/missing.png` },
     ]);
-    await ctx.db.task.update({ where: { id: task.id }, data: { status: 'running', completedAt: null, callbackUrl: 'https://hooks.example/cb' } });
+    await ctx.db.task.update({
+      where: { id: task.id },
+      data: { status: 'running', completedAt: null, callbackUrl: 'https://hooks.example/cb' },
+    });
 
     await archive(task.id, 0);
     // One output is still pending: the task is not complete and no callback is due.
-    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({ status: 'running', callbackState: 'none', completedAt: null });
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
+      status: 'running',
+      callbackState: 'none',
+      completedAt: null,
+    });
     const callbackJob = () => queues.get('callbacks').getJob(`callback.deliver/${task.id}/1`);
     expect(await callbackJob()).toBeUndefined();
 
@@ -409,6 +495,8 @@ describe('archive.output', () => {
 
     // A re-run completes nothing again and adds no second callback job.
     await archive(task.id, 1);
-    expect((await queues.get('callbacks').getJobs(['waiting', 'delayed'])).filter((j) => j.data.taskId === task.id)).toHaveLength(1);
+    expect(
+      (await queues.get('callbacks').getJobs(['waiting', 'delayed'])).filter((j) => j.data.taskId === task.id),
+    ).toHaveLength(1);
   });
 });

@@ -12,7 +12,11 @@ export interface WorkerConnection {
 }
 
 /** The `archive` queue's worker: one handler, `archive.output`, with the kept-alive connections it owns. */
-export function startArchiveWorker(deps: ArchiverDeps, conn: WorkerConnection, concurrency = deps.config.concurrency.archiver): Worker {
+export function startArchiveWorker(
+  deps: ArchiverDeps,
+  conn: WorkerConnection,
+  concurrency = deps.config.concurrency.archiver,
+): Worker {
   // Connections to the providers' output hosts reused across archives (issue 12), closed with the worker.
   const agents = new OutboundAgents();
   const worker = defineWorker({

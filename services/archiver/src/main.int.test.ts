@@ -9,7 +9,15 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ArchiveOutput } from '@gensvc/contracts';
 import { newId } from '@gensvc/db';
 import { createQueueEvents, createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { makeWorkspace, spawnService, startTlsServer, useTestContext, waitForOutput, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import {
+  makeWorkspace,
+  spawnService,
+  startTlsServer,
+  useTestContext,
+  waitForOutput,
+  type ServiceProcess,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import type { QueueEvents } from 'bullmq';
 import { RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID } from './maintenance-schedule';
 
@@ -63,7 +71,12 @@ it('archives through NODE_EXTRA_CA_CERTS only, schedules the maintenance jobs, a
       operation: 'text-to-image',
       status: 'completed',
       input: {},
-      output: { outputs: [{ kind: 'image', url }, { kind: 'image', url }] },
+      output: {
+        outputs: [
+          { kind: 'image', url },
+          { kind: 'image', url },
+        ],
+      },
     },
   });
 
@@ -83,7 +96,9 @@ it('archives through NODE_EXTRA_CA_CERTS only, schedules the maintenance jobs, a
   expect(hash.digest('hex')).toBe(sha256(image));
 
   const schedulers = await queues.get('maintenance').getJobSchedulers();
-  expect(schedulers.map((s) => s.key).sort()).toEqual([RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID].sort());
+  expect(schedulers.map((s) => s.key).sort()).toEqual(
+    [RELEASE_EXPIRED_SCHEDULER_ID, RETENTION_SWEEP_SCHEDULER_ID].sort(),
+  );
 
   expect(await trusting.stop()).toBe(0);
   expect(trusting.output()).toContain('shutdown phase done');

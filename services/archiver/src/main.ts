@@ -6,10 +6,16 @@ import { startTelemetry } from '@gensvc/observability';
 const SERVICE = 'archiver';
 const RESCHEDULE_EVERY_MS = 5 * 60_000;
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
+const telemetry = startTelemetry({
+  serviceName: `gensvc-${SERVICE}`,
+  otlpEndpoint: config.otel.endpoint,
+  sampleRatio: config.otel.sampleRatio,
+});
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import(
+    '@gensvc/queue'
+  );
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createS3, checkBucket } = await import('@gensvc/storage');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
@@ -33,7 +39,10 @@ async function main() {
   // The ops port: probes and Prometheus, never the public network.
   const metrics = createMetrics(SERVICE);
   const [archiveQueue, maintenanceQueue] = [queues.get('archive'), queues.get('maintenance')];
-  const watched = [watchWorker({ worker: workers[0]!, queue: archiveQueue, connection: redis, metrics }), watchWorker({ worker: workers[1]!, queue: maintenanceQueue, connection: redis, metrics })];
+  const watched = [
+    watchWorker({ worker: workers[0]!, queue: archiveQueue, connection: redis, metrics }),
+    watchWorker({ worker: workers[1]!, queue: maintenanceQueue, connection: redis, metrics }),
+  ];
   watchQueues(metrics, [archiveQueue, maintenanceQueue]);
   countArchiveResults(workers[0]!, workers[1]!, metrics);
   const ops = await startOpsServer({
@@ -51,12 +60,17 @@ async function main() {
   // Schedules live in Redis: re-registered every few minutes, so a Redis that lost them (flushed, restarted
   // without persistence) gets them back without an archiver restart. Upserting an unchanged schedule is a no-op.
   const reschedule = setInterval(() => {
-    scheduleMaintenance(queues).catch((err: unknown) => logger.error({ err }, 'could not re-register the maintenance schedules'));
+    scheduleMaintenance(queues).catch((err: unknown) =>
+      logger.error({ err }, 'could not re-register the maintenance schedules'),
+    );
   }, RESCHEDULE_EVERY_MS);
   reschedule.unref();
   // Archives whose job vanished (Redis flushed, a job failed for good) and completions left undone.
   const reconciler = startArchiveReconciler({ config, db, queues, redis, logger });
-  logger.info({ concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port }, 'archiver started');
+  logger.info(
+    { concurrency: config.concurrency.archiver, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port },
+    'archiver started',
+  );
 
   const shutdown = createShutdown(
     [
@@ -83,6 +97,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

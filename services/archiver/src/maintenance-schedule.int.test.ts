@@ -26,8 +26,16 @@ it('every replica registers each maintenance job under one scheduler id: one sch
     const schedulers = await queue.getJobSchedulers();
     expect(schedulers).toHaveLength(MAINTENANCE_SCHEDULES.length);
     const byKey = new Map(schedulers.map((s) => [s.key, s]));
-    expect(byKey.get(RETENTION_SWEEP_SCHEDULER_ID)).toMatchObject({ key: RETENTION_SWEEP_SCHEDULER_ID, name: FilesRetentionSweep.name, every: RETENTION_SWEEP_EVERY_MS });
-    expect(byKey.get(RELEASE_EXPIRED_SCHEDULER_ID)).toMatchObject({ key: RELEASE_EXPIRED_SCHEDULER_ID, name: BillingReleaseExpired.name, every: RELEASE_EXPIRED_EVERY_MS });
+    expect(byKey.get(RETENTION_SWEEP_SCHEDULER_ID)).toMatchObject({
+      key: RETENTION_SWEEP_SCHEDULER_ID,
+      name: FilesRetentionSweep.name,
+      every: RETENTION_SWEEP_EVERY_MS,
+    });
+    expect(byKey.get(RELEASE_EXPIRED_SCHEDULER_ID)).toMatchObject({
+      key: RELEASE_EXPIRED_SCHEDULER_ID,
+      name: BillingReleaseExpired.name,
+      every: RELEASE_EXPIRED_EVERY_MS,
+    });
     expect(RETENTION_SWEEP_EVERY_MS).toBe(3_600_000);
     expect(RELEASE_EXPIRED_EVERY_MS).toBe(60_000);
 

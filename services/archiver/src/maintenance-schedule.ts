@@ -24,13 +24,20 @@ export const MAINTENANCE_SCHEDULES: readonly MaintenanceSchedule[] = [
     opts: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 } },
   },
   // A failed run is not retried: the next one comes within the minute.
-  { id: RELEASE_EXPIRED_SCHEDULER_ID, job: BillingReleaseExpired, everyMs: RELEASE_EXPIRED_EVERY_MS, opts: { attempts: 1 } },
+  {
+    id: RELEASE_EXPIRED_SCHEDULER_ID,
+    job: BillingReleaseExpired,
+    everyMs: RELEASE_EXPIRED_EVERY_MS,
+    opts: { attempts: 1 },
+  },
 ];
 
 /** Registers (or re-registers, unchanged) every maintenance job's schedule; every archiver replica does, at start. */
 export async function scheduleMaintenance(queues: Queues): Promise<void> {
   for (const s of MAINTENANCE_SCHEDULES) {
     const data = s.job.schema.parse({ v: s.job.version });
-    await queues.get(s.job.queue).upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.job.name, data, opts: s.opts });
+    await queues
+      .get(s.job.queue)
+      .upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.job.name, data, opts: s.opts });
   }
 }

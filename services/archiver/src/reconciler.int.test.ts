@@ -16,7 +16,16 @@ let reconciler: ReturnType<typeof startArchiveReconciler>;
 
 beforeAll(() => {
   queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
-  reconciler = startArchiveReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'reconciler-test', level: 'silent' }) }, { autorun: false });
+  reconciler = startArchiveReconciler(
+    {
+      config: ctx.config,
+      db: ctx.db,
+      queues,
+      redis: ctx.redis,
+      logger: createLogger({ service: 'reconciler-test', level: 'silent' }),
+    },
+    { autorun: false },
+  );
 });
 afterAll(async () => {
   await reconciler.stop();
@@ -29,17 +38,32 @@ const letGoStale = (...ids: string[]) => letTasksGoStale(ctx.db, ids);
 it('completes a task whose archives all finished but whose completion was lost, and schedules its callback', async () => {
   const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_2', upstreamUrls: null });
-  await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'failed' }] }, task.reserved);
+  await taskRepository.recordOutput(
+    ctx.db,
+    task.id,
+    { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'failed' }] },
+    task.reserved,
+  );
   await letGoStale(task.id);
   expect(await reconciler.runOnce()).toMatchObject({ completed: 1 });
-  expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({ status: 'completed', callbackState: 'pending' });
-  expect(await (await queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [task.id, 1])))?.getState()).toBe('waiting');
+  expect(await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
+    status: 'completed',
+    callbackState: 'pending',
+  });
+  expect(await (await queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [task.id, 1])))?.getState()).toBe(
+    'waiting',
+  );
 });
 
 it('re-adds the pending archive of a finished provider job, once', async () => {
   const task = await makeTask(ctx.db);
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'pred_3', upstreamUrls: null });
-  await taskRepository.recordOutput(ctx.db, task.id, { outputs: [{ kind: 'video', url: 'https://provider.example/v.mp4', archive_status: 'pending' }] }, task.reserved);
+  await taskRepository.recordOutput(
+    ctx.db,
+    task.id,
+    { outputs: [{ kind: 'video', url: 'https://provider.example/v.mp4', archive_status: 'pending' }] },
+    task.reserved,
+  );
   await letGoStale(task.id);
   expect(await reconciler.runOnce()).toMatchObject({ readded: 1, completed: 0 });
   expect(await queues.get('archive').getJob(jobIdFor(ArchiveOutput, [task.id, 0]))).toBeDefined();
@@ -51,7 +75,11 @@ it('re-adds the pending archive of a finished provider job, once', async () => {
 it('leaves queued and polling tasks to the task-runner', async () => {
   const queued = await makeTask(ctx.db);
   const polling = await makeTask(ctx.db);
-  await taskRepository.markSubmitted(ctx.db, polling.id, { channelId: 'ch_x', upstreamId: 'pred_5', upstreamUrls: null });
+  await taskRepository.markSubmitted(ctx.db, polling.id, {
+    channelId: 'ch_x',
+    upstreamId: 'pred_5',
+    upstreamUrls: null,
+  });
   await letGoStale(queued.id, polling.id);
   // The earlier test's running task may still be examined (its archive job exists): nothing may be added or completed.
   expect(await reconciler.runOnce()).toMatchObject({ readded: 0, completed: 0 });

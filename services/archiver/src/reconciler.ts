@@ -5,7 +5,15 @@
 // completed here, with its callback scheduled. One replica sweeps per interval (libs/queue startSweeper).
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { scheduleArchives, scheduleCallback, startReconcileSweeper, taskJobRef, type Queues, type ReconcilerBaseDeps, type Sweeper } from '@gensvc/queue';
+import {
+  scheduleArchives,
+  scheduleCallback,
+  startReconcileSweeper,
+  taskJobRef,
+  type Queues,
+  type ReconcilerBaseDeps,
+  type Sweeper,
+} from '@gensvc/queue';
 
 export interface ArchiveReconcilerDeps extends ReconcilerBaseDeps {
   db: Db;
@@ -21,23 +29,31 @@ export interface ArchiveReconcileReport {
   completed: number;
 }
 
-export function startArchiveReconciler(deps: ArchiveReconcilerDeps, opts: { autorun?: boolean } = {}): Sweeper<ArchiveReconcileReport> {
+export function startArchiveReconciler(
+  deps: ArchiveReconcilerDeps,
+  opts: { autorun?: boolean } = {},
+): Sweeper<ArchiveReconcileReport> {
   const { db, queues, logger } = deps;
-  return startReconcileSweeper('archiver', deps, async ({ now, staleBefore, batch }): Promise<ArchiveReconcileReport> => {
-    const stale = await taskRepository.staleInArchive(db, staleBefore, batch);
-    let readded = 0;
-    let completed = 0;
-    for (const task of stale) {
-      const ref = taskJobRef(task);
-      const pending = await scheduleArchives(queues, ref, task.output, { recover: true });
-      readded += pending.filter((o) => o !== 'exists' && o !== 'promoted').length;
-      const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
-      if (done) completed++;
-      if (done?.callback) await scheduleCallback(queues, ref, done.callbackRoundStart);
-      if (!done) await taskRepository.touch(db, task.id, now);
-    }
-    const report = { tasks: stale.length, readded, completed };
-    if (readded + completed > 0) logger.warn(report, 'archive reconciler: re-added archive jobs or completed tasks');
-    return report;
-  }, opts);
+  return startReconcileSweeper(
+    'archiver',
+    deps,
+    async ({ now, staleBefore, batch }): Promise<ArchiveReconcileReport> => {
+      const stale = await taskRepository.staleInArchive(db, staleBefore, batch);
+      let readded = 0;
+      let completed = 0;
+      for (const task of stale) {
+        const ref = taskJobRef(task);
+        const pending = await scheduleArchives(queues, ref, task.output, { recover: true });
+        readded += pending.filter((o) => o !== 'exists' && o !== 'promoted').length;
+        const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
+        if (done) completed++;
+        if (done?.callback) await scheduleCallback(queues, ref, done.callbackRoundStart);
+        if (!done) await taskRepository.touch(db, task.id, now);
+      }
+      const report = { tasks: stale.length, readded, completed };
+      if (readded + completed > 0) logger.warn(report, 'archive reconciler: re-added archive jobs or completed tasks');
+      return report;
+    },
+    opts,
+  );
 }

@@ -8,7 +8,16 @@ import { CallbackDeliver, taskEnvelope, type TaskOutputEntry } from '@gensvc/con
 import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
 import { createLogger, createMetrics } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
-import { closeWorkers, createQueueEvents, createQueues, ensureJob, jobIdFor, scheduleCallback, taskJobRef, type Queues } from '@gensvc/queue';
+import {
+  closeWorkers,
+  createQueueEvents,
+  createQueues,
+  ensureJob,
+  jobIdFor,
+  scheduleCallback,
+  taskJobRef,
+  type Queues,
+} from '@gensvc/queue';
 import { eventually, makeTask, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
 import type { QueueEvents, Worker } from 'bullmq';
@@ -43,10 +52,12 @@ interface Arrival {
 /** How a receiver path answers its n-th request (1-based). */
 type Answer = (res: ServerResponse, n: number) => void;
 const ok: Answer = (res) => res.end('ok');
-const status = (code: number, body = ''): Answer => (res) => {
-  res.statusCode = code;
-  res.end(body);
-};
+const status =
+  (code: number, body = ''): Answer =>
+  (res) => {
+    res.statusCode = code;
+    res.end(body);
+  };
 
 describe('callback.deliver', () => {
   let receiver: TlsTestServer;
@@ -62,7 +73,8 @@ describe('callback.deliver', () => {
   let worker: Worker;
   const metrics = createMetrics('callback-dispatcher-test');
   /** gensvc_callback_attempts_total by outcome, as this worker counted them. */
-  const attemptsCounted = async () => Object.fromEntries((await metrics.callbackAttempts.get()).values.map((v) => [v.labels.outcome, v.value]));
+  const attemptsCounted = async () =>
+    Object.fromEntries((await metrics.callbackAttempts.get()).values.map((v) => [v.labels.outcome, v.value]));
 
   beforeAll(async () => {
     receiver = await startTlsServer((req, res) => {
@@ -77,13 +89,20 @@ describe('callback.deliver', () => {
     });
     queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
     events = createQueueEvents({ queue: 'callbacks', connection: ctx.redis, prefix: ctx.config.queuePrefix });
-    events.on('completed', ({ jobId, returnvalue }) => void outcomes.set(jobId, returnvalue as unknown as DeliverOutcome));
+    events.on(
+      'completed',
+      ({ jobId, returnvalue }) => void outcomes.set(jobId, returnvalue as unknown as DeliverOutcome),
+    );
     await events.waitUntilReady();
     const deps: DispatcherDeps = {
       config: ctx.config,
       db: ctx.db,
       queues,
-      logger: createLogger({ service: 'callback-dispatcher-test', level: 'info', destination: { write: (line: string) => void logLines.push(JSON.parse(line)) } }),
+      logger: createLogger({
+        service: 'callback-dispatcher-test',
+        level: 'info',
+        destination: { write: (line: string) => void logLines.push(JSON.parse(line)) },
+      }),
       outbound: { ca: receiver.caPem, lookup: async (host) => dns.get(host) ?? systemLookup(host) },
     };
     worker = startDispatcherWorker(deps, { connection: ctx.redis, prefix: ctx.config.queuePrefix }, 8);
@@ -113,7 +132,11 @@ describe('callback.deliver', () => {
    * machine's load (job pick-up, queries, a TLS handshake), not the schedule, so it is not asserted.
    */
   async function expectFollowedAt(taskId: string, attempt: number, step: number, seen: Arrival[]) {
-    await eventually(() => outcomes.has(jobIdFor(CallbackDeliver, [taskId, attempt])), `attempt ${attempt}'s outcome`, 10_000);
+    await eventually(
+      () => outcomes.has(jobIdFor(CallbackDeliver, [taskId, attempt])),
+      `attempt ${attempt}'s outcome`,
+      10_000,
+    );
     const outcome = outcomes.get(jobIdFor(CallbackDeliver, [taskId, attempt]));
     expect(outcome).toMatchObject({ outcome: 'attempted', then: { step: 'retry', attempt: attempt + 1 } });
     const { delayMs } = (outcome as { then: { delayMs: number } }).then;
@@ -125,7 +148,13 @@ describe('callback.deliver', () => {
   /** A task created (the price held) and submitted to its provider, in a new workspace unless `workspaceId` says. */
   async function submittedTask(callbackUrl: string, workspaceId?: string) {
     const task = await makeTask(ctx.db, { callbackUrl, ...(workspaceId && { workspaceId }) });
-    expect(await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_sim', upstreamId: 'pred_1', upstreamUrls: null })).toBe(true);
+    expect(
+      await taskRepository.markSubmitted(ctx.db, task.id, {
+        channelId: 'ch_sim',
+        upstreamId: 'pred_1',
+        upstreamUrls: null,
+      }),
+    ).toBe(true);
     return task;
   }
 
@@ -146,7 +175,15 @@ describe('callback.deliver', () => {
       taskId,
       outputIndex: 0,
     };
-    return { fileId, file, patch: { archive_status: 'archived' as const, svc_file_id: fileId, svc_url: `https://files.gensvc.test/b/${storageKey}` } };
+    return {
+      fileId,
+      file,
+      patch: {
+        archive_status: 'archived' as const,
+        svc_file_id: fileId,
+        svc_url: `https://files.gensvc.test/b/${storageKey}`,
+      },
+    };
   }
 
   /**
@@ -155,7 +192,13 @@ describe('callback.deliver', () => {
    */
   async function completedTask(callbackUrl: string, opts: { archived?: boolean } = {}) {
     const { id, workspaceId } = await submittedTask(callbackUrl);
-    const entry: Record<string, string | number> = { kind: 'image', url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png' };
+    const entry: Record<string, string | number> = {
+      kind: 'image',
+      url: 'https://provider.example/out/1.png',
+      width: 512,
+      height: 512,
+      content_type: 'image/png',
+    };
     let fileId: string | null = null;
     if (opts.archived ?? true) {
       const output = archivedOutput(id, workspaceId);
@@ -165,8 +208,15 @@ describe('callback.deliver', () => {
     } else {
       entry.archive_status = 'failed';
     }
-    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry as TaskOutputEntry] }, 40_000n)).toMatchObject({ charged: 40_000n });
-    expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId, callbackRoundStart: 1, callback: true });
+    expect(
+      await taskRepository.recordOutput(ctx.db, id, { outputs: [entry as TaskOutputEntry] }, 40_000n),
+    ).toMatchObject({ charged: 40_000n });
+    expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({
+      id,
+      workspaceId,
+      callbackRoundStart: 1,
+      callback: true,
+    });
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'completed', callbackState: 'pending', callbackRoundStart: 1 });
     return { task, fileId };
@@ -175,8 +225,14 @@ describe('callback.deliver', () => {
   /** A task of `workspaceId` completed as the archiver completes one (recordArchive, its output archived as a file). */
   async function completedByArchive(callbackUrl: string, workspaceId: string) {
     const { id } = await submittedTask(callbackUrl, workspaceId);
-    const entry = { kind: 'image', url: 'https://provider.example/out/1.png', archive_status: 'pending' } as TaskOutputEntry;
-    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toMatchObject({ charged: 40_000n });
+    const entry = {
+      kind: 'image',
+      url: 'https://provider.example/out/1.png',
+      archive_status: 'pending',
+    } as TaskOutputEntry;
+    expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [entry] }, 40_000n)).toMatchObject({
+      charged: 40_000n,
+    });
     const { fileId, file, patch } = archivedOutput(id, workspaceId);
     const { completed } = await taskRepository.recordArchive(ctx.db, { taskId: id, outputIndex: 0, patch, file });
     expect(completed).toMatchObject({ id, callbackRoundStart: 1, callback: true });
@@ -191,22 +247,32 @@ describe('callback.deliver', () => {
   }
 
   /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
-  const recordAttempt = (task: { id: string; workspaceId: string; callbackUrl: string | null }, attempt: number, statusCode: number, at = new Date()) =>
+  const recordAttempt = (
+    task: { id: string; workspaceId: string; callbackUrl: string | null },
+    attempt: number,
+    statusCode: number,
+    at = new Date(),
+  ) =>
     taskRepository
-      .recordDeliveryAttempt(ctx.db, { input: {
-        workspaceId: task.workspaceId,
-        taskId: task.id,
-        attempt,
-        deliveryId: deliveryIdFor(task.id, attempt),
-        url: task.callbackUrl!,
-        statusCode,
-        durationMs: 10,
-        error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
-        responseHead: null,
-        at,
-      }, decidedOn: { callbackRoundStart: 1 }, step: null })
+      .recordDeliveryAttempt(ctx.db, {
+        input: {
+          workspaceId: task.workspaceId,
+          taskId: task.id,
+          attempt,
+          deliveryId: deliveryIdFor(task.id, attempt),
+          url: task.callbackUrl!,
+          statusCode,
+          durationMs: 10,
+          error: statusCode < 300 ? null : `http_status: the receiver answered ${statusCode}.`,
+          responseHead: null,
+          at,
+        },
+        decidedOn: { callbackRoundStart: 1 },
+        step: null,
+      })
       .then((r) => r.recorded);
-  const jobOf = (taskId: string, attempt: number) => queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
+  const jobOf = (taskId: string, attempt: number) =>
+    queues.get('callbacks').getJob(jobIdFor(CallbackDeliver, [taskId, attempt]));
   const attemptsOf = (taskId: string) => callbackRepository.attempts(ctx.db, taskId);
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
   const stateIs = (taskId: string, state: string) => async () => (await taskOf(taskId)).callbackState === state;
@@ -217,11 +283,20 @@ describe('callback.deliver', () => {
     await scheduleCallback(queues, taskJobRef(task), 1, { first: true });
     await eventually(stateIs(task.id, 'delivered'), 'the second attempt to deliver', 10_000);
     expect(arrivalsAt(path)).toHaveLength(2);
-    expect((await attemptsOf(task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
+    expect((await attemptsOf(task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([
+      [1, 503],
+      [2, 200],
+    ]);
     // The first attempt's job (added as a completion adds it) and the second's (added by the first, as a retry).
     for (const attempt of [1, 2]) {
-      await eventually(async () => (await jobOf(task.id, attempt)) === undefined, `attempt ${attempt}'s job to be removed`);
-      expect(outcomes.get(jobIdFor(CallbackDeliver, [task.id, attempt]))).toMatchObject({ outcome: 'attempted', attempt });
+      await eventually(
+        async () => (await jobOf(task.id, attempt)) === undefined,
+        `attempt ${attempt}'s job to be removed`,
+      );
+      expect(outcomes.get(jobIdFor(CallbackDeliver, [task.id, attempt]))).toMatchObject({
+        outcome: 'attempted',
+        attempt,
+      });
     }
   });
 
@@ -261,7 +336,11 @@ describe('callback.deliver', () => {
     const flaky = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
     const { workspaceId } = await makeTask(ctx.db, {});
     const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
-    const done = [await completedByArchive(ok1.url, workspaceId), await completedByArchive(flaky.url, workspaceId), await completedByArchive(ok1.url, workspaceId)];
+    const done = [
+      await completedByArchive(ok1.url, workspaceId),
+      await completedByArchive(flaky.url, workspaceId),
+      await completedByArchive(ok1.url, workspaceId),
+    ];
     const counted = await attemptsCounted();
     await Promise.all(done.map((d) => scheduleCallback(queues, taskJobRef(d.task), 1, { first: true })));
     const ids = done.map((d) => d.task.id);
@@ -271,20 +350,43 @@ describe('callback.deliver', () => {
     for (const jobId of jobIds) await eventually(() => outcomes.has(jobId), `job ${jobId} completed`);
     expect(ids.map((id) => outcomes.get(jobIdFor(CallbackDeliver, [id, 1])))).toEqual([
       expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
-      expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 503, then: expect.objectContaining({ step: 'retry', attempt: 2 }) }),
+      expect.objectContaining({
+        outcome: 'attempted',
+        attempt: 1,
+        statusCode: 503,
+        then: expect.objectContaining({ step: 'retry', attempt: 2 }),
+      }),
       expect.objectContaining({ outcome: 'attempted', attempt: 1, statusCode: 200 }),
     ]);
-    expect(outcomes.get(jobIdFor(CallbackDeliver, [ids[1]!, 2]))).toMatchObject({ outcome: 'attempted', attempt: 2, statusCode: 200 });
-    expect((await attemptsOf(ids[1]!)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 200]]);
+    expect(outcomes.get(jobIdFor(CallbackDeliver, [ids[1]!, 2]))).toMatchObject({
+      outcome: 'attempted',
+      attempt: 2,
+      statusCode: 200,
+    });
+    expect((await attemptsOf(ids[1]!)).map((a) => [a.attempt, a.statusCode])).toEqual([
+      [1, 503],
+      [2, 200],
+    ]);
     // gensvc_callback_attempts_total counts each attempt, and the retry.
-    await eventually(async () => (await attemptsCounted()).delivered === (counted.delivered ?? 0) + 3, 'the attempts counted');
-    expect(await attemptsCounted()).toEqual({ delivered: (counted.delivered ?? 0) + 3, failed: (counted.failed ?? 0) + 1 });
+    await eventually(
+      async () => (await attemptsCounted()).delivered === (counted.delivered ?? 0) + 3,
+      'the attempts counted',
+    );
+    expect(await attemptsCounted()).toEqual({
+      delivered: (counted.delivered ?? 0) + 3,
+      failed: (counted.failed ?? 0) + 1,
+    });
 
     // Each its own signed request, attempt row and log line.
     for (const id of ids) {
-      const arrivals = [...arrivalsAt(ok1.path), ...arrivalsAt(flaky.path)].filter((a) => a.headers['svc-task-id'] === id);
-      expect(arrivals.map((a) => a.headers['svc-delivery-id'])).toEqual(id === ids[1] ? [deliveryIdFor(id, 1), deliveryIdFor(id, 2)] : [deliveryIdFor(id, 1)]);
-      for (const arrival of arrivals) expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
+      const arrivals = [...arrivalsAt(ok1.path), ...arrivalsAt(flaky.path)].filter(
+        (a) => a.headers['svc-task-id'] === id,
+      );
+      expect(arrivals.map((a) => a.headers['svc-delivery-id'])).toEqual(
+        id === ids[1] ? [deliveryIdFor(id, 1), deliveryIdFor(id, 2)] : [deliveryIdFor(id, 1)],
+      );
+      for (const arrival of arrivals)
+        expect(() => verifyCallback(arrival.body, arrival.headers, [secret], { toleranceSeconds: 300 })).not.toThrow();
       const lines = logLines.filter((l) => l.msg === 'callback: attempt' && l.taskId === id && l.attempt === 1);
       expect(lines).toEqual([expect.objectContaining({ jobId: jobIdFor(CallbackDeliver, [id, 1]) })]);
     }
@@ -308,7 +410,10 @@ describe('callback.deliver', () => {
     const body = JSON.parse(arrival.body.toString('utf8'));
     const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
     expect(body).toEqual(taskEnvelope(sent, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
-    expect((await attemptsOf(done.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200], [2, 200]]);
+    expect((await attemptsOf(done.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([
+      [1, 200],
+      [2, 200],
+    ]);
     await eventually(stateIs(done.task.id, 'delivered'), 'round 2 delivered', 10_000);
   });
 
@@ -319,7 +424,13 @@ describe('callback.deliver', () => {
     const sentAfter = Date.now();
 
     const outcome = await run(before.id, 1);
-    expect(outcome).toEqual({ outcome: 'attempted', attempt: 1, statusCode: 200, error: null, then: { step: 'delivered' } });
+    expect(outcome).toEqual({
+      outcome: 'attempted',
+      attempt: 1,
+      statusCode: 200,
+      error: null,
+      then: { step: 'delivered' },
+    });
 
     const [arrival, ...more] = arrivalsAt(path);
     expect(more).toHaveLength(0);
@@ -338,7 +449,12 @@ describe('callback.deliver', () => {
     const body = JSON.parse(raw.toString('utf8'));
     const download = { url: body.output.download_url, expiresAt: new Date(body.output.download_expires_at) };
     expect(body).toEqual(taskEnvelope(before, { currency: 'USD', download, deliveredAt: new Date(body.delivered_at) }));
-    expect(body).toMatchObject({ task_id: before.id, status: 'completed', cost: { amount: 0.04, currency: 'USD' }, output: { file_id: fileId } });
+    expect(body).toMatchObject({
+      task_id: before.id,
+      status: 'completed',
+      cost: { amount: 0.04, currency: 'USD' },
+      output: { file_id: fileId },
+    });
     expect(download.url.startsWith(`${PUBLIC_BASE_URL}/api/v1/files/${fileId}/content?token=`)).toBe(true);
     const token = new URL(download.url).searchParams.get('token')!;
     expect(await verifyFileToken(ctx.config.signingSecret, token)).toEqual({ fileId, workspaceId: before.workspaceId });
@@ -364,7 +480,13 @@ describe('callback.deliver', () => {
     expect(await jobOf(before.id, 2)).toBeUndefined();
 
     const line = logLines.find((l) => l.taskId === before.id && l.msg === 'callback: attempt');
-    expect(line).toMatchObject({ level: 'info', attempt: 1, deliveryId: deliveryIdFor(before.id, 1), statusCode: 200, durationMs: rows[0]!.durationMs });
+    expect(line).toMatchObject({
+      level: 'info',
+      attempt: 1,
+      deliveryId: deliveryIdFor(before.id, 1),
+      statusCode: 200,
+      durationMs: rows[0]!.durationMs,
+    });
   });
 
   it('retries on the schedule while the receiver fails, parks after the fifth failure, and stops', async () => {
@@ -375,16 +497,22 @@ describe('callback.deliver', () => {
     await eventually(stateIs(task.id, 'parked'), 'the delivery parked', 15_000);
 
     const seen = arrivalsAt(path);
-    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual([1, 2, 3, 4, 5].map((n) => deliveryIdFor(task.id, n)));
+    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual(
+      [1, 2, 3, 4, 5].map((n) => deliveryIdFor(task.id, n)),
+    );
     for (let k = 1; k < seen.length; k++) await expectFollowedAt(task.id, k, k, seen);
     const rows = await attemptsOf(task.id);
-    expect(rows.map((r) => [r.attempt, r.statusCode, r.responseHead])).toEqual([1, 2, 3, 4, 5].map((n) => [n, 500, 'down for maintenance']));
+    expect(rows.map((r) => [r.attempt, r.statusCode, r.responseHead])).toEqual(
+      [1, 2, 3, 4, 5].map((n) => [n, 500, 'down for maintenance']),
+    );
     expect(rows.every((r) => r.error === 'http_status: the receiver answered 500.')).toBe(true);
     // Parked for good: no sixth attempt is queued, and the result stays readable.
     expect(await jobOf(task.id, 6)).toBeUndefined();
     expect(await taskOf(task.id)).toMatchObject({ status: 'completed', callbackState: 'parked', deliveredAt: null });
     const logged = logLines.filter((l) => l.taskId === task.id);
-    expect(logged.filter((l) => l.msg === 'callback: attempt').map((l) => [l.attempt, l.statusCode])).toEqual([1, 2, 3, 4, 5].map((n) => [n, 500]));
+    expect(logged.filter((l) => l.msg === 'callback: attempt').map((l) => [l.attempt, l.statusCode])).toEqual(
+      [1, 2, 3, 4, 5].map((n) => [n, 500]),
+    );
     expect(logged.find((l) => l.level === 'warn')).toMatchObject({ attempt: 5, msg: expect.stringMatching(/parked/) });
   });
 
@@ -411,7 +539,12 @@ describe('callback.deliver', () => {
     const { task } = await completedTask(url);
 
     const outcome = await run(task.id, 1);
-    expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: null, error: expect.stringMatching(/^unreachable: /), then: { step: 'retry', attempt: 2 } });
+    expect(outcome).toMatchObject({
+      outcome: 'attempted',
+      statusCode: null,
+      error: expect.stringMatching(/^unreachable: /),
+      then: { step: 'retry', attempt: 2 },
+    });
     const [first] = await attemptsOf(task.id);
     expect(first).toMatchObject({ attempt: 1, statusCode: null, responseHead: null });
     expect(first!.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
@@ -436,7 +569,12 @@ describe('callback.deliver', () => {
       const { task } = await completedTask(url);
 
       const outcome = await run(task.id, 1);
-      expect(outcome).toMatchObject({ outcome: 'attempted', statusCode: 302, error: expect.stringMatching(/^redirect: /), then: { step: 'retry', attempt: 2 } });
+      expect(outcome).toMatchObject({
+        outcome: 'attempted',
+        statusCode: 302,
+        error: expect.stringMatching(/^redirect: /),
+        then: { step: 'retry', attempt: 2 },
+      });
       await eventually(stateIs(task.id, 'delivered'), 'delivery by the second attempt', 5_000);
       expect(arrivalsAt(path)).toHaveLength(2);
       expect((await attemptsOf(task.id)).map((r) => r.statusCode)).toEqual([302, 200]);
@@ -501,11 +639,18 @@ describe('callback.deliver', () => {
 
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toMatchObject({ attempt: 6 });
     // What the edge's redeliver route does.
-    await ensureJob(queues, CallbackDeliver, { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 }, { promote: true });
+    await ensureJob(
+      queues,
+      CallbackDeliver,
+      { taskId: task.id, workspaceId: task.workspaceId, attempt: 6 },
+      { promote: true },
+    );
     await eventually(stateIs(task.id, 'delivered'), 'delivery in the second round', 10_000);
 
     const seen = arrivalsAt(path);
-    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual([1, 2, 3, 4, 5, 6, 7].map((n) => deliveryIdFor(task.id, n)));
+    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((n) => deliveryIdFor(task.id, n)),
+    );
     // Attempt 7 is the second of its round: it waits the schedule's second delay.
     await expectFollowedAt(task.id, 6, 1, seen);
     expect((await attemptsOf(task.id)).map((r) => r.statusCode)).toEqual([500, 500, 500, 500, 500, 500, 200]);
@@ -516,14 +661,25 @@ describe('callback.deliver', () => {
     const { path, url } = hook((res, n) => status(n === 1 ? 500 : 200)(res, n));
     const { task } = await completedTask(url);
 
-    expect(await run(task.id, 1)).toMatchObject({ outcome: 'attempted', statusCode: 500, then: { step: 'retry', attempt: 2 } });
+    expect(await run(task.id, 1)).toMatchObject({
+      outcome: 'attempted',
+      statusCode: 500,
+      then: { step: 'retry', attempt: 2 },
+    });
     // The same job again while attempt 2 waits its delay.
-    expect(await run(task.id, 1)).toMatchObject({ outcome: 'already_recorded', attempt: 1, then: { step: 'retry', attempt: 2 } });
+    expect(await run(task.id, 1)).toMatchObject({
+      outcome: 'already_recorded',
+      attempt: 1,
+      then: { step: 'retry', attempt: 2 },
+    });
     expect(arrivalsAt(path)).toHaveLength(1);
 
     await eventually(stateIs(task.id, 'delivered'), 'delivery by the second attempt', 5_000);
     expect(await run(task.id, 2)).toEqual({ outcome: 'skipped', reason: 'not_pending' });
-    expect(arrivalsAt(path).map((a) => a.headers['svc-delivery-id'])).toEqual([deliveryIdFor(task.id, 1), deliveryIdFor(task.id, 2)]);
+    expect(arrivalsAt(path).map((a) => a.headers['svc-delivery-id'])).toEqual([
+      deliveryIdFor(task.id, 1),
+      deliveryIdFor(task.id, 2),
+    ]);
     expect(await attemptsOf(task.id)).toHaveLength(2);
   });
 
@@ -532,7 +688,10 @@ describe('callback.deliver', () => {
     const { task } = await completedTask(failed.url);
     // Attempt 1 failed 1 s ago and its run died before scheduling attempt 2 (whose 400 ms have passed).
     expect(await recordAttempt(task, 1, 502, new Date(Date.now() - 1000))).toBe(true);
-    expect(await run(task.id, 1)).toMatchObject({ outcome: 'already_recorded', then: { step: 'retry', attempt: 2, delayMs: 0 } });
+    expect(await run(task.id, 1)).toMatchObject({
+      outcome: 'already_recorded',
+      then: { step: 'retry', attempt: 2, delayMs: 0 },
+    });
     await eventually(stateIs(task.id, 'delivered'), 'delivery by attempt 2', 5_000);
     expect(arrivalsAt(failed.path).map((a) => a.headers['svc-delivery-id'])).toEqual([deliveryIdFor(task.id, 2)]);
 
@@ -588,12 +747,22 @@ describe('callback.deliver', () => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('accepted');
     });
-    const [a, b, c] = await Promise.all([completedTask(longHook.url), completedTask(noneHook.url), completedTask(stallHook.url)]);
+    const [a, b, c] = await Promise.all([
+      completedTask(longHook.url),
+      completedTask(noneHook.url),
+      completedTask(stallHook.url),
+    ]);
     await Promise.all([run(a.task.id, 1), run(b.task.id, 1), run(c.task.id, 1)]);
 
     const [longRow] = await attemptsOf(a.task.id);
-    expect(longRow).toMatchObject({ statusCode: 200, error: null, responseHead: Buffer.from(long).subarray(0, 1024).toString('utf8') });
-    expect(await attemptsOf(b.task.id)).toEqual([expect.objectContaining({ statusCode: 204, error: null, responseHead: null })]);
+    expect(longRow).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseHead: Buffer.from(long).subarray(0, 1024).toString('utf8'),
+    });
+    expect(await attemptsOf(b.task.id)).toEqual([
+      expect.objectContaining({ statusCode: 204, error: null, responseHead: null }),
+    ]);
     // The status came within the timeout, so the attempt delivered; its body was cut at the timeout, what arrived kept.
     const [stalled] = await attemptsOf(c.task.id);
     expect(stalled).toMatchObject({ statusCode: 200, error: null, responseHead: 'accepted' });
@@ -610,14 +779,23 @@ describe('callback.deliver', () => {
       amount: 200_000n,
       callbackUrl: failedHook.url,
     });
-    const ended = await taskRepository.finish(ctx.db, id, { status: 'failed', failure: { code: 'upstream_error', message: 'The provider failed.' } });
+    const ended = await taskRepository.finish(ctx.db, id, {
+      status: 'failed',
+      failure: { code: 'upstream_error', message: 'The provider failed.' },
+    });
     expect(ended).toMatchObject({ upstreamId: null, callback: true });
     // The row as it now is, as a read gives it: callers render it without reading it again.
     expect(ended).toEqual({ ...(await taskOf(id)), callback: true });
     expect(ended).toMatchObject({ status: 'failed', callbackState: 'pending', errorCode: 'upstream_error' });
     await run(id, 1);
     const failedBody = JSON.parse(arrivalsAt(failedHook.path)[0]!.body.toString('utf8'));
-    expect(failedBody).toMatchObject({ task_id: id, status: 'failed', output: null, error: { code: 'upstream_error', message: 'The provider failed.' }, cost: { amount: 0 } });
+    expect(failedBody).toMatchObject({
+      task_id: id,
+      status: 'failed',
+      output: null,
+      error: { code: 'upstream_error', message: 'The provider failed.' },
+      cost: { amount: 0 },
+    });
 
     const goneHook = hook();
     const { task, fileId } = await completedTask(goneHook.url);
@@ -631,6 +809,12 @@ describe('callback.deliver', () => {
     const { task: unarchived } = await completedTask(unarchivedHook.url, { archived: false });
     await run(unarchived.id, 1);
     const unarchivedBody = JSON.parse(arrivalsAt(unarchivedHook.path)[0]!.body.toString('utf8'));
-    expect(unarchivedBody.output).toEqual({ url: 'https://provider.example/out/1.png', width: 512, height: 512, content_type: 'image/png', archive_status: 'failed' });
+    expect(unarchivedBody.output).toEqual({
+      url: 'https://provider.example/out/1.png',
+      width: 512,
+      height: 512,
+      content_type: 'image/png',
+      archive_status: 'failed',
+    });
   });
 });

@@ -44,5 +44,9 @@ export function decideDelivery(
   const index = recorded.attempt - task.callbackRoundStart;
   if (index + 1 >= scheduleMs.length) return { step: 'parked' };
   const endedAt = at.endedAt ?? recorded.createdAt.getTime() + (recorded.durationMs ?? 0);
-  return { step: 'retry', attempt: recorded.attempt + 1, delayMs: Math.max(0, endedAt + scheduleMs[index + 1]! - at.now) };
+  return {
+    step: 'retry',
+    attempt: recorded.attempt + 1,
+    delayMs: Math.max(0, endedAt + scheduleMs[index + 1]! - at.now),
+  };
 }

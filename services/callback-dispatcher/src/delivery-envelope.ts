@@ -18,6 +18,11 @@ export async function deliveryBody(
 ): Promise<string | null> {
   const { task, currency, archivedFile: file } = context;
   if (currency === null) return null;
-  const download = file && (await fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
+  const download =
+    file &&
+    (await fileContentLink(config.publicBaseUrl, config.signingSecret, {
+      fileId: file.id,
+      workspaceId: file.workspaceId,
+    }));
   return JSON.stringify(taskEnvelope(task, { currency, download, deliveredAt }));
 }

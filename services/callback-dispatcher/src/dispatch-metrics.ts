@@ -13,7 +13,11 @@ export function countDeliveries(worker: Worker, metrics: Metrics, db: Db) {
   });
   scrapedGauge(
     metrics,
-    { name: 'gensvc_callbacks_parked', help: 'Tasks whose callback delivery is parked after five failed attempts (redeliver starts a new round).', labelNames: [] as const },
+    {
+      name: 'gensvc_callbacks_parked',
+      help: 'Tasks whose callback delivery is parked after five failed attempts (redeliver starts a new round).',
+      labelNames: [] as const,
+    },
     async () => [{ labels: {}, value: await callbackRepository.countParked(db) }],
   );
 }

@@ -5,10 +5,16 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'callback-dispatcher';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
+const telemetry = startTelemetry({
+  serviceName: `gensvc-${SERVICE}`,
+  otlpEndpoint: config.otel.endpoint,
+  sampleRatio: config.otel.sampleRatio,
+});
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import(
+    '@gensvc/queue'
+  );
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { countDeliveries } = await import('./dispatch-metrics');
@@ -22,7 +28,11 @@ async function main() {
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
-  const worker = startDispatcherWorker({ config, db, queues, logger }, { connection: redis, prefix: config.queuePrefix, logger }, concurrency);
+  const worker = startDispatcherWorker(
+    { config, db, queues, logger },
+    { connection: redis, prefix: config.queuePrefix, logger },
+    concurrency,
+  );
   // Pending deliveries whose chain of attempt jobs vanished (Redis flushed, a dispatcher killed between two steps).
   const { startDeliveryReconciler } = await import('./reconciler');
   const reconciler = startDeliveryReconciler({ config, db, queues, redis, logger });
@@ -38,7 +48,13 @@ async function main() {
     checks: { postgres: () => pingDb(db), redis: () => redis.ping(), worker: () => watched.check() },
   });
   logger.info(
-    { concurrency, retryScheduleMs: config.callbacks.retryScheduleMs, timeoutMs: config.callbacks.timeoutMs, allowCidrs: config.outbound.allowCidrs, opsPort: ops.port },
+    {
+      concurrency,
+      retryScheduleMs: config.callbacks.retryScheduleMs,
+      timeoutMs: config.callbacks.timeoutMs,
+      allowCidrs: config.outbound.allowCidrs,
+      opsPort: ops.port,
+    },
     'callback dispatcher started',
   );
 
@@ -47,7 +63,12 @@ async function main() {
       // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
       // unrecorded, to be made again under the same delivery id.
       { name: 'stop reconciler', timeoutMs: 10_000, run: () => reconciler.stop() },
-      closeWorkersPhase([worker], { waitMs: config.callbacks.timeoutMs + 2_000, abortGraceMs: 3_000, what: 'callback attempts', logger }),
+      closeWorkersPhase([worker], {
+        waitMs: config.callbacks.timeoutMs + 2_000,
+        abortGraceMs: 3_000,
+        what: 'callback attempts',
+        logger,
+      }),
       {
         name: 'close clients',
         timeoutMs: 5_000,
@@ -66,6 +87,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -11,18 +11,33 @@ export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
 export const SCREENSHOTS = join(REPO_ROOT, 'docs', 'screenshots');
 
 /** Flags from NOTES-deps.md: without the background-networking ones Chromium floods the closed network. */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: npm test installs it with apt-get when run as root; otherwise run \`apt-get install -y --no-install-recommends chromium\` (or set CHROMIUM_PATH).`);
+    throw new Error(
+      `${CHROMIUM} is missing: npm test installs it with apt-get when run as root; otherwise run \`apt-get install -y --no-install-recommends chromium\` (or set CHROMIUM_PATH).`,
+    );
   }
   return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 }
 
 /** Builds the dashboard if its sources changed since the last build (the digest in scripts/build.mjs), as npm test does. */
 export function ensureBuilt() {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', "import('./scripts/build.mjs').then((m) => m.buildDashboard())"], { cwd: REPO_ROOT, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['--input-type=module', '-e', "import('./scripts/build.mjs').then((m) => m.buildDashboard())"],
+    { cwd: REPO_ROOT, encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`building the dashboard failed:\n${r.stderr}`);
   return r.stderr.trim();
 }
@@ -56,9 +71,28 @@ export interface AxeViolation {
 export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(`if (!window.axe) { ${AXE_SOURCE}\n }`);
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
-    const r = await axe.run(document, { resultTypes: ['violations'], runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => JSON.stringify(n.target)) }));
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            opts: object,
+          ) => Promise<{
+            violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
+          }>;
+        };
+      }
+    ).axe;
+    const r = await axe.run(document, {
+      resultTypes: ['violations'],
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+    });
+    return r.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => JSON.stringify(n.target)),
+    }));
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }

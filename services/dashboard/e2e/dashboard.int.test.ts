@@ -8,7 +8,17 @@ import { eventually, useTestContext } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
 import { axeViolations, ensureBuilt, launchChromium, screenshot, watchPage } from './browser';
-import { addMember, makeDeliveredTask, makeKey, makeOutput, makeUpload, makeUser, makeWorkspace, seedCharges, type SeededOutput } from './seed';
+import {
+  addMember,
+  makeDeliveredTask,
+  makeKey,
+  makeOutput,
+  makeUpload,
+  makeUser,
+  makeWorkspace,
+  seedCharges,
+  type SeededOutput,
+} from './seed';
 
 jest.setTimeout(120_000);
 
@@ -18,12 +28,18 @@ let browser: Browser;
 
 const OWNER = { email: 'olivia.owner@example.com', password: 'correct horse battery staple', name: 'Olivia Owner' };
 const INVITED = { email: 'new.member@example.com', password: 'a long enough password', name: 'Nico Member' };
-const USD = (micros: bigint) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(Number(micros) / 1e6);
+const USD = (micros: bigint) =>
+  new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    minimumFractionDigits: 2,
+    maximumFractionDigits: 2,
+  }).format(Number(micros) / 1e6);
 
 let ws: { id: string; name: string };
 let otherWs: { id: string; name: string };
 let grace: { id: string };
-let outputs: SeededOutput[] = [];
+const outputs: SeededOutput[] = [];
 let uploadName = '';
 let deliveredTaskId = '';
 let charged = { total: 0n, entries: 0 };
@@ -49,10 +65,24 @@ beforeAll(async () => {
   const staging = await makeKey(ctx.db, ws.id, { name: 'staging', scopes: ['llm.evaluate', 'tasks.read'] });
   keyIds = [production.key.id, staging.key.id];
   charged = await seedCharges(ctx.db, ws.id, keyIds);
-  const prompts = ['a lighthouse at dawn, oil painting', 'isometric city block at night', 'a bowl of ramen, studio light', 'mountain lake, mist', 'abstract waves in purple'];
+  const prompts = [
+    'a lighthouse at dawn, oil painting',
+    'isometric city block at night',
+    'a bowl of ramen, studio light',
+    'mountain lake, mist',
+    'abstract waves in purple',
+  ];
   for (let i = 0; i < 26; i++) {
     const kind = i === 3 ? 'video' : 'image';
-    outputs.push(await makeOutput(ctx, ws.id, production.key.id, { prompt: `${prompts[i % prompts.length]} #${26 - i}`, model: kind === 'video' ? 'sim/video-1' : 'sim/image-1', kind, index: i, ageMinutes: i * 37 }));
+    outputs.push(
+      await makeOutput(ctx, ws.id, production.key.id, {
+        prompt: `${prompts[i % prompts.length]} #${26 - i}`,
+        model: kind === 'video' ? 'sim/video-1' : 'sim/image-1',
+        kind,
+        index: i,
+        ageMinutes: i * 37,
+      }),
+    );
   }
   uploadName = 'reference-photo.png';
   await makeUpload(ctx, ws.id, uploadName);
@@ -65,7 +95,12 @@ afterAll(async () => {
 });
 
 async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const context = await browser.newContext({ baseURL: edge.url, viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+  const context = await browser.newContext({
+    baseURL: edge.url,
+    viewport: { width: 1280, height: 800 },
+    deviceScaleFactor: 1,
+    reducedMotion: 'reduce',
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: edge.url });
   context.setDefaultTimeout(8_000);
   const page = await context.newPage();
@@ -82,13 +117,18 @@ async function signIn(page: Page, who: { email: string; password: string }) {
   await page.getByRole('button', { name: 'Continue' }).click();
 }
 
-const balanceWith = (secret: string) => fetch(`${edge.url}/api/v1/me/balance`, { headers: { Authorization: `Bearer ${secret}` } });
+const balanceWith = (secret: string) =>
+  fetch(`${edge.url}/api/v1/me/balance`, { headers: { Authorization: `Bearer ${secret}` } });
 
 /** A state-changing call from the page itself, with the CSRF token the page would send. */
 function pageCall(page: Page, method: string, path: string) {
   return page.evaluate(
     async ({ method, path }) => {
-      const csrf = document.cookie.split('; ').find((c) => c.startsWith('gsvc_csrf='))?.slice('gsvc_csrf='.length) ?? '';
+      const csrf =
+        document.cookie
+          .split('; ')
+          .find((c) => c.startsWith('gsvc_csrf='))
+          ?.slice('gsvc_csrf='.length) ?? '';
       const r = await fetch(path, { method, headers: { 'X-CSRF-Token': csrf } });
       return { status: r.status, body: (await r.json()) as { error?: { code: string } } };
     },
@@ -184,7 +224,10 @@ describe('the owner', () => {
     const dialog = page.getByRole('dialog', { name: /Rotate/ });
     await dialog.getByLabel('Grace period for the old secret').selectOption('0');
     await dialog.getByRole('button', { name: 'Rotate key' }).click();
-    rotated = await page.getByRole('dialog', { name: 'Your new secret key' }).getByRole('textbox', { name: 'Secret key' }).inputValue();
+    rotated = await page
+      .getByRole('dialog', { name: 'Your new secret key' })
+      .getByRole('textbox', { name: 'Secret key' })
+      .inputValue();
     expect(rotated).toMatch(/^gsk_/);
     expect(rotated).not.toBe(secret);
     await page.getByRole('button', { name: 'Done' }).click();
@@ -215,7 +258,9 @@ describe('the owner', () => {
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
 
-    const changed = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${grace.id}`));
+    const changed = page.waitForResponse(
+      (r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${grace.id}`),
+    );
     await page.getByLabel('Role of Grace Hopper').selectOption('admin');
     expect((await changed).status()).toBe(200);
     expect((await membershipRepository.get(ctx.db, ws.id, grace.id))?.role).toBe('admin');
@@ -234,10 +279,14 @@ describe('the owner', () => {
   it('cannot demote the last owner: the edge says why and nothing changes', async () => {
     const { page } = owner;
     const me = await ctx.db.user.findUniqueOrThrow({ where: { email: OWNER.email } });
-    const answered = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${me.id}`));
+    const answered = page.waitForResponse(
+      (r) => r.request().method() === 'PATCH' && r.url().includes(`/members/${me.id}`),
+    );
     await page.getByLabel('Role of Olivia Owner').selectOption('member');
     expect((await answered).status()).toBe(409);
-    await expect(page.locator('tr', { hasText: OWNER.email }).getByRole('alert').textContent()).resolves.toContain('at least one owner');
+    await expect(page.locator('tr', { hasText: OWNER.email }).getByRole('alert').textContent()).resolves.toContain(
+      'at least one owner',
+    );
     await expect(page.getByLabel('Role of Olivia Owner').inputValue()).resolves.toBe('owner');
     expect((await membershipRepository.get(ctx.db, ws.id, me.id))?.role).toBe('owner');
   });
@@ -248,7 +297,10 @@ describe('the owner', () => {
     const confirm = page.getByRole('dialog', { name: 'Remove member' });
     await expectAccessible(page);
     await confirm.getByRole('button', { name: 'Remove member' }).click();
-    await eventually(async () => (await page.locator('tr', { hasText: 'grace.hopper@example.com' }).count()) === 0, 'the row is gone');
+    await eventually(
+      async () => (await page.locator('tr', { hasText: 'grace.hopper@example.com' }).count()) === 0,
+      'the row is gone',
+    );
     expect(await membershipRepository.get(ctx.db, ws.id, grace.id)).toBeNull();
   });
 
@@ -280,20 +332,46 @@ describe('the owner', () => {
       const tiles = page.locator('ul.grid > li');
       await eventually(async () => (await tiles.count()) === 24, 'the first page of outputs');
       // Newest first: the seeded outputs were made newest first.
-      const firstIds = await page.locator('[data-output-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')));
+      const firstIds = await page
+        .locator('[data-output-id]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')));
       expect(firstIds).toEqual(outputs.slice(0, 24).map((o) => o.fileId));
       // The thumbnails really loaded, through the signed links, under the page's CSP.
-      await eventually(() => page.locator('img.thumb').evaluateAll((imgs) => imgs.slice(0, 6).every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth === 256)), 'the first thumbnails decode');
+      await eventually(
+        () =>
+          page
+            .locator('img.thumb')
+            .evaluateAll((imgs) =>
+              imgs
+                .slice(0, 6)
+                .every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth === 256),
+            ),
+        'the first thumbnails decode',
+      );
       const video = page.locator('video.thumb');
       await expect(video.count()).resolves.toBe(1);
-      await expect(video.evaluate((v) => ({ muted: (v as HTMLVideoElement).muted, preload: v.getAttribute('preload'), autoplay: (v as HTMLVideoElement).autoplay }))).resolves.toEqual({ muted: true, preload: 'metadata', autoplay: false });
+      await expect(
+        video.evaluate((v) => ({
+          muted: (v as HTMLVideoElement).muted,
+          preload: v.getAttribute('preload'),
+          autoplay: (v as HTMLVideoElement).autoplay,
+        })),
+      ).resolves.toEqual({ muted: true, preload: 'metadata', autoplay: false });
 
       await page.getByRole('button', { name: 'Load more' }).click();
       await eventually(async () => (await tiles.count()) === 26, 'the second page of outputs');
       await expect(page.getByRole('button', { name: 'Load more' }).count()).resolves.toBe(0);
 
       await page.getByLabel('Kind').selectOption('video');
-      await eventually(async () => (await page.locator('[data-output-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')))).join() === outputs[3]!.fileId, 'only the video');
+      await eventually(
+        async () =>
+          (
+            await page
+              .locator('[data-output-id]')
+              .evaluateAll((els) => els.map((e) => e.getAttribute('data-output-id')))
+          ).join() === outputs[3]!.fileId,
+        'only the video',
+      );
       await page.getByLabel('Kind').selectOption('');
       await eventually(async () => (await tiles.count()) === 24, 'all kinds again');
       await expectAccessible(page);
@@ -309,7 +387,9 @@ describe('the owner', () => {
       expect(details).toContain('sim/image-1');
       expect(details).toContain('512x512');
       expect(details).toContain('$0.04');
-      expect(await pane.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(new RegExp(`^${edge.url}/`));
+      expect(await pane.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(
+        new RegExp(`^${edge.url}/`),
+      );
       await expect(page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
       await expectAccessible(page);
     });
@@ -320,7 +400,9 @@ describe('the owner', () => {
       const answer = await pageCall(page, 'DELETE', `/api/v1/dashboard/workspaces/${ws.id}/outputs/${target.fileId}`);
       // insufficient_role, not csrf_failed: the token was right, the role was not.
       expect(answer).toEqual({ status: 403, body: { error: expect.objectContaining({ code: 'insufficient_role' }) } });
-      await expect(ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey }))).resolves.toBeDefined();
+      await expect(
+        ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })),
+      ).resolves.toBeDefined();
       expect(await fileRepository.get(ctx.db, ws.id, target.fileId)).not.toBeNull();
     });
 
@@ -366,17 +448,27 @@ describe('the owner', () => {
     await page.locator(`[data-output-id="${target.fileId}"]`).click();
     const pane = page.getByRole('complementary', { name: 'Preview' });
     await pane.getByText(target.prompt).waitFor();
-    await eventually(() => pane.locator('img').evaluate((i) => (i as HTMLImageElement).naturalWidth > 0), 'the preview decodes');
+    await eventually(
+      () => pane.locator('img').evaluate((i) => (i as HTMLImageElement).naturalWidth > 0),
+      'the preview decodes',
+    );
     await expectAccessible(page);
     await screenshot(page, 'outputs');
 
     await pane.getByRole('button', { name: 'Delete' }).click();
     const confirm = page.getByRole('dialog', { name: 'Delete output' });
     await confirm.getByRole('button', { name: 'Delete' }).click();
-    await eventually(async () => (await page.locator(`[data-output-id="${target.fileId}"]`).count()) === 0, 'the tile is gone');
+    await eventually(
+      async () => (await page.locator(`[data-output-id="${target.fileId}"]`).count()) === 0,
+      'the tile is gone',
+    );
     expect(await fileRepository.get(ctx.db, ws.id, target.fileId)).toBeNull();
     await eventually(
-      () => ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })).then(() => false, (e: { name?: string }) => e.name === 'NotFound'),
+      () =>
+        ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })).then(
+          () => false,
+          (e: { name?: string }) => e.name === 'NotFound',
+        ),
       'the bytes are gone from S3',
     );
   });
@@ -401,7 +493,10 @@ describe('the owner', () => {
     await screenshot(page, 'usage');
 
     await page.getByRole('radio', { name: 'By key' }).check();
-    await eventually(async () => ((await page.getByRole('list', { name: 'Series' }).textContent()) ?? '').includes('staging ('), 'the legend names the keys');
+    await eventually(
+      async () => ((await page.getByRole('list', { name: 'Series' }).textContent()) ?? '').includes('staging ('),
+      'the legend names the keys',
+    );
     expect(await page.getByRole('list', { name: 'Series' }).textContent()).toContain('production (');
   });
 
@@ -414,14 +509,19 @@ describe('the owner', () => {
     await expectAccessible(page);
     await screenshot(page, 'tasks');
     await page.getByRole('button', { name: 'Rotate secret' }).click();
-    await page.getByRole('dialog', { name: 'Rotate the signing secret' }).getByRole('button', { name: 'Rotate secret' }).click();
+    await page
+      .getByRole('dialog', { name: 'Rotate the signing secret' })
+      .getByRole('button', { name: 'Rotate secret' })
+      .click();
     await page.getByText('The previous secret still signs until').waitFor();
     const rotatedSecret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
     expect(rotatedSecret).toMatch(/^whsec_/);
     expect(rotatedSecret).not.toBe(revealed);
 
     await page.getByRole('link', { name: deliveredTaskId }).click();
-    const rows = page.locator('section', { has: page.getByRole('heading', { name: 'Callback attempts' }) }).locator('tbody tr');
+    const rows = page
+      .locator('section', { has: page.getByRole('heading', { name: 'Callback attempts' }) })
+      .locator('tbody tr');
     await eventually(async () => (await rows.count()) === 3, 'three attempts');
     await expect(rows.nth(0).textContent()).resolves.toContain('503');
     await expect(rows.nth(2).textContent()).resolves.toContain('200');

@@ -21,8 +21,12 @@ afterAll(async () => {
 });
 
 it('renders every operation and the callback webhook, loading nothing from another origin', async () => {
-  const doc = (await (await fetch(`${edge.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { summary: string }>> };
-  const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
+  const doc = (await (await fetch(`${edge.url}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { summary: string }>>;
+  };
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+  );
   expect(operations.length).toBeGreaterThan(30);
 
   const context = await browser.newContext();
@@ -45,7 +49,10 @@ it('renders every operation and the callback webhook, loading nothing from anoth
   await page.waitForSelector('.opblock', { timeout: 60_000 });
 
   const shown = await page.$$eval('.opblock', (blocks) =>
-    blocks.map((b) => `${b.querySelector('.opblock-summary-method')?.textContent?.trim()} ${b.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
+    blocks.map(
+      (b) =>
+        `${b.querySelector('.opblock-summary-method')?.textContent?.trim()} ${b.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
+    ),
   );
   const documented = new Set(operations);
   // Swagger UI shows each path operation once, and webhooks beside them.
@@ -55,7 +62,13 @@ it('renders every operation and the callback webhook, loading nothing from anoth
 
   expect(foreign).toEqual([]);
   expect(requested.every((u) => u.startsWith('http://127.0.0.1:'))).toBe(true);
-  expect(requested).toEqual(expect.arrayContaining([`${edge.url}/docs`, `${edge.url}/openapi.json`, `${edge.url}/docs/assets/swagger-ui-bundle.js`]));
+  expect(requested).toEqual(
+    expect.arrayContaining([
+      `${edge.url}/docs`,
+      `${edge.url}/openapi.json`,
+      `${edge.url}/docs/assets/swagger-ui-bundle.js`,
+    ]),
+  );
   expect(problems).toEqual([]);
   await page.setViewportSize({ width: 1280, height: 900 });
   await screenshot(page, 'api-docs');

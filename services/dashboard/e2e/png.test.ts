@@ -20,7 +20,8 @@ function readIndexed(png: Buffer) {
   const rgb = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
     expect(raw[y * (width + 1)]).toBe(0);
-    for (let x = 0; x < width; x++) plte.copy(rgb, (y * width + x) * 3, raw[y * (width + 1) + 1 + x]! * 3, raw[y * (width + 1) + 1 + x]! * 3 + 3);
+    for (let x = 0; x < width; x++)
+      plte.copy(rgb, (y * width + x) * 3, raw[y * (width + 1) + 1 + x]! * 3, raw[y * (width + 1) + 1 + x]! * 3 + 3);
   }
   return { width, height, rgb, colours: plte.length / 3 };
 }
@@ -41,7 +42,12 @@ function filtered(width: number, height: number, pixel: Pixel): { raw: Buffer; r
       const b = y > 0 ? rgb[(y - 1) * stride + x]! : 0;
       const c = x >= 3 && y > 0 ? rgb[(y - 1) * stride + x - 3]! : 0;
       const p = a + b - c;
-      const paeth = Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
+      const paeth =
+        Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c)
+          ? a
+          : Math.abs(p - b) <= Math.abs(p - c)
+            ? b
+            : c;
       const predicted = [0, a, b, (a + b) >> 1, paeth][f]!;
       raw[y * (stride + 1) + 1 + x] = (v - predicted) & 0xff;
     }

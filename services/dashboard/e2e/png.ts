@@ -21,7 +21,8 @@ export function decodePng(png: Buffer): { width: number; height: number; rgb: Bu
   const height = png.readUInt32BE(20);
   const depth = png[24];
   const colorType = png[25];
-  if (depth !== 8 || (colorType !== 2 && colorType !== 6) || png[28] !== 0) throw new Error(`unsupported PNG (depth ${depth}, colour type ${colorType})`);
+  if (depth !== 8 || (colorType !== 2 && colorType !== 6) || png[28] !== 0)
+    throw new Error(`unsupported PNG (depth ${depth}, colour type ${colorType})`);
   const channels = colorType === 6 ? 4 : 3;
   const idat: Buffer[] = [];
   for (let at = 8; at < png.length; ) {
@@ -76,7 +77,10 @@ export function palettePng(png: Buffer): Buffer {
     const c = (rgb[i]! << 16) | (rgb[i + 1]! << 8) | rgb[i + 2]!;
     counts.set(c, (counts.get(c) ?? 0) + 1);
   }
-  const palette = [...counts.entries()].sort((x, y) => y[1] - x[1]).slice(0, 256).map(([c]) => c);
+  const palette = [...counts.entries()]
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 256)
+    .map(([c]) => c);
   const index = new Map<number, number>(palette.map((c, i) => [c, i]));
   const nearest = (c: number) => {
     let best = 0;

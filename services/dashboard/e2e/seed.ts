@@ -27,15 +27,35 @@ export interface SeededOutput {
 }
 
 const PALETTES: [number, number, number][][] = [
-  [[16, 163, 127], [13, 13, 60]],
-  [[250, 180, 80], [200, 40, 90]],
-  [[90, 120, 250], [20, 200, 220]],
-  [[240, 240, 200], [60, 140, 60]],
-  [[170, 80, 240], [250, 120, 160]],
+  [
+    [16, 163, 127],
+    [13, 13, 60],
+  ],
+  [
+    [250, 180, 80],
+    [200, 40, 90],
+  ],
+  [
+    [90, 120, 250],
+    [20, 200, 220],
+  ],
+  [
+    [240, 240, 200],
+    [60, 140, 60],
+  ],
+  [
+    [170, 80, 240],
+    [250, 120, 160],
+  ],
 ];
 
 /** A generated output, made by the shared factory (libs/testing makeOutput) with a picture worth looking at. */
-export async function makeOutput(ctx: TestContext, workspaceId: string, apiKeyId: string, o: { prompt: string; model: string; kind: 'image' | 'video'; index: number; ageMinutes: number }): Promise<SeededOutput> {
+export async function makeOutput(
+  ctx: TestContext,
+  workspaceId: string,
+  apiKeyId: string,
+  o: { prompt: string; model: string; kind: 'image' | 'video'; index: number; ageMinutes: number },
+): Promise<SeededOutput> {
   const [from, to] = PALETTES[o.index % PALETTES.length]!;
   const made = await makeGeneratedOutput(ctx, workspaceId, {
     kind: o.kind,
@@ -49,7 +69,14 @@ export async function makeOutput(ctx: TestContext, workspaceId: string, apiKeyId
     durationSeconds: 4,
     ...(o.kind === 'image' ? { bytes: gradientPng(256, from!, to!) } : {}),
   });
-  return { fileId: made.file.id, taskId: made.task.id, storageKey: made.key, prompt: o.prompt, model: o.model, kind: o.kind };
+  return {
+    fileId: made.file.id,
+    taskId: made.task.id,
+    storageKey: made.key,
+    prompt: o.prompt,
+    model: o.model,
+    kind: o.kind,
+  };
 }
 
 /** An upload (the Uploads tab). */
@@ -57,15 +84,35 @@ export async function makeUpload(ctx: TestContext, workspaceId: string, filename
   const fileId = newId('file');
   const storageKey = fileObjectKey(workspaceId, fileId);
   const bytes = gradientPng(128, [230, 230, 230], [120, 120, 140]);
-  await ctx.s3.send(new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: bytes, ContentType: 'image/png' }));
-  await fileRepository.create(ctx.db, { id: fileId, workspaceId, source: 'upload', purpose: 'vision', filename, contentType: 'image/png', bytes: BigInt(bytes.length), storageKey, expiresAt: new Date(Date.now() + 30 * 86_400_000) });
+  await ctx.s3.send(
+    new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: bytes, ContentType: 'image/png' }),
+  );
+  await fileRepository.create(ctx.db, {
+    id: fileId,
+    workspaceId,
+    source: 'upload',
+    purpose: 'vision',
+    filename,
+    contentType: 'image/png',
+    bytes: BigInt(bytes.length),
+    storageKey,
+    expiresAt: new Date(Date.now() + 30 * 86_400_000),
+  });
   return fileId;
 }
 
 /** A task whose callback failed twice, then was delivered: the task page's attempt log. */
 export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, apiKeyId: string) {
-  const task = await makeTask(ctx.db, { workspaceId, apiKeyId, callbackUrl: 'https://hooks.example.com/gensvc', input: { prompt: 'a red fox in the snow', size: '512x512' } });
-  await ctx.db.task.update({ where: { id: task.id }, data: { status: 'completed', completedAt: new Date(), cost: 40_000n, callbackState: 'delivered' } });
+  const task = await makeTask(ctx.db, {
+    workspaceId,
+    apiKeyId,
+    callbackUrl: 'https://hooks.example.com/gensvc',
+    input: { prompt: 'a red fox in the snow', size: '512x512' },
+  });
+  await ctx.db.task.update({
+    where: { id: task.id },
+    data: { status: 'completed', completedAt: new Date(), cost: 40_000n, callbackState: 'delivered' },
+  });
   const attempts = [
     { statusCode: 503, durationMs: 812, error: 'receiver answered 503' },
     { statusCode: null, durationMs: 10_000, error: 'timed out after 10000 ms' },
@@ -73,7 +120,16 @@ export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, a
   ];
   for (const [i, a] of attempts.entries()) {
     await ctx.db.callbackAttempt.create({
-      data: { id: newId('cba'), workspaceId, taskId: task.id, attempt: i + 1, deliveryId: `dlv_${task.id.slice(4)}_${i + 1}`, url: 'https://hooks.example.com/gensvc', createdAt: new Date(Date.now() - (3 - i) * 60_000), ...a },
+      data: {
+        id: newId('cba'),
+        workspaceId,
+        taskId: task.id,
+        attempt: i + 1,
+        deliveryId: `dlv_${task.id.slice(4)}_${i + 1}`,
+        url: 'https://hooks.example.com/gensvc',
+        createdAt: new Date(Date.now() - (3 - i) * 60_000),
+        ...a,
+      },
     });
   }
   return task.id;
@@ -84,7 +140,11 @@ export async function makeDeliveredTask(ctx: TestContext, workspaceId: string, a
  * some skipped. Returns their sum in micro-units and how many there are. 29, not 30: a run that seeds before midnight
  * UTC and opens the page after it sees a 30-day window one day later, which still holds every charge.
  */
-export async function seedCharges(db: TestDb, workspaceId: string, keyIds: string[]): Promise<{ total: bigint; entries: number }> {
+export async function seedCharges(
+  db: TestDb,
+  workspaceId: string,
+  keyIds: string[],
+): Promise<{ total: bigint; entries: number }> {
   const models = ['sim/image-1', 'sim/video-1', 'sim/chat-1'];
   let balance = 50_000_000n;
   let total = 0n;
@@ -97,7 +157,16 @@ export async function seedCharges(db: TestDb, workspaceId: string, keyIds: strin
       total += amount;
       entries++;
       await db.ledgerEntry.create({
-        data: { id: newId('led'), workspaceId, apiKeyId: keyIds[(day + m) % keyIds.length] ?? null, kind: 'charge', amount: -amount, balanceAfter: balance, model, createdAt: new Date(Date.now() - day * 86_400_000) },
+        data: {
+          id: newId('led'),
+          workspaceId,
+          apiKeyId: keyIds[(day + m) % keyIds.length] ?? null,
+          kind: 'charge',
+          amount: -amount,
+          balanceAfter: balance,
+          model,
+          createdAt: new Date(Date.now() - day * 86_400_000),
+        },
       });
     }
   }

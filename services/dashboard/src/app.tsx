@@ -21,7 +21,8 @@ import { WorkspaceContext } from './workspace';
 const WORKSPACE_PAGES = ['outputs', 'tasks', 'keys', 'members', 'usage'] as const;
 export type WorkspacePage = (typeof WORKSPACE_PAGES)[number];
 
-const signInPath = () => `${BASE}/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`;
+const signInPath = () =>
+  `${BASE}/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`;
 
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
@@ -41,10 +42,20 @@ export function App() {
   const rest = path.startsWith(BASE) ? path.slice(BASE.length) : path;
   const parts = rest.split('/').filter(Boolean).map(decodeURIComponent);
   let page: ReactElement;
-  if (parts[0] === 'sign-in') page = session ? <Redirect to={landingPath(session, new URLSearchParams(window.location.search).get('next'))} /> : <SignInPage />;
+  if (parts[0] === 'sign-in')
+    page = session ? (
+      <Redirect to={landingPath(session, new URLSearchParams(window.location.search).get('next'))} />
+    ) : (
+      <SignInPage />
+    );
   else if (parts[0] === 'invite' && parts[1]) page = <InvitePage token={parts[1]} />;
   else if (!session) page = <Redirect to={signInPath()} />;
-  else if (parts[0] === 'account') page = <Shell page="account"><AccountPage /></Shell>;
+  else if (parts[0] === 'account')
+    page = (
+      <Shell page="account">
+        <AccountPage />
+      </Shell>
+    );
   else if (parts[0] === 'w' && parts[1]) page = <WorkspaceRoute ws={parts[1]} parts={parts.slice(2)} />;
   else page = <Home session={session} />;
   return <SessionContext.Provider value={ctx}>{page}</SessionContext.Provider>;
@@ -62,7 +73,9 @@ function Home({ session }: { session: Session }) {
     <Shell page="account">
       <div className="empty">
         <h1>No workspace yet</h1>
-        <p className="muted">You are not a member of any workspace. Ask a workspace owner or admin for an invitation.</p>
+        <p className="muted">
+          You are not a member of any workspace. Ask a workspace owner or admin for an invitation.
+        </p>
       </div>
     </Shell>
   );
@@ -73,7 +86,9 @@ function WorkspaceRoute({ ws, parts }: { ws: string; parts: string[] }) {
   const info = useApi(() => wsApi.get(), [wsApi]);
   const name = parts[0] as WorkspacePage | undefined;
   if (!name || !WORKSPACE_PAGES.includes(name)) return <Redirect to={wsPath(ws, 'outputs')} />;
-  const state = info.data ? { id: ws, info: info.data, role: info.data.role, can: info.data.permissions, api: wsApi } : null;
+  const state = info.data
+    ? { id: ws, info: info.data, role: info.data.role, can: info.data.permissions, api: wsApi }
+    : null;
   let body: ReactElement;
   if (info.error) body = <ErrorNotice error={info.error} />;
   else if (!state) body = <Loading />;

@@ -8,7 +8,16 @@ it('goes back to the dashboard page that sent the person to sign in', () => {
 });
 
 it('never follows next= off the app, nor back to sign-in', () => {
-  for (const next of ['https://evil.example/', '//evil.example/dashboard/', '/dashboard//evil.example', '/dashboard/\\evil.example', '/api/v1/dashboard/session', '/dashboard/sign-in?next=x', 'javascript:alert(1)', '']) {
+  for (const next of [
+    'https://evil.example/',
+    '//evil.example/dashboard/',
+    '/dashboard//evil.example',
+    '/dashboard/\\evil.example',
+    '/api/v1/dashboard/session',
+    '/dashboard/sign-in?next=x',
+    'javascript:alert(1)',
+    '',
+  ]) {
     expect(landingPath(session, next)).toBe('/dashboard/w/ws_A/outputs');
   }
 });

@@ -39,16 +39,27 @@ describe('edge basics', () => {
     expect(hostile.headers.get('x-request-id')).toMatch(/^req_/);
   });
 
-  it('answers unknown routes with a JSON 404 in each family\'s shape', async () => {
+  it("answers unknown routes with a JSON 404 in each family's shape", async () => {
     const res = await fetch(`${edge.url}/api/v1/nothing-here`, { method: 'POST' });
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
     expect(await jsonOf(res)).toEqual({
-      error: { type: 'not_found_error', code: 'route_not_found', message: 'No route for POST /api/v1/nothing-here.', param: null, request_id: res.headers.get('x-request-id') },
+      error: {
+        type: 'not_found_error',
+        code: 'route_not_found',
+        message: 'No route for POST /api/v1/nothing-here.',
+        param: null,
+        request_id: res.headers.get('x-request-id'),
+      },
     });
-    expect(await jsonOf(await fetch(`${edge.url}/v1/messages/none`))).toEqual({ type: 'error', error: { type: 'not_found_error', message: expect.any(String) } });
+    expect(await jsonOf(await fetch(`${edge.url}/v1/messages/none`))).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: expect.any(String) },
+    });
     expect((await fetch(`${edge.url}/API/V1/ME/BALANCE`)).status).toBe(404);
-    expect(await jsonOf(await fetch(`${edge.url}/v1beta/none`))).toEqual({ error: { code: 404, message: expect.any(String), status: 'NOT_FOUND' } });
+    expect(await jsonOf(await fetch(`${edge.url}/v1beta/none`))).toEqual({
+      error: { code: 404, message: expect.any(String), status: 'NOT_FOUND' },
+    });
   });
 
   it('records the routes it has seen, and serves no /metrics on the public port (the ops port does: ops.int.test.ts)', async () => {
@@ -59,15 +70,36 @@ describe('edge basics', () => {
   });
 
   it('answers a paid route the same whether its exact path skips the router or a variant goes through it', async () => {
-    const bad = { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer gsk_nope' }, body: '{}' };
+    const bad = {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gsk_nope' },
+      body: '{}',
+    };
     const answers = [];
     // Exact paths (dispatched before Express's router), then variants only the router matches (trailing slash).
-    for (const path of ['/v1/chat/completions', '/v1/chat/completions?x=1', '/v1/chat/completions/', '/api/v1/evaluate', '/api/v1/evaluate/']) {
+    for (const path of [
+      '/v1/chat/completions',
+      '/v1/chat/completions?x=1',
+      '/v1/chat/completions/',
+      '/api/v1/evaluate',
+      '/api/v1/evaluate/',
+    ]) {
       const res = await fetch(`${edge.url}${path}`, { ...bad, headers: { ...bad.headers, 'x-request-id': 'hot-1' } });
-      answers.push({ path, status: res.status, type: res.headers.get('content-type'), nosniff: res.headers.get('x-content-type-options'), body: await jsonOf(res) });
+      answers.push({
+        path,
+        status: res.status,
+        type: res.headers.get('content-type'),
+        nosniff: res.headers.get('x-content-type-options'),
+        body: await jsonOf(res),
+      });
     }
     for (const a of answers) {
-      expect(a).toMatchObject({ status: 401, type: 'application/json; charset=utf-8', nosniff: 'nosniff', body: { error: { code: 'malformed_api_key', request_id: 'hot-1' } } });
+      expect(a).toMatchObject({
+        status: 401,
+        type: 'application/json; charset=utf-8',
+        nosniff: 'nosniff',
+        body: { error: { code: 'malformed_api_key', request_id: 'hot-1' } },
+      });
       expect(a.body).toEqual(answers[a.path.includes('evaluate') ? 3 : 0]!.body);
     }
     // A path the guard refuses is answered by the guard, before any route (and counted as unmatched).
@@ -75,8 +107,12 @@ describe('edge basics', () => {
     expect(broken.status).toBe(400);
     expect((await jsonOf(broken)).error.code).toBe('invalid_encoding');
     const { body } = await renderMetrics(edge.deps.metrics);
-    expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/chat\/completions,\/v1\/chat\/completions"[^}]*status="401"[^}]*\} 3/);
-    expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/evaluate"[^}]*status="401"[^}]*\} 2/);
+    expect(body).toMatch(
+      /http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/chat\/completions,\/v1\/chat\/completions"[^}]*status="401"[^}]*\} 3/,
+    );
+    expect(body).toMatch(
+      /http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/evaluate"[^}]*status="401"[^}]*\} 2/,
+    );
     expect(body).toMatch(/http_request_duration_seconds_count\{[^}]*route="unmatched"[^}]*status="400"[^}]*\} \d+/);
   });
 });
@@ -87,7 +123,11 @@ describe('JSON bodies', () => {
   beforeAll(async () => {
     const app = express();
     app.use(requestContext(createLogger({ service: 't', level: 'silent' })));
-    app.post('/api/v1/echo', jsonBody({ limitBytes: 1024, timeouts: ctx.config.http }), (req, res) => void res.json({ got: req.body }));
+    app.post(
+      '/api/v1/echo',
+      jsonBody({ limitBytes: 1024, timeouts: ctx.config.http }),
+      (req, res) => void res.json({ got: req.body }),
+    );
     app.use(notFound);
     app.use(errorHandler);
     const server = createServer(app);
@@ -98,7 +138,7 @@ describe('JSON bodies', () => {
   afterAll(() => close());
   const post = (body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
-  it('parses JSON within the route\'s limit', async () => {
+  it("parses JSON within the route's limit", async () => {
     expect(await jsonOf(await post('{"a":[1,2]}'))).toEqual({ got: { a: [1, 2] } });
   });
   it('answers malformed JSON with 400 invalid_json', async () => {
@@ -106,17 +146,23 @@ describe('JSON bodies', () => {
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
   });
-  it('answers a body over the route\'s limit with 413', async () => {
+  it("answers a body over the route's limit with 413", async () => {
     const res = await post(JSON.stringify({ a: 'x'.repeat(2000) }));
     expect(res.status).toBe(413);
-    expect((await jsonOf(res)).error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('1 KiB') });
+    expect((await jsonOf(res)).error).toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringContaining('1 KiB'),
+    });
   });
 });
 
 describe('/readyz with Redis stopped', () => {
   it('answers 503, and ready again once it is back', async () => {
     const port = await freePort();
-    const start = () => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const start = () =>
+      spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+        stdio: 'ignore',
+      });
     let server = start();
     const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: null, retryStrategy: () => 100 });
     await new Promise<void>((resolve) => redis.once('ready', () => resolve()));

@@ -68,8 +68,20 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   const bearer = authenticate(deps, 'bearer');
   app.get('/api/v1/me/balance', bearer, requireScope('account.read'), getBalance(deps));
   app.get('/api/v1/usage', bearer, requireScope('account.read'), getUsage(deps));
-  app.get('/api/v1/me/callback-secret', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), getCallbackSecret(deps));
-  app.post('/api/v1/me/callback-secret/rotate', bearer, requireScope('tasks.write'), requireKeyRole('callbackSecret'), rotateCallbackSecret(deps));
+  app.get(
+    '/api/v1/me/callback-secret',
+    bearer,
+    requireScope('tasks.write'),
+    requireKeyRole('callbackSecret'),
+    getCallbackSecret(deps),
+  );
+  app.post(
+    '/api/v1/me/callback-secret/rotate',
+    bearer,
+    requireScope('tasks.write'),
+    requireKeyRole('callbackSecret'),
+    rotateCallbackSecret(deps),
+  );
 
   app.use(modelRoutes(deps));
   app.use(evaluateRoutes(deps, options.evaluate));
@@ -86,5 +98,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(countRefusals(deps.metrics), errorHandler);
   // Charges of answered calls are written by the budget leases, closed with the deps (after this), as are the queues
   // the webhooks' promotions use.
-  return Object.assign(app, { closeRoutes: async () => void (await Promise.allSettled([upstream.close(), providerWebhooks.close()])) });
+  return Object.assign(app, {
+    closeRoutes: async () => void (await Promise.allSettled([upstream.close(), providerWebhooks.close()])),
+  });
 }

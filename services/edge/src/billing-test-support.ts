@@ -33,7 +33,10 @@ export interface ExpectedCharge {
  * call of the test has ended (a stream whose caller left is still read to its end) and its charge is written.
  */
 export async function leaseChargesOf(db: TestDb, leases: BudgetLeases, requestId: string) {
-  await eventually(() => leases.snapshot().every((l) => l.committed === 0n), 'every held call to end and its charge to be written');
+  await eventually(
+    () => leases.snapshot().every((l) => l.committed === 0n),
+    'every held call to end and its charge to be written',
+  );
   await leases.flushed();
   return db.ledgerEntry.findMany({ where: { requestId } });
 }
@@ -51,7 +54,12 @@ export async function expectReleased(db: TestDb, leases: BudgetLeases, requestId
  * The request was settled with exactly one charge: `usage` at the model's prices, booked to the workspace. With
  * `leases`, the call was held against a budget lease (no reservation of its own).
  */
-export async function expectCharged(db: TestDb, requestId: string | null, charge: ExpectedCharge, leases?: BudgetLeases) {
+export async function expectCharged(
+  db: TestDb,
+  requestId: string | null,
+  charge: ExpectedCharge,
+  leases?: BudgetLeases,
+) {
   expect(requestId).toBeTruthy();
   let entries;
   if (leases) {
@@ -84,7 +92,12 @@ export async function expectBalanced(db: TestDb, workspaceId: string) {
  * A call's hold is exactly `amount` (the hold is in the edge's memory, not a row): served for a key capped at
  * `amount`, refused 402 for a key capped one micro-unit lower. `call` makes the call with a key and answers its status.
  */
-export async function expectHoldOf(db: TestDb, workspaceId: string, amount: bigint, call: (secret: string) => Promise<number>) {
+export async function expectHoldOf(
+  db: TestDb,
+  workspaceId: string,
+  amount: bigint,
+  call: (secret: string) => Promise<number>,
+) {
   const short = await makeKey(db, workspaceId, { spendCap: amount - 1n });
   expect(await call(short.secret)).toBe(402);
   const exact = await makeKey(db, workspaceId, { spendCap: amount });
@@ -92,10 +105,11 @@ export async function expectHoldOf(db: TestDb, workspaceId: string, amount: bigi
 }
 
 /** The HTTP status a call through an SDK ended with. */
-export const statusOf = (p: Promise<unknown>): Promise<number> => p.then(
-  () => 200,
-  (e: { status?: number }) => e.status ?? 0,
-);
+export const statusOf = (p: Promise<unknown>): Promise<number> =>
+  p.then(
+    () => 200,
+    (e: { status?: number }) => e.status ?? 0,
+  );
 
 /**
  * `callers` callers each calling `call` again and again, and the edge process SIGKILLed under that load once

@@ -61,7 +61,10 @@ export interface EdgeDepsOptions {
  * evaluate workers' replies, the catalog and the breaker. close() closes what was made here, once HTTP has stopped
  * and the routes have finished (EdgeApp.closeRoutes), before the caller closes its clients.
  */
-export async function createEdgeDeps(clients: EdgeClients, options: EdgeDepsOptions = {}): Promise<{ deps: EdgeDeps; close(): Promise<void> }> {
+export async function createEdgeDeps(
+  clients: EdgeClients,
+  options: EdgeDepsOptions = {},
+): Promise<{ deps: EdgeDeps; close(): Promise<void> }> {
   const { config, db, redis, logger } = clients;
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
   // One subscriber connection for every channel this process listens on.

@@ -15,7 +15,11 @@ export interface EdgeUnderTest {
 }
 
 /** `overrides` replace deps after they are made (what they replace is still closed by close()). */
-export async function startEdge(ctx: TestContext, overrides: Partial<EdgeDeps> = {}, options: AppOptions = {}): Promise<EdgeUnderTest> {
+export async function startEdge(
+  ctx: TestContext,
+  overrides: Partial<EdgeDeps> = {},
+  options: AppOptions = {},
+): Promise<EdgeUnderTest> {
   const logger = createLogger({ service: 'edge-test', level: 'silent' });
   const made = await createEdgeDeps(
     { config: ctx.config, db: ctx.db, redis: ctx.redis, s3: ctx.s3, logger, metrics: createMetrics('edge-test') },

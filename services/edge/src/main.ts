@@ -5,7 +5,11 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'edge';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
+const telemetry = startTelemetry({
+  serviceName: `gensvc-${SERVICE}`,
+  otlpEndpoint: config.otel.endpoint,
+  sampleRatio: config.otel.sampleRatio,
+});
 
 async function main() {
   const { createEdgeServer } = await import('./http/server');
@@ -39,21 +43,30 @@ async function main() {
       {
         name: 'stop taking HTTP',
         timeoutMs: 10_000,
-        run: () => new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        }),
+        run: () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+          }),
       },
-      { name: 'close upstream connections, finish webhook promotions', timeoutMs: 10_000, run: () => app.closeRoutes() },
+      {
+        name: 'close upstream connections, finish webhook promotions',
+        timeoutMs: 10_000,
+        run: () => app.closeRoutes(),
+      },
       // Every answered call's charge written, the unused money of every lease given back.
       { name: 'write charges, give leases back', timeoutMs: 10_000, run: () => edge.deps.holds.close() },
-      { name: 'close clients', timeoutMs: 5_000, run: async () => {
-        await ops.close();
-        await edge.close();
-        redis.disconnect();
-        s3.destroy();
-        await closeDb(db);
-      } },
+      {
+        name: 'close clients',
+        timeoutMs: 5_000,
+        run: async () => {
+          await ops.close();
+          await edge.close();
+          redis.disconnect();
+          s3.destroy();
+          await closeDb(db);
+        },
+      },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
     ],
     logger,
@@ -62,6 +75,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

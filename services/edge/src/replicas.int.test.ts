@@ -4,7 +4,14 @@ import { newApiKey } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
 import { apiKeyRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
-import { makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import {
+  makeKey,
+  makeWorkspace,
+  spawnService,
+  useTestContext,
+  waitForHttp,
+  type ServiceProcess,
+} from '@gensvc/testing';
 
 const ctx = useTestContext();
 const replicas: { url: string; proc: ServiceProcess }[] = [];
@@ -31,7 +38,8 @@ async function untilAll(secret: string, want: number, limitMs: number): Promise<
   for (;;) {
     const codes = await Promise.all(replicas.map((r) => status(r.url, secret)));
     if (codes.every((c) => c === want)) return Date.now() - started;
-    if (Date.now() - started > limitMs) throw new Error(`replicas answered ${codes.join(',')} after ${limitMs} ms, wanted ${want}`);
+    if (Date.now() - started > limitMs)
+      throw new Error(`replicas answered ${codes.join(',')} after ${limitMs} ms, wanted ${want}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -66,14 +74,30 @@ it('logs each request with its request id and trace id, and shuts down cleanly o
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
   await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { 'x-request-id': 'log-check-1' } });
   await new Promise((r) => setTimeout(r, 200));
-  const line = proc.output().split('\n').find((l) => l.includes('"request_id":"log-check-1"'));
-  expect(JSON.parse(line!)).toMatchObject({ level: 'info', service: 'edge', msg: 'request', method: 'GET', route: '/api/v1/me/balance', status: 401, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  const line = proc
+    .output()
+    .split('\n')
+    .find((l) => l.includes('"request_id":"log-check-1"'));
+  expect(JSON.parse(line!)).toMatchObject({
+    level: 'info',
+    service: 'edge',
+    msg: 'request',
+    method: 'GET',
+    route: '/api/v1/me/balance',
+    status: 401,
+    trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+  });
   expect(await proc.stop('SIGTERM')).toBe(0);
   expect(proc.output()).toContain('shutdown phase done');
 });
 
 it('refuses to start on a bad configuration, listing every bad variable', async () => {
-  const proc = spawnService('edge', { PORT: 'eighty', DATABASE_URL: 'mysql://nope', SIGNING_SECRET: 'short', LOG_LEVEL: 'loud' });
+  const proc = spawnService('edge', {
+    PORT: 'eighty',
+    DATABASE_URL: 'mysql://nope',
+    SIGNING_SECRET: 'short',
+    LOG_LEVEL: 'loud',
+  });
   const code = await new Promise<number | null>((r) => proc.child.once('exit', r));
   expect(code).toBe(1);
   const out = proc.output();
@@ -87,7 +111,11 @@ it("a key's own rpm holds exactly across both replicas: of 24 racing paid calls,
   const { secret: other } = await makeKey(ctx.db, ws.id);
   // An empty body is refused (400) after the rate limit has counted the call: no model or money needed.
   const call = (url: string, key: string) =>
-    fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
+    fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
   const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => call(replicas[i % 2]!.url, secret)));
   const codes = answers.map((r) => r.status);
   expect(codes.filter((c) => c === 400)).toHaveLength(5);
@@ -95,7 +123,9 @@ it("a key's own rpm holds exactly across both replicas: of 24 racing paid calls,
   const refused = answers.find((r) => r.status === 429)!;
   expect(refused.headers.get('x-ratelimit-limit-rpm')).toBe('5');
   expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/at most 5 paid calls per minute for this API key/);
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+    /at most 5 paid calls per minute for this API key/,
+  );
   // The workspace's other key has its own room; the workspace counted the 5 calls that passed.
   const fine = await call(replicas[1]!.url, other);
   expect(fine.status).toBe(400);

@@ -85,7 +85,11 @@ function expectSameNumbers(actual: unknown, expected: unknown): void {
   expect(actual).toEqual(expected);
 }
 
-const calls = (channels: string[]) => sim.requests().filter((r) => channels.includes(r.channel)).map((r) => `${r.channel}:${r.status ?? r.outcome}`);
+const calls = (channels: string[]) =>
+  sim
+    .requests()
+    .filter((r) => channels.includes(r.channel))
+    .map((r) => `${r.channel}:${r.status ?? r.outcome}`);
 
 const questions: Record<string, Question> = {
   relevant: { type: 'boolean', instructions: 'Does the reply answer the question?' },
@@ -106,7 +110,12 @@ describe('answers', () => {
     const usage = usageFor(sent);
     const cost = costOf(model, usage);
     expect(cost).toBeGreaterThan(0n);
-    expect(body).toEqual({ model: 'sim/judge', answers: expectedAnswers(sent), usage, cost: { amount: toAmount(cost), currency: 'USD' } });
+    expect(body).toEqual({
+      model: 'sim/judge',
+      answers: expectedAnswers(sent),
+      usage,
+      cost: { amount: toAmount(cost), currency: 'USD' },
+    });
     expect(res.headers.get('x-ratelimit-limit-rpm')).toBe('300');
 
     const after = await money(ctx.db, ws.id, key.id);
@@ -121,7 +130,12 @@ describe('answers', () => {
     });
     expect(after).toMatchObject({ spent: cost, reserved: 0n, balance: ws.balance - cost, held: 0 });
     // The provider got the model's name at the provider (the part after the slash) and the channel's secret.
-    expect(sim.requests().filter((r) => r.channel === 'main').map((r) => [r.model, r.status, r.path])).toEqual([['judge', 200, '/evaluate']]);
+    expect(
+      sim
+        .requests()
+        .filter((r) => r.channel === 'main')
+        .map((r) => [r.model, r.status, r.path]),
+    ).toEqual([['judge', 200, '/evaluate']]);
   });
 
   it('gives each caller its own answer and charge when two send the same X-Request-Id at once', async () => {
@@ -141,7 +155,7 @@ describe('answers', () => {
     expect((await money(ctx.db, b.ws.id, b.key.id)).charges).toHaveLength(1);
   });
 
-  it('charges input tokens only for an input-only model, and sends the route\'s upstream model name', async () => {
+  it("charges input tokens only for an input-only model, and sends the route's upstream model name", async () => {
     const { model } = await addSimModel(ctx.db, sim.url, {
       id: 'sim/eval-input-only',
       inputOnly: true,
@@ -160,7 +174,12 @@ describe('answers', () => {
     expect(body.usage).toEqual(usage);
     expect(body.cost).toEqual({ amount: toAmount(inputOnlyCost), currency: 'USD' });
     expect((await money(ctx.db, ws.id, key.id)).spent).toBe(inputOnlyCost);
-    expect(sim.requests().filter((r) => r.channel === 'inonly').map((r) => [r.model, r.path])).toEqual([['scorer-v2', '/v2/evaluate']]);
+    expect(
+      sim
+        .requests()
+        .filter((r) => r.channel === 'inonly')
+        .map((r) => [r.model, r.path]),
+    ).toEqual([['scorer-v2', '/v2/evaluate']]);
   });
 
   it('replays an Idempotency-Key with the same body, charging once; another body under the key is a 409', async () => {
@@ -187,7 +206,13 @@ describe('answers', () => {
 
 describe('failover', () => {
   const twoChannels = (id: string, a: string, b: string, timeoutMs = 10_000) =>
-    addSimModel(ctx.db, sim.url, { id, channels: [{ name: a, priority: 10, timeoutMs }, { name: b, priority: 0 }] });
+    addSimModel(ctx.db, sim.url, {
+      id,
+      channels: [
+        { name: a, priority: 10, timeoutMs },
+        { name: b, priority: 0 },
+      ],
+    });
 
   it.each([
     ['a 500', 'f1', { status: 500 }, '500'],
@@ -214,18 +239,34 @@ describe('failover', () => {
     await twoChannels('sim/breaker', 'ba', 'bb');
     const { secret } = await makeCustomer(ctx.db);
     sim.faults.add({ channel: 'ba', status: 503 });
-    for (let i = 0; i < 3; i++) expect((await post(edge.url, secret, { model: 'sim/breaker', state: `s${i}`, questions: { q: questions.relevant } })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await post(edge.url, secret, { model: 'sim/breaker', state: `s${i}`, questions: { q: questions.relevant } }))
+          .status,
+      ).toBe(200);
     expect(calls(['ba', 'bb'])).toEqual(['ba:503', 'bb:200', 'ba:503', 'bb:200', 'ba:503', 'bb:200']);
     sim.resetRequests();
     // Open: the failing channel is not even tried.
-    expect((await post(edge.url, secret, { model: 'sim/breaker', state: 's3', questions: { q: questions.relevant } })).status).toBe(200);
+    expect(
+      (await post(edge.url, secret, { model: 'sim/breaker', state: 's3', questions: { q: questions.relevant } }))
+        .status,
+    ).toBe(200);
     expect(calls(['ba', 'bb'])).toEqual(['bb:200']);
     expect(worker.breaker.isOpen((await ctx.db.channel.findUniqueOrThrow({ where: { name: 'ba' } })).id)).toBe(true);
     // The channel recovers; after openMs one trial call goes to it, succeeds, and the circuit is closed again.
     sim.faults.clear();
     await sleep(OPEN_MS + 50);
     sim.resetRequests();
-    for (let i = 0; i < 2; i++) expect((await post(edge.url, secret, { model: 'sim/breaker', state: `s${10 + i}`, questions: { q: questions.relevant } })).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect(
+        (
+          await post(edge.url, secret, {
+            model: 'sim/breaker',
+            state: `s${10 + i}`,
+            questions: { q: questions.relevant },
+          })
+        ).status,
+      ).toBe(200);
     expect(calls(['ba', 'bb'])).toEqual(['ba:200', 'ba:200']);
   });
 });
@@ -239,13 +280,23 @@ describe('invalid upstream answers', () => {
     ['an answer of the wrong type', 'm5', { malformed: 'shape' as const, shape: 'wrong-type' as const }],
   ])('%s is a 502 upstream_invalid_response, not charged and not failed over', async (_what, name, fault) => {
     const [a, b] = [`${name}a`, `${name}b`];
-    await addSimModel(ctx.db, sim.url, { id: `sim/${a}`, channels: [{ name: a, priority: 10 }, { name: b, priority: 0 }] });
+    await addSimModel(ctx.db, sim.url, {
+      id: `sim/${a}`,
+      channels: [
+        { name: a, priority: 10 },
+        { name: b, priority: 0 },
+      ],
+    });
     sim.faults.add({ channel: a, ...fault });
     const { ws, key, secret } = await makeCustomer(ctx.db);
     const before = await money(ctx.db, ws.id, key.id);
     const res = await post(edge.url, secret, { model: `sim/${a}`, state, questions });
     expect(res.status).toBe(502);
-    expect((await jsonOf(res)).error).toMatchObject({ type: 'upstream_error', code: 'upstream_invalid_response', request_id: res.headers.get('x-request-id') });
+    expect((await jsonOf(res)).error).toMatchObject({
+      type: 'upstream_error',
+      code: 'upstream_invalid_response',
+      request_id: res.headers.get('x-request-id'),
+    });
     expect(calls([a, b])).toEqual([`${a}:200`]);
     expect(await money(ctx.db, ws.id, key.id)).toEqual({ ...before, charges: [] });
     expect(before).toMatchObject({ spent: 0n, reserved: 0n, held: 0 });
@@ -253,11 +304,18 @@ describe('invalid upstream answers', () => {
   });
 
   it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
-    await addSimModel(ctx.db, sim.url, { id: 'sim/mal-breaker', channels: [{ name: 'mba', priority: 10 }, { name: 'mbb', priority: 0 }] });
+    await addSimModel(ctx.db, sim.url, {
+      id: 'sim/mal-breaker',
+      channels: [
+        { name: 'mba', priority: 10 },
+        { name: 'mbb', priority: 0 },
+      ],
+    });
     sim.faults.add({ channel: 'mba', malformed: 'shape', shape: 'out-of-range' });
     const { secret } = await makeCustomer(ctx.db);
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await post(edge.url, secret, { model: 'sim/mal-breaker', state: `s${i}`, questions })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push((await post(edge.url, secret, { model: 'sim/mal-breaker', state: `s${i}`, questions })).status);
     expect(statuses).toEqual([502, 502, 502, 200]);
     expect(calls(['mba', 'mbb'])).toEqual(['mba:200', 'mba:200', 'mba:200', 'mbb:200']);
   });
@@ -286,10 +344,19 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     const res = await post(short.url, secret, { model: 'sim/slow', state, questions });
     expect(res.status).toBe(504);
     expect(Date.now() - started).toBeLessThan(1_400);
-    expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringMatching(/nothing was charged/) });
+    expect((await jsonOf(res)).error).toMatchObject({
+      code: 'upstream_timeout',
+      message: expect.stringMatching(/nothing was charged/),
+    });
     expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { code: 'upstream_timeout' } });
     await expectReleased(ctx.db, short.deps.holds.leases, res.headers.get('x-request-id'));
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({
+      charges: [],
+      spent: 0n,
+      reserved: 0n,
+      balance: ws.balance,
+      held: 0,
+    });
   });
 
   it('a job that waited in the queue past its deadline calls no provider and charges nothing', async () => {
@@ -306,10 +373,19 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     } finally {
       await queue.resume();
     }
-    expect(await onlyResult(heard)).toMatchObject({ ok: false, error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) } });
+    expect(await onlyResult(heard)).toMatchObject({
+      ok: false,
+      error: { status: 504, code: 'upstream_timeout', message: expect.stringMatching(/past its deadline/) },
+    });
     expect(calls(['queued'])).toEqual([]);
     await expectReleased(ctx.db, short.deps.holds.leases, requestId);
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({
+      charges: [],
+      spent: 0n,
+      reserved: 0n,
+      balance: ws.balance,
+      held: 0,
+    });
   });
 
   it('a caller who hangs up gets the hold released; the answer that arrives later is charged by nobody', async () => {
@@ -324,18 +400,29 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
       abort.abort();
       await expect(pending).rejects.toThrow();
       // Still running (the provider answers at 600 ms): the job names the request and the id its reply will carry.
-      const [job] = (await edge.deps.queues.get('evaluate').getJobs(['active', 'waiting'])).filter((j) => j.data.model === 'sim/hangup');
+      const [job] = (await edge.deps.queues.get('evaluate').getJobs(['active', 'waiting'])).filter(
+        (j) => j.data.model === 'sim/hangup',
+      );
       expect(job).toBeDefined();
       // The worker still gets its answer from the provider and replies; the edge no longer waits and charges nothing.
       await eventually(() => calls(['hangup']).includes('hangup:200'), 'the provider to answer the abandoned job');
       expect(calls(['hangup'])).toEqual(['hangup:200']);
-      const reply = await eventually(() => replies.replies.find((r) => r.id === job!.id), 'the reply to the abandoned job');
+      const reply = await eventually(
+        () => replies.replies.find((r) => r.id === job!.id),
+        'the reply to the abandoned job',
+      );
       expect(reply).toMatchObject({ result: { ok: true, usage: usageFor({ state, questions }) } });
       await expectReleased(ctx.db, edge.deps.holds.leases, job!.data.requestId);
     } finally {
       replies.close();
     }
-    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({ charges: [], spent: 0n, reserved: 0n, balance: ws.balance, held: 0 });
+    expect(await money(ctx.db, ws.id, key.id)).toMatchObject({
+      charges: [],
+      spent: 0n,
+      reserved: 0n,
+      balance: ws.balance,
+      held: 0,
+    });
   });
 
   it('the worker answers a job enqueued twice under one id once, on its reply channel, and charges nothing itself', async () => {
@@ -344,16 +431,33 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     const replyTo = `${ctx.config.queuePrefix}:evaluate:reply:test`;
     const { replies, close } = await listen(replyTo);
     try {
-      const payload = { requestId: 'req_direct', callId: 'evl_direct', workspaceId: ws.id, apiKeyId: key.id, deadlineAt: Date.now() + 10_000, model: model.id, request: { state, questions }, replyTo };
+      const payload = {
+        requestId: 'req_direct',
+        callId: 'evl_direct',
+        workspaceId: ws.id,
+        apiKeyId: key.id,
+        deadlineAt: Date.now() + 10_000,
+        model: model.id,
+        request: { state, questions },
+        replyTo,
+      };
       // Scheduled twice under the same call id, as the edge schedules it: one job (the second add, while the first
       // waits or runs, is a no-op). Both adds leave together, so the second reaches Redis while the first job waits or
       // runs: added one after the other, a loaded machine let the worker finish (and remove) the first job in between,
       // and the second add then made a job of its own (a completed evaluate job is not kept).
-      const [first, again] = await Promise.all([scheduleEvaluate(edge.deps.queues, payload), scheduleEvaluate(edge.deps.queues, payload)]);
+      const [first, again] = await Promise.all([
+        scheduleEvaluate(edge.deps.queues, payload),
+        scheduleEvaluate(edge.deps.queues, payload),
+      ]);
       expect(again.id).toBe(first.id);
       expect(first.id).toBe(jobIdOf(EvaluateRun, payload));
       const usage = usageFor({ state, questions });
-      const expected = { ok: true, answers: expectedAnswers({ state, questions }), usage, cost: costOf(model, usage).toString() };
+      const expected = {
+        ok: true,
+        answers: expectedAnswers({ state, questions }),
+        usage,
+        cost: costOf(model, usage).toString(),
+      };
       await eventually(() => replies.length > 0, 'the reply');
       await sleep(50);
       expect(replies).toEqual([{ id: first.id, result: expected }]);

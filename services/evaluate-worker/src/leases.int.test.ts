@@ -3,7 +3,15 @@
 // the ledger when it is answered, and a SIGKILL of an edge under load leaves the books balanced.
 import { toAmount } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
-import { addSimModel, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimModel,
+  makeKey,
+  makeWorkspace,
+  spawnService,
+  useTestContext,
+  waitForHttp,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { costOf, reservationFor } from '@gensvc/upstream';
 import { expectBalanced, killUnderLoad } from '../../edge/src/billing-test-support';
 import { startSim, usageFor, type Sim } from '../../upstream-sim/src/index';
@@ -17,7 +25,12 @@ const replicas: { url: string; proc: ServiceProcess }[] = [];
 
 async function startReplica(): Promise<{ url: string; proc: ServiceProcess }> {
   const port = await freePort();
-  const proc = spawnService('edge', { ...ctx.env, PORT: String(port), OPS_PORT: '0', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+  const proc = spawnService('edge', {
+    ...ctx.env,
+    PORT: String(port),
+    OPS_PORT: '0',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, proc);
   return { url, proc };
@@ -25,13 +38,22 @@ async function startReplica(): Promise<{ url: string; proc: ServiceProcess }> {
 
 // As in race.int.test.ts: input is free and the output bound is what the sim reports, so each call's hold is its cost.
 const MODEL = 'sim/eval-leased';
-const request = { state: { text: 'the same input for everyone' }, questions: { ok: { type: 'boolean' as const, instructions: 'Is it acceptable?' } } };
+const request = {
+  state: { text: 'the same input for everyone' },
+  questions: { ok: { type: 'boolean' as const, instructions: 'Is it acceptable?' } },
+};
 let cost: bigint;
 
 beforeAll(async () => {
   sim = await startSim();
   worker = await startWorker(ctx, { concurrency: 50 });
-  const { model } = await addSimModel(ctx.db, sim.url, { id: MODEL, inputPricePerMTok: 0n, outputPricePerMTok: 2_500_000_000n, maxOutputTokens: 4, channels: [{ name: 'leased' }] });
+  const { model } = await addSimModel(ctx.db, sim.url, {
+    id: MODEL,
+    inputPricePerMTok: 0n,
+    outputPricePerMTok: 2_500_000_000n,
+    maxOutputTokens: 4,
+    channels: [{ name: 'leased' }],
+  });
   cost = costOf(model, usageFor(request));
   expect(reservationFor(model, { inputBytes: Buffer.byteLength(JSON.stringify(request)) })).toBe(cost);
   replicas.push(...(await Promise.all([startReplica(), startReplica()])));
@@ -47,7 +69,11 @@ const evaluate = (url: string, secret: string) =>
     method: 'POST',
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: MODEL, ...request }),
-  }).then(async (res) => ({ status: res.status, requestId: res.headers.get('x-request-id')!, json: (await res.json()) as { cost?: { amount: number }; error?: { code: string } } }));
+  }).then(async (res) => ({
+    status: res.status,
+    requestId: res.headers.get('x-request-id')!,
+    json: (await res.json()) as { cost?: { amount: number }; error?: { code: string } },
+  }));
 
 it('never charges past a cap, spread over two edges: exactly the admitted calls answer 200, each in the ledger when answered', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 100_000_000n });
@@ -98,5 +124,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way evaluate load: ever
   expect(k.reserved).toBe(0n);
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
-  process.stdout.write(`evaluate SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${unanswered} charged at the kill before their answer was written\n`);
+  process.stdout.write(
+    `evaluate SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${unanswered} charged at the kill before their answer was written\n`,
+  );
 }, 120_000);

@@ -5,11 +5,16 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'evaluate-worker';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
+const telemetry = startTelemetry({
+  serviceName: `gensvc-${SERVICE}`,
+  otlpEndpoint: config.otel.endpoint,
+  sampleRatio: config.otel.sampleRatio,
+});
 
 async function main() {
-  const { createRedisConnection, createQueues, SharedSubscriber, watchQueues, watchWorker } =
-    await import('@gensvc/queue');
+  const { createRedisConnection, createQueues, SharedSubscriber, watchQueues, watchWorker } = await import(
+    '@gensvc/queue'
+  );
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -22,14 +27,28 @@ async function main() {
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const catalog = new Catalog(db);
   const metrics = createMetrics(SERVICE);
-  const evaluate = startEvaluateWorker({ db, connection, prefix: config.queuePrefix, concurrency: config.concurrency.evaluate, logger, catalog });
+  const evaluate = startEvaluateWorker({
+    db,
+    connection,
+    prefix: config.queuePrefix,
+    concurrency: config.concurrency.evaluate,
+    logger,
+    catalog,
+  });
   instrumentUpstream(evaluate.breaker, metrics);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const subscriber = new SharedSubscriber(
     createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
     logger,
   );
-  const upstreamState = await shareUpstreamState({ redis: connection, subscriber, queuePrefix: config.queuePrefix, catalog, breaker: evaluate.breaker, log: logger });
+  const upstreamState = await shareUpstreamState({
+    redis: connection,
+    subscriber,
+    queuePrefix: config.queuePrefix,
+    catalog,
+    breaker: evaluate.breaker,
+    log: logger,
+  });
   await evaluate.worker.waitUntilReady();
   // The ops port: probes and Prometheus, never the public network.
   const queues = createQueues({ connection, prefix: config.queuePrefix, logger });
@@ -40,20 +59,27 @@ async function main() {
     metrics,
     checks: { postgres: () => pingDb(db), redis: () => connection.ping(), worker: () => watched.check() },
   });
-  logger.info({ concurrency: config.concurrency.evaluate, queuePrefix: config.queuePrefix, opsPort: ops.port }, 'evaluate worker ready');
+  logger.info(
+    { concurrency: config.concurrency.evaluate, queuePrefix: config.queuePrefix, opsPort: ops.port },
+    'evaluate worker ready',
+  );
 
   const shutdown = createShutdown(
     [
       // Jobs end by their deadline (the edge waits 60 s at most); past the timeout they go back to the queue.
       { name: 'close worker', timeoutMs: 20_000, run: () => evaluate.close(15_000) },
-      { name: 'close clients', timeoutMs: 5_000, run: async () => {
-        await ops.close();
-        await upstreamState.close();
-        subscriber.close();
-        await queues.close();
-        connection.disconnect();
-        await closeDb(db);
-      } },
+      {
+        name: 'close clients',
+        timeoutMs: 5_000,
+        run: async () => {
+          await ops.close();
+          await upstreamState.close();
+          subscriber.close();
+          await queues.close();
+          connection.disconnect();
+          await closeDb(db);
+        },
+      },
       { name: 'flush telemetry', timeoutMs: 5_000, run: () => telemetry.shutdown() },
     ],
     logger,
@@ -62,6 +88,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -38,7 +38,10 @@ it('charges at most the cap: exactly the admitted requests answer 200, each char
     maxOutputTokens: 4,
     channels: [{ name: 'race' }],
   });
-  const request = { state: { text: 'the same input for everyone' }, questions: { ok: { type: 'boolean' as const, instructions: 'Is it acceptable?' } } };
+  const request = {
+    state: { text: 'the same input for everyone' },
+    questions: { ok: { type: 'boolean' as const, instructions: 'Is it acceptable?' } },
+  };
   const usage = usageFor(request);
   const cost = costOf(model, usage);
   const bound = reservationFor(model, { inputBytes: Buffer.byteLength(JSON.stringify(request)) });

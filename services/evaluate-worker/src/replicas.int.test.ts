@@ -1,7 +1,15 @@
 // The paid-call rate limit holds across edge replicas: two real edge processes share one sliding window in Redis.
 // Evaluate is the paid call, answered by a worker in this process and the upstream-sim.
 import { freePort } from '@gensvc/local-stack';
-import { addSimModel, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimModel,
+  makeKey,
+  makeWorkspace,
+  spawnService,
+  useTestContext,
+  waitForHttp,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
 import type { EvaluateWorker } from './evaluate-worker';
 import { startWorker } from './worker-under-test';
@@ -16,7 +24,14 @@ beforeAll(async () => {
   worker = await startWorker(ctx);
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    replicas.push({ url: `http://127.0.0.1:${port}`, proc: spawnService('edge', { ...ctx.env, PORT: String(port), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }) });
+    replicas.push({
+      url: `http://127.0.0.1:${port}`,
+      proc: spawnService('edge', {
+        ...ctx.env,
+        PORT: String(port),
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      }),
+    });
   }
   await Promise.all(replicas.map((r) => waitForHttp(`${r.url}/readyz`, r.proc)));
 }, 60_000);
@@ -37,7 +52,11 @@ it('accepts exactly the workspace rpm across both replicas; the rest get 429 wit
     const res = await fetch(`${replicas[i % 2]!.url}/api/v1/evaluate`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/limited', state: `call ${i}`, questions: { ok: { type: 'boolean', instructions: 'Fine?' } } }),
+      body: JSON.stringify({
+        model: 'sim/limited',
+        state: `call ${i}`,
+        questions: { ok: { type: 'boolean', instructions: 'Fine?' } },
+      }),
     });
     await res.arrayBuffer();
     const header = (name: string) => res.headers.get(name);
@@ -65,7 +84,9 @@ it('accepts exactly the workspace rpm across both replicas; the rest get 429 wit
   expect(accepted).toHaveLength(RPM);
   expect(refused).toHaveLength(120 - RPM);
   // Each accepted call saw its own remaining count: together exactly 49 down to 0.
-  expect(accepted.map((r) => r.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: RPM }, (_, i) => RPM - 1 - i));
+  expect(accepted.map((r) => r.remaining).sort((a, b) => b - a)).toEqual(
+    Array.from({ length: RPM }, (_, i) => RPM - 1 - i),
+  );
   for (const r of accepted) expect(r.limit).toBe(String(RPM));
   for (const r of refused) {
     expect(r.status).toBe(429);

@@ -3,7 +3,19 @@
 // collector in this test. Instrumentation cannot be observed inside Jest (see libs/observability's
 // telemetry.test.ts), hence the child processes; SIGTERM's shutdown flushes their spans.
 import { freePort } from '@gensvc/local-stack';
-import { addSimModel, jsonOf, makeKey, makeWorkspace, spawnService, startOtlpCollector, traceOf, useTestContext, waitForHttp, type OtlpCollector, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimModel,
+  jsonOf,
+  makeKey,
+  makeWorkspace,
+  spawnService,
+  startOtlpCollector,
+  traceOf,
+  useTestContext,
+  waitForHttp,
+  type OtlpCollector,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
 
 const ctx = useTestContext();
@@ -20,21 +32,33 @@ afterAll(async () => {
   await sim?.close();
 });
 
-it('links edge HTTP server span → evaluate.run publish → evaluate.run process → the worker\'s upstream HTTP call', async () => {
+it("links edge HTTP server span → evaluate.run publish → evaluate.run process → the worker's upstream HTTP call", async () => {
   await addSimModel(ctx.db, sim.url, { id: 'sim/traced', channels: [{ name: 'traced' }] });
   const ws = await makeWorkspace(ctx.db);
   const { secret } = await makeKey(ctx.db, ws.id);
 
   const port = await freePort();
-  const env = { ...ctx.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER_ARG: '1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-  const procs: ServiceProcess[] = [spawnService('edge', { ...env, PORT: String(port) }), spawnService('evaluate-worker', { ...env, LOG_LEVEL: 'info' })];
+  const env = {
+    ...ctx.env,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_TRACES_SAMPLER_ARG: '1',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+  const procs: ServiceProcess[] = [
+    spawnService('edge', { ...env, PORT: String(port) }),
+    spawnService('evaluate-worker', { ...env, LOG_LEVEL: 'info' }),
+  ];
   let requestId = '';
   try {
     await waitForHttp(`http://127.0.0.1:${port}/readyz`, procs[0]);
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/evaluate`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/traced', state: 'trace me', questions: { ok: { type: 'boolean', instructions: 'Traced?' } } }),
+      body: JSON.stringify({
+        model: 'sim/traced',
+        state: 'trace me',
+        questions: { ok: { type: 'boolean', instructions: 'Traced?' } },
+      }),
     });
     const body = await jsonOf(res);
     expect(res.status).toBe(200);
@@ -67,9 +91,20 @@ it('links edge HTTP server span → evaluate.run publish → evaluate.run proces
   const processed = one((s) => s.name === 'evaluate.run process', 'process span');
   expect(processed).toMatchObject({ service: 'gensvc-evaluate-worker', kind: 'consumer', parent: pub.spanId });
   // And the upstream call is an HTTP client span directly under it, to the channel's evaluate URL.
-  const upstream = one((s) => s.service === 'gensvc-evaluate-worker' && s.kind === 'client' && /\/ch\/traced\/evaluate/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')), 'upstream client span');
+  const upstream = one(
+    (s) =>
+      s.service === 'gensvc-evaluate-worker' &&
+      s.kind === 'client' &&
+      /\/ch\/traced\/evaluate/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')),
+    'upstream client span',
+  );
   expect(upstream.parent).toBe(processed.spanId);
   expect(upstream.attributes['http.response.status_code'] ?? upstream.attributes['http.status_code']).toBe(200);
   // The provider was called once, by that span.
-  expect(sim.requests().filter((r) => r.channel === 'traced').map((r) => r.status)).toEqual([200]);
+  expect(
+    sim
+      .requests()
+      .filter((r) => r.channel === 'traced')
+      .map((r) => r.status),
+  ).toEqual([200]);
 }, 60_000);

@@ -6,7 +6,10 @@ import type { TestContext } from '@gensvc/testing';
 import { Catalog, type BreakerOptions } from '@gensvc/upstream';
 import { startEvaluateWorker, type EvaluateWorker } from './evaluate-worker';
 
-export async function startWorker(ctx: TestContext, opts: { breaker?: BreakerOptions; concurrency?: number } = {}): Promise<EvaluateWorker> {
+export async function startWorker(
+  ctx: TestContext,
+  opts: { breaker?: BreakerOptions; concurrency?: number } = {},
+): Promise<EvaluateWorker> {
   const connection = createRedisConnection(ctx.config.redisUrl, { name: 'evaluate-worker-test' });
   const worker = startEvaluateWorker({
     db: ctx.db,

@@ -28,8 +28,19 @@ afterAll(() => {
 });
 
 export function startFleet(port: number, env: Record<string, string>, dataDir: string) {
-  const full: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', GENSVC_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...env };
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], { env: full, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const full: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    GENSVC_DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'services', 'fleet', 'dist', 'main.js')], {
+    env: full,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -50,7 +61,9 @@ export function startFleet(port: number, env: Record<string, string>, dataDir: s
       const ops = /ops ports\s+(.*) \(/.exec(out)?.[1];
       if (evaluate && curl && task && key && ops) {
         clearInterval(timer);
-        const opsPorts = Object.fromEntries(ops.split(', ').map((pair) => [pair.split(' ')[0]!, Number(pair.split(' ')[1])]));
+        const opsPorts = Object.fromEntries(
+          ops.split(', ').map((pair) => [pair.split(' ')[0]!, Number(pair.split(' ')[1])]),
+        );
         resolve({ key, evaluate, curl, task, opsPorts });
       } else if (child.exitCode !== null) {
         clearInterval(timer);
@@ -68,8 +81,26 @@ export function startFleet(port: number, env: Record<string, string>, dataDir: s
 
 /** The test context's stores (and queue prefix) as the variables a fleet is given, so it brings up none of its own. */
 export function storesOf(ctx: TestContext): Record<string, string> {
-  const { DATABASE_URL, REDIS_URL, QUEUE_PREFIX, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID = '', S3_SECRET_ACCESS_KEY = '' } = ctx.env;
-  return { DATABASE_URL, REDIS_URL, QUEUE_PREFIX, S3_ENDPOINT, S3_BUCKET, S3_FORCE_PATH_STYLE, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY } as Record<string, string>;
+  const {
+    DATABASE_URL,
+    REDIS_URL,
+    QUEUE_PREFIX,
+    S3_ENDPOINT,
+    S3_BUCKET,
+    S3_FORCE_PATH_STYLE,
+    S3_ACCESS_KEY_ID = '',
+    S3_SECRET_ACCESS_KEY = '',
+  } = ctx.env;
+  return {
+    DATABASE_URL,
+    REDIS_URL,
+    QUEUE_PREFIX,
+    S3_ENDPOINT,
+    S3_BUCKET,
+    S3_FORCE_PATH_STYLE,
+    S3_ACCESS_KEY_ID,
+    S3_SECRET_ACCESS_KEY,
+  } as Record<string, string>;
 }
 
 /** The commands printed under "First request:", continuation lines joined as a shell would. */

@@ -22,7 +22,11 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   expect(curl).toContain(`http://localhost:${port}/api/v1/me/balance`);
   // The first request is an evaluation, answered by the seeded sim channel through the queue and the worker.
   const answer = runCurl(evaluate);
-  expect(answer).toMatchObject({ model: 'sim/eval-1', answers: { true: { type: 'boolean' } }, cost: { currency: 'USD' } });
+  expect(answer).toMatchObject({
+    model: 'sim/eval-1',
+    answers: { true: { type: 'boolean' } },
+    cost: { currency: 'USD' },
+  });
   expect(answer.cost.amount).toBeGreaterThan(0);
   const balance = runCurl(curl);
   expect(balance).toMatchObject({ object: 'balance', currency: 'USD', key: { spend_cap: null } });
@@ -45,7 +49,11 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   expect(task).toMatchObject({ object: 'task', status: 'queued', model: 'sim/image-1' });
   const done = await eventually(
     async () => {
-      const got = await jsonOf(await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, { headers: { authorization: `Bearer ${key}` } }));
+      const got = await jsonOf(
+        await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, {
+          headers: { authorization: `Bearer ${key}` },
+        }),
+      );
       return got.status === 'completed' || got.status === 'failed' ? got : null;
     },
     'the printed task to finish',
@@ -67,7 +75,9 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   const again = await second.printed;
   expect(again.key).toBe(key);
   expect(runCurl(again.curl).workspace_id).toBe(balance.workspace_id);
-  const res = await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   expect((await jsonOf(res)).workspace_id).toBe(balance.workspace_id);
   second.ctrlC();
   expect(await second.exited).toBe(0);
@@ -100,10 +110,13 @@ it("keeps the user's NODE_EXTRA_CA_CERTS: a callback reaches a receiver on a CA 
   const theirCa = createTestCa('their own CA');
   const caFile = join(dir, 'their-ca.pem');
   writeFileSync(caFile, theirCa.certPem);
-  const receiver = await startTlsServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-  }, { cert: theirCa.issue(['127.0.0.1', 'localhost']) });
+  const receiver = await startTlsServer(
+    (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    },
+    { cert: theirCa.issue(['127.0.0.1', 'localhost']) },
+  );
   const stores = storesOf(ctx);
   const port = await freePort();
   const fleet = startFleet(port, { ...stores, NODE_EXTRA_CA_CERTS: caFile }, dir);
@@ -116,7 +129,12 @@ it("keeps the user's NODE_EXTRA_CA_CERTS: a callback reaches a receiver on a CA 
     const created = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/image-1', prompt: 'a lighthouse', size: '512x512', callback_url: `${receiver.url}/hook` }),
+      body: JSON.stringify({
+        model: 'sim/image-1',
+        prompt: 'a lighthouse',
+        size: '512x512',
+        callback_url: `${receiver.url}/hook`,
+      }),
     });
     // The edge's TLS check of callback_url at creation trusts their CA...
     const task = await jsonOf(created);
@@ -128,7 +146,11 @@ it("keeps the user's NODE_EXTRA_CA_CERTS: a callback reaches a receiver on a CA 
       30_000,
     );
     expect(delivered.headers['svc-task-id']).toBe(task.task_id);
-    const done = await jsonOf(await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, { headers: { authorization: `Bearer ${key}` } }));
+    const done = await jsonOf(
+      await fetch(`http://127.0.0.1:${port}/api/v1/tasks/${task.task_id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      }),
+    );
     expect(done).toMatchObject({ status: 'completed', output: { archive_status: 'archived' } });
     const attempts = await eventually(async () => {
       const rows = await ctx.db.callbackAttempt.findMany({ where: { taskId: task.task_id } });
@@ -146,10 +168,21 @@ it("keeps the user's NODE_EXTRA_CA_CERTS: a callback reaches a receiver on a CA 
 it('stops with a clear message when NODE_EXTRA_CA_CERTS cannot be read', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ca-bad-'));
   try {
-    const fleet = startFleet(await freePort(), { DATABASE_URL: ctx.env.DATABASE_URL!, REDIS_URL: ctx.env.REDIS_URL!, S3_ENDPOINT: ctx.env.S3_ENDPOINT!, NODE_EXTRA_CA_CERTS: join(dir, 'missing.pem') }, dir);
+    const fleet = startFleet(
+      await freePort(),
+      {
+        DATABASE_URL: ctx.env.DATABASE_URL!,
+        REDIS_URL: ctx.env.REDIS_URL!,
+        S3_ENDPOINT: ctx.env.S3_ENDPOINT!,
+        NODE_EXTRA_CA_CERTS: join(dir, 'missing.pem'),
+      },
+      dir,
+    );
     fleet.printed.catch(() => {}); // it never prints a key: the exit is what is checked
     expect(await fleet.exited).toBe(1);
-    expect(fleet.output()).toContain(`NODE_EXTRA_CA_CERTS names ${join(dir, 'missing.pem')}, which cannot be read (ENOENT)`);
+    expect(fleet.output()).toContain(
+      `NODE_EXTRA_CA_CERTS names ${join(dir, 'missing.pem')}, which cannot be read (ENOENT)`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -157,22 +190,33 @@ it('stops with a clear message when NODE_EXTRA_CA_CERTS cannot be read', async (
 
 // As root, embedded Postgres runs as the user "postgres", which cannot enter a private (0700) directory; the start
 // stops at once with one sentence saying why and what to do, instead of `spawn …/initdb EACCES`. Only root meets it.
-(process.getuid?.() === 0 ? it : it.skip)('stops with one clear sentence when, as root, the data is under a 0700 directory', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'gensvc-private-')); // mkdtemp makes it 0700, like /root
-  expect(statSync(home).mode & 0o777).toBe(0o700);
-  try {
-    const fleet = startFleet(await freePort(), { REDIS_URL: ctx.env.REDIS_URL!, S3_ENDPOINT: ctx.env.S3_ENDPOINT! }, join(home, '.data'));
-    fleet.printed.catch(() => {}); // it never prints a key: the exit is what is checked
-    expect(await fleet.exited).toBe(1);
-    const said = fleet.output().split('\n').filter((l) => l.startsWith('[gensvc] could not start:'));
-    expect(said).toEqual([
-      `[gensvc] could not start: As root, the embedded Postgres runs as the user "postgres", which cannot enter ${home} (mode 0700) to reach its data directory: ` +
-        'run npm start as a regular user, or put the checkout (or GENSVC_DATA_DIR) under a directory others can enter ' +
-        `(chmod o+x ${home}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
-    ]);
-    expect(fleet.output()).not.toContain('EACCES');
-    expect(existsSync(join(home, '.data', 'pg', 'PG_VERSION'))).toBe(false);
-  } finally {
-    rmSync(home, { recursive: true, force: true });
-  }
-}, 30_000);
+(process.getuid?.() === 0 ? it : it.skip)(
+  'stops with one clear sentence when, as root, the data is under a 0700 directory',
+  async () => {
+    const home = mkdtempSync(join(tmpdir(), 'gensvc-private-')); // mkdtemp makes it 0700, like /root
+    expect(statSync(home).mode & 0o777).toBe(0o700);
+    try {
+      const fleet = startFleet(
+        await freePort(),
+        { REDIS_URL: ctx.env.REDIS_URL!, S3_ENDPOINT: ctx.env.S3_ENDPOINT! },
+        join(home, '.data'),
+      );
+      fleet.printed.catch(() => {}); // it never prints a key: the exit is what is checked
+      expect(await fleet.exited).toBe(1);
+      const said = fleet
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('[gensvc] could not start:'));
+      expect(said).toEqual([
+        `[gensvc] could not start: As root, the embedded Postgres runs as the user "postgres", which cannot enter ${home} (mode 0700) to reach its data directory: ` +
+          'run npm start as a regular user, or put the checkout (or GENSVC_DATA_DIR) under a directory others can enter ' +
+          `(chmod o+x ${home}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
+      ]);
+      expect(fleet.output()).not.toContain('EACCES');
+      expect(existsSync(join(home, '.data', 'pg', 'PG_VERSION'))).toBe(false);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  },
+  30_000,
+);

@@ -42,10 +42,14 @@ export function caBundle(userFile: string | undefined, fleetCaPem: string): stri
   try {
     theirs = readFileSync(userFile, 'utf8');
   } catch (e) {
-    throw new Error(`NODE_EXTRA_CA_CERTS names ${userFile}, which cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): fix the path or unset it.`);
+    throw new Error(
+      `NODE_EXTRA_CA_CERTS names ${userFile}, which cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): fix the path or unset it.`,
+    );
   }
   if (!theirs.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new Error(`NODE_EXTRA_CA_CERTS names ${userFile}, which holds no PEM certificate ("-----BEGIN CERTIFICATE-----").`);
+    throw new Error(
+      `NODE_EXTRA_CA_CERTS names ${userFile}, which holds no PEM certificate ("-----BEGIN CERTIFICATE-----").`,
+    );
   }
   return `${theirs.trimEnd()}\n${fleetCaPem}`;
 }

@@ -7,12 +7,19 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { closeDb, createDb, migrate } from '@gensvc/db';
-import { freePort, serviceArgs, startStack, stopChild, waitForHttp, writeStackRecord, type Stack } from '@gensvc/local-stack';
+import {
+  freePort,
+  serviceArgs,
+  startStack,
+  stopChild,
+  waitForHttp,
+  writeStackRecord,
+  type Stack,
+} from '@gensvc/local-stack';
 import { FLEET } from './fleet-services';
 import { makeLocalTls } from './local-tls';
 import { seedDemo } from './seed-demo';
 import { seedSim } from './seed-sim';
-
 
 const root = resolve(__dirname, '../../..');
 // GENSVC_DATA_DIR lets a test (or a second checkout) keep its stores elsewhere.
@@ -113,7 +120,10 @@ async function main() {
   const opsPorts: Record<string, number> = {};
   for (const name of FLEET) opsPorts[name] = await freePort();
   const launch = (name: string, extra: Record<string, string> = {}) => {
-    const proc = spawn(process.execPath, serviceArgs(root, name), { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, serviceArgs(root, name), {
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const prefix = `[${name}] `;
     // Lines reach the pipe in blocks (a service's logger writes 4 KiB at a time), cut anywhere: a line is written
     // once whole, and the decoder keeps a character split between two reads whole.
@@ -145,7 +155,11 @@ async function main() {
     });
   };
   // The sim stands in for the providers the seeded channels point at: local runs only, never deployed.
-  launch('upstream-sim', { PORT: String(simPort), SIM_OUTPUTS_TLS_CERT_FILE: tls.certFile, SIM_OUTPUTS_TLS_KEY_FILE: tls.keyFile });
+  launch('upstream-sim', {
+    PORT: String(simPort),
+    SIM_OUTPUTS_TLS_CERT_FILE: tls.certFile,
+    SIM_OUTPUTS_TLS_KEY_FILE: tls.keyFile,
+  });
   for (const name of FLEET) launch(name, { OPS_PORT: String(opsPorts[name]) });
   await waitForHttp(`${simUrl}/healthz`, { timeoutMs: 30_000 });
 

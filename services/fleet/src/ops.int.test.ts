@@ -25,7 +25,7 @@ function total(text: string, name: string, having: Record<string, string> = {}):
   return sum;
 }
 
-it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, none on the public port', async () => {
+it("serves /healthz, /readyz and moving /metrics on every service's ops port, none on the public port", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-ops-'));
   // A receiver that always fails: five attempts at once (schedule 0), then the delivery is parked.
   const receiver = await startTlsServer((req, res) => {
@@ -35,25 +35,56 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
   const caFile = join(dir, 'receiver-ca.pem');
   writeFileSync(caFile, receiver.caPem);
   const port = await freePort();
-  const fleet = startFleet(port, { ...storesOf(ctx), NODE_EXTRA_CA_CERTS: caFile, CALLBACK_RETRY_SCHEDULE: '0,0,0,0,0' }, dir);
+  const fleet = startFleet(
+    port,
+    { ...storesOf(ctx), NODE_EXTRA_CA_CERTS: caFile, CALLBACK_RETRY_SCHEDULE: '0,0,0,0,0' },
+    dir,
+  );
   const queues = createQueues({ connection: ctx.redis, prefix: ctx.env.QUEUE_PREFIX! });
   try {
     const { key, evaluate, task: printedTask, opsPorts } = await fleet.printed;
-    expect(Object.keys(opsPorts).sort()).toEqual(['archiver', 'callback-dispatcher', 'edge', 'evaluate-worker', 'task-runner']);
+    expect(Object.keys(opsPorts).sort()).toEqual([
+      'archiver',
+      'callback-dispatcher',
+      'edge',
+      'evaluate-worker',
+      'task-runner',
+    ]);
     const base = `http://127.0.0.1:${port}`;
     const auth = { authorization: `Bearer ${key}` };
     const post = (path: string, body: object, headers: Record<string, string> = auth) =>
-      fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
 
     // Traffic: an evaluation, a chat, a task archived, a task whose callback is parked, a refused call, a swept file.
     expect(runCurl(evaluate).model).toBe('sim/eval-1');
-    expect((await post('/v1/chat/completions', { model: 'sim/chat-1', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
+    expect(
+      (await post('/v1/chat/completions', { model: 'sim/chat-1', messages: [{ role: 'user', content: 'hi' }] })).status,
+    ).toBe(200);
     const archived = runCurl(printedTask);
-    const parked = await jsonOf(await post('/api/v1/sim/text-to-image', { model: 'sim/image-1', prompt: 'x', size: '512x512', callback_url: `${receiver.url}/hook` }));
+    const parked = await jsonOf(
+      await post('/api/v1/sim/text-to-image', {
+        model: 'sim/image-1',
+        prompt: 'x',
+        size: '512x512',
+        callback_url: `${receiver.url}/hook`,
+      }),
+    );
     expect(parked.status).toBe('queued');
     const balance = await jsonOf(await fetch(`${base}/api/v1/me/balance`, { headers: auth }));
     const capped = await makeKey(ctx.db, balance.workspace_id, { spendCap: 0n });
-    expect((await post('/v1/chat/completions', { model: 'sim/chat-1', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${capped.secret}` })).status).toBe(402);
+    expect(
+      (
+        await post(
+          '/v1/chat/completions',
+          { model: 'sim/chat-1', messages: [{ role: 'user', content: 'hi' }] },
+          { authorization: `Bearer ${capped.secret}` },
+        )
+      ).status,
+    ).toBe(402);
     const form = new FormData();
     form.append('purpose', 'vision');
     form.append('file', new Blob([sampleMedia.png(2, 2)]), 'a.png');
@@ -61,9 +92,21 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
     await ctx.db.file.update({ where: { id: uploaded.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await enqueue(queues, FilesRetentionSweep, {});
 
-    await eventually(async () => (await ctx.db.task.findUnique({ where: { id: archived.task_id } }))?.status === 'completed', 'the printed task completed', 30_000);
-    await eventually(async () => (await ctx.db.task.findUnique({ where: { id: parked.task_id } }))?.callbackState === 'parked', 'the callback parked', 30_000);
-    await eventually(async () => (await ctx.db.file.findUnique({ where: { id: uploaded.id } })) === null, 'the expired upload swept', 30_000);
+    await eventually(
+      async () => (await ctx.db.task.findUnique({ where: { id: archived.task_id } }))?.status === 'completed',
+      'the printed task completed',
+      30_000,
+    );
+    await eventually(
+      async () => (await ctx.db.task.findUnique({ where: { id: parked.task_id } }))?.callbackState === 'parked',
+      'the callback parked',
+      30_000,
+    );
+    await eventually(
+      async () => (await ctx.db.file.findUnique({ where: { id: uploaded.id } })) === null,
+      'the expired upload swept',
+      30_000,
+    );
 
     const scrape = async (service: string) => {
       const res = await fetch(`http://127.0.0.1:${opsPorts[service]}/metrics`);
@@ -75,7 +118,10 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
       edge: [
         ['http_request_duration_seconds_count', { method: 'POST', status: '200' }],
         ['http_request_duration_seconds_count', { status: '402' }],
-        ['gensvc_upstream_request_duration_seconds_count', { channel: 'sim-openai', model: 'sim/chat-1', outcome: 'ok' }],
+        [
+          'gensvc_upstream_request_duration_seconds_count',
+          { channel: 'sim-openai', model: 'sim/chat-1', outcome: 'ok' },
+        ],
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'input' }],
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'output' }],
         ['gensvc_spend_microunits_total', { model: 'sim/chat-1' }],
@@ -86,7 +132,10 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
         ['gensvc_circuit_breaker_state', { channel: 'sim-openai', state: 'closed' }],
       ],
       'evaluate-worker': [
-        ['gensvc_upstream_request_duration_seconds_count', { channel: 'sim-evaluate', model: 'sim/eval-1', outcome: 'ok' }],
+        [
+          'gensvc_upstream_request_duration_seconds_count',
+          { channel: 'sim-evaluate', model: 'sim/eval-1', outcome: 'ok' },
+        ],
         ['gensvc_job_duration_seconds_count', { queue: 'evaluate', job: 'evaluate.run', outcome: 'completed' }],
       ],
       'task-runner': [
@@ -107,18 +156,33 @@ it('serves /healthz, /readyz and moving /metrics on every service\'s ops port, n
         ['gensvc_job_duration_seconds_count', { queue: 'callbacks', job: 'callback.deliver', outcome: 'completed' }],
       ],
     };
-    const queueOf: Record<string, string> = { 'evaluate-worker': 'evaluate', 'task-runner': 'tasks', archiver: 'archive', 'callback-dispatcher': 'callbacks' };
+    const queueOf: Record<string, string> = {
+      'evaluate-worker': 'evaluate',
+      'task-runner': 'tasks',
+      archiver: 'archive',
+      'callback-dispatcher': 'callbacks',
+    };
     for (const [service, series] of Object.entries(moved)) {
-      const text = await eventually(async () => {
+      const text = await eventually(
+        async () => {
+          const t = await scrape(service);
+          return series.every(([name, labels]) => (total(t, name, labels) ?? 0) > 0) ? t : null;
+        },
+        `every series of ${service} to move`,
+        15_000,
+      ).catch(async () => {
         const t = await scrape(service);
-        return series.every(([name, labels]) => (total(t, name, labels) ?? 0) > 0) ? t : null;
-      }, `every series of ${service} to move`, 15_000).catch(async () => {
-        const t = await scrape(service);
-        throw new Error(`${service}: ${series.filter(([n, l]) => !((total(t, n, l) ?? 0) > 0)).map(([n, l]) => `${n}${JSON.stringify(l ?? {})}`).join(', ')} did not move`);
+        throw new Error(
+          `${service}: ${series
+            .filter(([n, l]) => !((total(t, n, l) ?? 0) > 0))
+            .map(([n, l]) => `${n}${JSON.stringify(l ?? {})}`)
+            .join(', ')} did not move`,
+        );
       });
       expect(text).toMatch(new RegExp(`^process_cpu_user_seconds_total\\{service="${service}"\\} `, 'm'));
       if (queueOf[service]) {
-        for (const state of ['waiting', 'active', 'delayed', 'failed']) expect(total(text, 'gensvc_queue_jobs', { queue: queueOf[service]!, state })).not.toBeNull();
+        for (const state of ['waiting', 'active', 'delayed', 'failed'])
+          expect(total(text, 'gensvc_queue_jobs', { queue: queueOf[service]!, state })).not.toBeNull();
       }
       expect(await jsonOf(await fetch(`http://127.0.0.1:${opsPorts[service]}/healthz`))).toEqual({ status: 'ok' });
       const ready = await fetch(`http://127.0.0.1:${opsPorts[service]}/readyz`);

@@ -10,7 +10,18 @@ import { TaskPoll } from '@gensvc/contracts';
 import { modelRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
 import { createQueues, jobIdOf } from '@gensvc/queue';
-import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, sharedTestCa, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimChannel,
+  eventually,
+  jsonOf,
+  makeKey,
+  makeWorkspace,
+  sharedTestCa,
+  spawnService,
+  useTestContext,
+  waitForHttp,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { DEFAULT_REPLICATE_WEBHOOK_SECRET, SIM_FAL_USER_ID, startSim, type Sim } from '../../upstream-sim/src/index';
 
 const FALLBACK_MS = 12_000;
@@ -37,8 +48,18 @@ beforeAll(async () => {
   sim = await startSim({ outputs: { tls: { key: leaf.keyPem, cert: leaf.certPem } }, taskDurationMs: JOB_MS });
   const replicate = await addSimChannel(ctx.db, sim.url, { name: 'hooks-replicate', kind: 'replicate' });
   const fal = await addSimChannel(ctx.db, sim.url, { name: 'hooks-fal', kind: 'fal' });
-  await modelRepository.create(ctx.db, { id: 'sim/hooks-replicate', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: replicate.id, upstreamModel: 'sim/image-1' }] });
-  await modelRepository.create(ctx.db, { id: 'sim/hooks-fal', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: fal.id, upstreamModel: 'fal-ai/flux/dev' }] });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/hooks-replicate',
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: replicate.id, upstreamModel: 'sim/image-1' }],
+  });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/hooks-fal',
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: fal.id, upstreamModel: 'fal-ai/flux/dev' }],
+  });
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000_000n });
   auth = { authorization: `Bearer ${(await makeKey(ctx.db, ws.id)).secret}` };
 
@@ -75,18 +96,39 @@ async function create(model: string, i: number): Promise<string> {
   return body.task_id;
 }
 
-const tasksOf = (ids: string[]) => ctx.db.task.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, createdAt: true, completedAt: true, upstreamId: true } });
+const tasksOf = (ids: string[]) =>
+  ctx.db.task.findMany({
+    where: { id: { in: ids } },
+    select: { id: true, status: true, createdAt: true, completedAt: true, upstreamId: true },
+  });
 /** The status reads of these jobs: Replicate's GET of the prediction, fal's GET of …/status (not the outputs, not fal's result). */
 const pollsOf = (upstreamIds: string[]) =>
-  sim.requests().filter((r) => r.method === 'GET' && r.protocol !== 'outputs' && upstreamIds.some((u) => r.path.includes(u)) && !/\/requests\/[^/]+$/.test(r.path));
+  sim
+    .requests()
+    .filter(
+      (r) =>
+        r.method === 'GET' &&
+        r.protocol !== 'outputs' &&
+        upstreamIds.some((u) => r.path.includes(u)) &&
+        !/\/requests\/[^/]+$/.test(r.path),
+    );
 
 it('refuses an unsigned or badly signed webhook with 401, and an unknown provider with 404', async () => {
-  const post = (path: string, headers: Record<string, string>) => fetch(`${edgeUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"id":"x"}' });
+  const post = (path: string, headers: Record<string, string>) =>
+    fetch(`${edgeUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: '{"id":"x"}',
+    });
   const unsigned = await post('/v1/provider-webhooks/replicate/task_x', {});
   expect(unsigned.status).toBe(401);
   expect((await jsonOf(unsigned)).error.code).toBe('invalid_webhook_signature');
   const now = String(Math.floor(Date.now() / 1000));
-  const forged = await post('/v1/provider-webhooks/replicate/task_x', { 'webhook-id': 'msg_1', 'webhook-timestamp': now, 'webhook-signature': 'v1,AAAA' });
+  const forged = await post('/v1/provider-webhooks/replicate/task_x', {
+    'webhook-id': 'msg_1',
+    'webhook-timestamp': now,
+    'webhook-signature': 'v1,AAAA',
+  });
   expect(forged.status).toBe(401);
   const falForged = await post('/v1/provider-webhooks/fal/task_x', {
     'x-fal-webhook-request-id': 'r',
@@ -96,7 +138,10 @@ it('refuses an unsigned or badly signed webhook with 401, and an unknown provide
   });
   expect(falForged.status).toBe(401);
   // Signed by fal's own key, but for another fal account: fal signs every account's webhooks with the same keys.
-  const otherAccount = await post('/v1/provider-webhooks/fal/task_x', sim.falWebhookHeaders('r', '{"id":"x"}', 'another-user'));
+  const otherAccount = await post(
+    '/v1/provider-webhooks/fal/task_x',
+    sim.falWebhookHeaders('r', '{"id":"x"}', 'another-user'),
+  );
   expect(otherAccount.status).toBe(401);
   expect((await jsonOf(otherAccount)).error.code).toBe('invalid_webhook_signature');
   // The same, as this account's, is verified (an unknown task is answered as done).
@@ -104,32 +149,50 @@ it('refuses an unsigned or badly signed webhook with 401, and an unknown provide
   expect((await post('/v1/provider-webhooks/openai/task_x', {})).status).toBe(404);
 });
 
-it('finishes tasks on the providers\' webhooks, long before the fallback poll, with no poll and no provider read', async () => {
-  const ids = await Promise.all([0, 1, 2].flatMap((i) => [create('sim/hooks-replicate', i), create('sim/hooks-fal', i)]));
-  await eventually(async () => (await tasksOf(ids)).every((t) => t.status === 'completed'), 'every task completed', FALLBACK_MS - 2_000);
+it("finishes tasks on the providers' webhooks, long before the fallback poll, with no poll and no provider read", async () => {
+  const ids = await Promise.all(
+    [0, 1, 2].flatMap((i) => [create('sim/hooks-replicate', i), create('sim/hooks-fal', i)]),
+  );
+  await eventually(
+    async () => (await tasksOf(ids)).every((t) => t.status === 'completed'),
+    'every task completed',
+    FALLBACK_MS - 2_000,
+  );
   const tasks = await tasksOf(ids);
   for (const t of tasks) expect(t.completedAt!.getTime() - t.createdAt.getTime()).toBeLessThan(FALLBACK_MS - 2_000);
   const upstreamIds = tasks.map((t) => t.upstreamId!);
   const hooks = sim.webhooks().filter((w) => upstreamIds.includes(w.id));
-  expect(hooks.map((w) => [w.provider, w.status]).sort()).toEqual([...Array(3).fill(['fal', 204]), ...Array(3).fill(['replicate', 204])]);
+  expect(hooks.map((w) => [w.provider, w.status]).sort()).toEqual([
+    ...Array(3).fill(['fal', 204]),
+    ...Array(3).fill(['replicate', 204]),
+  ]);
   // The webhook's body is the result (Replicate's prediction, fal's payload): recorded by the edge, so the provider
   // was never asked about these jobs (no status read, no fal result read), and no poll job was made for them (one that
   // ran would be kept, completed, for an hour).
   expect(pollsOf(upstreamIds)).toHaveLength(0);
-  const falResults = sim.requests().filter((r) => r.method === 'GET' && upstreamIds.some((u) => r.path.endsWith(`/requests/${u}`)));
+  const falResults = sim
+    .requests()
+    .filter((r) => r.method === 'GET' && upstreamIds.some((u) => r.path.endsWith(`/requests/${u}`)));
   expect(falResults).toHaveLength(0);
   const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
   try {
-    for (const id of ids) expect(await queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { taskId: id, attempt: 1 }))).toBeUndefined();
+    for (const id of ids)
+      expect(await queues.get(TaskPoll.queue).getJob(jobIdOf(TaskPoll, { taskId: id, attempt: 1 }))).toBeUndefined();
   } finally {
     await queues.close();
   }
 }, 60_000);
 
 it("with the edge SIGKILLed while webhooks are due, the reconciler's fallback polls finish the tasks", async () => {
-  const ids = await Promise.all([0, 1].flatMap((i) => [create('sim/hooks-replicate', 10 + i), create('sim/hooks-fal', 10 + i)]));
+  const ids = await Promise.all(
+    [0, 1].flatMap((i) => [create('sim/hooks-replicate', 10 + i), create('sim/hooks-fal', 10 + i)]),
+  );
   await procs.get('edge')!.stop('SIGKILL');
-  await eventually(async () => (await tasksOf(ids)).every((t) => t.status === 'completed'), 'every task completed by its fallback poll', FALLBACK_MS + 20_000);
+  await eventually(
+    async () => (await tasksOf(ids)).every((t) => t.status === 'completed'),
+    'every task completed by its fallback poll',
+    FALLBACK_MS + 20_000,
+  );
   const tasks = await tasksOf(ids);
   const all = tasks.map((t) => t.upstreamId!);
   // Each job's webhook was sent and reached nothing.
@@ -137,5 +200,6 @@ it("with the edge SIGKILLed while webhooks are due, the reconciler's fallback po
   expect(hooks).toHaveLength(ids.length);
   for (const w of hooks) expect(w).toMatchObject({ status: null, error: expect.any(String) });
   // So the polls did it, once the fallback's wait had passed.
-  for (const t of tasks) expect(t.completedAt!.getTime() - t.createdAt.getTime()).toBeGreaterThanOrEqual(FALLBACK_MS - 1_000);
+  for (const t of tasks)
+    expect(t.completedAt!.getTime() - t.createdAt.getTime()).toBeGreaterThanOrEqual(FALLBACK_MS - 1_000);
 }, 90_000);

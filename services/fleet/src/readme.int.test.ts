@@ -63,7 +63,11 @@ it('answers every curl example 2xx against npm start, in order', async () => {
     }
     // The status on a line of its own after the body (which an example's -N stream may end without a newline).
     // Run asynchronously: the test's S3 answers from this process, which a synchronous child would block.
-    const { stdout: out } = await run('sh', ['-c', `${curl} -w '\\n%{http_code}'`], { cwd: REPO_ROOT, env, encoding: 'utf8' });
+    const { stdout: out } = await run('sh', ['-c', `${curl} -w '\\n%{http_code}'`], {
+      cwd: REPO_ROOT,
+      env,
+      encoding: 'utf8',
+    });
     const cut = out.lastIndexOf('\n');
     const [body, status] = [out.slice(0, cut), Number(out.slice(cut + 1))];
     answers.push({ curl, status, body: body.slice(0, 300) });

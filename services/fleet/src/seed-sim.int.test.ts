@@ -14,16 +14,30 @@ it('seeds the sim catalogue once, follows the sim to its new port, and keeps wha
   const byName = new Map(channels.map((c) => [c.name, c.id]));
   for (const m of SIM_MODELS) {
     const model = await modelRepository.get(ctx.db, m.id);
-    expect(model).toMatchObject({ kind: m.kind, inputPricePerMTok: m.input, outputPricePerMTok: m.output, unitPrice: m.unitPrice ?? 0n });
-    expect(model!.routes.map((r) => [r.channel.name, r.upstreamModel]).sort()).toEqual(m.channels.map((name) => [name, m.upstreamModel ?? null]).sort());
+    expect(model).toMatchObject({
+      kind: m.kind,
+      inputPricePerMTok: m.input,
+      outputPricePerMTok: m.output,
+      unitPrice: m.unitPrice ?? 0n,
+    });
+    expect(model!.routes.map((r) => [r.channel.name, r.upstreamModel]).sort()).toEqual(
+      m.channels.map((name) => [name, m.upstreamModel ?? null]).sort(),
+    );
   }
 
   // An admin reprices a model and serves it from one more channel of their own.
-  const own = await channelRepository.create(ctx.db, { name: 'own-openai', kind: 'openai', baseUrl: 'https://llm.example.com' });
+  const own = await channelRepository.create(ctx.db, {
+    name: 'own-openai',
+    kind: 'openai',
+    baseUrl: 'https://llm.example.com',
+  });
   const chat = await modelRepository.get(ctx.db, 'sim/chat-1');
   await modelRepository.update(ctx.db, 'sim/chat-1', {
     inputPricePerMTok: 7n,
-    routes: [...chat!.routes.map((r) => ({ channelId: r.channelId, upstreamModel: r.upstreamModel })), { channelId: own.id, upstreamModel: 'gpt-x' }],
+    routes: [
+      ...chat!.routes.map((r) => ({ channelId: r.channelId, upstreamModel: r.upstreamModel })),
+      { channelId: own.id, upstreamModel: 'gpt-x' },
+    ],
   });
 
   await seedSim(ctx.db, 'http://127.0.0.1:9191');
@@ -35,5 +49,10 @@ it('seeds the sim catalogue once, follows the sim to its new port, and keeps wha
   }
   const kept = await modelRepository.get(ctx.db, 'sim/chat-1');
   expect(kept!.inputPricePerMTok).toBe(7n);
-  expect(kept!.routes.map((r) => [r.channel.name, r.upstreamModel]).sort()).toEqual([['own-openai', 'gpt-x'], ['sim-anthropic', null], ['sim-gemini', null], ['sim-openai', null]]);
+  expect(kept!.routes.map((r) => [r.channel.name, r.upstreamModel]).sort()).toEqual([
+    ['own-openai', 'gpt-x'],
+    ['sim-anthropic', null],
+    ['sim-gemini', null],
+    ['sim-openai', null],
+  ]);
 });

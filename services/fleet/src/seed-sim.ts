@@ -27,12 +27,41 @@ export const SIM_CHANNELS: { name: string; kind: ChannelKind }[] = [
 
 export const SIM_MODELS: SimModel[] = [
   { id: 'sim/eval-1', kind: 'evaluation', input: 1_000_000n, output: 4_000_000n, channels: ['sim-evaluate'] },
-  { id: 'sim/eval-input-only', kind: 'evaluation', input: 2_000_000n, output: 0n, inputOnly: true, channels: ['sim-evaluate'] },
-  { id: 'sim/chat-1', kind: 'chat', input: 500_000n, output: 1_500_000n, channels: ['sim-openai', 'sim-anthropic', 'sim-gemini'] },
+  {
+    id: 'sim/eval-input-only',
+    kind: 'evaluation',
+    input: 2_000_000n,
+    output: 0n,
+    inputOnly: true,
+    channels: ['sim-evaluate'],
+  },
+  {
+    id: 'sim/chat-1',
+    kind: 'chat',
+    input: 500_000n,
+    output: 1_500_000n,
+    channels: ['sim-openai', 'sim-anthropic', 'sim-gemini'],
+  },
   // Generation tasks: $0.04 an image; $0.05 a second of video. Served by a Replicate-style and a fal-style channel,
   // each knowing the model by the same two-segment name (both protocols take `owner/name`).
-  { id: 'sim/image-1', kind: 'image', input: 0n, output: 0n, unitPrice: 40_000n, channels: ['sim-replicate', 'sim-fal'], upstreamModel: 'sim/image-1' },
-  { id: 'sim/video-1', kind: 'video', input: 0n, output: 0n, unitPrice: 50_000n, channels: ['sim-replicate', 'sim-fal'], upstreamModel: 'sim/video-1' },
+  {
+    id: 'sim/image-1',
+    kind: 'image',
+    input: 0n,
+    output: 0n,
+    unitPrice: 40_000n,
+    channels: ['sim-replicate', 'sim-fal'],
+    upstreamModel: 'sim/image-1',
+  },
+  {
+    id: 'sim/video-1',
+    kind: 'video',
+    input: 0n,
+    output: 0n,
+    unitPrice: 50_000n,
+    channels: ['sim-replicate', 'sim-fal'],
+    upstreamModel: 'sim/video-1',
+  },
 ];
 
 export async function seedSim(db: Db, simUrl: string): Promise<void> {

@@ -71,15 +71,26 @@ function receive(req: IncomingMessage, res: ServerResponse) {
     const raw = Buffer.concat(parts);
     try {
       const verified = verifyCallback(raw, req.headers, secrets, { toleranceSeconds: 300 });
-      const body = JSON.parse(raw.toString('utf8')) as { task_id: string; status: string; output?: { url?: string; archive_status?: string } };
-      if (body.task_id !== verified.taskId) throw new Error(`SVC-Task-Id ${verified.taskId} is not the body's ${body.task_id}`);
+      const body = JSON.parse(raw.toString('utf8')) as {
+        task_id: string;
+        status: string;
+        output?: { url?: string; archive_status?: string };
+      };
+      if (body.task_id !== verified.taskId)
+        throw new Error(`SVC-Task-Id ${verified.taskId} is not the body's ${body.task_id}`);
       const index = Number(createHash('sha256').update(body.task_id).digest()[0]);
       if (index % 10 === 0 && !failedOnce.has(body.task_id)) {
         failedOnce.add(body.task_id);
         res.statusCode = 500;
         return res.end('try again');
       }
-      received.push({ deliveryId: verified.deliveryId ?? 'missing', taskId: body.task_id, status: body.status, outputUrl: body.output?.url, archiveStatus: body.output?.archive_status });
+      received.push({
+        deliveryId: verified.deliveryId ?? 'missing',
+        taskId: body.task_id,
+        status: body.status,
+        outputUrl: body.output?.url,
+        archiveStatus: body.output?.archive_status,
+      });
       res.statusCode = 204;
       res.end();
     } catch (e) {
@@ -109,7 +120,12 @@ beforeAll(async () => {
     ['sim/image-1', 'image', IMAGE_PRICE],
     ['sim/video-1', 'video', VIDEO_PRICE_PER_SECOND],
   ] as const) {
-    await modelRepository.create(ctx.db, { id, kind, unitPrice, routes: [replicate, fal].map((c) => ({ channelId: c.id, upstreamModel: id })) });
+    await modelRepository.create(ctx.db, {
+      id,
+      kind,
+      unitPrice,
+      routes: [replicate, fal].map((c) => ({ channelId: c.id, upstreamModel: id })),
+    });
   }
 
   const port = await freePort();
@@ -151,7 +167,8 @@ it('loses no task, delivers every callback, and charges each task once through k
       }),
     });
     const body = await jsonOf(res);
-    if (res.status !== 202) throw new Error(`task ${i}: ${res.status} ${JSON.stringify(body)}\n${procs.get('edge')!.output().slice(-4000)}`);
+    if (res.status !== 202)
+      throw new Error(`task ${i}: ${res.status} ${JSON.stringify(body)}\n${procs.get('edge')!.output().slice(-4000)}`);
     created.push(body.task_id);
   };
 
@@ -186,15 +203,23 @@ it('loses no task, delivers every callback, and charges each task once through k
   let done = 0;
   await eventually(
     async () => {
-      done = await ctx.db.task.count({ where: { workspaceId: ws.id, status: 'completed', callbackState: 'delivered' } });
+      done = await ctx.db.task.count({
+        where: { workspaceId: ws.id, status: 'completed', callbackState: 'delivered' },
+      });
       return done === TASKS;
     },
     'every task completed and its callback delivered',
     180_000,
     500,
   ).catch(async (e) => {
-    const states = await ctx.db.task.groupBy({ by: ['status', 'callbackState'], where: { workspaceId: ws.id }, _count: true });
-    throw new Error(`${(e as Error).message}: ${done} of ${TASKS}; ${JSON.stringify(states)}\n${[...procs.entries()].map(([n, p]) => `--- ${n}\n${p.output().slice(-3000)}`).join('\n')}`);
+    const states = await ctx.db.task.groupBy({
+      by: ['status', 'callbackState'],
+      where: { workspaceId: ws.id },
+      _count: true,
+    });
+    throw new Error(
+      `${(e as Error).message}: ${done} of ${TASKS}; ${JSON.stringify(states)}\n${[...procs.entries()].map(([n, p]) => `--- ${n}\n${p.output().slice(-3000)}`).join('\n')}`,
+    );
   });
 
   const tasks = await ctx.db.task.findMany({ where: { workspaceId: ws.id } });
@@ -209,7 +234,8 @@ it('loses no task, delivers every callback, and charges each task once through k
   }
   // The receiver's 500s were retried: each such task was attempted at least twice.
   expect(failedOnce.size).toBeGreaterThan(0);
-  for (const taskId of failedOnce) expect((await callbackRepository.attempts(ctx.db, taskId)).length).toBeGreaterThanOrEqual(2);
+  for (const taskId of failedOnce)
+    expect((await callbackRepository.attempts(ctx.db, taskId)).length).toBeGreaterThanOrEqual(2);
   // A delivery id names one attempt: the same id twice is the same attempt sent again (a dispatcher killed mid-way).
   const byDelivery = new Map<string, string>();
   for (const r of received) {
@@ -218,7 +244,8 @@ it('loses no task, delivers every callback, and charges each task once through k
   }
 
   // Money: one charge per task, at its price; nothing held; the ledger balances.
-  const price = (t: (typeof tasks)[number]) => (t.model === 'sim/video-1' ? VIDEO_PRICE_PER_SECOND * BigInt(VIDEO_SECONDS) : IMAGE_PRICE);
+  const price = (t: (typeof tasks)[number]) =>
+    t.model === 'sim/video-1' ? VIDEO_PRICE_PER_SECOND * BigInt(VIDEO_SECONDS) : IMAGE_PRICE;
   const charges = await ctx.db.ledgerEntry.findMany({ where: { workspaceId: ws.id, kind: 'charge' } });
   const perTask = new Map<string, bigint[]>();
   for (const c of charges) perTask.set(c.taskId!, [...(perTask.get(c.taskId!) ?? []), -c.amount]);
@@ -235,5 +262,7 @@ it('loses no task, delivers every callback, and charges each task once through k
   expect((await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).spent).toBe(total);
 
   // Outputs: one archived file per task, in the workspace library.
-  expect(await ctx.db.file.count({ where: { workspaceId: ws.id, source: 'generated', archiveStatus: 'archived' } })).toBe(TASKS);
+  expect(
+    await ctx.db.file.count({ where: { workspaceId: ws.id, source: 'generated', archiveStatus: 'archived' } }),
+  ).toBe(TASKS);
 }, 300_000);

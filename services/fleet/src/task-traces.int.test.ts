@@ -29,7 +29,11 @@ import {
 } from '@gensvc/testing';
 import { DEFAULT_REPLICATE_WEBHOOK_SECRET, startSim, type Sim } from '../../upstream-sim/src/index';
 
-const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', FILE_BASE_URL: 'https://files.gensvc.test', TASK_POLL_SCHEDULE: '200ms' });
+const ctx = useTestContext({
+  OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32',
+  FILE_BASE_URL: 'https://files.gensvc.test',
+  TASK_POLL_SCHEDULE: '200ms',
+});
 
 const scratch = mkdtempSync(join(tmpdir(), 'gensvc-task-trace-'));
 let collector: OtlpCollector;
@@ -59,9 +63,17 @@ afterAll(async () => {
  * the collector (`extraEnv(edge URL)` added to their environment), on a Replicate channel of the sim, until its
  * delivery is recorded; SIGTERM then flushes each process's spans. Answers the task's id.
  */
-async function runTracedTask(names: { channel: string; model: string; prompt: string }, extraEnv: (edgeUrl: string) => Record<string, string> = () => ({})): Promise<string> {
+async function runTracedTask(
+  names: { channel: string; model: string; prompt: string },
+  extraEnv: (edgeUrl: string) => Record<string, string> = () => ({}),
+): Promise<string> {
   const channel = await addSimChannel(ctx.db, sim.url, { name: names.channel, kind: 'replicate' });
-  await modelRepository.create(ctx.db, { id: names.model, kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }] });
+  await modelRepository.create(ctx.db, {
+    id: names.model,
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: channel.id, upstreamModel: 'sim/image-1' }],
+  });
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000_000n });
   const { secret } = await makeKey(ctx.db, ws.id);
 
@@ -86,15 +98,26 @@ async function runTracedTask(names: { channel: string; model: string; prompt: st
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/sim/text-to-image`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: names.model, prompt: names.prompt, size: '256x256', callback_url: `${receiver.url}/cb` }),
+      body: JSON.stringify({
+        model: names.model,
+        prompt: names.prompt,
+        size: '256x256',
+        callback_url: `${receiver.url}/cb`,
+      }),
     });
     const body = await jsonOf(res);
     expect(res.status).toBe(202);
     taskId = body.task_id;
     await eventually(() => callbacks.includes(taskId), 'the callback', 30_000);
     // The receiver answers before the dispatcher records the attempt.
-    await eventually(async () => (await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } })).callbackState === 'delivered', 'the delivery recorded');
-    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } })).toMatchObject({ status: 'completed', callbackState: 'delivered' });
+    await eventually(
+      async () => (await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } })).callbackState === 'delivered',
+      'the delivery recorded',
+    );
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: taskId } })).toMatchObject({
+      status: 'completed',
+      callbackState: 'delivered',
+    });
   } finally {
     const codes = await Promise.all(procs.map((p) => p.stop('SIGTERM')));
     expect(codes).toEqual([0, 0, 0, 0]);
@@ -111,13 +134,27 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
   const urlOf = (s: CollectedSpan) => String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '');
 
   // The root: the edge's server span for the creation.
-  const server = one((s) => s.service === 'gensvc-edge' && s.kind === 'server' && /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)), 'edge server span');
+  const server = one(
+    (s) =>
+      s.service === 'gensvc-edge' &&
+      s.kind === 'server' &&
+      /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)),
+    'edge server span',
+  );
   expect(server.parent).toBeNull();
 
   // The provider submit: an HTTP client span of the task-runner under task.submit process.
   const submitProcess = one((s) => s.name === 'task.submit process', 'task.submit process');
-  expect(submitProcess).toMatchObject({ service: 'gensvc-task-runner', kind: 'consumer', parent: submitPublish[0]!.spanId });
-  const providerSubmit = one((s) => s.kind === 'client' && s.parent === submitProcess.spanId && /\/v1\/(models\/.*\/)?predictions/.test(urlOf(s)), 'provider submit');
+  expect(submitProcess).toMatchObject({
+    service: 'gensvc-task-runner',
+    kind: 'consumer',
+    parent: submitPublish[0]!.spanId,
+  });
+  const providerSubmit = one(
+    (s) =>
+      s.kind === 'client' && s.parent === submitProcess.spanId && /\/v1\/(models\/.*\/)?predictions/.test(urlOf(s)),
+    'provider submit',
+  );
   expect(providerSubmit.service).toBe('gensvc-task-runner');
 
   // Every job's process span is the child of its publish span, and all of them are in this one trace.
@@ -128,7 +165,10 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
   }
 
   // The callback's POST to the receiver, walked up to the root: every step of the task on the way, in order.
-  const delivery = one((s) => s.kind === 'client' && s.service === 'gensvc-callback-dispatcher' && urlOf(s).endsWith('/cb'), 'callback POST');
+  const delivery = one(
+    (s) => s.kind === 'client' && s.service === 'gensvc-callback-dispatcher' && urlOf(s).endsWith('/cb'),
+    'callback POST',
+  );
   expect(delivery.attributes['http.response.status_code'] ?? delivery.attributes['http.status_code']).toBe(204);
   const steps = chain(delivery)
     .map((s) => s.name)
@@ -136,43 +176,83 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
     .reverse()
     .join(' > ')
     // However many polls it took: each poll's publish is made inside the previous poll's process.
-    .replace(/task\.poll publish > task\.poll process( > task\.poll publish > task\.poll process)+/, 'task.poll publish > task.poll process');
-  const order = ['task.submit publish', 'task.submit process', 'task.poll publish', 'task.poll process', 'archive.output publish', 'archive.output process', 'callback.deliver publish', 'callback.deliver process'];
+    .replace(
+      /task\.poll publish > task\.poll process( > task\.poll publish > task\.poll process)+/,
+      'task.poll publish > task.poll process',
+    );
+  const order = [
+    'task.submit publish',
+    'task.submit process',
+    'task.poll publish',
+    'task.poll process',
+    'archive.output publish',
+    'archive.output process',
+    'callback.deliver publish',
+    'callback.deliver process',
+  ];
   expect(steps).toBe(order.join(' > '));
   expect(chain(delivery).at(-1)).toBe(server);
 
   // The archive's fetch from the provider's outputs listener is a client span under archive.output process.
   const archive = trace.filter((s) => s.name === 'archive.output process');
-  const fetches = trace.filter((s) => s.kind === 'client' && archive.some((a) => a.spanId === s.parent) && /\/outputs\//.test(urlOf(s)));
+  const fetches = trace.filter(
+    (s) => s.kind === 'client' && archive.some((a) => a.spanId === s.parent) && /\/outputs\//.test(urlOf(s)),
+  );
   expect(fetches.length).toBeGreaterThanOrEqual(1);
   expect(await ctx.db.file.count({ where: { taskId } })).toBe(1);
 }, 90_000);
 
 it('one trace with a provider webhook: the edge records the result under the trace its URL carries, and no poll is made', async () => {
   collector.spans.splice(0);
-  await runTracedTask({ channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' }, (edgeUrl) => ({
-    PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
-    REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
-    TASK_POLL_WEBHOOK_FALLBACK: '60s',
-  }));
+  await runTracedTask(
+    { channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' },
+    (edgeUrl) => ({
+      PROVIDER_WEBHOOK_BASE_URL: edgeUrl,
+      REPLICATE_WEBHOOK_SECRET: DEFAULT_REPLICATE_WEBHOOK_SECRET,
+      TASK_POLL_WEBHOOK_FALLBACK: '60s',
+    }),
+  );
 
   const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
   expect(submitPublish).toHaveLength(1);
   const { trace, chain, one } = traceOf(collector.spans, submitPublish[0]!.traceId);
-  const server = one((s) => s.service === 'gensvc-edge' && s.kind === 'server' && /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)), 'edge server span');
+  const server = one(
+    (s) =>
+      s.service === 'gensvc-edge' &&
+      s.kind === 'server' &&
+      /text-to-image/.test(String(s.attributes['http.route'] ?? s.attributes['url.path'] ?? s.name)),
+    'edge server span',
+  );
   // The webhook recorded the result: no poll was made, and the archive job was published by the edge, under the
   // submit's span (the trace the webhook URL's query carried from the submit), so the task is still one trace from
   // its creation.
   expect(collector.spans.filter((s) => s.name === 'task.poll publish' || s.name === 'task.poll process')).toEqual([]);
   const archivePublish = one((s) => s.name === 'archive.output publish', 'archive.output publish');
   expect(archivePublish.service).toBe('gensvc-edge');
-  const delivery = one((s) => s.kind === 'client' && s.service === 'gensvc-callback-dispatcher' && /\/cb$/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')), 'callback POST');
+  const delivery = one(
+    (s) =>
+      s.kind === 'client' &&
+      s.service === 'gensvc-callback-dispatcher' &&
+      /\/cb$/.test(String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '')),
+    'callback POST',
+  );
   const steps = chain(delivery)
     .map((s) => s.name)
     .filter((n) => / (publish|process)$/.test(n))
     .reverse();
-  expect(steps).toEqual(['task.submit publish', 'task.submit process', 'archive.output publish', 'archive.output process', 'callback.deliver publish', 'callback.deliver process']);
+  expect(steps).toEqual([
+    'task.submit publish',
+    'task.submit process',
+    'archive.output publish',
+    'archive.output process',
+    'callback.deliver publish',
+    'callback.deliver process',
+  ]);
   expect(chain(delivery).at(-1)).toBe(server);
   // The one statement that checks the task and records the result is in the task's trace.
-  expect(trace.some((s) => s.service === 'gensvc-edge' && /gensvc_task_record_webhook_output/.test(JSON.stringify(s.attributes)))).toBe(true);
+  expect(
+    trace.some(
+      (s) => s.service === 'gensvc-edge' && /gensvc_task_record_webhook_output/.test(JSON.stringify(s.attributes)),
+    ),
+  ).toBe(true);
 }, 90_000);

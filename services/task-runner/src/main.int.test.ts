@@ -3,7 +3,15 @@
 import { TaskSubmit } from '@gensvc/contracts';
 import { taskRepository } from '@gensvc/db';
 import { createQueues, enqueue, type Queues } from '@gensvc/queue';
-import { addSimModel, eventually, makeTask, spawnService, useTestContext, waitForOutput, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimModel,
+  eventually,
+  makeTask,
+  spawnService,
+  useTestContext,
+  waitForOutput,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { startSim, type Sim } from '../../upstream-sim/src/index';
 
 const ctx = useTestContext({ LOG_LEVEL: 'info', TASK_POLL_SCHEDULE: '50ms', RECONCILE_INTERVAL: '300ms' });
@@ -22,7 +30,12 @@ afterAll(async () => {
 });
 
 it('runs tasks from its queue and from its reconciler, and exits 0 on SIGTERM', async () => {
-  await addSimModel(ctx.db, sim.url, { id: 'sim/image-main', kind: 'image', unitPrice: 1_000n, channels: [{ name: 'main-fal', kind: 'fal', upstreamModel: 'sim/image-1' }] });
+  await addSimModel(ctx.db, sim.url, {
+    id: 'sim/image-main',
+    kind: 'image',
+    unitPrice: 1_000n,
+    channels: [{ name: 'main-fal', kind: 'fal', upstreamModel: 'sim/image-1' }],
+  });
   const create = () => makeTask(ctx.db, { model: 'sim/image-main', amount: 1_000n });
   const queued = await create();
   await enqueue(queues, TaskSubmit, { taskId: queued.id, workspaceId: queued.workspaceId });
@@ -32,10 +45,14 @@ it('runs tasks from its queue and from its reconciler, and exits 0 on SIGTERM', 
   proc = spawnService('task-runner', ctx.env);
   await waitForOutput(proc, 'task runner ready');
   for (const id of [queued.id, orphan.id]) {
-    const done = await eventually(async () => {
-      const t = await taskRepository.find(ctx.db, id);
-      return t?.output ? t : null;
-    }, `task ${id} to get its output`, 15_000);
+    const done = await eventually(
+      async () => {
+        const t = await taskRepository.find(ctx.db, id);
+        return t?.output ? t : null;
+      },
+      `task ${id} to get its output`,
+      15_000,
+    );
     expect(done).toMatchObject({ status: 'running', cost: 1_000n });
   }
 

@@ -5,7 +5,11 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'task-runner';
 const config = loadConfigOrExit(SERVICE);
-const telemetry = startTelemetry({ serviceName: `gensvc-${SERVICE}`, otlpEndpoint: config.otel.endpoint, sampleRatio: config.otel.sampleRatio });
+const telemetry = startTelemetry({
+  serviceName: `gensvc-${SERVICE}`,
+  otlpEndpoint: config.otel.endpoint,
+  sampleRatio: config.otel.sampleRatio,
+});
 
 async function main() {
   const { createRedisConnection, createQueues, closeWorkersPhase, SharedSubscriber, watchQueues, watchWorker } =
@@ -13,13 +17,19 @@ async function main() {
   const { closeDb, createDb, pingDb } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
-  const { Catalog, CircuitBreaker, UpstreamClient, instrumentUpstream, shareUpstreamState } = await import('@gensvc/upstream');
+  const { Catalog, CircuitBreaker, UpstreamClient, instrumentUpstream, shareUpstreamState } = await import(
+    '@gensvc/upstream'
+  );
   const { startTaskWorker } = await import('./task-worker');
   const { startReconciler } = await import('./reconciler');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   // A job holds a connection only for its few short transactions: more slots than connections is fine.
-  const db = createDb(config.databaseUrl, { max: Math.min(config.concurrency.taskRunner, 20), log: logger, service: SERVICE });
+  const db = createDb(config.databaseUrl, {
+    max: Math.min(config.concurrency.taskRunner, 20),
+    log: logger,
+    service: SERVICE,
+  });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const upstream = new UpstreamClient();
@@ -30,7 +40,14 @@ async function main() {
     createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
     logger,
   );
-  const upstreamState = await shareUpstreamState({ redis, subscriber, queuePrefix: config.queuePrefix, catalog, breaker, log: logger });
+  const upstreamState = await shareUpstreamState({
+    redis,
+    subscriber,
+    queuePrefix: config.queuePrefix,
+    catalog,
+    breaker,
+    log: logger,
+  });
   const metrics = createMetrics(SERVICE);
   instrumentUpstream(breaker, metrics);
   const deps = { config, db, queues, redis, catalog, upstream, breaker, logger, metrics };
@@ -46,7 +63,15 @@ async function main() {
     metrics,
     checks: { postgres: () => pingDb(db), redis: () => redis.ping(), worker: () => watched.check() },
   });
-  logger.info({ concurrency: config.concurrency.taskRunner, pollScheduleMs: config.tasks.pollScheduleMs, deadlineMs: config.tasks.deadlineMs, opsPort: ops.port }, 'task runner ready');
+  logger.info(
+    {
+      concurrency: config.concurrency.taskRunner,
+      pollScheduleMs: config.tasks.pollScheduleMs,
+      deadlineMs: config.tasks.deadlineMs,
+      opsPort: ops.port,
+    },
+    'task runner ready',
+  );
 
   const shutdown = createShutdown(
     [
@@ -75,6 +100,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -14,7 +14,16 @@ let reconciler: Reconciler;
 
 beforeAll(() => {
   queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix });
-  reconciler = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'reconciler-test', level: 'silent' }) }, { autorun: false });
+  reconciler = startReconciler(
+    {
+      config: ctx.config,
+      db: ctx.db,
+      queues,
+      redis: ctx.redis,
+      logger: createLogger({ service: 'reconciler-test', level: 'silent' }),
+    },
+    { autorun: false },
+  );
 });
 afterAll(async () => {
   await reconciler.stop();
@@ -82,17 +91,34 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
 
 it("is the provider webhooks' fallback: a running task with no poll is polled once it has waited TASK_POLL_WEBHOOK_FALLBACK, and at once past its deadline", async () => {
   const webhooks = { ...ctx.config.providerWebhooks, baseUrl: 'https://hooks.gensvc.test', fallbackPollMs: 60_000 };
-  const hooked = startReconciler({ config: { ...ctx.config, providerWebhooks: webhooks }, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'hooked', level: 'silent' }) }, { autorun: false });
+  const hooked = startReconciler(
+    {
+      config: { ...ctx.config, providerWebhooks: webhooks },
+      db: ctx.db,
+      queues,
+      redis: ctx.redis,
+      logger: createLogger({ service: 'hooked', level: 'silent' }),
+    },
+    { autorun: false },
+  );
   const pollOne = (id: string) => stateOf('task.poll', jobIdFor(TaskPoll, [id, 1]));
   try {
     // Submitted with a webhook (no poll made), unmoved for 30 s: stale for a polled task (200 ms here), not yet for
     // one that waits for its webhook.
     const waiting = await makeLiveTask();
-    await taskRepository.markSubmitted(ctx.db, waiting.id, { channelId: 'ch_x', upstreamId: 'pred_hook_1', upstreamUrls: null });
+    await taskRepository.markSubmitted(ctx.db, waiting.id, {
+      channelId: 'ch_x',
+      upstreamId: 'pred_hook_1',
+      upstreamUrls: null,
+    });
     await letTasksGoStale(ctx.db, [waiting.id], 30_000);
     // Moved a moment ago, but past its deadline: its poll times it out.
     const overdue = await makeLiveTask();
-    await taskRepository.markSubmitted(ctx.db, overdue.id, { channelId: 'ch_x', upstreamId: 'pred_hook_2', upstreamUrls: null });
+    await taskRepository.markSubmitted(ctx.db, overdue.id, {
+      channelId: 'ch_x',
+      upstreamId: 'pred_hook_2',
+      upstreamUrls: null,
+    });
     await ctx.db.task.update({ where: { id: overdue.id }, data: { deadlineAt: new Date(Date.now() - 1_000) } });
 
     await hooked.runOnce();
@@ -103,7 +129,10 @@ it("is the provider webhooks' fallback: a running task with no poll is polled on
     await letTasksGoStale(ctx.db, [waiting.id], 61_000);
     await hooked.runOnce();
     expect(await pollOne(waiting.id)).toBe('waiting');
-    expect((await job('task.poll', jobIdFor(TaskPoll, [waiting.id, 1])))?.data).toMatchObject({ taskId: waiting.id, attempt: 1 });
+    expect((await job('task.poll', jobIdFor(TaskPoll, [waiting.id, 1])))?.data).toMatchObject({
+      taskId: waiting.id,
+      attempt: 1,
+    });
   } finally {
     await hooked.stop();
   }
@@ -111,8 +140,17 @@ it("is the provider webhooks' fallback: a running task with no poll is polled on
 
 it('leaves what other services own alone: a task whose result is recorded, and a pending delivery', async () => {
   const archiving = await makeLiveTask({ callbackUrl: 'https://hooks.example/cb' });
-  await taskRepository.markSubmitted(ctx.db, archiving.id, { channelId: 'ch_x', upstreamId: 'pred_4', upstreamUrls: null });
-  await taskRepository.recordOutput(ctx.db, archiving.id, { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'pending' }] }, archiving.reserved);
+  await taskRepository.markSubmitted(ctx.db, archiving.id, {
+    channelId: 'ch_x',
+    upstreamId: 'pred_4',
+    upstreamUrls: null,
+  });
+  await taskRepository.recordOutput(
+    ctx.db,
+    archiving.id,
+    { outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'pending' }] },
+    archiving.reserved,
+  );
   const delivering = await makeLiveTask({ callbackUrl: 'https://hooks.example/cb' });
   await taskRepository.finish(ctx.db, delivering.id, { status: 'canceled' });
   await letGoStale(archiving.id, delivering.id);
@@ -129,14 +167,25 @@ it('one replica sweeps per interval: the timer path skips a round whose lock ano
   const task = await makeLiveTask();
   await letGoStale(task.id);
   // runOnce bypasses the lock (tests); the timer path takes it: with the lock held elsewhere nothing runs.
-  const timed = startReconciler({ config: ctx.config, db: ctx.db, queues, redis: ctx.redis, logger: createLogger({ service: 'timed', level: 'silent' }) });
+  const timed = startReconciler({
+    config: ctx.config,
+    db: ctx.db,
+    queues,
+    redis: ctx.redis,
+    logger: createLogger({ service: 'timed', level: 'silent' }),
+  });
   try {
     // Two intervals and a half: an absence can only be waited for.
     await new Promise((r) => setTimeout(r, 500));
     expect(await job('task.submit', jobIdFor(TaskSubmit, [task.id]))).toBeUndefined();
     // The control: the same timer path sweeps, and re-adds the submit, once the lock is free.
     await ctx.redis.del(key);
-    expect(await eventually(() => stateOf('task.submit', jobIdFor(TaskSubmit, [task.id])), 'the timer sweep to re-add the submit')).toBe('waiting');
+    expect(
+      await eventually(
+        () => stateOf('task.submit', jobIdFor(TaskSubmit, [task.id])),
+        'the timer sweep to re-add the submit',
+      ),
+    ).toBe('waiting');
   } finally {
     await timed.stop();
     await ctx.redis.del(key);

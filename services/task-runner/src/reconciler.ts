@@ -11,7 +11,15 @@
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
-import { schedulePoll, scheduleSubmit, startReconcileSweeper, taskJobRef, type Queues, type ReconcilerBaseDeps, type Sweeper } from '@gensvc/queue';
+import {
+  schedulePoll,
+  scheduleSubmit,
+  startReconcileSweeper,
+  taskJobRef,
+  type Queues,
+  type ReconcilerBaseDeps,
+  type Sweeper,
+} from '@gensvc/queue';
 
 export interface ReconcilerDeps extends ReconcilerBaseDeps {
   config: ReconcilerBaseDeps['config'] & Pick<Config, 'providerWebhooks'>;
@@ -30,23 +38,29 @@ export type Reconciler = Sweeper<ReconcileReport>;
 
 export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean } = {}): Reconciler {
   const { db, queues, logger } = deps;
-  return startReconcileSweeper('task-runner', deps, async ({ now, staleBefore, batch }): Promise<ReconcileReport> => {
-    // A running task waits for its webhook this long before it is polled (never less than any task waits here).
-    const { baseUrl, fallbackPollMs } = deps.config.providerWebhooks;
-    const running = baseUrl === undefined ? staleBefore : new Date(Math.min(staleBefore.getTime(), now.getTime() - fallbackPollMs));
-    const stale = await taskRepository.staleInProvider(db, { queued: staleBefore, running, now }, batch);
-    let readded = 0;
-    for (const task of stale) {
-      const outcome =
-        task.status === 'queued'
-          ? await scheduleSubmit(queues, taskJobRef(task), { recover: true })
-          : // The poll the task's count says is next, due now: the task has waited longer than any poll already.
-            await schedulePoll(queues, taskJobRef(task), task.attempts, 0, { recover: true });
-      if (outcome !== 'exists' && outcome !== 'promoted') readded++;
-      await taskRepository.touch(db, task.id, now);
-    }
-    const report = { tasks: stale.length, readded };
-    if (readded > 0) logger.warn(report, 'reconciler: re-added submit and poll jobs that had vanished');
-    return report;
-  }, opts);
+  return startReconcileSweeper(
+    'task-runner',
+    deps,
+    async ({ now, staleBefore, batch }): Promise<ReconcileReport> => {
+      // A running task waits for its webhook this long before it is polled (never less than any task waits here).
+      const { baseUrl, fallbackPollMs } = deps.config.providerWebhooks;
+      const running =
+        baseUrl === undefined ? staleBefore : new Date(Math.min(staleBefore.getTime(), now.getTime() - fallbackPollMs));
+      const stale = await taskRepository.staleInProvider(db, { queued: staleBefore, running, now }, batch);
+      let readded = 0;
+      for (const task of stale) {
+        const outcome =
+          task.status === 'queued'
+            ? await scheduleSubmit(queues, taskJobRef(task), { recover: true })
+            : // The poll the task's count says is next, due now: the task has waited longer than any poll already.
+              await schedulePoll(queues, taskJobRef(task), task.attempts, 0, { recover: true });
+        if (outcome !== 'exists' && outcome !== 'promoted') readded++;
+        await taskRepository.touch(db, task.id, now);
+      }
+      const report = { tasks: stale.length, readded };
+      if (readded > 0) logger.warn(report, 'reconciler: re-added submit and poll jobs that had vanished');
+      return report;
+    },
+    opts,
+  );
 }

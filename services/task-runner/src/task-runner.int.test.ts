@@ -2,7 +2,15 @@
 // real Postgres and Redis: submit, delayed polls, outputs recorded and settled, failures released, the deadline,
 // cancels reaching the provider, stale polls, and failover between channels.
 import { verifyFileToken } from '@gensvc/auth';
-import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit, type GenerationInput, type TaskOperationName } from '@gensvc/contracts';
+import {
+  ArchiveOutput,
+  CallbackDeliver,
+  TaskCancel,
+  TaskPoll,
+  TaskSubmit,
+  type GenerationInput,
+  type TaskOperationName,
+} from '@gensvc/contracts';
 import { fileRepository, newId, taskRepository, type TaskRow } from '@gensvc/db';
 import { enqueue, jobIdFor, scheduleSubmit, taskJobRef, type Queues } from '@gensvc/queue';
 import { addSimModel, createQueuedTask, eventually, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
@@ -75,41 +83,63 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
   const ws = await makeWorkspace(ctx.db, { balance: BALANCE });
   const { key } = await makeKey(ctx.db, ws.id);
   const operation = spec.operation ?? (s.model.includes('/video') ? 'text-to-video' : 'text-to-image');
-  const input: GenerationInput = { prompt: 'a lighthouse at dusk', width: 1024, height: 768, ...(operation.endsWith('video') && { duration_seconds: 3 }), ...spec.input };
+  const input: GenerationInput = {
+    prompt: 'a lighthouse at dusk',
+    width: 1024,
+    height: 768,
+    ...(operation.endsWith('video') && { duration_seconds: 3 }),
+    ...spec.input,
+  };
   // The deadline from the creation's own clock reading, so the task's deadline is exactly deadlineMs after its creation.
   const now = new Date();
-  const task = await createQueuedTask(ctx.db, {
-    id: newId('tsk'),
-    workspaceId: ws.id,
-    apiKeyId: key.id,
-    requestId: `req_${newId('res')}`,
-    model: s.model,
-    operation,
-    input: input as never,
-    callbackUrl: spec.callbackUrl === undefined ? null : spec.callbackUrl,
-    amount: PRICE,
-    deadlineAt: new Date(now.getTime() + (spec.deadlineMs ?? 30_000)),
-  }, now);
+  const task = await createQueuedTask(
+    ctx.db,
+    {
+      id: newId('tsk'),
+      workspaceId: ws.id,
+      apiKeyId: key.id,
+      requestId: `req_${newId('res')}`,
+      model: s.model,
+      operation,
+      input: input as never,
+      callbackUrl: spec.callbackUrl === undefined ? null : spec.callbackUrl,
+      amount: PRICE,
+      deadlineAt: new Date(now.getTime() + (spec.deadlineMs ?? 30_000)),
+    },
+    now,
+  );
   if (!spec.noSubmit) await scheduleSubmit(queues, taskJobRef(task));
   return { task, ws, key };
 }
 
 /** The task once `ready` holds for it. */
 const taskWhen = (id: string, ready: (t: TaskRow) => boolean, what: string, timeoutMs?: number) =>
-  eventually(async () => {
-    const t = await taskRepository.find(ctx.db, id);
-    return t && ready(t) ? t : null;
-  }, `task ${id} ${what}`, timeoutMs);
+  eventually(
+    async () => {
+      const t = await taskRepository.find(ctx.db, id);
+      return t && ready(t) ? t : null;
+    },
+    `task ${id} ${what}`,
+    timeoutMs,
+  );
 
 /** The task once the provider's part is over: its output recorded, or ended. */
 const settled = (id: string, timeoutMs = 10_000) =>
-  taskWhen(id, (t) => t.output !== null || ['failed', 'canceled', 'completed'].includes(t.status), 'to settle', timeoutMs);
+  taskWhen(
+    id,
+    (t) => t.output !== null || ['failed', 'canceled', 'completed'].includes(t.status),
+    'to settle',
+    timeoutMs,
+  );
 const submitted = (id: string) => taskWhen(id, (t) => t.upstreamId !== null, 'to be submitted');
 
 /** A context for running a handler directly, as run `attemptsMade + 1` of a job of 5 attempts. */
 const direct = (attemptsMade: number) => ({ job: { id: 'direct', attemptsMade, opts: { attempts: 5 } } as never });
 /** The handlers' deps with a first poll a minute away, so only what the test runs moves the task. */
-const slowPolls = (deps: TaskHandlerDeps): TaskHandlerDeps => ({ ...deps, config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } } });
+const slowPolls = (deps: TaskHandlerDeps): TaskHandlerDeps => ({
+  ...deps,
+  config: { ...deps.config, tasks: { ...deps.config.tasks, pollScheduleMs: [60_000] } },
+});
 
 async function money(workspaceId: string, reservationId: string) {
   const [ws, charges, reservation] = await Promise.all([
@@ -130,8 +160,10 @@ const completedJob = (id: string) =>
 const requestsTo = (channel: string) => sim.requests().filter((r) => r.channel === channel);
 const cancelsTo = (channel: string) => requestsTo(channel).filter((r) => r.path.endsWith('/cancel'));
 /** Until the sim has accepted a cancel of the channel's job. */
-const cancelAccepted = (channel: string) => eventually(() => cancelsTo(channel).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
-const createsTo = (channel: string) => requestsTo(channel).filter((r) => r.method === 'POST' && !r.path.endsWith('/cancel'));
+const cancelAccepted = (channel: string) =>
+  eventually(() => cancelsTo(channel).some((r) => r.status !== null && r.status < 300), 'the provider cancel');
+const createsTo = (channel: string) =>
+  requestsTo(channel).filter((r) => r.method === 'POST' && !r.path.endsWith('/cancel'));
 const fault = (channel: string, job: JobFault) => sim.faults.add({ channel, job });
 
 describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
@@ -147,7 +179,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(done.upstreamId).toEqual(expect.any(String));
     const outputs = (done.output as { outputs: Record<string, unknown>[] }).outputs;
     expect(outputs).toHaveLength(1);
-    expect(outputs[0]).toMatchObject({ kind: 'image', archive_status: 'pending', url: expect.stringMatching(/\/outputs\/[\w-]+\.png$/) });
+    expect(outputs[0]).toMatchObject({
+      kind: 'image',
+      archive_status: 'pending',
+      url: expect.stringMatching(/\/outputs\/[\w-]+\.png$/),
+    });
     const png = Buffer.from(await (await fetch(outputs[0]!.url as string)).arrayBuffer());
     expect(png.subarray(0, 8)).toEqual(PNG_SIGNATURE);
 
@@ -172,7 +208,14 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const { task } = await createTask(s, { input: { duration_seconds: 4 } });
     const done = await settled(task.id);
     const outputs = (done.output as { outputs: Record<string, unknown>[] }).outputs;
-    expect(outputs).toEqual([expect.objectContaining({ kind: 'video', duration: 4, archive_status: 'pending', url: expect.stringMatching(/\.mp4$/) })]);
+    expect(outputs).toEqual([
+      expect.objectContaining({
+        kind: 'video',
+        duration: 4,
+        archive_status: 'pending',
+        url: expect.stringMatching(/\.mp4$/),
+      }),
+    ]);
     const mp4 = Buffer.from(await (await fetch(outputs[0]!.url as string)).arrayBuffer());
     expect(mp4.subarray(4, 8).toString('latin1')).toBe('ftyp');
     expect(done.cost).toBe(PRICE);
@@ -183,7 +226,13 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     fault(s.channels[0]!, { outcome: 'fail', error: 'CUDA out of memory (simulated)' });
     const { task, ws } = await createTask(s, { callbackUrl: 'https://receiver.example/hook' });
     const done = await settled(task.id);
-    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', output: null, cost: null, callbackState: 'pending' });
+    expect(done).toMatchObject({
+      status: 'failed',
+      errorCode: 'upstream_error',
+      output: null,
+      cost: null,
+      callbackState: 'pending',
+    });
     expect(done.errorMessage).toContain('CUDA out of memory');
     const after = await money(ws.id, task.reservationId!);
     expect(after).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
@@ -239,7 +288,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const poll = await completedJob(jobIdFor(TaskPoll, [task.id, after!.attempts]));
     // not_running, or moved_on when that poll was already asking the provider as the task was canceled.
     expect(poll.returnvalue).toEqual({ outcome: 'stale', reason: expect.stringMatching(/^(not_running|moved_on)$/) });
-    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'canceled', attempts: after!.attempts, output: null });
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({
+      status: 'canceled',
+      attempts: after!.attempts,
+      output: null,
+    });
     expect(await money(ws.id, task.reservationId!)).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
   });
 
@@ -289,7 +342,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
   it('fails with invalid_input when the input file is gone', async () => {
     const s = await setup(protocol, 'image');
     const { task } = await createTask(s, { operation: 'image-to-image', input: { image: { file_id: 'file_gone' } } });
-    expect(await settled(task.id)).toMatchObject({ status: 'failed', errorCode: 'invalid_input', errorMessage: expect.stringContaining('file_gone') });
+    expect(await settled(task.id)).toMatchObject({
+      status: 'failed',
+      errorCode: 'invalid_input',
+      errorMessage: expect.stringContaining('file_gone'),
+    });
     expect(requestsTo(s.channels[0]!)).toEqual([]);
   });
 
@@ -321,7 +378,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
         : await fetch(urls.cancel_url!, { method: 'PUT', headers: { authorization: 'Key someone-else' } });
     expect(res.ok).toBe(true);
     const done = await settled(task.id);
-    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', errorMessage: 'The provider canceled the job.' });
+    expect(done).toMatchObject({
+      status: 'failed',
+      errorCode: 'upstream_error',
+      errorMessage: 'The provider canceled the job.',
+    });
     expect((await money(ws.id, task.reservationId!)).balance).toBe(BALANCE);
   });
 
@@ -336,7 +397,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'queued' });
     expect(await run(4)).toEqual({ outcome: 'failed', code: 'upstream_error' });
     const done = await taskRepository.find(ctx.db, task.id);
-    expect(done).toMatchObject({ status: 'failed', errorCode: 'upstream_error', errorMessage: expect.stringContaining('503') });
+    expect(done).toMatchObject({
+      status: 'failed',
+      errorCode: 'upstream_error',
+      errorMessage: expect.stringContaining('503'),
+    });
     expect(await money(ws.id, task.reservationId!)).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
     expect(await jobOf('callbacks', jobIdFor(CallbackDeliver, [task.id, 1]))).toBeDefined();
     expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([503, 503]);
@@ -357,7 +422,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     }
     expect(outcome).toEqual({ outcome: 'skipped', reason: 'canceled_meanwhile' });
     await cancelAccepted(s.channels[0]!);
-    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({ status: 'canceled', upstreamId: null, output: null });
+    expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({
+      status: 'canceled',
+      upstreamId: null,
+      output: null,
+    });
     expect(await money(ws.id, task.reservationId!)).toEqual({ balance: BALANCE, charges: [], reservation: 'released' });
     expect(await jobOf('tasks', jobIdFor(TaskPoll, [task.id, 1]))).toBeUndefined();
   });
@@ -377,7 +446,12 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     const s = await setup(protocol, 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
     // An address nothing answers at: the sim's webhook reaches nothing, and the task is left as the submit left it.
-    const hooks = { ...runner.handlerDeps.config.providerWebhooks, baseUrl: 'http://127.0.0.1:9', replicateSecret: 'whsec_dGVzdA==', falUserId: 'sim-user' };
+    const hooks = {
+      ...runner.handlerDeps.config.providerWebhooks,
+      baseUrl: 'http://127.0.0.1:9',
+      replicateSecret: 'whsec_dGVzdA==',
+      falUserId: 'sim-user',
+    };
     const deps = { ...runner.handlerDeps, config: { ...runner.handlerDeps.config, providerWebhooks: hooks } };
     const outcome = await taskSubmit(deps)({ taskId: task.id, workspaceId: ws.id }, direct(0));
     expect(outcome).toMatchObject({ outcome: 'submitted', channelId: s.channelIds[0] });
@@ -386,7 +460,11 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(row).toMatchObject({ status: 'running', attempts: 1, output: null });
     // The provider was given the task's webhook URL, and called it when the job ended.
     const hook = await eventually(async () => sim.webhooks().find((w) => w.id === row!.upstreamId), 'the webhook sent');
-    expect(hook).toMatchObject({ provider: protocol, url: `http://127.0.0.1:9/v1/provider-webhooks/${protocol}/${task.id}`, status: null });
+    expect(hook).toMatchObject({
+      provider: protocol,
+      url: `http://127.0.0.1:9/v1/provider-webhooks/${protocol}/${task.id}`,
+      status: null,
+    });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
   });
 });
@@ -398,11 +476,16 @@ describe('a re-run of a job that died half-way', () => {
     const s = await setup('fal', 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
     // Submitted with a first poll far away, so only the re-run below can move the task.
-    expect(await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, rerun)).toMatchObject({ outcome: 'submitted' });
+    expect(
+      await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, rerun),
+    ).toMatchObject({ outcome: 'submitted' });
     // Poll 1 counted itself (attempts 1 → 2) and died before adding poll 2.
     expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(true);
 
-    expect(await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 }, rerun)).toEqual({ outcome: 'stale', reason: 'other_attempt' });
+    expect(await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 }, rerun)).toEqual({
+      outcome: 'stale',
+      reason: 'other_attempt',
+    });
     const done = await settled(task.id);
     expect(done).toMatchObject({ status: 'running', cost: PRICE });
     expect(done.attempts).toBeGreaterThan(2);
@@ -415,8 +498,13 @@ describe('a re-run of a job that died half-way', () => {
     const archive = await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0]));
     await archive!.remove();
 
-    expect(await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: done.attempts }, rerun)).toEqual({ outcome: 'stale', reason: 'moved_on' });
-    expect((await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0])))?.data).toMatchObject({ taskId: task.id, outputIndex: 0 });
+    expect(
+      await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: done.attempts }, rerun),
+    ).toEqual({ outcome: 'stale', reason: 'moved_on' });
+    expect((await jobOf('archive', jobIdFor(ArchiveOutput, [task.id, 0])))?.data).toMatchObject({
+      taskId: task.id,
+      outputIndex: 0,
+    });
   });
 });
 
@@ -436,16 +524,29 @@ describe('input images', () => {
       storageKey: `k/${fileId}`,
       expiresAt: new Date(Date.now() + 86_400_000),
     });
-    await ctx.db.task.update({ where: { id: task.id }, data: { input: { ...(task.input as object), image: { file_id: fileId } } } });
+    await ctx.db.task.update({
+      where: { id: task.id },
+      data: { input: { ...(task.input as object), image: { file_id: fileId } } },
+    });
     await enqueue(queues, TaskSubmit, { taskId: task.id, workspaceId: ws.id });
     const running = await submitted(task.id);
     // The sim's prediction echoes the input it was given.
-    const res = await fetch(`${sim.url}/ch/${s.channels[0]}/v1/predictions/${running.upstreamId}`, { headers: { authorization: 'Bearer x' } });
+    const res = await fetch(`${sim.url}/ch/${s.channels[0]}/v1/predictions/${running.upstreamId}`, {
+      headers: { authorization: 'Bearer x' },
+    });
     const prediction = (await res.json()) as { input: Record<string, unknown> };
     const link = new URL(prediction.input.image as string);
     expect(`${link.origin}${link.pathname}`).toBe(`${ctx.config.publicBaseUrl}/api/v1/files/${fileId}/content`);
     // A content token of the server's secret for this file of this workspace (what GET .../content accepts).
-    expect(await verifyFileToken(ctx.config.signingSecret, link.searchParams.get('token') ?? '')).toEqual({ fileId, workspaceId: ws.id });
-    expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', width: 1024, height: 768, aspect_ratio: '4:3' });
+    expect(await verifyFileToken(ctx.config.signingSecret, link.searchParams.get('token') ?? '')).toEqual({
+      fileId,
+      workspaceId: ws.id,
+    });
+    expect(prediction.input).toMatchObject({
+      prompt: 'a lighthouse at dusk',
+      width: 1024,
+      height: 768,
+      aspect_ratio: '4:3',
+    });
   });
 });

@@ -9,7 +9,10 @@ import { taskSubmit } from './handlers/task-submit';
 import { createProviders } from './providers/providers';
 
 /** What the handlers get: the runner's deps and the protocols over its one upstream client. */
-export const handlerDepsOf = (deps: TaskRunnerDeps): TaskHandlerDeps => ({ ...deps, providers: createProviders(deps.upstream) });
+export const handlerDepsOf = (deps: TaskRunnerDeps): TaskHandlerDeps => ({
+  ...deps,
+  providers: createProviders(deps.upstream),
+});
 
 export function startTaskWorker(deps: TaskRunnerDeps, concurrency = deps.config.concurrency.taskRunner): Worker {
   const handlerDeps = handlerDepsOf(deps);

@@ -18,7 +18,10 @@ export interface TaskWorkerUnderTest {
   close(): Promise<void>;
 }
 
-export async function startWorker(ctx: TestContext, opts: { breaker?: BreakerOptions; concurrency?: number } = {}): Promise<TaskWorkerUnderTest> {
+export async function startWorker(
+  ctx: TestContext,
+  opts: { breaker?: BreakerOptions; concurrency?: number } = {},
+): Promise<TaskWorkerUnderTest> {
   const redis = createRedisConnection(ctx.config.redisUrl, { name: 'task-runner-test' });
   const logger = createLogger({ service: 'task-runner-test', level: 'silent' });
   const queues = createQueues({ connection: redis, prefix: ctx.config.queuePrefix, logger });

@@ -24,10 +24,21 @@ describe('anthropic messages', () => {
     const message = await client.messages.create({ model: 'claude-sim-large', max_tokens: 1024, system, messages });
     const expected = chatReply({ system, messages });
     expect(message.id).toMatch(/^msg_/);
-    expect(message).toMatchObject({ type: 'message', role: 'assistant', model: 'claude-sim-large', stop_reason: 'end_turn', stop_sequence: null });
+    expect(message).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sim-large',
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+    });
     expect(message.content).toEqual([{ type: 'text', text: expected.text }]);
-    expect(message.usage).toMatchObject({ input_tokens: tokensOf({ system, messages }), output_tokens: expected.outputTokens });
-    expect(sim.requests()).toMatchObject([{ channel: 'claude', protocol: 'anthropic-messages', model: 'claude-sim-large', status: 200 }]);
+    expect(message.usage).toMatchObject({
+      input_tokens: tokensOf({ system, messages }),
+      output_tokens: expected.outputTokens,
+    });
+    expect(sim.requests()).toMatchObject([
+      { channel: 'claude', protocol: 'anthropic-messages', model: 'claude-sim-large', status: 200 },
+    ]);
   });
 
   it('stops at max_tokens with stop_reason max_tokens', async () => {
@@ -46,7 +57,10 @@ describe('anthropic messages', () => {
     expect(text).toBe(expected.text);
     expect(final.content).toMatchObject([{ type: 'text', text: expected.text }]);
     expect(final.stop_reason).toBe('end_turn');
-    expect(final.usage).toMatchObject({ input_tokens: tokensOf({ system, messages }), output_tokens: expected.outputTokens });
+    expect(final.usage).toMatchObject({
+      input_tokens: tokensOf({ system, messages }),
+      output_tokens: expected.outputTokens,
+    });
 
     const raw = await fetch(`${sim.url}/v1/messages`, {
       method: 'POST',
@@ -64,31 +78,61 @@ describe('anthropic messages', () => {
       });
     const types = events.map((e) => e.type);
     const deltaCount = chatReply({ messages }).outputTokens;
-    expect(types).toEqual(['message_start', 'content_block_start', 'ping', ...Array(deltaCount).fill('content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop']);
+    expect(types).toEqual([
+      'message_start',
+      'content_block_start',
+      'ping',
+      ...Array(deltaCount).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
     expect(events[0].message).toMatchObject({ type: 'message', role: 'assistant', content: [], stop_reason: null });
     expect(events.find((e) => e.type === 'content_block_delta').delta.type).toBe('text_delta');
-    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'end_turn' }, usage: { output_tokens: deltaCount } });
+    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({
+      delta: { stop_reason: 'end_turn' },
+      usage: { output_tokens: deltaCount },
+    });
   });
 
   it('answers errors exactly as Anthropic does', async () => {
     const send = (headers: Record<string, string>, body: unknown) =>
-      fetch(`${sim.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(`${sim.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     const valid = { model: 'claude-sim-large', max_tokens: 10, messages };
 
     const noKey = await send({ 'anthropic-version': '2023-06-01' }, valid);
     expect(noKey.status).toBe(401);
-    expect(await jsonOf(noKey)).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'x-api-key header is required' } });
+    expect(await jsonOf(noKey)).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: 'x-api-key header is required' },
+    });
 
     const noVersion = await send({ 'x-api-key': 'k' }, valid);
     expect(noVersion.status).toBe(400);
-    expect(await jsonOf(noVersion)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' } });
+    expect(await jsonOf(noVersion)).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' },
+    });
 
-    const noMax = await send({ 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }, { model: 'claude-sim-large', messages });
+    const noMax = await send(
+      { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' },
+      { model: 'claude-sim-large', messages },
+    );
     expect(noMax.status).toBe(400);
-    expect(await jsonOf(noMax)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
+    expect(await jsonOf(noMax)).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'max_tokens: Field required' },
+    });
 
     sim.faults.add({ status: 529 });
-    await expect(client.messages.create(valid)).rejects.toMatchObject({ status: 529, error: { type: 'error', error: { type: 'overloaded_error' } } });
+    await expect(client.messages.create(valid)).rejects.toMatchObject({
+      status: 529,
+      error: { type: 'error', error: { type: 'overloaded_error' } },
+    });
     sim.faults.clear();
     sim.faults.add({ status: 401 });
     await expect(client.messages.create(valid)).rejects.toBeInstanceOf(Anthropic.AuthenticationError);

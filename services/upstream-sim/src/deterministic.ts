@@ -94,7 +94,9 @@ export function tokensOf(value: unknown): number {
 /** The usage the sim reports for an evaluate request. */
 export function usageFor(request: EvaluateRequest): EvaluateUsage {
   return {
-    inputTokens: Math.ceil(Buffer.byteLength(JSON.stringify({ state: request.state, questions: request.questions }), 'utf8') / 4),
+    inputTokens: Math.ceil(
+      Buffer.byteLength(JSON.stringify({ state: request.state, questions: request.questions }), 'utf8') / 4,
+    ),
     outputTokens: 1 + 3 * Object.keys(request.questions).length,
   };
 }
@@ -181,8 +183,18 @@ export function generatedImagePng(spec: GenerationSpec, index: number, width: nu
 }
 
 /** The video of a generation: an MP4 whose container says `durationSeconds` and width × height (see mp4.ts). */
-export function generatedVideoMp4(spec: GenerationSpec, durationSeconds: number, width: number, height: number): Buffer {
-  return videoMp4({ durationSeconds, width, height, payload: bytesFrom(generationSeed(spec, 'video'), 256).subarray(0, 256) });
+export function generatedVideoMp4(
+  spec: GenerationSpec,
+  durationSeconds: number,
+  width: number,
+  height: number,
+): Buffer {
+  return videoMp4({
+    durationSeconds,
+    width,
+    height,
+    payload: bytesFrom(generationSeed(spec, 'video'), 256).subarray(0, 256),
+  });
 }
 
 export { sha256Hex } from '@gensvc/media';

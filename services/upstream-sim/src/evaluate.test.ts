@@ -11,7 +11,11 @@ afterAll(() => sim.close());
 beforeEach(() => sim.resetRequests());
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { authorization: 'Bearer sk-test' }) =>
-  fetch(`${sim.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(`${sim.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 const request: EvaluateRequest = {
   model: 'acme/judge-1',
@@ -40,7 +44,10 @@ describe('POST /evaluate', () => {
     const qp = Object.values(quality.probabilities) as number[];
     expect(Math.abs(qp.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-9);
     qp.forEach((p) => expect(p > 0 && p < 1).toBe(true));
-    expect(quality.score).toBeCloseTo(qp.reduce((sum, p, i) => sum + i * p, 0), 12);
+    expect(quality.score).toBeCloseTo(
+      qp.reduce((sum, p, i) => sum + i * p, 0),
+      12,
+    );
 
     expect(Object.keys(intent.probabilities).sort()).toEqual(['complaint', 'info', 'refund']);
     const ip = intent.probabilities as Record<string, number>;
@@ -49,7 +56,11 @@ describe('POST /evaluate', () => {
   });
 
   it('derives answers from state, question id and question: key order does not matter, content does', async () => {
-    const reordered = { questions: request.questions, state: { meta: { lang: 'fr', turn: 3 }, transcript: ['hello', 'héllo wörld'] }, model: request.model };
+    const reordered = {
+      questions: request.questions,
+      state: { meta: { lang: 'fr', turn: 3 }, transcript: ['hello', 'héllo wörld'] },
+      model: request.model,
+    };
     const a = await jsonOf(await post('/evaluate', request));
     const b = await jsonOf(await post('/evaluate', reordered));
     expect(b.answers).toEqual(a.answers);
@@ -66,7 +77,9 @@ describe('POST /evaluate', () => {
   it('reports input tokens as ceil(bytes of {state, questions} / 4), never above the request size', async () => {
     const body = JSON.stringify(request);
     const usage = (await jsonOf(await post('/evaluate', body))).usage;
-    const expectedInput = Math.ceil(Buffer.byteLength(JSON.stringify({ state: request.state, questions: request.questions })) / 4);
+    const expectedInput = Math.ceil(
+      Buffer.byteLength(JSON.stringify({ state: request.state, questions: request.questions })) / 4,
+    );
     expect(usage).toEqual({ inputTokens: expectedInput, outputTokens: 1 + 3 * 3 });
     expect(usage.inputTokens).toBeLessThanOrEqual(Buffer.byteLength(body));
   });
@@ -76,12 +89,22 @@ describe('POST /evaluate', () => {
     expect(res.status).toBe(200);
     expect((await jsonOf(res)).answers).toEqual(expectedAnswers(request));
     expect(sim.requests()).toMatchObject([
-      { channel: 'judge-a', protocol: 'evaluate', path: '/api/v2/evaluate', model: 'acme/judge-1', status: 200, outcome: 'complete', faultId: null },
+      {
+        channel: 'judge-a',
+        protocol: 'evaluate',
+        path: '/api/v2/evaluate',
+        model: 'acme/judge-1',
+        status: 200,
+        outcome: 'complete',
+        faultId: null,
+      },
     ]);
   });
 
   it('requires a non-empty bearer key', async () => {
-    for (const headers of [{}, { authorization: 'Bearer ' }, { authorization: 'Basic abc' }] as Array<Record<string, string>>) {
+    for (const headers of [{}, { authorization: 'Bearer ' }, { authorization: 'Basic abc' }] as Array<
+      Record<string, string>
+    >) {
       const res = await post('/evaluate', request, headers);
       expect(res.status).toBe(401);
       expect((await jsonOf(res)).error.type).toBe('authentication_error');
@@ -93,8 +116,14 @@ describe('POST /evaluate', () => {
     ['no state', { model: 'm', questions: { a: { type: 'boolean', instructions: 'x' } } }],
     ['no questions', { model: 'm', state: 1, questions: {} }],
     ['unknown type', { model: 'm', state: 1, questions: { a: { type: 'essay', instructions: 'x' } } }],
-    ['score without criteria', { model: 'm', state: 1, questions: { a: { type: 'score', instructions: 'x', criteria: [] } } }],
-    ['duplicate choices', { model: 'm', state: 1, questions: { a: { type: 'choice', instructions: 'x', choices: ['a', 'a'] } } }],
+    [
+      'score without criteria',
+      { model: 'm', state: 1, questions: { a: { type: 'score', instructions: 'x', criteria: [] } } },
+    ],
+    [
+      'duplicate choices',
+      { model: 'm', state: 1, questions: { a: { type: 'choice', instructions: 'x', choices: ['a', 'a'] } } },
+    ],
     ['no model', { state: 1, questions: { a: { type: 'boolean', instructions: 'x' } } }],
   ])('answers 400 for %s', async (_name, body) => {
     const res = await post('/evaluate', body);

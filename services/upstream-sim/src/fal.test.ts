@@ -4,7 +4,15 @@
 import { ApiError, fal, ValidationError } from '@fal-ai/client';
 import { sniffMedia } from '@gensvc/media';
 import { eventually, jsonOf } from '@gensvc/testing';
-import { FAL_CONTENT_POLICY_MSG, generatedImagePng, generatedVideoMp4, pngInfo, seedFor, startSim, type Sim } from './index';
+import {
+  FAL_CONTENT_POLICY_MSG,
+  generatedImagePng,
+  generatedVideoMp4,
+  pngInfo,
+  seedFor,
+  startSim,
+  type Sim,
+} from './index';
 
 let sim: Sim;
 let base: string;
@@ -49,9 +57,16 @@ describe('queue', () => {
       status_url: `${base}/fal-ai/flux/requests/${id}/status`,
       cancel_url: `${base}/fal-ai/flux/requests/${id}/cancel`,
     });
-    expect(await fal.queue.status(FLUX, { requestId: id })).toMatchObject({ status: 'IN_QUEUE', queue_position: 0, request_id: id });
+    expect(await fal.queue.status(FLUX, { requestId: id })).toMatchObject({
+      status: 'IN_QUEUE',
+      queue_position: 0,
+      request_id: id,
+    });
     await sleep(600);
-    expect(await fal.queue.status(FLUX, { requestId: id, logs: true })).toMatchObject({ status: 'IN_PROGRESS', logs: [{ message: `Using seed: ${seedFor('a red fox')}`, level: 'INFO' }] });
+    expect(await fal.queue.status(FLUX, { requestId: id, logs: true })).toMatchObject({
+      status: 'IN_PROGRESS',
+      logs: [{ message: `Using seed: ${seedFor('a red fox')}`, level: 'INFO' }],
+    });
     await sleep(2_000);
     const done = await fal.queue.status(FLUX, { requestId: id });
     expect(done).toMatchObject({ status: 'COMPLETED', logs: null, metrics: { inference_time: 2 } });
@@ -59,11 +74,15 @@ describe('queue', () => {
     const { data, requestId } = await fal.queue.result(FLUX, { requestId: id });
     expect(requestId).toBe(id);
     expect(data).toMatchObject({ seed: seedFor('a red fox'), prompt: 'a red fox', has_nsfw_concepts: [false] });
-    expect(data.images).toEqual([{ url: `${base}/outputs/${id}-0.png`, width: 256, height: 128, content_type: 'image/png' }]);
+    expect(data.images).toEqual([
+      { url: `${base}/outputs/${id}-0.png`, width: 256, height: 128, content_type: 'image/png' },
+    ]);
     const { bytes, type } = await bytesOf(data.images[0]!.url);
     expect(type).toBe('image/png');
     expect(pngInfo(bytes)).toMatchObject({ width: 256, height: 128 });
-    expect(bytes.equals(generatedImagePng({ prompt: 'a red fox', seed: seedFor('a red fox') }, 0, 256, 128))).toBe(true);
+    expect(bytes.equals(generatedImagePng({ prompt: 'a red fox', seed: seedFor('a red fox') }, 0, 256, 128))).toBe(
+      true,
+    );
 
     // The raw status answers 202 while queued or running and 200 once completed, as fal does.
     const raw = await fetch(submitted.status_url, { headers: { authorization: 'Key k' } });
@@ -90,18 +109,29 @@ describe('queue', () => {
     expect(data.images).toHaveLength(2);
     for (const [index, image] of data.images.entries()) {
       expect(image).toMatchObject({ width: 1024, height: 576 });
-      expect((await bytesOf(image.url)).bytes.equals(generatedImagePng({ prompt: 'two boats', seed: 7 }, index, 1024, 576))).toBe(true);
+      expect(
+        (await bytesOf(image.url)).bytes.equals(generatedImagePng({ prompt: 'two boats', seed: 7 }, index, 1024, 576)),
+      ).toBe(true);
     }
   });
 
   it('makes a video: an MP4 whose container says the asked duration ("10"), sized by aspect_ratio', async () => {
-    const { data } = await fal.subscribe(KLING, { input: { prompt: 'rain on a window', duration: '10', aspect_ratio: '9:16' }, pollInterval: 50 });
-    expect(data.video).toMatchObject({ url: expect.stringMatching(/\.mp4$/), content_type: 'video/mp4', file_name: 'output.mp4' });
+    const { data } = await fal.subscribe(KLING, {
+      input: { prompt: 'rain on a window', duration: '10', aspect_ratio: '9:16' },
+      pollInterval: 50,
+    });
+    expect(data.video).toMatchObject({
+      url: expect.stringMatching(/\.mp4$/),
+      content_type: 'video/mp4',
+      file_name: 'output.mp4',
+    });
     const { bytes, type } = await bytesOf(data.video.url);
     expect(type).toBe('video/mp4');
     expect(data.video.file_size).toBe(bytes.length);
     expect(sniffMedia(bytes, true)).toMatchObject({ kind: 'video', durationSeconds: 10 });
-    expect(bytes.equals(generatedVideoMp4({ prompt: 'rain on a window', seed: seedFor('rain on a window') }, 10, 720, 1280))).toBe(true);
+    expect(
+      bytes.equals(generatedVideoMp4({ prompt: 'rain on a window', seed: seedFor('rain on a window') }, 10, 720, 1280)),
+    ).toBe(true);
     const first = sim.requests()[0]!;
     expect(first).toMatchObject({ method: 'POST', path: `/${KLING}`, model: KLING });
   });
@@ -119,29 +149,47 @@ describe('queue', () => {
     expect(canceled).toMatchObject({ status: 499, body: { error_type: 'client_cancelled' } });
     const again = await fal.queue.cancel(FLUX, { requestId: id }).catch((e: unknown) => e);
     expect(again).toMatchObject({ status: 400, body: { status: 'ALREADY_COMPLETED' } });
-    const statuses = sim.requests().filter((r) => r.method === 'PUT').map((r) => r.status);
+    const statuses = sim
+      .requests()
+      .filter((r) => r.method === 'PUT')
+      .map((r) => r.status);
     expect(statuses).toEqual([202, 400]);
   });
 
   it('answers 401 without a key, 404 for an unknown request or another app', async () => {
-    const noKey = await fetch(`${base}/${FLUX}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":"x"}' });
+    const noKey = await fetch(`${base}/${FLUX}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"prompt":"x"}',
+    });
     expect(noKey.status).toBe(401);
     expect(await jsonOf(noKey)).toEqual({ detail: 'Unauthorized' });
-    const bearer = await fetch(`${base}/${FLUX}`, { method: 'POST', headers: { authorization: 'Bearer k' }, body: '{"prompt":"x"}' });
+    const bearer = await fetch(`${base}/${FLUX}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer k' },
+      body: '{"prompt":"x"}',
+    });
     expect(bearer.status).toBe(401);
 
     const { request_id: id } = await fal.queue.submit(FLUX, { input: { prompt: 'x' } });
     await expect(fal.queue.status(FLUX, { requestId: 'nope' })).rejects.toMatchObject({ status: 404 });
     await expect(fal.queue.status('fal-ai/other-app', { requestId: id })).rejects.toMatchObject({ status: 404 });
-    const put = await fetch(`${base}/fal-ai/flux/requests/nope/cancel`, { method: 'PUT', headers: { authorization: 'Key k' } });
+    const put = await fetch(`${base}/fal-ai/flux/requests/nope/cancel`, {
+      method: 'PUT',
+      headers: { authorization: 'Key k' },
+    });
     expect(put.status).toBe(404);
     expect(await jsonOf(put)).toEqual({ status: 'NOT_FOUND' });
     // Unknown versioned paths are still no protocol's.
-    expect((await fetch(`${base}/v2/anything`, { method: 'POST', headers: { authorization: 'Key k' } })).status).toBe(404);
+    expect((await fetch(`${base}/v2/anything`, { method: 'POST', headers: { authorization: 'Key k' } })).status).toBe(
+      404,
+    );
   });
 
   it('takes any JSON object on submit; the model rejects a bad input at the result with 422 detail items', async () => {
-    const error = await fal.subscribe(FLUX, { input: { image_size: 'huge', num_images: 9 } as never, pollInterval: 50 }).catch((e: unknown) => e);
+    const error = await fal
+      .subscribe(FLUX, { input: { image_size: 'huge', num_images: 9 } as never, pollInterval: 50 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     const fields = (error as ValidationError).fieldErrors;
     expect(fields.map((f) => [f.loc.join('.'), f.type])).toEqual([
@@ -152,11 +200,21 @@ describe('queue', () => {
     // The submit, then status polls (202 while queued or running, 200 once COMPLETED), then the result's 422.
     const reqs = sim.requests();
     expect(reqs[0]).toMatchObject({ method: 'POST', status: 200 });
-    expect(reqs.at(-1)).toMatchObject({ method: 'GET', status: 422, path: expect.stringMatching(/\/requests\/[0-9a-f-]{36}$/) });
+    expect(reqs.at(-1)).toMatchObject({
+      method: 'GET',
+      status: 422,
+      path: expect.stringMatching(/\/requests\/[0-9a-f-]{36}$/),
+    });
     const polls = reqs.slice(1, -1);
     expect(polls.length).toBeGreaterThan(0);
-    expect(polls.every((r) => r.method === 'GET' && r.path.endsWith('/status') && [200, 202].includes(r.status!))).toBe(true);
-    const notJson = await fetch(`${base}/${FLUX}`, { method: 'POST', headers: { authorization: 'Key k' }, body: 'not json' });
+    expect(polls.every((r) => r.method === 'GET' && r.path.endsWith('/status') && [200, 202].includes(r.status!))).toBe(
+      true,
+    );
+    const notJson = await fetch(`${base}/${FLUX}`, {
+      method: 'POST',
+      headers: { authorization: 'Key k' },
+      body: 'not json',
+    });
     expect(notJson.status).toBe(422);
   });
 });
@@ -166,24 +224,39 @@ describe('faults through the client', () => {
     sim.faults.add({ model: FLUX, job: { outcome: 'fail', error: 'Runner ran out of memory' }, times: 1 });
     const error = await fal.subscribe(FLUX, { input: { prompt: 'x' }, pollInterval: 50 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
-    expect(error).toMatchObject({ status: 500, body: { detail: [{ loc: ['body'], msg: 'Runner ran out of memory', type: 'internal_server_error' }] } });
+    expect(error).toMatchObject({
+      status: 500,
+      body: { detail: [{ loc: ['body'], msg: 'Runner ran out of memory', type: 'internal_server_error' }] },
+    });
   });
 
   it('nsfw: the result answers 422 content_policy_violation', async () => {
     sim.faults.add({ channel: 'fal', job: { outcome: 'nsfw' }, times: 1 });
-    const error = await fal.subscribe(FLUX, { input: { prompt: 'something' }, pollInterval: 50 }).catch((e: unknown) => e);
+    const error = await fal
+      .subscribe(FLUX, { input: { prompt: 'something' }, pollInterval: 50 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).fieldErrors).toEqual([
-      expect.objectContaining({ loc: ['body', 'prompt'], type: 'content_policy_violation', msg: FAL_CONTENT_POLICY_MSG, input: 'something' }),
+      expect.objectContaining({
+        loc: ['body', 'prompt'],
+        type: 'content_policy_violation',
+        msg: FAL_CONTENT_POLICY_MSG,
+        input: 'something',
+      }),
     ]);
   });
 
   it('stuck: stays IN_PROGRESS; subscribe with a timeout gives up and cancels it', async () => {
     sim.faults.add({ job: { outcome: 'stuck', durationMs: 20 }, times: 1 });
-    const error = await fal.subscribe(FLUX, { input: { prompt: 'x' }, pollInterval: 50, timeout: 400 }).catch((e: Error) => e);
+    const error = await fal
+      .subscribe(FLUX, { input: { prompt: 'x' }, pollInterval: 50, timeout: 400 })
+      .catch((e: Error) => e);
     expect((error as Error).message).toMatch(/timed out/);
     // The client cancels in the background once it gives up.
-    const cancel = await eventually(() => sim.requests().find((r) => r.method === 'PUT' && r.status !== null), 'the cancel request');
+    const cancel = await eventually(
+      () => sim.requests().find((r) => r.method === 'PUT' && r.status !== null),
+      'the cancel request',
+    );
     expect(cancel.status).toBe(202);
     const polls = sim.requests().filter((r) => r.path.endsWith('/status'));
     expect(polls.length).toBeGreaterThan(2);
@@ -204,11 +277,17 @@ describe('faults through the client', () => {
     ]);
   });
 
-  it('a status fault on the result surfaces as an ApiError with fal\'s detail body', async () => {
+  it("a status fault on the result surfaces as an ApiError with fal's detail body", async () => {
     sim.faults.add({ operation: 'result', status: 500, times: 1 });
     const { request_id: id } = await fal.queue.submit(FLUX, { input: { prompt: 'x', image_size: 'square' } });
-    await eventually(async () => (await fal.queue.status(FLUX, { requestId: id })).status === 'COMPLETED', 'the job to complete');
-    await expect(fal.queue.result(FLUX, { requestId: id })).rejects.toMatchObject({ status: 500, body: { detail: 'Internal Server Error' } });
+    await eventually(
+      async () => (await fal.queue.status(FLUX, { requestId: id })).status === 'COMPLETED',
+      'the job to complete',
+    );
+    await expect(fal.queue.result(FLUX, { requestId: id })).rejects.toMatchObject({
+      status: 500,
+      body: { detail: 'Internal Server Error' },
+    });
     expect((await fal.queue.result(FLUX, { requestId: id })).data.images[0]).toMatchObject({ width: 512, height: 512 });
   });
 });

@@ -72,7 +72,12 @@ describe('fault injection', () => {
     sim.faults.add({ status: 500 });
     const chat = await chatStream();
     expect(chat.status).toBe(500);
-    expect((await jsonOf(chat)).error).toEqual({ message: expect.any(String), type: 'server_error', param: null, code: null });
+    expect((await jsonOf(chat)).error).toEqual({
+      message: expect.any(String),
+      type: 'server_error',
+      param: null,
+      code: null,
+    });
   });
 
   it('times: applies a rule that many times, then drops it', async () => {
@@ -97,7 +102,9 @@ describe('fault injection', () => {
     expect((await evaluate('backup')).status).toBe(200);
     expect((await evaluate('backup', { ...evaluateBody, model: 'acme/other' })).status).toBe(400);
     expect((await evaluate('')).status).toBe(200);
-    expect(sim.requests().map((r) => ({ channel: r.channel, model: r.model, status: r.status, faultId: r.faultId }))).toEqual([
+    expect(
+      sim.requests().map((r) => ({ channel: r.channel, model: r.model, status: r.status, faultId: r.faultId })),
+    ).toEqual([
       { channel: 'primary', model: 'acme/judge-1', status: 500, faultId: primary },
       { channel: 'backup', model: 'acme/judge-1', status: 200, faultId: null },
       { channel: 'backup', model: 'acme/other', status: 400, faultId: byModel },
@@ -115,7 +122,9 @@ describe('fault injection', () => {
 
   it('hang: never answers, so the client times out; the log says so', async () => {
     sim.faults.add({ hang: true, channel: 'slow' });
-    await expect(evaluate('slow', evaluateBody, { signal: AbortSignal.timeout(300) })).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(evaluate('slow', evaluateBody, { signal: AbortSignal.timeout(300) })).rejects.toMatchObject({
+      name: 'TimeoutError',
+    });
     expect(sim.requests()).toMatchObject([{ channel: 'slow', status: null, outcome: 'hang' }]);
   });
 
@@ -171,9 +180,17 @@ describe('fault injection', () => {
   });
 
   it.each([
-    ['missing-answer', (a: Record<string, { type: string; probability?: number; probabilities?: Record<string, number> }>) => expect(Object.keys(a)).toEqual(['b', 'c'])],
+    [
+      'missing-answer',
+      (a: Record<string, { type: string; probability?: number; probabilities?: Record<string, number> }>) =>
+        expect(Object.keys(a)).toEqual(['b', 'c']),
+    ],
     ['out-of-range', (a: Record<string, { probability?: number }>) => expect(a.a!.probability).toBeGreaterThan(1)],
-    ['bad-sum', (a: Record<string, { probabilities?: Record<string, number> }>) => expect(Object.values(a.b!.probabilities!).reduce((x, y) => x + y, 0)).toBeCloseTo(0.5, 9)],
+    [
+      'bad-sum',
+      (a: Record<string, { probabilities?: Record<string, number> }>) =>
+        expect(Object.values(a.b!.probabilities!).reduce((x, y) => x + y, 0)).toBeCloseTo(0.5, 9),
+    ],
     ['wrong-type', (a: Record<string, { type: string }>) => expect(a.a!.type).toBe('score')],
   ] as const)('malformed shape %s: valid JSON an evaluate worker must refuse', async (shape, check) => {
     sim.faults.add({ malformed: 'shape', shape });
@@ -186,15 +203,27 @@ describe('fault injection', () => {
 
   it('control API over HTTP: add, list, delete one, clear; read and clear the request log', async () => {
     const control = (method: string, path: string, body?: unknown) =>
-      fetch(`${sim.url}/__sim/${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      fetch(`${sim.url}/__sim/${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
 
     const bad = await control('POST', 'faults', { status: 42, hang: 'yes', bogus: 1 });
     expect(bad.status).toBe(400);
-    expect((await jsonOf(bad)).error.problems).toEqual(['unknown field "bogus"', 'status must be an integer 100..599', 'hang must be true', 'hang, status cannot be combined']);
+    expect((await jsonOf(bad)).error.problems).toEqual([
+      'unknown field "bogus"',
+      'status must be an integer 100..599',
+      'hang must be true',
+      'hang, status cannot be combined',
+    ]);
 
     const { id: first } = await jsonOf(await control('POST', 'faults', { channel: 'a', status: 500 }));
     const { id: second } = await jsonOf(await control('POST', 'faults', { channel: 'b', status: 501 }));
-    expect((await jsonOf(await control('GET', 'faults'))).data.map((f: { id: string }) => f.id)).toEqual([first, second]);
+    expect((await jsonOf(await control('GET', 'faults'))).data.map((f: { id: string }) => f.id)).toEqual([
+      first,
+      second,
+    ]);
     expect((await control('DELETE', `faults/${first}`)).status).toBe(204);
     expect((await control('DELETE', `faults/${first}`)).status).toBe(404);
     expect((await evaluate('a')).status).toBe(200);
@@ -222,7 +251,9 @@ describe('fault injection', () => {
     const own = await startSim();
     own.faults.add({ hang: true });
     const pending = new Promise<string>((resolve) => {
-      const req = httpRequest(`${own.url}/evaluate`, { method: 'POST', headers: { authorization: 'Bearer k' } }, () => resolve('answered'));
+      const req = httpRequest(`${own.url}/evaluate`, { method: 'POST', headers: { authorization: 'Bearer k' } }, () =>
+        resolve('answered'),
+      );
       req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
       req.end(JSON.stringify(evaluateBody));
     });

@@ -76,11 +76,28 @@ export interface FaultControl {
 const SHAPES: readonly ShapeFault[] = ['missing-answer', 'out-of-range', 'bad-sum', 'wrong-type'];
 const OPERATIONS: readonly FaultOperation[] = ['create', 'status', 'result', 'cancel', 'output'];
 const OUTCOMES: readonly JobOutcome[] = ['succeed', 'fail', 'stuck', 'nsfw'];
-const KNOWN = new Set(['channel', 'model', 'operation', 'job', 'latencyMs', 'status', 'body', 'headers', 'hang', 'reset', 'cutAfterChunks', 'malformed', 'shape', 'chunkDelayMs', 'times']);
+const KNOWN = new Set([
+  'channel',
+  'model',
+  'operation',
+  'job',
+  'latencyMs',
+  'status',
+  'body',
+  'headers',
+  'hang',
+  'reset',
+  'cutAfterChunks',
+  'malformed',
+  'shape',
+  'chunkDelayMs',
+  'times',
+]);
 const JOB_RULE_FIELDS = new Set(['channel', 'model', 'job', 'times']);
 const JOB_FIELDS = new Set(['outcome', 'durationMs', 'error']);
 
-const isCount = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isCount = (v: unknown, min: number, max: number) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 /** Every problem with a rule sent by a client; empty when it is valid. */
 export function faultRuleProblems(input: unknown): string[] {
@@ -90,22 +107,34 @@ export function faultRuleProblems(input: unknown): string[] {
   for (const key of Object.keys(rule)) if (!KNOWN.has(key)) problems.push(`unknown field "${key}"`);
   if (rule.channel !== undefined && typeof rule.channel !== 'string') problems.push('channel must be a string');
   if (rule.model !== undefined && typeof rule.model !== 'string') problems.push('model must be a string');
-  if (rule.latencyMs !== undefined && !isCount(rule.latencyMs, 0, 600_000)) problems.push('latencyMs must be an integer 0..600000');
-  if (rule.chunkDelayMs !== undefined && !isCount(rule.chunkDelayMs, 0, 60_000)) problems.push('chunkDelayMs must be an integer 0..60000');
+  if (rule.latencyMs !== undefined && !isCount(rule.latencyMs, 0, 600_000))
+    problems.push('latencyMs must be an integer 0..600000');
+  if (rule.chunkDelayMs !== undefined && !isCount(rule.chunkDelayMs, 0, 60_000))
+    problems.push('chunkDelayMs must be an integer 0..60000');
   if (rule.status !== undefined && !isCount(rule.status, 100, 599)) problems.push('status must be an integer 100..599');
   if (rule.headers !== undefined) {
     const h = rule.headers;
-    if (h === null || typeof h !== 'object' || Array.isArray(h) || Object.values(h).some((v) => typeof v !== 'string')) {
+    if (
+      h === null ||
+      typeof h !== 'object' ||
+      Array.isArray(h) ||
+      Object.values(h).some((v) => typeof v !== 'string')
+    ) {
       problems.push('headers must be an object of strings');
     }
   }
   if (rule.hang !== undefined && rule.hang !== true) problems.push('hang must be true');
   if (rule.reset !== undefined && rule.reset !== true) problems.push('reset must be true');
-  if (rule.cutAfterChunks !== undefined && !isCount(rule.cutAfterChunks, 0, 1_000_000)) problems.push('cutAfterChunks must be an integer >= 0');
-  if (rule.malformed !== undefined && rule.malformed !== 'json' && rule.malformed !== 'shape') problems.push('malformed must be "json" or "shape"');
-  if (rule.shape !== undefined && !SHAPES.includes(rule.shape as ShapeFault)) problems.push(`shape must be one of ${SHAPES.join(', ')}`);
-  if (rule.times !== undefined && !isCount(rule.times, 1, 1_000_000_000)) problems.push('times must be an integer >= 1');
-  if (rule.operation !== undefined && !OPERATIONS.includes(rule.operation as FaultOperation)) problems.push(`operation must be one of ${OPERATIONS.join(', ')}`);
+  if (rule.cutAfterChunks !== undefined && !isCount(rule.cutAfterChunks, 0, 1_000_000))
+    problems.push('cutAfterChunks must be an integer >= 0');
+  if (rule.malformed !== undefined && rule.malformed !== 'json' && rule.malformed !== 'shape')
+    problems.push('malformed must be "json" or "shape"');
+  if (rule.shape !== undefined && !SHAPES.includes(rule.shape as ShapeFault))
+    problems.push(`shape must be one of ${SHAPES.join(', ')}`);
+  if (rule.times !== undefined && !isCount(rule.times, 1, 1_000_000_000))
+    problems.push('times must be an integer >= 1');
+  if (rule.operation !== undefined && !OPERATIONS.includes(rule.operation as FaultOperation))
+    problems.push(`operation must be one of ${OPERATIONS.join(', ')}`);
   if (rule.job !== undefined) problems.push(...jobProblems(rule));
   const effects = ['hang', 'reset', 'status'].filter((k) => rule[k] !== undefined);
   if (effects.length > 1) problems.push(`${effects.join(', ')} cannot be combined`);
@@ -120,12 +149,19 @@ function jobProblems(rule: Record<string, unknown>): string[] {
   if (others.length) problems.push(`a job rule takes only channel, model, times and job, not ${others.join(', ')}`);
   const fields = job as Record<string, unknown>;
   for (const key of Object.keys(fields)) if (!JOB_FIELDS.has(key)) problems.push(`unknown field "job.${key}"`);
-  if (fields.outcome === undefined && fields.durationMs === undefined) problems.push('job needs an outcome or a durationMs');
-  if (fields.outcome !== undefined && !OUTCOMES.includes(fields.outcome as JobOutcome)) problems.push(`job.outcome must be one of ${OUTCOMES.join(', ')}`);
-  if (fields.durationMs !== undefined && !isCount(fields.durationMs, 0, 3_600_000)) problems.push('job.durationMs must be an integer 0..3600000');
-  if (fields.error !== undefined && (typeof fields.error !== 'string' || fields.error.length === 0 || fields.error.length > 2000)) {
+  if (fields.outcome === undefined && fields.durationMs === undefined)
+    problems.push('job needs an outcome or a durationMs');
+  if (fields.outcome !== undefined && !OUTCOMES.includes(fields.outcome as JobOutcome))
+    problems.push(`job.outcome must be one of ${OUTCOMES.join(', ')}`);
+  if (fields.durationMs !== undefined && !isCount(fields.durationMs, 0, 3_600_000))
+    problems.push('job.durationMs must be an integer 0..3600000');
+  if (
+    fields.error !== undefined &&
+    (typeof fields.error !== 'string' || fields.error.length === 0 || fields.error.length > 2000)
+  ) {
     problems.push('job.error must be a string of 1..2000 characters');
-  } else if (fields.error !== undefined && fields.outcome !== 'fail') problems.push('job.error goes with outcome "fail"');
+  } else if (fields.error !== undefined && fields.outcome !== 'fail')
+    problems.push('job.error goes with outcome "fail"');
   return problems;
 }
 
@@ -165,7 +201,9 @@ export class FaultStore implements FaultControl {
   /** The first request rule matching the request, counted as applied (a `times` rule may drop out here). */
   take(channel: string, model: string | undefined, operation?: FaultOperation): StoredFault | undefined {
     if (this.rules.length === 0) return undefined;
-    const rule = this.rules.find((r) => !r.job && ruleMatches(r, channel, model) && (r.operation === undefined || r.operation === operation));
+    const rule = this.rules.find(
+      (r) => !r.job && ruleMatches(r, channel, model) && (r.operation === undefined || r.operation === operation),
+    );
     return rule && this.count(rule);
   }
 

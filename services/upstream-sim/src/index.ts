@@ -1,7 +1,16 @@
 // In-process use by tests and benchmarks: `const sim = await startSim()`, then point a channel at
 // `${sim.url}/ch/<name>` and inject faults with sim.faults.add({...}).
 export { startSim, type Sim, type SimOptions, type RequestRecord } from './sim';
-export type { FaultControl, FaultRule, StoredFault, MalformKind, ShapeFault, FaultOperation, JobFault, JobOutcome } from './faults';
+export type {
+  FaultControl,
+  FaultRule,
+  StoredFault,
+  MalformKind,
+  ShapeFault,
+  FaultOperation,
+  JobFault,
+  JobOutcome,
+} from './faults';
 export type { ProtocolName } from './protocol';
 export {
   expectedAnswers,

@@ -2,19 +2,42 @@
 import { sniffMedia } from '@gensvc/media';
 import { generatedImagePng, generatedVideoMp4 } from './deterministic';
 import { FaultStore } from './faults';
-import { cancelJob, JobStore, OutputStore, phaseOf, planJob, scheduleJob, sizeForAspect, type Job, type JobPlan } from './jobs';
+import {
+  cancelJob,
+  JobStore,
+  OutputStore,
+  phaseOf,
+  planJob,
+  scheduleJob,
+  sizeForAspect,
+  type Job,
+  type JobPlan,
+} from './jobs';
 import { pngInfo } from './png';
 
 const spec = { prompt: 'p', seed: 1 };
 
-function job(id: string, at: number, plan: JobPlan = { outcome: 'succeed', durationMs: 100 }, media: Job['media'] = { kind: 'image', width: 64, height: 32, count: 2, durationSeconds: 0 }): Job {
+function job(
+  id: string,
+  at: number,
+  plan: JobPlan = { outcome: 'succeed', durationMs: 100 },
+  media: Job['media'] = { kind: 'image', width: 64, height: 32, count: 2, durationSeconds: 0 },
+): Job {
   return { id, channel: '', model: 'acme/m', spec, media, ...scheduleJob(plan, at), outputUrls: [] };
 }
 
 describe('jobs', () => {
   it('are queued for the first fifth, then running, then end as planned; stuck ones never end', () => {
     const j = job('a', 1_000);
-    expect([999, 1_000, 1_019, 1_020, 1_099, 1_100, 9_999].map((t) => phaseOf(j, t))).toEqual(['queued', 'queued', 'queued', 'running', 'running', 'succeeded', 'succeeded']);
+    expect([999, 1_000, 1_019, 1_020, 1_099, 1_100, 9_999].map((t) => phaseOf(j, t))).toEqual([
+      'queued',
+      'queued',
+      'queued',
+      'running',
+      'running',
+      'succeeded',
+      'succeeded',
+    ]);
     expect(phaseOf(job('b', 0, { outcome: 'fail', durationMs: 10 }), 10)).toBe('failed');
     expect(phaseOf(job('c', 0, { outcome: 'nsfw', durationMs: 10 }), 10)).toBe('failed');
     expect(phaseOf(job('d', 0, { outcome: 'stuck', durationMs: 10 }), 1e12)).toBe('running');
@@ -67,7 +90,12 @@ describe('jobs', () => {
     // A one-byte cache keeps nothing, and the bytes are made again the same.
     expect(outputs.get('img-1', 100)!.bytes.equals(file.bytes)).toBe(true);
 
-    const video = job('vid', 0, { outcome: 'succeed', durationMs: 10 }, { kind: 'video', width: 320, height: 180, count: 1, durationSeconds: 7 });
+    const video = job(
+      'vid',
+      0,
+      { outcome: 'succeed', durationMs: 10 },
+      { kind: 'video', width: 320, height: 180, count: 1, durationSeconds: 7 },
+    );
     expect(outputs.register(video)).toEqual(['vid-0']);
     const mp4 = outputs.get('vid-0', 10)!;
     expect(mp4.contentType).toBe('video/mp4');

@@ -50,9 +50,18 @@ export function planJob(faults: FaultStore, channel: string, model: string, defa
 }
 
 /** The timing fields of a job created now under this plan. */
-export function scheduleJob(plan: JobPlan, now: number): Pick<Job, 'createdAt' | 'startsAt' | 'endsAt' | 'outcome' | 'error'> {
+export function scheduleJob(
+  plan: JobPlan,
+  now: number,
+): Pick<Job, 'createdAt' | 'startsAt' | 'endsAt' | 'outcome' | 'error'> {
   const startsAt = now + Math.round(plan.durationMs / 5);
-  return { createdAt: now, startsAt, endsAt: plan.outcome === 'stuck' ? Infinity : now + plan.durationMs, outcome: plan.outcome, error: plan.error };
+  return {
+    createdAt: now,
+    startsAt,
+    endsAt: plan.outcome === 'stuck' ? Infinity : now + plan.durationMs,
+    outcome: plan.outcome,
+    error: plan.error,
+  };
 }
 
 export function phaseOf(job: Job, now: number): JobPhase {

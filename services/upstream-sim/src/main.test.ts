@@ -8,7 +8,15 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { jsonOf, sharedTestCa, spawnService, startTlsServer, waitForHttp, type ServiceProcess, type TlsTestServer } from '@gensvc/testing';
+import {
+  jsonOf,
+  sharedTestCa,
+  spawnService,
+  startTlsServer,
+  waitForHttp,
+  type ServiceProcess,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import { editedImagePng, pngInfo, sha256Hex } from './index';
 
 const children: ServiceProcess[] = [];
@@ -49,11 +57,23 @@ describe('upstream-sim process', () => {
       body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(res.status).toBe(200);
-    expect((await jsonOf(await fetch(`${url}/__sim/requests`))).data).toMatchObject([{ channel: 'x', protocol: 'openai-chat', status: 200 }]);
+    expect((await jsonOf(await fetch(`${url}/__sim/requests`))).data).toMatchObject([
+      { channel: 'x', protocol: 'openai-chat', status: 200 },
+    ]);
     expect(await proc.stop('SIGTERM')).toBe(0);
-    const lines = proc.output().trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines.find((l) => l.msg === 'upstream-sim listening')).toMatchObject({ service: 'upstream-sim', level: 'info' });
-    expect(lines.find((l) => l.msg === 'upstream request')).toMatchObject({ level: 'debug', request: { channel: 'x', status: 200 } });
+    const lines = proc
+      .output()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.msg === 'upstream-sim listening')).toMatchObject({
+      service: 'upstream-sim',
+      level: 'info',
+    });
+    expect(lines.find((l) => l.msg === 'upstream request')).toMatchObject({
+      level: 'debug',
+      request: { channel: 'x', status: 200 },
+    });
   });
 
   describe('https image URLs in responses', () => {
@@ -74,7 +94,10 @@ describe('upstream-sim process', () => {
       fetch(`${url}/v1/responses`, {
         method: 'POST',
         headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'gpt-4.1-mini', input: [{ role: 'user', content: [{ type: 'input_image', image_url: imageUrl }] }] }),
+        body: JSON.stringify({
+          model: 'gpt-4.1-mini',
+          input: [{ role: 'user', content: [{ type: 'input_image', image_url: imageUrl }] }],
+        }),
       });
 
     it('fetches an https image with verified TLS and names its sha256', async () => {
@@ -137,29 +160,45 @@ describe('upstream-sim process', () => {
       });
       expect(pngInfo(png)).toMatchObject({ width: 64, height: 64 });
       expect(await proc.stop('SIGTERM')).toBe(0);
-      const lines = proc.output().trim().split('\n').map((l) => JSON.parse(l));
-      expect(lines.find((l) => l.msg === 'upstream-sim listening')).toMatchObject({ outputsUrl: `https://127.0.0.1:${outputsPort}`, taskDurationMs: 20 });
+      const lines = proc
+        .output()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.find((l) => l.msg === 'upstream-sim listening')).toMatchObject({
+        outputsUrl: `https://127.0.0.1:${outputsPort}`,
+        taskDurationMs: 20,
+      });
     });
   });
 
   it('answers a small chat request in well under 0.5 ms of CPU', async () => {
     const { proc, url } = await startProcess({});
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello in five words.' }] });
+    const body = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Say hello in five words.' }],
+    });
     const one = () =>
       new Promise<void>((resolve, reject) => {
-        const req = request(`${url}/v1/chat/completions`, { method: 'POST', agent, headers: { authorization: 'Bearer k', 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-        });
+        const req = request(
+          `${url}/v1/chat/completions`,
+          { method: 'POST', agent, headers: { authorization: 'Bearer k', 'content-type': 'application/json' } },
+          (res) => {
+            res.resume();
+            res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
     const run = async (count: number) => {
       let next = 0;
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        while (next++ < count) await one();
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next++ < count) await one();
+        }),
+      );
     };
     await run(1_000); // warm-up: JIT and connection set-up are not the steady state
     const before = cpuMs(proc.child.pid!);

@@ -44,12 +44,17 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
   let outputs: Config['outputs'];
   if (certFile || keyFile) {
     if (!certFile || !keyFile) problems.push('SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE go together');
-    else outputs = { tls: { cert: read('SIM_OUTPUTS_TLS_CERT_FILE', certFile), key: read('SIM_OUTPUTS_TLS_KEY_FILE', keyFile) }, port: outputsPort };
+    else
+      outputs = {
+        tls: { cert: read('SIM_OUTPUTS_TLS_CERT_FILE', certFile), key: read('SIM_OUTPUTS_TLS_KEY_FILE', keyFile) },
+        port: outputsPort,
+      };
   } else if (env.SIM_OUTPUTS_PORT !== undefined) {
     problems.push('SIM_OUTPUTS_PORT needs SIM_OUTPUTS_TLS_CERT_FILE and SIM_OUTPUTS_TLS_KEY_FILE');
   }
   const replicateWebhookSecret = env.SIM_REPLICATE_WEBHOOK_SECRET;
-  if (replicateWebhookSecret !== undefined && !/^whsec_[A-Za-z0-9+/]+=*$/.test(replicateWebhookSecret)) problems.push('SIM_REPLICATE_WEBHOOK_SECRET must be whsec_<base64>');
+  if (replicateWebhookSecret !== undefined && !/^whsec_[A-Za-z0-9+/]+=*$/.test(replicateWebhookSecret))
+    problems.push('SIM_REPLICATE_WEBHOOK_SECRET must be whsec_<base64>');
   if (problems.length) {
     process.stderr.write(`${SERVICE}: invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
     process.exit(1);
@@ -66,14 +71,28 @@ async function main() {
     taskDurationMs: config.taskDurationMs,
     replicateWebhookSecret: config.replicateWebhookSecret,
     outputs: config.outputs,
-    onRequest: logger.isLevelEnabled('debug') ? (record) => logger.debug({ request: record }, 'upstream request') : undefined,
+    onRequest: logger.isLevelEnabled('debug')
+      ? (record) => logger.debug({ request: record }, 'upstream request')
+      : undefined,
   });
-  logger.info({ port: Number(new URL(sim.url).port), url: sim.url, outputsUrl: sim.outputsUrl, taskDurationMs: config.taskDurationMs }, 'upstream-sim listening');
+  logger.info(
+    {
+      port: Number(new URL(sim.url).port),
+      url: sim.url,
+      outputsUrl: sim.outputsUrl,
+      taskDurationMs: config.taskDurationMs,
+    },
+    'upstream-sim listening',
+  );
 
   const shutdown = createShutdown(
     [
       { name: 'stop taking HTTP', timeoutMs: 5_000, run: () => sim.close() },
-      { name: 'flush logs', timeoutMs: 1_000, run: () => new Promise<void>((resolve) => logger.flush(() => resolve())) },
+      {
+        name: 'flush logs',
+        timeoutMs: 1_000,
+        run: () => new Promise<void>((resolve) => logger.flush(() => resolve())),
+      },
     ],
     logger,
   );
@@ -81,6 +100,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `${SERVICE}: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -38,7 +38,9 @@ describe('chat completions', () => {
       total_tokens: tokensOf(messages) + expected.outputTokens,
     });
     expect(expected.text).toMatch(/^sim reply to [0-9a-f]{8}: /);
-    expect(sim.requests()).toMatchObject([{ channel: 'openai-a', protocol: 'openai-chat', model: 'gpt-4o-mini', status: 200 }]);
+    expect(sim.requests()).toMatchObject([
+      { channel: 'openai-a', protocol: 'openai-chat', model: 'gpt-4o-mini', status: 200 },
+    ]);
   });
 
   it('honours max_completion_tokens and max_tokens: never more completion tokens, finish_reason length', async () => {
@@ -52,7 +54,12 @@ describe('chat completions', () => {
   });
 
   it('streams role, content deltas, finish_reason, then the usage chunk and [DONE]', async () => {
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     const expected = chatReply(messages);
@@ -77,19 +84,38 @@ describe('chat completions', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const text = await res.text();
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
-    const chunks = text.split('\n\n').filter((e) => e && e !== 'data: [DONE]').map((e) => JSON.parse(e.slice('data: '.length)));
+    const chunks = text
+      .split('\n\n')
+      .filter((e) => e && e !== 'data: [DONE]')
+      .map((e) => JSON.parse(e.slice('data: '.length)));
     expect(chunks.every((c) => c.choices.length === 1 && !('usage' in c))).toBe(true);
   });
 
   it('raises the SDK error types from OpenAI-shaped error bodies', async () => {
     const noKey = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', body: '{}' });
     expect(noKey.status).toBe(401);
-    expect(await jsonOf(noKey)).toEqual({ error: { message: expect.stringContaining("didn't provide an API key"), type: 'invalid_request_error', param: null, code: null } });
+    expect(await jsonOf(noKey)).toEqual({
+      error: {
+        message: expect.stringContaining("didn't provide an API key"),
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    });
 
-    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [] })).rejects.toMatchObject({ status: 400, param: 'messages', code: 'empty_array' });
-    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 0 })).rejects.toMatchObject({ status: 400, code: 'integer_below_min_value' });
+    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [] })).rejects.toMatchObject({
+      status: 400,
+      param: 'messages',
+      code: 'empty_array',
+    });
+    await expect(
+      client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 0 }),
+    ).rejects.toMatchObject({ status: 400, code: 'integer_below_min_value' });
     sim.faults.add({ status: 429 });
-    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages })).rejects.toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
+    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages })).rejects.toMatchObject({
+      status: 429,
+      code: 'rate_limit_exceeded',
+    });
   });
 
   it('a cut stream surfaces as an error in the SDK after the chunks that arrived', async () => {
@@ -113,7 +139,10 @@ describe('images.edit', () => {
     const result = await client.images.edit({
       model: 'gpt-image-1',
       prompt: 'make it blue',
-      image: [await toFile(source, 'a.png', { type: 'image/png' }), await toFile(second, 'b.png', { type: 'image/png' })],
+      image: [
+        await toFile(source, 'a.png', { type: 'image/png' }),
+        await toFile(second, 'b.png', { type: 'image/png' }),
+      ],
       n: 2,
     });
     expect(result.data).toHaveLength(2);
@@ -121,14 +150,24 @@ describe('images.edit', () => {
     pngs.forEach((png, index) => {
       const info = pngInfo(png);
       expect([info.width, info.height]).toEqual([256, 256]);
-      expect(png.equals(editedImagePng({ prompt: 'make it blue', images: [source, second], index, size: '256x256' }))).toBe(true);
+      expect(
+        png.equals(editedImagePng({ prompt: 'make it blue', images: [source, second], index, size: '256x256' })),
+      ).toBe(true);
     });
     expect(pngs[0]!.equals(pngs[1]!)).toBe(false);
-    expect(result.usage).toMatchObject({ input_tokens: expect.any(Number), output_tokens: expect.any(Number), total_tokens: expect.any(Number) });
+    expect(result.usage).toMatchObject({
+      input_tokens: expect.any(Number),
+      output_tokens: expect.any(Number),
+      total_tokens: expect.any(Number),
+    });
     expect(result.usage!.total_tokens).toBe(result.usage!.input_tokens + result.usage!.output_tokens);
     expect(sim.requests()).toMatchObject([{ protocol: 'openai-images', model: 'gpt-image-1', status: 200 }]);
 
-    const other = await client.images.edit({ model: 'gpt-image-1', prompt: 'make it blue', image: await toFile(source, 'a.png', { type: 'image/png' }) });
+    const other = await client.images.edit({
+      model: 'gpt-image-1',
+      prompt: 'make it blue',
+      image: await toFile(source, 'a.png', { type: 'image/png' }),
+    });
     expect(Buffer.from(other.data![0]!.b64_json!, 'base64').equals(pngs[0]!)).toBe(false);
   });
 
@@ -154,13 +193,30 @@ describe('images.edit', () => {
 
   it('rejects non-image inputs with 400 as OpenAI does, whatever content type the client claims', async () => {
     const error = await client.images
-      .edit({ model: 'gpt-image-1', prompt: 'x', image: await toFile(Buffer.from('just some text'), 'a.png', { type: 'image/png' }) })
+      .edit({
+        model: 'gpt-image-1',
+        prompt: 'x',
+        image: await toFile(Buffer.from('just some text'), 'a.png', { type: 'image/png' }),
+      })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400, param: 'image', code: 'unsupported_file_mimetype' });
     await expect(
-      client.images.edit({ model: 'gpt-image-1', prompt: 'x', image: await toFile(source, 'a.png', { type: 'image/png' }), size: '300x300' as '256x256' }),
+      client.images.edit({
+        model: 'gpt-image-1',
+        prompt: 'x',
+        image: await toFile(source, 'a.png', { type: 'image/png' }),
+        size: '300x300' as '256x256',
+      }),
     ).rejects.toMatchObject({ status: 400, param: 'size' });
-    const noImage = await fetch(`${sim.url}/v1/images/edits`, { method: 'POST', headers: { authorization: 'Bearer k' }, body: (() => { const f = new FormData(); f.set('prompt', 'x'); return f; })() });
+    const noImage = await fetch(`${sim.url}/v1/images/edits`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer k' },
+      body: (() => {
+        const f = new FormData();
+        f.set('prompt', 'x');
+        return f;
+      })(),
+    });
     expect(noImage.status).toBe(400);
     expect((await jsonOf(noImage)).error).toMatchObject({ param: 'image', code: 'missing_required_parameter' });
   });
@@ -183,23 +239,48 @@ describe('responses', () => {
   const inline = editedImagePng({ prompt: 'inline data url', images: [], index: 0, size: '256x256' });
 
   it('answers the image_generation tool with image_generation_call items whose result is a real PNG of the prompt and the guide', async () => {
-    const input = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'paint it red' }, { type: 'input_image' as const, image_url: imageUrl, detail: 'auto' as const }] }];
-    const response = await client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '256x256' }], input });
+    const input = [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'input_text' as const, text: 'paint it red' },
+          { type: 'input_image' as const, image_url: imageUrl, detail: 'auto' as const },
+        ],
+      },
+    ];
+    const response = await client.responses.create({
+      model: 'gpt-4.1',
+      tools: [{ type: 'image_generation', size: '256x256' }],
+      input,
+    });
     expect(response.output.map((o) => o.type)).toEqual(['image_generation_call', 'message']);
     const call = response.output[0] as OpenAI.Responses.ResponseOutputItem.ImageGenerationCall;
     expect(call).toMatchObject({ id: expect.stringMatching(/^ig_/), status: 'completed' });
     const png = Buffer.from(call.result!, 'base64');
-    expect(png.equals(editedImagePng({ prompt: 'paint it red', images: [served], index: 0, size: '256x256' }))).toBe(true);
+    expect(png.equals(editedImagePng({ prompt: 'paint it red', images: [served], index: 0, size: '256x256' }))).toBe(
+      true,
+    );
     expect(pngInfo(png)).toMatchObject({ width: 256, height: 256 });
 
     // One image per built-in tool call allowed; a size the tool does not know is the provider's 400.
-    const two = await client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '256x256' }], input: 'two boats', max_tool_calls: 2 } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const two = await client.responses.create({
+      model: 'gpt-4.1',
+      tools: [{ type: 'image_generation', size: '256x256' }],
+      input: 'two boats',
+      max_tool_calls: 2,
+    } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
     expect(two.output.filter((o) => o.type === 'image_generation_call')).toHaveLength(2);
-    await expect(client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '7x7' }], input: 'x' })).rejects.toMatchObject({ status: 400, param: 'tools' });
+    await expect(
+      client.responses.create({ model: 'gpt-4.1', tools: [{ type: 'image_generation', size: '7x7' }], input: 'x' }),
+    ).rejects.toMatchObject({ status: 400, param: 'tools' });
   });
 
   it('answers a string input with output_text and usage', async () => {
-    const response = await client.responses.create({ model: 'gpt-4.1-mini', input: 'Say hi', instructions: 'Be brief' });
+    const response = await client.responses.create({
+      model: 'gpt-4.1-mini',
+      input: 'Say hi',
+      instructions: 'Be brief',
+    });
     expect(response.object).toBe('response');
     expect(response.status).toBe('completed');
     expect(response.output_text).toBe(chatReply({ instructions: 'Be brief', input: 'Say hi' }).text);
@@ -227,9 +308,18 @@ describe('responses', () => {
   });
 
   it('rejects images it cannot fetch or decode with 400', async () => {
-    const input = (image_url: string) => [{ role: 'user' as const, content: [{ type: 'input_image' as const, image_url, detail: 'auto' as const }] }];
-    await expect(client.responses.create({ model: 'm', input: input(imageUrl.replace('pic.png', 'missing.png')) })).rejects.toMatchObject({ status: 400, param: 'url' });
-    await expect(client.responses.create({ model: 'm', input: input(`data:image/png;base64,${Buffer.from('not an image').toString('base64')}`) })).rejects.toMatchObject({
+    const input = (image_url: string) => [
+      { role: 'user' as const, content: [{ type: 'input_image' as const, image_url, detail: 'auto' as const }] },
+    ];
+    await expect(
+      client.responses.create({ model: 'm', input: input(imageUrl.replace('pic.png', 'missing.png')) }),
+    ).rejects.toMatchObject({ status: 400, param: 'url' });
+    await expect(
+      client.responses.create({
+        model: 'm',
+        input: input(`data:image/png;base64,${Buffer.from('not an image').toString('base64')}`),
+      }),
+    ).rejects.toMatchObject({
       status: 400,
       code: 'invalid_image_format',
     });
@@ -249,6 +339,8 @@ describe('responses', () => {
     expect(types[0]).toBe('response.created');
     expect(types[types.length - 1]).toBe('response.completed');
     expect(deltas).toBe(expected);
-    expect(completed!.output).toMatchObject([{ type: 'message', status: 'completed', content: [{ type: 'output_text', text: expected }] }]);
+    expect(completed!.output).toMatchObject([
+      { type: 'message', status: 'completed', content: [{ type: 'output_text', text: expected }] },
+    ]);
   });
 });

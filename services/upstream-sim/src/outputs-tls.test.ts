@@ -30,7 +30,10 @@ let ca: string;
 beforeAll(async () => {
   const shared = sharedTestCa();
   ca = shared.ca.certPem;
-  sim = await startSim({ taskDurationMs: 50, outputs: { tls: { key: shared.leaf.keyPem, cert: shared.leaf.certPem } } });
+  sim = await startSim({
+    taskDurationMs: 50,
+    outputs: { tls: { key: shared.leaf.keyPem, cert: shared.leaf.certPem } },
+  });
 });
 afterAll(() => sim.close());
 beforeEach(() => {
@@ -52,7 +55,12 @@ describe('HTTPS outputs listener', () => {
   it('serves Replicate outputs over HTTPS with a certificate of the test CA', async () => {
     expect(sim.outputsUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(sim.outputsUrl).not.toBe(sim.url.replace('http:', 'https:'));
-    const prediction = await createPrediction('acme/painter', { prompt: 'over tls', width: 96, height: 64, num_outputs: 1 });
+    const prediction = await createPrediction('acme/painter', {
+      prompt: 'over tls',
+      width: 96,
+      height: 64,
+      num_outputs: 1,
+    });
     expect(prediction.status).toBe('succeeded');
     const [url] = prediction.output as string[];
     expect(url).toBe(`${sim.outputsUrl}/ch/tls/outputs/${prediction.id}-0.png`);

@@ -31,7 +31,8 @@ export function pngInfo(buffer: Buffer): PngInfo {
     const type = buffer.toString('latin1', offset + 4, offset + 8);
     const end = offset + 8 + length;
     if (end + 4 > buffer.length) throw new Error(`truncated ${type} chunk`);
-    if (crc32(buffer.subarray(offset + 4, end)) !== buffer.readUInt32BE(end)) throw new Error(`bad CRC in ${type} chunk`);
+    if (crc32(buffer.subarray(offset + 4, end)) !== buffer.readUInt32BE(end))
+      throw new Error(`bad CRC in ${type} chunk`);
     const data = buffer.subarray(offset + 8, end);
     if (!header && type !== 'IHDR') throw new Error('first chunk is not IHDR');
     if (type === 'IHDR') header = data;
@@ -50,10 +51,12 @@ export function pngInfo(buffer: Buffer): PngInfo {
   const bitDepth = header[8]!;
   const colorType = header[9]!;
   const channels = BYTES_PER_PIXEL[colorType];
-  if (bitDepth !== 8 || channels === undefined) throw new Error(`unsupported PNG format: depth ${bitDepth}, color type ${colorType}`);
+  if (bitDepth !== 8 || channels === undefined)
+    throw new Error(`unsupported PNG format: depth ${bitDepth}, color type ${colorType}`);
   const scanlines = inflateSync(Buffer.concat(idat));
   const stride = width * channels + 1;
-  if (scanlines.length !== stride * height) throw new Error(`IDAT holds ${scanlines.length} bytes, expected ${stride * height}`);
+  if (scanlines.length !== stride * height)
+    throw new Error(`IDAT holds ${scanlines.length} bytes, expected ${stride * height}`);
   return {
     width,
     height,

@@ -57,7 +57,9 @@ export interface Protocol<T = unknown> {
 export function jsonObject(body: Buffer): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(body.toString('utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

@@ -4,7 +4,15 @@
 import Replicate, { type Prediction } from 'replicate';
 import { sniffMedia } from '@gensvc/media';
 import { eventually, jsonOf } from '@gensvc/testing';
-import { generatedImagePng, generatedVideoMp4, pngInfo, REPLICATE_SENSITIVE_ERROR, seedFor, startSim, type Sim } from './index';
+import {
+  generatedImagePng,
+  generatedVideoMp4,
+  pngInfo,
+  REPLICATE_SENSITIVE_ERROR,
+  seedFor,
+  startSim,
+  type Sim,
+} from './index';
 
 let sim: Sim;
 let client: Replicate;
@@ -21,11 +29,19 @@ beforeEach(() => {
 const bytesOf = async (url: string) => {
   const res = await fetch(url);
   expect(res.status).toBe(200);
-  return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type'), length: Number(res.headers.get('content-length')) };
+  return {
+    bytes: Buffer.from(await res.arrayBuffer()),
+    type: res.headers.get('content-type'),
+    length: Number(res.headers.get('content-length')),
+  };
 };
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { authorization: 'Bearer r8_sim' }) =>
-  fetch(`${sim.url}/ch/rep/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${sim.url}/ch/rep/v1${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe('predictions', () => {
   it('creates a starting prediction, moves it by the clock to succeeded, and serves PNGs of the asked size', async () => {
@@ -53,7 +69,11 @@ describe('predictions', () => {
     // Status follows elapsed time, not the number of polls: one late poll sees the end state.
     await new Promise((r) => setTimeout(r, 550));
     const done = await client.predictions.get(created.id);
-    expect(done).toMatchObject({ status: 'succeeded', error: null, logs: expect.stringContaining(`Using seed: ${seedFor(input.prompt)}`) });
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      error: null,
+      logs: expect.stringContaining(`Using seed: ${seedFor(input.prompt)}`),
+    });
     expect(done.completed_at).toBeDefined();
     expect(done.metrics!.predict_time).toBe(0.4);
     const output = done.output as string[];
@@ -64,10 +84,18 @@ describe('predictions', () => {
       expect(type).toBe('image/png');
       expect(length).toBe(bytes.length);
       expect(pngInfo(bytes)).toMatchObject({ width: 320, height: 192 });
-      expect(bytes.equals(generatedImagePng({ prompt: input.prompt, seed: seedFor(input.prompt) }, index, 320, 192))).toBe(true);
+      expect(
+        bytes.equals(generatedImagePng({ prompt: input.prompt, seed: seedFor(input.prompt) }, index, 320, 192)),
+      ).toBe(true);
     }
     expect(sim.requests().map((r) => [r.protocol, r.method, r.path, r.model, r.status])).toEqual([
-      ['replicate', 'POST', '/v1/models/black-forest-labs/flux-schnell/predictions', 'black-forest-labs/flux-schnell', 201],
+      [
+        'replicate',
+        'POST',
+        '/v1/models/black-forest-labs/flux-schnell/predictions',
+        'black-forest-labs/flux-schnell',
+        201,
+      ],
       ['replicate', 'GET', `/v1/predictions/${created.id}`, 'black-forest-labs/flux-schnell', 200],
       ['outputs', 'GET', `/outputs/${created.id}-0.png`, 'black-forest-labs/flux-schnell', 200],
       ['outputs', 'GET', `/outputs/${created.id}-1.png`, 'black-forest-labs/flux-schnell', 200],
@@ -89,28 +117,42 @@ describe('predictions', () => {
 
   it('answers output URLs with 404 until the prediction has succeeded, and HEAD with the length', async () => {
     sim.faults.add({ job: { durationMs: 400 } });
-    const created = await client.predictions.create({ model: 'stability-ai/sdxl', input: { prompt: 'not yet', width: 64, height: 64 } });
+    const created = await client.predictions.create({
+      model: 'stability-ai/sdxl',
+      input: { prompt: 'not yet', width: 64, height: 64 },
+    });
     const url = `${sim.url}/ch/rep/outputs/${created.id}-0.png`;
     expect((await fetch(url)).status).toBe(404);
     await client.wait(created, { interval: 50 });
     const head = await fetch(url, { method: 'HEAD' });
     expect(head.status).toBe(200);
-    expect(Number(head.headers.get('content-length'))).toBe(generatedImagePng({ prompt: 'not yet', seed: seedFor('not yet') }, 0, 64, 64).length);
+    expect(Number(head.headers.get('content-length'))).toBe(
+      generatedImagePng({ prompt: 'not yet', seed: seedFor('not yet') }, 0, 64, 64).length,
+    );
     expect((await fetch(url.replace('.png', '.mp4'))).status).toBe(404);
   });
 
   it('run() blocks with Prefer: wait and returns a single URL for flux-1.1-pro, sized by aspect_ratio', async () => {
-    const output = await client.run('black-forest-labs/flux-1.1-pro', { input: { prompt: 'a wide valley', aspect_ratio: '16:9', seed: 42 } });
+    const output = await client.run('black-forest-labs/flux-1.1-pro', {
+      input: { prompt: 'a wide valley', aspect_ratio: '16:9', seed: 42 },
+    });
     expect(typeof output).toBe('string');
     const png = (await bytesOf(output as unknown as string)).bytes;
     expect(pngInfo(png)).toMatchObject({ width: 1024, height: 576 });
     expect(png.equals(generatedImagePng({ prompt: 'a wide valley', seed: 42 }, 0, 1024, 576))).toBe(true);
     // One create that waited for the end: no polls.
-    expect(sim.requests().filter((r) => r.protocol === 'replicate').map((r) => [r.method, r.status])).toEqual([['POST', 201]]);
+    expect(
+      sim
+        .requests()
+        .filter((r) => r.protocol === 'replicate')
+        .map((r) => [r.method, r.status]),
+    ).toEqual([['POST', 201]]);
   });
 
   it('run() makes a video: an MP4 whose container says the asked duration', async () => {
-    const output = (await client.run('kwaivgi/kling-v2.1', { input: { prompt: 'waves', duration: 10, start_image: 'https://example.com/first.png' } })) as unknown as string;
+    const output = (await client.run('kwaivgi/kling-v2.1', {
+      input: { prompt: 'waves', duration: 10, start_image: 'https://example.com/first.png' },
+    })) as unknown as string;
     expect(output).toMatch(/\.mp4$/);
     const { bytes, type } = await bytesOf(output);
     expect(type).toBe('video/mp4');
@@ -140,7 +182,10 @@ describe('predictions', () => {
     expect(canceled.completed_at).toBeDefined();
     expect((await client.predictions.get(created.id)).status).toBe('canceled');
 
-    const quick = await client.predictions.create({ model: 'stability-ai/sdxl', input: { prompt: 'quick', width: 64, height: 64 } });
+    const quick = await client.predictions.create({
+      model: 'stability-ai/sdxl',
+      input: { prompt: 'quick', width: 64, height: 64 },
+    });
     const finished = await client.wait(quick, { interval: 50 });
     const after = await client.predictions.cancel(quick.id);
     expect(after).toMatchObject({ status: 'succeeded', output: finished.output, completed_at: finished.completed_at });
@@ -149,26 +194,46 @@ describe('predictions', () => {
   it('answers 401 without a token, 404 for an unknown prediction, 422 listing every invalid input', async () => {
     const noAuth = await post('/models/a/b/predictions', { input: { prompt: 'x' } }, {});
     expect(noAuth.status).toBe(401);
-    expect(await jsonOf(noAuth)).toEqual({ title: 'Unauthenticated', detail: 'You did not pass an authentication token', status: 401 });
-    const tokenScheme = await post('/models/a/b/predictions', { input: { prompt: 'x' } }, { authorization: 'Token r8_sim' });
+    expect(await jsonOf(noAuth)).toEqual({
+      title: 'Unauthenticated',
+      detail: 'You did not pass an authentication token',
+      status: 401,
+    });
+    const tokenScheme = await post(
+      '/models/a/b/predictions',
+      { input: { prompt: 'x' } },
+      { authorization: 'Token r8_sim' },
+    );
     expect(tokenScheme.status).toBe(201);
 
     const missing = await client.predictions.get('doesnotexist').catch((e: unknown) => e);
     expect(missing).toMatchObject({ name: 'ApiError', response: { status: 404 } });
-    const unknown = await fetch(`${sim.url}/ch/rep/v1/predictions/doesnotexist`, { headers: { authorization: 'Bearer r8_sim' } });
+    const unknown = await fetch(`${sim.url}/ch/rep/v1/predictions/doesnotexist`, {
+      headers: { authorization: 'Bearer r8_sim' },
+    });
     expect(await jsonOf(unknown)).toEqual({ detail: 'The requested resource could not be found.', status: 404 });
 
-    const bad = await client.predictions.create({ model: 'a/b', input: { width: 'wide', height: 9000, aspect_ratio: '7:5' } }).catch((e: unknown) => e);
+    const bad = await client.predictions
+      .create({ model: 'a/b', input: { width: 'wide', height: 9000, aspect_ratio: '7:5' } })
+      .catch((e: unknown) => e);
     expect(bad).toMatchObject({ name: 'ApiError', response: { status: 422 } });
-    const body = await jsonOf(await post('/models/a/b/predictions', { input: { width: 'wide', height: 9000, aspect_ratio: '7:5' } }));
+    const body = await jsonOf(
+      await post('/models/a/b/predictions', { input: { width: 'wide', height: 9000, aspect_ratio: '7:5' } }),
+    );
     expect(body).toMatchObject({ status: 422, title: 'Input validation failed' });
     expect(body.invalid_fields).toEqual([
       { type: 'required', field: 'input', description: 'prompt is required' },
       { type: 'invalid_type', field: 'input.width', description: 'Invalid type. Expected: integer, given: string' },
       { type: 'number_lte', field: 'input.height', description: 'Must be less than or equal to 2048' },
-      { type: 'enum', field: 'input.aspect_ratio', description: expect.stringContaining('aspect_ratio must be one of the following: "1:1"') },
+      {
+        type: 'enum',
+        field: 'input.aspect_ratio',
+        description: expect.stringContaining('aspect_ratio must be one of the following: "1:1"'),
+      },
     ]);
-    expect(body.detail).toBe(`- input: prompt is required\n- input.width: Invalid type. Expected: integer, given: string\n- input.height: Must be less than or equal to 2048\n- input.aspect_ratio: ${body.invalid_fields[3].description}\n`);
+    expect(body.detail).toBe(
+      `- input: prompt is required\n- input.width: Invalid type. Expected: integer, given: string\n- input.height: Must be less than or equal to 2048\n- input.aspect_ratio: ${body.invalid_fields[3].description}\n`,
+    );
     expect((await post('/models/a/b/predictions', { prompt: 'no input wrapper' })).status).toBe(422);
   });
 });
@@ -181,7 +246,9 @@ describe('faults through the client', () => {
     const failed = await client.predictions.get(created.id);
     expect(failed).toMatchObject({ status: 'failed', output: null, error: 'CUDA out of memory' });
     expect(failed.metrics!.predict_time).toBeGreaterThan(0);
-    await expect(client.run('acme/flaky', { input: { prompt: 'y' } })).rejects.toThrow('Prediction failed: CUDA out of memory');
+    await expect(client.run('acme/flaky', { input: { prompt: 'y' } })).rejects.toThrow(
+      'Prediction failed: CUDA out of memory',
+    );
     // The rule was for two jobs: the third succeeds.
     expect(await client.run('acme/flaky', { input: { prompt: 'z', width: 64, height: 64 } })).toHaveLength(1);
   });
@@ -198,7 +265,11 @@ describe('faults through the client', () => {
     const created = await client.predictions.create({ model: 'acme/slow', input: { prompt: 'x' } });
     await new Promise((r) => setTimeout(r, 300));
     expect((await client.predictions.get(created.id)).status).toBe('processing');
-    const blocked = await post('/models/acme/slow/predictions', { input: { prompt: 'y' } }, { authorization: 'Bearer r8_sim', prefer: 'wait=1' });
+    const blocked = await post(
+      '/models/acme/slow/predictions',
+      { input: { prompt: 'y' } },
+      { authorization: 'Bearer r8_sim', prefer: 'wait=1' },
+    );
     expect(blocked.status).toBe(201);
     expect((await jsonOf(blocked)).status).toBe('succeeded');
     expect((await client.predictions.cancel(created.id)).status).toBe('canceled');
@@ -225,10 +296,16 @@ describe('faults through the client', () => {
     const limited = await post('/models/acme/m/predictions', { input: { prompt: 'x' } });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('1');
-    expect(await jsonOf(limited)).toEqual({ title: 'Request was throttled.', detail: 'Request was throttled. Expected available in 1 second.', status: 429 });
+    expect(await jsonOf(limited)).toEqual({
+      title: 'Request was throttled.',
+      detail: 'Request was throttled. Expected available in 1 second.',
+      status: 429,
+    });
 
     sim.faults.add({ operation: 'create', malformed: 'shape', times: 1 });
-    const odd = (await jsonOf(await post('/models/acme/m/predictions', { input: { prompt: 'x' } }))) as Partial<Prediction>;
+    const odd = (await jsonOf(
+      await post('/models/acme/m/predictions', { input: { prompt: 'x' } }),
+    )) as Partial<Prediction>;
     expect(odd.id).toBeDefined();
     expect(odd).not.toHaveProperty('status');
     expect(odd).not.toHaveProperty('output');
@@ -247,7 +324,11 @@ describe('faults through the client', () => {
     const bad = await fetch(`${sim.url}/__sim/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ job: { outcome: 'explode', durationMs: -1, error: 'x', extra: 1 }, status: 500, operation: 'poll' }),
+      body: JSON.stringify({
+        job: { outcome: 'explode', durationMs: -1, error: 'x', extra: 1 },
+        status: 500,
+        operation: 'poll',
+      }),
     });
     expect(bad.status).toBe(400);
     expect((await jsonOf(bad)).error.problems).toEqual([
@@ -270,7 +351,10 @@ describe('faults through the client', () => {
     const created = await client.predictions.create({ model: 'acme/m', input: { prompt: 'x' } });
     const first = await fetch(created.urls.get, { headers: { authorization: 'Bearer r8_sim' } });
     expect(first.status).toBe(502);
-    await eventually(async () => (await client.predictions.get(created.id)).status === 'failed', 'the nsfw job to fail');
+    await eventually(
+      async () => (await client.predictions.get(created.id)).status === 'failed',
+      'the nsfw job to fail',
+    );
     expect(sim.faults.list()).toEqual([]);
   });
 });

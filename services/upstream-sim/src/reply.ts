@@ -17,7 +17,12 @@ export type Reply =
   /** Google's streamed JSON array: `[` item `,` item ... `]`, written item by item. */
   | { kind: 'json-stream'; status: number; items: unknown[]; headers?: Record<string, string> };
 
-export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: 'json', status, body, headers });
+export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({
+  kind: 'json',
+  status,
+  body,
+  headers,
+});
 
 /** How the delivery ended, for the request log. */
 export type Outcome = 'complete' | 'cut' | 'client-closed';

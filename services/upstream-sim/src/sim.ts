@@ -139,7 +139,8 @@ function sendJson(res: ServerResponse, status: number, body?: unknown) {
 function faultReply(protocol: Protocol, fault: FaultRule): Reply {
   const status = fault.status!;
   if (fault.body === undefined) return protocol.errorReply(status);
-  if (typeof fault.body === 'string') return { kind: 'bytes', status, body: Buffer.from(fault.body), contentType: 'text/plain; charset=utf-8' };
+  if (typeof fault.body === 'string')
+    return { kind: 'bytes', status, body: Buffer.from(fault.body), contentType: 'text/plain; charset=utf-8' };
   return json(status, fault.body);
 }
 
@@ -173,7 +174,13 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const files = new FileStore();
   const outputs = new OutputStore();
   const webhooks = createWebhookSender(options.replicateWebhookSecret);
-  const tasks: TaskContext = { faults, outputs, taskDurationMs: options.taskDurationMs ?? 300, jobs: { maxJobs: options.maxJobs }, webhooks };
+  const tasks: TaskContext = {
+    faults,
+    outputs,
+    taskDurationMs: options.taskDurationMs ?? 300,
+    jobs: { maxJobs: options.maxJobs },
+    webhooks,
+  };
   const outputsProtocol = createOutputsProtocol(outputs) as Protocol;
   const main: Listener = {
     scheme: 'http',
@@ -201,7 +208,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
     const method = req.method ?? 'GET';
-    if (path === '/__sim/webhooks' && method === 'GET') return sendJson(res, 200, { object: 'list', data: webhooks.attempts() });
+    if (path === '/__sim/webhooks' && method === 'GET')
+      return sendJson(res, 200, { object: 'list', data: webhooks.attempts() });
     if (path === '/__sim/stats' && method === 'GET') {
       // TLS handshakes the outputs listener completed: how many connections its clients opened (bench/tasks).
       return sendJson(res, 200, { tls_handshakes: tlsHandshakes });
@@ -225,7 +233,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         return sendJson(res, 200, { id: faults.add(rule as FaultRule) });
       }
     } else if (path.startsWith('/__sim/faults/') && method === 'DELETE') {
-      return faults.remove(decodeURIComponent(path.slice('/__sim/faults/'.length))) ? sendJson(res, 204) : sendJson(res, 404, { error: { message: 'no such fault' } });
+      return faults.remove(decodeURIComponent(path.slice('/__sim/faults/'.length)))
+        ? sendJson(res, 204)
+        : sendJson(res, 404, { error: { message: 'no such fault' } });
     }
     sendJson(res, 404, { error: { message: `no control route ${method} ${path}` } });
   }
@@ -256,7 +266,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
 
     const protocol = listener.protocols.find((p) => p.matches(method, path));
-    const record = log.add({ channel, protocol: protocol?.name ?? null, method, path, model: null, status: null, outcome: 'pending', faultId: null });
+    const record = log.add({
+      channel,
+      protocol: protocol?.name ?? null,
+      method,
+      path,
+      model: null,
+      status: null,
+      outcome: 'pending',
+      faultId: null,
+    });
     const finish = (outcome: RequestRecord['outcome']) => {
       record.outcome = outcome;
       options.onRequest?.(record);
@@ -270,7 +289,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
     if (!protocol) {
       record.status = 404;
-      sendJson(res, 404, { error: { message: `the upstream sim serves no ${method} ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
+      sendJson(res, 404, {
+        error: {
+          message: `the upstream sim serves no ${method} ${path}`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'unknown_url',
+        },
+      });
       return finish('complete');
     }
     const origin = req.headers.host ? `${listener.scheme}://${req.headers.host}` : baseUrl;
@@ -283,9 +309,14 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       prefix,
       body: body ?? Buffer.alloc(0),
       origin,
-      outputsOrigin: tlsPort && listener.scheme === 'http' ? `https://${hostName(req.headers.host ?? new URL(baseUrl).host)}:${tlsPort}` : origin,
+      outputsOrigin:
+        tlsPort && listener.scheme === 'http'
+          ? `https://${hostName(req.headers.host ?? new URL(baseUrl).host)}:${tlsPort}`
+          : origin,
     };
-    const parsed = body ? await protocol.parse(request) : { error: protocol.errorReply(413, `request body larger than ${MAX_BODY_BYTES} bytes`) };
+    const parsed = body
+      ? await protocol.parse(request)
+      : { error: protocol.errorReply(413, `request body larger than ${MAX_BODY_BYTES} bytes`) };
     record.model = 'model' in parsed && parsed.model !== undefined ? parsed.model : null;
     const fault = faults.take(channel, parsed.model, parsed.operation);
     if (fault) {
@@ -302,20 +333,33 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     else if (parsed.error) reply = parsed.error;
     else reply = await protocol.answer(parsed.value, request);
     if (fault?.headers) reply = { ...reply, headers: { ...reply.headers, ...fault.headers } };
-    const outcome = await deliver(res, reply, { fault, malformShape: protocol.malformShape, onStatus: (s) => (record.status = s) });
+    const outcome = await deliver(res, reply, {
+      fault,
+      malformShape: protocol.malformShape,
+      onStatus: (s) => (record.status = s),
+    });
     finish(outcome);
   }
 
   const handler = (listener: Listener) => (req: IncomingMessage, res: ServerResponse) => {
     serve(req, res, listener).catch((err: unknown) => {
       // A sim bug, never a caller's doing: answer 500 if we still can, and say why.
-      if (!res.headersSent) sendJson(res, 500, { error: { message: `upstream sim failure: ${err instanceof Error ? err.message : String(err)}`, type: 'server_error' } });
+      if (!res.headersSent)
+        sendJson(res, 500, {
+          error: {
+            message: `upstream sim failure: ${err instanceof Error ? err.message : String(err)}`,
+            type: 'server_error',
+          },
+        });
       else res.destroy();
     });
   };
   const servers: Server[] = [createServer(handler(main))];
   if (options.outputs) {
-    const tls = createHttpsServer({ key: options.outputs.tls.key, cert: options.outputs.tls.cert }, handler(outputsListener));
+    const tls = createHttpsServer(
+      { key: options.outputs.tls.key, cert: options.outputs.tls.cert },
+      handler(outputsListener),
+    );
     // A client refusing the certificate is the client's business, not a sim failure.
     tls.on('tlsClientError', () => {});
     tls.on('secureConnection', () => tlsHandshakes++);

@@ -35,18 +35,34 @@ export interface WebhookSender {
  * The headers Node's fetch adds to such a POST, sent as they were when the sim sent its webhooks with fetch: the
  * sender is node:http (fetch's WHATWG streams cost the sim ~a fifth of its CPU per task in bench/tasks), the wire the same.
  */
-const FETCH_HEADERS = { accept: '*/*', 'accept-language': '*', 'sec-fetch-mode': 'cors', 'user-agent': 'node', 'accept-encoding': 'gzip, deflate' };
+const FETCH_HEADERS = {
+  accept: '*/*',
+  'accept-language': '*',
+  'sec-fetch-mode': 'cors',
+  'user-agent': 'node',
+  'accept-encoding': 'gzip, deflate',
+};
 const TIMEOUT_MS = 10_000;
 
 /** POSTs `body` to `url` on a kept-alive connection; answers the status (the answer's body is read and dropped). */
-function post(agents: { http: HttpAgent; https: HttpsAgent }, url: string, headers: Record<string, string>, body: string): Promise<number> {
+function post(
+  agents: { http: HttpAgent; https: HttpsAgent },
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<number> {
   const target = new URL(url);
   const https = target.protocol === 'https:';
-  if (!https && target.protocol !== 'http:') return Promise.reject(new Error(`unsupported protocol ${target.protocol}`));
+  if (!https && target.protocol !== 'http:')
+    return Promise.reject(new Error(`unsupported protocol ${target.protocol}`));
   return new Promise((resolve, reject) => {
     const req = (https ? httpsRequest : httpRequest)(
       target,
-      { method: 'POST', agent: https ? agents.https : agents.http, headers: { ...headers, ...FETCH_HEADERS, 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        method: 'POST',
+        agent: https ? agents.https : agents.http,
+        headers: { ...headers, ...FETCH_HEADERS, 'content-length': String(Buffer.byteLength(body)) },
+      },
       (res) => {
         resolve(res.statusCode!);
         res.on('error', () => undefined);
@@ -96,7 +112,12 @@ export function createWebhookSender(replicateSecret: string = DEFAULT_REPLICATE_
     attempts.push(attempt);
     if (attempts.length > 10_000) attempts.shift();
     try {
-      attempt.status = await post(agents, url, { 'content-type': 'application/json', ...headersFor(provider, id, text) }, text);
+      attempt.status = await post(
+        agents,
+        url,
+        { 'content-type': 'application/json', ...headersFor(provider, id, text) },
+        text,
+      );
     } catch (e) {
       attempt.error = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
     }
@@ -104,10 +125,13 @@ export function createWebhookSender(replicateSecret: string = DEFAULT_REPLICATE_
 
   return {
     schedule(provider, url, at, id, body) {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        void send(provider, url, id, body());
-      }, Math.max(0, at - Date.now()));
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          void send(provider, url, id, body());
+        },
+        Math.max(0, at - Date.now()),
+      );
       timer.unref();
       timers.add(timer);
     },

@@ -93,7 +93,10 @@ export const apiKeyRepository = {
    * The key whose current or (within its grace period) previous secret has this SHA-256. Authentication is the one
    * look-up not scoped by workspace: the key is what names the workspace.
    */
-  async findBySecretHash(db: DbClient, hash: string): Promise<{ key: AuthKey; matched: 'current' | 'previous' } | null> {
+  async findBySecretHash(
+    db: DbClient,
+    hash: string,
+  ): Promise<{ key: AuthKey; matched: 'current' | 'previous' } | null> {
     const [r] = await queryPrepared<AuthKeyRow>(db, 'gensvc_key_by_hash', FIND_BY_HASH, [hash]);
     if (!r) return null;
     const key: AuthKey = {
@@ -119,7 +122,10 @@ export const apiKeyRepository = {
 
   /** The key's cap and what it has spent, read fresh; null if the key is not the workspace's. */
   async spending(db: DbClient, id: string, workspaceId: string) {
-    const key = await db.apiKey.findUnique({ where: { id }, select: { workspaceId: true, spendCap: true, spent: true } });
+    const key = await db.apiKey.findUnique({
+      where: { id },
+      select: { workspaceId: true, spendCap: true, spent: true },
+    });
     return key && key.workspaceId === workspaceId ? { spendCap: key.spendCap, spent: key.spent } : null;
   },
 
@@ -129,7 +135,10 @@ export const apiKeyRepository = {
 
   /** The workspace's key with its creator's email (the dashboard's view of one key); null when there is none. */
   getWithCreator(db: DbClient, id: string, workspaceId: string) {
-    return db.apiKey.findFirst({ where: { id, workspaceId }, include: { creator: { select: { id: true, email: true } } } });
+    return db.apiKey.findFirst({
+      where: { id, workspaceId },
+      include: { creator: { select: { id: true, email: true } } },
+    });
   },
 
   /** The dashboard's list: newest first, with each creator's email; only `creatorId`'s keys when given. */
@@ -157,7 +166,13 @@ export const apiKeyRepository = {
    * keeps working until now + graceMs, or stops at once when graceMs is 0. A rotation during a grace period ends the
    * older secret's grace.
    */
-  async rotate(db: DbClient, id: string, next: { prefix: string; hash: string }, graceMs: number, workspaceId?: string) {
+  async rotate(
+    db: DbClient,
+    id: string,
+    next: { prefix: string; hash: string },
+    graceMs: number,
+    workspaceId?: string,
+  ) {
     // One statement: the old secret is read and replaced under the row lock, so two rotations racing cannot both
     // keep the same "previous" secret and silently drop the other's new one.
     const keep = graceMs > 0;
@@ -178,7 +193,12 @@ export const apiKeyRepository = {
    * Changes the key's model allow-list and its own rpm (the fields given); null when the key is not there. Callers
    * publish the key's invalidation, so every edge drops its cached look-up.
    */
-  async setLimits(db: DbClient, id: string, limits: { allowedModels?: string[]; rpm?: number | null }, workspaceId?: string) {
+  async setLimits(
+    db: DbClient,
+    id: string,
+    limits: { allowedModels?: string[]; rpm?: number | null },
+    workspaceId?: string,
+  ) {
     const scope = { id, ...(workspaceId ? { workspaceId } : {}) };
     const { count } = await db.apiKey.updateMany({ where: scope, data: limits });
     return count ? db.apiKey.findFirst({ where: scope }) : null;

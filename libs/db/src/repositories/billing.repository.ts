@@ -3,9 +3,11 @@ import { queryPrepared, type DbClient } from '../client';
 import { newId } from '../ids';
 
 const RESERVE = 'SELECT gensvc_reserve($1, $2, $3, $4, $5::bigint, $6::timestamp(3)) AS outcome';
-const SETTLE = 'SELECT charged::text, balance_after::text FROM gensvc_settle($1, $2::bigint, $3, $4, $5::integer, $6::integer, $7)';
+const SETTLE =
+  'SELECT charged::text, balance_after::text FROM gensvc_settle($1, $2::bigint, $3, $4, $5::integer, $6::integer, $7)';
 const RELEASE = 'SELECT gensvc_release($1) AS released';
-const LEASE = 'SELECT outcome, amount::text FROM gensvc_lease($1, $2, $3, $4, $5::bigint, $6::bigint, $7::timestamp(3))';
+const LEASE =
+  'SELECT outcome, amount::text FROM gensvc_lease($1, $2, $3, $4, $5::bigint, $6::bigint, $7::timestamp(3))';
 const LEASE_CHARGE = 'SELECT id, charged FROM gensvc_lease_charge($1::jsonb, $2::timestamp(3))';
 // One charge (every flush at low load) as one plain statement, without the function's JSON and plpgsql: the lease's
 // UPDATE takes its row lock (then the key's: the function's lock order) and pays only when the lease is held, holds
@@ -110,7 +112,14 @@ export const billingRepository = {
     const id = newId('res');
     // An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone.
     const expires = new Date(Date.now() + input.ttlMs).toISOString();
-    const [row] = await queryPrepared<{ outcome: string }>(db, 'gensvc_reserve', RESERVE, [id, input.workspaceId, input.apiKeyId, input.requestId, input.amount.toString(), expires]);
+    const [row] = await queryPrepared<{ outcome: string }>(db, 'gensvc_reserve', RESERVE, [
+      id,
+      input.workspaceId,
+      input.apiKeyId,
+      input.requestId,
+      input.amount.toString(),
+      expires,
+    ]);
     assertHeld(row?.outcome);
     return { id, amount: input.amount };
   },
@@ -119,16 +128,25 @@ export const billingRepository = {
    * Charges min(cost, held) with one ledger entry and gives back the rest. Idempotent: null when the reservation
    * was already settled or released, so a retried settlement never charges twice.
    */
-  async settle(db: DbClient, reservationId: string, input: SettleInput): Promise<{ charged: bigint; balanceAfter: bigint } | null> {
-    const [row] = await queryPrepared<{ charged: bigint | string; balance_after: bigint | string }>(db, 'gensvc_settle', SETTLE, [
-      reservationId,
-      input.cost.toString(),
-      newId('led'),
-      input.model ?? null,
-      input.inputTokens ?? null,
-      input.outputTokens ?? null,
-      input.taskId ?? null,
-    ]);
+  async settle(
+    db: DbClient,
+    reservationId: string,
+    input: SettleInput,
+  ): Promise<{ charged: bigint; balanceAfter: bigint } | null> {
+    const [row] = await queryPrepared<{ charged: bigint | string; balance_after: bigint | string }>(
+      db,
+      'gensvc_settle',
+      SETTLE,
+      [
+        reservationId,
+        input.cost.toString(),
+        newId('led'),
+        input.model ?? null,
+        input.inputTokens ?? null,
+        input.outputTokens ?? null,
+        input.taskId ?? null,
+      ],
+    );
     return row ? { charged: BigInt(row.charged), balanceAfter: BigInt(row.balance_after) } : null;
   },
 
@@ -186,20 +204,29 @@ export const billingRepository = {
       input: c.inputTokens ?? null,
       output: c.outputTokens ?? null,
     }));
-    const rows = await queryPrepared<{ id: string; charged: boolean }>(db, 'gensvc_lease_charge', LEASE_CHARGE, [JSON.stringify(entries), expiryIn(ttlMs)]);
+    const rows = await queryPrepared<{ id: string; charged: boolean }>(db, 'gensvc_lease_charge', LEASE_CHARGE, [
+      JSON.stringify(entries),
+      expiryIn(ttlMs),
+    ]);
     return new Set(rows.filter((r) => r.charged).map((r) => r.id));
   },
 
   /** Gives up to `amount` of what the lease still holds back; returns what was given back. */
   async returnLease(db: DbClient, leaseId: string, amount: bigint): Promise<bigint> {
-    const [row] = await queryPrepared<{ returned: string }>(db, 'gensvc_lease_return', LEASE_RETURN, [leaseId, amount.toString()]);
+    const [row] = await queryPrepared<{ returned: string }>(db, 'gensvc_lease_return', LEASE_RETURN, [
+      leaseId,
+      amount.toString(),
+    ]);
     return BigInt(row?.returned ?? 0);
   },
 
   /** Pushes the expiry of live leases `ttlMs` ahead; returns how many are still held. */
   async renewLeases(db: DbClient, leaseIds: readonly string[], ttlMs: number): Promise<number> {
     if (leaseIds.length === 0) return 0;
-    const [row] = await queryPrepared<{ renewed: number }>(db, 'gensvc_lease_renew', LEASE_RENEW, [leaseIds, expiryIn(ttlMs)]);
+    const [row] = await queryPrepared<{ renewed: number }>(db, 'gensvc_lease_renew', LEASE_RENEW, [
+      leaseIds,
+      expiryIn(ttlMs),
+    ]);
     return Number(row?.renewed ?? 0);
   },
 

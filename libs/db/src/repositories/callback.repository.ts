@@ -36,7 +36,9 @@ export interface RecordAttemptInput {
 }
 
 const view = (row: CallbackSecretView, now: Date): CallbackSecretView =>
-  row.previousExpiresAt && row.previousExpiresAt > now ? row : { ...row, previousSecret: null, previousExpiresAt: null };
+  row.previousExpiresAt && row.previousExpiresAt > now
+    ? row
+    : { ...row, previousSecret: null, previousExpiresAt: null };
 
 const signingOf = (s: CallbackSecretView) => (s.previousSecret ? [s.secret, s.previousSecret] : [s.secret]);
 
@@ -152,7 +154,12 @@ interface AttemptContextRow {
  * An attempt's context from its row, the secrets to sign with and the last attempt. The file is kept only when it is
  * the very file the output entry names, of the task's workspace and still visible at `now` (isArchivedOutputOf).
  */
-function contextOf(row: AttemptContextRow, secrets: { signing: string[]; until: Date | null } | null, last: LastAttempt | null, now: Date): AttemptContext {
+function contextOf(
+  row: AttemptContextRow,
+  secrets: { signing: string[]; until: Date | null } | null,
+  last: LastAttempt | null,
+  now: Date,
+): AttemptContext {
   const task: AttemptTask = {
     id: row.id,
     workspaceId: row.workspaceId,
@@ -172,7 +179,12 @@ function contextOf(row: AttemptContextRow, secrets: { signing: string[]; until: 
     completedAt: dateOf(row.completedAt),
   };
   const archived =
-    row.fileId !== null && isArchivedOutputOf(task, { id: row.fileId, workspaceId: row.fileWorkspaceId!, expiresAt: dateOf(row.fileExpiresAt) }, now);
+    row.fileId !== null &&
+    isArchivedOutputOf(
+      task,
+      { id: row.fileId, workspaceId: row.fileWorkspaceId!, expiresAt: dateOf(row.fileExpiresAt) },
+      now,
+    );
   return {
     task,
     last,
@@ -217,7 +229,12 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
   async countParked(db: DbClient): Promise<number> {
-    const [row] = await queryPrepared<{ n: number }>(db, 'gensvc_count_parked', `SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`, []);
+    const [row] = await queryPrepared<{ n: number }>(
+      db,
+      'gensvc_count_parked',
+      `SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`,
+      [],
+    );
     return row!.n;
   },
 
@@ -230,7 +247,11 @@ export const callbackRepository = {
     const [existing] = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret', SECRET, [workspaceId]);
     if (existing) return view(secretView(existing), now);
     // First use. When a racing first use inserted meanwhile, the no-op update returns its row, not ours.
-    const rows = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret_make', MAKE_SECRET, [workspaceId, make(), now.toISOString()]);
+    const rows = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret_make', MAKE_SECRET, [
+      workspaceId,
+      make(),
+      now.toISOString(),
+    ]);
     return view(secretView(rows[0]!), now);
   },
 
@@ -263,13 +284,21 @@ export const callbackRepository = {
     let secrets = null;
     if (row.secret !== null) {
       const { secret, previousSecret } = row;
-      const current = view({ secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now }, now);
+      const current = view(
+        { secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now },
+        now,
+      );
       secrets = { signing: signingOf(current), until: current.previousExpiresAt };
     }
     const last =
       row.lastAttempt === null
         ? null
-        : { attempt: row.lastAttempt, statusCode: row.lastStatus, createdAt: new Date(row.lastAt!), durationMs: row.lastDuration };
+        : {
+            attempt: row.lastAttempt,
+            statusCode: row.lastStatus,
+            createdAt: new Date(row.lastAt!),
+            durationMs: row.lastDuration,
+          };
     return contextOf(row, secrets, last, now);
   },
 
@@ -279,7 +308,19 @@ export const callbackRepository = {
 
   /** The last recorded attempt of the task, or null. */
   async lastAttempt(db: DbClient, taskId: string): Promise<LastAttempt | null> {
-    const [row] = await queryPrepared<{ attempt: number; statusCode: number | null; createdAt: number; durationMs: number | null }>(db, 'gensvc_last_attempt', LAST_ATTEMPT, [taskId]);
-    return row ? { attempt: row.attempt, statusCode: row.statusCode, createdAt: new Date(row.createdAt), durationMs: row.durationMs } : null;
+    const [row] = await queryPrepared<{
+      attempt: number;
+      statusCode: number | null;
+      createdAt: number;
+      durationMs: number | null;
+    }>(db, 'gensvc_last_attempt', LAST_ATTEMPT, [taskId]);
+    return row
+      ? {
+          attempt: row.attempt,
+          statusCode: row.statusCode,
+          createdAt: new Date(row.createdAt),
+          durationMs: row.durationMs,
+        }
+      : null;
   },
 };

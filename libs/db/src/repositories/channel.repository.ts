@@ -68,7 +68,10 @@ export const channelRepository = {
    * Removes the channel and its model routes, unless a generation task still in flight was submitted to it (its
    * polls and cancel go to that channel): then `in_use` with how many; disabling it stops new work meanwhile.
    */
-  remove(db: DbClient, id: string): Promise<{ ok: true } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'in_use'; tasks: number }> {
+  remove(
+    db: DbClient,
+    id: string,
+  ): Promise<{ ok: true } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'in_use'; tasks: number }> {
     return withTx(db, async (tx) => {
       const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM "Channel" WHERE id = ${id} FOR UPDATE`;
       if (!locked.length) return { ok: false, reason: 'not_found' };
@@ -80,4 +83,6 @@ export const channelRepository = {
   },
 };
 
-export type UpdateChannelInput = Partial<Pick<CreateChannelInput, 'baseUrl' | 'secret' | 'evaluatePath' | 'priority' | 'weight' | 'timeoutMs' | 'enabled'>>;
+export type UpdateChannelInput = Partial<
+  Pick<CreateChannelInput, 'baseUrl' | 'secret' | 'evaluatePath' | 'priority' | 'weight' | 'timeoutMs' | 'enabled'>
+>;

@@ -29,7 +29,11 @@ const attempt = (task: { id: string; workspaceId: string }, k: number, statusCod
 it('reads an attempt context in one statement, as Prisma reads the rows (times, money)', async () => {
   const [a, b] = [await finishedTask(), await finishedTask()];
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 0, 123));
-  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(b, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
+  await taskRepository.recordDeliveryAttempt(ctx.db, {
+    input: attempt(b, 1, 500, at),
+    decidedOn: { callbackRoundStart: 1 },
+    step: null,
+  });
   expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
   for (const id of [a.id, b.id]) {
     const row = (await taskRepository.find(ctx.db, id))!;
@@ -60,35 +64,92 @@ it('reads an attempt context in one statement, as Prisma reads the rows (times, 
 });
 
 it('records an attempt with its decision, applied only while its task is as it was read', async () => {
-  const [delivered, rerun, redelivered, parked] = [await finishedTask(), await finishedTask(), await finishedTask(), await finishedTask()];
+  const [delivered, rerun, redelivered, parked] = [
+    await finishedTask(),
+    await finishedTask(),
+    await finishedTask(),
+    await finishedTask(),
+  ];
   const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 1, 456));
   const now = new Date(Date.UTC(2026, 10, 25, 12, 0, 2, 789));
   // A run of attempt 1 of `rerun` recorded it already; `redelivered` got a new round after its attempt 1 was read.
-  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(rerun, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
-  await taskRepository.recordDeliveryAttempt(ctx.db, { input: attempt(redelivered, 1, 500, at), decidedOn: { callbackRoundStart: 1 }, step: null });
+  await taskRepository.recordDeliveryAttempt(ctx.db, {
+    input: attempt(rerun, 1, 500, at),
+    decidedOn: { callbackRoundStart: 1 },
+    step: null,
+  });
+  await taskRepository.recordDeliveryAttempt(ctx.db, {
+    input: attempt(redelivered, 1, 500, at),
+    decidedOn: { callbackRoundStart: 1 },
+    step: null,
+  });
   expect(await taskRepository.redeliver(ctx.db, redelivered.workspaceId, redelivered.id)).toEqual({ attempt: 2 });
 
   const entries = [
-    { input: attempt(delivered, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
-    { input: attempt(rerun, 1, 200, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 1, to: 'delivered', at } },
-    { input: attempt(redelivered, 2, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'pending' } },
+    {
+      input: attempt(delivered, 1, 200, at),
+      decidedOn: { callbackRoundStart: 1 },
+      step: { attempt: 1, to: 'delivered', at },
+    },
+    {
+      input: attempt(rerun, 1, 200, at),
+      decidedOn: { callbackRoundStart: 1 },
+      step: { attempt: 1, to: 'delivered', at },
+    },
+    {
+      input: attempt(redelivered, 2, 500, at),
+      decidedOn: { callbackRoundStart: 1 },
+      step: { attempt: 2, to: 'pending' },
+    },
     { input: attempt(parked, 5, 500, at), decidedOn: { callbackRoundStart: 1 }, step: { attempt: 5, to: 'parked' } },
   ] as const;
   const records = [];
   for (const entry of entries) records.push(await taskRepository.recordDeliveryAttempt(ctx.db, entry, now));
   expect(records).toEqual([
-    { recorded: true, applied: true, task: { id: delivered.id, workspaceId: delivered.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
-    { recorded: false, applied: false, task: { id: rerun.id, workspaceId: rerun.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
-    { recorded: true, applied: false, task: { id: redelivered.id, workspaceId: redelivered.workspaceId, callbackState: 'pending', callbackRoundStart: 2 } },
-    { recorded: true, applied: true, task: { id: parked.id, workspaceId: parked.workspaceId, callbackState: 'pending', callbackRoundStart: 1 } },
+    {
+      recorded: true,
+      applied: true,
+      task: { id: delivered.id, workspaceId: delivered.workspaceId, callbackState: 'pending', callbackRoundStart: 1 },
+    },
+    {
+      recorded: false,
+      applied: false,
+      task: { id: rerun.id, workspaceId: rerun.workspaceId, callbackState: 'pending', callbackRoundStart: 1 },
+    },
+    {
+      recorded: true,
+      applied: false,
+      task: {
+        id: redelivered.id,
+        workspaceId: redelivered.workspaceId,
+        callbackState: 'pending',
+        callbackRoundStart: 2,
+      },
+    },
+    {
+      recorded: true,
+      applied: true,
+      task: { id: parked.id, workspaceId: parked.workspaceId, callbackState: 'pending', callbackRoundStart: 1 },
+    },
   ]);
-  expect(await taskRepository.find(ctx.db, delivered.id)).toMatchObject({ callbackState: 'delivered', deliveredAt: at, updatedAt: at });
+  expect(await taskRepository.find(ctx.db, delivered.id)).toMatchObject({
+    callbackState: 'delivered',
+    deliveredAt: at,
+    updatedAt: at,
+  });
   expect(await taskRepository.find(ctx.db, rerun.id)).toMatchObject({ callbackState: 'pending', deliveredAt: null });
-  expect(await taskRepository.find(ctx.db, redelivered.id)).toMatchObject({ callbackState: 'pending', callbackRoundStart: 2 });
+  expect(await taskRepository.find(ctx.db, redelivered.id)).toMatchObject({
+    callbackState: 'pending',
+    callbackRoundStart: 2,
+  });
   expect(await taskRepository.find(ctx.db, parked.id)).toMatchObject({ callbackState: 'parked', updatedAt: now });
   // The re-run's row is the first run's: its outcome was not overwritten.
-  expect(await callbackRepository.attempts(ctx.db, rerun.id)).toMatchObject([{ attempt: 1, statusCode: 500, createdAt: at }]);
-  expect(await callbackRepository.attempts(ctx.db, delivered.id)).toMatchObject([{ attempt: 1, statusCode: 200, durationMs: 7, createdAt: at }]);
+  expect(await callbackRepository.attempts(ctx.db, rerun.id)).toMatchObject([
+    { attempt: 1, statusCode: 500, createdAt: at },
+  ]);
+  expect(await callbackRepository.attempts(ctx.db, delivered.id)).toMatchObject([
+    { attempt: 1, statusCode: 200, durationMs: 7, createdAt: at },
+  ]);
 });
 
 it('reads by index probes whatever the File table holds, in the plan a connection keeps', async () => {
@@ -104,7 +165,9 @@ it('reads by index probes whatever the File table holds, in the plan a connectio
     template.workspaceId,
   );
   await ctx.db.$executeRawUnsafe('ANALYZE "Task", "File", "CallbackAttempt"');
-  const ids = (await ctx.db.task.findMany({ where: { workspaceId: template.workspaceId }, select: { id: true }, take: 8 })).map((t) => t.id);
+  const ids = (
+    await ctx.db.task.findMany({ where: { workspaceId: template.workspaceId }, select: { id: true }, take: 8 })
+  ).map((t) => t.id);
   // One connection, as each of the pool's: the statement prepared once, run six times, then the plan it runs from
   // then on.
   const client = new pg.Client({ connectionString: ctx.env.DATABASE_URL });
@@ -113,7 +176,9 @@ it('reads by index probes whatever the File table holds, in the plan a connectio
     const read = (n: number) => `EXECUTE s(${client.escapeLiteral(ids[n]!)})`;
     await client.query(`PREPARE s(text) AS ${ATTEMPT_CONTEXT}`);
     for (let n = 1; n <= 6; n++) expect((await client.query(read(n))).rowCount).toBe(1);
-    const [{ generic_plans }] = (await client.query(`SELECT generic_plans FROM pg_prepared_statements WHERE name = 's'`)).rows;
+    const [{ generic_plans }] = (
+      await client.query(`SELECT generic_plans FROM pg_prepared_statements WHERE name = 's'`)
+    ).rows;
     // Kept: no run after the fifth is planned again.
     expect(Number(generic_plans)).toBeGreaterThan(0);
     const plan = (await client.query(`EXPLAIN ${read(7)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');

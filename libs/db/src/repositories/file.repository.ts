@@ -44,7 +44,9 @@ export interface GeneratedFileInput {
  * The library row of a generated output: the one place it is built (the archiver's copies and the edge's stored
  * edits alike), with its two lives from the workspace's tier (retention.ts).
  */
-export function generatedFile(input: GeneratedFileInput): CreateFileInput & { taskId: string; outputIndex: number; sha256: string } {
+export function generatedFile(
+  input: GeneratedFileInput,
+): CreateFileInput & { taskId: string; outputIndex: number; sha256: string } {
   const expiry = generatedExpiry(input.createdAt, input.workspace.tier, input.workspace.retentionDays);
   return {
     id: input.location.fileId,
@@ -142,10 +144,20 @@ export const fileRepository = {
       ...(input.source !== undefined ? { source: input.source } : {}),
     };
     if (input.after !== undefined) {
-      const cursor = await db.file.findUnique({ where: { id: input.after }, select: { workspaceId: true, createdAt: true, id: true } });
+      const cursor = await db.file.findUnique({
+        where: { id: input.after },
+        select: { workspaceId: true, createdAt: true, id: true },
+      });
       if (!cursor || cursor.workspaceId !== workspaceId) return null;
       const beyond = input.order === 'desc' ? 'lt' : 'gt';
-      where.AND = [{ OR: [{ createdAt: { [beyond]: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { [beyond]: cursor.id } }] }];
+      where.AND = [
+        {
+          OR: [
+            { createdAt: { [beyond]: cursor.createdAt } },
+            { createdAt: cursor.createdAt, id: { [beyond]: cursor.id } },
+          ],
+        },
+      ];
     }
     const rows = await db.file.findMany({
       where,
@@ -172,9 +184,14 @@ export const fileRepository = {
         : {}),
     };
     if (input.after !== undefined) {
-      const cursor = await db.file.findUnique({ where: { id: input.after }, select: { workspaceId: true, createdAt: true, id: true } });
+      const cursor = await db.file.findUnique({
+        where: { id: input.after },
+        select: { workspaceId: true, createdAt: true, id: true },
+      });
       if (!cursor || cursor.workspaceId !== workspaceId) return null;
-      where.AND = [{ OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }];
+      where.AND = [
+        { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] },
+      ];
     }
     const rows = await db.file.findMany({
       where,
@@ -189,7 +206,12 @@ export const fileRepository = {
    * Step one of a delete: hides the file at once (expires both of its lives). Returns its storage key, or null when
    * there is no visible file of this workspace by that id (so of two racing deletes, one wins).
    */
-  async markDeleted(db: DbClient, workspaceId: string, id: string, now = new Date()): Promise<{ storageKey: string } | null> {
+  async markDeleted(
+    db: DbClient,
+    workspaceId: string,
+    id: string,
+    now = new Date(),
+  ): Promise<{ storageKey: string } | null> {
     // One conditional update: an upload keeps its null public expiry (it has no public copy).
     const rows = await db.$queryRaw<{ storageKey: string }[]>`
       UPDATE "File" SET
@@ -230,6 +252,15 @@ export type FileRow = NonNullable<Awaited<ReturnType<typeof fileRepository.get>>
  * Whether `file` is the task's archived output a link may point at (spec §2.4): the very file its first output entry
  * names, of the task's workspace, and still visible at `now` (not expired, not deleted: a deleted one is not read).
  */
-export function isArchivedOutputOf(task: { workspaceId: string; output: unknown }, file: { id: string; workspaceId: string; expiresAt: Date | null }, now: Date): boolean {
-  return file.id === archivedFileIdOf(task.output) && file.workspaceId === task.workspaceId && file.expiresAt !== null && file.expiresAt > now;
+export function isArchivedOutputOf(
+  task: { workspaceId: string; output: unknown },
+  file: { id: string; workspaceId: string; expiresAt: Date | null },
+  now: Date,
+): boolean {
+  return (
+    file.id === archivedFileIdOf(task.output) &&
+    file.workspaceId === task.workspaceId &&
+    file.expiresAt !== null &&
+    file.expiresAt > now
+  );
 }

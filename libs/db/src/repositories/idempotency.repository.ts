@@ -23,7 +23,8 @@ const BEGIN = `
   WHERE "IdempotencyRecord"."expiresAt" <= $6::timestamp(3)
      OR ("IdempotencyRecord"."responseStatus" IS NULL AND "IdempotencyRecord"."createdAt" <= $7::timestamp(3))
   RETURNING "id"`;
-const EXISTING = 'SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord" WHERE "workspaceId" = $1 AND "key" = $2';
+const EXISTING =
+  'SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord" WHERE "workspaceId" = $1 AND "key" = $2';
 const COMPLETE = 'UPDATE "IdempotencyRecord" SET "responseStatus" = $2::int, "responseBody" = $3::json WHERE "id" = $1';
 const ABANDON = 'DELETE FROM "IdempotencyRecord" WHERE "id" = $1';
 
@@ -32,14 +33,32 @@ const ABANDON = 'DELETE FROM "IdempotencyRecord" WHERE "id" = $1';
  * key exactly one gets 'new'; the others see it in flight, then its stored answer.
  */
 export const idempotencyRepository = {
-  async begin(db: DbClient, workspaceId: string, key: string, requestHash: string, now = new Date()): Promise<IdempotencyBegin> {
+  async begin(
+    db: DbClient,
+    workspaceId: string,
+    key: string,
+    requestHash: string,
+    now = new Date(),
+  ): Promise<IdempotencyBegin> {
     const id = newId('idem');
     const expiresAt = new Date(now.getTime() + IDEMPOTENCY_TTL_MS);
     // A record past its 24 h, or in flight for longer than any request lives, is taken over by this request.
     const takeoverBefore = new Date(now.getTime() - IN_FLIGHT_TAKEOVER_MS);
-    const rows = await queryPrepared<{ id: string }>(db, 'gensvc_idem_begin', BEGIN, [id, workspaceId, key, requestHash, expiresAt.toISOString(), now.toISOString(), takeoverBefore.toISOString()]);
+    const rows = await queryPrepared<{ id: string }>(db, 'gensvc_idem_begin', BEGIN, [
+      id,
+      workspaceId,
+      key,
+      requestHash,
+      expiresAt.toISOString(),
+      now.toISOString(),
+      takeoverBefore.toISOString(),
+    ]);
     if (rows.length) return { state: 'new', id };
-    const [existing] = await queryPrepared<{ requestHash: string; responseStatus: number | null; responseBody: unknown }>(db, 'gensvc_idem_existing', EXISTING, [workspaceId, key]);
+    const [existing] = await queryPrepared<{
+      requestHash: string;
+      responseStatus: number | null;
+      responseBody: unknown;
+    }>(db, 'gensvc_idem_existing', EXISTING, [workspaceId, key]);
     if (!existing) return idempotencyRepository.begin(db, workspaceId, key, requestHash, now);
     if (existing.requestHash !== requestHash) return { state: 'mismatch' };
     if (existing.responseStatus === null) return { state: 'in_flight' };

@@ -7,7 +7,9 @@ import type { Role } from '../generated/prisma/enums';
 // role the change needs (a person demoted a moment ago cannot finish a change begun as an admin). What role a change
 // needs is @gensvc/auth's rule; the caller passes it in as `actorMay`.
 
-export type MembershipChange<T> = { ok: true; value: T } | { ok: false; reason: 'not_member' | 'last_owner' | 'already_member' | 'actor_role' };
+export type MembershipChange<T> =
+  | { ok: true; value: T }
+  | { ok: false; reason: 'not_member' | 'last_owner' | 'already_member' | 'actor_role' };
 
 /** Who makes the change and whether their role (null: not a member any more) allows it; absent for the platform CLI. */
 export interface Actor {
@@ -29,7 +31,9 @@ async function lockWorkspace(tx: DbClient, workspaceId: string) {
 
 /** The keys a member made in the workspace: bounded by their role, so every replica re-reads them after a change. */
 async function keysMadeBy(tx: DbClient, workspaceId: string, userId: string) {
-  return (await tx.apiKey.findMany({ where: { workspaceId, creatorId: userId }, select: { id: true } })).map((k) => k.id);
+  return (await tx.apiKey.findMany({ where: { workspaceId, creatorId: userId }, select: { id: true } })).map(
+    (k) => k.id,
+  );
 }
 
 async function ownerCount(tx: DbClient, workspaceId: string) {
@@ -43,17 +47,27 @@ export const membershipRepository = {
 
   /** The membership with its workspace: what a dashboard request for that workspace needs, in one query. */
   withWorkspace(db: DbClient, workspaceId: string, userId: string) {
-    return db.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } }, include: { workspace: true } });
+    return db.membership.findUnique({
+      where: { workspaceId_userId: { workspaceId, userId } },
+      include: { workspace: true },
+    });
   },
 
   /** The membership with its user, as the members page shows it. */
   member(db: DbClient, workspaceId: string, userId: string) {
-    return db.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } }, include: { user: { select: userFields } } });
+    return db.membership.findUnique({
+      where: { workspaceId_userId: { workspaceId, userId } },
+      include: { user: { select: userFields } },
+    });
   },
 
   /** The workspace's members with their users, owners first, then by when they joined. */
   async list(db: DbClient, workspaceId: string) {
-    const rows = await db.membership.findMany({ where: { workspaceId }, include: { user: { select: userFields } }, orderBy: [{ createdAt: 'asc' }] });
+    const rows = await db.membership.findMany({
+      where: { workspaceId },
+      include: { user: { select: userFields } },
+      orderBy: [{ createdAt: 'asc' }],
+    });
     const rank: Record<Role, number> = { owner: 0, admin: 1, member: 2 };
     return rows.sort((a, b) => rank[a.role] - rank[b.role]);
   },
@@ -68,31 +82,50 @@ export const membershipRepository = {
   },
 
   /** Adds a member; an existing membership is left as it is (already_member). */
-  add(db: DbClient, workspaceId: string, userId: string, role: Role, actor?: Actor): Promise<MembershipChange<{ role: Role; createdAt: Date }>> {
+  add(
+    db: DbClient,
+    workspaceId: string,
+    userId: string,
+    role: Role,
+    actor?: Actor,
+  ): Promise<MembershipChange<{ role: Role; createdAt: Date }>> {
     return withTx(db, async (tx) => {
       await lockWorkspace(tx, workspaceId);
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
-      if (await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } })) return { ok: false, reason: 'already_member' };
+      if (await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } }))
+        return { ok: false, reason: 'already_member' };
       const m = await tx.membership.create({ data: { workspaceId, userId, role } });
       return { ok: true, value: { role: m.role, createdAt: m.createdAt } };
     });
   },
 
   /** Changes a member's role; demoting the last owner is refused. */
-  changeRole(db: DbClient, workspaceId: string, userId: string, role: Role, actor?: Actor): Promise<MembershipChange<{ before: Role; after: Role; keyIds: string[] }>> {
+  changeRole(
+    db: DbClient,
+    workspaceId: string,
+    userId: string,
+    role: Role,
+    actor?: Actor,
+  ): Promise<MembershipChange<{ before: Role; after: Role; keyIds: string[] }>> {
     return withTx(db, async (tx) => {
       await lockWorkspace(tx, workspaceId);
       const m = await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } });
       if (!m) return { ok: false, reason: 'not_member' };
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
-      if (m.role === 'owner' && role !== 'owner' && (await ownerCount(tx, workspaceId)) <= 1) return { ok: false, reason: 'last_owner' };
+      if (m.role === 'owner' && role !== 'owner' && (await ownerCount(tx, workspaceId)) <= 1)
+        return { ok: false, reason: 'last_owner' };
       await tx.membership.update({ where: { workspaceId_userId: { workspaceId, userId } }, data: { role } });
       return { ok: true, value: { before: m.role, after: role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },
 
   /** Removes a member; removing the last owner is refused. Returns the ids of the keys the member had made here. */
-  remove(db: DbClient, workspaceId: string, userId: string, actor?: Actor): Promise<MembershipChange<{ role: Role; keyIds: string[] }>> {
+  remove(
+    db: DbClient,
+    workspaceId: string,
+    userId: string,
+    actor?: Actor,
+  ): Promise<MembershipChange<{ role: Role; keyIds: string[] }>> {
     return withTx(db, async (tx) => {
       await lockWorkspace(tx, workspaceId);
       const m = await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId, userId } } });

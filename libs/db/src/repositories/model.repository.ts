@@ -53,7 +53,12 @@ function modelsOf(rows: RawModelRouteRow[]): ModelWithChannels[] {
     if (model?.id !== row.id) {
       const { id, kind, enabled, inputOnly, maxOutputTokens, createdAt } = row;
       model = {
-        id, kind, enabled, inputOnly, maxOutputTokens, createdAt,
+        id,
+        kind,
+        enabled,
+        inputOnly,
+        maxOutputTokens,
+        createdAt,
         inputPricePerMTok: BigInt(row.inputPricePerMTok),
         outputPricePerMTok: BigInt(row.outputPricePerMTok),
         unitPrice: BigInt(row.unitPrice),
@@ -61,7 +66,13 @@ function modelsOf(rows: RawModelRouteRow[]): ModelWithChannels[] {
       };
       models.push(model);
     }
-    if (row.channelId !== null) model.routes.push({ modelId: row.id, channelId: row.channelId, upstreamModel: row.upstreamModel, channel: channelOf(row) });
+    if (row.channelId !== null)
+      model.routes.push({
+        modelId: row.id,
+        channelId: row.channelId,
+        upstreamModel: row.upstreamModel,
+        channel: channelOf(row),
+      });
   }
   return models;
 }
@@ -70,7 +81,10 @@ export const modelRepository = {
   create(db: DbClient, input: CreateModelInput) {
     const { routes = [], ...model } = input;
     return db.model.create({
-      data: { ...model, routes: { create: routes.map((r) => ({ channelId: r.channelId, upstreamModel: r.upstreamModel ?? null })) } },
+      data: {
+        ...model,
+        routes: { create: routes.map((r) => ({ channelId: r.channelId, upstreamModel: r.upstreamModel ?? null })) },
+      },
       include: { routes: true },
     });
   },
@@ -83,7 +97,9 @@ export const modelRepository = {
   },
   /** Those of `ids` that name no model (a key's allow-list is checked against these). */
   async missing(db: DbClient, ids: readonly string[]): Promise<string[]> {
-    const found = new Set((await db.model.findMany({ where: { id: { in: [...ids] } }, select: { id: true } })).map((m) => m.id));
+    const found = new Set(
+      (await db.model.findMany({ where: { id: { in: [...ids] } }, select: { id: true } })).map((m) => m.id),
+    );
     return ids.filter((id) => !found.has(id));
   },
   async get(db: DbClient, id: string): Promise<ModelWithChannels | null> {
@@ -101,15 +117,25 @@ export const modelRepository = {
       if (routes) {
         const keep = routes.map((r) => r.channelId);
         await tx.modelRoute.deleteMany({ where: { modelId: id, channelId: { notIn: keep } } });
-        const existing = new Set((await tx.modelRoute.findMany({ where: { modelId: id }, select: { channelId: true } })).map((r) => r.channelId));
+        const existing = new Set(
+          (await tx.modelRoute.findMany({ where: { modelId: id }, select: { channelId: true } })).map(
+            (r) => r.channelId,
+          ),
+        );
         const added = routes.filter((r) => !existing.has(r.channelId));
-        if (added.length) await tx.modelRoute.createMany({ data: added.map((r) => ({ modelId: id, channelId: r.channelId, upstreamModel: r.upstreamModel ?? null })) });
+        if (added.length)
+          await tx.modelRoute.createMany({
+            data: added.map((r) => ({ modelId: id, channelId: r.channelId, upstreamModel: r.upstreamModel ?? null })),
+          });
       }
       return tx.model.findUnique({ where: { id }, include: { routes: true } });
     });
   },
   /** Removes the model, unless generation tasks of it are still queued or running (`in_use`: disable it first). */
-  remove(db: DbClient, id: string): Promise<{ ok: true } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'in_use'; tasks: number }> {
+  remove(
+    db: DbClient,
+    id: string,
+  ): Promise<{ ok: true } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'in_use'; tasks: number }> {
     return withTx(db, async (tx) => {
       const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM "Model" WHERE id = ${id} FOR UPDATE`;
       if (!locked.length) return { ok: false, reason: 'not_found' };
@@ -121,4 +147,6 @@ export const modelRepository = {
   },
 };
 
-export type UpdateModelInput = Partial<Pick<CreateModelInput, 'inputPricePerMTok' | 'outputPricePerMTok' | 'unitPrice' | 'routes'>> & { enabled?: boolean };
+export type UpdateModelInput = Partial<
+  Pick<CreateModelInput, 'inputPricePerMTok' | 'outputPricePerMTok' | 'unitPrice' | 'routes'>
+> & { enabled?: boolean };

@@ -9,11 +9,17 @@ describe('repositories against Postgres', () => {
   it('books an opening balance and every top-up in the ledger, exactly, under concurrency', async () => {
     const ws = await workspaceRepository.create(ctx.db, { name: 'Acme', tier: 'team', balance: 10_000_000n });
     expect(ws.balance).toBe(10_000_000n);
-    const results = await Promise.all(Array.from({ length: 50 }, () => workspaceRepository.topUp(ctx.db, ws.id, 1_000n)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => workspaceRepository.topUp(ctx.db, ws.id, 1_000n)),
+    );
     expect(new Set(results.map(String)).size).toBe(50);
     const after = await workspaceRepository.get(ctx.db, ws.id);
     expect(after!.balance).toBe(10_050_000n);
-    const sum = await ctx.db.ledgerEntry.aggregate({ where: { workspaceId: ws.id }, _sum: { amount: true }, _count: true });
+    const sum = await ctx.db.ledgerEntry.aggregate({
+      where: { workspaceId: ws.id },
+      _sum: { amount: true },
+      _count: true,
+    });
     expect(sum._count).toBe(51);
     expect(sum._sum.amount).toBe(10_050_000n);
     expect(await workspaceRepository.topUp(ctx.db, 'ws_missing', 1n)).toBeNull();
@@ -22,7 +28,9 @@ describe('repositories against Postgres', () => {
   it('leaves no workspace behind when its opening balance cannot be booked', async () => {
     const before = await ctx.db.workspace.count();
     // Past Postgres's bigint: the balance update fails after the workspace row was written.
-    await expect(workspaceRepository.create(ctx.db, { name: 'Overflow', tier: 'free', balance: 2n ** 63n })).rejects.toThrow();
+    await expect(
+      workspaceRepository.create(ctx.db, { name: 'Overflow', tier: 'free', balance: 2n ** 63n }),
+    ).rejects.toThrow();
     expect(await ctx.db.workspace.count()).toBe(before);
     expect(await ctx.db.workspace.findFirst({ where: { name: 'Overflow' } })).toBeNull();
   });
@@ -30,7 +38,14 @@ describe('repositories against Postgres', () => {
   it('rotates a key keeping its row, cap and spend; the old secret lives only through the grace period', async () => {
     const ws = await workspaceRepository.create(ctx.db, { name: 'Rot', tier: 'payg' });
     const first = newApiKey();
-    const key = await apiKeyRepository.create(ctx.db, { workspaceId: ws.id, name: 'k', prefix: first.prefix, hash: first.hash, scopes: ['account.read'], spendCap: 5_000_000n });
+    const key = await apiKeyRepository.create(ctx.db, {
+      workspaceId: ws.id,
+      name: 'k',
+      prefix: first.prefix,
+      hash: first.hash,
+      scopes: ['account.read'],
+      spendCap: 5_000_000n,
+    });
     const second = newApiKey();
     const rotated = await apiKeyRepository.rotate(ctx.db, key.id, second, 60_000);
     expect(rotated).toMatchObject({ id: key.id, hash: second.hash, previousHash: first.hash, spendCap: 5_000_000n });

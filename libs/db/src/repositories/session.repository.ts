@@ -16,7 +16,12 @@ export const SESSION_LIMITS: SessionLimits = { idleMs: 12 * 3600_000, absoluteMs
 const SEEN_RESOLUTION_MS = 60_000;
 
 export const sessionRepository = {
-  create(db: DbClient, input: { userId: string; tokenHash: string; userAgent?: string | null; ip?: string | null }, limits = SESSION_LIMITS, now = new Date()) {
+  create(
+    db: DbClient,
+    input: { userId: string; tokenHash: string; userAgent?: string | null; ip?: string | null },
+    limits = SESSION_LIMITS,
+    now = new Date(),
+  ) {
     return db.session.create({
       data: {
         id: newId('ses'),
@@ -58,7 +63,9 @@ export const sessionRepository = {
   /** Rows past any use (expired or revoked a day ago): removed by the maintenance sweep. */
   async purge(db: DbClient, now = new Date()): Promise<number> {
     const dayAgo = new Date(now.getTime() - 24 * 3600_000);
-    const { count } = await db.session.deleteMany({ where: { OR: [{ expiresAt: { lte: now } }, { revokedAt: { lte: dayAgo } }] } });
+    const { count } = await db.session.deleteMany({
+      where: { OR: [{ expiresAt: { lte: now } }, { revokedAt: { lte: dayAgo } }] },
+    });
     return count;
   },
 };

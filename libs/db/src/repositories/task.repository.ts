@@ -93,7 +93,9 @@ const LIVE: TaskStatus[] = ['queued', 'running'];
 // session's zone (taskRowOf).
 
 /** A Task row's columns as taskRowOf reads them; `t` is the row's alias. */
-const taskColumns = (t: string) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input, ${t}."callbackUrl",
+const taskColumns = (
+  t: string,
+) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input, ${t}."callbackUrl",
   ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId", ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt",
   ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode", ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
   ${t}.cost::text AS cost, ${t}.attempts, ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
@@ -103,7 +105,11 @@ const taskColumns = (t: string) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId"
 type RawTaskRow = Omit<TaskRow, 'reserved' | 'cost'> & { reserved: string; cost: string | null };
 
 /** A row selected with taskColumns, typed as findUnique types it. */
-const taskRowOf = ({ reserved, cost, ...row }: RawTaskRow): TaskRow => ({ ...row, reserved: BigInt(reserved), cost: cost === null ? null : BigInt(cost) });
+const taskRowOf = ({ reserved, cost, ...row }: RawTaskRow): TaskRow => ({
+  ...row,
+  reserved: BigInt(reserved),
+  cost: cost === null ? null : BigInt(cost),
+});
 
 const iso = (d: Date) => d.toISOString();
 
@@ -139,7 +145,9 @@ export const RECORD_OUTPUT = `
   SELECT r.charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r`;
 
 /** operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are the task's kind's. */
-export const OUTPUT_KINDS = JSON.stringify(Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])));
+export const OUTPUT_KINDS = JSON.stringify(
+  Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])),
+);
 
 // Each item's answer in its order.
 export const RECORD_WEBHOOK_OUTPUTS = `
@@ -202,7 +210,11 @@ export const taskRepository = {
    * key: Holds). Answers one entry per input: the task, or the 402 (an AppError) of an item whose hold could not be
    * made, which wrote nothing. One transaction: a failure of the statement writes none of them.
    */
-  async createMany(db: DbClient, inputs: readonly CreateTaskInput[], now = new Date()): Promise<(TaskRow | AppError)[]> {
+  async createMany(
+    db: DbClient,
+    inputs: readonly CreateTaskInput[],
+    now = new Date(),
+  ): Promise<(TaskRow | AppError)[]> {
     const items = inputs.map((input) => {
       // Times as stored (timestamp(3)): whole milliseconds, as a Date already is.
       const deadlineAt = iso(input.deadlineAt);
@@ -280,12 +292,18 @@ export const taskRepository = {
    * on each read (spec §2.4). Absent before the output is archived, when archiving gave up, and once the file has
    * expired or been deleted (a link would answer 404).
    */
-  async archivedOutputFiles(db: DbClient, tasks: readonly Pick<TaskRow, 'id' | 'workspaceId' | 'output'>[], now = new Date()) {
+  async archivedOutputFiles(
+    db: DbClient,
+    tasks: readonly Pick<TaskRow, 'id' | 'workspaceId' | 'output'>[],
+    now = new Date(),
+  ) {
     const wanted = tasks.flatMap((t) => {
       const fileId = archivedFileIdOf(t.output);
       return fileId ? [{ taskId: t.id, task: t, fileId }] : [];
     });
-    const files = wanted.length ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } }) : [];
+    const files = wanted.length
+      ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } })
+      : [];
     const byId = new Map(files.map((f) => [f.id, f]));
     const found = new Map<string, (typeof files)[number]>();
     for (const w of wanted) {
@@ -297,14 +315,31 @@ export const taskRepository = {
 
   /** One page in (createdAt, id) order; null when `after` is not a task of this workspace. */
   async list(db: DbClient, workspaceId: string, input: ListTasksInput) {
-    const where: Prisma.TaskWhereInput = { workspaceId, ...(input.status !== undefined ? { status: input.status } : {}) };
+    const where: Prisma.TaskWhereInput = {
+      workspaceId,
+      ...(input.status !== undefined ? { status: input.status } : {}),
+    };
     if (input.after !== undefined) {
-      const cursor = await db.task.findUnique({ where: { id: input.after }, select: { workspaceId: true, createdAt: true, id: true } });
+      const cursor = await db.task.findUnique({
+        where: { id: input.after },
+        select: { workspaceId: true, createdAt: true, id: true },
+      });
       if (!cursor || cursor.workspaceId !== workspaceId) return null;
       const beyond = input.order === 'desc' ? 'lt' : 'gt';
-      where.AND = [{ OR: [{ createdAt: { [beyond]: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { [beyond]: cursor.id } }] }];
+      where.AND = [
+        {
+          OR: [
+            { createdAt: { [beyond]: cursor.createdAt } },
+            { createdAt: cursor.createdAt, id: { [beyond]: cursor.id } },
+          ],
+        },
+      ];
     }
-    const rows = await db.task.findMany({ where, orderBy: [{ createdAt: input.order }, { id: input.order }], take: input.limit + 1 });
+    const rows = await db.task.findMany({
+      where,
+      orderBy: [{ createdAt: input.order }, { id: input.order }],
+      take: input.limit + 1,
+    });
     return { data: rows.slice(0, input.limit), hasMore: rows.length > input.limit };
   },
 
@@ -324,7 +359,11 @@ export const taskRepository = {
    * (its count is not the task's, or the task moved on), so the caller schedules nothing: one poll chain per task.
    */
   async advancePoll(db: DbClient, id: string, attempt: number, now = new Date()): Promise<boolean> {
-    const rows = await queryPrepared(db, 'gensvc_task_advance_poll', `${ADVANCE_POLL} RETURNING 1`, [id, attempt, iso(now)]);
+    const rows = await queryPrepared(db, 'gensvc_task_advance_poll', `${ADVANCE_POLL} RETURNING 1`, [
+      id,
+      attempt,
+      iso(now),
+    ]);
     return rows.length === 1;
   },
 
@@ -358,9 +397,25 @@ export const taskRepository = {
    * the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of every
    * item first, in the order every writer takes them. One transaction: a failure records none of them.
    */
-  async recordWebhookOutputs(db: DbClient, inputs: readonly WebhookOutputInput[], now = new Date()): Promise<WebhookOutputRecord[]> {
-    type Row = { outcome: WebhookOutputRecord['outcome']; kind: string | null; charged: string | null; workspaceId: string | null; model: string | null };
-    const items = inputs.map((input) => ({ task: input.id, upstreamId: input.upstreamId, provider: input.provider, outputs: input.outputs, ledgerId: newId('led') }));
+  async recordWebhookOutputs(
+    db: DbClient,
+    inputs: readonly WebhookOutputInput[],
+    now = new Date(),
+  ): Promise<WebhookOutputRecord[]> {
+    type Row = {
+      outcome: WebhookOutputRecord['outcome'];
+      kind: string | null;
+      charged: string | null;
+      workspaceId: string | null;
+      model: string | null;
+    };
+    const items = inputs.map((input) => ({
+      task: input.id,
+      upstreamId: input.upstreamId,
+      provider: input.provider,
+      outputs: input.outputs,
+      ledgerId: newId('led'),
+    }));
     const rows = await queryPrepared<Row>(db, 'gensvc_task_record_webhook_outputs', RECORD_WEBHOOK_OUTPUTS, [
       JSON.stringify(items),
       OUTPUT_KINDS,
@@ -383,12 +438,15 @@ export const taskRepository = {
    * and the library row of that output when an earlier run made it. Null when the task is gone.
    */
   async archiveSource(db: DbClient, id: string, outputIndex: number) {
-    const [row] = await queryPrepared<{ id: string; workspaceId: string; output: Prisma.JsonValue; tier: Tier; retentionDays: number | null; fileId: string | null; fileBytes: string | null }>(
-      db,
-      'gensvc_task_archive_source',
-      ARCHIVE_SOURCE,
-      [id, outputIndex],
-    );
+    const [row] = await queryPrepared<{
+      id: string;
+      workspaceId: string;
+      output: Prisma.JsonValue;
+      tier: Tier;
+      retentionDays: number | null;
+      fileId: string | null;
+      fileBytes: string | null;
+    }>(db, 'gensvc_task_archive_source', ARCHIVE_SOURCE, [id, outputIndex]);
     if (!row) return null;
     return {
       id: row.id,
@@ -463,7 +521,12 @@ export const taskRepository = {
    * Returns the task as it now is, with whether a callback is due (and its upstreamId, the provider job to cancel);
    * null when the task had already finished or its output was already recorded (the success won the race).
    */
-  async finish(db: DbClient, id: string, how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' }, opts: { workspaceId?: string; now?: Date } = {}): Promise<FinishedTask | null> {
+  async finish(
+    db: DbClient,
+    id: string,
+    how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' },
+    opts: { workspaceId?: string; now?: Date } = {},
+  ): Promise<FinishedTask | null> {
     const now = opts.now ?? new Date();
     const code = how.status === 'failed' ? how.failure.code : null;
     const message = how.status === 'failed' ? how.failure.message.slice(0, 2000) : null;
@@ -497,7 +560,11 @@ export const taskRepository = {
       where: {
         OR: [
           { status: 'queued', updatedAt: { lt: cut.queued } },
-          { status: 'running', output: { equals: Prisma.DbNull }, OR: [{ updatedAt: { lt: cut.running } }, { deadlineAt: { lt: cut.now } }] },
+          {
+            status: 'running',
+            output: { equals: Prisma.DbNull },
+            OR: [{ updatedAt: { lt: cut.running } }, { deadlineAt: { lt: cut.now } }],
+          },
         ],
       },
       select: { id: true, workspaceId: true, status: true, attempts: true },
@@ -593,7 +660,16 @@ export const taskRepository = {
     }>(db, 'gensvc_record_delivery_attempt', RECORD_DELIVERY_ATTEMPT, [JSON.stringify(item), now.toISOString()]);
     const { recorded, applied, taskId, workspaceId, callbackState, callbackRoundStart } = row!;
     if (taskId === null) return { recorded, applied, task: null };
-    return { recorded, applied, task: { id: taskId, workspaceId: workspaceId!, callbackState: callbackState!, callbackRoundStart: callbackRoundStart! } };
+    return {
+      recorded,
+      applied,
+      task: {
+        id: taskId,
+        workspaceId: workspaceId!,
+        callbackState: callbackState!,
+        callbackRoundStart: callbackRoundStart!,
+      },
+    };
   },
 
   /**
@@ -601,7 +677,12 @@ export const taskRepository = {
    * attempt follows the last one ever recorded. Returns that attempt number; null when the task is not finished or
    * has no callback_url.
    */
-  async redeliver(db: DbClient, workspaceId: string, taskId: string, now = new Date()): Promise<{ attempt: number } | null> {
+  async redeliver(
+    db: DbClient,
+    workspaceId: string,
+    taskId: string,
+    now = new Date(),
+  ): Promise<{ attempt: number } | null> {
     const values = [taskId, workspaceId, iso(now)];
     const [row] = await queryPrepared<{ callbackRoundStart: number }>(db, 'gensvc_task_redeliver', REDELIVER, values);
     return row ? { attempt: row.callbackRoundStart } : null;
@@ -610,10 +691,12 @@ export const taskRepository = {
   /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
   stalePendingDeliveries(db: DbClient, before: Date, limit: number) {
     // On the pool, as the dispatcher's other statements (callback.repository.ts): its reconciler loads no Prisma.
-    return queryPrepared<Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'>>(db, 'gensvc_stale_pending_deliveries', STALE_PENDING_DELIVERIES, [
-      before.toISOString(),
-      limit,
-    ]);
+    return queryPrepared<Pick<TaskRow, 'id' | 'workspaceId' | 'callbackState' | 'callbackRoundStart'>>(
+      db,
+      'gensvc_stale_pending_deliveries',
+      STALE_PENDING_DELIVERIES,
+      [before.toISOString(), limit],
+    );
   },
 };
 
@@ -685,7 +768,11 @@ export interface DeliveryRecord {
 }
 
 /** How a delivery decision changes the task: the attempt it is about, and what it decided. */
-export type DeliveryUpdate = { attempt: number } & ({ to: 'delivered'; at: Date } | { to: 'parked' } | { to: 'pending' });
+export type DeliveryUpdate = { attempt: number } & (
+  | { to: 'delivered'; at: Date }
+  | { to: 'parked' }
+  | { to: 'pending' }
+);
 
 export interface CompletedEditInput {
   id: string;

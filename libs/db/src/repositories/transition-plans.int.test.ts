@@ -3,18 +3,31 @@
 import { makeTask, useTestContext } from '@gensvc/testing';
 import pg from 'pg';
 import { withTx } from '../client';
-import { ADVANCE_POLL, MARK_SUBMITTED, OUTPUT_KINDS, RECORD_OUTPUT, RECORD_WEBHOOK_OUTPUTS, taskRepository } from './task.repository';
+import {
+  ADVANCE_POLL,
+  MARK_SUBMITTED,
+  OUTPUT_KINDS,
+  RECORD_OUTPUT,
+  RECORD_WEBHOOK_OUTPUTS,
+  taskRepository,
+} from './task.repository';
 
 const ctx = useTestContext();
 
-const INDEXES = ['Task_pkey', 'Task_status_updatedAt_idx', 'Reservation_pkey', 'Reservation_state_expiresAt_idx'] as const;
+const INDEXES = [
+  'Task_pkey',
+  'Task_status_updatedAt_idx',
+  'Reservation_pkey',
+  'Reservation_state_expiresAt_idx',
+] as const;
 type Scans = Record<(typeof INDEXES)[number], number>;
 // Index scans this backend has made and not yet reported to the shared statistics (it reports them between
 // transactions, at most once a second): read twice in one transaction, their difference is what ran between.
 const SCANS = `SELECT relname::text AS name, pg_stat_get_xact_numscans(oid)::int AS n FROM pg_class WHERE relname = ANY ($1::text[])`;
 const scansOf = (rows: { name: string; n: number }[]) => Object.fromEntries(rows.map((r) => [r.name, r.n])) as Scans;
 
-const difference = (before: Scans, after: Scans) => Object.fromEntries(INDEXES.map((name) => [name, after[name] - before[name]])) as Scans;
+const difference = (before: Scans, after: Scans) =>
+  Object.fromEntries(INDEXES.map((name) => [name, after[name] - before[name]])) as Scans;
 
 let live: { id: string; reservationId: string }[];
 let client: pg.Client;
@@ -36,7 +49,8 @@ beforeAll(async () => {
   await taskRepository.finish(ctx.db, template.id, { status: 'canceled' });
   await ctx.db.$executeRawUnsafe('ANALYZE "Task", "Reservation"');
   const made = [];
-  for (let i = 0; i < 16; i++) made.push(await makeTask(ctx.db, { workspaceId: template.workspaceId, apiKeyId: template.apiKeyId! }));
+  for (let i = 0; i < 16; i++)
+    made.push(await makeTask(ctx.db, { workspaceId: template.workspaceId, apiKeyId: template.apiKeyId! }));
   live = made.map((t) => ({ id: t.id, reservationId: t.reservationId! }));
 });
 
@@ -73,23 +87,41 @@ it('submits, polls and records the result of a task by primary-key probes, its h
   expect(submit).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
 
   const poll = await keptPlanScans(async (i) => {
-    const { rowCount } = await client.query({ name: 'poll', text: `${ADVANCE_POLL} RETURNING 1`, values: [live[i]!.id, 1, new Date().toISOString()] });
+    const { rowCount } = await client.query({
+      name: 'poll',
+      text: `${ADVANCE_POLL} RETURNING 1`,
+      values: [live[i]!.id, 1, new Date().toISOString()],
+    });
     expect(rowCount).toBe(1);
   });
   expect(poll).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
 
   // gensvc_task_record_output: the task's row lock and its UPDATE, then gensvc_settle's UPDATE of the hold.
-  const output = JSON.stringify({ outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'pending' }] });
+  const output = JSON.stringify({
+    outputs: [{ kind: 'image', url: 'https://provider.example/a.png', archive_status: 'pending' }],
+  });
   const result = await keptPlanScans(async (i) => {
-    const { rows } = await client.query({ name: 'output', text: RECORD_OUTPUT, values: [live[i]!.id, output, '40000', `led_plan_${i}`, new Date().toISOString()] });
+    const { rows } = await client.query({
+      name: 'output',
+      text: RECORD_OUTPUT,
+      values: [live[i]!.id, output, '40000', `led_plan_${i}`, new Date().toISOString()],
+    });
     expect(rows).toEqual([expect.objectContaining({ charged: '40000' })]);
   });
-  expect(result).toMatchObject({ Task_status_updatedAt_idx: 0, Reservation_pkey: 1, Reservation_state_expiresAt_idx: 0 });
+  expect(result).toMatchObject({
+    Task_status_updatedAt_idx: 0,
+    Reservation_pkey: 1,
+    Reservation_state_expiresAt_idx: 0,
+  });
 });
 
 it('gives a hold back by a primary-key probe (gensvc_release)', async () => {
   const release = await keptPlanScans(async (i) => {
-    const { rows } = await client.query({ name: 'release', text: 'SELECT gensvc_release($1) AS released', values: [live[8 + i]!.reservationId] });
+    const { rows } = await client.query({
+      name: 'release',
+      text: 'SELECT gensvc_release($1) AS released',
+      values: [live[8 + i]!.reservationId],
+    });
     expect(rows).toEqual([{ released: true }]);
   });
   expect(release).toMatchObject({ Reservation_pkey: 1, Reservation_state_expiresAt_idx: 0 });
@@ -104,25 +136,44 @@ it('ends a task and completes an archived one by primary-key probes, through Pri
       await fn(tx);
       return difference(before, scansOf(await tx.$queryRawUnsafe(SCANS, [...INDEXES])));
     });
-  expect(await scans((tx) => taskRepository.finish(tx, live[15]!.id, { status: 'canceled' }))).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
+  expect(await scans((tx) => taskRepository.finish(tx, live[15]!.id, { status: 'canceled' }))).toMatchObject({
+    Task_pkey: 1,
+    Task_status_updatedAt_idx: 0,
+  });
   expect(await taskRepository.find(ctx.db, live[15]!.id)).toMatchObject({ status: 'canceled' });
-  expect(await scans((tx) => taskRepository.completeIfArchived(tx, live[0]!.id))).toMatchObject({ Task_pkey: 1, Task_status_updatedAt_idx: 0 });
+  expect(await scans((tx) => taskRepository.completeIfArchived(tx, live[0]!.id))).toMatchObject({
+    Task_pkey: 1,
+    Task_status_updatedAt_idx: 0,
+  });
 });
 
 it("locks a webhook group's rows by primary-key probes from plans kept since its first call (migration 20261127100000)", async () => {
   // Seven webhooks whose jobs are not these tasks' (no task is running): the group takes its locks on the seven Task
   // rows and their holds, keys and workspaces, and records nothing. The first call's plans are the kept ones (the
   // function runs with force_generic_plan), so one call shows them; the tables' sequential scans are counted too.
-  const items = JSON.stringify(live.slice(0, 7).map((t, i) => ({ task: t.id, upstreamId: `up_other_${i}`, provider: 'replicate', outputs: {}, ledgerId: `led_hook_${i}` })));
+  const items = JSON.stringify(
+    live.slice(0, 7).map((t, i) => ({
+      task: t.id,
+      upstreamId: `up_other_${i}`,
+      provider: 'replicate',
+      outputs: {},
+      ledgerId: `led_hook_${i}`,
+    })),
+  );
   const TABLES = ['Task', 'Reservation'];
   await client.query('BEGIN');
   try {
-    const read = async () => scansOf((await client.query(SCANS, [[...INDEXES, ...TABLES]])).rows) as Scans & Record<'Task' | 'Reservation', number>;
+    const read = async () =>
+      scansOf((await client.query(SCANS, [[...INDEXES, ...TABLES]])).rows) as Scans &
+        Record<'Task' | 'Reservation', number>;
     const before = await read();
     const { rows } = await client.query(RECORD_WEBHOOK_OUTPUTS, [items, OUTPUT_KINDS, new Date().toISOString()]);
     const after = await read();
     expect(rows.map((r) => r.outcome)).toEqual(Array(7).fill('not_this'));
-    expect({ Task: after.Task - before.Task, Reservation: after.Reservation - before.Reservation }).toEqual({ Task: 0, Reservation: 0 });
+    expect({ Task: after.Task - before.Task, Reservation: after.Reservation - before.Reservation }).toEqual({
+      Task: 0,
+      Reservation: 0,
+    });
     // The holds through their primary key (one scan for the seven), none through the state indexes.
     const scans = difference(before, after);
     expect(scans).toMatchObject({ Task_status_updatedAt_idx: 0, Reservation_state_expiresAt_idx: 0 });
@@ -133,6 +184,8 @@ it("locks a webhook group's rows by primary-key probes from plans kept since its
   }
   // Planned once per connection: the function carries the setting (pg_stat_statements, which would count the plans, is
   // not loaded on every Postgres this suite runs on).
-  const { rows } = await client.query("SELECT proconfig FROM pg_proc WHERE proname = 'gensvc_task_record_webhook_outputs'");
+  const { rows } = await client.query(
+    "SELECT proconfig FROM pg_proc WHERE proname = 'gensvc_task_record_webhook_outputs'",
+  );
   expect(rows).toEqual([{ proconfig: ['plan_cache_mode=force_generic_plan'] }]);
 });

@@ -58,7 +58,9 @@ export const usageRepository = {
   async usage(db: DbClient, workspaceId: string, q: UsageQuery): Promise<UsageRow[]> {
     const column = (d: UsageDimension) => (q.groupBy.includes(d) ? DIMENSION_SQL[d] : Prisma.sql`NULL::text`);
     const groups = q.groupBy.map((d) => DIMENSION_SQL[d]);
-    const grouping = groups.length ? Prisma.sql`GROUP BY ${Prisma.join(groups)} ORDER BY ${Prisma.join(groups)}` : Prisma.empty;
+    const grouping = groups.length
+      ? Prisma.sql`GROUP BY ${Prisma.join(groups)} ORDER BY ${Prisma.join(groups)}`
+      : Prisma.empty;
     const charge = Prisma.sql`l.kind = 'charge'`;
     const rows = await db.$queryRaw<RawRow[]>`
       SELECT ${column('day')} AS day, ${column('model')} AS model, ${column('key')} AS key_id,

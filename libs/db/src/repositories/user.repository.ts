@@ -7,7 +7,12 @@ export const userRepository = {
   /** passwordHash is made by @gensvc/auth hashPassword; the password itself never reaches the database. */
   create(db: DbClient, input: { email: string; passwordHash: string; name?: string | null }) {
     return db.user.create({
-      data: { id: newId('usr'), email: input.email.toLowerCase(), passwordHash: input.passwordHash, name: input.name ?? null },
+      data: {
+        id: newId('usr'),
+        email: input.email.toLowerCase(),
+        passwordHash: input.passwordHash,
+        name: input.name ?? null,
+      },
     });
   },
 

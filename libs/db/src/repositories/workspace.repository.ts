@@ -52,7 +52,11 @@ export const workspaceRepository = {
   },
 
   /** Changes the given settings (never the balance: that moves through the ledger); null when there is no such workspace. */
-  async update(db: DbClient, id: string, patch: { name?: string; tier?: Tier; rpm?: number; uploadRpm?: number; retentionDays?: number | null }) {
+  async update(
+    db: DbClient,
+    id: string,
+    patch: { name?: string; tier?: Tier; rpm?: number; uploadRpm?: number; retentionDays?: number | null },
+  ) {
     const { count } = await db.workspace.updateMany({ where: { id }, data: patch });
     return count ? db.workspace.findUnique({ where: { id } }) : null;
   },

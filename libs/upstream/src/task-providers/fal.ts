@@ -11,8 +11,28 @@
 // ends (https://docs.fal.ai/model-endpoints/webhooks): an OK payload is the result, read as the response URL's.
 import { UpstreamFailure } from '../failover';
 import type { UpstreamClient } from '../upstream-http';
-import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
-import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
+import {
+  callFailure,
+  channelUrl,
+  isObject,
+  looksContentRejected,
+  oneLine,
+  providerCaller,
+  ratioOf,
+  sameOrigin,
+  submitFailure,
+} from './provider';
+import type {
+  JobCall,
+  JobState,
+  Obj,
+  ProviderAnswer,
+  ProviderInput,
+  ProviderOutput,
+  SubmitCall,
+  Submitted,
+  TaskProvider,
+} from './provider';
 
 /** fal's video models take only these aspect ratios; other sizes leave the model's default. */
 const VIDEO_ASPECTS = new Set(['16:9', '9:16', '1:1']);
@@ -72,7 +92,9 @@ function messageOf(answer: ProviderAnswer): string {
 /** The error types of a `detail` array (content_policy_violation, missing, ...). */
 function errorTypes(answer: ProviderAnswer): string[] {
   const detail = isObject(answer.body) ? answer.body.detail : undefined;
-  return Array.isArray(detail) ? (detail as ErrorItem[]).flatMap((d) => (typeof d?.type === 'string' ? [d.type] : [])) : [];
+  return Array.isArray(detail)
+    ? (detail as ErrorItem[]).flatMap((d) => (typeof d?.type === 'string' ? [d.type] : []))
+    : [];
 }
 
 const isContentPolicy = (answer: ProviderAnswer) =>
@@ -119,7 +141,8 @@ function resultOutputs(result: Obj): { outputs: ProviderOutput[]; flagged: numbe
 function resultState(result: Obj): JobState {
   const { outputs, flagged } = resultOutputs(result);
   if (outputs.length) return { state: 'succeeded', outputs };
-  if (flagged) return { state: 'failed', code: 'content_rejected', message: 'The output was flagged by the content checker.' };
+  if (flagged)
+    return { state: 'failed', code: 'content_rejected', message: 'The output was flagged by the content checker.' };
   return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
 }
 
@@ -142,23 +165,35 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
   const requestUrl = (job: JobCall, kind: 'status_url' | 'response_url' | 'cancel_url') => {
     const stored = job.urls?.[kind];
     if (stored) return stored;
-    const base = channelUrl(job.channel, `/${encodePath(appIdOf(job.urls?.model ?? ''))}/requests/${encodeURIComponent(job.upstreamId)}`);
+    const base = channelUrl(
+      job.channel,
+      `/${encodePath(appIdOf(job.urls?.model ?? ''))}/requests/${encodeURIComponent(job.upstreamId)}`,
+    );
     return kind === 'status_url' ? `${base}/status` : kind === 'cancel_url' ? `${base}/cancel` : base;
   };
 
   async function result(job: JobCall): Promise<JobState> {
-    const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'response_url'), signal: job.signal });
+    const answer = await call({
+      channel: job.channel,
+      method: 'GET',
+      url: requestUrl(job, 'response_url'),
+      signal: job.signal,
+    });
     if (answer.ok) {
-      if (!isObject(answer.body)) throw new UpstreamFailure('the result is not a JSON object', 'invalid_response', false);
+      if (!isObject(answer.body))
+        throw new UpstreamFailure('the result is not a JSON object', 'invalid_response', false);
       return resultState(answer.body);
     }
     const message = messageOf(answer);
-    const errorType = str(isObject(answer.body) ? answer.body.error_type : undefined) ?? str(answer.headers['x-fal-error-type']);
+    const errorType =
+      str(isObject(answer.body) ? answer.body.error_type : undefined) ?? str(answer.headers['x-fal-error-type']);
     if (answer.status === 499 || errorType === 'client_cancelled') return { state: 'canceled' };
-    if (answer.status === 422) return { state: 'failed', code: isContentPolicy(answer) ? 'content_rejected' : 'invalid_input', message };
+    if (answer.status === 422)
+      return { state: 'failed', code: isContentPolicy(answer) ? 'content_rejected' : 'invalid_input', message };
     // A model error carries fal's `detail`; a bare 5xx (a proxy in the way) says nothing about the request.
     const hasDetail = isObject(answer.body) && answer.body.detail !== undefined;
-    if (answer.status >= 500 && hasDetail) return { state: 'failed', code: isContentPolicy(answer) ? 'content_rejected' : 'upstream_error', message };
+    if (answer.status >= 500 && hasDetail)
+      return { state: 'failed', code: isContentPolicy(answer) ? 'content_rejected' : 'upstream_error', message };
     if (answer.status === 400 && /in progress/i.test(message)) return { state: 'running' };
     const failure = callFailure(answer.status, message);
     if (failure.failover) throw failure;
@@ -172,7 +207,13 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
         throw new UpstreamFailure(`"${upstreamModel}" is not a fal model id (owner/app[/path])`, 'status', true, 404);
       }
       const path = `/${encodePath(upstreamModel)}${webhookUrl !== undefined ? `?fal_webhook=${encodeURIComponent(webhookUrl)}` : ''}`;
-      const answer = await call({ channel, method: 'POST', url: channelUrl(channel, path), body: falInput(input), signal });
+      const answer = await call({
+        channel,
+        method: 'POST',
+        url: channelUrl(channel, path),
+        body: falInput(input),
+        signal,
+      });
       if (!answer.ok) throw submitFailure(answer.status, messageOf(answer), isContentPolicy(answer));
       const body = answer.body;
       if (!isObject(body) || typeof body.request_id !== 'string' || !body.request_id) {
@@ -191,7 +232,12 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
       // webhook instead of the status and then the result). A result read of a request still running answers 400
       // "in progress", read as running, so a stray hint costs nothing.
       if (job.ended) return result(job);
-      const answer = await call({ channel: job.channel, method: 'GET', url: requestUrl(job, 'status_url'), signal: job.signal });
+      const answer = await call({
+        channel: job.channel,
+        method: 'GET',
+        url: requestUrl(job, 'status_url'),
+        signal: job.signal,
+      });
       if (!answer.ok) throw callFailure(answer.status, messageOf(answer));
       const body = answer.body;
       if (!isObject(body)) throw new UpstreamFailure('the status is not a JSON object', 'invalid_response', false);
@@ -207,7 +253,11 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
           return { state: 'canceled' };
         case 'FAILED': {
           const message = oneLine(str(body.error) ?? 'The request failed.');
-          return { state: 'failed', code: looksContentRejected(message) ? 'content_rejected' : 'upstream_error', message };
+          return {
+            state: 'failed',
+            code: looksContentRejected(message) ? 'content_rejected' : 'upstream_error',
+            message,
+          };
         }
         default:
           throw new UpstreamFailure(`unknown queue status ${JSON.stringify(body.status)}`, 'invalid_response', false);
@@ -215,7 +265,12 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
     },
 
     async cancel(job: JobCall): Promise<void> {
-      const answer = await call({ channel: job.channel, method: 'PUT', url: requestUrl(job, 'cancel_url'), signal: job.signal });
+      const answer = await call({
+        channel: job.channel,
+        method: 'PUT',
+        url: requestUrl(job, 'cancel_url'),
+        signal: job.signal,
+      });
       if (answer.ok) return;
       const failure = callFailure(answer.status, messageOf(answer));
       // 400 ALREADY_COMPLETED, 404 NOT_FOUND: there is nothing left to stop.

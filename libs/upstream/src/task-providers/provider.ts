@@ -112,7 +112,12 @@ const TRANSIENT_STATUSES = new Set([401, 403, 408, 425, 429]);
 
 /** The failure of a non-2xx answer to a status or cancel call; `failover` is set when asking again may help. */
 export function callFailure(status: number, message: string): UpstreamFailure {
-  return new UpstreamFailure(`the provider answered ${status}: ${message}`, 'status', status >= 500 || TRANSIENT_STATUSES.has(status), status);
+  return new UpstreamFailure(
+    `the provider answered ${status}: ${message}`,
+    'status',
+    status >= 500 || TRANSIENT_STATUSES.has(status),
+    status,
+  );
 }
 
 /**
@@ -125,7 +130,8 @@ export function isTransient(e: unknown): boolean {
 }
 
 /** Text that marks a provider's failure as its content checker's (Replicate E005, "NSFW content detected", ...). */
-const CONTENT_REJECTION = /nsfw|sensitive|\bE005\b|content[ _-]?(?:policy|checker|moderation)|safety (?:checker|filter|system)/i;
+const CONTENT_REJECTION =
+  /nsfw|sensitive|\bE005\b|content[ _-]?(?:policy|checker|moderation)|safety (?:checker|filter|system)/i;
 export const looksContentRejected = (message: string) => CONTENT_REJECTION.test(message);
 
 /**
@@ -170,14 +176,30 @@ export interface ProviderRequest {
  */
 export function providerCaller(http: UpstreamClient, authorization: (secret: string) => string) {
   return async ({ channel, method, url, body, signal }: ProviderRequest): Promise<ProviderAnswer> => {
-    const headers: Record<string, string> = { accept: 'application/json', authorization: authorization(channel.secret) };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      authorization: authorization(channel.secret),
+    };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const answer = await http.exchange(
-      { baseUrl: url, method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: channel.timeoutMs, signal },
+      {
+        baseUrl: url,
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        timeoutMs: channel.timeoutMs,
+        signal,
+      },
       MAX_ANSWER_BYTES,
     );
     const text = answer.body.toString('utf8');
-    return { status: answer.status, ok: answer.status >= 200 && answer.status < 300, body: parseJson(text), text, headers: answer.headers };
+    return {
+      status: answer.status,
+      ok: answer.status >= 200 && answer.status < 300,
+      body: parseJson(text),
+      text,
+      headers: answer.headers,
+    };
   };
 }
 

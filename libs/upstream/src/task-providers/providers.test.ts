@@ -6,7 +6,13 @@ import { UpstreamFailure } from '../failover';
 import { UpstreamClient } from '../upstream-http';
 import { appIdOf, createFalProvider, falInput, falWebhookState } from './fal';
 import { JobRejected, isTransient, submitFailure, type ProviderChannel } from './provider';
-import { aspectRatio, createReplicateProvider, predictionState, replicateInput, replicateWebhookState } from './replicate';
+import {
+  aspectRatio,
+  createReplicateProvider,
+  predictionState,
+  replicateInput,
+  replicateWebhookState,
+} from './replicate';
 
 /** What the server answers next: JSON `body`, or raw `text`. */
 interface Canned {
@@ -38,7 +44,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    sent.push({ method: req.method ?? '', url: `${origin}${req.url}`, headers: req.headers, body: raw ? JSON.parse(raw) : undefined });
+    sent.push({
+      method: req.method ?? '',
+      url: `${origin}${req.url}`,
+      headers: req.headers,
+      body: raw ? JSON.parse(raw) : undefined,
+    });
     const a = pending.shift();
     if (!a) {
       unexpected.push(`${req.method} ${req.url}`);
@@ -80,10 +91,32 @@ describe('input mapping', () => {
   });
 
   it('maps a video request with a reference image for Replicate and fal', () => {
-    const input = { kind: 'video' as const, prompt: 'waves', width: 1280, height: 720, durationSeconds: 5, imageUrl: 'https://files.example/a.png' };
-    expect(replicateInput(input)).toEqual({ prompt: 'waves', width: 1280, height: 720, aspect_ratio: '16:9', duration: 5, image: 'https://files.example/a.png' });
-    expect(falInput(input)).toEqual({ prompt: 'waves', duration: '5', aspect_ratio: '16:9', image_url: 'https://files.example/a.png' });
-    expect(falInput({ kind: 'image', prompt: 'p', width: 640, height: 480 })).toEqual({ prompt: 'p', image_size: { width: 640, height: 480 } });
+    const input = {
+      kind: 'video' as const,
+      prompt: 'waves',
+      width: 1280,
+      height: 720,
+      durationSeconds: 5,
+      imageUrl: 'https://files.example/a.png',
+    };
+    expect(replicateInput(input)).toEqual({
+      prompt: 'waves',
+      width: 1280,
+      height: 720,
+      aspect_ratio: '16:9',
+      duration: 5,
+      image: 'https://files.example/a.png',
+    });
+    expect(falInput(input)).toEqual({
+      prompt: 'waves',
+      duration: '5',
+      aspect_ratio: '16:9',
+      image_url: 'https://files.example/a.png',
+    });
+    expect(falInput({ kind: 'image', prompt: 'p', width: 640, height: 480 })).toEqual({
+      prompt: 'p',
+      image_size: { width: 640, height: 480 },
+    });
   });
 
   it('finds fal app ids', () => {
@@ -108,7 +141,10 @@ describe('failure classes', () => {
   });
 
   it('a content refusal on submit is content_rejected', () => {
-    expect(submitFailure(422, 'flagged', true)).toMatchObject({ code: 'content_rejected', answer: { code: 'content_rejected', message: 'flagged' } });
+    expect(submitFailure(422, 'flagged', true)).toMatchObject({
+      code: 'content_rejected',
+      answer: { code: 'content_rejected', message: 'flagged' },
+    });
   });
 
   it('connection failures and 5xx are transient, a 404 is not', () => {
@@ -122,7 +158,14 @@ describe('failure classes', () => {
 describe('replicate', () => {
   it('keeps only links on the channel origin, and reads every status', async () => {
     const sent = answers(
-      { status: 201, body: { id: 'p1', status: 'starting', urls: { get: `${origin}/v1/predictions/p1`, cancel: 'https://evil.example/c' } } },
+      {
+        status: 201,
+        body: {
+          id: 'p1',
+          status: 'starting',
+          urls: { get: `${origin}/v1/predictions/p1`, cancel: 'https://evil.example/c' },
+        },
+      },
       { body: { status: 'processing' } },
       { body: { status: 'succeeded', output: ['https://cdn.example/a.png', 'https://cdn.example/b.png'] } },
       { body: { status: 'succeeded', output: null } },
@@ -130,7 +173,11 @@ describe('replicate', () => {
       { body: { status: 'canceled' } },
     );
     const replicate = createReplicateProvider(http);
-    const submitted = await replicate.submit({ channel, upstreamModel: 'black-forest-labs/flux-dev', input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
+    const submitted = await replicate.submit({
+      channel,
+      upstreamModel: 'black-forest-labs/flux-dev',
+      input: { kind: 'image', prompt: 'p', width: 512, height: 512 },
+    });
     expect(submitted).toEqual({ upstreamId: 'p1', urls: { get: `${origin}/v1/predictions/p1` } });
     expect(sent[0]).toMatchObject({
       method: 'POST',
@@ -141,8 +188,15 @@ describe('replicate', () => {
 
     const status = () => replicate.status(job(submitted.urls));
     expect(await status()).toEqual({ state: 'running' });
-    expect(await status()).toEqual({ state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png' }, { url: 'https://cdn.example/b.png' }] });
-    expect(await status()).toMatchObject({ state: 'failed', code: 'upstream_error', message: expect.stringMatching(/without an output/) });
+    expect(await status()).toEqual({
+      state: 'succeeded',
+      outputs: [{ url: 'https://cdn.example/a.png' }, { url: 'https://cdn.example/b.png' }],
+    });
+    expect(await status()).toMatchObject({
+      state: 'failed',
+      code: 'upstream_error',
+      message: expect.stringMatching(/without an output/),
+    });
     expect(await status()).toMatchObject({ state: 'failed', code: 'content_rejected' });
     expect(await status()).toEqual({ state: 'canceled' });
     expect(sent[1]).toMatchObject({ method: 'GET', url: `${origin}/v1/predictions/p1`, body: undefined });
@@ -152,9 +206,19 @@ describe('replicate', () => {
     const sent = answers({ status: 201, body: { id: 'p2' } });
     const replicate = createReplicateProvider(http);
     const version = `stability-ai/sdxl:${'a'.repeat(64)}`;
-    await replicate.submit({ channel, upstreamModel: version, input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
+    await replicate.submit({
+      channel,
+      upstreamModel: version,
+      input: { kind: 'image', prompt: 'p', width: 512, height: 512 },
+    });
     expect(sent[0]).toMatchObject({ url: `${origin}/base/v1/predictions`, body: { version } });
-    await expect(replicate.submit({ channel, upstreamModel: 'image-1', input: { kind: 'image', prompt: 'p', width: 1, height: 1 } })).rejects.toMatchObject({ failover: true });
+    await expect(
+      replicate.submit({
+        channel,
+        upstreamModel: 'image-1',
+        input: { kind: 'image', prompt: 'p', width: 1, height: 1 },
+      }),
+    ).rejects.toMatchObject({ failover: true });
   });
 
   it('treats a cancel of an unknown prediction as done and retries a 503', async () => {
@@ -181,9 +245,21 @@ describe('fal', () => {
   it('submits with the Key scheme and keeps the request URLs', async () => {
     const sent = answers({ body: { request_id: 'req-1', ...urls, status_url: 'https://elsewhere.example/s' } });
     const fal = createFalProvider(http);
-    const submitted = await fal.submit({ channel, upstreamModel: 'fal-ai/flux/dev', input: { kind: 'image', prompt: 'p', width: 512, height: 512 } });
-    expect(submitted).toEqual({ upstreamId: 'req-1', urls: { model: 'fal-ai/flux/dev', response_url: urls.response_url, cancel_url: urls.cancel_url } });
-    expect(sent[0]).toMatchObject({ method: 'POST', url: `${origin}/base/fal-ai/flux/dev`, headers: { authorization: 'Key s3cret' }, body: { prompt: 'p', image_size: { width: 512, height: 512 } } });
+    const submitted = await fal.submit({
+      channel,
+      upstreamModel: 'fal-ai/flux/dev',
+      input: { kind: 'image', prompt: 'p', width: 512, height: 512 },
+    });
+    expect(submitted).toEqual({
+      upstreamId: 'req-1',
+      urls: { model: 'fal-ai/flux/dev', response_url: urls.response_url, cancel_url: urls.cancel_url },
+    });
+    expect(sent[0]).toMatchObject({
+      method: 'POST',
+      url: `${origin}/base/fal-ai/flux/dev`,
+      headers: { authorization: 'Key s3cret' },
+      body: { prompt: 'p', image_size: { width: 512, height: 512 } },
+    });
   });
 
   it('builds the request URLs from the app id when none were kept', async () => {
@@ -193,13 +269,55 @@ describe('fal', () => {
   });
 
   it.each<[string, Canned, unknown]>([
-    ['images, dropping those flagged NSFW', { body: { images: [{ url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' }, { url: 'https://cdn.example/b.png' }], has_nsfw_concepts: [false, true] } }, { state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' }] }],
-    ['only flagged images', { body: { images: [{ url: 'https://cdn.example/a.png' }], has_nsfw_concepts: [true] } }, { state: 'failed', code: 'content_rejected', message: expect.any(String) }],
-    ['a video', { body: { video: { url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' } } }, { state: 'succeeded', outputs: [{ url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' }] }],
-    ['a validation error', { status: 422, body: { detail: [{ loc: ['body', 'prompt'], msg: 'Field required', type: 'missing' }] } }, { state: 'failed', code: 'invalid_input', message: 'prompt: Field required' }],
-    ['a content policy violation', { status: 422, body: { detail: [{ loc: ['body', 'prompt'], msg: 'flagged', type: 'content_policy_violation' }] } }, { state: 'failed', code: 'content_rejected', message: 'prompt: flagged' }],
-    ['a model error', { status: 500, body: { detail: [{ loc: ['body'], msg: 'boom', type: 'internal_server_error' }] } }, { state: 'failed', code: 'upstream_error', message: 'boom' }],
-    ['a cancel', { status: 499, body: { detail: 'Request was cancelled by the client', error_type: 'client_cancelled' } }, { state: 'canceled' }],
+    [
+      'images, dropping those flagged NSFW',
+      {
+        body: {
+          images: [
+            { url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' },
+            { url: 'https://cdn.example/b.png' },
+          ],
+          has_nsfw_concepts: [false, true],
+        },
+      },
+      {
+        state: 'succeeded',
+        outputs: [{ url: 'https://cdn.example/a.png', width: 8, height: 8, content_type: 'image/png' }],
+      },
+    ],
+    [
+      'only flagged images',
+      { body: { images: [{ url: 'https://cdn.example/a.png' }], has_nsfw_concepts: [true] } },
+      { state: 'failed', code: 'content_rejected', message: expect.any(String) },
+    ],
+    [
+      'a video',
+      { body: { video: { url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' } } },
+      { state: 'succeeded', outputs: [{ url: 'https://cdn.example/v.mp4', content_type: 'video/mp4' }] },
+    ],
+    [
+      'a validation error',
+      { status: 422, body: { detail: [{ loc: ['body', 'prompt'], msg: 'Field required', type: 'missing' }] } },
+      { state: 'failed', code: 'invalid_input', message: 'prompt: Field required' },
+    ],
+    [
+      'a content policy violation',
+      {
+        status: 422,
+        body: { detail: [{ loc: ['body', 'prompt'], msg: 'flagged', type: 'content_policy_violation' }] },
+      },
+      { state: 'failed', code: 'content_rejected', message: 'prompt: flagged' },
+    ],
+    [
+      'a model error',
+      { status: 500, body: { detail: [{ loc: ['body'], msg: 'boom', type: 'internal_server_error' }] } },
+      { state: 'failed', code: 'upstream_error', message: 'boom' },
+    ],
+    [
+      'a cancel',
+      { status: 499, body: { detail: 'Request was cancelled by the client', error_type: 'client_cancelled' } },
+      { state: 'canceled' },
+    ],
   ])('reads a result with %s', async (_what, result, expected) => {
     const sent = answers(completed, result);
     expect(await createFalProvider(http).status(job(urls))).toEqual(expected);
@@ -209,7 +327,10 @@ describe('fal', () => {
   it('reads the result alone when the webhook said the request ended, and a request still running as running', async () => {
     const images = { body: { images: [{ url: 'https://cdn.example/a.png' }] } };
     const sent = answers(images);
-    expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({ state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png' }] });
+    expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({
+      state: 'succeeded',
+      outputs: [{ url: 'https://cdn.example/a.png' }],
+    });
     expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${urls.response_url}`]);
     answers({ status: 400, body: { detail: 'Request is still in progress' } });
     expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({ state: 'running' });
@@ -217,7 +338,9 @@ describe('fal', () => {
 
   it('says a bare 502 on the result is worth asking again', async () => {
     answers(completed, { status: 502, text: '<html>bad gateway</html>' });
-    const error = await createFalProvider(http).status(job(urls)).catch((e: unknown) => e);
+    const error = await createFalProvider(http)
+      .status(job(urls))
+      .catch((e: unknown) => e);
     expect(isTransient(error)).toBe(true);
   });
 
@@ -232,29 +355,63 @@ describe('webhook bodies, read by the parsers of the status answers', () => {
   it('Replicate: the prediction a webhook carries reads as its GET would', () => {
     const done = { id: 'p1', status: 'succeeded', output: ['https://cdn.example/a.png', 'https://cdn.example/b.png'] };
     expect(replicateWebhookState(done)).toEqual(predictionState(done));
-    expect(replicateWebhookState(done)).toEqual({ state: 'succeeded', outputs: [{ url: 'https://cdn.example/a.png' }, { url: 'https://cdn.example/b.png' }] });
-    expect(replicateWebhookState({ id: 'p1', status: 'succeeded', output: null })).toMatchObject({ state: 'failed', code: 'upstream_error' });
-    expect(replicateWebhookState({ id: 'p1', status: 'failed', error: 'NSFW content detected' })).toMatchObject({ state: 'failed', code: 'content_rejected' });
+    expect(replicateWebhookState(done)).toEqual({
+      state: 'succeeded',
+      outputs: [{ url: 'https://cdn.example/a.png' }, { url: 'https://cdn.example/b.png' }],
+    });
+    expect(replicateWebhookState({ id: 'p1', status: 'succeeded', output: null })).toMatchObject({
+      state: 'failed',
+      code: 'upstream_error',
+    });
+    expect(replicateWebhookState({ id: 'p1', status: 'failed', error: 'NSFW content detected' })).toMatchObject({
+      state: 'failed',
+      code: 'content_rejected',
+    });
     expect(replicateWebhookState({ id: 'p1', status: 'canceled' })).toEqual({ state: 'canceled' });
     // Not a prediction we can read: nothing, rather than a throw.
     expect(replicateWebhookState({ id: 'p1', status: 'exploded' })).toBeNull();
     expect(replicateWebhookState('succeeded')).toBeNull();
   });
 
-  it('fal: an OK payload is the result, read as the response URL\'s; ERROR, payload_error and another request\'s body are not', () => {
-    const payload = { images: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }], has_nsfw_concepts: [false] };
-    expect(falWebhookState({ request_id: 'req-1', gateway_request_id: 'req-1', status: 'OK', payload }, 'req-1')).toEqual({
+  it("fal: an OK payload is the result, read as the response URL's; ERROR, payload_error and another request's body are not", () => {
+    const payload = {
+      images: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }],
+      has_nsfw_concepts: [false],
+    };
+    expect(
+      falWebhookState({ request_id: 'req-1', gateway_request_id: 'req-1', status: 'OK', payload }, 'req-1'),
+    ).toEqual({
       state: 'succeeded',
       outputs: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }],
     });
     // A flagged image is a placeholder, as on the result endpoint.
-    expect(falWebhookState({ request_id: 'req-1', status: 'OK', payload: { ...payload, has_nsfw_concepts: [true] } }, 'req-1')).toMatchObject({ state: 'failed', code: 'content_rejected' });
+    expect(
+      falWebhookState(
+        { request_id: 'req-1', status: 'OK', payload: { ...payload, has_nsfw_concepts: [true] } },
+        'req-1',
+      ),
+    ).toMatchObject({ state: 'failed', code: 'content_rejected' });
     // The body of another request than the signed one.
     expect(falWebhookState({ request_id: 'req-2', status: 'OK', payload }, 'req-1')).toBeNull();
     // A payload fal could not send.
-    expect(falWebhookState({ request_id: 'req-1', status: 'OK', payload: null, payload_error: 'Response payload is too large' }, 'req-1')).toBeNull();
+    expect(
+      falWebhookState(
+        { request_id: 'req-1', status: 'OK', payload: null, payload_error: 'Response payload is too large' },
+        'req-1',
+      ),
+    ).toBeNull();
     // A failure: read from the result endpoint, whose status code and error type tell a refusal from a failure.
-    expect(falWebhookState({ request_id: 'req-1', status: 'ERROR', error: 'Invalid status code: 422', payload: { detail: [{ msg: 'no', type: 'content_policy_violation' }] } }, 'req-1')).toBeNull();
+    expect(
+      falWebhookState(
+        {
+          request_id: 'req-1',
+          status: 'ERROR',
+          error: 'Invalid status code: 422',
+          payload: { detail: [{ msg: 'no', type: 'content_policy_violation' }] },
+        },
+        'req-1',
+      ),
+    ).toBeNull();
     expect(falWebhookState(null, 'req-1')).toBeNull();
   });
 });

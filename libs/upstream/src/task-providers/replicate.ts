@@ -9,8 +9,28 @@
 // prediction ends carries the prediction itself (the GET's object), read by the same predictionState.
 import { UpstreamFailure } from '../failover';
 import type { UpstreamClient } from '../upstream-http';
-import { callFailure, channelUrl, isObject, looksContentRejected, oneLine, providerCaller, ratioOf, sameOrigin, submitFailure } from './provider';
-import type { JobCall, JobState, Obj, ProviderAnswer, ProviderInput, ProviderOutput, SubmitCall, Submitted, TaskProvider } from './provider';
+import {
+  callFailure,
+  channelUrl,
+  isObject,
+  looksContentRejected,
+  oneLine,
+  providerCaller,
+  ratioOf,
+  sameOrigin,
+  submitFailure,
+} from './provider';
+import type {
+  JobCall,
+  JobState,
+  Obj,
+  ProviderAnswer,
+  ProviderInput,
+  ProviderOutput,
+  SubmitCall,
+  Submitted,
+  TaskProvider,
+} from './provider';
 
 /** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
 const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);
@@ -60,19 +80,34 @@ const isUrl = (u: string) => /^https?:\/\//i.test(u);
  * same object, sent when the prediction ends). Throws an UpstreamFailure when it is not a prediction we can read.
  */
 export function predictionState(prediction: unknown): JobState {
-  if (!isObject(prediction)) throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
+  if (!isObject(prediction))
+    throw new UpstreamFailure('the prediction is not a JSON object', 'invalid_response', false);
   switch (prediction.status) {
     case 'starting':
     case 'processing':
       return { state: 'running' };
     case 'succeeded': {
-      const outputs: ProviderOutput[] = outputUrls(prediction.output).filter(isUrl).map((url) => ({ url }));
-      if (outputs.length === 0) return { state: 'failed', code: 'upstream_error', message: 'The provider reported success without an output file.' };
+      const outputs: ProviderOutput[] = outputUrls(prediction.output)
+        .filter(isUrl)
+        .map((url) => ({ url }));
+      if (outputs.length === 0)
+        return {
+          state: 'failed',
+          code: 'upstream_error',
+          message: 'The provider reported success without an output file.',
+        };
       return { state: 'succeeded', outputs };
     }
     case 'failed': {
-      const error = typeof prediction.error === 'string' && prediction.error.trim() ? oneLine(prediction.error) : 'The prediction failed.';
-      return { state: 'failed', code: looksContentRejected(error) ? 'content_rejected' : 'upstream_error', message: error };
+      const error =
+        typeof prediction.error === 'string' && prediction.error.trim()
+          ? oneLine(prediction.error)
+          : 'The prediction failed.';
+      return {
+        state: 'failed',
+        code: looksContentRejected(error) ? 'content_rejected' : 'upstream_error',
+        message: error,
+      };
     }
     case 'canceled':
       return { state: 'canceled' };
@@ -80,7 +115,11 @@ export function predictionState(prediction: unknown): JobState {
       // Replicate ended it before it ran (its own deadline, or capacity).
       return { state: 'failed', code: 'upstream_error', message: 'The provider aborted the prediction before it ran.' };
     default:
-      throw new UpstreamFailure(`unknown prediction status ${JSON.stringify(prediction.status)}`, 'invalid_response', false);
+      throw new UpstreamFailure(
+        `unknown prediction status ${JSON.stringify(prediction.status)}`,
+        'invalid_response',
+        false,
+      );
   }
 }
 
@@ -106,11 +145,20 @@ export function createReplicateProvider(http: UpstreamClient): TaskProvider {
         throw new UpstreamFailure(`"${upstreamModel}" is not a Replicate model (owner/name)`, 'status', true, 404);
       }
       // A webhook when the prediction ends (its one "completed" event), signed with the account's secret.
-      const body = { input: replicateInput(input), ...(webhookUrl !== undefined && { webhook: webhookUrl, webhook_events_filter: ['completed'] }) };
+      const body = {
+        input: replicateInput(input),
+        ...(webhookUrl !== undefined && { webhook: webhookUrl, webhook_events_filter: ['completed'] }),
+      };
       const url = version
         ? channelUrl(channel, '/v1/predictions')
         : channelUrl(channel, `/v1/models/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/predictions`);
-      const answer = await call({ channel, method: 'POST', url, body: version ? { version: upstreamModel, ...body } : body, signal });
+      const answer = await call({
+        channel,
+        method: 'POST',
+        url,
+        body: version ? { version: upstreamModel, ...body } : body,
+        signal,
+      });
       if (!answer.ok) {
         const message = messageOf(answer);
         throw submitFailure(answer.status, message, looksContentRejected(message));

@@ -2,7 +2,14 @@
 // find it: the task-runner's poll (services/task-runner task-poll.ts, from the provider's status answer) and the
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
-import { TASK_OPERATIONS, isTaskOperation, pendingOutputEntry, type GenerationInput, type OutputKind, type TaskOutputEntry } from '@gensvc/contracts';
+import {
+  TASK_OPERATIONS,
+  isTaskOperation,
+  pendingOutputEntry,
+  type GenerationInput,
+  type OutputKind,
+  type TaskOutputEntry,
+} from '@gensvc/contracts';
 import { taskRepository, type Db, type TaskRow, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import { scheduleArchives, taskJobRef, type Queues } from '@gensvc/queue';
@@ -57,7 +64,12 @@ export interface WebhookJob {
  * already, or ended, or moved on meanwhile): the webhook is dealt with. 'not_this': not this job's task, or one still
  * submitting.
  */
-export async function recordWebhookResult(deps: WebhookResultDeps, job: WebhookJob, outputs: ProviderOutput[], log: Logger): Promise<'recorded' | 'done' | 'not_this'> {
+export async function recordWebhookResult(
+  deps: WebhookResultDeps,
+  job: WebhookJob,
+  outputs: ProviderOutput[],
+  log: Logger,
+): Promise<'recorded' | 'done' | 'not_this'> {
   const byKind: Partial<Record<OutputKind, TaskOutputEntry[]>> = { image: entriesOf('image', outputs) };
   if (outputs.every((o) => o.duration !== undefined)) byKind.video = entriesOf('video', outputs);
   const input = {

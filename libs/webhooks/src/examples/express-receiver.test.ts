@@ -70,7 +70,10 @@ it('refuses a bad signature, a wrong secret and a stale timestamp with 400 and d
   const cases: Array<[Record<string, string>, string]> = [
     [{ ...headers, 'SVC-Signature': flipped }, 'no_matching_signature'],
     [signed(body, 1, [newCallbackSecret()]), 'no_matching_signature'],
-    [{ ...headers, 'SVC-Signature': signatureHeader(body, [secret], Math.floor(Date.now() / 1000) - 301) }, 'timestamp_outside_tolerance'],
+    [
+      { ...headers, 'SVC-Signature': signatureHeader(body, [secret], Math.floor(Date.now() / 1000) - 301) },
+      'timestamp_outside_tolerance',
+    ],
     [{ 'SVC-Task-Id': envelope.task_id }, 'missing_header'],
     [{ ...headers, 'SVC-Signature': 'v1=abc' }, 'malformed_header'],
   ];
@@ -131,16 +134,26 @@ it('starts standalone on PORT with SVC_CALLBACK_SECRET', async () => {
   const port = await freePort();
   // The build (scripts/build.mjs) puts the compiled example beside the package's other outputs.
   const script = join(__dirname, '../../dist/examples/express-receiver.js');
-  const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH ?? '', PORT: String(port), SVC_CALLBACK_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), SVC_CALLBACK_SECRET: secret },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   const exited = new Promise((r) => child.once('exit', r));
   try {
     const target = `http://127.0.0.1:${port}${CALLBACK_PATH}`;
-    await eventually(async () => (await deliver(body, signed(body), target).catch(() => null))?.status === 200, `the receiver on ${port}\n${output}`, 10_000);
+    await eventually(
+      async () => (await deliver(body, signed(body), target).catch(() => null))?.status === 200,
+      `the receiver on ${port}\n${output}`,
+      10_000,
+    );
     expect((await deliver(body, signed(body, 1, [newCallbackSecret()]), target)).status).toBe(400);
-    await eventually(() => output.includes(`task ${envelope.task_id} completed ${envelope.output!.url}`), 'the handled task in the output');
+    await eventually(
+      () => output.includes(`task ${envelope.task_id} completed ${envelope.output!.url}`),
+      'the handled task in the output',
+    );
   } finally {
     child.kill('SIGTERM');
     await exited;

@@ -1,4 +1,10 @@
-import { ChannelKind, type ChannelModel, channelRepository, isUniqueViolation, type UpdateChannelInput } from '@gensvc/db';
+import {
+  ChannelKind,
+  type ChannelModel,
+  channelRepository,
+  isUniqueViolation,
+  type UpdateChannelInput,
+} from '@gensvc/db';
 import { readBreakerStates, upstreamModelOf, type SharedCircuit } from '@gensvc/upstream';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
@@ -33,20 +39,29 @@ const settingFlags = (defaults: boolean) => [
   { name: 'secret', value: 'SECRET', help: 'credential sent to the provider (never printed)' },
   { name: 'evaluate-path', value: 'PATH', help: `path of the evaluate call${defaults ? ' (default /evaluate)' : ''}` },
   { name: 'priority', value: 'N', help: `higher is tried first${defaults ? ' (default 0)' : ''}` },
-  { name: 'weight', value: 'N', help: `share among channels of equal priority (0: never chosen${defaults ? '; default 1' : ''})` },
+  {
+    name: 'weight',
+    value: 'N',
+    help: `share among channels of equal priority (0: never chosen${defaults ? '; default 1' : ''})`,
+  },
   { name: 'timeout-ms', value: 'MS', help: `upstream call timeout${defaults ? ' (default 30000)' : ''}` },
 ];
 
 const settings = {
   secret: z.string().min(1, 'must not be empty').optional(),
-  'evaluate-path': z.string().regex(/^\/[^\s?#]*$/, 'must be a path starting with "/"').optional(),
+  'evaluate-path': z
+    .string()
+    .regex(/^\/[^\s?#]*$/, 'must be a path starting with "/"')
+    .optional(),
   priority: integer(-1000, 1000).optional(),
   weight: integer(0, 1000).optional(),
   'timeout-ms': integer(1, 600_000).optional(),
 };
 
 /** The given settings flags as the repository's fields (absent flags leave the field out). */
-function settingsOf(input: { 'base-url'?: string } & { [K in keyof typeof settings]?: z.output<(typeof settings)[K]> }): UpdateChannelInput {
+function settingsOf(
+  input: { 'base-url'?: string } & { [K in keyof typeof settings]?: z.output<(typeof settings)[K]> },
+): UpdateChannelInput {
   return {
     ...(input['base-url'] !== undefined && { baseUrl: input['base-url'] }),
     ...(input.secret !== undefined && { secret: input.secret }),
@@ -69,7 +84,9 @@ const add: Command = {
   prepare(flags) {
     const input = flagValues(
       z.object({
-        name: z.string().regex(CHANNEL_NAME, 'must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
+        name: z
+          .string()
+          .regex(CHANNEL_NAME, 'must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
         kind: choice(ChannelKind),
         'base-url': httpUrl,
         ...settings,
@@ -109,13 +126,32 @@ const list: Command = {
   prepare() {
     return async (deps) => {
       const channels = await channelRepository.list(deps.db);
-      const states = await circuits(deps, channels.map((c) => c.id));
+      const states = await circuits(
+        deps,
+        channels.map((c) => c.id),
+      );
       const data = channels.map((c) => {
         const circuit = states?.get(c.id);
-        return { ...channelView(c), circuit: circuit?.state ?? 'unknown', circuit_failures: circuit?.failures ?? null, circuit_opened_at: circuit?.opened_at ?? null };
+        return {
+          ...channelView(c),
+          circuit: circuit?.state ?? 'unknown',
+          circuit_failures: circuit?.failures ?? null,
+          circuit_opened_at: circuit?.opened_at ?? null,
+        };
       });
       deps.out.result({ object: 'list', data }, () =>
-        table(data, ['id', 'name', 'kind', 'base_url', 'has_secret', 'priority', 'weight', 'timeout_ms', 'enabled', 'circuit']),
+        table(data, [
+          'id',
+          'name',
+          'kind',
+          'base_url',
+          'has_secret',
+          'priority',
+          'weight',
+          'timeout_ms',
+          'enabled',
+          'circuit',
+        ]),
       );
     };
   },
@@ -129,12 +165,14 @@ const whichFlags = [
 
 function which(flags: Record<string, string | true>, command: Command): { id: string } | { name: string } {
   const input = flagValues(z.object({ id: text().optional(), name: text().optional() }), flags, command);
-  if ((input.id === undefined) === (input.name === undefined)) throw new UsageError('Give exactly one of --id and --name.', command);
+  if ((input.id === undefined) === (input.name === undefined))
+    throw new UsageError('Give exactly one of --id and --name.', command);
   return input.id !== undefined ? { id: input.id } : { name: input.name! };
 }
 
 async function findChannel(deps: Deps, ref: { id: string } | { name: string }) {
-  const channel = 'id' in ref ? await channelRepository.get(deps.db, ref.id) : await channelRepository.findByName(deps.db, ref.name);
+  const channel =
+    'id' in ref ? await channelRepository.get(deps.db, ref.id) : await channelRepository.findByName(deps.db, ref.name);
   if (!channel) throw notFound('channel', 'id' in ref ? ref.id : ref.name);
   return channel;
 }
@@ -151,12 +189,24 @@ async function applyUpdate(deps: Deps, ref: { id: string } | { name: string }, p
 const update: Command = {
   words: ['channel', 'update'],
   summary: "Change a channel's address, credential, routing weights or timeout; every replica uses it at once.",
-  flags: [...whichFlags, { name: 'base-url', value: 'URL', help: 'http(s) base URL of the provider' }, ...settingFlags(false)],
+  flags: [
+    ...whichFlags,
+    { name: 'base-url', value: 'URL', help: 'http(s) base URL of the provider' },
+    ...settingFlags(false),
+  ],
   prepare(flags) {
     const ref = which(flags, update);
-    const input = flagValues(z.object({ id: z.string().optional(), name: z.string().optional(), 'base-url': httpUrl.optional(), ...settings }), flags, update);
+    const input = flagValues(
+      z.object({ id: z.string().optional(), name: z.string().optional(), 'base-url': httpUrl.optional(), ...settings }),
+      flags,
+      update,
+    );
     const patch = settingsOf(input);
-    if (Object.keys(patch).length === 0) throw new UsageError('Nothing to change: give at least one of --base-url, --secret, --evaluate-path, --priority, --weight, --timeout-ms.', update);
+    if (Object.keys(patch).length === 0)
+      throw new UsageError(
+        'Nothing to change: give at least one of --base-url, --secret, --evaluate-path, --priority, --weight, --timeout-ms.',
+        update,
+      );
     return (deps) => applyUpdate(deps, ref, patch);
   },
 };
@@ -178,7 +228,8 @@ const switchCommand = (enabled: boolean): Command => {
 
 const remove: Command = {
   words: ['channel', 'remove'],
-  summary: 'Remove a channel and its model routes (refused while generation tasks submitted to it are in flight: disable it first).',
+  summary:
+    'Remove a channel and its model routes (refused while generation tasks submitted to it are in flight: disable it first).',
   flags: whichFlags,
   prepare(flags) {
     const ref = which(flags, remove);
@@ -187,7 +238,10 @@ const remove: Command = {
       const removed = await channelRepository.remove(deps.db, channel.id);
       if (!removed.ok && removed.reason === 'not_found') throw notFound('channel', channel.id);
       if (!removed.ok && removed.reason === 'in_use') {
-        throw conflict('channel_in_use', `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; disable the channel and remove it once they finish.`);
+        throw conflict(
+          'channel_in_use',
+          `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; disable the channel and remove it once they finish.`,
+        );
       }
       await announceCatalogChange(deps, { channel: channel.id });
       const view = { id: channel.id, name: channel.name, object: 'channel', deleted: true };
@@ -198,10 +252,15 @@ const remove: Command = {
 
 const test: Command = {
   words: ['channel', 'test'],
-  summary: "Make one real call through a channel with its credential; print the status and latency (exit 1 unless 2xx).",
+  summary:
+    'Make one real call through a channel with its credential; print the status and latency (exit 1 unless 2xx).',
   flags: [
     { name: 'name', value: 'NAME', required: true, help: 'channel name' },
-    { name: 'model', value: 'UPSTREAM_MODEL', help: "the provider's model name for an evaluate channel's test call (default: the first model routed to it)" },
+    {
+      name: 'model',
+      value: 'UPSTREAM_MODEL',
+      help: "the provider's model name for an evaluate channel's test call (default: the first model routed to it)",
+    },
   ],
   prepare(flags) {
     const input = flagValues(z.object({ name: text(), model: text().optional() }), flags, test);

@@ -1,6 +1,14 @@
 import { isScope, newApiKey, SCOPES } from '@gensvc/auth';
 import { publishKeyInvalidations } from '@gensvc/queue';
-import { apiKeyRepository, MODEL_ID, modelRepository, toAmount, userRepository, workspaceRepository, type ApiKeyModel } from '@gensvc/db';
+import {
+  apiKeyRepository,
+  MODEL_ID,
+  modelRepository,
+  toAmount,
+  userRepository,
+  workspaceRepository,
+  type ApiKeyModel,
+} from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
@@ -40,7 +48,10 @@ function withSecret(k: ApiKeyModel, secret: string) {
 }
 
 /** `all`, or model ids (`<provider>/<model>`): the key's allow-list, empty for all. */
-const models = z.union([z.literal('all').transform(() => [] as string[]), list.pipe(z.array(z.string().regex(MODEL_ID, 'must be model ids, <provider>/<model>')).max(500))]);
+const models = z.union([
+  z.literal('all').transform(() => [] as string[]),
+  list.pipe(z.array(z.string().regex(MODEL_ID, 'must be model ids, <provider>/<model>')).max(500)),
+]);
 /** The key's own paid calls per minute, or `none`. */
 const keyRpm = z.union([z.literal('none').transform(() => null), integer(1, 1_000_000)]);
 
@@ -52,7 +63,8 @@ async function checkModels(db: Deps['db'], ids: readonly string[] | undefined) {
 
 const scopes = list.superRefine((items, ctx) => {
   const unknown = items.filter((s) => !isScope(s));
-  if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown scope ${unknown.join(', ')} (known: ${SCOPES.join(', ')})` });
+  if (unknown.length)
+    ctx.addIssue({ code: 'custom', message: `unknown scope ${unknown.join(', ')} (known: ${SCOPES.join(', ')})` });
 });
 
 /**
@@ -62,7 +74,9 @@ const scopes = list.superRefine((items, ctx) => {
 export async function invalidate({ redis, queuePrefix, out }: Deps, keyId: string) {
   if (!redis) return;
   await publishKeyInvalidations(redis, queuePrefix, [keyId], (e) =>
-    out.note(`warning: could not publish the invalidation of ${keyId} on Redis (${e.message}); edges drop their cached look-up when it expires.`),
+    out.note(
+      `warning: could not publish the invalidation of ${keyId} on Redis (${e.message}); edges drop their cached look-up when it expires.`,
+    ),
   );
 }
 
@@ -138,7 +152,19 @@ const listKeys: Command = {
       if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
       const data = (await apiKeyRepository.listForWorkspace(db, input.workspace)).map(keyView);
       out.result({ object: 'list', data }, () =>
-        table(data, ['id', 'prefix', 'name', 'scopes', 'spend_cap', 'spent', 'models', 'rpm', 'expires_at', 'revoked_at', 'last_used_at']),
+        table(data, [
+          'id',
+          'prefix',
+          'name',
+          'scopes',
+          'spend_cap',
+          'spent',
+          'models',
+          'rpm',
+          'expires_at',
+          'revoked_at',
+          'last_used_at',
+        ]),
       );
     };
   },
@@ -165,17 +191,30 @@ const rotate: Command = {
   summary: 'Give an API key a new secret; the old one keeps working for the grace period.',
   flags: [
     { name: 'id', value: 'KEY_ID', required: true, help: 'key id (key_...)' },
-    { name: 'grace', value: 'DURATION', help: `how long the old secret keeps working (default ${DEFAULT_GRACE}; 0 ends it at once)` },
+    {
+      name: 'grace',
+      value: 'DURATION',
+      help: `how long the old secret keeps working (default ${DEFAULT_GRACE}; 0 ends it at once)`,
+    },
   ],
   prepare(flags) {
-    const input = flagValues(z.object({ id: text(), grace: duration({ allowZero: true }).prefault(DEFAULT_GRACE) }), flags, rotate);
+    const input = flagValues(
+      z.object({ id: text(), grace: duration({ allowZero: true }).prefault(DEFAULT_GRACE) }),
+      flags,
+      rotate,
+    );
     return async (deps) => {
       const { db, out } = deps;
       const existing = await apiKeyRepository.get(db, input.id);
       if (!existing) throw notFound('key', input.id);
       if (existing.revokedAt) throw conflict('key_revoked', `Key ${input.id} is revoked and cannot be rotated.`);
       const secret = newApiKey();
-      const key = await apiKeyRepository.rotate(db, input.id, { prefix: secret.prefix, hash: secret.hash }, input.grace);
+      const key = await apiKeyRepository.rotate(
+        db,
+        input.id,
+        { prefix: secret.prefix, hash: secret.hash },
+        input.grace,
+      );
       // Revoked between the check and the update.
       if (!key) throw conflict('key_revoked', `Key ${input.id} is revoked and cannot be rotated.`);
       await invalidate(deps, key.id);
@@ -188,7 +227,7 @@ const rotate: Command = {
 
 const limit: Command = {
   words: ['key', 'limit'],
-  summary: "Change the models an API key may use and its own rpm (every edge drops its cached look-up).",
+  summary: 'Change the models an API key may use and its own rpm (every edge drops its cached look-up).',
   flags: [
     { name: 'id', value: 'KEY_ID', required: true, help: 'key id (key_...)' },
     { name: 'models', value: 'a/b,c/d|all', help: 'the only models the key may use, or all' },
@@ -196,7 +235,8 @@ const limit: Command = {
   ],
   prepare(flags) {
     const input = flagValues(z.object({ id: text(), models: models.optional(), rpm: keyRpm.optional() }), flags, limit);
-    if (input.models === undefined && input.rpm === undefined) throw new UsageError('Nothing to change: give --models, --rpm or both.', limit);
+    if (input.models === undefined && input.rpm === undefined)
+      throw new UsageError('Nothing to change: give --models, --rpm or both.', limit);
     return async (deps) => {
       await checkModels(deps.db, input.models);
       const key = await apiKeyRepository.setLimits(deps.db, input.id, {

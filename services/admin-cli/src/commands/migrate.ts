@@ -9,7 +9,9 @@ const migrateCommand: Command = {
     return async ({ databaseUrl, out }) => {
       // The migrator takes a Postgres advisory lock: concurrent runs (a Job and a compose one-shot) are safe.
       const { applied } = await migrate(databaseUrl);
-      out.result({ applied }, () => (applied.length ? `applied:\n${applied.map((m) => `  ${m}`).join('\n')}` : 'The database is up to date.'));
+      out.result({ applied }, () =>
+        applied.length ? `applied:\n${applied.map((m) => `  ${m}`).join('\n')}` : 'The database is up to date.',
+      );
     };
   },
 };

@@ -1,4 +1,14 @@
-import { channelRepository, isUniqueViolation, MODEL_ID, ModelKind, type ModelModel, modelRepository, toAmount, type UpdateModelInput, withTx } from '@gensvc/db';
+import {
+  channelRepository,
+  isUniqueViolation,
+  MODEL_ID,
+  ModelKind,
+  type ModelModel,
+  modelRepository,
+  toAmount,
+  type UpdateModelInput,
+  withTx,
+} from '@gensvc/db';
 import { z } from 'zod';
 import { flagValues, UsageError } from '../args';
 import { announceCatalogChange } from '../catalog-changes';
@@ -33,7 +43,11 @@ const add: Command = {
     { name: 'output-price', value: 'USD', help: 'price per million output tokens' },
     { name: 'unit-price', value: 'USD', help: 'price per generated image or second of video' },
     { name: 'input-only', help: 'charge input tokens only' },
-    { name: 'max-output-tokens', value: 'N', help: 'upper bound on output tokens reserved before a call (default 4096)' },
+    {
+      name: 'max-output-tokens',
+      value: 'N',
+      help: 'upper bound on output tokens reserved before a call (default 4096)',
+    },
     { name: 'channels', value: 'name1,name2', required: true, help: 'channels that serve the model' },
   ],
   prepare(flags) {
@@ -88,7 +102,12 @@ const listModels: Command = {
     return async ({ db, out }) => {
       const [models, channels] = await Promise.all([modelRepository.list(db), channelRepository.list(db)]);
       const names = new Map(channels.map((c) => [c.id, c.name]));
-      const data = models.map((m) => modelView(m, m.routes.map((r) => names.get(r.channelId) ?? r.channelId)));
+      const data = models.map((m) =>
+        modelView(
+          m,
+          m.routes.map((r) => names.get(r.channelId) ?? r.channelId),
+        ),
+      );
       out.result({ object: 'list', data }, () =>
         table(data, ['id', 'kind', 'input_price', 'output_price', 'unit_price', 'input_only', 'channels', 'enabled']),
       );
@@ -100,7 +119,8 @@ const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).trans
 
 const update: Command = {
   words: ['model', 'update'],
-  summary: "Change a model's prices, channels or availability; every replica uses it at once (--enabled false: refused everywhere within a second).",
+  summary:
+    "Change a model's prices, channels or availability; every replica uses it at once (--enabled false: refused everywhere within a second).",
   flags: [
     { name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'model id' },
     { name: 'input-price', value: 'USD', help: 'price per million input tokens' },
@@ -122,7 +142,11 @@ const update: Command = {
       flags,
       update,
     );
-    if (Object.keys(input).length === 1) throw new UsageError('Nothing to change: give at least one of --input-price, --output-price, --unit-price, --channels, --enabled.', update);
+    if (Object.keys(input).length === 1)
+      throw new UsageError(
+        'Nothing to change: give at least one of --input-price, --output-price, --unit-price, --channels, --enabled.',
+        update,
+      );
     return async (deps) => {
       const { db, out } = deps;
       const model = await withTx(db, async (tx) => {
@@ -146,7 +170,10 @@ const update: Command = {
       if (!model) throw notFound('model', input.id);
       await announceCatalogChange(deps, { model: model.id });
       const names = new Map((await channelRepository.list(db)).map((c) => [c.id, c.name]));
-      const view = modelView(model, model.routes.map((r) => names.get(r.channelId) ?? r.channelId));
+      const view = modelView(
+        model,
+        model.routes.map((r) => names.get(r.channelId) ?? r.channelId),
+      );
       out.result(view, () => fields(view));
     };
   },
@@ -162,7 +189,10 @@ const remove: Command = {
       const removed = await modelRepository.remove(deps.db, input.id);
       if (!removed.ok && removed.reason === 'not_found') throw notFound('model', input.id);
       if (!removed.ok && removed.reason === 'in_use') {
-        throw conflict('model_in_use', `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`);
+        throw conflict(
+          'model_in_use',
+          `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`,
+        );
       }
       await announceCatalogChange(deps, { model: input.id });
       const view = { id: input.id, object: 'model', deleted: true };

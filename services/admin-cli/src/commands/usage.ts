@@ -91,7 +91,11 @@ const report: Command = {
         total,
         data: rows,
       };
-      out.result(data, () => (input.csv ? toCsv(rows, columns) : `${table(rows, columns)}\ntotal ${total} ${workspace.currency}, ${data.from} to ${data.to}`));
+      out.result(data, () =>
+        input.csv
+          ? toCsv(rows, columns)
+          : `${table(rows, columns)}\ntotal ${total} ${workspace.currency}, ${data.from} to ${data.to}`,
+      );
     };
   },
 };

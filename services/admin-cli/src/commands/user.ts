@@ -21,18 +21,19 @@ const createUser: Command = {
     { name: 'name', value: 'NAME', help: 'display name' },
   ],
   prepare(flags) {
-    const input = flagValues(
-      z.object({ email, password, name: text().optional() }),
-      flags,
-      createUser,
-    );
+    const input = flagValues(z.object({ email, password, name: text().optional() }), flags, createUser);
     return async ({ db, out }) => {
-      const duplicate = conflict('duplicate_email', `A user with the e-mail ${input.email.toLowerCase()} already exists.`);
+      const duplicate = conflict(
+        'duplicate_email',
+        `A user with the e-mail ${input.email.toLowerCase()} already exists.`,
+      );
       if (await userRepository.findByEmail(db, input.email)) throw duplicate;
       const passwordHash = await hashPassword(input.password);
-      const user = await userRepository.create(db, { email: input.email, passwordHash, name: input.name ?? null }).catch((e) => {
-        throw isUniqueViolation(e) ? duplicate : e;
-      });
+      const user = await userRepository
+        .create(db, { email: input.email, passwordHash, name: input.name ?? null })
+        .catch((e) => {
+          throw isUniqueViolation(e) ? duplicate : e;
+        });
       const view = { id: user.id, email: user.email, name: user.name, created_at: iso(user.createdAt) };
       out.result(view, () => fields(view));
     };
@@ -54,7 +55,14 @@ const addMember: Command = {
       const user = await userRepository.findByEmail(db, input.email);
       if (!user) throw notFound('user', input.email);
       const m = await userRepository.addMember(db, input.workspace, user.id, input.role);
-      const view = { id: `${m.workspaceId}:${m.userId}`, workspace_id: m.workspaceId, user_id: m.userId, email: user.email, role: m.role, created_at: iso(m.createdAt) };
+      const view = {
+        id: `${m.workspaceId}:${m.userId}`,
+        workspace_id: m.workspaceId,
+        user_id: m.userId,
+        email: user.email,
+        role: m.role,
+        created_at: iso(m.createdAt),
+      };
       out.result(view, () => fields(view));
     };
   },
@@ -66,7 +74,13 @@ const listUsers: Command = {
   flags: [],
   prepare() {
     return async ({ db, out }) => {
-      const data = (await userRepository.list(db)).map((u) => ({ id: u.id, email: u.email, name: u.name, workspaces: u._count.memberships, created_at: iso(u.createdAt) }));
+      const data = (await userRepository.list(db)).map((u) => ({
+        id: u.id,
+        email: u.email,
+        name: u.name,
+        workspaces: u._count.memberships,
+        created_at: iso(u.createdAt),
+      }));
       out.result({ object: 'list', data }, () => table(data, ['id', 'email', 'name', 'workspaces', 'created_at']));
     };
   },
@@ -129,13 +143,22 @@ const removeMember: Command = {
       const removed = await membershipRepository.remove(db, input.workspace, user.id);
       if (!removed.ok) {
         if (removed.reason === 'last_owner') {
-          throw errors.lastOwner(`${user.email} is the last owner of ${input.workspace}: make another member owner first.`);
+          throw errors.lastOwner(
+            `${user.email} is the last owner of ${input.workspace}: make another member owner first.`,
+          );
         }
         throw errors.notAMember(user.email, input.workspace);
       }
       // A key stops working once its creator has left the workspace (DESIGN.md §4): edges drop their cached look-ups.
       for (const keyId of removed.value.keyIds) await invalidate(deps, keyId);
-      const view = { workspace_id: input.workspace, user_id: user.id, email: user.email, role: removed.value.role, removed: true, keys_stopped: removed.value.keyIds };
+      const view = {
+        workspace_id: input.workspace,
+        user_id: user.id,
+        email: user.email,
+        role: removed.value.role,
+        removed: true,
+        keys_stopped: removed.value.keyIds,
+      };
       out.result(view, () => fields(view));
     };
   },

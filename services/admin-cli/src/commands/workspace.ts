@@ -69,7 +69,9 @@ const list: Command = {
   prepare() {
     return async ({ db, out }) => {
       const data = (await workspaceRepository.list(db)).map(workspaceView);
-      out.result({ object: 'list', data }, () => table(data, ['id', 'name', 'tier', 'balance', 'currency', 'created_at']));
+      out.result({ object: 'list', data }, () =>
+        table(data, ['id', 'name', 'tier', 'balance', 'currency', 'created_at']),
+      );
     };
   },
 };
@@ -98,14 +100,21 @@ const update: Command = {
       flags,
       update,
     );
-    if (Object.keys(input).length === 1) throw new UsageError('Nothing to change: give at least one of --name, --tier, --rpm, --upload-rpm, --retention-days.', update);
+    if (Object.keys(input).length === 1)
+      throw new UsageError(
+        'Nothing to change: give at least one of --name, --tier, --rpm, --upload-rpm, --retention-days.',
+        update,
+      );
     return async (deps) => {
       const { db, out } = deps;
       const current = await workspaceRepository.get(db, input.id);
       if (!current) throw notFound('workspace', input.id);
       const tier = input.tier ?? current.tier;
       if (input['retention-days'] !== undefined && tier !== 'enterprise') {
-        throw conflict('retention_not_enterprise', '--retention-days applies to the enterprise tier only (other tiers keep outputs for their fixed period).');
+        throw conflict(
+          'retention_not_enterprise',
+          '--retention-days applies to the enterprise tier only (other tiers keep outputs for their fixed period).',
+        );
       }
       const updated = await workspaceRepository.update(db, input.id, {
         ...(input.name !== undefined && { name: input.name }),

@@ -8,7 +8,15 @@
 // and leaves no object. The one exception is a body declared no longer than the sniff window (SNIFF_BYTES), which
 // the stream's HeadPeek would hold whole anyway before any byte flowed on: it is read as one buffer, sniffed, hashed
 // and put in one write (WHOLE_UP_TO).
-import { ARCHIVE_LIMIT_BYTES, archivedOutputPatch, notArchivedOutputPatch, outputEntriesOf, type JobPayload, type ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import {
+  ARCHIVE_LIMIT_BYTES,
+  archivedOutputPatch,
+  notArchivedOutputPatch,
+  outputEntriesOf,
+  type JobPayload,
+  type ArchiveOutput,
+  type TaskOutputEntry,
+} from '@gensvc/contracts';
 import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
 import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
@@ -50,8 +58,18 @@ export function archiveOutput(deps: ArchiverDeps) {
    * thrown: a re-run of this job would find the task completed and add nothing, and the dispatcher's reconciler adds
    * the callback of a completed task whose job is missing.
    */
-  const record = async (taskId: string, outputIndex: number, patch: Partial<TaskOutputEntry>, file?: CreateFileInput): Promise<boolean> => {
-    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, { taskId, outputIndex, patch, file });
+  const record = async (
+    taskId: string,
+    outputIndex: number,
+    patch: Partial<TaskOutputEntry>,
+    file?: CreateFileInput,
+  ): Promise<boolean> => {
+    const { completed: done, fileCreated } = await taskRepository.recordArchive(db, {
+      taskId,
+      outputIndex,
+      patch,
+      file,
+    });
     if (done) {
       logger.info({ taskId, callback: done.callback }, 'task completed');
       if (done.callback) {
@@ -67,7 +85,9 @@ export function archiveOutput(deps: ArchiverDeps) {
   /** What archiving the output needs, from the row (one read): null when the task is gone. */
   const readSource = async (taskId: string, outputIndex: number): Promise<Source | null> => {
     const task = await taskRepository.archiveSource(db, taskId, outputIndex);
-    return task && { workspace: task.workspace, entry: outputEntriesOf(task.output)[outputIndex], archived: task.archived };
+    return (
+      task && { workspace: task.workspace, entry: outputEntriesOf(task.output)[outputIndex], archived: task.archived }
+    );
   };
 
   return async (payload: JobPayload<typeof ArchiveOutput>, ctx: HandlerContext): Promise<ArchiveOutcome> => {
@@ -142,7 +162,8 @@ export function archiveOutput(deps: ArchiverDeps) {
         sha256,
         createdAt: new Date(),
       });
-      if (!(await record(taskId, outputIndex, result, file))) return { outcome: 'archived', fileId, bytes, already: true };
+      if (!(await record(taskId, outputIndex, result, file)))
+        return { outcome: 'archived', fileId, bytes, already: true };
       log.info({ fileId, bytes, contentType: type.contentType }, 'archive: output archived');
       return { outcome: 'archived', fileId, bytes, already: false };
     };
@@ -155,7 +176,12 @@ export function archiveOutput(deps: ArchiverDeps) {
       const whole = response.whole;
       const type = sniffMedia(whole, whole.length < SNIFF_BYTES);
       if (!type || type.kind !== entry.kind) return unsupported(type);
-      await putObjectBuffer(s3, { bucket: config.s3.bucket, key: storageKey, body: whole, contentType: type.contentType });
+      await putObjectBuffer(s3, {
+        bucket: config.s3.bucket,
+        key: storageKey,
+        body: whole,
+        contentType: type.contentType,
+      });
       return recordStored(type, whole.length, sha256Hex(whole));
     }
 

@@ -18,7 +18,10 @@ beforeAll(async () => {
   events = createQueueEvents({ queue: 'maintenance', connection: ctx.redis, prefix: ctx.config.queuePrefix });
   await events.waitUntilReady();
   const logger = createLogger({ service: 'release-expired-test', level: 'silent' });
-  worker = startMaintenanceWorker({ config: ctx.config, db: ctx.db, s3: ctx.s3, logger, queues }, { connection: ctx.redis, prefix: ctx.config.queuePrefix });
+  worker = startMaintenanceWorker(
+    { config: ctx.config, db: ctx.db, s3: ctx.s3, logger, queues },
+    { connection: ctx.redis, prefix: ctx.config.queuePrefix },
+  );
 });
 afterAll(async () => {
   await closeWorkers([worker], 10_000);
@@ -45,12 +48,22 @@ async function money(workspaceId: string, keyId: string) {
 it('releases holds whose owner died (past their expiry), and leaves live ones alone', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 50_000_000n });
   const { key } = await makeKey(ctx.db, ws.id);
-  const hold = (ttlMs: number) => billingRepository.reserve(ctx.db, { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_sweep', amount: 70_000n, ttlMs });
+  const hold = (ttlMs: number) =>
+    billingRepository.reserve(ctx.db, {
+      workspaceId: ws.id,
+      apiKeyId: key.id,
+      requestId: 'req_sweep',
+      amount: 70_000n,
+      ttlMs,
+    });
   const dead = await hold(1);
   const live = await hold(60_000);
   await sleep(5);
   expect(await runJob()).toMatchObject({ released: 1 });
-  const states = await ctx.db.reservation.findMany({ where: { id: { in: [dead.id, live.id] } }, select: { id: true, state: true } });
+  const states = await ctx.db.reservation.findMany({
+    where: { id: { in: [dead.id, live.id] } },
+    select: { id: true, state: true },
+  });
   expect(Object.fromEntries(states.map((r) => [r.id, r.state]))).toEqual({ [dead.id]: 'released', [live.id]: 'held' });
   expect(await money(ws.id, key.id)).toMatchObject({ reserved: 70_000n, balance: 50_000_000n - 70_000n, charges: [] });
   await billingRepository.release(ctx.db, live.id);
@@ -62,5 +75,7 @@ it('forgets Idempotency-Key records past their 24 h, and keeps the others', asyn
   await idempotencyRepository.begin(ctx.db, ws.id, 'old', 'h1', dayAgo);
   await idempotencyRepository.begin(ctx.db, ws.id, 'fresh', 'h2');
   expect(await runJob()).toMatchObject({ forgotten: 1 });
-  expect((await ctx.db.idempotencyRecord.findMany({ where: { workspaceId: ws.id } })).map((r) => r.key)).toEqual(['fresh']);
+  expect((await ctx.db.idempotencyRecord.findMany({ where: { workspaceId: ws.id } })).map((r) => r.key)).toEqual([
+    'fresh',
+  ]);
 });

@@ -14,7 +14,10 @@ export interface ReleaseExpiredDeps {
 /** Holds released per statement: a backlog (after an outage) is worked off in several, not one huge update. */
 const BATCH = 500;
 
-export async function billingReleaseExpired(deps: ReleaseExpiredDeps, now = new Date()): Promise<{ released: number; forgotten: number; sessions: number }> {
+export async function billingReleaseExpired(
+  deps: ReleaseExpiredDeps,
+  now = new Date(),
+): Promise<{ released: number; forgotten: number; sessions: number }> {
   const { db, logger } = deps;
   let released = 0;
   for (;;) {
@@ -25,7 +28,10 @@ export async function billingReleaseExpired(deps: ReleaseExpiredDeps, now = new 
   const forgotten = await idempotencyRepository.deleteExpired(db, now);
   const sessions = await sessionRepository.purge(db, now);
   if (released > 0 || forgotten > 0 || sessions > 0) {
-    logger.info({ released, forgotten, sessions }, 'released expired reservations, forgot expired idempotency records and dead sessions');
+    logger.info(
+      { released, forgotten, sessions },
+      'released expired reservations, forgot expired idempotency records and dead sessions',
+    );
   }
   return { released, forgotten, sessions };
 }

@@ -18,11 +18,21 @@ interface Made {
   storageKey: string;
 }
 
-async function makeFile(workspaceId: string, o: { expiresInMs: number; publicExpiresInMs?: number; withObject?: boolean }): Promise<Made> {
+async function makeFile(
+  workspaceId: string,
+  o: { expiresInMs: number; publicExpiresInMs?: number; withObject?: boolean },
+): Promise<Made> {
   const id = newId('file');
   const storageKey = fileObjectKey(workspaceId, id);
   if (o.withObject !== false) {
-    await ctx.s3.send(new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: storageKey, Body: Buffer.from(`bytes of ${id}`), ContentType: 'image/png' }));
+    await ctx.s3.send(
+      new PutObjectCommand({
+        Bucket: ctx.config.s3.bucket,
+        Key: storageKey,
+        Body: Buffer.from(`bytes of ${id}`),
+        ContentType: 'image/png',
+      }),
+    );
   }
   const now = Date.now();
   await fileRepository.create(ctx.db, {
@@ -77,7 +87,8 @@ function freezingAfter(s3: S3Client, k: number) {
 
 beforeEach(async () => {
   await ctx.db.file.deleteMany({});
-  for (const key of await objectsInBucket()) await ctx.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
+  for (const key of await objectsInBucket())
+    await ctx.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
 });
 
 it('removes exactly the files whose retention is over, and survives a kill half-way', async () => {
@@ -104,10 +115,17 @@ it('removes exactly the files whose retention is over, and survives a kill half-
   expect(await checkConsistent()).toEqual({ rows: 21 - 5, objects: 20 - 7 });
   // What the API shows is unchanged by the kill: the rows left behind are expired, so hidden.
   const listed = await fileRepository.list(ctx.db, a.id, { limit: 100, order: 'asc' });
-  expect(listed!.data.map((f) => f.id).sort()).toEqual(kept.filter((_, i) => i === 1).map((f) => f.id).sort());
+  expect(listed!.data.map((f) => f.id).sort()).toEqual(
+    kept
+      .filter((_, i) => i === 1)
+      .map((f) => f.id)
+      .sort(),
+  );
 
   // Run again: it completes the work, and a third run has nothing left to do.
-  expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger }, { batchSize: 5 })).toEqual({ removed: 16 - 5 });
+  expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger }, { batchSize: 5 })).toEqual({
+    removed: 16 - 5,
+  });
   expect(await checkConsistent()).toEqual({ rows: 5, objects: 5 });
   expect(await ctx.db.file.count({ where: { id: { in: expired.map((f) => f.id) } } })).toBe(0);
   expect(await objectsInBucket()).toEqual(kept.map((f) => f.storageKey).sort());
@@ -123,12 +141,15 @@ it('an object that cannot be deleted keeps its row (and so stays consistent); th
     get(target, prop, receiver) {
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       return (command: unknown, ...rest: unknown[]) => {
-        if (command instanceof DeleteObjectCommand && command.input.Key === stuck) return Promise.reject(Object.assign(new Error('S3 is down'), { name: 'InternalError' }));
+        if (command instanceof DeleteObjectCommand && command.input.Key === stuck)
+          return Promise.reject(Object.assign(new Error('S3 is down'), { name: 'InternalError' }));
         return (target.send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
       };
     },
   });
-  await expect(filesRetentionSweep({ db: ctx.db, s3: failing, config: ctx.config, logger })).rejects.toThrow(/1 object\(s\) could not be deleted \(5 file\(s\) removed\)/);
+  await expect(filesRetentionSweep({ db: ctx.db, s3: failing, config: ctx.config, logger })).rejects.toThrow(
+    /1 object\(s\) could not be deleted \(5 file\(s\) removed\)/,
+  );
   expect(await checkConsistent()).toEqual({ rows: 1, objects: 1 });
   expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger })).toEqual({ removed: 1 });
   expect(await checkConsistent()).toEqual({ rows: 0, objects: 0 });

@@ -26,7 +26,10 @@ export interface FilesRetentionSweepOptions {
   now?: Date;
 }
 
-export async function filesRetentionSweep(deps: FilesRetentionSweepDeps, options: FilesRetentionSweepOptions = {}): Promise<{ removed: number }> {
+export async function filesRetentionSweep(
+  deps: FilesRetentionSweepDeps,
+  options: FilesRetentionSweepOptions = {},
+): Promise<{ removed: number }> {
   const { db, s3, config, logger } = deps;
   const batchSize = options.batchSize ?? 100;
   const concurrency = options.concurrency ?? 8;
@@ -48,7 +51,10 @@ export async function filesRetentionSweep(deps: FilesRetentionSweepDeps, options
             gone.push(file.id);
           } catch (err) {
             failed++;
-            logger.warn({ err, file_id: file.id, workspace_id: file.workspaceId }, 'retention sweep: could not delete the object; the row stays for the next run');
+            logger.warn(
+              { err, file_id: file.id, workspace_id: file.workspaceId },
+              'retention sweep: could not delete the object; the row stays for the next run',
+            );
           }
         }
       }),
@@ -59,6 +65,7 @@ export async function filesRetentionSweep(deps: FilesRetentionSweepDeps, options
   }
 
   logger.info({ removed, failed }, 'retention sweep done');
-  if (failed > 0) throw new Error(`retention sweep: ${failed} object(s) could not be deleted (${removed} file(s) removed)`);
+  if (failed > 0)
+    throw new Error(`retention sweep: ${failed} object(s) could not be deleted (${removed} file(s) removed)`);
   return { removed };
 }

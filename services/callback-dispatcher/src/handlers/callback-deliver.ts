@@ -18,7 +18,14 @@ import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
 import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
 import { isOutboundError, postChecked, readHead, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
-import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER, deliveryIdFor, newCallbackSecret, signatureHeader } from '@gensvc/webhooks';
+import {
+  DELIVERY_ID_HEADER,
+  SIGNATURE_HEADER,
+  TASK_ID_HEADER,
+  deliveryIdFor,
+  newCallbackSecret,
+  signatureHeader,
+} from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
@@ -39,7 +46,10 @@ export async function applyAttempt(
 ): Promise<DeliveryStep> {
   if (!task) return { step: 'none', reason: 'not_pending' };
   const now = at.now ?? new Date();
-  const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: at.endedAt });
+  const then = decideDelivery(task, recorded, deps.config.callbacks.retryScheduleMs, {
+    now: now.getTime(),
+    endedAt: at.endedAt,
+  });
   const step = deliveryUpdate(then, recorded);
   if (step) await taskRepository.recordDeliveryAttempt(deps.db, { taskId: task.id, decidedOn: task, step }, now);
   await scheduleNext(deps, task, then);
@@ -58,7 +68,8 @@ function deliveryUpdate(then: DeliveryStep, recorded: RecordedAttempt): Delivery
 
 /** The next attempt's job, when the step is a retry (after the step was applied). */
 async function scheduleNext(deps: { queues: Queues }, task: Pick<TaskRow, 'id' | 'workspaceId'>, then: DeliveryStep) {
-  if (then.step === 'retry') await scheduleCallback(deps.queues, taskJobRef(task), then.attempt, { delayMs: then.delayMs });
+  if (then.step === 'retry')
+    await scheduleCallback(deps.queues, taskJobRef(task), then.attempt, { delayMs: then.delayMs });
 }
 
 export type DeliverOutcome =
@@ -120,7 +131,8 @@ export function callbackDeliver(deps: DispatcherDeps) {
     // Encoded once: the bytes signed are the bytes sent.
     const body = Buffer.from(text, 'utf8');
     // The workspace's first delivery makes its secret.
-    const secrets = context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
+    const secrets =
+      context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
     const headers = {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
@@ -132,10 +144,22 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const result = await send(task.callbackUrl, body, headers, deps, ctx.signal);
     // Decided on the task as this attempt read it, and applied in the statement that records the attempt while the
     // task still is so; when a redelivery started a new round meanwhile, decided again on the task as it is now.
-    const outcome: RecordedAttempt = { attempt, statusCode: result.statusCode, createdAt: startedAt, durationMs: result.durationMs };
+    const outcome: RecordedAttempt = {
+      attempt,
+      statusCode: result.statusCode,
+      createdAt: startedAt,
+      durationMs: result.durationMs,
+    };
     const now = new Date();
-    const planned = decideDelivery(task, outcome, config.callbacks.retryScheduleMs, { now: now.getTime(), endedAt: result.endedAt });
-    const { recorded, applied, task: current } = await taskRepository.recordDeliveryAttempt(db, {
+    const planned = decideDelivery(task, outcome, config.callbacks.retryScheduleMs, {
+      now: now.getTime(),
+      endedAt: result.endedAt,
+    });
+    const {
+      recorded,
+      applied,
+      task: current,
+    } = await taskRepository.recordDeliveryAttempt(db, {
       input: {
         workspaceId: task.workspaceId,
         taskId,
@@ -181,7 +205,13 @@ interface SendResult {
  * are not followed (a 3xx is a failure with its status), TLS is verified. Success is a 2xx status within the
  * timeout; the body is read only for its first bytes, so the receiver's body size never matters.
  */
-async function send(url: string, body: Buffer, headers: Record<string, string>, deps: DispatcherDeps, signal: AbortSignal | undefined): Promise<SendResult> {
+async function send(
+  url: string,
+  body: Buffer,
+  headers: Record<string, string>,
+  deps: DispatcherDeps,
+  signal: AbortSignal | undefined,
+): Promise<SendResult> {
   const { timeoutMs } = deps.config.callbacks;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);

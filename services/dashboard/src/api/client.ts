@@ -63,7 +63,9 @@ export function csrfToken(): string {
 async function ensureCsrfToken(): Promise<string> {
   const token = csrfToken();
   if (token) return token;
-  await fetch(`${API_BASE}/session`, { credentials: 'same-origin', headers: { Accept: 'application/json' } }).catch(() => undefined);
+  await fetch(`${API_BASE}/session`, { credentials: 'same-origin', headers: { Accept: 'application/json' } }).catch(
+    () => undefined,
+  );
   return csrfToken();
 }
 
@@ -98,7 +100,11 @@ async function request<T>(method: string, path: string, opts: RequestOptions = {
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     });
   } catch {
-    throw new ApiError(0, 'network_error', 'The dashboard could not reach the server. Check your connection and try again.');
+    throw new ApiError(
+      0,
+      'network_error',
+      'The dashboard could not reach the server. Check your connection and try again.',
+    );
   }
   if (res.status === 204) return undefined as T;
   const text = await res.text();
@@ -109,8 +115,16 @@ async function request<T>(method: string, path: string, opts: RequestOptions = {
     // Not JSON (a proxy's error page): reported below by status.
   }
   if (!res.ok) {
-    const e = (body as { error?: { code?: string; message?: string; param?: string | null; request_id?: string } } | null)?.error;
-    const err = new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `The server answered ${res.status}.`, e?.param ?? null, e?.request_id ?? res.headers.get('x-request-id'));
+    const e = (
+      body as { error?: { code?: string; message?: string; param?: string | null; request_id?: string } } | null
+    )?.error;
+    const err = new ApiError(
+      res.status,
+      e?.code ?? `http_${res.status}`,
+      e?.message ?? `The server answered ${res.status}.`,
+      e?.param ?? null,
+      e?.request_id ?? res.headers.get('x-request-id'),
+    );
     if (res.status === 401 && !opts.expect401) unauthorized();
     throw err;
   }
@@ -123,26 +137,32 @@ const seg = encodeURIComponent;
 export const api = {
   session: {
     get: () => request<Session>('GET', '/session', { expect401: true }),
-    signIn: (email: string, password: string) => request<Session>('POST', '/session', { body: { email, password }, expect401: true }),
+    signIn: (email: string, password: string) =>
+      request<Session>('POST', '/session', { body: { email, password }, expect401: true }),
     signOut: () => request<void>('DELETE', '/session', { expect401: true }),
-    changePassword: (current_password: string, new_password: string) => request<Session>('POST', '/password', { body: { current_password, new_password } }),
+    changePassword: (current_password: string, new_password: string) =>
+      request<Session>('POST', '/password', { body: { current_password, new_password } }),
   },
   invitations: {
     get: (token: string) => request<InvitationInfo>('GET', `/invitations/${seg(token)}`, { expect401: true }),
-    accept: (token: string, body: { password?: string; name?: string }) => request<Session>('POST', `/invitations/${seg(token)}/accept`, { body, expect401: true }),
+    accept: (token: string, body: { password?: string; name?: string }) =>
+      request<Session>('POST', `/invitations/${seg(token)}/accept`, { body, expect401: true }),
   },
   workspace: (id: string) => ({
     get: () => request<WorkspaceInfo>('GET', ws(id)),
     keys: {
       list: () => request<{ data: Key[] }>('GET', `${ws(id)}/keys`),
       create: (input: CreateKeyInput) => request<KeyWithSecret>('POST', `${ws(id)}/keys`, { body: input }),
-      rotate: (keyId: string, grace_seconds: number) => request<KeyWithSecret>('POST', `${ws(id)}/keys/${seg(keyId)}/rotate`, { body: { grace_seconds } }),
+      rotate: (keyId: string, grace_seconds: number) =>
+        request<KeyWithSecret>('POST', `${ws(id)}/keys/${seg(keyId)}/rotate`, { body: { grace_seconds } }),
       revoke: (keyId: string) => request<{ key: Key }>('POST', `${ws(id)}/keys/${seg(keyId)}/revoke`),
     },
     members: {
       list: () => request<MembersList>('GET', `${ws(id)}/members`),
-      add: (email: string, role: Role) => request<AddMemberResult>('POST', `${ws(id)}/members`, { body: { email, role } }),
-      setRole: (userId: string, role: Role) => request<{ member: Member }>('PATCH', `${ws(id)}/members/${seg(userId)}`, { body: { role } }),
+      add: (email: string, role: Role) =>
+        request<AddMemberResult>('POST', `${ws(id)}/members`, { body: { email, role } }),
+      setRole: (userId: string, role: Role) =>
+        request<{ member: Member }>('PATCH', `${ws(id)}/members/${seg(userId)}`, { body: { role } }),
       remove: (userId: string) => request<void>('DELETE', `${ws(id)}/members/${seg(userId)}`),
       cancelInvitation: (invitationId: string) => request<void>('DELETE', `${ws(id)}/invitations/${seg(invitationId)}`),
     },
@@ -153,7 +173,8 @@ export const api = {
     tasks: {
       list: (q: TaskQuery) => request<Page<TaskRow>>('GET', `${ws(id)}/tasks`, { query: { ...q } }),
       get: (taskId: string) => request<TaskDetail>('GET', `${ws(id)}/tasks/${seg(taskId)}`),
-      redeliver: (taskId: string) => request<{ task: TaskDetail['task'] }>('POST', `${ws(id)}/tasks/${seg(taskId)}/redeliver`),
+      redeliver: (taskId: string) =>
+        request<{ task: TaskDetail['task'] }>('POST', `${ws(id)}/tasks/${seg(taskId)}/redeliver`),
     },
     callbackSecret: {
       get: () => request<CallbackSecret>('GET', `${ws(id)}/callback-secret`),

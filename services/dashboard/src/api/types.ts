@@ -93,7 +93,9 @@ export interface MembersList {
   invitations?: Invitation[];
 }
 
-export type AddMemberResult = { member: Member; invitation?: undefined } | { invitation: Invitation; member?: undefined };
+export type AddMemberResult =
+  | { member: Member; invitation?: undefined }
+  | { invitation: Invitation; member?: undefined };
 
 export interface InvitationInfo {
   email: string;

@@ -42,7 +42,9 @@ export function useApi<T>(load: () => Promise<T>, deps: readonly unknown[]): Loa
 }
 
 export function asApiError(err: unknown): ApiError {
-  return err instanceof ApiError ? err : new ApiError(0, 'client_error', err instanceof Error ? err.message : String(err));
+  return err instanceof ApiError
+    ? err
+    : new ApiError(0, 'client_error', err instanceof Error ? err.message : String(err));
 }
 
 /** A state-changing call: pending while it runs, its error kept for the form that made it. */

@@ -18,7 +18,14 @@ export function CopyField({ label, value, secret }: { label: string; value: stri
     <div className="field">
       <label htmlFor={id}>{label}</label>
       <div className="copy-row">
-        <input id={id} className={secret ? 'input mono' : 'input'} readOnly value={value} onFocus={(e) => e.currentTarget.select()} data-testid={secret ? 'secret' : undefined} />
+        <input
+          id={id}
+          className={secret ? 'input mono' : 'input'}
+          readOnly
+          value={value}
+          onFocus={(e) => e.currentTarget.select()}
+          data-testid={secret ? 'secret' : undefined}
+        />
         <button type="button" className="button" onClick={copy} aria-label={`Copy ${label.toLowerCase()}`}>
           {copied === 'yes' ? 'Copied' : 'Copy'}
         </button>

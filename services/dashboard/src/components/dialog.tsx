@@ -41,7 +41,15 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
 }
 
 /** Cancel and the dialog's action: a submit button (in a form) unless `onConfirm` is given. */
-export function DialogActions(props: { onCancel: () => void; label: string; pendingLabel?: string; pending?: boolean; disabled?: boolean; danger?: boolean; onConfirm?: () => void }) {
+export function DialogActions(props: {
+  onCancel: () => void;
+  label: string;
+  pendingLabel?: string;
+  pending?: boolean;
+  disabled?: boolean;
+  danger?: boolean;
+  onConfirm?: () => void;
+}) {
   return (
     <div className="dialog-actions">
       <button type="button" className="button" onClick={props.onCancel}>
@@ -73,7 +81,13 @@ export function ConfirmDialog(props: {
     <Dialog title={props.title} onClose={props.onClose}>
       <div className="dialog-body">{props.children}</div>
       <ErrorNotice error={props.error} />
-      <DialogActions onCancel={props.onClose} label={props.confirmLabel} danger={props.danger} pending={props.pending} onConfirm={props.onConfirm} />
+      <DialogActions
+        onCancel={props.onClose}
+        label={props.confirmLabel}
+        danger={props.danger}
+        pending={props.pending}
+        onConfirm={props.onConfirm}
+      />
     </Dialog>
   );
 }

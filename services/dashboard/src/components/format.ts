@@ -6,7 +6,12 @@ export function formatMoney(amount: number, currency: string): string {
   let f = moneyFormats.get(key);
   if (!f) {
     try {
-      f = new Intl.NumberFormat('en-US', { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: key.endsWith('small') ? 4 : 2 });
+      f = new Intl.NumberFormat('en-US', {
+        style: 'currency',
+        currency,
+        minimumFractionDigits: 2,
+        maximumFractionDigits: key.endsWith('small') ? 4 : 2,
+      });
     } catch {
       f = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 });
     }
@@ -15,7 +20,13 @@ export function formatMoney(amount: number, currency: string): string {
   return f.format(amount);
 }
 
-const dateTime = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+const dateTime = new Intl.DateTimeFormat('en-US', {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+});
 const dateOnly = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric' });
 
 export function formatDateTime(iso: string | null | undefined): string {
@@ -24,7 +35,12 @@ export function formatDateTime(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : dateTime.format(d);
 }
 
-const shortDateTime = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+const shortDateTime = new Intl.DateTimeFormat('en-US', {
+  month: 'short',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+});
 
 /** For table cells: no year. */
 export function formatShortDateTime(iso: string): string {

@@ -12,7 +12,14 @@ const paths: Record<string, string> = {
 export function Icon({ name }: { name: keyof typeof paths | string }) {
   return (
     <svg className="icon" viewBox="0 0 20 20" width="18" height="18" aria-hidden="true" focusable="false">
-      <path d={paths[name] ?? ''} fill="none" stroke="currentColor" strokeWidth="1.6" strokeLinecap="round" strokeLinejoin="round" />
+      <path
+        d={paths[name] ?? ''}
+        fill="none"
+        stroke="currentColor"
+        strokeWidth="1.6"
+        strokeLinecap="round"
+        strokeLinejoin="round"
+      />
     </svg>
   );
 }

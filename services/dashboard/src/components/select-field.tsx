@@ -6,7 +6,19 @@ export interface Option<V extends string | number> {
 }
 
 /** A labelled <select> over a list of options. */
-export function SelectField<V extends string | number>({ label, value, options, onChange, disabled }: { label: string; value: V; options: readonly Option<V>[]; onChange: (value: V) => void; disabled?: boolean }) {
+export function SelectField<V extends string | number>({
+  label,
+  value,
+  options,
+  onChange,
+  disabled,
+}: {
+  label: string;
+  value: V;
+  options: readonly Option<V>[];
+  onChange: (value: V) => void;
+  disabled?: boolean;
+}) {
   const id = useId();
   return (
     <div className="field">

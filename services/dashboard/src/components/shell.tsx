@@ -59,7 +59,11 @@ export function Shell({ page, ws, children }: { page: string; ws?: string; child
             <ul className="nav">
               {NAV.map((n) => (
                 <li key={n.page}>
-                  <Link to={wsPath(current, n.page)} className="nav-link" aria-current={n.page === page ? 'page' : undefined}>
+                  <Link
+                    to={wsPath(current, n.page)}
+                    className="nav-link"
+                    aria-current={n.page === page ? 'page' : undefined}
+                  >
                     <Icon name={n.page} />
                     {n.label}
                   </Link>

@@ -1,7 +1,15 @@
 import type { ReactNode } from 'react';
 
 /** A bordered, horizontally scrollable table; `actions` adds a last column of row buttons (named for screen readers). */
-export function Table({ columns, actions, children }: { columns: readonly string[]; actions?: boolean; children: ReactNode }) {
+export function Table({
+  columns,
+  actions,
+  children,
+}: {
+  columns: readonly string[];
+  actions?: boolean;
+  children: ReactNode;
+}) {
   return (
     <div className="table-wrap">
       <table className="table">

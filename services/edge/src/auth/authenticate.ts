@@ -1,4 +1,15 @@
-import { hashApiKey, parseBareKey, parseBearer, ROLE_RULES, roleAtLeast, sameHash, type CredentialProblem, type RoleRule, type Scope, type WorkspaceRole } from '@gensvc/auth';
+import {
+  hashApiKey,
+  parseBareKey,
+  parseBearer,
+  ROLE_RULES,
+  roleAtLeast,
+  sameHash,
+  type CredentialProblem,
+  type RoleRule,
+  type Scope,
+  type WorkspaceRole,
+} from '@gensvc/auth';
 import { apiKeyRepository, creatorRoleOf, type ApiKeyLookup, type Db } from '@gensvc/db';
 import { AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
@@ -29,14 +40,20 @@ function credential(req: Request, style: CredentialStyle): { key: string } | { p
   // caller may not have meant, so a conflict is refused rather than settled by precedence.
   const header = style === 'anthropic' ? 'x-api-key' : 'x-goog-api-key';
   // Google also takes the key as `?key=` (its REST convention), when no header carries one.
-  const bare = req.get(header) ?? (style === 'google' && req.get('authorization') === undefined && typeof req.query.key === 'string' ? req.query.key : undefined);
+  const bare =
+    req.get(header) ??
+    (style === 'google' && req.get('authorization') === undefined && typeof req.query.key === 'string'
+      ? req.query.key
+      : undefined);
   const authorization = req.get('authorization');
   if (bare === undefined) return parseBearer(authorization);
   const vendor = parseBareKey(bare);
   if (authorization !== undefined) {
     const bearer = parseBearer(authorization);
     if (!('key' in vendor && 'key' in bearer && vendor.key === bearer.key)) {
-      throw errors.conflictingApiKeys(`Both ${header} and Authorization were sent and they do not hold the same key: send one of them.`);
+      throw errors.conflictingApiKeys(
+        `Both ${header} and Authorization were sent and they do not hold the same key: send one of them.`,
+      );
     }
   }
   return vendor;
@@ -80,7 +97,9 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
       if (key.spendCap !== null && key.spent >= key.spendCap) throw errors.spendingCapExhausted();
       locals(res).auth = { key, workspace: key.workspace, role } satisfies AuthContext;
       if (deps.keyCache.touchDue(key.id)) {
-        apiKeyRepository.touch(deps.db, key.id).catch((err) => locals(res).log.warn({ err }, 'could not record key use'));
+        apiKeyRepository
+          .touch(deps.db, key.id)
+          .catch((err) => locals(res).log.warn({ err }, 'could not record key use'));
       }
       next();
     } catch (e) {
@@ -91,13 +110,17 @@ export function authenticate(deps: AuthenticateDeps, style: CredentialStyle = 'b
 
 function missing(style: CredentialStyle) {
   if (style === 'anthropic') return errors.missingApiKey('No API key was sent. Send it in the x-api-key header.');
-  if (style === 'google') return errors.missingApiKey('No API key was sent. Send it in the x-goog-api-key header or as "Authorization: Bearer <API_KEY>".');
+  if (style === 'google')
+    return errors.missingApiKey(
+      'No API key was sent. Send it in the x-goog-api-key header or as "Authorization: Bearer <API_KEY>".',
+    );
   return errors.missingApiKey();
 }
 
 function malformedMessage(style: CredentialStyle) {
   if (style === 'anthropic') return 'The x-api-key header does not hold a well-formed API key.';
-  if (style === 'google') return 'The API key is malformed: send the complete key in x-goog-api-key, or as "Authorization: Bearer <API_KEY>".';
+  if (style === 'google')
+    return 'The API key is malformed: send the complete key in x-goog-api-key, or as "Authorization: Bearer <API_KEY>".';
   return undefined;
 }
 
@@ -106,8 +129,14 @@ function malformedMessage(style: CredentialStyle) {
  * session cookie or a signed file link is told so (403), rather than that a key is missing.
  */
 function otherCredential(req: Request) {
-  if (hasSessionCookie(req)) return errors.wrongCredentialClass('A dashboard session cannot call the API: send a workspace API key as "Authorization: Bearer <API_KEY>".');
-  if (typeof req.query.token === 'string') return errors.wrongCredentialClass("A signed file link only fetches that file's bytes: send a workspace API key to call the API.");
+  if (hasSessionCookie(req))
+    return errors.wrongCredentialClass(
+      'A dashboard session cannot call the API: send a workspace API key as "Authorization: Bearer <API_KEY>".',
+    );
+  if (typeof req.query.token === 'string')
+    return errors.wrongCredentialClass(
+      "A signed file link only fetches that file's bytes: send a workspace API key to call the API.",
+    );
   return undefined;
 }
 

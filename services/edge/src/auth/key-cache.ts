@@ -102,4 +102,3 @@ export function subscribeInvalidations(subscriber: SharedSubscriber, cache: KeyC
 /** How the edge reports a key invalidation it could not publish (publishKeyInvalidations' onFailure). */
 export const warnUnpublished = (log: Logger) => (err: Error, keyIds: readonly string[]) =>
   log.warn({ err, key_ids: keyIds }, 'could not publish key invalidations; caches expire on their TTL');
-

@@ -1,6 +1,15 @@
 // Dashboard authentication: the session cookie → the signed-in user; CSRF on every state change; the workspace in
 // the URL → the person's membership and role. API keys are refused here (credential classes do not cross).
-import { csrfTokenFor, hashToken, OPAQUE_TOKEN, ROLE_RULES, roleAtLeast, sameToken, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
+import {
+  csrfTokenFor,
+  hashToken,
+  OPAQUE_TOKEN,
+  ROLE_RULES,
+  roleAtLeast,
+  sameToken,
+  type RoleRule,
+  type WorkspaceRole,
+} from '@gensvc/auth';
 import type { Config } from '@gensvc/config';
 import { membershipRepository, sessionRepository, type Db, type LiveSession } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
@@ -43,7 +52,8 @@ export function checkOrigin(req: Request, config: Pick<Config, 'publicBaseUrl'>)
   const origin = req.get('origin');
   if (origin === undefined) return;
   const own = [new URL(config.publicBaseUrl).origin, `${req.protocol}://${req.get('host') ?? ''}`];
-  if (!own.includes(origin)) throw errors.csrfFailed('The request comes from another site (its Origin is not this dashboard).');
+  if (!own.includes(origin))
+    throw errors.csrfFailed('The request comes from another site (its Origin is not this dashboard).');
 }
 
 /** The double-submit check without a session (sign-in, invitations): the header equals the cookie. */
@@ -61,7 +71,8 @@ export function issueCsrf(res: Response, config: Pick<Config, 'publicBaseUrl' | 
   return token;
 }
 
-export const csrfForSession = (config: Pick<Config, 'signingSecret'>, tokenHash: string) => csrfTokenFor(config.signingSecret, tokenHash);
+export const csrfForSession = (config: Pick<Config, 'signingSecret'>, tokenHash: string) =>
+  csrfTokenFor(config.signingSecret, tokenHash);
 
 /** The live session named by the request's cookie, or null. */
 export async function readSession(db: Db, req: Request): Promise<LiveSession | null> {
@@ -75,7 +86,9 @@ export function requireSession(deps: { db: Db; config: Config }) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       if (req.get('authorization') !== undefined || req.get('x-api-key') !== undefined) {
-        throw errors.wrongCredentialClass("An API key cannot call the dashboard's routes: sign in to the dashboard instead.");
+        throw errors.wrongCredentialClass(
+          "An API key cannot call the dashboard's routes: sign in to the dashboard instead.",
+        );
       }
       const session = await readSession(deps.db, req);
       if (!session) throw errors.notSignedIn();
@@ -100,7 +113,9 @@ export function requireMembership(deps: { db: Db }) {
     try {
       const { user } = sessionOf(res);
       const ws = req.params.ws;
-      const membership = /^ws_[A-Za-z0-9]{1,64}$/.test(ws) ? await membershipRepository.withWorkspace(deps.db, ws, user.id) : null;
+      const membership = /^ws_[A-Za-z0-9]{1,64}$/.test(ws)
+        ? await membershipRepository.withWorkspace(deps.db, ws, user.id)
+        : null;
       if (!membership) throw errors.notFound('No such workspace.');
       locals(res).member = { workspace: membership.workspace, role: membership.role } satisfies MemberContext;
       next();

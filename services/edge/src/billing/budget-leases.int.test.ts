@@ -3,7 +3,16 @@
 // another replica's lease, a top-up is usable at once everywhere, and a SIGKILL leaves the books balanced.
 import { modelRepository, workspaceRepository } from '@gensvc/db';
 import { freePort } from '@gensvc/local-stack';
-import { addSimChannel, eventually, makeKey, makeWorkspace, spawnService, useTestContext, waitForHttp, type ServiceProcess } from '@gensvc/testing';
+import {
+  addSimChannel,
+  eventually,
+  makeKey,
+  makeWorkspace,
+  spawnService,
+  useTestContext,
+  waitForHttp,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import { startSim, type Sim } from '../../../upstream-sim/src';
 import { expectBalanced, killUnderLoad } from '../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../edge-under-test';
@@ -29,7 +38,14 @@ async function startReplica(): Promise<{ url: string; proc: ServiceProcess }> {
 beforeAll(async () => {
   sim = await startSim();
   const channel = await addSimChannel(ctx.db, sim.url, { name: 'oa', kind: 'openai' });
-  await modelRepository.create(ctx.db, { id: CHAT, kind: 'chat', inputPricePerMTok: 0n, outputPricePerMTok: OUT_PRICE, maxOutputTokens: 4096, routes: [{ channelId: channel.id }] });
+  await modelRepository.create(ctx.db, {
+    id: CHAT,
+    kind: 'chat',
+    inputPricePerMTok: 0n,
+    outputPricePerMTok: OUT_PRICE,
+    maxOutputTokens: 4096,
+    routes: [{ channelId: channel.id }],
+  });
   replicas.push(...(await Promise.all([startReplica(), startReplica()])));
 }, 90_000);
 afterAll(async () => {
@@ -128,9 +144,15 @@ it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do'
     const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_alive' };
     // A call held the whole time (a long stream): the lease never goes idle, and a lone charge does not move its expiry.
     const long = await leases.hold(owner, CALL_COST);
-    const expiry = async () => (await ctx.db.reservation.findUniqueOrThrow({ where: { id: long.lease.id } })).expiresAt.getTime();
+    const expiry = async () =>
+      (await ctx.db.reservation.findUniqueOrThrow({ where: { id: long.lease.id } })).expiresAt.getTime();
     const opened = await expiry();
-    await eventually(async () => (await expiry()) > opened && true, 'the tick pushes the expiry of a lease in use', 8_000, 200);
+    await eventually(
+      async () => (await expiry()) > opened && true,
+      'the tick pushes the expiry of a lease in use',
+      8_000,
+      200,
+    );
     leases.charge(long, { cost: CALL_COST, requestId: 'req_alive_long', model: CHAT });
     await leases.flushed();
     expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: ws.id, kind: 'charge' } })).toBe(1);
@@ -196,5 +218,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charg
   expect(k.reserved).toBe(0n);
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
-  process.stdout.write(`SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${uncharged} pending at the kill went uncharged\n`);
+  process.stdout.write(
+    `SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${uncharged} pending at the kill went uncharged\n`,
+  );
 }, 120_000);

@@ -189,7 +189,9 @@ export class BudgetLeases {
 
   /** Leases held by this replica (tests and metrics). */
   snapshot() {
-    return [...this.leases.values()].flat().map((l) => ({ id: l.id, amount: l.amount, committed: l.committed, closing: l.closing }));
+    return [...this.leases.values()]
+      .flat()
+      .map((l) => ({ id: l.id, amount: l.amount, committed: l.committed, closing: l.closing }));
   }
 
   private withRoom(slot: string, amount: bigint): Lease | undefined {
@@ -213,9 +215,24 @@ export class BudgetLeases {
     await Promise.all(old.map((l) => this.closeLease(l)));
     const blockWant = amount * BigInt(this.blockCalls);
     const want = blockWant > this.blockMin ? blockWant : this.blockMin > amount ? this.blockMin : amount;
-    const made = await billingRepository.lease(this.db, { workspaceId: owner.workspaceId, apiKeyId: owner.apiKeyId, requestId: owner.requestId, min: amount, want, ttlMs: LEASE_TTL_MS });
+    const made = await billingRepository.lease(this.db, {
+      workspaceId: owner.workspaceId,
+      apiKeyId: owner.apiKeyId,
+      requestId: owner.requestId,
+      min: amount,
+      want,
+      ttlMs: LEASE_TTL_MS,
+    });
     this.stats.leases++;
-    const lease: Lease = { id: made.id, slot, workspaceId: owner.workspaceId, amount: made.amount, committed: 0n, closing: false, usedAt: Date.now() };
+    const lease: Lease = {
+      id: made.id,
+      slot,
+      workspaceId: owner.workspaceId,
+      amount: made.amount,
+      committed: 0n,
+      closing: false,
+      usedAt: Date.now(),
+    };
     this.leases.set(slot, [...(this.leases.get(slot) ?? []).filter((l) => !this.finished(l)), lease]);
   }
 
@@ -232,7 +249,11 @@ export class BudgetLeases {
     l.amount -= unused; // at once, so that no concurrent close gives it back twice
     try {
       const returned = await billingRepository.returnLease(this.db, l.id, unused);
-      if (returned < unused) this.log.warn({ lease: l.id, unused: String(unused), returned: String(returned) }, 'lease held less than this replica counted');
+      if (returned < unused)
+        this.log.warn(
+          { lease: l.id, unused: String(unused), returned: String(returned) },
+          'lease held less than this replica counted',
+        );
     } catch (err) {
       // Unknown outcome: the row keeps what it holds until its expiry, when billing.release-expired gives it back.
       this.log.warn({ err, lease: l.id }, 'could not give a lease back; it is released at its expiry');
@@ -264,7 +285,10 @@ export class BudgetLeases {
             c.leaseRef.amount -= c.cost;
           } else {
             // The lease no longer held the money (released as a dead replica's): the call goes uncharged.
-            this.log.error({ lease: c.lease, cost: String(c.cost), request_id: c.requestId }, 'a charge found its lease gone; the call is not charged');
+            this.log.error(
+              { lease: c.lease, cost: String(c.cost), request_id: c.requestId },
+              'a charge found its lease gone; the call is not charged',
+            );
           }
           c.written(charged.has(c.id));
           if (c.leaseRef.closing && c.leaseRef.committed === 0n) drained.add(c.leaseRef);
@@ -303,7 +327,9 @@ export class BudgetLeases {
     const due = (l: Lease) => (l.closing ? l.amount > l.committed : now - l.usedAt >= IDLE_MS && l.committed === 0n);
     await Promise.all(all.filter(due).map((l) => this.closeLease(l)));
     const live = [...this.leases.values()].flat().map((l) => l.id);
-    await billingRepository.renewLeases(this.db, live, LEASE_TTL_MS).catch((err) => this.log.warn({ err }, 'could not renew leases'));
+    await billingRepository
+      .renewLeases(this.db, live, LEASE_TTL_MS)
+      .catch((err) => this.log.warn({ err }, 'could not renew leases'));
   }
 }
 
@@ -321,7 +347,9 @@ export async function connectLeaseReturns(
   const channel = leaseReturnChannel(queuePrefix);
   const close = await subscriber.listen([channel], {
     onMessage: (_channel, workspaceId) =>
-      void leases()?.giveBack(workspaceId).catch((err) => log.warn({ err }, 'could not give leases back')),
+      void leases()
+        ?.giveBack(workspaceId)
+        .catch((err) => log.warn({ err }, 'could not give leases back')),
   });
   return { ask: async (workspaceId: string) => void (await publisher.publish(channel, workspaceId)), close };
 }

@@ -117,7 +117,8 @@ export class Holds {
       amount,
       settle: async (charge, tx) => (await billingRepository.settle(tx ?? this.db, id, charge))?.charged ?? null,
       release: async () => {
-        const log = (err: unknown) => this.log.error({ err, reservationId: id }, 'could not release a hold; it expires');
+        const log = (err: unknown) =>
+          this.log.error({ err, reservationId: id }, 'could not release a hold; it expires');
         await billingRepository.release(this.db, id).catch(log);
       },
     };

@@ -17,8 +17,14 @@ const STREAMED = { streamed: true } as const;
  * Starts the request under its Idempotency-Key: 'new' (this request runs; record its answer), or the stored answer
  * to replay; another request under the key, or one still in flight, is a 409.
  */
-export async function beginIdempotent(db: Db, workspaceId: string, key: string, requestHash: string): Promise<{ state: 'new'; id: string } | { state: 'replay'; status: number; body: unknown }> {
-  if (!KEY.test(key)) throw errors.invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'Idempotency-Key');
+export async function beginIdempotent(
+  db: Db,
+  workspaceId: string,
+  key: string,
+  requestHash: string,
+): Promise<{ state: 'new'; id: string } | { state: 'replay'; status: number; body: unknown }> {
+  if (!KEY.test(key))
+    throw errors.invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', 'Idempotency-Key');
   const begun = await idempotencyRepository.begin(db, workspaceId, key, requestHash);
   switch (begun.state) {
     case 'mismatch':
@@ -27,7 +33,9 @@ export async function beginIdempotent(db: Db, workspaceId: string, key: string, 
       throw errors.idempotencyInProgress();
     case 'replay':
       if (isStreamed(begun.body)) {
-        throw errors.idempotencyKeyReused('The request with this Idempotency-Key was streamed and has completed; a streamed answer cannot be replayed.');
+        throw errors.idempotencyKeyReused(
+          'The request with this Idempotency-Key was streamed and has completed; a streamed answer cannot be replayed.',
+        );
       }
       return begun;
     case 'new':
@@ -41,7 +49,10 @@ export function idempotency(deps: { db: Db }) {
     if (key === undefined) return next();
     try {
       const { workspace } = authOf(res);
-      const hash = createHash('sha256').update(`${req.method} ${req.path}\n`).update(JSON.stringify(req.body ?? null)).digest('hex');
+      const hash = createHash('sha256')
+        .update(`${req.method} ${req.path}\n`)
+        .update(JSON.stringify(req.body ?? null))
+        .digest('hex');
       const begun = await beginIdempotent(deps.db, workspace.id, key, hash);
       if (begun.state === 'replay') {
         res.setHeader('Idempotent-Replayed', 'true');
@@ -56,7 +67,8 @@ export function idempotency(deps: { db: Db }) {
   };
 }
 
-const isStreamed = (body: unknown) => typeof body === 'object' && body !== null && (body as { streamed?: unknown }).streamed === true;
+const isStreamed = (body: unknown) =>
+  typeof body === 'object' && body !== null && (body as { streamed?: unknown }).streamed === true;
 
 /**
  * Keeps the first answer before it is sent, so a retry arriving right after it already finds it. Every answer ends
@@ -76,7 +88,9 @@ function record(db: Db, id: string, res: Response) {
       settled = false; // a whole answer that is not JSON is not replayable: kept as streamed at close
       return end(...args);
     }
-    const store = ok ? idempotencyRepository.completeText(db, id, res.statusCode, text!) : idempotencyRepository.abandon(db, id);
+    const store = ok
+      ? idempotencyRepository.completeText(db, id, res.statusCode, text!)
+      : idempotencyRepository.abandon(db, id);
     store
       .catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'))
       .finally(() => end(...args));
@@ -85,7 +99,9 @@ function record(db: Db, id: string, res: Response) {
   res.on('close', () => {
     if (settled) return;
     const ok = res.statusCode >= 200 && res.statusCode < 300 && res.writableFinished;
-    const store = ok ? idempotencyRepository.complete(db, id, res.statusCode, STREAMED) : idempotencyRepository.abandon(db, id);
+    const store = ok
+      ? idempotencyRepository.complete(db, id, res.statusCode, STREAMED)
+      : idempotencyRepository.abandon(db, id);
     store.catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'));
   });
 }

@@ -20,8 +20,12 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 /** 408 for a body that stalled or took too long: the answer tells the client which bound it broke. */
 export function bodyTimeout(which: 'idle' | 'total', deadline: BodyDeadline): AppError {
   return which === 'idle'
-    ? errors.requestTimeout(`The request body stalled: no byte arrived for ${seconds(deadline.idleMs)}. Nothing was stored or charged.`)
-    : errors.requestTimeout(`The request body did not arrive whole within ${seconds(deadline.totalMs)}. Nothing was stored or charged.`);
+    ? errors.requestTimeout(
+        `The request body stalled: no byte arrived for ${seconds(deadline.idleMs)}. Nothing was stored or charged.`,
+      )
+    : errors.requestTimeout(
+        `The request body did not arrive whole within ${seconds(deadline.totalMs)}. Nothing was stored or charged.`,
+      );
 }
 
 /**
@@ -29,7 +33,11 @@ export function bodyTimeout(which: 'idle' | 'total', deadline: BodyDeadline): Ap
  * `idleMs` or is not whole within `totalMs`. Returns the function that stops watching (call it when the body is read
  * or refused). Each chunk of the request counts, compressed or not.
  */
-export function watchBody(req: IncomingMessage, deadline: BodyDeadline, onTimeout: (error: AppError) => void): () => void {
+export function watchBody(
+  req: IncomingMessage,
+  deadline: BodyDeadline,
+  onTimeout: (error: AppError) => void,
+): () => void {
   let stopped = false;
   const fire = (which: 'idle' | 'total') => {
     if (stopped) return;

@@ -31,7 +31,13 @@ export function errorBody(style: ErrorStyle, error: AppError, requestId: string)
     case 'anthropic':
       return { type: 'error', error: { type: error.type, message } };
     case 'google':
-      return { error: { code: error.status, message, status: GOOGLE_STATUS[error.status] ?? (error.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } };
+      return {
+        error: {
+          code: error.status,
+          message,
+          status: GOOGLE_STATUS[error.status] ?? (error.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT'),
+        },
+      };
     default:
       return { error: { type: error.type, code: error.code, message, param, request_id: requestId } };
   }

@@ -1,4 +1,4 @@
-import { AppError, errors, isAppError } from '@gensvc/errors';
+import { type AppError, errors, isAppError } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import { errorBody } from './error-body';
 import { locals, routeOf } from './request-context';
@@ -36,7 +36,8 @@ export function errorHandler(err: unknown, req: Request, res: Response, next: Ne
   if (res.headersSent) return next(err);
   const ctx = locals(res);
   const error = isAppError(err) ? err : (fromBodyParser(err) ?? errors.internal(err));
-  if (!error.expose) ctx.log?.error({ err: error.cause ?? err, method: req.method, route: routeOf(req) }, 'request failed');
+  if (!error.expose)
+    ctx.log?.error({ err: error.cause ?? err, method: req.method, route: routeOf(req) }, 'request failed');
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   res.status(error.status).json(errorBody(ctx.errorStyle ?? 'native', error, ctx.requestId ?? ''));
 }

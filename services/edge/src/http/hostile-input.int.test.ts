@@ -9,13 +9,26 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { newApiKey } from '@gensvc/auth';
 import { channelRepository, modelRepository } from '@gensvc/db';
 import { createS3 } from '@gensvc/storage';
-import { countS3Commands, eventually, makeCustomer, objectKeys, sampleMedia as sample, useTestContext, type S3Counter } from '@gensvc/testing';
+import {
+  countS3Commands,
+  eventually,
+  makeCustomer,
+  objectKeys,
+  sampleMedia as sample,
+  useTestContext,
+  type S3Counter,
+} from '@gensvc/testing';
 import fc from 'fast-check';
 import { startEdge, type EdgeUnderTest } from '../edge-under-test';
 import { MAX_JSON_DEPTH } from './json-text';
 import { MAX_MESSAGE_CHARS } from './shown-text';
 
-const TIMEOUTS = { HTTP_HEADERS_TIMEOUT: '1s', HTTP_BODY_IDLE_TIMEOUT: '1s', HTTP_JSON_BODY_TIMEOUT: '3s', HTTP_UPLOAD_TIMEOUT: '6s' };
+const TIMEOUTS = {
+  HTTP_HEADERS_TIMEOUT: '1s',
+  HTTP_BODY_IDLE_TIMEOUT: '1s',
+  HTTP_JSON_BODY_TIMEOUT: '3s',
+  HTTP_UPLOAD_TIMEOUT: '6s',
+};
 const ctx = useTestContext(TIMEOUTS);
 let edge: EdgeUnderTest;
 let port = 0;
@@ -33,8 +46,20 @@ beforeAll(async () => {
   // Nothing listens on these channels: a hostile request that reached a provider would end in a 5xx.
   const channel = (name: string, kind: 'evaluate' | 'openai' | 'anthropic' | 'gemini' | 'replicate') =>
     channelRepository.create(ctx.db, { name, kind, baseUrl: 'http://127.0.0.1:9/none', secret: `sk-${name}` });
-  const [ev, oa, an, gm, rep] = await Promise.all([channel('ev', 'evaluate'), channel('oa', 'openai'), channel('an', 'anthropic'), channel('gm', 'gemini'), channel('rep', 'replicate')]);
-  await modelRepository.create(ctx.db, { id: 'sim/eval-1', kind: 'evaluation', inputPricePerMTok: 1_000_000n, outputPricePerMTok: 1_000_000n, routes: [{ channelId: ev.id }] });
+  const [ev, oa, an, gm, rep] = await Promise.all([
+    channel('ev', 'evaluate'),
+    channel('oa', 'openai'),
+    channel('an', 'anthropic'),
+    channel('gm', 'gemini'),
+    channel('rep', 'replicate'),
+  ]);
+  await modelRepository.create(ctx.db, {
+    id: 'sim/eval-1',
+    kind: 'evaluation',
+    inputPricePerMTok: 1_000_000n,
+    outputPricePerMTok: 1_000_000n,
+    routes: [{ channelId: ev.id }],
+  });
   await modelRepository.create(ctx.db, {
     id: CHAT,
     kind: 'chat',
@@ -43,7 +68,12 @@ beforeAll(async () => {
     maxOutputTokens: MAX_OUTPUT,
     routes: [oa, an, gm].map((c) => ({ channelId: c.id })),
   });
-  await modelRepository.create(ctx.db, { id: 'sim/image-1', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: rep.id }, { channelId: oa.id }] });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/image-1',
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: rep.id }, { channelId: oa.id }],
+  });
   customer = await makeCustomer(ctx.db);
   // Hundreds of paid calls in a minute: the rate limit must not be what answers them.
   await ctx.db.workspace.update({ where: { id: customer.ws.id }, data: { rpm: 100_000, uploadRpm: 100_000 } });
@@ -104,7 +134,11 @@ function parseAnswer(raw: Buffer, ms: number): Answer | null {
 }
 
 /** Sends `head` and `body`, reads until the server closes, and parses the answer (null when none came). */
-function exchange(head: string, body: Buffer = Buffer.alloc(0), waitMs = 15_000): Promise<{ answer: Answer | null; closedAfterMs: number }> {
+function exchange(
+  head: string,
+  body: Buffer = Buffer.alloc(0),
+  waitMs = 15_000,
+): Promise<{ answer: Answer | null; closedAfterMs: number }> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const socket = connect(port, '127.0.0.1');
@@ -130,7 +164,9 @@ function exchange(head: string, body: Buffer = Buffer.alloc(0), waitMs = 15_000)
 async function send(method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
   const all: Record<string, string> = { host: `127.0.0.1:${port}`, connection: 'close', ...headers };
   if (body) all['content-length'] = String(body.length);
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   const { answer } = await exchange(head, body);
   if (!answer) throw new Error(`${method} ${path}: no answer`);
   return answer;
@@ -153,11 +189,19 @@ function checkRefusal(answer: Answer, style: Style): { code: string | null; mess
     expect(body).toEqual({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
     message = body.error.message;
   } else if (style === 'google') {
-    expect(body).toEqual({ error: { code: answer.status, message: expect.any(String), status: expect.stringMatching(/^[A-Z_]+$/) } });
+    expect(body).toEqual({
+      error: { code: answer.status, message: expect.any(String), status: expect.stringMatching(/^[A-Z_]+$/) },
+    });
     message = body.error.message;
   } else {
     expect(body).toEqual({
-      error: { type: expect.any(String), code: expect.any(String), message: expect.any(String), param: body.error?.param === null ? null : expect.any(String), request_id: answer.headers['x-request-id'] },
+      error: {
+        type: expect.any(String),
+        code: expect.any(String),
+        message: expect.any(String),
+        param: body.error?.param === null ? null : expect.any(String),
+        request_id: answer.headers['x-request-id'],
+      },
     });
     message = body.error.message;
     code = body.error.code;
@@ -197,14 +241,30 @@ const ROUTES: Route[] = [
     path: '/api/v1/evaluate',
     style: 'native',
     auth: bearer,
-    valid: { model: 'sim/eval-1', state: { text: 'The sky is green.' }, questions: { q1: { type: 'boolean', instructions: 'Is it true?' } } },
+    valid: {
+      model: 'sim/eval-1',
+      state: { text: 'The sky is green.' },
+      questions: { q1: { type: 'boolean', instructions: 'Is it true?' } },
+    },
     strings: ['model'],
     nulFields: ['model'],
     arrays: [],
     stored: true,
     strict: true,
   },
-  { name: 'chat completions', path: '/v1/chat/completions', style: 'native', auth: bearer, valid: { model: CHAT, messages }, strings: ['model'], nulFields: ['model'], arrays: ['messages'], outputCap: 'max_tokens', stored: false, strict: false },
+  {
+    name: 'chat completions',
+    path: '/v1/chat/completions',
+    style: 'native',
+    auth: bearer,
+    valid: { model: CHAT, messages },
+    strings: ['model'],
+    nulFields: ['model'],
+    arrays: ['messages'],
+    outputCap: 'max_tokens',
+    stored: false,
+    strict: false,
+  },
   {
     name: 'anthropic messages',
     path: '/v1/messages',
@@ -230,8 +290,31 @@ const ROUTES: Route[] = [
     stored: false,
     strict: false,
   },
-  { name: 'responses', path: '/v1/responses', style: 'native', auth: bearer, valid: { model: CHAT, input: 'hi' }, strings: ['model'], nulFields: ['model'], arrays: [], outputCap: 'max_output_tokens', stored: false, strict: false },
-  { name: 'task creation', path: '/api/v1/sim/text-to-image', style: 'native', auth: bearer, valid: { model: 'sim/image-1', prompt: 'a lighthouse' }, strings: ['model', 'prompt'], nulFields: ['model', 'prompt'], arrays: [], stored: true, strict: true },
+  {
+    name: 'responses',
+    path: '/v1/responses',
+    style: 'native',
+    auth: bearer,
+    valid: { model: CHAT, input: 'hi' },
+    strings: ['model'],
+    nulFields: ['model'],
+    arrays: [],
+    outputCap: 'max_output_tokens',
+    stored: false,
+    strict: false,
+  },
+  {
+    name: 'task creation',
+    path: '/api/v1/sim/text-to-image',
+    style: 'native',
+    auth: bearer,
+    valid: { model: 'sim/image-1', prompt: 'a lighthouse' },
+    strings: ['model', 'prompt'],
+    nulFields: ['model', 'prompt'],
+    arrays: [],
+    stored: true,
+    strict: true,
+  },
   {
     name: 'image edits (JSON)',
     path: '/v1/images/edits',
@@ -258,11 +341,26 @@ interface Hostile {
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 const nest = (depth: number, kind: 'array' | 'object', leaf: unknown = 1): string =>
-  kind === 'array' ? `${'['.repeat(depth)}${JSON.stringify(leaf)}${']'.repeat(depth)}` : `${'{"k":'.repeat(depth)}${JSON.stringify(leaf)}${'}'.repeat(depth)}`;
+  kind === 'array'
+    ? `${'['.repeat(depth)}${JSON.stringify(leaf)}${']'.repeat(depth)}`
+    : `${'{"k":'.repeat(depth)}${JSON.stringify(leaf)}${'}'.repeat(depth)}`;
 /** The valid body's text with the value of `field` replaced by the raw JSON `raw`. */
-const withRaw = (route: Route, field: string, raw: string) => Buffer.from(JSON.stringify({ ...route.valid, [field]: '\u0001MARK' }).replace('"\\u0001MARK"', raw));
-const notString = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 3 }));
-const notArray = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.string({ maxLength: 10 }), fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 3 }));
+const withRaw = (route: Route, field: string, raw: string) =>
+  Buffer.from(JSON.stringify({ ...route.valid, [field]: '\u0001MARK' }).replace('"\\u0001MARK"', raw));
+const notString = fc.oneof(
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 3 }),
+);
+const notArray = fc.oneof(
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.string({ maxLength: 10 }),
+  fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 3 }),
+);
 const anyField = (route: Route) => fc.constantFrom(...Object.keys(route.valid));
 
 /** Hostile variants of one route's valid body; each is refused by construction. */
@@ -271,13 +369,20 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
   const out: fc.Arbitrary<Hostile>[] = [
     // Nesting beyond the limit, anywhere in the body: refused before anything walks or re-serialises it (the
     // Idempotency-Key hash included, which is why some carry one).
-    fc.record({ field: anyField(route), depth: fc.integer({ min: MAX_JSON_DEPTH + 1, max: 3_000 }), kind: fc.constantFrom<'array' | 'object'>('array', 'object'), idem: fc.boolean() }).map(({ field, depth, kind, idem }) => ({
-      what: `${field} nested ${depth} deep (${kind})`,
-      body: withRaw(route, field, nest(depth, kind)),
-      headers: idem ? { 'idempotency-key': `deep-${depth}` } : {},
-      status: 400,
-      code: native('json_too_deep'),
-    })),
+    fc
+      .record({
+        field: anyField(route),
+        depth: fc.integer({ min: MAX_JSON_DEPTH + 1, max: 3_000 }),
+        kind: fc.constantFrom<'array' | 'object'>('array', 'object'),
+        idem: fc.boolean(),
+      })
+      .map(({ field, depth, kind, idem }) => ({
+        what: `${field} nested ${depth} deep (${kind})`,
+        body: withRaw(route, field, nest(depth, kind)),
+        headers: idem ? { 'idempotency-key': `deep-${depth}` } : {},
+        status: 400,
+        code: native('json_too_deep'),
+      })),
     // An unpaired surrogate escape in any string: not Unicode text.
     fc.record({ field: anyField(route), half: fc.integer({ min: 0xd800, max: 0xdfff }) }).map(({ field, half }) => ({
       what: `\\u${half.toString(16)} alone in ${field}`,
@@ -286,11 +391,27 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
       code: native('invalid_character'),
     })),
     // Content-Encoding that the bytes do not follow.
-    fc.constantFrom('gzip', 'deflate', 'x-gzip').map((coding) => ({ what: `plain bytes as ${coding}`, body: json(route.valid), headers: { 'content-encoding': coding }, status: 400, code: native('invalid_encoding') })),
+    fc.constantFrom('gzip', 'deflate', 'x-gzip').map((coding) => ({
+      what: `plain bytes as ${coding}`,
+      body: json(route.valid),
+      headers: { 'content-encoding': coding },
+      status: 400,
+      code: native('invalid_encoding'),
+    })),
     // A charset JSON bodies are never sent in.
-    fc.constantFrom('utf-16', 'latin1', 'utf-32le').map((charset) => ({ what: `charset ${charset}`, body: json(route.valid), headers: { 'content-type': `application/json; charset=${charset}` }, status: 415, code: native('unsupported_media_type') })),
+    fc.constantFrom('utf-16', 'latin1', 'utf-32le').map((charset) => ({
+      what: `charset ${charset}`,
+      body: json(route.valid),
+      headers: { 'content-type': `application/json; charset=${charset}` },
+      status: 415,
+      code: native('unsupported_media_type'),
+    })),
     // Bytes that are not JSON at all, or not UTF-8 (a valid body cannot come out of these).
-    fc.uint8Array({ minLength: 1, maxLength: 200 }).map((bytes) => ({ what: `random bytes ${Buffer.from(bytes).toString('hex').slice(0, 40)}`, body: Buffer.from(bytes), status: 400 })),
+    fc.uint8Array({ minLength: 1, maxLength: 200 }).map((bytes) => ({
+      what: `random bytes ${Buffer.from(bytes).toString('hex').slice(0, 40)}`,
+      body: Buffer.from(bytes),
+      status: 400,
+    })),
   ];
   // A NUL in the model id: Postgres cannot look it up.
   if (route.nulFields.includes('model')) {
@@ -305,24 +426,49 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
   }
   if (route.stored) {
     out.push(
-      fc.constantFrom(...route.nulFields).map((field) => ({ what: `NUL in ${field}`, body: json({ ...route.valid, [field]: 'x\u0000y' }), status: 400, code: native('invalid_character') })),
+      fc.constantFrom(...route.nulFields).map((field) => ({
+        what: `NUL in ${field}`,
+        body: json({ ...route.valid, [field]: 'x\u0000y' }),
+        status: 400,
+        code: native('invalid_character'),
+      })),
     );
   }
   for (const field of route.strings) {
-    out.push(notString.map((v) => ({ what: `${field} = ${JSON.stringify(v)}`, body: json({ ...route.valid, [field]: v }), status: 400, code: native('invalid_request') })));
+    out.push(
+      notString.map((v) => ({
+        what: `${field} = ${JSON.stringify(v)}`,
+        body: json({ ...route.valid, [field]: v }),
+        status: 400,
+        code: native('invalid_request'),
+      })),
+    );
   }
   for (const field of route.arrays) {
-    out.push(notArray.map((v) => ({ what: `${field} = ${JSON.stringify(v)}`, body: json({ ...route.valid, [field]: v }), status: 400, code: native('invalid_request') })));
+    out.push(
+      notArray.map((v) => ({
+        what: `${field} = ${JSON.stringify(v)}`,
+        body: json({ ...route.valid, [field]: v }),
+        status: 400,
+        code: native('invalid_request'),
+      })),
+    );
   }
   if (route.outputCap) {
     const cap = route.outputCap;
     out.push(
-      fc.oneof(fc.integer({ min: MAX_OUTPUT + 1, max: 2 ** 31 }), fc.constant(1e12), fc.constant(Number.MAX_SAFE_INTEGER)).map((v) => ({
-        what: `${cap} = ${v}`,
-        body: json({ ...route.valid, [cap]: v }),
-        status: 400,
-        code: native('invalid_request'),
-      })),
+      fc
+        .oneof(
+          fc.integer({ min: MAX_OUTPUT + 1, max: 2 ** 31 }),
+          fc.constant(1e12),
+          fc.constant(Number.MAX_SAFE_INTEGER),
+        )
+        .map((v) => ({
+          what: `${cap} = ${v}`,
+          body: json({ ...route.valid, [cap]: v }),
+          status: 400,
+          code: native('invalid_request'),
+        })),
     );
   }
   if (route.name === 'evaluate') {
@@ -331,7 +477,9 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
     out.push(
       fc.constantFrom('__proto__', '__defineGetter__', 'a.b', '', ' q').map((id) => ({
         what: `question id ${id}`,
-        body: Buffer.from(`{"model":"sim/eval-1","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"${id}":{"type":"boolean","instructions":"y"}}}`),
+        body: Buffer.from(
+          `{"model":"sim/eval-1","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"${id}":{"type":"boolean","instructions":"y"}}}`,
+        ),
         status: 400,
         code: 'invalid_request',
       })),
@@ -339,7 +487,12 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
   }
   if (route.strict) {
     out.push(
-      fc.constant({ what: 'a "__proto__" field', body: Buffer.from(JSON.stringify(route.valid).replace(/^\{/, '{"__proto__":{"x":1},')), status: 400, code: 'invalid_request' }),
+      fc.constant({
+        what: 'a "__proto__" field',
+        body: Buffer.from(JSON.stringify(route.valid).replace(/^\{/, '{"__proto__":{"x":1},')),
+        status: 400,
+        code: 'invalid_request',
+      }),
     );
   }
   return out;
@@ -348,26 +501,40 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
 /** Headers any caller can add: a hostile request id, an Idempotency-Key of any printable text. */
 const noise = fc.record(
   {
-    'x-request-id': fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 300 }),
-    'idempotency-key': fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 300 }),
+    'x-request-id': fc.string({
+      unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+      maxLength: 300,
+    }),
+    'idempotency-key': fc.string({
+      unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+      minLength: 1,
+      maxLength: 300,
+    }),
   },
   { requiredKeys: [] },
 );
 
 describe('hostile JSON bodies on every JSON route', () => {
-  it('are each answered with a 4xx in the route family\'s shape, fast, and nothing is held or charged', async () => {
+  it("are each answered with a 4xx in the route family's shape, fast, and nothing is held or charged", async () => {
     const before = await books();
-    const cases = fc.oneof(...ROUTES.map((route) => fc.tuple(fc.constant(route), fc.oneof(...hostileBodies(route)), noise)));
+    const cases = fc.oneof(
+      ...ROUTES.map((route) => fc.tuple(fc.constant(route), fc.oneof(...hostileBodies(route)), noise)),
+    );
     let runs = 0;
     await fc.assert(
       fc.asyncProperty(cases, async ([route, hostile, extra]) => {
         runs++;
         const headers = { 'content-type': 'application/json', ...route.auth(), ...extra, ...hostile.headers };
         const answer = await send('POST', route.path, headers, hostile.body);
-        expect({ route: route.name, what: hostile.what, status: answer.status }).toEqual({ route: route.name, what: hostile.what, status: hostile.status });
+        expect({ route: route.name, what: hostile.what, status: answer.status }).toEqual({
+          route: route.name,
+          what: hostile.what,
+          status: hostile.status,
+        });
         expect(answer.ms).toBeLessThan(ctx.config.http.jsonBodyMs);
         const { code } = checkRefusal(answer, route.style);
-        if (hostile.code && route.style === 'native') expect({ what: hostile.what, code }).toEqual({ what: hostile.what, code: hostile.code });
+        if (hostile.code && route.style === 'native')
+          expect({ what: hostile.what, code }).toEqual({ what: hostile.what, code: hostile.code });
       }),
       { seed: 1414, numRuns: 280, endOnFailure: true },
     );
@@ -377,29 +544,78 @@ describe('hostile JSON bodies on every JSON route', () => {
 
   it('names the depth limit, and the problem with the bytes, in the vendor shapes too', async () => {
     const deep = withRaw(ROUTES[3]!, 'contents', nest(5_000, 'array'));
-    const google = await send('POST', ROUTES[3]!.path, { 'content-type': 'application/json', ...ROUTES[3]!.auth() }, deep);
+    const google = await send(
+      'POST',
+      ROUTES[3]!.path,
+      { 'content-type': 'application/json', ...ROUTES[3]!.auth() },
+      deep,
+    );
     expect(checkRefusal(google, 'google').message).toMatch(/deeper than the limit of 64 levels/);
-    const gz = await send('POST', '/v1/messages', { 'content-type': 'application/json', 'content-encoding': 'gzip', ...ROUTES[2]!.auth() }, json(ROUTES[2]!.valid));
+    const gz = await send(
+      'POST',
+      '/v1/messages',
+      { 'content-type': 'application/json', 'content-encoding': 'gzip', ...ROUTES[2]!.auth() },
+      json(ROUTES[2]!.valid),
+    );
     expect(checkRefusal(gz, 'anthropic').message).toMatch(/not valid gzip data/);
     // A real gzip body is read as usual: the refusal is about the lie, not the encoding.
-    const real = await send('POST', '/v1/messages', { 'content-type': 'application/json', 'content-encoding': 'gzip', ...ROUTES[2]!.auth() }, gzipSync(json({ ...ROUTES[2]!.valid, max_tokens: MAX_OUTPUT + 1 })));
-    expect(checkRefusal(real, 'anthropic').message).toMatch(/max_tokens: 4097 is more than the model "sim\/chat-1" can produce; its maximum is 4096/);
+    const real = await send(
+      'POST',
+      '/v1/messages',
+      { 'content-type': 'application/json', 'content-encoding': 'gzip', ...ROUTES[2]!.auth() },
+      gzipSync(json({ ...ROUTES[2]!.valid, max_tokens: MAX_OUTPUT + 1 })),
+    );
+    expect(checkRefusal(real, 'anthropic').message).toMatch(
+      /max_tokens: 4097 is more than the model "sim\/chat-1" can produce; its maximum is 4096/,
+    );
   });
 });
 
 describe('hostile paths: one decoding guard for every path parameter', () => {
-  const ROUTE_PATHS: { method: string; path: (seg: string) => string; style: Style; auth: () => Record<string, string> }[] = [
+  const ROUTE_PATHS: {
+    method: string;
+    path: (seg: string) => string;
+    style: Style;
+    auth: () => Record<string, string>;
+  }[] = [
     { method: 'GET', path: (s) => `/v1/files/${s}`, style: 'native', auth: bearer },
     { method: 'DELETE', path: (s) => `/api/v1/files/${s}`, style: 'native', auth: bearer },
     { method: 'GET', path: (s) => `/api/v1/files/${s}/content?token=x`, style: 'native', auth: () => ({}) },
     { method: 'GET', path: (s) => `/api/v1/tasks/${s}`, style: 'native', auth: bearer },
     { method: 'POST', path: (s) => `/api/v1/tasks/${s}/cancel`, style: 'native', auth: bearer },
     { method: 'GET', path: (s) => `/api/v1/tasks/${s}/deliveries`, style: 'native', auth: bearer },
-    { method: 'POST', path: (s) => `/v1beta/models/${s}:generateContent`, style: 'google', auth: () => ({ 'x-goog-api-key': customer.secret }) },
+    {
+      method: 'POST',
+      path: (s) => `/v1beta/models/${s}:generateContent`,
+      style: 'google',
+      auth: () => ({ 'x-goog-api-key': customer.secret }),
+    },
     { method: 'GET', path: (s) => `/api/v1/tasks?status=${s}`, style: 'native', auth: bearer },
   ];
-  const hostileBytes = fc.constantFrom('%', '%Z', '%ZZ', '%E0%A4%A', '%C0%AF', '%E0%80%AF', '%ED%A0%80', '%F8%88%80%80%80', '%FF', '%00', '%0A', '%1B[31m', '%7F', '%C3%A9', '%F0%9F%98%80', '%2F', 'tsk_', 'file_', 'sim%2Fchat-1');
-  const segment = fc.array(fc.oneof(hostileBytes, fc.stringMatching(/^[A-Za-z0-9_.-]{0,6}$/)), { minLength: 1, maxLength: 5 }).map((parts) => parts.join(''));
+  const hostileBytes = fc.constantFrom(
+    '%',
+    '%Z',
+    '%ZZ',
+    '%E0%A4%A',
+    '%C0%AF',
+    '%E0%80%AF',
+    '%ED%A0%80',
+    '%F8%88%80%80%80',
+    '%FF',
+    '%00',
+    '%0A',
+    '%1B[31m',
+    '%7F',
+    '%C3%A9',
+    '%F0%9F%98%80',
+    '%2F',
+    'tsk_',
+    'file_',
+    'sim%2Fchat-1',
+  );
+  const segment = fc
+    .array(fc.oneof(hostileBytes, fc.stringMatching(/^[A-Za-z0-9_.-]{0,6}$/)), { minLength: 1, maxLength: 5 })
+    .map((parts) => parts.join(''));
 
   it('refuses what cannot be decoded or holds a control character with 400, and answers everything else below 500', async () => {
     const before = await books();
@@ -414,7 +630,12 @@ describe('hostile paths: one decoding guard for every path parameter', () => {
         }
         const control = !broken && /[\u0000-\u001f\u007f]/.test(decoded);
         const headers = { 'content-type': 'application/json', ...route.auth() };
-        const answer = await send(route.method, route.path(seg), headers, route.method === 'POST' ? json({ contents: [{ parts: [{ text: 'x' }] }] }) : undefined);
+        const answer = await send(
+          route.method,
+          route.path(seg),
+          headers,
+          route.method === 'POST' ? json({ contents: [{ parts: [{ text: 'x' }] }] }) : undefined,
+        );
         expect(answer.ms).toBeLessThan(ctx.config.http.jsonBodyMs);
         expect(answer.status).toBeLessThan(500);
         if (answer.status < 400) return; // a well-formed segment can name something real (an empty one, the list)
@@ -451,16 +672,45 @@ describe('hostile headers', () => {
   it('refuses two different keys on the Google and Anthropic routes (neither is chosen), and takes the same key twice', async () => {
     const before = await books();
     const body = json(ROUTES[3]!.valid);
-    const google = await send('POST', ROUTES[3]!.path, { 'content-type': 'application/json', 'x-goog-api-key': customer.secret, authorization: `Bearer ${otherKey()}` }, body);
+    const google = await send(
+      'POST',
+      ROUTES[3]!.path,
+      { 'content-type': 'application/json', 'x-goog-api-key': customer.secret, authorization: `Bearer ${otherKey()}` },
+      body,
+    );
     expect(google.status).toBe(401);
     expect(checkRefusal(google, 'google').message).toMatch(/x-goog-api-key and Authorization.*not hold the same key/);
-    const swapped = await send('POST', ROUTES[3]!.path, { 'content-type': 'application/json', 'x-goog-api-key': otherKey(), authorization: `Bearer ${customer.secret}` }, body);
+    const swapped = await send(
+      'POST',
+      ROUTES[3]!.path,
+      { 'content-type': 'application/json', 'x-goog-api-key': otherKey(), authorization: `Bearer ${customer.secret}` },
+      body,
+    );
     expect(swapped.status).toBe(401);
-    const anthropic = await send('POST', '/v1/messages', { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': customer.secret, authorization: `Bearer ${otherKey()}` }, json(ROUTES[2]!.valid));
+    const anthropic = await send(
+      'POST',
+      '/v1/messages',
+      {
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+        'x-api-key': customer.secret,
+        authorization: `Bearer ${otherKey()}`,
+      },
+      json(ROUTES[2]!.valid),
+    );
     expect(anthropic.status).toBe(401);
     checkRefusal(anthropic, 'anthropic');
     // The same key in both is no conflict: the request gets as far as its body (refused here for max_tokens).
-    const same = await send('POST', ROUTES[3]!.path, { 'content-type': 'application/json', 'x-goog-api-key': customer.secret, authorization: `Bearer ${customer.secret}` }, json({ ...ROUTES[3]!.valid, generationConfig: { maxOutputTokens: MAX_OUTPUT + 1 } }));
+    const same = await send(
+      'POST',
+      ROUTES[3]!.path,
+      {
+        'content-type': 'application/json',
+        'x-goog-api-key': customer.secret,
+        authorization: `Bearer ${customer.secret}`,
+      },
+      json({ ...ROUTES[3]!.valid, generationConfig: { maxOutputTokens: MAX_OUTPUT + 1 } }),
+    );
     expect(same.status).toBe(400);
     expect(checkRefusal(same, 'google').message).toMatch(/maxOutputTokens/);
     expect(await books()).toEqual(before);
@@ -472,29 +722,53 @@ describe('hostile headers', () => {
     const form = Buffer.from(
       `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\u0000x\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}--\r\n`,
     );
-    const answer = await send('POST', '/v1/images/edits', { ...bearer(), 'content-type': `multipart/form-data; boundary=${boundary}` }, form);
+    const answer = await send(
+      'POST',
+      '/v1/images/edits',
+      { ...bearer(), 'content-type': `multipart/form-data; boundary=${boundary}` },
+      form,
+    );
     expect(answer.status).toBe(400);
-    expect(checkRefusal(answer, 'native')).toEqual({ code: 'invalid_character', message: 'model holds the NUL character, which no field may hold.' });
+    expect(checkRefusal(answer, 'native')).toEqual({
+      code: 'invalid_character',
+      message: 'model holds the NUL character, which no field may hold.',
+    });
     expect(await books()).toEqual(before);
   });
 
   it('caps and escapes what a refusal echoes: a long model id with control and bidi characters', async () => {
     const model = `evil\u202e\u0007${'x'.repeat(5_000)}\u2066`;
-    const answer = await send('POST', '/v1/chat/completions', { 'content-type': 'application/json', ...bearer() }, json({ model, messages }));
+    const answer = await send(
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json', ...bearer() },
+      json({ model, messages }),
+    );
     expect(answer.status).toBe(400);
     const { message } = checkRefusal(answer, 'native');
     expect(message).toMatch(/^model: /);
-    const unknown = await send('POST', '/v1/chat/completions', { 'content-type': 'application/json', ...bearer() }, json({ model: 'sim/\u202enope\u2066', messages }));
+    const unknown = await send(
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json', ...bearer() },
+      json({ model: 'sim/\u202enope\u2066', messages }),
+    );
     expect(unknown.status).toBe(404);
-    expect(checkRefusal(unknown, 'native').message).toBe('The model "sim/\\u{202E}nope\\u{2066}" does not exist or is not enabled.');
+    expect(checkRefusal(unknown, 'native').message).toBe(
+      'The model "sim/\\u{202E}nope\\u{2066}" does not exist or is not enabled.',
+    );
   });
 });
 
 describe('bytes that only look like an image', () => {
   const multipart = (boundary: string, fields: [string, string][], file: { field: string; bytes: Buffer }) =>
     Buffer.concat([
-      ...fields.map(([name, value]) => Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)),
-      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${file.field}"; filename="a.gif"\r\ncontent-type: image/gif\r\n\r\n`),
+      ...fields.map(([name, value]) =>
+        Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+      ),
+      Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="${file.field}"; filename="a.gif"\r\ncontent-type: image/gif\r\n\r\n`,
+      ),
       file.bytes,
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
@@ -503,19 +777,39 @@ describe('bytes that only look like an image', () => {
     ['a 6-byte GIF (the magic number only)', Buffer.from('GIF89a', 'latin1')],
     ['a GIF of 0×0 pixels', Buffer.concat([Buffer.from('GIF89a', 'latin1'), Buffer.alloc(7)])],
     ['a JPEG without a frame header', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xd9])],
-  ])('%s is neither stored as an upload (415) nor sent as an image to edit (400), and costs nothing', async (_what, bytes) => {
-    const before = await books();
-    const objectsBefore = (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length;
-    const up = await send('POST', '/v1/files', { ...bearer(), 'content-type': 'multipart/form-data; boundary=b' }, multipart('b', [['purpose', 'vision']], { field: 'file', bytes }));
-    expect(up.status).toBe(415);
-    expect(checkRefusal(up, 'native').code).toBe('unsupported_media_type');
-    const editForm = multipart('b', [['model', 'sim/image-1'], ['prompt', 'x']], { field: 'image', bytes });
-    const edit = await send('POST', '/v1/images/edits', { ...bearer(), 'content-type': 'multipart/form-data; boundary=b' }, editForm);
-    expect(edit.status).toBe(400);
-    expect(checkRefusal(edit, 'native').code).toBe('invalid_image');
-    expect((await objectKeys(ctx.s3, ctx.config.s3.bucket)).length).toBe(objectsBefore);
-    expect(await books()).toEqual(before);
-  });
+  ])(
+    '%s is neither stored as an upload (415) nor sent as an image to edit (400), and costs nothing',
+    async (_what, bytes) => {
+      const before = await books();
+      const objectsBefore = (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length;
+      const up = await send(
+        'POST',
+        '/v1/files',
+        { ...bearer(), 'content-type': 'multipart/form-data; boundary=b' },
+        multipart('b', [['purpose', 'vision']], { field: 'file', bytes }),
+      );
+      expect(up.status).toBe(415);
+      expect(checkRefusal(up, 'native').code).toBe('unsupported_media_type');
+      const editForm = multipart(
+        'b',
+        [
+          ['model', 'sim/image-1'],
+          ['prompt', 'x'],
+        ],
+        { field: 'image', bytes },
+      );
+      const edit = await send(
+        'POST',
+        '/v1/images/edits',
+        { ...bearer(), 'content-type': 'multipart/form-data; boundary=b' },
+        editForm,
+      );
+      expect(edit.status).toBe(400);
+      expect(checkRefusal(edit, 'native').code).toBe('invalid_image');
+      expect((await objectKeys(ctx.s3, ctx.config.s3.bucket)).length).toBe(objectsBefore);
+      expect(await books()).toEqual(before);
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -546,7 +840,10 @@ async function stall(head: string, first: Buffer = Buffer.alloc(0), trickle?: { 
   socket.write(Buffer.concat([Buffer.from(head, 'latin1'), first]));
   if (trickle) timer = setInterval(() => socket.writable && socket.write(trickle.bytes), trickle.every);
   let giveUp: NodeJS.Timeout | undefined;
-  const closedAfterMs = await Promise.race([closed, new Promise<number>((r) => (giveUp = setTimeout(() => r(-1), 15_000)))]);
+  const closedAfterMs = await Promise.race([
+    closed,
+    new Promise<number>((r) => (giveUp = setTimeout(() => r(-1), 15_000))),
+  ]);
   clearTimeout(giveUp);
   clearInterval(timer);
   socket.destroy();
@@ -554,7 +851,9 @@ async function stall(head: string, first: Buffer = Buffer.alloc(0), trickle?: { 
 }
 
 const postHead = (path: string, headers: Record<string, string>) =>
-  `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
 
 describe('slow clients', () => {
   const http = { headersMs: 1_000, bodyIdleMs: 1_000, jsonBodyMs: 3_000, uploadMs: 6_000 };
@@ -565,7 +864,10 @@ describe('slow clients', () => {
   });
 
   it.each([
-    ['whose headers never end', () => `POST /api/v1/evaluate HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${customer.secret}\r\n`],
+    [
+      'whose headers never end',
+      () => `POST /api/v1/evaluate HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${customer.secret}\r\n`,
+    ],
     ['that sends nothing at all', () => ''],
   ])('closes a connection %s, within the headers timeout', async (_what, head) => {
     const { answer, closedAfterMs } = await stall(head());
@@ -578,22 +880,40 @@ describe('slow clients', () => {
   it.each([
     ['a chunked body that never ends', { 'transfer-encoding': 'chunked' }, Buffer.from('10\r\n{"model":"sim/ev\r\n')],
     ['a Content-Length larger than what is sent', { 'content-length': '1000' }, Buffer.from('{"model":"sim/ev')],
-  ])('%s: 408 in the API\'s shape once it has paused for the idle timeout, and the connection closed', async (_what, framing, first) => {
-    const before = await books();
-    const { answer, closedAfterMs } = await stall(postHead('/api/v1/evaluate', { authorization: `Bearer ${customer.secret}`, 'content-type': 'application/json', ...framing }), first);
-    expect(answer).not.toBeNull();
-    expect(answer!.status).toBe(408);
-    expect(answer!.headers.connection).toBe('close');
-    expect(checkRefusal(answer!, 'native')).toEqual({ code: 'request_timeout', message: expect.stringMatching(/no byte arrived for 1 s/) });
-    expect(answer!.ms).toBeGreaterThanOrEqual(http.bodyIdleMs - 50);
-    expect(answer!.ms).toBeLessThan(http.bodyIdleMs + SLACK_MS);
-    expect(closedAfterMs).toBeGreaterThan(0);
-    expect(closedAfterMs).toBeLessThan(http.bodyIdleMs + SLACK_MS);
-    expect(await books()).toEqual(before);
-  });
+  ])(
+    "%s: 408 in the API's shape once it has paused for the idle timeout, and the connection closed",
+    async (_what, framing, first) => {
+      const before = await books();
+      const { answer, closedAfterMs } = await stall(
+        postHead('/api/v1/evaluate', {
+          authorization: `Bearer ${customer.secret}`,
+          'content-type': 'application/json',
+          ...framing,
+        }),
+        first,
+      );
+      expect(answer).not.toBeNull();
+      expect(answer!.status).toBe(408);
+      expect(answer!.headers.connection).toBe('close');
+      expect(checkRefusal(answer!, 'native')).toEqual({
+        code: 'request_timeout',
+        message: expect.stringMatching(/no byte arrived for 1 s/),
+      });
+      expect(answer!.ms).toBeGreaterThanOrEqual(http.bodyIdleMs - 50);
+      expect(answer!.ms).toBeLessThan(http.bodyIdleMs + SLACK_MS);
+      expect(closedAfterMs).toBeGreaterThan(0);
+      expect(closedAfterMs).toBeLessThan(http.bodyIdleMs + SLACK_MS);
+      expect(await books()).toEqual(before);
+    },
+  );
 
   it('408s a JSON body that trickles without pausing but is not whole within the JSON body timeout (Anthropic shape)', async () => {
-    const head = postHead('/v1/messages', { 'x-api-key': customer.secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', 'content-length': '100000' });
+    const head = postHead('/v1/messages', {
+      'x-api-key': customer.secret,
+      'anthropic-version': '2023-06-01',
+      'content-type': 'application/json',
+      'content-length': '100000',
+    });
     const { answer } = await stall(head, Buffer.from('{"model":"'), { every: 200, bytes: Buffer.from('x') });
     expect(answer!.status).toBe(408);
     expect(checkRefusal(answer!, 'anthropic').message).toMatch(/did not arrive whole within 3 s/);
@@ -607,14 +927,20 @@ describe('slow clients', () => {
     const boundary = 'hostileboundary';
     const file = Buffer.concat([sample.png(8, 8), Buffer.alloc(7 * 1024 * 1024, 7)]);
     const form = Buffer.concat([
-      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`,
+      ),
       file,
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
     const commandsBefore = s3Sent.commands.length;
     // Past putObjectStream's 5 MiB first part, so a multipart upload exists in S3 when the client stops.
     const sent = form.subarray(0, 6 * 1024 * 1024);
-    const head = postHead('/v1/files', { authorization: `Bearer ${customer.secret}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(form.length) });
+    const head = postHead('/v1/files', {
+      authorization: `Bearer ${customer.secret}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(form.length),
+    });
     const { answer } = await stall(head, sent);
     expect(answer!.status).toBe(408);
     expect(checkRefusal(answer!, 'native').code).toBe('request_timeout');
@@ -631,14 +957,25 @@ describe('slow clients', () => {
     const before = await books();
     const boundary = 'editboundary';
     const form = Buffer.concat([
-      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n`),
-      Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n`,
+      ),
+      Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`,
+      ),
       sample.png(8, 8),
     ]);
-    const head = postHead('/v1/images/edits', { authorization: `Bearer ${customer.secret}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(form.length + 1_000) });
+    const head = postHead('/v1/images/edits', {
+      authorization: `Bearer ${customer.secret}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(form.length + 1_000),
+    });
     const { answer, closedAfterMs } = await stall(head, form);
     expect(answer!.status).toBe(408);
-    expect(checkRefusal(answer!, 'native')).toEqual({ code: 'request_timeout', message: expect.stringMatching(/no byte arrived/) });
+    expect(checkRefusal(answer!, 'native')).toEqual({
+      code: 'request_timeout',
+      message: expect.stringMatching(/no byte arrived/),
+    });
     expect(answer!.ms).toBeLessThan(http.bodyIdleMs + SLACK_MS);
     expect(closedAfterMs).toBeLessThan(http.bodyIdleMs + SLACK_MS);
     expect(await books()).toEqual(before);

@@ -63,26 +63,41 @@ describe('encodingProblem (paths and queries)', () => {
   });
 
   it('passes well-formed paths, UTF-8 included, whether percent-encoded or raw', () => {
-    for (const path of ['/v1/files/file_abc', '/v1beta/models/sim%2Fchat-1:generateContent', '/x/%C3%A9t%C3%A9', '/x/\u00c3\u00a9', '/x/%F0%9F%98%80']) {
+    for (const path of [
+      '/v1/files/file_abc',
+      '/v1beta/models/sim%2Fchat-1:generateContent',
+      '/x/%C3%A9t%C3%A9',
+      '/x/\u00c3\u00a9',
+      '/x/%F0%9F%98%80',
+    ]) {
       expect(encodingProblem(path, 'path')).toBeNull();
     }
   });
 
   it('agrees with decodeURIComponent on every percent-encoded string: refused exactly where it throws', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.constantFrom('%', '%C0', '%AF', '%E0', '%A4', '%F0', '%9F', '%80', '%FF', '%zz', 'a', '/'), fc.string({ maxLength: 3 })), { maxLength: 8 }), (parts) => {
-        const raw = parts.join('').replace(/[\u0000-\u001f\u007f]/g, 'x');
-        let throws = false;
-        let decoded = '';
-        try {
-          decoded = decodeURIComponent(raw);
-        } catch {
-          throws = true;
-        }
-        const problem = encodingProblem(raw, 'path');
-        if (throws) expect(problem?.code).toBe('invalid_encoding');
-        else expect(problem === null).toBe(!/[\u0000-\u001f\u007f]/.test(decoded));
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constantFrom('%', '%C0', '%AF', '%E0', '%A4', '%F0', '%9F', '%80', '%FF', '%zz', 'a', '/'),
+            fc.string({ maxLength: 3 }),
+          ),
+          { maxLength: 8 },
+        ),
+        (parts) => {
+          const raw = parts.join('').replace(/[\u0000-\u001f\u007f]/g, 'x');
+          let throws = false;
+          let decoded = '';
+          try {
+            decoded = decodeURIComponent(raw);
+          } catch {
+            throws = true;
+          }
+          const problem = encodingProblem(raw, 'path');
+          if (throws) expect(problem?.code).toBe('invalid_encoding');
+          else expect(problem === null).toBe(!/[\u0000-\u001f\u007f]/.test(decoded));
+        },
+      ),
       { seed: 14, numRuns: 300 },
     );
   });
@@ -90,7 +105,9 @@ describe('encodingProblem (paths and queries)', () => {
 
 describe('shown (what an error message echoes)', () => {
   it('escapes controls, bidi overrides and isolates, zero-width characters and lone surrogates', () => {
-    expect(escapeUnsafe('a\u0000b\nc\u202ed\u2066e\u200bf\ud800g')).toBe('a\\u{0000}b\\u{000A}c\\u{202E}d\\u{2066}e\\u{200B}f\\u{D800}g');
+    expect(escapeUnsafe('a\u0000b\nc\u202ed\u2066e\u200bf\ud800g')).toBe(
+      'a\\u{0000}b\\u{000A}c\\u{202E}d\\u{2066}e\\u{200B}f\\u{D800}g',
+    );
     expect(escapeUnsafe('Grüße 日本 😀')).toBe('Grüße 日本 😀');
   });
 

@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { HttpTimeouts } from '@gensvc/config';
-import { AppError, errors } from '@gensvc/errors';
+import { type AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { jsonDeadline, watchBody } from './body-deadline';
 import { bufferedWhole, declaredTooLarge } from './declared-length';
@@ -39,7 +39,9 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A request with a body (a Content-Length, even 0, or chunked), as body-parser judges it. */
-const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
+const hasBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined ||
+  !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
 
 /**
  * JSON bodies for one route. Mounted per route, after authentication, so the bodies of unauthenticated callers are
@@ -55,9 +57,14 @@ export function jsonBody(o: JsonBodyOptions): RequestHandler {
     }
     const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (coding !== 'identity' && !DECODERS[coding]) {
-      return next(errors.unsupportedMediaType('Content-Encoding must be gzip, deflate, br or identity.', { param: 'Content-Encoding' }));
+      return next(
+        errors.unsupportedMediaType('Content-Encoding must be gzip, deflate, br or identity.', {
+          param: 'Content-Encoding',
+        }),
+      );
     }
-    if (coding === 'identity' && declaredTooLarge(req, o.limitBytes)) return next(errors.payloadTooLarge(formatBytes(o.limitBytes)));
+    if (coding === 'identity' && declaredTooLarge(req, o.limitBytes))
+      return next(errors.payloadTooLarge(formatBytes(o.limitBytes)));
     readBody(req, coding, o).then(
       (text) => {
         try {
@@ -86,12 +93,19 @@ async function readBody(req: IncomingMessage, coding: string, o: JsonBodyOptions
  * The body's bytes exactly as received, for a route that must see them unparsed (a signature over the raw body), with
  * the JSON routes' limit and deadline; `Content-Encoding` is not undone (the bytes are what was signed).
  */
-export function readRawBody(req: IncomingMessage, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+export function readRawBody(
+  req: IncomingMessage,
+  o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>,
+): Promise<Buffer> {
   return readBytes(req, 'identity', o);
 }
 
 /** The body's bytes, decoded by `coding` (one of DECODERS, or identity), or the AppError that refuses it. */
-function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>): Promise<Buffer> {
+function readBytes(
+  req: IncomingMessage,
+  coding: string,
+  o: Pick<JsonBodyOptions, 'limitBytes' | 'timeouts'>,
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const decoder = coding === 'identity' ? null : DECODERS[coding]!();
     const source: Readable = (decoder as unknown as Readable | null) ?? req;
@@ -119,13 +133,23 @@ function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions
     const onEnd = () => settle(null);
     const aborted = () => errors.invalidRequest('The request body could not be read: the client aborted it.');
     const onError = () =>
-      settle(decoder ? errors.invalidEncoding(`The request body is not valid ${coding} data, as its Content-Encoding says it is.`, 'Content-Encoding') : aborted());
+      settle(
+        decoder
+          ? errors.invalidEncoding(
+              `The request body is not valid ${coding} data, as its Content-Encoding says it is.`,
+              'Content-Encoding',
+            )
+          : aborted(),
+      );
     // The client left before the body was whole: nobody is there to answer, but the route must not run.
     const onClose = () => {
       if (!req.complete) settle(aborted());
     };
     // A body already whole (it came with the headers, as a JSON call's usually does) can no longer stall: no timers.
-    const stopWatching = req.complete || bufferedWhole(req) ? () => {} : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
+    const stopWatching =
+      req.complete || bufferedWhole(req)
+        ? () => {}
+        : watchBody(req, jsonDeadline(o.timeouts), (timeout) => settle(timeout));
     source.on('data', onData).once('end', onEnd).once('error', onError);
     req.once('close', onClose);
     if (decoder) {
@@ -138,7 +162,8 @@ function readBytes(req: IncomingMessage, coding: string, o: Pick<JsonBodyOptions
 function parseJson(text: string, o: JsonBodyOptions): unknown {
   if (text.length === 0) return {}; // an empty body: body-parser's answer, so the schema names the missing fields
   const c = text[text.search(/\S/)];
-  if (c !== '{' && c !== '[') throw errors.invalidJson('The request body is not valid JSON: it must be an object or an array.');
+  if (c !== '{' && c !== '[')
+    throw errors.invalidJson('The request body is not valid JSON: it must be an object or an array.');
   const problem = scanJsonText(text, { maxDepth: MAX_JSON_DEPTH, refuseNul: !o.passThrough });
   if (problem?.kind === 'depth') throw errors.jsonTooDeep(MAX_JSON_DEPTH);
   let value: unknown;
@@ -147,9 +172,16 @@ function parseJson(text: string, o: JsonBodyOptions): unknown {
   } catch {
     throw errors.invalidJson('The request body is not valid JSON.');
   }
-  if (problem?.kind === 'nul') throw errors.invalidCharacter('A string in the request body holds the NUL character (\\u0000), which no field may hold.', 'body');
+  if (problem?.kind === 'nul')
+    throw errors.invalidCharacter(
+      'A string in the request body holds the NUL character (\\u0000), which no field may hold.',
+      'body',
+    );
   if (problem?.kind === 'surrogate') {
-    throw errors.invalidCharacter('A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.', 'body');
+    throw errors.invalidCharacter(
+      'A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.',
+      'body',
+    );
   }
   return value;
 }

@@ -45,14 +45,22 @@ it('keeps invitation tokens, signed-link tokens, keys and signatures out of the 
   const ws = await makeWorkspace(ctx.db);
   const { user } = await makeMember(ctx.db, ws.id, 'owner');
   const invitation = newOpaqueToken();
-  await invitationRepository.create(ctx.db, { workspaceId: ws.id, email: 'new-person@example.com', role: 'member', tokenHash: invitation.hash, invitedById: user.id });
+  await invitationRepository.create(ctx.db, {
+    workspaceId: ws.id,
+    email: 'new-person@example.com',
+    role: 'member',
+    tokenHash: invitation.hash,
+    invitedById: user.id,
+  });
   const browser = new DashboardClient(url);
   // The link a person follows opens the dashboard's page, then its JSON routes; the page's GET sets the CSRF cookie.
   await (await fetch(`${url}/dashboard/invite/${invitation.token}`)).arrayBuffer();
   await browser.get('/api/v1/dashboard/session');
   expect((await browser.get(`/api/v1/dashboard/invitations/${invitation.token}`)).status).toBe(200);
   const password = 'a password nobody logs';
-  expect((await browser.post(`/api/v1/dashboard/invitations/${invitation.token}/accept`, { password })).status).toBe(201);
+  expect((await browser.post(`/api/v1/dashboard/invitations/${invitation.token}/accept`, { password })).status).toBe(
+    201,
+  );
 
   const { file } = await makeOutput(ctx, ws.id);
   const { token: fileToken } = await signFileToken(ctx.env.SIGNING_SECRET!, { fileId: file.id, workspaceId: ws.id });
@@ -72,14 +80,24 @@ it('keeps invitation tokens, signed-link tokens, keys and signatures out of the 
   expect(await edge.stop('SIGTERM')).toBe(0);
   const output = edge.output();
   const spans = JSON.stringify(collector.spans);
-  const secrets = { invitation: invitation.token, password, fileToken, fileSignature: fileToken.split('.')[2]!, apiKey, signature };
+  const secrets = {
+    invitation: invitation.token,
+    password,
+    fileToken,
+    fileSignature: fileToken.split('.')[2]!,
+    apiKey,
+    signature,
+  };
   for (const [what, secret] of Object.entries(secrets)) {
     expect({ what, inLogs: output.includes(secret) }).toEqual({ what, inLogs: false });
     expect({ what, inSpans: spans.includes(secret) }).toEqual({ what, inSpans: false });
   }
 
   // What was logged and traced instead: the route templates, and the queries with their secrets redacted.
-  const access = output.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l) as { route: string; status: number });
+  const access = output
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"'))
+    .map((l) => JSON.parse(l) as { route: string; status: number });
   expect(access).toEqual(
     expect.arrayContaining([
       expect.objectContaining({ route: '/api/v1/dashboard/invitations/:token', status: 200 }),
@@ -89,10 +107,18 @@ it('keeps invitation tokens, signed-link tokens, keys and signatures out of the 
   );
   const servers = collector.spans
     .filter((s) => s.service === 'gensvc-edge' && s.kind === 'server')
-    .map((s) => ({ route: s.attributes['http.route'], path: s.attributes['url.path'], query: s.attributes['url.query'] }));
+    .map((s) => ({
+      route: s.attributes['http.route'],
+      path: s.attributes['url.path'],
+      query: s.attributes['url.query'],
+    }));
   expect(servers).toEqual(
     expect.arrayContaining([
-      { route: '/api/v1/dashboard/invitations/:token/accept', path: '/api/v1/dashboard/invitations/:token/accept', query: undefined },
+      {
+        route: '/api/v1/dashboard/invitations/:token/accept',
+        path: '/api/v1/dashboard/invitations/:token/accept',
+        query: undefined,
+      },
       { route: '/api/v1/files/:fileId/content', path: '/api/v1/files/:fileId/content', query: 'token=REDACTED' },
       expect.objectContaining({ query: 'key=REDACTED' }),
       { route: '/healthz', path: '/healthz', query: 'signature=REDACTED' },

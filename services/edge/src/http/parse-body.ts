@@ -1,6 +1,6 @@
 // The one way a zod refusal of what a caller sent becomes 400 invalid_request: the first issue, named by its
 // field's path (`questions.q1.criteria`), an unknown field by its own name rather than its parent's.
-import { AppError, errors } from '@gensvc/errors';
+import { type AppError, errors } from '@gensvc/errors';
 import type { z } from 'zod';
 
 /** The body checked against `schema`; it must be a JSON object, and 400 invalid_request names the first field at fault. */

@@ -19,7 +19,10 @@ export function encodingProblem(raw: string, what: 'path' | 'query'): AppError |
   const broken = BROKEN_PERCENT.exec(raw);
   if (broken) {
     const near = raw.slice(broken.index, broken.index + 3);
-    return errors.invalidEncoding(`The ${what} holds a broken percent-encoding ("${near}"): each % must be followed by two hexadecimal digits.`, what);
+    return errors.invalidEncoding(
+      `The ${what} holds a broken percent-encoding ("${near}"): each % must be followed by two hexadecimal digits.`,
+      what,
+    );
   }
   let decoded = raw;
   try {
@@ -34,7 +37,10 @@ export function encodingProblem(raw: string, what: 'path' | 'query'): AppError |
   const control = CONTROL.exec(decoded);
   if (control) {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
-    return errors.invalidCharacter(`The ${what} holds the control character U+${code}, which no id, name or value of this API holds.`, what);
+    return errors.invalidCharacter(
+      `The ${what} holds the control character U+${code}, which no id, name or value of this API holds.`,
+      what,
+    );
   }
   return null;
 }
@@ -57,6 +63,7 @@ export function pathGuard(req: Request, _res: Response, next: NextFunction) {
   const url = req.url;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  const problem = encodingProblem(path, 'path') ?? (q < 0 ? null : encodingProblem(url.slice(q + 1).replace(/\+/g, ' '), 'query'));
+  const problem =
+    encodingProblem(path, 'path') ?? (q < 0 ? null : encodingProblem(url.slice(q + 1).replace(/\+/g, ' '), 'query'));
   next(problem ?? undefined);
 }

@@ -18,7 +18,8 @@ export const locals = (res: Response) => res.locals as RequestLocals & Record<st
  * name a request by. Never the raw path, which can hold a secret (an invitation token). Routers are mounted without a
  * path, so req.baseUrl holds no parameter.
  */
-export const routeOf = (req: Request): string => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
+export const routeOf = (req: Request): string =>
+  req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
 
 /** Which vendor's conventions a path follows: its errors are answered in that vendor's shape (DESIGN.md §4). */
 export function errorStyleFor(path: string): ErrorStyle {
@@ -62,7 +63,12 @@ export function requestContext(logger: Logger) {
         inActiveContext(() => {
           const ms = Number(process.hrtime.bigint() - started) / 1e6;
           const workspace = (res.locals.auth as { workspace?: { id: string } } | undefined)?.workspace?.id;
-          const line = { method: req.method, route: routeOf(req), status: res.statusCode, ms: Math.round(ms * 100) / 100 };
+          const line = {
+            method: req.method,
+            route: routeOf(req),
+            status: res.statusCode,
+            ms: Math.round(ms * 100) / 100,
+          };
           locals(res).log.info({ ...line, ip: req.ip, workspace_id: workspace }, 'request');
         }),
       );

@@ -21,7 +21,10 @@ function madeWith<T>(Base: (...args: never[]) => void, proto: object): T {
   return Made as unknown as T;
 }
 
-export function createEdgeServer(app: RequestListener & Partial<Pick<Express, 'request' | 'response'>>, t: HttpTimeouts): Server {
+export function createEdgeServer(
+  app: RequestListener & Partial<Pick<Express, 'request' | 'response'>>,
+  t: HttpTimeouts,
+): Server {
   const server = createServer(
     {
       ...(app.request && app.response

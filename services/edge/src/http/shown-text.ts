@@ -11,7 +11,8 @@ export const MAX_PARAM_CHARS = 200;
  * C0 and C1 controls, DEL, the bidi embeddings, overrides, isolates and marks, zero-width characters, the BOM, the
  * line and paragraph separators, and unpaired surrogates: each becomes a visible \u{XXXX}.
  */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSAFE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 export function escapeUnsafe(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}}`);

@@ -6,15 +6,26 @@ const ctx = useTestContext();
 describe('takeSlot (sliding window in Redis)', () => {
   it('accepts exactly the limit when 500 calls race, on several connections', async () => {
     const { createRedisConnection } = await import('@gensvc/queue');
-    const conns = [ctx.redis, createRedisConnection(ctx.config.redisUrl, { name: 'rl-2' }), createRedisConnection(ctx.config.redisUrl, { name: 'rl-3' })];
+    const conns = [
+      ctx.redis,
+      createRedisConnection(ctx.config.redisUrl, { name: 'rl-2' }),
+      createRedisConnection(ctx.config.redisUrl, { name: 'rl-3' }),
+    ];
     const key = `${ctx.config.queuePrefix}:rl:test:race`;
-    const decisions = await Promise.all(Array.from({ length: 500 }, (_, i) => takeSlot(conns[i % 3]!, key, 300, 60_000)));
+    const decisions = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => takeSlot(conns[i % 3]!, key, 300, 60_000)),
+    );
     conns.slice(1).forEach((c) => c.disconnect());
     expect(decisions.filter((d) => d.accepted)).toHaveLength(300);
-    const remaining = decisions.filter((d) => d.accepted).map((d) => d.remaining).sort((a, b) => a - b);
+    const remaining = decisions
+      .filter((d) => d.accepted)
+      .map((d) => d.remaining)
+      .sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: 300 }, (_, i) => i));
     const refused = decisions.filter((d) => !d.accepted);
-    expect(refused.every((d) => d.remaining === 0 && d.resetAtMs > d.nowMs && d.resetAtMs <= d.nowMs + 60_000)).toBe(true);
+    expect(refused.every((d) => d.remaining === 0 && d.resetAtMs > d.nowMs && d.resetAtMs <= d.nowMs + 60_000)).toBe(
+      true,
+    );
   });
 
   it('slides: a slot frees when the oldest call leaves the window, not at a fixed boundary', async () => {
@@ -41,7 +52,9 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
     const replicas = [new SlotLeases(ctx.redis), new SlotLeases(other)];
     const key = `${ctx.config.queuePrefix}:rl:test:leased`;
     const limit = 2000;
-    const decisions = await Promise.all(Array.from({ length: 2600 }, (_, i) => replicas[i % 2]!.take(key, limit, 60_000)));
+    const decisions = await Promise.all(
+      Array.from({ length: 2600 }, (_, i) => replicas[i % 2]!.take(key, limit, 60_000)),
+    );
     replicas.forEach((r) => r.close());
     other.disconnect();
     expect(decisions.filter((d) => d.accepted)).toHaveLength(limit);
@@ -82,27 +95,40 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
   });
 });
 
-describe('takeSlotPair (a key with its own limit, beside its workspace\'s)', () => {
-  it('accepts exactly the key\'s limit when 400 calls race on three connections, and counts them in the workspace too', async () => {
+describe("takeSlotPair (a key with its own limit, beside its workspace's)", () => {
+  it("accepts exactly the key's limit when 400 calls race on three connections, and counts them in the workspace too", async () => {
     const { createRedisConnection } = await import('@gensvc/queue');
-    const conns = [ctx.redis, createRedisConnection(ctx.config.redisUrl, { name: 'rlp-2' }), createRedisConnection(ctx.config.redisUrl, { name: 'rlp-3' })];
+    const conns = [
+      ctx.redis,
+      createRedisConnection(ctx.config.redisUrl, { name: 'rlp-2' }),
+      createRedisConnection(ctx.config.redisUrl, { name: 'rlp-3' }),
+    ];
     const ws = `${ctx.config.queuePrefix}:rl:test:pair-ws`;
     const keys = [`${ctx.config.queuePrefix}:rl:test:pair-key-a`, `${ctx.config.queuePrefix}:rl:test:pair-key-b`];
     // Key a: 40 a minute; key b: 70; the workspace: 300 — the keys bind.
     const decisions = await Promise.all(
-      Array.from({ length: 400 }, (_, i) => takeSlotPair(conns[i % 3]!, ws, 300, keys[i % 2]!, i % 2 === 0 ? 40 : 70, 60_000).then((d) => ({ ...d, k: i % 2 }))),
+      Array.from({ length: 400 }, (_, i) =>
+        takeSlotPair(conns[i % 3]!, ws, 300, keys[i % 2]!, i % 2 === 0 ? 40 : 70, 60_000).then((d) => ({
+          ...d,
+          k: i % 2,
+        })),
+      ),
     );
     conns.slice(1).forEach((c) => c.disconnect());
     expect(decisions.filter((d) => d.accepted && d.k === 0)).toHaveLength(40);
     expect(decisions.filter((d) => d.accepted && d.k === 1)).toHaveLength(70);
     expect(decisions.filter((d) => !d.accepted).every((d) => d.binding === 'key' && d.remaining === 0)).toBe(true);
-    expect([await ctx.redis.zcard(ws), await ctx.redis.zcard(keys[0]!), await ctx.redis.zcard(keys[1]!)]).toEqual([110, 40, 70]);
+    expect([await ctx.redis.zcard(ws), await ctx.redis.zcard(keys[0]!), await ctx.redis.zcard(keys[1]!)]).toEqual([
+      110, 40, 70,
+    ]);
   });
 
-  it('takes a slot in both windows or in neither: a call the workspace refuses uses none of its key\'s slots', async () => {
+  it("takes a slot in both windows or in neither: a call the workspace refuses uses none of its key's slots", async () => {
     const ws = `${ctx.config.queuePrefix}:rl:test:pair-full-ws`;
     const key = `${ctx.config.queuePrefix}:rl:test:pair-full-key`;
-    const decisions = await Promise.all(Array.from({ length: 60 }, () => takeSlotPair(ctx.redis, ws, 25, key, 100, 60_000)));
+    const decisions = await Promise.all(
+      Array.from({ length: 60 }, () => takeSlotPair(ctx.redis, ws, 25, key, 100, 60_000)),
+    );
     expect(decisions.filter((d) => d.accepted)).toHaveLength(25);
     expect(decisions.filter((d) => !d.accepted).every((d) => d.binding === 'workspace')).toBe(true);
     expect(await ctx.redis.zcard(key)).toBe(25);

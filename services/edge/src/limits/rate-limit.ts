@@ -72,8 +72,23 @@ return {grant, math.min(roomW, roomK) - grant, frees, now, binding - 1}
 `;
 
 type WithWindow = Redis & {
-  gensvcSlidingWindow(key: string, limit: number, windowMs: number, member: string, want: number, leaseMs: number): Promise<[number, number, number, number]>;
-  gensvcSlidingWindowPair(workspaceKey: string, keyKey: string, workspaceLimit: number, keyLimit: number, windowMs: number, member: string, leaseMs: number): Promise<[number, number, number, number, number]>;
+  gensvcSlidingWindow(
+    key: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+    want: number,
+    leaseMs: number,
+  ): Promise<[number, number, number, number]>;
+  gensvcSlidingWindowPair(
+    workspaceKey: string,
+    keyKey: string,
+    workspaceLimit: number,
+    keyLimit: number,
+    windowMs: number,
+    member: string,
+    leaseMs: number,
+  ): Promise<[number, number, number, number, number]>;
 };
 
 export interface WindowDecision {
@@ -92,7 +107,12 @@ let sequence = 0;
 /** Counts one call against `key` if the window has room. Atomic in Redis: racing replicas cannot overshoot. */
 export async function takeSlot(redis: Redis, key: string, limit: number, windowMs: number): Promise<WindowDecision> {
   const granted = await takeSlots(redis, key, limit, windowMs, 1, 0);
-  return { accepted: granted.members.length === 1, remaining: granted.remaining, resetAtMs: granted.resetAtMs, nowMs: granted.nowMs };
+  return {
+    accepted: granted.members.length === 1,
+    remaining: granted.remaining,
+    resetAtMs: granted.resetAtMs,
+    nowMs: granted.nowMs,
+  };
 }
 
 /** Which window decided a call limited twice: its workspace's or its key's. */
@@ -101,12 +121,34 @@ interface PairDecision extends WindowDecision {
 }
 
 /** Counts one call in both windows if both have room, else in neither (SLIDING_WINDOW_PAIR). */
-export async function takeSlotPair(redis: Redis, workspaceKey: string, workspaceLimit: number, keyKey: string, keyLimit: number, windowMs: number): Promise<PairDecision> {
+export async function takeSlotPair(
+  redis: Redis,
+  workspaceKey: string,
+  workspaceLimit: number,
+  keyKey: string,
+  keyLimit: number,
+  windowMs: number,
+): Promise<PairDecision> {
   const r = redis as WithWindow;
-  if (typeof r.gensvcSlidingWindowPair !== 'function') r.defineCommand('gensvcSlidingWindowPair', { numberOfKeys: 2, lua: SLIDING_WINDOW_PAIR });
+  if (typeof r.gensvcSlidingWindowPair !== 'function')
+    r.defineCommand('gensvcSlidingWindowPair', { numberOfKeys: 2, lua: SLIDING_WINDOW_PAIR });
   const member = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}:1`;
-  const [granted, remaining, resetAtMs, nowMs, binding] = await r.gensvcSlidingWindowPair(workspaceKey, keyKey, workspaceLimit, keyLimit, windowMs, member, SLOT_LEASE_MS);
-  return { accepted: granted === 1, remaining: Math.max(0, remaining), resetAtMs, nowMs, binding: binding === 1 ? 'key' : 'workspace' };
+  const [granted, remaining, resetAtMs, nowMs, binding] = await r.gensvcSlidingWindowPair(
+    workspaceKey,
+    keyKey,
+    workspaceLimit,
+    keyLimit,
+    windowMs,
+    member,
+    SLOT_LEASE_MS,
+  );
+  return {
+    accepted: granted === 1,
+    remaining: Math.max(0, remaining),
+    resetAtMs,
+    nowMs,
+    binding: binding === 1 ? 'key' : 'workspace',
+  };
 }
 
 export interface SlotGrant {
@@ -119,12 +161,32 @@ export interface SlotGrant {
 }
 
 /** Takes up to `want` slots for calls within the next `leaseMs` (one slot, for a call now, when want is 1). */
-export async function takeSlots(redis: Redis, key: string, limit: number, windowMs: number, want: number, leaseMs: number): Promise<SlotGrant> {
+export async function takeSlots(
+  redis: Redis,
+  key: string,
+  limit: number,
+  windowMs: number,
+  want: number,
+  leaseMs: number,
+): Promise<SlotGrant> {
   const r = redis as WithWindow;
-  if (typeof r.gensvcSlidingWindow !== 'function') r.defineCommand('gensvcSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
+  if (typeof r.gensvcSlidingWindow !== 'function')
+    r.defineCommand('gensvcSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
   const prefix = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}`;
-  const [granted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(key, limit, windowMs, prefix, want, leaseMs);
-  return { members: Array.from({ length: granted }, (_, i) => `${prefix}:${i + 1}`), remaining: Math.max(0, remaining), resetAtMs, nowMs };
+  const [granted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(
+    key,
+    limit,
+    windowMs,
+    prefix,
+    want,
+    leaseMs,
+  );
+  return {
+    members: Array.from({ length: granted }, (_, i) => `${prefix}:${i + 1}`),
+    remaining: Math.max(0, remaining),
+    resetAtMs,
+    nowMs,
+  };
 }
 
 /** Workspaces whose limit is at least this lease slots; below it every call takes its own slot (exact headers). */
@@ -166,7 +228,12 @@ export class SlotLeases {
       if (lease && lease.members.length > 0 && performance.now() < lease.validUntil) {
         lease.members.pop();
         this.stats.leased++;
-        return { accepted: true, remaining: lease.remainingAtGrant + lease.members.length, resetAtMs: lease.resetAtMs, nowMs: Date.now() };
+        return {
+          accepted: true,
+          remaining: lease.remainingAtGrant + lease.members.length,
+          resetAtMs: lease.resetAtMs,
+          nowMs: Date.now(),
+        };
       }
       const inFlight = this.pending.get(key);
       if (inFlight) {
@@ -174,7 +241,15 @@ export class SlotLeases {
         continue;
       }
       const refill = this.refill(key, limit, windowMs);
-      this.pending.set(key, refill.then(() => undefined, () => undefined).finally(() => this.pending.delete(key)));
+      this.pending.set(
+        key,
+        refill
+          .then(
+            () => undefined,
+            () => undefined,
+          )
+          .finally(() => this.pending.delete(key)),
+      );
       const decision = await refill;
       if (decision) return decision;
     }
@@ -187,9 +262,15 @@ export class SlotLeases {
     this.stats.redisCalls++;
     const g = await takeSlots(this.redis, key, limit, windowMs, SLOTS_PER_LEASE, SLOT_LEASE_MS);
     if (g.members.length === 0) return { accepted: false, remaining: 0, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
-    if (g.members.length === 1) return { accepted: true, remaining: g.remaining, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
+    if (g.members.length === 1)
+      return { accepted: true, remaining: g.remaining, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
     // Measured from before the request: the lease ends here no later than its slots' date in Redis.
-    this.leases.set(key, { members: g.members.slice(1), validUntil: started + SLOT_LEASE_MS, remainingAtGrant: g.remaining, resetAtMs: g.resetAtMs });
+    this.leases.set(key, {
+      members: g.members.slice(1),
+      validUntil: started + SLOT_LEASE_MS,
+      remainingAtGrant: g.remaining,
+      resetAtMs: g.resetAtMs,
+    });
     setTimeout(() => this.giveBack(key), SLOT_LEASE_MS).unref();
     return { accepted: true, remaining: g.remaining + g.members.length - 1, resetAtMs: g.resetAtMs, nowMs: g.nowMs };
   }
@@ -243,7 +324,14 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       const d: WindowDecision & { binding?: PairDecision['binding'] } =
         keyLimit === null
           ? await deps.rateSlots.take(key, workspaceLimit, windowMs)
-          : await takeSlotPair(deps.rateSlots.redis, key, workspaceLimit, `${deps.config.queuePrefix}:rl:${options.bucket}:key:${auth.key.id}`, keyLimit, windowMs);
+          : await takeSlotPair(
+              deps.rateSlots.redis,
+              key,
+              workspaceLimit,
+              `${deps.config.queuePrefix}:rl:${options.bucket}:key:${auth.key.id}`,
+              keyLimit,
+              windowMs,
+            );
       const byKey = d.binding === 'key';
       const limit = byKey ? keyLimit! : workspaceLimit;
       const headers: Record<string, string> = {
@@ -255,10 +343,13 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       if (d.accepted) return next();
       const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
       next(
-        errors.rateLimited(`Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`, {
-          ...headers,
-          'Retry-After': String(retryAfter),
-        }),
+        errors.rateLimited(
+          `Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`,
+          {
+            ...headers,
+            'Retry-After': String(retryAfter),
+          },
+        ),
       );
     } catch (e) {
       next(e);

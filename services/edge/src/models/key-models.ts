@@ -7,13 +7,19 @@ import type { Catalog, CatalogModel } from '@gensvc/upstream';
 type Limited = Pick<AuthKey, 'allowedModels'>;
 
 /** Whether the key may use the model: an empty allow-list allows every model. */
-export const keyMayUse = (key: Limited, modelId: string): boolean => key.allowedModels.length === 0 || key.allowedModels.includes(modelId);
+export const keyMayUse = (key: Limited, modelId: string): boolean =>
+  key.allowedModels.length === 0 || key.allowedModels.includes(modelId);
 
 /**
  * The model a paid call names, read from the catalog, after 403 model_not_allowed for a model outside the key's
  * allow-list (checked first, without a read: the answer is the same whether such a model exists or not).
  */
-export function modelForKey(catalog: Catalog, key: Limited, modelId: string, param = 'model'): Promise<CatalogModel | null> {
+export function modelForKey(
+  catalog: Catalog,
+  key: Limited,
+  modelId: string,
+  param = 'model',
+): Promise<CatalogModel | null> {
   if (!keyMayUse(key, modelId)) throw errors.modelNotAllowed(modelId, param);
   return catalog.model(modelId);
 }

@@ -3,13 +3,24 @@
 import { ERROR_CODES, statusOf, type ErrorCode } from '@gensvc/errors';
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER } from '@gensvc/webhooks';
 import { z } from 'zod';
-import { anthropicErrorBodySchema, errorBodySchema, googleErrorBodySchema, type ApiOperation, type Auth, type ResponseDoc } from './operation';
+import {
+  anthropicErrorBodySchema,
+  errorBodySchema,
+  googleErrorBodySchema,
+  type ApiOperation,
+  type Auth,
+  type ResponseDoc,
+} from './operation';
 
 export type JsonSchema = Record<string, unknown>;
 
 /** A zod schema as JSON Schema: `input` for what the route accepts, `output` for what it answers. */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as JsonSchema;
   return rest;
 }
 
@@ -58,7 +69,13 @@ function parameters(op: ApiOperation, path: string): JsonSchema[] {
     const json = jsonSchemaOf(object, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, schema] of Object.entries(json.properties ?? {})) {
       const { description, ...rest } = schema;
-      out.push({ name, in: where, required: json.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) });
+      out.push({
+        name,
+        in: where,
+        required: json.required?.includes(name) ?? false,
+        schema: rest,
+        ...(description ? { description } : {}),
+      });
     }
   };
   add('query', op.query);
@@ -75,7 +92,13 @@ function response(doc: ResponseDoc): JsonSchema {
   return {
     description: doc.description,
     ...(Object.keys(content).length ? { content } : {}),
-    ...(doc.headers ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
+    ...(doc.headers
+      ? {
+          headers: Object.fromEntries(
+            Object.entries(doc.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }]),
+          ),
+        }
+      : {}),
   };
 }
 
@@ -110,7 +133,9 @@ function operationObject(op: ApiOperation, path: string, first: boolean): JsonSc
   return {
     // Several paths of one route (/v1/files and /api/v1/files) get an id each: the first the plain id, the others
     // theirs followed by the path's words.
-    operationId: first ? op.operationId : `${op.operationId}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+    operationId: first
+      ? op.operationId
+      : `${op.operationId}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
     summary: op.summary,
     ...(op.description || scope ? { description: `${op.description ?? ''}${scope}`.trim() } : {}),
     tags: [op.tag],
@@ -177,23 +202,67 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
             'bytes before parsing, in constant time, within 300 s of your clock (`npm install @gensvc/webhooks`: verifyCallback). ' +
             `Answer 2xx within 10 s, else the delivery is retried (0 s, 30 s, 2 min, 10 min, 1 h); de-duplicate on ${DELIVERY_ID_HEADER}.`,
           parameters: [
-            { name: SIGNATURE_HEADER, in: 'header', required: true, schema: { type: 'string', pattern: '^t=\\d+(,v1=[0-9a-f]{64})+$' } },
-            { name: TASK_ID_HEADER, in: 'header', required: true, schema: { type: 'string' }, description: 'Not signed: the body\'s task_id is.' },
-            { name: DELIVERY_ID_HEADER, in: 'header', required: true, schema: { type: 'string' }, description: 'Unique per attempt; a re-sent attempt keeps it.' },
+            {
+              name: SIGNATURE_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string', pattern: '^t=\\d+(,v1=[0-9a-f]{64})+$' },
+            },
+            {
+              name: TASK_ID_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string' },
+              description: "Not signed: the body's task_id is.",
+            },
+            {
+              name: DELIVERY_ID_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string' },
+              description: 'Unique per attempt; a re-sent attempt keeps it.',
+            },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: envelope } } },
-          responses: { '2XX': { description: 'Delivered.' }, default: { description: 'A failed attempt: retried on the schedule above.' } },
+          responses: {
+            '2XX': { description: 'Delivered.' },
+            default: { description: 'A failed attempt: retried on the schedule above.' },
+          },
         },
       },
     },
     components: {
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A workspace API key: `Authorization: Bearer <API_KEY>`.' },
-        anthropicApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The API key, as Anthropic clients send it.' },
-        googleApiKey: { type: 'apiKey', in: 'header', name: 'x-goog-api-key', description: 'The API key, as Google clients send it.' },
-        signedLink: { type: 'apiKey', in: 'query', name: 'token', description: "A file's signed one-hour content link (the file object's url)." },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A workspace API key: `Authorization: Bearer <API_KEY>`.',
+        },
+        anthropicApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-api-key',
+          description: 'The API key, as Anthropic clients send it.',
+        },
+        googleApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-goog-api-key',
+          description: 'The API key, as Google clients send it.',
+        },
+        signedLink: {
+          type: 'apiKey',
+          in: 'query',
+          name: 'token',
+          description: "A file's signed one-hour content link (the file object's url).",
+        },
       },
-      headers: { 'X-Request-Id': { description: 'On every answer; quote it when reporting a problem.', schema: { type: 'string' } } },
+      headers: {
+        'X-Request-Id': {
+          description: 'On every answer; quote it when reporting a problem.',
+          schema: { type: 'string' },
+        },
+      },
       schemas: {
         Error: jsonSchemaOf(errorBodySchema, 'output'),
         AnthropicError: jsonSchemaOf(anthropicErrorBodySchema, 'output'),
@@ -201,6 +270,8 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
         TaskEnvelope: envelope,
       },
     },
-    'x-error-codes': Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { status, description }]) => [code, { status, description }])),
+    'x-error-codes': Object.fromEntries(
+      Object.entries(ERROR_CODES).map(([code, { status, description }]) => [code, { status, description }]),
+    ),
   };
 }

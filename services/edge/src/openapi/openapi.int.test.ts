@@ -40,7 +40,9 @@ function registeredRoutes(app: express.Express): string[] {
         const paths = [layer.route.path].flat(Infinity) as (string | RegExp)[];
         for (const path of paths) {
           for (const method of Object.keys(layer.route.methods).filter((m) => m !== '_all')) {
-            out.push(`${method} ${path instanceof RegExp ? (prefix ? `${prefix}${path}` : String(path)) : `${prefix}${path === '/' && prefix ? '' : path}`}`);
+            out.push(
+              `${method} ${path instanceof RegExp ? (prefix ? `${prefix}${path}` : String(path)) : `${prefix}${path === '/' && prefix ? '' : path}`}`,
+            );
           }
         }
       } else if (layer.handle?.stack) {
@@ -66,7 +68,11 @@ function validateOpenApi(document: unknown): { valid: boolean; errors?: unknown 
     const result = await validator.validate(JSON.parse(text));
     process.stdout.write(JSON.stringify({ ...result, version: validator.version }));
   `;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: join(__dirname, '..', '..'), input: JSON.stringify(document), encoding: 'utf8' });
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: join(__dirname, '..', '..'),
+    input: JSON.stringify(document),
+    encoding: 'utf8',
+  });
   if (run.status !== 0) throw new Error(`the validator failed: ${run.stderr}`);
   const result = JSON.parse(run.stdout) as { valid: boolean; errors?: unknown; version: string };
   expect(result.version).toBe('3.1');
@@ -78,7 +84,11 @@ function validateOpenApi(document: unknown): { valid: boolean; errors?: unknown 
  * described in routes/dashboard/API.md), its pages (/ and /dashboard…), and the docs page's own static files.
  */
 const isExcluded = (path: string) =>
-  path.startsWith('/api/v1/dashboard/') || path === '/' || path === '/dashboard' || path.startsWith('/dashboard/') || path.startsWith(DOCS_ASSET_PREFIX);
+  path.startsWith('/api/v1/dashboard/') ||
+  path === '/' ||
+  path === '/dashboard' ||
+  path.startsWith('/dashboard/') ||
+  path.startsWith(DOCS_ASSET_PREFIX);
 
 describe('the OpenAPI document', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -110,7 +120,9 @@ describe('the OpenAPI document', () => {
     // Each documented string route is in the document's paths under its OpenAPI spelling.
     for (const op of API_OPERATIONS) {
       if (op.route instanceof RegExp) for (const p of op.paths!) expect(doc.paths[p]?.[op.method]).toBeDefined();
-      else for (const k of routeKeys(op)) expect([k, doc.paths[openApiPath(k)]?.[op.method]?.summary]).toEqual([k, op.summary]);
+      else
+        for (const k of routeKeys(op))
+          expect([k, doc.paths[openApiPath(k)]?.[op.method]?.summary]).toEqual([k, op.summary]);
     }
   });
 
@@ -120,31 +132,53 @@ describe('the OpenAPI document', () => {
     expect(schemes.anthropicApiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
     expect(schemes.googleApiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-goog-api-key' });
     expect(doc.paths['/v1/messages'].post.security).toEqual([{ anthropicApiKey: [] }, { bearerAuth: [] }]);
-    expect(doc.paths['/v1beta/models/{model}:generateContent'].post.security).toEqual([{ googleApiKey: [] }, { bearerAuth: [] }]);
+    expect(doc.paths['/v1beta/models/{model}:generateContent'].post.security).toEqual([
+      { googleApiKey: [] },
+      { bearerAuth: [] },
+    ]);
     expect(doc.paths['/api/v1/evaluate'].post.security).toEqual([{ bearerAuth: [] }]);
     expect(doc.paths['/api/v1/evaluate'].post['x-required-scope']).toBe('llm.evaluate');
     // Request bodies come from the routes' zod schemas.
     const evaluate = doc.paths['/api/v1/evaluate'].post.requestBody.content['application/json'].schema;
     expect(evaluate.required).toEqual(expect.arrayContaining(['model', 'state', 'questions']));
     expect(evaluate.additionalProperties).toBe(false);
-    expect(doc.paths['/api/v1/{provider}/image-to-video'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('duration_seconds');
-    expect(doc.paths['/api/v1/{provider}/text-to-image'].post.requestBody.content['application/json'].schema.properties).not.toHaveProperty('image');
-    expect(doc.paths['/v1/files'].post.requestBody.content['multipart/form-data'].schema.required).toEqual(['file', 'purpose']);
+    expect(
+      doc.paths['/api/v1/{provider}/image-to-video'].post.requestBody.content['application/json'].schema.properties,
+    ).toHaveProperty('duration_seconds');
+    expect(
+      doc.paths['/api/v1/{provider}/text-to-image'].post.requestBody.content['application/json'].schema.properties,
+    ).not.toHaveProperty('image');
+    expect(doc.paths['/v1/files'].post.requestBody.content['multipart/form-data'].schema.required).toEqual([
+      'file',
+      'purpose',
+    ]);
     // Errors: the native body, the vendors' own, each status with its codes.
     const error = doc.components.schemas.Error.properties.error;
     expect(error.required).toEqual(['type', 'code', 'message', 'param', 'request_id']);
     expect(error.properties.code.enum.sort()).toEqual(Object.keys(ERROR_CODES).sort());
-    expect(doc.paths['/v1/messages'].post.responses['401'].content['application/json'].schema.$ref).toBe('#/components/schemas/AnthropicError');
-    expect(doc.paths['/v1beta/models/{model}:generateContent'].post.responses['402'].content['application/json'].schema.$ref).toBe('#/components/schemas/GoogleError');
+    expect(doc.paths['/v1/messages'].post.responses['401'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/AnthropicError',
+    );
+    expect(
+      doc.paths['/v1beta/models/{model}:generateContent'].post.responses['402'].content['application/json'].schema.$ref,
+    ).toBe('#/components/schemas/GoogleError');
     const taskGet = doc.paths['/api/v1/tasks/{taskId}'].get.responses;
     expect(taskGet['404']['x-error-codes']).toEqual(['task_not_found']);
-    expect(doc.paths['/api/v1/{provider}/image-to-image'].post.responses['404']['x-error-codes']).toEqual(expect.arrayContaining(['model_not_found', 'file_not_found']));
+    expect(doc.paths['/api/v1/{provider}/image-to-image'].post.responses['404']['x-error-codes']).toEqual(
+      expect.arrayContaining(['model_not_found', 'file_not_found']),
+    );
     // One status per code, listed at the root.
     expect(doc['x-error-codes']).toEqual(JSON.parse(JSON.stringify(ERROR_CODES)));
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         for (const [status, res] of Object.entries<any>(op.responses)) {
-          for (const code of res['x-error-codes'] ?? []) expect([path, method, code, Number(status)]).toEqual([path, method, code, ERROR_CODES[code as keyof typeof ERROR_CODES].status]);
+          for (const code of res['x-error-codes'] ?? [])
+            expect([path, method, code, Number(status)]).toEqual([
+              path,
+              method,
+              code,
+              ERROR_CODES[code as keyof typeof ERROR_CODES].status,
+            ]);
         }
       }
     }
@@ -152,18 +186,27 @@ describe('the OpenAPI document', () => {
 
   it('describes the task callback as a webhook with its signature headers', () => {
     const hook = doc.webhooks.taskCallback.post;
-    expect(hook.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['header:SVC-Signature', 'header:SVC-Task-Id', 'header:SVC-Delivery-Id']);
-    expect(hook.requestBody.content['application/json'].schema.required).toEqual(expect.arrayContaining(['object', 'task_id', 'status', 'output', 'cost']));
+    expect(hook.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      'header:SVC-Signature',
+      'header:SVC-Task-Id',
+      'header:SVC-Delivery-Id',
+    ]);
+    expect(hook.requestBody.content['application/json'].schema.required).toEqual(
+      expect.arrayContaining(['object', 'task_id', 'status', 'output', 'cost']),
+    );
   });
 
-  it("answers what its response schemas say (balance, callback secret, files, tasks, errors)", async () => {
+  it('answers what its response schemas say (balance, callback secret, files, tasks, errors)', async () => {
     const { secret } = await makeCustomer(ctx.db);
     const schemaOf = (id: string, status = 200) => {
       const op = API_OPERATIONS.find((o) => o.operationId === id)!;
       return op.responses[status]!.schema!;
     };
     const get = async (path: string, init: RequestInit = {}) => {
-      const res = await fetch(`${edge.url}${path}`, { ...init, headers: { ...bearer(secret), ...(init.headers as object) } });
+      const res = await fetch(`${edge.url}${path}`, {
+        ...init,
+        headers: { ...bearer(secret), ...(init.headers as object) },
+      });
       return { status: res.status, body: await jsonOf(res) };
     };
     const ok = async (id: string, path: string, init?: RequestInit, status = 200) => {
@@ -174,7 +217,9 @@ describe('the OpenAPI document', () => {
     await ok('getBalance', '/api/v1/me/balance');
     await ok('getCallbackSecret', '/api/v1/me/callback-secret');
     await ok('rotateCallbackSecret', '/api/v1/me/callback-secret/rotate', { method: 'POST' });
-    const file = (await jsonOf(await upload(edge.url, secret, sampleMedia.png(8, 8), { filename: 'a.png' }))) as { id: string };
+    const file = (await jsonOf(await upload(edge.url, secret, sampleMedia.png(8, 8), { filename: 'a.png' }))) as {
+      id: string;
+    };
     await ok('getFile', `/v1/files/${file.id}`);
     const list = (await ok('listFiles', '/api/v1/files?limit=5')) as { data: unknown[] };
     expect(list.data).toHaveLength(1);

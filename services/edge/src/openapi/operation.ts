@@ -51,7 +51,12 @@ export interface ApiOperation {
 export const operation = (op: ApiOperation): ApiOperation => op;
 
 // Error sets shared by many routes.
-export const HOSTILE_INPUT: readonly ErrorCode[] = ['invalid_encoding', 'invalid_character', 'request_timeout', 'internal_error'];
+export const HOSTILE_INPUT: readonly ErrorCode[] = [
+  'invalid_encoding',
+  'invalid_character',
+  'request_timeout',
+  'internal_error',
+];
 export const KEY_AUTH: readonly ErrorCode[] = [
   'missing_api_key',
   'malformed_api_key',
@@ -96,7 +101,9 @@ export const idempotencyHeader = z.object({
     .string()
     .max(255)
     .optional()
-    .describe('Makes the call safe to retry: the same key with the same body within 24 h answers the first answer again.'),
+    .describe(
+      'Makes the call safe to retry: the same key with the same body within 24 h answers the first answer again.',
+    ),
 });
 
 // Error bodies (DESIGN.md §4), one per credential style.
@@ -136,7 +143,13 @@ export const googleErrorBodySchema = z
 
 /** A page of a list route (DESIGN.md §4). */
 export const listOf = <T extends z.ZodType>(item: T) =>
-  z.object({ object: z.literal('list'), data: z.array(item), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() });
+  z.object({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  });
 
 export const money = z.object({ amount: z.number().describe('In the workspace currency.'), currency: z.string() });
 

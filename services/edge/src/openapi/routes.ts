@@ -74,7 +74,11 @@ export function openApiRoutes(opts: OpenApiRouteOptions): express.Router {
   let json: string | undefined;
   const documentText = () =>
     (json ??= JSON.stringify(
-      buildOpenApiDocument(opts.operations, { version: '1.0.0', serverUrl: opts.publicBaseUrl, webhook: { envelope: taskEnvelopeSchema } }),
+      buildOpenApiDocument(opts.operations, {
+        version: '1.0.0',
+        serverUrl: opts.publicBaseUrl,
+        webhook: { envelope: taskEnvelopeSchema },
+      }),
     ));
   const assets = new Map<string, { type: string; body: Buffer }>();
   const asset = (name: string) => {
@@ -82,7 +86,10 @@ export function openApiRoutes(opts: OpenApiRouteOptions): express.Router {
     if (!spec) return null;
     let made = assets.get(name);
     if (!made) {
-      made = { type: spec.type, body: spec.file ? readFileSync(join(swaggerUiDir(), spec.file)) : Buffer.from(spec.text!) };
+      made = {
+        type: spec.type,
+        body: spec.file ? readFileSync(join(swaggerUiDir(), spec.file)) : Buffer.from(spec.text!),
+      };
       assets.set(name, made);
     }
     return made;
@@ -93,7 +100,10 @@ export function openApiRoutes(opts: OpenApiRouteOptions): express.Router {
     res.type('application/json').send(documentText());
   });
   router.get('/docs', (_req: Request, res: Response) => {
-    res.set('Content-Security-Policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'").type('html').send(PAGE);
+    res
+      .set('Content-Security-Policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
+      .type('html')
+      .send(PAGE);
   });
   // The page's own files (not API operations: the coverage test leaves DOCS_ASSET_PREFIX out by name).
   router.get(`${DOCS_ASSET_PREFIX}:name`, (req: Request<{ name: string }>, res: Response) => {

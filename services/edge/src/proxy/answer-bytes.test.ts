@@ -26,20 +26,32 @@ describe('answerBytes', () => {
   });
 
   it('rewrites every occurrence of a duplicated member and a name written with escapes', () => {
-    const text = '{"model":"a","mod\\u0065l":"b","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":null}';
-    expect(forward(openAiProtocol, text)).toBe('{"model":"acme/chat","mod\\u0065l":"acme/chat","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":"acme/chat"}');
+    const text =
+      '{"model":"a","mod\\u0065l":"b","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":null}';
+    expect(forward(openAiProtocol, text)).toBe(
+      '{"model":"acme/chat","mod\\u0065l":"acme/chat","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":"acme/chat"}',
+    );
   });
 
   it('passes an answer through untouched when nothing was rewritten, non-ASCII text included', () => {
-    const text = '{"candidates":[{"content":{"parts":[{"text":"Grün — 海"}]}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
+    const text =
+      '{"candidates":[{"content":{"parts":[{"text":"Grün — 海"}]}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
     expect(forward(geminiProtocol, text)).toBe(text);
     const withVersion = '{"modelVersion": "g-1" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
-    expect(forward(geminiProtocol, withVersion)).toBe('{"modelVersion": "acme/chat" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}');
+    expect(forward(geminiProtocol, withVersion)).toBe(
+      '{"modelVersion": "acme/chat" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}',
+    );
   });
 
   it('serialises the parsed answer when a member was added or the bytes are not UTF-8', () => {
-    expect(forward(openAiProtocol, '{ "usage": {"prompt_tokens": 1, "completion_tokens": 1} }')).toBe('{"usage":{"prompt_tokens":1,"completion_tokens":1},"model":"acme/chat"}');
-    const bad = Buffer.concat([Buffer.from('{"model":"up","text":"'), Buffer.from([0xff]), Buffer.from('","usage":{}}')]);
+    expect(forward(openAiProtocol, '{ "usage": {"prompt_tokens": 1, "completion_tokens": 1} }')).toBe(
+      '{"usage":{"prompt_tokens":1,"completion_tokens":1},"model":"acme/chat"}',
+    );
+    const bad = Buffer.concat([
+      Buffer.from('{"model":"up","text":"'),
+      Buffer.from([0xff]),
+      Buffer.from('","usage":{}}'),
+    ]);
     expect(forward(openAiProtocol, bad)).toBe('{"model":"acme/chat","text":"\ufffd","usage":{}}');
   });
 });
@@ -50,15 +62,48 @@ describe('answerBytes', () => {
 describe('each protocol rewrites only its answerFields', () => {
   const usage = { prompt_tokens: 3, completion_tokens: 4, input_tokens: 3, output_tokens: 4 };
   const answers: [string, ChatProtocol, Record<string, unknown>][] = [
-    ['openai', openAiProtocol, { id: 'c', object: 'chat.completion', model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }], usage }],
-    ['anthropic', anthropicProtocol, { id: 'm', type: 'message', model: 'up', content: [{ type: 'text', text: 'hi' }], usage }],
-    ['gemini', geminiProtocol, { modelVersion: 'up', candidates: [{ content: { parts: [{ text: 'hi' }] } }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 } }],
-    ['openai responses', openAiResponsesProtocol, { id: 'r', object: 'response', model: 'up', output: [{ type: 'message', content: [{ type: 'output_text', text: 'hi' }] }], usage }],
+    [
+      'openai',
+      openAiProtocol,
+      {
+        id: 'c',
+        object: 'chat.completion',
+        model: 'up',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' } }],
+        usage,
+      },
+    ],
+    [
+      'anthropic',
+      anthropicProtocol,
+      { id: 'm', type: 'message', model: 'up', content: [{ type: 'text', text: 'hi' }], usage },
+    ],
+    [
+      'gemini',
+      geminiProtocol,
+      {
+        modelVersion: 'up',
+        candidates: [{ content: { parts: [{ text: 'hi' }] } }],
+        usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 },
+      },
+    ],
+    [
+      'openai responses',
+      openAiResponsesProtocol,
+      {
+        id: 'r',
+        object: 'response',
+        model: 'up',
+        output: [{ type: 'message', content: [{ type: 'output_text', text: 'hi' }] }],
+        usage,
+      },
+    ],
   ];
   it.each(answers)('%s', (_name, protocol, answer) => {
     const json = structuredClone(answer);
     expect(protocol.answer(json, call)).not.toBeNull();
-    const others = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([k]) => !protocol.answerFields.includes(k)));
+    const others = (o: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(o).filter(([k]) => !protocol.answerFields.includes(k)));
     expect(others(json)).toEqual(others(answer));
     expect(protocol.answerFields.some((f) => json[f] !== answer[f])).toBe(true);
   });

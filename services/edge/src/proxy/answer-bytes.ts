@@ -92,7 +92,12 @@ function memberSpans(b: Buffer, keys: readonly string[]): Span[] {
  * An answer that is not valid UTF-8, or whose rewrite added or removed a member, is serialised from `json` instead,
  * as before (a decoder would have replaced the bad bytes; a member's place is not in the text).
  */
-export function answerBytes(raw: Buffer, json: Record<string, unknown>, original: readonly unknown[], fields: readonly string[]): Buffer {
+export function answerBytes(
+  raw: Buffer,
+  json: Record<string, unknown>,
+  original: readonly unknown[],
+  fields: readonly string[],
+): Buffer {
   const changed: string[] = [];
   for (let f = 0; f < fields.length; f++) if (json[fields[f]!] !== original[f]) changed.push(fields[f]!);
   if (!isUtf8(raw)) return Buffer.from(JSON.stringify(json));

@@ -2,7 +2,15 @@
 // (and anthropic-beta). The stream is named events; usage arrives as it goes: input tokens in message_start,
 // the running output count in each message_delta. Only message_start carries the model, so it is the one event
 // rewritten; every other event is passed on byte for byte.
-import { capOutput, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import {
+  capOutput,
+  parseObject,
+  tokens,
+  type ChatCall,
+  type ChatProtocol,
+  type StreamTranslator,
+  type Usage,
+} from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 interface Counted {

@@ -18,7 +18,11 @@ const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
 export class ChatModels {
   constructor(private readonly catalog: Catalog) {}
 
-  async resolve(key: Pick<AuthKey, 'allowedModels'>, id: string, protocol: ChatProtocol): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
+  async resolve(
+    key: Pick<AuthKey, 'allowedModels'>,
+    id: string,
+    protocol: ChatProtocol,
+  ): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
     const model = await modelForKey(this.catalog, key, id);
     if (!model || !model.enabled) throw errors.modelNotFound(id);
     if (model.kind !== 'chat') {

@@ -15,7 +15,17 @@
 //  - A caller who disconnects mid-stream does not stop the bill: the upstream stream is read to its end (without
 //    writing) and its reported usage charged, as the provider charges it.
 import { isAppError } from '@gensvc/errors';
-import { costOf, readBody, reservationFor, upstreamModelOf, withFailover, type Catalog, type CatalogRoute, type CircuitBreaker, type UpstreamClient } from '@gensvc/upstream';
+import {
+  costOf,
+  readBody,
+  reservationFor,
+  upstreamModelOf,
+  withFailover,
+  type Catalog,
+  type CatalogRoute,
+  type CircuitBreaker,
+  type UpstreamClient,
+} from '@gensvc/upstream';
 import type { Db } from '@gensvc/db';
 import { recordSpend, type Logger, type Metrics } from '@gensvc/observability';
 import type { Response } from 'express';
@@ -34,7 +44,9 @@ const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 const REFUSAL_MEMORY_MS = 60_000;
 
 /** A JSON answer keeps its text and what answer() rewrote, for the caller's bytes (answerBytes). */
-type Opened = { kind: 'json'; json: Record<string, unknown>; usage: Usage; raw: Buffer; original: unknown[] } | { kind: 'stream'; relay: StreamRelay };
+type Opened =
+  | { kind: 'json'; json: Record<string, unknown>; usage: Usage; raw: Buffer; original: unknown[] }
+  | { kind: 'stream'; relay: StreamRelay };
 
 export interface ChatProxyDeps {
   db: Db;
@@ -65,7 +77,8 @@ export class ChatProxy {
     const amount = holdFor(call, upstream.body(upstreamModelOf(call.routes[0]!, call.model)).length);
     const { key, workspace } = authOf(res);
     const owner = ownerOf(res);
-    const open = (signal?: AbortSignal) => this.failover(call, log, (route) => this.attempt(protocol, call, route, upstream, signal), signal);
+    const open = (signal?: AbortSignal) =>
+      this.failover(call, log, (route) => this.attempt(protocol, call, route, upstream, signal), signal);
     // The hold is taken while the upstream call is already on its way (sent first, so the hold's work delays it
     // least), so its round trip costs the caller no latency; nothing reaches the caller before it is held, and a
     // refused hold aborts the call at once. A key or workspace refused recently is held first and called after,
@@ -127,24 +140,41 @@ export class ChatProxy {
    * call itself (the Responses image_generation tool writes its charge with the images it records). `read` makes of
    * an answer what the caller keeps; an answer it refuses (throws) is failed over like an unreadable one.
    */
-  answer<T>(protocol: ChatProtocol, call: ChatCall, upstream: UpstreamBodies, log: Logger, read: (answer: { route: CatalogRoute; json: Record<string, unknown>; usage: Usage }) => T, maxAnswerBytes?: number): Promise<T> {
+  answer<T>(
+    protocol: ChatProtocol,
+    call: ChatCall,
+    upstream: UpstreamBodies,
+    log: Logger,
+    read: (answer: { route: CatalogRoute; json: Record<string, unknown>; usage: Usage }) => T,
+    maxAnswerBytes?: number,
+  ): Promise<T> {
     const once = { ...call, stream: false };
-    return this.failover(once, () => log, async (route) => {
-      const opened = await this.attempt(protocol, once, route, upstream, undefined, maxAnswerBytes);
-      if (opened.kind !== 'json') throw new Error('a non-streamed call opened a stream');
-      return read({ route, json: opened.json, usage: opened.usage });
-    });
+    return this.failover(
+      once,
+      () => log,
+      async (route) => {
+        const opened = await this.attempt(protocol, once, route, upstream, undefined, maxAnswerBytes);
+        if (opened.kind !== 'json') throw new Error('a non-streamed call opened a stream');
+        return read({ route, json: opened.json, usage: opened.usage });
+      },
+    );
   }
 
   /** The call's routes tried in order (the breaker skipping open ones) until one attempt succeeds. */
-  private failover<T>(call: ChatCall, log: () => Logger, attempt: (route: CatalogRoute) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  private failover<T>(
+    call: ChatCall,
+    log: () => Logger,
+    attempt: (route: CatalogRoute) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     return withFailover({
       routes: call.routes,
       breaker: this.deps.breaker,
       call: attempt,
       // Aborted because the hold was refused: not the channel's failure, and no other channel is to be tried.
       isAbort: () => signal?.aborted === true,
-      onFailure: (route, err) => log().warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
+      onFailure: (route, err) =>
+        log().warn({ channel: route.channel.name, err: (err as Error)?.message }, 'upstream attempt failed'),
     });
   }
 
@@ -163,7 +193,14 @@ export class ChatProxy {
     this.refusals.set(e.code === 'spending_cap_exhausted' ? keyId : workspaceId, Date.now() + REFUSAL_MEMORY_MS);
   }
 
-  private async attempt(protocol: ChatProtocol, call: ChatCall, route: CatalogRoute, upstream: UpstreamBodies, signal: AbortSignal | undefined, maxAnswerBytes = MAX_ANSWER_BYTES): Promise<Opened> {
+  private async attempt(
+    protocol: ChatProtocol,
+    call: ChatCall,
+    route: CatalogRoute,
+    upstream: UpstreamBodies,
+    signal: AbortSignal | undefined,
+    maxAnswerBytes = MAX_ANSWER_BYTES,
+  ): Promise<Opened> {
     const { channel } = route;
     const upstreamModel = upstreamModelOf(route, call.model);
     const request = protocol.request(call, upstreamModel, channel);
@@ -227,5 +264,8 @@ export class UpstreamBodies {
 export function holdFor(call: Pick<ChatCall, 'model' | 'maxOutputTokens' | 'choices'>, inputBytes: number): bigint {
   const first = reservationFor(call.model, { inputBytes, maxOutputTokens: call.maxOutputTokens });
   if (call.choices <= 1) return first;
-  return first + BigInt(call.choices - 1) * reservationFor(call.model, { inputBytes: 0, maxOutputTokens: call.maxOutputTokens });
+  return (
+    first +
+    BigInt(call.choices - 1) * reservationFor(call.model, { inputBytes: 0, maxOutputTokens: call.maxOutputTokens })
+  );
 }

@@ -2,7 +2,15 @@
 // the channel's x-goog-api-key. The upstream stream is always asked for as SSE (one event per JSON chunk, easy to
 // cut), and given to the caller in the form they asked for: SSE with alt=sse, else Google's streamed JSON array.
 // Every chunk carries usageMetadata so far; the answer's modelVersion becomes the caller's model id.
-import { capOutput, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import {
+  capOutput,
+  parseObject,
+  tokens,
+  type ChatCall,
+  type ChatProtocol,
+  type StreamTranslator,
+  type Usage,
+} from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 /** Thinking tokens are output the model generated (Google bills them as output); tool-use prompt tokens are input. */

@@ -2,7 +2,15 @@
 // `data: {chunk}` events ending with `data: [DONE]`; usage comes in a last chunk with no choices, which only
 // arrives when stream_options.include_usage is set, so the proxy always sets it and removes that chunk again for
 // callers who did not ask for it.
-import { capOutput, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import {
+  capOutput,
+  parseObject,
+  tokens,
+  type ChatCall,
+  type ChatProtocol,
+  type StreamTranslator,
+  type Usage,
+} from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 const OUTPUT_CAPS = ['max_tokens', 'max_completion_tokens'] as const;
@@ -71,10 +79,14 @@ export const openAiProtocol: ChatProtocol = {
     };
   },
   body(call, upstreamModel) {
-    const body: Record<string, unknown> = { ...capOutput(call.body, OUTPUT_CAPS, call.model, 'max_completion_tokens'), model: upstreamModel };
+    const body: Record<string, unknown> = {
+      ...capOutput(call.body, OUTPUT_CAPS, call.model, 'max_completion_tokens'),
+      model: upstreamModel,
+    };
     if (call.stream) {
       const options = call.body.stream_options;
-      body.stream_options = options !== null && typeof options === 'object' ? { ...options, include_usage: true } : { include_usage: true };
+      body.stream_options =
+        options !== null && typeof options === 'object' ? { ...options, include_usage: true } : { include_usage: true };
     }
     return JSON.stringify(body);
   },

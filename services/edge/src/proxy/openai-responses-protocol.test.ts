@@ -9,17 +9,33 @@ const call = (body: Record<string, unknown> = {}, over: Partial<ChatCall> = {}):
   ({ model, routes: [], body, stream: true, maxOutputTokens: undefined, choices: 1, ...over }) as ChatCall;
 const sent = (s: string) => JSON.parse(s);
 /** An upstream event as OpenAI frames it. */
-const ev = (type: string, data: object, seq: number) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: seq })}`;
-const response = (status: string, usage: object | null) => ({ id: 'resp_1', object: 'response', status, model: 'gpt-up', output: [], usage });
+const ev = (type: string, data: object, seq: number) =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: seq })}`;
+const response = (status: string, usage: object | null) => ({
+  id: 'resp_1',
+  object: 'response',
+  status,
+  model: 'gpt-up',
+  output: [],
+  usage,
+});
 const data = (out: string) => JSON.parse(parseSseEvent(out.replace(/\n\n$/, '')).data!);
 
 describe('OpenAI Responses upstream body', () => {
-  it('names the upstream model and holds max_output_tokens to the model\'s maximum, filling it when absent', () => {
+  it("names the upstream model and holds max_output_tokens to the model's maximum, filling it when absent", () => {
     const body = { model: 'acme/chat', input: 'hi', max_output_tokens: 50_000, temperature: 0 };
     expect(sent(protocol.body(call(body), 'gpt-up'))).toEqual({ ...body, model: 'gpt-up', max_output_tokens: 1000 });
     expect(body.max_output_tokens).toBe(50_000);
-    expect(sent(protocol.body(call({ model: 'acme/chat', input: 'hi', max_output_tokens: 12 }), 'g'))).toEqual({ model: 'g', input: 'hi', max_output_tokens: 12 });
-    expect(sent(protocol.body(call({ model: 'acme/chat', input: 'hi' }), 'g'))).toEqual({ model: 'g', input: 'hi', max_output_tokens: 1000 });
+    expect(sent(protocol.body(call({ model: 'acme/chat', input: 'hi', max_output_tokens: 12 }), 'g'))).toEqual({
+      model: 'g',
+      input: 'hi',
+      max_output_tokens: 12,
+    });
+    expect(sent(protocol.body(call({ model: 'acme/chat', input: 'hi' }), 'g'))).toEqual({
+      model: 'g',
+      input: 'hi',
+      max_output_tokens: 1000,
+    });
     expect(protocol.request(call(), 'g', { secret: 's3cret' } as never)).toEqual({
       path: '/v1/responses',
       headers: { 'content-type': 'application/json', authorization: 'Bearer s3cret' },
@@ -30,7 +46,13 @@ describe('OpenAI Responses upstream body', () => {
 describe('OpenAI Responses answers', () => {
   it('renames the model and reads usage (cached input and reasoning output are already inside the totals)', () => {
     const json: Record<string, unknown> = {
-      ...response('completed', { input_tokens: 30, input_tokens_details: { cached_tokens: 10 }, output_tokens: 12, output_tokens_details: { reasoning_tokens: 5 }, total_tokens: 42 }),
+      ...response('completed', {
+        input_tokens: 30,
+        input_tokens_details: { cached_tokens: 10 },
+        output_tokens: 12,
+        output_tokens_details: { reasoning_tokens: 5 },
+        total_tokens: 42,
+      }),
     };
     expect(protocol.answer(json, call())).toEqual({ inputTokens: 30, outputTokens: 12 });
     expect(json.model).toBe('acme/chat');
@@ -58,8 +80,16 @@ describe('OpenAI Responses stream translation', () => {
     const t = protocol.translator(call());
     const created = t.event(ev('response.created', { response: response('in_progress', null) }, 0));
     expect(created.startsWith('event: response.created\ndata: ')).toBe(true);
-    expect(data(created)).toMatchObject({ type: 'response.created', sequence_number: 0, response: { model: 'acme/chat', status: 'in_progress' } });
-    const delta = ev('response.output_text.delta', { item_id: 'm', output_index: 0, content_index: 0, delta: 'Hel' }, 1);
+    expect(data(created)).toMatchObject({
+      type: 'response.created',
+      sequence_number: 0,
+      response: { model: 'acme/chat', status: 'in_progress' },
+    });
+    const delta = ev(
+      'response.output_text.delta',
+      { item_id: 'm', output_index: 0, content_index: 0, delta: 'Hel' },
+      1,
+    );
     expect(t.event(delta)).toBe(`${delta}\n\n`);
     expect(t.event(': keep-alive')).toBe('');
     expect(t.usage()).toBeNull();
@@ -80,19 +110,36 @@ describe('OpenAI Responses stream translation', () => {
 
   it('reads events sent without an event: line by their type', () => {
     const t = protocol.translator(call());
-    const out = t.event(`data: ${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: response('completed', usage) })}`);
+    const out = t.event(
+      `data: ${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: response('completed', usage) })}`,
+    );
     expect(data(out).response.model).toBe('acme/chat');
     expect(t.end()).toBe('');
   });
 
-  it('treats response.failed and the provider\'s error event as a failed stream, passed on to the caller', () => {
+  it("treats response.failed and the provider's error event as a failed stream, passed on to the caller", () => {
     const failed = protocol.translator(call());
-    const out = failed.event(ev('response.failed', { response: { ...response('failed', { input_tokens: 5, output_tokens: 0 }), error: { code: 'server_error', message: 'boom' } } }, 0));
+    const out = failed.event(
+      ev(
+        'response.failed',
+        {
+          response: {
+            ...response('failed', { input_tokens: 5, output_tokens: 0 }),
+            error: { code: 'server_error', message: 'boom' },
+          },
+        },
+        0,
+      ),
+    );
     expect(data(out).response).toMatchObject({ status: 'failed', model: 'acme/chat' });
     expect(failed.end()).toBe('');
     expect(failed.usage()).toEqual({ inputTokens: 5, outputTokens: 0 });
     const errored = protocol.translator(call());
-    const raw = ev('error', { error: { type: 'server_error', code: 'server_error', message: 'overloaded', param: null } }, 0);
+    const raw = ev(
+      'error',
+      { error: { type: 'server_error', code: 'server_error', message: 'overloaded', param: null } },
+      0,
+    );
     expect(errored.event(raw)).toBe(`${raw}\n\n`);
     expect(errored.end()).toBe('');
     expect(errored.usage()).toBeNull();
@@ -116,7 +163,12 @@ describe('OpenAI Responses stream translation', () => {
       message: 'The stream was interrupted.',
       param: null,
       sequence_number: 2,
-      error: { type: 'upstream_error', code: 'upstream_stream_interrupted', message: 'The stream was interrupted.', param: null },
+      error: {
+        type: 'upstream_error',
+        code: 'upstream_stream_interrupted',
+        message: 'The stream was interrupted.',
+        param: null,
+      },
     });
   });
 });

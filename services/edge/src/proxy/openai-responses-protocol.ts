@@ -4,11 +4,27 @@
 // once a terminal event (response.completed or response.incomplete) arrived, and failed after response.failed or
 // an `error` event. The lifecycle events carry the whole response, the model name and (the terminal ones) the usage:
 // they are the ones rewritten; every other event is passed on byte for byte.
-import { capOutput, invalidResponse, parseObject, tokens, type ChatCall, type ChatProtocol, type StreamTranslator, type Usage } from './protocol';
+import {
+  capOutput,
+  invalidResponse,
+  parseObject,
+  tokens,
+  type ChatCall,
+  type ChatProtocol,
+  type StreamTranslator,
+  type Usage,
+} from './protocol';
 import { parseSseEvent } from './sse-splitter';
 
 /** Events whose data carries the response object (the model name to rewrite, usage once it is known). */
-const LIFECYCLE = new Set(['response.created', 'response.queued', 'response.in_progress', 'response.completed', 'response.incomplete', 'response.failed']);
+const LIFECYCLE = new Set([
+  'response.created',
+  'response.queued',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+]);
 /** A response that ended: completed, or cut short by max_output_tokens (still a whole, billable answer). */
 const FINISHED = new Set(['response.completed', 'response.incomplete']);
 const INTERRUPTED = 'upstream_stream_interrupted';
@@ -48,7 +64,8 @@ class ResponsesStream implements StreamTranslator {
     if (!LIFECYCLE.has(type)) return `${raw}\n\n`;
     parsed ??= parseObject(data, `a ${type} event`);
     const response = parsed.response as Record<string, unknown> | null | undefined;
-    if (response === null || typeof response !== 'object' || Array.isArray(response)) throw invalidResponse(`a ${type} event carries no response`);
+    if (response === null || typeof response !== 'object' || Array.isArray(response))
+      throw invalidResponse(`a ${type} event carries no response`);
     response.model = this.call.model.id;
     this.reported = usageOf(response.usage) ?? this.reported;
     if (FINISHED.has(type)) this.state = 'done';

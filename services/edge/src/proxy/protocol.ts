@@ -75,7 +75,12 @@ export interface ChatProtocol {
  * maxOutputTokens where they are above it, and `fill` set to it when the caller gave no cap: the hold covers no
  * more output than that, so the provider is never asked for more than was reserved (and charged at most the hold).
  */
-export function capOutput(target: Record<string, unknown>, fields: readonly string[], model: CatalogModel, fill: string = fields[0]!): Record<string, unknown> {
+export function capOutput(
+  target: Record<string, unknown>,
+  fields: readonly string[],
+  model: CatalogModel,
+  fill: string = fields[0]!,
+): Record<string, unknown> {
   let out = target;
   let capped = false;
   for (const f of fields) {
@@ -100,7 +105,8 @@ export function parseObject(text: string, what: string): Record<string, unknown>
   } catch {
     throw invalidResponse(`${what} is not valid JSON`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidResponse(`${what} is not a JSON object`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw invalidResponse(`${what} is not a JSON object`);
   return value as Record<string, unknown>;
 }
 

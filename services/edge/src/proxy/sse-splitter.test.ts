@@ -1,6 +1,7 @@
 import { parseSseEvent, SseSplitter } from './sse-splitter';
 
-const feed = (splitter: SseSplitter, parts: (string | Buffer)[]) => parts.flatMap((p) => splitter.push(typeof p === 'string' ? Buffer.from(p) : p));
+const feed = (splitter: SseSplitter, parts: (string | Buffer)[]) =>
+  parts.flatMap((p) => splitter.push(typeof p === 'string' ? Buffer.from(p) : p));
 
 describe('SseSplitter', () => {
   it('cuts events at blank lines whatever the chunk boundaries', () => {
@@ -36,7 +37,10 @@ describe('parseSseEvent', () => {
   it('reads the event name and joins data lines, skipping comments', () => {
     expect(parseSseEvent('data: {"x":1}')).toEqual({ event: undefined, data: '{"x":1}' });
     expect(parseSseEvent('data:{"x":1}')).toEqual({ event: undefined, data: '{"x":1}' });
-    expect(parseSseEvent(': keep-alive\r\nevent: message_delta\r\ndata: a\r\ndata: b')).toEqual({ event: 'message_delta', data: 'a\nb' });
+    expect(parseSseEvent(': keep-alive\r\nevent: message_delta\r\ndata: a\r\ndata: b')).toEqual({
+      event: 'message_delta',
+      data: 'a\nb',
+    });
     expect(parseSseEvent(': comment only')).toEqual({ event: undefined, data: null });
   });
 });

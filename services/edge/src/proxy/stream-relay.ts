@@ -131,7 +131,13 @@ export class StreamRelay {
     if (!this.produced) {
       this.detach();
       if (!this.body.destroyed) this.body.destroy();
-      this.settleReady.reject(reason instanceof UpstreamFailure ? reason : typeof reason === 'string' ? invalidResponse(reason) : failureOf(reason));
+      this.settleReady.reject(
+        reason instanceof UpstreamFailure
+          ? reason
+          : typeof reason === 'string'
+            ? invalidResponse(reason)
+            : failureOf(reason),
+      );
       return;
     }
     this.complete(false, reason);
@@ -152,7 +158,10 @@ export class StreamRelay {
     res.off('drain', this.onDrain);
     res.off('close', this.onClose);
     if (!clean) {
-      this.log?.().warn({ err: reason instanceof Error ? reason.message : reason, caller_gone: this.callerGone }, 'upstream stream failed after its first byte');
+      this.log?.().warn(
+        { err: reason instanceof Error ? reason.message : reason, caller_gone: this.callerGone },
+        'upstream stream failed after its first byte',
+      );
       this.write(this.translator.cut(CUT_MESSAGE));
       if (!this.body.destroyed) this.body.destroy();
     }

@@ -5,11 +5,22 @@
 //
 // Outcomes the caller should hear (the provider failed, the model went away, the deadline passed) are results, so
 // their status and code reach the edge intact. Only a broken worker fails the job; it publishes `failed` first.
-import { EvaluateRun, type EvaluateReply, type EvaluateRunResult, type JobPayload } from '@gensvc/contracts';
+import type { EvaluateRun, EvaluateReply, EvaluateRunResult, JobPayload } from '@gensvc/contracts';
 import { AppError, errors } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import type { HandlerContext } from '@gensvc/queue';
-import { CircuitBreaker, UpstreamFailure, costOf, toAppError, upstreamModelOf, withFailover, type Catalog, type CatalogModel, type CatalogRoute, type UpstreamClient } from '@gensvc/upstream';
+import {
+  type CircuitBreaker,
+  UpstreamFailure,
+  costOf,
+  toAppError,
+  upstreamModelOf,
+  withFailover,
+  type Catalog,
+  type CatalogModel,
+  type CatalogRoute,
+  type UpstreamClient,
+} from '@gensvc/upstream';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { InvalidAnswer, checkAnswer } from '../upstream/answer-check';
 import { callEvaluate } from '../upstream/evaluate-client';
@@ -43,7 +54,9 @@ export function evaluateRun(deps: EvaluateRunDeps) {
     let child: Logger | undefined;
     const log = () => (child ??= deps.logger.child({ request_id: payload.requestId, model: payload.model }));
     const reply = (message: EvaluateReply) =>
-      deps.publish(payload.replyTo, JSON.stringify(message)).catch((err) => log().error({ err }, 'could not publish the reply; the edge answers 504 at its deadline'));
+      deps
+        .publish(payload.replyTo, JSON.stringify(message))
+        .catch((err) => log().error({ err }, 'could not publish the reply; the edge answers 504 at its deadline'));
     let outcome: Answered | AppError;
     try {
       outcome = await ask(deps, payload, now, log, ctx.signal);
@@ -66,11 +79,18 @@ export function evaluateRun(deps: EvaluateRunDeps) {
   };
 }
 
-async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, log: () => Logger, signal?: AbortSignal): Promise<Answered | AppError> {
+async function ask(
+  deps: EvaluateRunDeps,
+  payload: Payload,
+  now: () => number,
+  log: () => Logger,
+  signal?: AbortSignal,
+): Promise<Answered | AppError> {
   if (now() >= payload.deadlineAt) return pastDeadline('waited past its deadline before it could run');
   const model = await deps.catalog.model(payload.model);
   if (!model) return errors.modelNotFound(payload.model);
-  if (model.kind !== 'evaluation' || !model.enabled) return errors.modelNotSupported(`The model "${model.id}" no longer serves evaluations.`);
+  if (model.kind !== 'evaluation' || !model.enabled)
+    return errors.modelNotSupported(`The model "${model.id}" no longer serves evaluations.`);
 
   const { questions } = payload.request;
   const call = async (route: CatalogRoute) => {
@@ -83,7 +103,8 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
     try {
       raw = await callEvaluate(deps.client, { channel, body, timeoutMs, signal });
     } catch (e) {
-      if (e instanceof UpstreamFailure && e.kind === 'timeout' && timeoutMs < channel.timeoutMs) throw new DeadlinePassed();
+      if (e instanceof UpstreamFailure && e.kind === 'timeout' && timeoutMs < channel.timeoutMs)
+        throw new DeadlinePassed();
       throw e;
     }
     try {
@@ -101,7 +122,11 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
       call,
       // Neither the deadline nor shutdown says anything about the channel: its half-open trial is given back.
       isAbort: (e) => e instanceof DeadlinePassed || signal?.aborted === true,
-      onFailure: (route, err) => log().warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel failed'),
+      onFailure: (route, err) =>
+        log().warn(
+          { channel: route.channel.name, err: err instanceof Error ? err.message : String(err) },
+          'channel failed',
+        ),
     });
     return { ok: true, model, ...checked };
   } catch (e) {
@@ -111,8 +136,7 @@ async function ask(deps: EvaluateRunDeps, payload: Payload, now: () => number, l
   }
 }
 
-const pastDeadline = (what: string) =>
-  errors.upstreamTimeout(`The evaluation ${what}; nothing was charged.`);
+const pastDeadline = (what: string) => errors.upstreamTimeout(`The evaluation ${what}; nothing was charged.`);
 
 function failed(error: AppError): EvaluateRunResult {
   trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });

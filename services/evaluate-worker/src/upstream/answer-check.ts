@@ -17,11 +17,15 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const isProbability = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1;
 /** Stored as a Postgres integer in the ledger: a count past it is no real usage. */
 export const MAX_TOKENS = 2_147_483_647;
-const isTokenCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOKENS;
+const isTokenCount = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOKENS;
 const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 60));
 
 /** The answers and usage, rebuilt with only the fields of spec 2.3; throws InvalidAnswer naming what is wrong. */
-export function checkAnswer(questions: Readonly<Record<string, Question>>, body: unknown): { answers: Record<string, Answer>; usage: Usage } {
+export function checkAnswer(
+  questions: Readonly<Record<string, Question>>,
+  body: unknown,
+): { answers: Record<string, Answer>; usage: Usage } {
   if (!isObject(body)) throw new InvalidAnswer('the answer is not a JSON object');
   const { answers, usage } = body;
   if (!isObject(answers)) throw new InvalidAnswer('answers is not an object');
@@ -32,20 +36,26 @@ export function checkAnswer(questions: Readonly<Record<string, Question>>, body:
   for (const [id, question] of Object.entries(questions)) {
     const a = Object.hasOwn(answers, id) ? answers[id] : undefined;
     if (!isObject(a)) throw new InvalidAnswer(`answers.${id} is ${a === undefined ? 'missing' : 'not an object'}`);
-    if (a.type !== question.type) throw new InvalidAnswer(`answers.${id}.type is ${show(a.type)}, the question is of type "${question.type}"`);
+    if (a.type !== question.type)
+      throw new InvalidAnswer(`answers.${id}.type is ${show(a.type)}, the question is of type "${question.type}"`);
     checked.push([id, checkOne(`answers.${id}`, question, a)]);
   }
   if (!isObject(usage)) throw new InvalidAnswer('usage is not an object');
   for (const field of ['inputTokens', 'outputTokens'] as const) {
-    if (!isTokenCount(usage[field])) throw new InvalidAnswer(`usage.${field} is ${show(usage[field])}, not a whole number of tokens`);
+    if (!isTokenCount(usage[field]))
+      throw new InvalidAnswer(`usage.${field} is ${show(usage[field])}, not a whole number of tokens`);
   }
-  return { answers: Object.fromEntries(checked), usage: { inputTokens: usage.inputTokens as number, outputTokens: usage.outputTokens as number } };
+  return {
+    answers: Object.fromEntries(checked),
+    usage: { inputTokens: usage.inputTokens as number, outputTokens: usage.outputTokens as number },
+  };
 }
 
 function checkOne(at: string, question: Question, a: Obj): Answer {
   switch (question.type) {
     case 'boolean':
-      if (!isProbability(a.probability)) throw new InvalidAnswer(`${at}.probability is ${show(a.probability)}, not a number in [0, 1]`);
+      if (!isProbability(a.probability))
+        throw new InvalidAnswer(`${at}.probability is ${show(a.probability)}, not a number in [0, 1]`);
       return { type: 'boolean', probability: a.probability };
     case 'score': {
       const indexes = question.criteria.map((_, i) => String(i));
@@ -60,7 +70,11 @@ function checkOne(at: string, question: Question, a: Obj): Answer {
       if (typeof a.choice !== 'string' || !question.choices.includes(a.choice)) {
         throw new InvalidAnswer(`${at}.choice is ${show(a.choice)}, not one of the choices`);
       }
-      return { type: 'choice', choice: a.choice, probabilities: distribution(`${at}.probabilities`, a.probabilities, question.choices, false) };
+      return {
+        type: 'choice',
+        choice: a.choice,
+        probabilities: distribution(`${at}.probabilities`, a.probabilities, question.choices, false),
+      };
     }
   }
 }
@@ -73,7 +87,10 @@ function distribution(at: string, value: unknown, keys: readonly string[], every
   if (!isObject(value)) throw new InvalidAnswer(`${at} is ${value === undefined ? 'missing' : 'not an object'}`);
   const entries = Object.entries(value);
   for (const [k, p] of entries) {
-    if (!keys.includes(k)) throw new InvalidAnswer(`${at} has the key ${JSON.stringify(k)}, which is not one of ${everyKey ? 'the criteria indexes' : 'the choices'}`);
+    if (!keys.includes(k))
+      throw new InvalidAnswer(
+        `${at} has the key ${JSON.stringify(k)}, which is not one of ${everyKey ? 'the criteria indexes' : 'the choices'}`,
+      );
     if (!isProbability(p)) throw new InvalidAnswer(`${at}.${k} is ${show(p)}, not a number in [0, 1]`);
   }
   if (everyKey) {

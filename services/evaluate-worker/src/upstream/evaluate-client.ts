@@ -16,10 +16,20 @@ export interface EvaluateCall {
 }
 
 /** The parsed JSON of the channel's 2xx answer. */
-export async function callEvaluate(client: UpstreamClient, { channel, body, timeoutMs, signal }: EvaluateCall): Promise<unknown> {
+export async function callEvaluate(
+  client: UpstreamClient,
+  { channel, body, timeoutMs, signal }: EvaluateCall,
+): Promise<unknown> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (channel.secret) headers.authorization = `Bearer ${channel.secret}`;
-  const answer = await client.send({ baseUrl: channel.baseUrl, path: channel.evaluatePath, headers, body: Buffer.from(body), timeoutMs, signal });
+  const answer = await client.send({
+    baseUrl: channel.baseUrl,
+    path: channel.evaluatePath,
+    headers,
+    body: Buffer.from(body),
+    timeoutMs,
+    signal,
+  });
   const text = (await readBody(answer.body, MAX_ANSWER_BYTES)).toString('utf8');
   try {
     return JSON.parse(text);

@@ -8,7 +8,9 @@ import type { HandlerContext } from '@gensvc/queue';
 import { isTaskChannelKind } from '../providers/providers';
 import { upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
-export type CancelOutcome = { outcome: 'canceled'; upstreamId: string } | { outcome: 'skipped'; reason: 'task_gone' | 'not_ended' | 'not_submitted' | 'channel_gone' };
+export type CancelOutcome =
+  | { outcome: 'canceled'; upstreamId: string }
+  | { outcome: 'skipped'; reason: 'task_gone' | 'not_ended' | 'not_submitted' | 'channel_gone' };
 
 export function taskCancel(deps: TaskHandlerDeps) {
   const { db, catalog, providers, logger } = deps;
@@ -23,8 +25,16 @@ export function taskCancel(deps: TaskHandlerDeps) {
     const channel = task.channelId ? await catalog.channel(task.channelId) : null;
     if (!channel || !isTaskChannelKind(channel.kind)) return { outcome: 'skipped', reason: 'channel_gone' };
 
-    await providers[channel.kind].cancel({ channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal });
-    logger.info({ taskId: task.id, channel: channel.name, upstreamId: task.upstreamId, status: task.status }, 'provider job canceled');
+    await providers[channel.kind].cancel({
+      channel,
+      upstreamId: task.upstreamId,
+      urls: upstreamUrlsOf(task),
+      signal: ctx.signal,
+    });
+    logger.info(
+      { taskId: task.id, channel: channel.name, upstreamId: task.upstreamId, status: task.status },
+      'provider job canceled',
+    );
     return { outcome: 'canceled', upstreamId: task.upstreamId };
   };
 }

@@ -52,7 +52,13 @@ export function taskPoll(deps: TaskHandlerDeps) {
     // Asked even at the deadline (the last poll is due then): a result that is there is taken, not timed out.
     let state: JobState;
     try {
-      const call = { channel, upstreamId: task.upstreamId, urls: upstreamUrlsOf(task), signal: ctx.signal, ended: payload.ended === true || broughtForward(ctx.job) };
+      const call = {
+        channel,
+        upstreamId: task.upstreamId,
+        urls: upstreamUrlsOf(task),
+        signal: ctx.signal,
+        ended: payload.ended === true || broughtForward(ctx.job),
+      };
       state = await providers[channel.kind].status(call);
     } catch (e) {
       if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
@@ -64,8 +70,10 @@ export function taskPoll(deps: TaskHandlerDeps) {
 
     switch (state.state) {
       case 'running': {
-        if (pastDeadline(task)) return fail('upstream_timeout', `The provider gave no result within ${deadlineOf(task)}.`, true);
-        if (!(await taskRepository.advancePoll(db, task.id, payload.attempt))) return { outcome: 'stale', reason: 'moved_on' };
+        if (pastDeadline(task))
+          return fail('upstream_timeout', `The provider gave no result within ${deadlineOf(task)}.`, true);
+        if (!(await taskRepository.advancePoll(db, task.id, payload.attempt)))
+          return { outcome: 'stale', reason: 'moved_on' };
         const delayMs = await enqueuePoll(deps, task, payload.attempt + 1);
         log.debug({ delayMs }, 'task still running');
         return { outcome: 'running', nextAttempt: payload.attempt + 1, delayMs };

@@ -30,7 +30,13 @@ type TaskRef = Pick<TaskRow, 'id' | 'workspaceId'>;
  * due, and the provider's cancel when the provider still has the job and `cancelProviderJob` says so. False when
  * the task had already moved on (canceled meanwhile, or its output recorded): nothing is added then.
  */
-export async function failTask(deps: Pick<TaskHandlerDeps, 'db' | 'queues'>, task: TaskRef, failure: TaskFailure, log: Logger, opts: { cancelProviderJob?: boolean } = {}): Promise<boolean> {
+export async function failTask(
+  deps: Pick<TaskHandlerDeps, 'db' | 'queues'>,
+  task: TaskRef,
+  failure: TaskFailure,
+  log: Logger,
+  opts: { cancelProviderJob?: boolean } = {},
+): Promise<boolean> {
   const done = await taskRepository.finish(deps.db, task.id, { status: 'failed', failure });
   if (!done) {
     log.info({ code: failure.code }, 'task already moved on; not failed');
@@ -61,7 +67,12 @@ export async function enqueuePoll(
 }
 
 /** The wait before poll `attempt`: the n-th value of the schedule (the last repeats), never past the deadline. */
-export function pollDelay(schedule: readonly number[], task: Pick<TaskRow, 'deadlineAt'>, attempt: number, now = Date.now()): number {
+export function pollDelay(
+  schedule: readonly number[],
+  task: Pick<TaskRow, 'deadlineAt'>,
+  attempt: number,
+  now = Date.now(),
+): number {
   const wait = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 1_000;
   return task.deadlineAt ? Math.max(0, Math.min(wait, task.deadlineAt.getTime() - now)) : wait;
 }
@@ -72,7 +83,11 @@ export function pollDelay(schedule: readonly number[], task: Pick<TaskRow, 'dead
  * provider webhooks are off (no PROVIDER_WEBHOOK_BASE_URL) or this provider's cannot be verified (Replicate without
  * REPLICATE_WEBHOOK_SECRET, fal without FAL_WEBHOOK_USER_ID).
  */
-export function webhookUrlFor(config: Pick<Config, 'providerWebhooks'>, kind: 'replicate' | 'fal', taskId: string): string | undefined {
+export function webhookUrlFor(
+  config: Pick<Config, 'providerWebhooks'>,
+  kind: 'replicate' | 'fal',
+  taskId: string,
+): string | undefined {
   const { baseUrl, replicateSecret, falUserId } = config.providerWebhooks;
   if (baseUrl === undefined || (kind === 'replicate' ? replicateSecret : falUserId) === undefined) return undefined;
   const trace = traceQueryOf();
@@ -96,6 +111,8 @@ export function describeMs(ms: number): string {
 }
 
 /** The task's own deadline, as a length of time from its creation. */
-export const deadlineOf = (task: Pick<TaskRow, 'createdAt' | 'deadlineAt'>) => describeMs((task.deadlineAt?.getTime() ?? task.createdAt.getTime()) - task.createdAt.getTime());
+export const deadlineOf = (task: Pick<TaskRow, 'createdAt' | 'deadlineAt'>) =>
+  describeMs((task.deadlineAt?.getTime() ?? task.createdAt.getTime()) - task.createdAt.getTime());
 
-export const pastDeadline = (task: Pick<TaskRow, 'deadlineAt'>, now = Date.now()) => task.deadlineAt !== null && now >= task.deadlineAt.getTime();
+export const pastDeadline = (task: Pick<TaskRow, 'deadlineAt'>, now = Date.now()) =>
+  task.deadlineAt !== null && now >= task.deadlineAt.getTime();

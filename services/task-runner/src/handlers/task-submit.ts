@@ -9,12 +9,25 @@
 // The one window no design closes: neither Replicate nor fal takes an idempotency key, so a worker that dies after
 // the provider accepted the job but before markSubmitted committed leaves a job at the provider that nobody tracks,
 // and the retried submit makes a second one. The customer is still charged once: money moves only with the task row.
-import { TASK_OPERATIONS, isTaskOperation, type GenerationInput, type JobPayload, type TaskSubmit } from '@gensvc/contracts';
+import {
+  TASK_OPERATIONS,
+  isTaskOperation,
+  type GenerationInput,
+  type JobPayload,
+  type TaskSubmit,
+} from '@gensvc/contracts';
 import { fileContentLink } from '@gensvc/auth';
 import { fileRepository, taskRepository, type TaskRow } from '@gensvc/db';
 import { isRetryable } from '@gensvc/errors';
 import { isLastAttempt, type HandlerContext } from '@gensvc/queue';
-import { toAppError, upstreamModelOf, withFailover, type CatalogRoute, type ProviderInput, type Submitted } from '@gensvc/upstream';
+import {
+  toAppError,
+  upstreamModelOf,
+  withFailover,
+  type CatalogRoute,
+  type ProviderInput,
+  type Submitted,
+} from '@gensvc/upstream';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
 
@@ -39,17 +52,23 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (task.status !== 'queued' || task.upstreamId !== null) {
       // A run that died between markSubmitted and adding the first poll: the poll is owed (or, if that run asked for a
       // webhook, a poll ahead of it: the webhook or this poll, whichever comes first, records the result once).
-      if (task.status === 'running' && task.attempts === 1 && task.output === null) await enqueuePoll(deps, task, 1, { ensure: true });
+      if (task.status === 'running' && task.attempts === 1 && task.output === null)
+        await enqueuePoll(deps, task, 1, { ensure: true });
       return { outcome: 'skipped', reason: 'not_queued' };
     }
     const fail = async (code: string, message: string): Promise<SubmitOutcome> =>
-      (await failTask(deps, task, { code, message }, log)) ? { outcome: 'failed', code } : { outcome: 'skipped', reason: 'canceled_meanwhile' };
-    if (pastDeadline(task)) return fail('upstream_timeout', `The task could not be submitted to the provider within ${deadlineOf(task)}.`);
+      (await failTask(deps, task, { code, message }, log))
+        ? { outcome: 'failed', code }
+        : { outcome: 'skipped', reason: 'canceled_meanwhile' };
+    if (pastDeadline(task))
+      return fail('upstream_timeout', `The task could not be submitted to the provider within ${deadlineOf(task)}.`);
 
     const operation = isTaskOperation(task.operation) ? TASK_OPERATIONS[task.operation] : null;
-    if (!operation) return fail('internal_error', `The task's operation "${task.operation}" is not one this service runs.`);
+    if (!operation)
+      return fail('internal_error', `The task's operation "${task.operation}" is not one this service runs.`);
     const model = await catalog.model(task.model);
-    if (!model || !model.enabled || model.kind !== operation.kind) return fail('upstream_error', `The model "${task.model}" is no longer available.`);
+    if (!model || !model.enabled || model.kind !== operation.kind)
+      return fail('upstream_error', `The model "${task.model}" is no longer available.`);
     const routes = model.routes.filter(isTaskRoute);
 
     const prepared = await prepareInput(deps, task, operation.kind);
@@ -62,12 +81,22 @@ export function taskSubmit(deps: TaskHandlerDeps) {
         breaker,
         call: async (route) => {
           const webhookUrl = webhookUrlFor(deps.config, route.channel.kind, task.id);
-          const job = await providers[route.channel.kind].submit({ channel: route.channel, upstreamModel: upstreamModelOf(route, model), input: prepared.input, signal: ctx.signal, webhookUrl });
+          const job = await providers[route.channel.kind].submit({
+            channel: route.channel,
+            upstreamModel: upstreamModelOf(route, model),
+            input: prepared.input,
+            signal: ctx.signal,
+            webhookUrl,
+          });
           return { route, job, webhook: webhookUrl !== undefined };
         },
         // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the queue.
         isAbort: () => ctx.signal?.aborted === true,
-        onFailure: (route, err) => log.warn({ channel: route.channel.name, err: err instanceof Error ? err.message : String(err) }, 'channel refused the task'),
+        onFailure: (route, err) =>
+          log.warn(
+            { channel: route.channel.name, err: err instanceof Error ? err.message : String(err) },
+            'channel refused the task',
+          ),
       });
     } catch (e) {
       if (ctx.signal?.aborted) throw e;
@@ -75,7 +104,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
       // The provider judged the request itself: no channel would take it, now or later.
       if (error.code === 'invalid_input' || error.code === 'content_rejected') return fail(error.code, error.message);
       const why = error.cause instanceof Error ? error.cause.message : error.message;
-      if (!isRetryable(error) || isLastAttempt(ctx.job)) return fail('upstream_error', `No provider channel could take the task: ${why}`);
+      if (!isRetryable(error) || isLastAttempt(ctx.job))
+        return fail('upstream_error', `No provider channel could take the task: ${why}`);
       log.warn({ err: why, attempt: ctx.job.attemptsMade + 1 }, 'no channel took the task; the job will retry');
       throw error;
     }
@@ -85,15 +115,23 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     const recorded = await taskRepository.markSubmitted(db, task.id, submittedJob);
     if (!recorded) {
       // Canceled (or timed out) while the provider was being called: the job just made there is ours to stop.
-      log.info({ channel: route.channel.name, upstreamId: job.upstreamId }, 'task moved on while it was being submitted; canceling the provider job');
+      log.info(
+        { channel: route.channel.name, upstreamId: job.upstreamId },
+        'task moved on while it was being submitted; canceling the provider job',
+      );
       await providers[route.channel.kind]
         .cancel({ channel: route.channel, upstreamId: job.upstreamId, urls: job.urls })
-        .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'));
+        .catch((err: unknown) =>
+          log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not cancel the provider job'),
+        );
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
     // With a webhook coming, no poll: the reconciler's is the fallback (see the header).
     const firstPollMs = submitted.webhook ? null : await enqueuePoll(deps, task, 1);
-    log.info({ channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs, webhook: submitted.webhook }, 'task submitted');
+    log.info(
+      { channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs, webhook: submitted.webhook },
+      'task submitted',
+    );
     return { outcome: 'submitted', channelId: route.channel.id, upstreamId: job.upstreamId };
   };
 }
@@ -112,7 +150,12 @@ async function prepareInput(deps: TaskHandlerDeps, task: TaskRow, kind: Provider
     const fileId = input.image.file_id;
     const file = await fileRepository.get(deps.db, task.workspaceId, fileId);
     if (!file) return { failure: { code: 'invalid_input', message: `The input file ${fileId} no longer exists.` } };
-    imageUrl = (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId, workspaceId: task.workspaceId })).url;
+    imageUrl = (
+      await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, {
+        fileId,
+        workspaceId: task.workspaceId,
+      })
+    ).url;
   } else if (input.image && 'url' in input.image) {
     imageUrl = input.image.url;
   }

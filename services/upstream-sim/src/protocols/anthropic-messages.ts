@@ -32,7 +32,11 @@ const requestHeaders = () => ({ 'request-id': `req_${randomUUID().replace(/-/g, 
 
 export function anthropicError(status: number, message?: string): Reply {
   const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-  return json(status, { type: 'error', error: { type, message: message ?? (status === 529 ? 'Overloaded' : `simulated ${type}`) } }, requestHeaders());
+  return json(
+    status,
+    { type: 'error', error: { type, message: message ?? (status === 529 ? 'Overloaded' : `simulated ${type}`) } },
+    requestHeaders(),
+  );
 }
 
 const messageId = () => `msg_01${randomBytes(16).toString('base64url').replace(/[-_]/g, 'x').slice(0, 22)}`;
@@ -45,21 +49,40 @@ export const anthropicMessagesProtocol: Protocol<MessagesRequest> = {
     const model = typeof body?.model === 'string' ? body.model : undefined;
     // Anthropic takes the key in x-api-key or, as its current SDK sends it, as a bearer token.
     const key = r.req.headers['x-api-key'];
-    if ((typeof key !== 'string' || key.trim() === '') && !bearer(r.req)) return { model, error: anthropicError(401, 'x-api-key header is required') };
+    if ((typeof key !== 'string' || key.trim() === '') && !bearer(r.req))
+      return { model, error: anthropicError(401, 'x-api-key header is required') };
     const version = r.req.headers['anthropic-version'];
-    if (typeof version !== 'string' || version.trim() === '') return { model, error: anthropicError(400, 'anthropic-version: header is required') };
-    if (!body) return { model, error: anthropicError(400, 'There was an error parsing the body of your request: expected a JSON object.') };
+    if (typeof version !== 'string' || version.trim() === '')
+      return { model, error: anthropicError(400, 'anthropic-version: header is required') };
+    if (!body)
+      return {
+        model,
+        error: anthropicError(400, 'There was an error parsing the body of your request: expected a JSON object.'),
+      };
     if (!model) return { model, error: anthropicError(400, 'model: Field required') };
     if (body.max_tokens === undefined) return { model, error: anthropicError(400, 'max_tokens: Field required') };
-    if (!isPositiveInt(body.max_tokens)) return { model, error: anthropicError(400, 'max_tokens: Input should be greater than or equal to 1') };
+    if (!isPositiveInt(body.max_tokens))
+      return { model, error: anthropicError(400, 'max_tokens: Input should be greater than or equal to 1') };
     if (body.messages === undefined) return { model, error: anthropicError(400, 'messages: Field required') };
-    if (!Array.isArray(body.messages)) return { model, error: anthropicError(400, 'messages: Input should be a valid list') };
-    if (body.messages.length === 0) return { model, error: anthropicError(400, 'messages: at least one message is required') };
+    if (!Array.isArray(body.messages))
+      return { model, error: anthropicError(400, 'messages: Input should be a valid list') };
+    if (body.messages.length === 0)
+      return { model, error: anthropicError(400, 'messages: at least one message is required') };
     for (const [i, m] of body.messages.entries()) {
       const role = (m as { role?: unknown } | null)?.role;
-      if (role !== 'user' && role !== 'assistant') return { model, error: anthropicError(400, `messages.${i}.role: Input should be 'user' or 'assistant'`) };
+      if (role !== 'user' && role !== 'assistant')
+        return { model, error: anthropicError(400, `messages.${i}.role: Input should be 'user' or 'assistant'`) };
     }
-    return { model, value: { model, system: body.system, messages: body.messages, maxTokens: body.max_tokens, stream: body.stream === true } };
+    return {
+      model,
+      value: {
+        model,
+        system: body.system,
+        messages: body.messages,
+        maxTokens: body.max_tokens,
+        stream: body.stream === true,
+      },
+    };
   },
   answer(request) {
     const reply = chatReply({ system: request.system, messages: request.messages }, request.maxTokens);
@@ -83,7 +106,8 @@ export const anthropicMessagesProtocol: Protocol<MessagesRequest> = {
       stop_sequence: null,
       usage: usage(outputTokens),
     });
-    if (!request.stream) return json(200, message([{ type: 'text', text: reply.text }], stopReason, reply.outputTokens), requestHeaders());
+    if (!request.stream)
+      return json(200, message([{ type: 'text', text: reply.text }], stopReason, reply.outputTokens), requestHeaders());
 
     const event = (type: string, data: object): SseEvent => ({ event: type, data: { type, ...data } });
     const events: SseEvent[] = [
@@ -92,7 +116,10 @@ export const anthropicMessagesProtocol: Protocol<MessagesRequest> = {
       event('ping', {}),
       ...reply.pieces.map((text) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } })),
       event('content_block_stop', { index: 0 }),
-      event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: reply.outputTokens } }),
+      event('message_delta', {
+        delta: { stop_reason: stopReason, stop_sequence: null },
+        usage: { output_tokens: reply.outputTokens },
+      }),
       event('message_stop', {}),
     ];
     return { kind: 'sse', status: 200, events, eol: '\n', headers: requestHeaders() };

@@ -29,7 +29,8 @@ function questionProblem(id: string, q: unknown): string | null {
   if (typeof question.instructions !== 'string') return `questions.${id}.instructions must be a string`;
   const list = (field: 'criteria' | 'choices') => {
     const v = question[field];
-    if (!Array.isArray(v) || v.length === 0 || v.some((s) => typeof s !== 'string')) return `questions.${id}.${field} must be a non-empty array of strings`;
+    if (!Array.isArray(v) || v.length === 0 || v.some((s) => typeof s !== 'string'))
+      return `questions.${id}.${field} must be a non-empty array of strings`;
     return null;
   };
   switch (question.type) {
@@ -54,12 +55,19 @@ export const evaluateProtocol: Protocol<EvaluateRequest> = {
   parse(r) {
     const body = jsonObject(r.body);
     const model = typeof body?.model === 'string' ? body.model : undefined;
-    if (!bearer(r.req)) return { model, error: errorReply(401, 'missing or malformed Authorization: Bearer header', 'unauthenticated') };
+    if (!bearer(r.req))
+      return { model, error: errorReply(401, 'missing or malformed Authorization: Bearer header', 'unauthenticated') };
     if (!body) return { model, error: errorReply(400, 'the body must be a JSON object') };
-    if (typeof body.model !== 'string' || !body.model) return { model, error: errorReply(400, 'model must be a non-empty string') };
+    if (typeof body.model !== 'string' || !body.model)
+      return { model, error: errorReply(400, 'model must be a non-empty string') };
     if (body.state === undefined) return { model, error: errorReply(400, 'state is required') };
     const questions = body.questions;
-    if (questions === null || typeof questions !== 'object' || Array.isArray(questions) || Object.keys(questions).length === 0) {
+    if (
+      questions === null ||
+      typeof questions !== 'object' ||
+      Array.isArray(questions) ||
+      Object.keys(questions).length === 0
+    ) {
       return { model, error: errorReply(400, 'questions must be a non-empty object of question id to question') };
     }
     for (const [id, q] of Object.entries(questions)) {
@@ -91,10 +99,13 @@ function malformEvaluate(body: unknown, fault: FaultRule): unknown {
   };
   if (shape === 'missing-answer') delete answers[first];
   else if (shape === 'out-of-range') outOfRange(answers[first]!);
-  else if (shape === 'wrong-type') (answers[first] as { type: string }).type = answers[first]!.type === 'boolean' ? 'score' : 'boolean';
+  else if (shape === 'wrong-type')
+    (answers[first] as { type: string }).type = answers[first]!.type === 'boolean' ? 'score' : 'boolean';
   else {
     // bad-sum needs a distribution; an all-boolean request gets an out-of-range probability instead.
-    const target = ids.map((id) => answers[id]!).find((a): a is Exclude<Answer, { type: 'boolean' }> => a.type !== 'boolean');
+    const target = ids
+      .map((id) => answers[id]!)
+      .find((a): a is Exclude<Answer, { type: 'boolean' }> => a.type !== 'boolean');
     if (target) for (const k of Object.keys(target.probabilities)) target.probabilities[k]! *= 0.5;
     else outOfRange(answers[first]!);
   }

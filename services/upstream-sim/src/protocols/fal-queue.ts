@@ -47,7 +47,15 @@ interface FalJob extends Job {
 }
 
 type Operation =
-  | { kind: 'submit'; model: string; appId: string; spec?: GenerationSpec; media?: Media; invalid?: FalErrorItem[]; webhook?: string }
+  | {
+      kind: 'submit';
+      model: string;
+      appId: string;
+      spec?: GenerationSpec;
+      media?: Media;
+      invalid?: FalErrorItem[];
+      webhook?: string;
+    }
   | { kind: 'status'; job: FalJob; logs: boolean }
   | { kind: 'result'; job: FalJob }
   | { kind: 'cancel'; job: FalJob };
@@ -66,7 +74,8 @@ const IMAGE_SIZES: Record<string, [number, number]> = {
 };
 const VIDEO_ASPECTS = ['16:9', '9:16', '1:1'];
 
-export const CONTENT_POLICY_MSG = 'The content could not be processed because it contained material flagged by a content checker.';
+export const CONTENT_POLICY_MSG =
+  'The content could not be processed because it contained material flagged by a content checker.';
 
 function appIdOf(segments: string[]): string | undefined {
   const length = NAMESPACES.has(segments[0]!) ? 3 : 2;
@@ -78,9 +87,16 @@ function falKey(header: string | undefined): string {
   return /^key\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '';
 }
 
-const detail = (status: number, text: string, headers?: Record<string, string>): Reply => json(status, { detail: text }, headers);
+const detail = (status: number, text: string, headers?: Record<string, string>): Reply =>
+  json(status, { detail: text }, headers);
 
-const item = (field: string | null, msg: string, type: string, input: unknown, ctx?: Record<string, unknown>): FalErrorItem => ({
+const item = (
+  field: string | null,
+  msg: string,
+  type: string,
+  input: unknown,
+  ctx?: Record<string, unknown>,
+): FalErrorItem => ({
   loc: field === null ? ['body'] : ['body', field],
   msg,
   type,
@@ -88,27 +104,44 @@ const item = (field: string | null, msg: string, type: string, input: unknown, c
   ...(ctx && { ctx }),
 });
 
-function intField(input: Record<string, unknown>, name: string, min: number, max: number, errors: FalErrorItem[], digits = false): number | undefined {
+function intField(
+  input: Record<string, unknown>,
+  name: string,
+  min: number,
+  max: number,
+  errors: FalErrorItem[],
+  digits = false,
+): number | undefined {
   let value = input[name];
   if (value === undefined || value === null) return undefined;
   // Fields like `duration` are strings ("5") on many fal models; pydantic also parses integer strings for int fields.
   if (digits && typeof value === 'string' && /^\d+$/.test(value)) value = Number(value);
   if (typeof value !== 'number' || !Number.isInteger(value)) {
-    errors.push(item(name, 'Input should be a valid integer, unable to parse string as an integer', 'int_parsing', input[name]));
+    errors.push(
+      item(name, 'Input should be a valid integer, unable to parse string as an integer', 'int_parsing', input[name]),
+    );
     return undefined;
   }
-  if (value < min) errors.push(item(name, `Input should be greater than or equal to ${min}`, 'greater_than_equal', value, { ge: min }));
-  else if (value > max) errors.push(item(name, `Input should be less than or equal to ${max}`, 'less_than_equal', value, { le: max }));
+  if (value < min)
+    errors.push(
+      item(name, `Input should be greater than or equal to ${min}`, 'greater_than_equal', value, { ge: min }),
+    );
+  else if (value > max)
+    errors.push(item(name, `Input should be less than or equal to ${max}`, 'less_than_equal', value, { le: max }));
   else return value;
   return undefined;
 }
 
 /** What the request makes, or the errors the model will report for its input. */
-function readInput(model: string, input: Record<string, unknown>): { spec: GenerationSpec; media: Media } | { invalid: FalErrorItem[] } {
+function readInput(
+  model: string,
+  input: Record<string, unknown>,
+): { spec: GenerationSpec; media: Media } | { invalid: FalErrorItem[] } {
   const errors: FalErrorItem[] = [];
   const prompt = input.prompt;
   if (prompt === undefined) errors.push(item('prompt', 'Field required', 'missing', input));
-  else if (typeof prompt !== 'string') errors.push(item('prompt', 'Input should be a valid string', 'string_type', prompt));
+  else if (typeof prompt !== 'string')
+    errors.push(item('prompt', 'Input should be a valid string', 'string_type', prompt));
   const count = intField(input, 'num_images', 1, MAX_IMAGES, errors);
   const duration = intField(input, 'duration', 1, MAX_VIDEO_SECONDS, errors, true);
   const seed = intField(input, 'seed', 0, 2 ** 31 - 1, errors);
@@ -120,11 +153,23 @@ function readInput(model: string, input: Record<string, unknown>): { spec: Gener
     size = IMAGE_SIZES[imageSize];
     if (!size) {
       const names = Object.keys(IMAGE_SIZES).map((n) => `'${n}'`);
-      errors.push(item('image_size', `Input should be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}`, 'literal_error', imageSize, { expected: names.join(', ') }));
+      errors.push(
+        item(
+          'image_size',
+          `Input should be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}`,
+          'literal_error',
+          imageSize,
+          { expected: names.join(', ') },
+        ),
+      );
     }
   } else if (imageSize !== undefined && imageSize !== null) {
-    const fields = typeof imageSize === 'object' && !Array.isArray(imageSize) ? (imageSize as Record<string, unknown>) : null;
-    if (!fields) errors.push(item('image_size', 'Input should be a valid dictionary or instance of ImageSize', 'model_type', imageSize));
+    const fields =
+      typeof imageSize === 'object' && !Array.isArray(imageSize) ? (imageSize as Record<string, unknown>) : null;
+    if (!fields)
+      errors.push(
+        item('image_size', 'Input should be a valid dictionary or instance of ImageSize', 'model_type', imageSize),
+      );
     else {
       const nested: FalErrorItem[] = [];
       const width = intField(fields, 'width', MIN_SIDE, MAX_SIDE, nested) ?? 512;
@@ -135,7 +180,11 @@ function readInput(model: string, input: Record<string, unknown>): { spec: Gener
   }
   const aspect = input.aspect_ratio;
   if (video && aspect !== undefined && (typeof aspect !== 'string' || !VIDEO_ASPECTS.includes(aspect))) {
-    errors.push(item('aspect_ratio', "Input should be '16:9', '9:16' or '1:1'", 'literal_error', aspect, { expected: "'16:9', '9:16' or '1:1'" }));
+    errors.push(
+      item('aspect_ratio', "Input should be '16:9', '9:16' or '1:1'", 'literal_error', aspect, {
+        expected: "'16:9', '9:16' or '1:1'",
+      }),
+    );
   }
   const imageUrl = input.image_url;
   if (imageUrl !== undefined && imageUrl !== null && (typeof imageUrl !== 'string' || !isUri(imageUrl))) {
@@ -143,9 +192,21 @@ function readInput(model: string, input: Record<string, unknown>): { spec: Gener
   }
   if (errors.length) return { invalid: errors };
 
-  const [width, height] = video ? sizeForAspect(typeof aspect === 'string' ? aspect : '16:9', 1280) : (size ?? IMAGE_SIZES.landscape_4_3!);
-  const media: Media = { kind: video ? 'video' : 'image', width, height, count: video ? 1 : (count ?? 1), durationSeconds: video ? (duration ?? 5) : 0 };
-  const spec: GenerationSpec = { prompt: prompt as string, seed: seed ?? seedFor(prompt as string), imageUrl: imageUrl as string | undefined };
+  const [width, height] = video
+    ? sizeForAspect(typeof aspect === 'string' ? aspect : '16:9', 1280)
+    : (size ?? IMAGE_SIZES.landscape_4_3!);
+  const media: Media = {
+    kind: video ? 'video' : 'image',
+    width,
+    height,
+    count: video ? 1 : (count ?? 1),
+    durationSeconds: video ? (duration ?? 5) : 0,
+  };
+  const spec: GenerationSpec = {
+    prompt: prompt as string,
+    seed: seed ?? seedFor(prompt as string),
+    imageUrl: imageUrl as string | undefined,
+  };
   return { spec, media };
 }
 
@@ -162,7 +223,12 @@ function logsOf(job: FalJob, now: number): { message: string; level: string; sou
 
 function statusBody(job: FalJob, now: number, withLogs: boolean): { status: number; body: Record<string, unknown> } {
   const phase = phaseOf(job, now);
-  const urls = { request_id: job.id, response_url: job.base, status_url: `${job.base}/status`, cancel_url: `${job.base}/cancel` };
+  const urls = {
+    request_id: job.id,
+    response_url: job.base,
+    status_url: `${job.base}/status`,
+    cancel_url: `${job.base}/cancel`,
+  };
   // 202 while queued or in progress, 200 once completed, as fal answers.
   if (phase === 'queued') return { status: 202, body: { status: 'IN_QUEUE', queue_position: 0, ...urls } };
   const logs = withLogs ? logsOf(job, now) : null;
@@ -176,25 +242,62 @@ function result(job: FalJob, now: number, outputs: OutputStore): Reply {
   const headers = { 'x-fal-request-id': job.id };
   if (phase === 'queued' || phase === 'running') return detail(400, 'Request is still in progress', headers);
   if (phase === 'canceled') {
-    return json(499, { detail: 'Request was cancelled by the client', error_type: 'client_cancelled' }, { ...headers, 'x-fal-error-type': 'client_cancelled' });
+    return json(
+      499,
+      { detail: 'Request was cancelled by the client', error_type: 'client_cancelled' },
+      { ...headers, 'x-fal-error-type': 'client_cancelled' },
+    );
   }
   const noRetry = { ...headers, 'x-fal-retryable': 'false' };
   if (job.invalid) return json(422, { detail: job.invalid }, noRetry);
   if (job.outcome === 'nsfw') {
-    const error = { ...item('prompt', CONTENT_POLICY_MSG, 'content_policy_violation', job.spec.prompt), url: 'https://docs.fal.ai/errors/#content_policy_violation' };
+    const error = {
+      ...item('prompt', CONTENT_POLICY_MSG, 'content_policy_violation', job.spec.prompt),
+      url: 'https://docs.fal.ai/errors/#content_policy_violation',
+    };
     return json(422, { detail: [error] }, noRetry);
   }
   if (phase === 'failed') {
-    const error = { ...item(null, job.error ?? 'Internal server error', 'internal_server_error', { prompt: job.spec.prompt }), url: 'https://docs.fal.ai/errors/#internal_server_error' };
+    const error = {
+      ...item(null, job.error ?? 'Internal server error', 'internal_server_error', { prompt: job.spec.prompt }),
+      url: 'https://docs.fal.ai/errors/#internal_server_error',
+    };
     return json(500, { detail: [error] }, noRetry);
   }
   const { media, spec } = job;
   const inference = (job.endsAt - job.startsAt) / 1000;
   if (media.kind === 'video') {
-    return json(200, { video: { url: job.outputUrls[0], content_type: 'video/mp4', file_name: 'output.mp4', file_size: outputs.get(`${job.id}-0`, now)?.bytes.length }, seed: spec.seed }, headers);
+    return json(
+      200,
+      {
+        video: {
+          url: job.outputUrls[0],
+          content_type: 'video/mp4',
+          file_name: 'output.mp4',
+          file_size: outputs.get(`${job.id}-0`, now)?.bytes.length,
+        },
+        seed: spec.seed,
+      },
+      headers,
+    );
   }
-  const images = job.outputUrls.map((url) => ({ url, width: media.width, height: media.height, content_type: 'image/png' }));
-  return json(200, { images, timings: { inference }, seed: spec.seed, has_nsfw_concepts: images.map(() => false), prompt: spec.prompt }, headers);
+  const images = job.outputUrls.map((url) => ({
+    url,
+    width: media.width,
+    height: media.height,
+    content_type: 'image/png',
+  }));
+  return json(
+    200,
+    {
+      images,
+      timings: { inference },
+      seed: spec.seed,
+      has_nsfw_concepts: images.map(() => false),
+      prompt: spec.prompt,
+    },
+    headers,
+  );
 }
 
 export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
@@ -206,9 +309,22 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
     const job = jobs.get(decodeURIComponent(id!));
     if (!authorized) return { model: job?.model, operation, error: detail(401, 'Unauthorized') };
     // A request id is only found under the app it was submitted to.
-    if (!job || job.appId !== decodeURIComponent(app!)) return { operation, error: operation === 'cancel' ? json(404, { status: 'NOT_FOUND' }) : detail(404, 'Request not found') };
-    if (operation === 'status') return { model: job.model, operation, value: { kind: 'status', job, logs: query.get('logs') === '1' || query.get('logs') === 'true' } };
-    return { model: job.model, operation, value: operation === 'cancel' ? { kind: 'cancel', job } : { kind: 'result', job } };
+    if (!job || job.appId !== decodeURIComponent(app!))
+      return {
+        operation,
+        error: operation === 'cancel' ? json(404, { status: 'NOT_FOUND' }) : detail(404, 'Request not found'),
+      };
+    if (operation === 'status')
+      return {
+        model: job.model,
+        operation,
+        value: { kind: 'status', job, logs: query.get('logs') === '1' || query.get('logs') === 'true' },
+      };
+    return {
+      model: job.model,
+      operation,
+      value: operation === 'cancel' ? { kind: 'cancel', job } : { kind: 'result', job },
+    };
   }
 
   return {
@@ -218,22 +334,38 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
       if (method === 'PUT') return REQUEST_PATH.test(path) && path.endsWith('/cancel');
       if (method !== 'POST') return false;
       const second = path.indexOf('/', 1);
-      return second > 1 && second < path.length - 1 && !RESERVED.test(path.slice(1, second)) && !path.includes('/requests/');
+      return (
+        second > 1 && second < path.length - 1 && !RESERVED.test(path.slice(1, second)) && !path.includes('/requests/')
+      );
     },
     parse(r) {
       const authorized = falKey(r.req.headers.authorization) !== '';
       if (r.method !== 'POST') return parseRequest(r.path, r.query, authorized);
-      const segments = r.path.slice(1).split('/').map((s) => decodeURIComponent(s));
+      const segments = r.path
+        .slice(1)
+        .split('/')
+        .map((s) => decodeURIComponent(s));
       const model = segments.join('/');
       const appId = appIdOf(segments);
       if (!authorized) return { model, operation: 'create', error: detail(401, 'Unauthorized') };
       if (!appId) return { model, operation: 'create', error: detail(404, `Application '${model}' not found`) };
       const body = jsonObject(r.body);
-      if (!body) return { model, operation: 'create', error: json(422, { detail: [item(null, 'Input should be a valid dictionary', 'dict_type', r.body.toString('utf8').slice(0, 200))] }) };
+      if (!body)
+        return {
+          model,
+          operation: 'create',
+          error: json(422, {
+            detail: [
+              item(null, 'Input should be a valid dictionary', 'dict_type', r.body.toString('utf8').slice(0, 200)),
+            ],
+          }),
+        };
       const read = readInput(model, body);
       const webhook = r.query.get('fal_webhook') ?? undefined;
-      if (webhook !== undefined && !URL.canParse(webhook)) return { model, operation: 'create', error: detail(422, 'fal_webhook must be a URL') };
-      if ('invalid' in read) return { model, operation: 'create', value: { kind: 'submit', model, appId, invalid: read.invalid, webhook } };
+      if (webhook !== undefined && !URL.canParse(webhook))
+        return { model, operation: 'create', error: detail(422, 'fal_webhook must be a URL') };
+      if ('invalid' in read)
+        return { model, operation: 'create', value: { kind: 'submit', model, appId, invalid: read.invalid, webhook } };
       return { model, operation: 'create', value: { kind: 'submit', model, appId, ...read, webhook } };
     },
     answer(op, r) {
@@ -249,7 +381,9 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
       }
       const id = randomUUID();
       // An input the runner rejects ends as soon as it leaves the queue, whatever a job rule would have said.
-      const plan = op.invalid ? { outcome: 'fail' as const, durationMs: ctx.taskDurationMs } : planJob(ctx.faults, r.channel, op.model, ctx.taskDurationMs);
+      const plan = op.invalid
+        ? { outcome: 'fail' as const, durationMs: ctx.taskDurationMs }
+        : planJob(ctx.faults, r.channel, op.model, ctx.taskDurationMs);
       const job: FalJob = {
         id,
         channel: r.channel,
@@ -275,16 +409,34 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
           const done = result(job, Math.max(Date.now(), job.endsAt), ctx.outputs);
           const ok = done.status === 200;
           const payload = done.kind === 'json' ? done.body : null;
-          return { request_id: id, gateway_request_id: id, status: ok ? 'OK' : 'ERROR', payload, ...(ok ? {} : { error: `Invalid status code: ${done.status}` }) };
+          return {
+            request_id: id,
+            gateway_request_id: id,
+            status: ok ? 'OK' : 'ERROR',
+            payload,
+            ...(ok ? {} : { error: `Invalid status code: ${done.status}` }),
+          };
         });
       }
-      const urls = { request_id: id, response_url: job.base, status_url: `${job.base}/status`, cancel_url: `${job.base}/cancel` };
+      const urls = {
+        request_id: id,
+        response_url: job.base,
+        status_url: `${job.base}/status`,
+        cancel_url: `${job.base}/cancel`,
+      };
       return json(200, { status: 'IN_QUEUE', ...urls, queue_position: 0 }, { 'x-fal-request-id': id });
     },
-    errorReply: (status, message) => detail(status, message ?? (status >= 500 ? 'Internal Server Error' : 'Bad Request')),
+    errorReply: (status, message) =>
+      detail(status, message ?? (status >= 500 ? 'Internal Server Error' : 'Bad Request')),
     malformShape: (body) => {
       if (body === null || typeof body !== 'object') return { unexpected: body };
-      const { status: _status, images: _images, video: _video, request_id: _id, ...rest } = body as Record<string, unknown>;
+      const {
+        status: _status,
+        images: _images,
+        video: _video,
+        request_id: _id,
+        ...rest
+      } = body as Record<string, unknown>;
       return rest;
     },
   };

@@ -69,7 +69,13 @@ export const geminiProtocol: Protocol<GeminiRequest> = {
     const config = body.generationConfig as { maxOutputTokens?: unknown } | undefined;
     const max = config?.maxOutputTokens;
     if (max !== undefined && !isPositiveInt(max)) {
-      return { model, error: googleError(400, `Invalid value at 'generation_config.max_output_tokens' (TYPE_INT32), ${JSON.stringify(max)}`) };
+      return {
+        model,
+        error: googleError(
+          400,
+          `Invalid value at 'generation_config.max_output_tokens' (TYPE_INT32), ${JSON.stringify(max)}`,
+        ),
+      };
     }
     return {
       model,
@@ -96,14 +102,18 @@ export const geminiProtocol: Protocol<GeminiRequest> = {
       promptTokensDetails: [{ modality: 'TEXT', tokenCount: promptTokenCount }],
     });
     const response = (text: string, finish: string | undefined, candidates: number) => ({
-      candidates: [{ content: { parts: [{ text }], role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 }],
+      candidates: [
+        { content: { parts: [{ text }], role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 },
+      ],
       usageMetadata: usage(candidates),
       modelVersion: request.model,
       responseId,
     });
     if (!request.stream) return json(200, response(reply.text, finishReason, reply.outputTokens));
     // Each item carries one token; usage counts are cumulative and the last item carries the finish reason.
-    const items = reply.pieces.map((piece, i) => response(piece, i === reply.pieces.length - 1 ? finishReason : undefined, i + 1));
+    const items = reply.pieces.map((piece, i) =>
+      response(piece, i === reply.pieces.length - 1 ? finishReason : undefined, i + 1),
+    );
     if (items.length === 0) items.push(response('', finishReason, 0));
     if (request.sse) return { kind: 'sse', status: 200, events: items.map((data) => ({ data })), eol: '\r\n' };
     return { kind: 'json-stream', status: 200, items };

@@ -43,13 +43,23 @@ interface EditRequest {
 const MAX_FILE_BYTES = 50 * 1024 * 1024;
 const SUPPORTED = "Supported file formats are 'image/jpeg', 'image/png', and 'image/webp'.";
 
-function readMultipart(r: SimRequest): Promise<{ fields: Map<string, string>; files: UploadedFile[] } | { problem: Reply }> {
+function readMultipart(
+  r: SimRequest,
+): Promise<{ fields: Map<string, string>; files: UploadedFile[] } | { problem: Reply }> {
   return new Promise((resolve) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: r.req.headers, limits: { fileSize: MAX_FILE_BYTES, files: 17, fields: 32, fieldSize: 64 * 1024 } });
+      parser = busboy({
+        headers: r.req.headers,
+        limits: { fileSize: MAX_FILE_BYTES, files: 17, fields: 32, fieldSize: 64 * 1024 },
+      });
     } catch {
-      return resolve({ problem: openAiError(400, `Invalid Content-Type header (${r.req.headers['content-type'] ?? 'none'}), expected multipart/form-data.`) });
+      return resolve({
+        problem: openAiError(
+          400,
+          `Invalid Content-Type header (${r.req.headers['content-type'] ?? 'none'}), expected multipart/form-data.`,
+        ),
+      });
     }
     const fields = new Map<string, string>();
     const files: UploadedFile[] = [];
@@ -64,7 +74,16 @@ function readMultipart(r: SimRequest): Promise<{ fields: Map<string, string>; fi
       open++;
       const parts: Buffer[] = [];
       stream.on('data', (d: Buffer) => parts.push(d));
-      stream.on('limit', () => (problem ??= openAiError(400, `Invalid file '${field}': the file is larger than 50 MB.`, field, 'file_too_large')));
+      stream.on(
+        'limit',
+        () =>
+          (problem ??= openAiError(
+            400,
+            `Invalid file '${field}': the file is larger than 50 MB.`,
+            field,
+            'file_too_large',
+          )),
+      );
       stream.on('end', () => {
         files.push({ field, mimeType: info.mimeType, data: Buffer.concat(parts) });
         settle();
@@ -95,27 +114,62 @@ export function createImagesProtocol(files: FileStore): Protocol<EditRequest> {
       if (images.length === 0) return { model, error: missingParam('image') };
       for (const file of [...images, ...form.files.filter((f) => f.field === 'mask')]) {
         const type = sniffImageType(file.data);
-        const accepted = file.field === 'mask' ? type === 'image/png' : type === 'image/png' || type === 'image/jpeg' || type === 'image/webp';
+        const accepted =
+          file.field === 'mask'
+            ? type === 'image/png'
+            : type === 'image/png' || type === 'image/jpeg' || type === 'image/webp';
         if (!accepted) {
           const declared = file.mimeType || 'application/octet-stream';
           const field = file.field === 'mask' ? 'mask' : 'image';
           const formats = file.field === 'mask' ? "The mask must be a 'image/png' file." : SUPPORTED;
-          return { model, error: openAiError(400, `Invalid file '${field}': unsupported mimetype ('${declared}'). ${formats}`, field, 'unsupported_file_mimetype') };
+          return {
+            model,
+            error: openAiError(
+              400,
+              `Invalid file '${field}': unsupported mimetype ('${declared}'). ${formats}`,
+              field,
+              'unsupported_file_mimetype',
+            ),
+          };
         }
       }
       const nText = form.fields.get('n') ?? '1';
       const n = Number(nText);
       if (!/^\d+$/.test(nText) || n < 1 || n > 10) {
-        return { model, error: openAiError(400, `Invalid 'n': expected an integer between 1 and 10, but got ${JSON.stringify(nText)} instead.`, 'n', 'invalid_value') };
+        return {
+          model,
+          error: openAiError(
+            400,
+            `Invalid 'n': expected an integer between 1 and 10, but got ${JSON.stringify(nText)} instead.`,
+            'n',
+            'invalid_value',
+          ),
+        };
       }
       const sizeText = form.fields.get('size') ?? 'auto';
       const size = (sizeText === 'auto' ? '256x256' : sizeText) as ImageSize;
       if (!IMAGE_SIZES.includes(size)) {
-        return { model, error: openAiError(400, `Invalid value: '${sizeText}'. Supported values are: ${IMAGE_SIZES.map((s) => `'${s}'`).join(', ')} and 'auto'.`, 'size', 'invalid_value') };
+        return {
+          model,
+          error: openAiError(
+            400,
+            `Invalid value: '${sizeText}'. Supported values are: ${IMAGE_SIZES.map((s) => `'${s}'`).join(', ')} and 'auto'.`,
+            'size',
+            'invalid_value',
+          ),
+        };
       }
       const responseFormat = form.fields.get('response_format') ?? 'b64_json';
       if (responseFormat !== 'b64_json' && responseFormat !== 'url') {
-        return { model, error: openAiError(400, `Invalid value: '${responseFormat}'. Supported values are: 'url' and 'b64_json'.`, 'response_format', 'invalid_value') };
+        return {
+          model,
+          error: openAiError(
+            400,
+            `Invalid value: '${responseFormat}'. Supported values are: 'url' and 'b64_json'.`,
+            'response_format',
+            'invalid_value',
+          ),
+        };
       }
       return { model, value: { model, prompt, images: images.map((f) => f.data), n, size, responseFormat } };
     },
@@ -159,7 +213,13 @@ export function createFilesProtocol(files: FileStore): Protocol<Buffer> {
     matches: (method, path) => (method === 'GET' || method === 'HEAD') && FILE_PATH.test(path),
     parse(r) {
       const bytes = files.get(FILE_PATH.exec(r.path)![1]!);
-      return bytes ? { value: bytes } : { error: json(404, { error: { message: 'No such file.', type: 'invalid_request_error', param: null, code: 'not_found' } }) };
+      return bytes
+        ? { value: bytes }
+        : {
+            error: json(404, {
+              error: { message: 'No such file.', type: 'invalid_request_error', param: null, code: 'not_found' },
+            }),
+          };
     },
     answer: (bytes) => ({ kind: 'bytes', status: 200, body: bytes, contentType: 'image/png' }),
     errorReply: (status, message) => openAiError(status, message),

@@ -54,7 +54,13 @@ async function download(url: string): Promise<Buffer | Reply> {
   const failed = () => openAiError(400, `Error while downloading ${url}.`, 'url', 'invalid_value');
   if (url.startsWith('data:')) {
     const m = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i.exec(url);
-    if (!m) return openAiError(400, "Invalid 'image_url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid value.", 'image_url', 'invalid_value');
+    if (!m)
+      return openAiError(
+        400,
+        "Invalid 'image_url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid value.",
+        'image_url',
+        'invalid_value',
+      );
     return Buffer.from(m[2]!, 'base64');
   }
   let parsed: URL;
@@ -94,16 +100,48 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
     if (typeof images === 'string') return { model, error: openAiError(400, images, 'input', 'invalid_value') };
     const max = body.max_output_tokens;
     if (max !== undefined && max !== null && !isPositiveInt(max)) {
-      return { model, error: openAiError(400, `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(max)} instead.`, 'max_output_tokens', 'integer_below_min_value') };
+      return {
+        model,
+        error: openAiError(
+          400,
+          `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(max)} instead.`,
+          'max_output_tokens',
+          'integer_below_min_value',
+        ),
+      };
     }
     const tools = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
-    const imageTool = tools.find((t): t is Record<string, unknown> => typeof t === 'object' && t !== null && (t as { type?: unknown }).type === 'image_generation');
+    const imageTool = tools.find(
+      (t): t is Record<string, unknown> =>
+        typeof t === 'object' && t !== null && (t as { type?: unknown }).type === 'image_generation',
+    );
     const calls = body.max_tool_calls;
     if (calls !== undefined && calls !== null && !isPositiveInt(calls)) {
-      return { model, error: openAiError(400, `Invalid 'max_tool_calls': expected an integer >= 1, but got ${JSON.stringify(calls)} instead.`, 'max_tool_calls', 'invalid_value') };
+      return {
+        model,
+        error: openAiError(
+          400,
+          `Invalid 'max_tool_calls': expected an integer >= 1, but got ${JSON.stringify(calls)} instead.`,
+          'max_tool_calls',
+          'invalid_value',
+        ),
+      };
     }
-    if (imageTool && imageTool.size !== undefined && imageTool.size !== 'auto' && !(IMAGE_SIZES as readonly unknown[]).includes(imageTool.size)) {
-      return { model, error: openAiError(400, `Invalid 'tools[].size': expected one of ${IMAGE_SIZES.join(', ')} or auto.`, 'tools', 'invalid_value') };
+    if (
+      imageTool &&
+      imageTool.size !== undefined &&
+      imageTool.size !== 'auto' &&
+      !(IMAGE_SIZES as readonly unknown[]).includes(imageTool.size)
+    ) {
+      return {
+        model,
+        error: openAiError(
+          400,
+          `Invalid 'tools[].size': expected one of ${IMAGE_SIZES.join(', ')} or auto.`,
+          'tools',
+          'invalid_value',
+        ),
+      };
     }
     return {
       model,
@@ -140,7 +178,13 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
     const itemId = `msg_${randomBytes(24).toString('hex')}`;
     const createdAt = Math.floor(Date.now() / 1000);
     const part = (t: string) => ({ type: 'output_text', text: t, annotations: [], logprobs: [] });
-    const item = (status: string, content: unknown[]) => ({ id: itemId, type: 'message', status, role: 'assistant', content });
+    const item = (status: string, content: unknown[]) => ({
+      id: itemId,
+      type: 'message',
+      status,
+      role: 'assistant',
+      content,
+    });
     const response = (status: string, output: unknown[], usage: unknown) => ({
       id,
       object: 'response',
@@ -181,7 +225,10 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
     if (!request.stream) return json(200, done, { 'x-request-id': requestId() });
 
     let sequence = 0;
-    const event = (type: string, data: object): SseEvent => ({ event: type, data: { type, ...data, sequence_number: sequence++ } });
+    const event = (type: string, data: object): SseEvent => ({
+      event: type,
+      data: { type, ...data, sequence_number: sequence++ },
+    });
     const at = { item_id: itemId, output_index: 0, content_index: 0 };
     const deltas = [...reply.pieces, ...lines];
     const events: SseEvent[] = [
@@ -201,7 +248,8 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
   malformShape: (body) => {
     const b = body as Record<string, unknown>;
     if (b.object === 'response') return { ...b, output: undefined };
-    if (b.response && typeof b.response === 'object') return { ...b, response: { ...(b.response as object), output: undefined } };
+    if (b.response && typeof b.response === 'object')
+      return { ...b, response: { ...(b.response as object), output: undefined } };
     return { ...b, delta: undefined };
   },
 };
@@ -214,7 +262,9 @@ export function inputText(input: unknown): string {
   for (const item of input) {
     const content = (item as { content?: unknown } | null)?.content;
     if (typeof content === 'string') texts.push(content);
-    else if (Array.isArray(content)) for (const p of content) if ((p as { type?: unknown })?.type === 'input_text') texts.push(String((p as { text?: unknown }).text));
+    else if (Array.isArray(content))
+      for (const p of content)
+        if ((p as { type?: unknown })?.type === 'input_text') texts.push(String((p as { text?: unknown }).text));
   }
   return texts.join('\n');
 }
@@ -222,7 +272,10 @@ export function inputText(input: unknown): string {
 /** The image_generation_call items the tool produces, as OpenAI returns them (the PNG in `result`, base64). */
 function imageCalls(request: ResponsesRequest, guides: Buffer[]) {
   const tool = request.imageTool!;
-  const size: ImageSize = typeof tool.size === 'string' && (IMAGE_SIZES as readonly string[]).includes(tool.size) ? (tool.size as ImageSize) : '1024x1024';
+  const size: ImageSize =
+    typeof tool.size === 'string' && (IMAGE_SIZES as readonly string[]).includes(tool.size)
+      ? (tool.size as ImageSize)
+      : '1024x1024';
   const prompt = inputText(request.input);
   return Array.from({ length: request.maxToolCalls ?? 1 }, (_, index) => ({
     id: `ig_${randomBytes(24).toString('hex')}`,

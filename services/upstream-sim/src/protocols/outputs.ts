@@ -20,8 +20,15 @@ export function createOutputsProtocol(outputs: OutputStore): Protocol<OutputFile
       if (!file || EXTENSION[file.contentType] !== ext) return { model, operation: 'output', error: notFound() };
       return { model, operation: 'output', value: file };
     },
-    answer: (file) => ({ kind: 'bytes', status: 200, body: file.bytes, contentType: file.contentType, headers: { 'cache-control': 'public, max-age=3600' } }),
-    errorReply: (status, message) => json(status, { detail: message ?? (status === 404 ? 'Not found' : `simulated status ${status}`) }),
+    answer: (file) => ({
+      kind: 'bytes',
+      status: 200,
+      body: file.bytes,
+      contentType: file.contentType,
+      headers: { 'cache-control': 'public, max-age=3600' },
+    }),
+    errorReply: (status, message) =>
+      json(status, { detail: message ?? (status === 404 ? 'Not found' : `simulated status ${status}`) }),
     malformShape: (body) => body,
   };
 }

@@ -39,7 +39,16 @@ interface ReplicateJob extends Job {
 }
 
 type Operation =
-  | { kind: 'create'; model: string; version: string; input: Record<string, unknown>; spec: GenerationSpec; media: Media; waitSeconds?: number; webhook?: string }
+  | {
+      kind: 'create';
+      model: string;
+      version: string;
+      input: Record<string, unknown>;
+      spec: GenerationSpec;
+      media: Media;
+      waitSeconds?: number;
+      webhook?: string;
+    }
   | { kind: 'get'; job: ReplicateJob }
   | { kind: 'cancel'; job: ReplicateJob };
 
@@ -80,7 +89,12 @@ const DETAILS: Record<number, string> = {
 };
 
 const problem = (status: number, detail?: string, extra?: Record<string, unknown>): Reply =>
-  json(status, { title: TITLES[status] ?? (status >= 500 ? TITLES[500] : TITLES[400]), detail: detail ?? DETAILS[status] ?? 'Something went wrong.', status, ...extra });
+  json(status, {
+    title: TITLES[status] ?? (status >= 500 ? TITLES[500] : TITLES[400]),
+    detail: detail ?? DETAILS[status] ?? 'Something went wrong.',
+    status,
+    ...extra,
+  });
 
 // Replicate answers an unknown prediction without a title.
 const notFound = (): Reply => json(404, { detail: DETAILS[404], status: 404 });
@@ -108,26 +122,46 @@ function preferWait(req: IncomingMessage): number | undefined {
 
 const versionOf = (model: string) => createHash('sha256').update(`replicate-version\u0000${model}`).digest('hex');
 
-function intInput(input: Record<string, unknown>, name: string, min: number, max: number, problems: InvalidField[]): number | undefined {
+function intInput(
+  input: Record<string, unknown>,
+  name: string,
+  min: number,
+  max: number,
+  problems: InvalidField[],
+): number | undefined {
   const value = input[name];
   if (value === undefined || value === null) return undefined;
   const field = `input.${name}`;
   if (typeof value !== 'number' || !Number.isInteger(value)) {
-    problems.push({ type: 'invalid_type', field, description: `Invalid type. Expected: integer, given: ${jsonType(value)}` });
+    problems.push({
+      type: 'invalid_type',
+      field,
+      description: `Invalid type. Expected: integer, given: ${jsonType(value)}`,
+    });
     return undefined;
   }
   if (value < min) problems.push({ type: 'number_gte', field, description: `Must be greater than or equal to ${min}` });
-  else if (value > max) problems.push({ type: 'number_lte', field, description: `Must be less than or equal to ${max}` });
+  else if (value > max)
+    problems.push({ type: 'number_lte', field, description: `Must be less than or equal to ${max}` });
   else return value;
   return undefined;
 }
 
 /** What the prediction makes, or every problem with the input (Replicate lists them all). */
-function readInput(model: string, input: Record<string, unknown>): { spec: GenerationSpec; media: Media } | { problems: InvalidField[] } {
+function readInput(
+  model: string,
+  input: Record<string, unknown>,
+): { spec: GenerationSpec; media: Media } | { problems: InvalidField[] } {
   const problems: InvalidField[] = [];
   const prompt = input.prompt;
-  if (prompt === undefined || prompt === null) problems.push({ type: 'required', field: 'input', description: 'prompt is required' });
-  else if (typeof prompt !== 'string') problems.push({ type: 'invalid_type', field: 'input.prompt', description: `Invalid type. Expected: string, given: ${jsonType(prompt)}` });
+  if (prompt === undefined || prompt === null)
+    problems.push({ type: 'required', field: 'input', description: 'prompt is required' });
+  else if (typeof prompt !== 'string')
+    problems.push({
+      type: 'invalid_type',
+      field: 'input.prompt',
+      description: `Invalid type. Expected: string, given: ${jsonType(prompt)}`,
+    });
   const width = intInput(input, 'width', MIN_SIDE, MAX_SIDE, problems);
   const height = intInput(input, 'height', MIN_SIDE, MAX_SIDE, problems);
   const count = intInput(input, 'num_outputs', 1, MAX_IMAGES, problems);
@@ -136,14 +170,24 @@ function readInput(model: string, input: Record<string, unknown>): { spec: Gener
   const aspect = input.aspect_ratio;
   if (aspect !== undefined && aspect !== null && (typeof aspect !== 'string' || !ASPECT_RATIOS.includes(aspect))) {
     const allowed = ASPECT_RATIOS.map((a) => `"${a}"`).join(', ');
-    problems.push({ type: 'enum', field: 'input.aspect_ratio', description: `aspect_ratio must be one of the following: ${allowed}` });
+    problems.push({
+      type: 'enum',
+      field: 'input.aspect_ratio',
+      description: `aspect_ratio must be one of the following: ${allowed}`,
+    });
   }
   let imageUrl: string | undefined;
   for (const name of IMAGE_INPUTS) {
     const value = input[name];
     if (value === undefined || value === null) continue;
-    if (typeof value !== 'string') problems.push({ type: 'invalid_type', field: `input.${name}`, description: `Invalid type. Expected: string, given: ${jsonType(value)}` });
-    else if (!isUri(value)) problems.push({ type: 'format', field: `input.${name}`, description: "Does not match format 'uri'" });
+    if (typeof value !== 'string')
+      problems.push({
+        type: 'invalid_type',
+        field: `input.${name}`,
+        description: `Invalid type. Expected: string, given: ${jsonType(value)}`,
+      });
+    else if (!isUri(value))
+      problems.push({ type: 'format', field: `input.${name}`, description: "Does not match format 'uri'" });
     else imageUrl ??= value;
   }
   if (problems.length) return { problems };
@@ -161,9 +205,16 @@ function readInput(model: string, input: Record<string, unknown>): { spec: Gener
   return { spec: { prompt: prompt as string, seed: seed ?? seedFor(prompt as string), imageUrl }, media };
 }
 
-const STATUS: Record<JobPhase, string> = { queued: 'starting', running: 'processing', succeeded: 'succeeded', failed: 'failed', canceled: 'canceled' };
+const STATUS: Record<JobPhase, string> = {
+  queued: 'starting',
+  running: 'processing',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  canceled: 'canceled',
+};
 
-export const SENSITIVE_ERROR = 'The input or output was flagged as sensitive. Please try again with different inputs. (E005)';
+export const SENSITIVE_ERROR =
+  'The input or output was flagged as sensitive. Please try again with different inputs. (E005)';
 export const DEFAULT_FAILURE = 'Prediction failed: the model raised an error (simulated)';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -176,12 +227,17 @@ function prediction(job: ReplicateJob, now: number): Record<string, unknown> {
   const endedAt = job.canceledAt ?? job.endsAt;
   const seedLine = `Using seed: ${job.spec.seed}\n`;
   let logs = started ? seedLine : '';
-  if (phase === 'succeeded') logs += `100%|██████████| 28/28\nGenerated ${job.media.kind === 'video' ? 'video' : `${job.media.count} image(s)`} in ${((job.endsAt - job.startsAt) / 1000).toFixed(2)}s\n`;
+  if (phase === 'succeeded')
+    logs += `100%|██████████| 28/28\nGenerated ${job.media.kind === 'video' ? 'video' : `${job.media.count} image(s)`} in ${((job.endsAt - job.startsAt) / 1000).toFixed(2)}s\n`;
   let output: unknown = null;
-  if (phase === 'succeeded') output = job.media.kind === 'video' || SINGLE_OUTPUT.test(job.model) ? job.outputUrls[0] : job.outputUrls;
+  if (phase === 'succeeded')
+    output = job.media.kind === 'video' || SINGLE_OUTPUT.test(job.model) ? job.outputUrls[0] : job.outputUrls;
   let error: string | null = null;
   if (phase === 'failed') error = job.outcome === 'nsfw' ? SENSITIVE_ERROR : (job.error ?? DEFAULT_FAILURE);
-  const metrics = phase === 'succeeded' || phase === 'failed' ? { predict_time: (job.endsAt - job.startsAt) / 1000, total_time: (job.endsAt - job.createdAt) / 1000 } : {};
+  const metrics =
+    phase === 'succeeded' || phase === 'failed'
+      ? { predict_time: (job.endsAt - job.startsAt) / 1000, total_time: (job.endsAt - job.createdAt) / 1000 }
+      : {};
   return {
     id: job.id,
     model: job.model,
@@ -238,12 +294,23 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
     if (!pathModel) {
       if (body.version === undefined) root.push({ type: 'required', field: '', description: 'version is required' });
       else if (!model) {
-        return { operation: 'create', error: problem(422, "The specified version does not exist (or perhaps you don't have permission to use it?)", { title: 'Invalid version or not permitted' }) };
+        return {
+          operation: 'create',
+          error: problem(
+            422,
+            "The specified version does not exist (or perhaps you don't have permission to use it?)",
+            { title: 'Invalid version or not permitted' },
+          ),
+        };
       }
     }
     if (body.input === undefined) root.push({ type: 'required', field: '', description: 'input is required' });
     else if (body.input === null || typeof body.input !== 'object' || Array.isArray(body.input)) {
-      root.push({ type: 'invalid_type', field: 'input', description: `Invalid type. Expected: object, given: ${jsonType(body.input)}` });
+      root.push({
+        type: 'invalid_type',
+        field: 'input',
+        description: `Invalid type. Expected: object, given: ${jsonType(body.input)}`,
+      });
     }
     if (body.webhook !== undefined && (typeof body.webhook !== 'string' || !URL.canParse(body.webhook))) {
       root.push({ type: 'format', field: 'webhook', description: "Does not match format 'uri'" });
@@ -252,7 +319,19 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
     const input = body.input as Record<string, unknown>;
     const read = readInput(model!, input);
     if ('problems' in read) return { model, operation: 'create', error: invalid(read.problems) };
-    return { model, operation: 'create', value: { kind: 'create', model: model!, version: version!, input, ...read, waitSeconds: preferWait(r.req), webhook: body.webhook as string | undefined } };
+    return {
+      model,
+      operation: 'create',
+      value: {
+        kind: 'create',
+        model: model!,
+        version: version!,
+        input,
+        ...read,
+        waitSeconds: preferWait(r.req),
+        webhook: body.webhook as string | undefined,
+      },
+    };
   }
 
   return {
@@ -264,7 +343,10 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
     parse(r) {
       const modelPath = MODEL_PATH.exec(r.path);
       if (r.method === 'POST' && (modelPath || r.path === '/v1/predictions')) {
-        return parseCreate(r, modelPath ? `${decodeURIComponent(modelPath[1]!)}/${decodeURIComponent(modelPath[2]!)}` : undefined);
+        return parseCreate(
+          r,
+          modelPath ? `${decodeURIComponent(modelPath[1]!)}/${decodeURIComponent(modelPath[2]!)}` : undefined,
+        );
       }
       const cancel = CANCEL_PATH.exec(r.path);
       const id = cancel?.[1] ?? PREDICTION_PATH.exec(r.path)![1]!;
@@ -299,7 +381,10 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
       jobs.add(job);
       versions.set(job.version, job.model);
       // The prediction as it ends, sent to the webhook (events filter "completed": the one event the sim sends).
-      if (op.webhook && Number.isFinite(job.endsAt)) ctx.webhooks.schedule('replicate', op.webhook, job.endsAt, job.id, () => prediction(job, Math.max(Date.now(), job.endsAt)));
+      if (op.webhook && Number.isFinite(job.endsAt))
+        ctx.webhooks.schedule('replicate', op.webhook, job.endsAt, job.id, () =>
+          prediction(job, Math.max(Date.now(), job.endsAt)),
+        );
       if (op.waitSeconds !== undefined) await waitFor(job, op.waitSeconds * 1000);
       return json(201, prediction(job, Date.now()));
     },

@@ -34,16 +34,44 @@ export function AccountPage() {
         <form onSubmit={submit}>
           <div className="field">
             <label htmlFor="current-password">Current password</label>
-            <input id="current-password" className="input" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+            <input
+              id="current-password"
+              className="input"
+              type="password"
+              autoComplete="current-password"
+              required
+              value={current}
+              onChange={(e) => setCurrent(e.target.value)}
+            />
           </div>
           <div className="field">
             <label htmlFor="new-password">New password</label>
-            <input id="new-password" className="input" type="password" autoComplete="new-password" minLength={10} required aria-describedby="new-password-hint" value={next} onChange={(e) => setNext(e.target.value)} />
-            <span id="new-password-hint" className="muted small">At least 10 characters.</span>
+            <input
+              id="new-password"
+              className="input"
+              type="password"
+              autoComplete="new-password"
+              minLength={10}
+              required
+              aria-describedby="new-password-hint"
+              value={next}
+              onChange={(e) => setNext(e.target.value)}
+            />
+            <span id="new-password-hint" className="muted small">
+              At least 10 characters.
+            </span>
           </div>
           <div className="field">
             <label htmlFor="confirm-password">Repeat the new password</label>
-            <input id="confirm-password" className="input" type="password" autoComplete="new-password" required value={confirm} onChange={(e) => setConfirm(e.target.value)} />
+            <input
+              id="confirm-password"
+              className="input"
+              type="password"
+              autoComplete="new-password"
+              required
+              value={confirm}
+              onChange={(e) => setConfirm(e.target.value)}
+            />
           </div>
           <ErrorNotice error={change.error} />
           {note ? (

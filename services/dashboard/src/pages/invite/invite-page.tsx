@@ -53,26 +53,61 @@ export function InvitePage({ token }: { token: string }) {
           <>
             <h1>Join {inv.workspace.name}</h1>
             <p className="muted">
-              {inv.email} is invited as <strong>{ROLE_LABEL[inv.role] ?? inv.role}</strong>. The invitation expires {formatDateTime(inv.expires_at)}.
+              {inv.email} is invited as <strong>{ROLE_LABEL[inv.role] ?? inv.role}</strong>. The invitation expires{' '}
+              {formatDateTime(inv.expires_at)}.
             </p>
             {!inv.user_exists ? (
               <form onSubmit={submit} aria-label="Create your account">
                 <div className="field">
                   <label htmlFor="invite-email">Email address</label>
-                  <input id="invite-email" className="input" type="email" autoComplete="username" readOnly value={inv.email} />
+                  <input
+                    id="invite-email"
+                    className="input"
+                    type="email"
+                    autoComplete="username"
+                    readOnly
+                    value={inv.email}
+                  />
                 </div>
                 <div className="field">
                   <label htmlFor="invite-name">Your name (optional)</label>
-                  <input id="invite-name" className="input" autoComplete="name" maxLength={200} value={name} onChange={(e) => setName(e.target.value)} />
+                  <input
+                    id="invite-name"
+                    className="input"
+                    autoComplete="name"
+                    maxLength={200}
+                    value={name}
+                    onChange={(e) => setName(e.target.value)}
+                  />
                 </div>
                 <div className="field">
                   <label htmlFor="invite-password">Choose a password</label>
-                  <input id="invite-password" className="input" type="password" autoComplete="new-password" minLength={MIN_PASSWORD} required aria-describedby="invite-password-hint" value={password} onChange={(e) => setPassword(e.target.value)} />
-                  <span id="invite-password-hint" className="muted small">At least {MIN_PASSWORD} characters.</span>
+                  <input
+                    id="invite-password"
+                    className="input"
+                    type="password"
+                    autoComplete="new-password"
+                    minLength={MIN_PASSWORD}
+                    required
+                    aria-describedby="invite-password-hint"
+                    value={password}
+                    onChange={(e) => setPassword(e.target.value)}
+                  />
+                  <span id="invite-password-hint" className="muted small">
+                    At least {MIN_PASSWORD} characters.
+                  </span>
                 </div>
                 <div className="field">
                   <label htmlFor="invite-confirm">Repeat the password</label>
-                  <input id="invite-confirm" className="input" type="password" autoComplete="new-password" required value={confirm} onChange={(e) => setConfirm(e.target.value)} />
+                  <input
+                    id="invite-confirm"
+                    className="input"
+                    type="password"
+                    autoComplete="new-password"
+                    required
+                    value={confirm}
+                    onChange={(e) => setConfirm(e.target.value)}
+                  />
                 </div>
                 {mismatch ? (
                   <div className="notice notice-error" role="alert">
@@ -87,7 +122,12 @@ export function InvitePage({ token }: { token: string }) {
             ) : signedInAs === inv.email.toLowerCase() ? (
               <>
                 <ErrorNotice error={accept.error} />
-                <button type="button" className="button button-primary button-block" disabled={accept.pending} onClick={() => void done({})}>
+                <button
+                  type="button"
+                  className="button button-primary button-block"
+                  disabled={accept.pending}
+                  onClick={() => void done({})}
+                >
                   {accept.pending ? 'Joining…' : `Join ${inv.workspace.name}`}
                 </button>
               </>
@@ -96,7 +136,10 @@ export function InvitePage({ token }: { token: string }) {
                 <p>
                   {session ? `You are signed in as ${session.user.email}. ` : ''}Sign in as {inv.email} to accept.
                 </p>
-                <Link className="button button-primary button-block" to={`${BASE}/sign-in?next=${encodeURIComponent(`${BASE}/invite/${token}`)}`}>
+                <Link
+                  className="button button-primary button-block"
+                  to={`${BASE}/sign-in?next=${encodeURIComponent(`${BASE}/invite/${token}`)}`}
+                >
                   Sign in to accept
                 </Link>
               </>

@@ -11,7 +11,12 @@ import { Table } from '../../components/table';
 import { useWorkspace } from '../../workspace';
 import { SCOPES, useKeys } from './use-keys';
 
-type Open = { kind: 'create' } | { kind: 'rotate'; key: Key } | { kind: 'revoke'; key: Key } | { kind: 'secret'; made: KeyWithSecret; rotated: boolean } | null;
+type Open =
+  | { kind: 'create' }
+  | { kind: 'rotate'; key: Key }
+  | { kind: 'revoke'; key: Key }
+  | { kind: 'secret'; made: KeyWithSecret; rotated: boolean }
+  | null;
 
 const EXPIRY = [
   { value: '', label: 'Never' },
@@ -48,19 +53,30 @@ export function KeysPage() {
       />
       <ErrorNotice error={keys.list.error} />
       {keys.list.loading && !keys.list.data ? <Loading /> : null}
-      {keys.list.data && rows.length === 0 ? <Empty title="No API keys yet">Create one to call the API from your code.</Empty> : null}
+      {keys.list.data && rows.length === 0 ? (
+        <Empty title="No API keys yet">Create one to call the API from your code.</Empty>
+      ) : null}
       {rows.length > 0 ? (
-        <Table columns={['Name and key', 'Scopes and limits', 'Spent / cap', 'Expires', 'Last used', 'Created by']} actions>
+        <Table
+          columns={['Name and key', 'Scopes and limits', 'Spent / cap', 'Expires', 'Last used', 'Created by']}
+          actions
+        >
           {rows.map((k) => (
             <tr key={k.id} data-key-id={k.id}>
               <td className="name-cell">
                 <span className="strong block key-name">{k.name}</span>
                 <span className="mono muted">{k.prefix}…</span>
-                {k.previous_expires_at ? <span className="muted small block">old secret works until {formatDateTime(k.previous_expires_at)}</span> : null}
+                {k.previous_expires_at ? (
+                  <span className="muted small block">
+                    old secret works until {formatDateTime(k.previous_expires_at)}
+                  </span>
+                ) : null}
               </td>
               <td>
                 <span className="scopes">{k.scopes.length === SCOPES.length ? 'All' : k.scopes.join(', ')}</span>
-                {k.models.length ? <span className="muted small block key-models">models: {k.models.join(', ')}</span> : null}
+                {k.models.length ? (
+                  <span className="muted small block key-models">models: {k.models.join(', ')}</span>
+                ) : null}
                 {k.rpm !== null ? <span className="muted small block key-rpm">{k.rpm} calls/min</span> : null}
               </td>
               <td className="nowrap">
@@ -73,10 +89,20 @@ export function KeysPage() {
               <td className="actions">
                 {k.status === 'active' ? (
                   <>
-                    <button type="button" className="button button-small" aria-label={`Rotate key ${k.name}`} onClick={() => setOpen({ kind: 'rotate', key: k })}>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      aria-label={`Rotate key ${k.name}`}
+                      onClick={() => setOpen({ kind: 'rotate', key: k })}
+                    >
                       Rotate
                     </button>
-                    <button type="button" className="button button-small button-danger-quiet" aria-label={`Revoke key ${k.name}`} onClick={() => setOpen({ kind: 'revoke', key: k })}>
+                    <button
+                      type="button"
+                      className="button button-small button-danger-quiet"
+                      aria-label={`Revoke key ${k.name}`}
+                      onClick={() => setOpen({ kind: 'revoke', key: k })}
+                    >
                       Revoke
                     </button>
                   </>
@@ -89,14 +115,30 @@ export function KeysPage() {
         </Table>
       ) : null}
 
-      {open?.kind === 'create' ? <CreateKeyDialog onClose={() => setOpen(null)} onMade={(made) => setOpen({ kind: 'secret', made, rotated: false })} create={keys.create} /> : null}
-      {open?.kind === 'rotate' ? <RotateDialog k={open.key} rotate={keys.rotate} onClose={() => setOpen(null)} onMade={(made) => setOpen({ kind: 'secret', made, rotated: true })} /> : null}
-      {open?.kind === 'revoke' ? <RevokeDialog k={open.key} revoke={keys.revoke} onClose={() => setOpen(null)} /> : null}
+      {open?.kind === 'create' ? (
+        <CreateKeyDialog
+          onClose={() => setOpen(null)}
+          onMade={(made) => setOpen({ kind: 'secret', made, rotated: false })}
+          create={keys.create}
+        />
+      ) : null}
+      {open?.kind === 'rotate' ? (
+        <RotateDialog
+          k={open.key}
+          rotate={keys.rotate}
+          onClose={() => setOpen(null)}
+          onMade={(made) => setOpen({ kind: 'secret', made, rotated: true })}
+        />
+      ) : null}
+      {open?.kind === 'revoke' ? (
+        <RevokeDialog k={open.key} revoke={keys.revoke} onClose={() => setOpen(null)} />
+      ) : null}
       {open?.kind === 'secret' ? (
         <Dialog title={open.rotated ? 'Your new secret key' : 'Save your key'} onClose={() => setOpen(null)}>
           <div className="dialog-body">
             <p>
-              Save this secret somewhere safe. <strong>You will not be able to see it again</strong>; if you lose it, rotate the key.
+              Save this secret somewhere safe. <strong>You will not be able to see it again</strong>; if you lose it,
+              rotate the key.
             </p>
             <CopyField label="Secret key" value={open.made.secret} secret />
           </div>
@@ -111,7 +153,15 @@ export function KeysPage() {
   );
 }
 
-function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeof useKeys>['create']; onClose: () => void; onMade: (made: KeyWithSecret) => void }) {
+function CreateKeyDialog({
+  create,
+  onClose,
+  onMade,
+}: {
+  create: ReturnType<typeof useKeys>['create'];
+  onClose: () => void;
+  onMade: (made: KeyWithSecret) => void;
+}) {
   const { info } = useWorkspace();
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>(SCOPES.map((s) => s.id));
@@ -145,14 +195,26 @@ function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeo
         <div className="dialog-body">
           <div className="field">
             <label htmlFor="key-name">Name</label>
-            <input id="key-name" className="input" required maxLength={200} placeholder="My test key" value={name} onChange={(e) => setName(e.target.value)} />
+            <input
+              id="key-name"
+              className="input"
+              required
+              maxLength={200}
+              placeholder="My test key"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+            />
           </div>
           <fieldset className="field">
             <legend>Scopes</legend>
             <div className="checks">
               {SCOPES.map((s) => (
                 <label key={s.id} className="check">
-                  <input type="checkbox" checked={scopes.includes(s.id)} onChange={(e) => toggle(s.id, e.target.checked)} />
+                  <input
+                    type="checkbox"
+                    checked={scopes.includes(s.id)}
+                    onChange={(e) => toggle(s.id, e.target.checked)}
+                  />
                   <span>
                     {s.label} <span className="mono muted small">{s.id}</span>
                   </span>
@@ -163,30 +225,75 @@ function CreateKeyDialog({ create, onClose, onMade }: { create: ReturnType<typeo
           <div className="field-row">
             <div className="field">
               <label htmlFor="key-cap">Spend cap ({info.workspace.currency}, optional)</label>
-              <input id="key-cap" className="input" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No cap" value={cap} onChange={(e) => setCap(e.target.value)} />
+              <input
+                id="key-cap"
+                className="input"
+                type="number"
+                min="0"
+                step="0.000001"
+                inputMode="decimal"
+                placeholder="No cap"
+                value={cap}
+                onChange={(e) => setCap(e.target.value)}
+              />
             </div>
             <SelectField label="Expires" value={expiry} options={EXPIRY} onChange={setExpiry} />
           </div>
           <div className="field-row">
             <div className="field">
               <label htmlFor="key-models">Models (optional)</label>
-              <input id="key-models" className="input" maxLength={4000} placeholder="All models" value={models} onChange={(e) => setModels(e.target.value)} />
-              <span className="muted small">Comma-separated model ids, such as openai/gpt-4o-mini; the key may use only these.</span>
+              <input
+                id="key-models"
+                className="input"
+                maxLength={4000}
+                placeholder="All models"
+                value={models}
+                onChange={(e) => setModels(e.target.value)}
+              />
+              <span className="muted small">
+                Comma-separated model ids, such as openai/gpt-4o-mini; the key may use only these.
+              </span>
             </div>
             <div className="field">
               <label htmlFor="key-rpm">Calls per minute (optional)</label>
-              <input id="key-rpm" className="input" type="number" min="1" step="1" inputMode="numeric" placeholder="Workspace limit" value={rpm} onChange={(e) => setRpm(e.target.value)} />
+              <input
+                id="key-rpm"
+                className="input"
+                type="number"
+                min="1"
+                step="1"
+                inputMode="numeric"
+                placeholder="Workspace limit"
+                value={rpm}
+                onChange={(e) => setRpm(e.target.value)}
+              />
             </div>
           </div>
           <ErrorNotice error={action.error} />
         </div>
-        <DialogActions onCancel={onClose} label="Create secret key" pendingLabel="Creating…" pending={action.pending} disabled={scopes.length === 0} />
+        <DialogActions
+          onCancel={onClose}
+          label="Create secret key"
+          pendingLabel="Creating…"
+          pending={action.pending}
+          disabled={scopes.length === 0}
+        />
       </form>
     </Dialog>
   );
 }
 
-function RotateDialog({ k, rotate, onClose, onMade }: { k: Key; rotate: ReturnType<typeof useKeys>['rotate']; onClose: () => void; onMade: (made: KeyWithSecret) => void }) {
+function RotateDialog({
+  k,
+  rotate,
+  onClose,
+  onMade,
+}: {
+  k: Key;
+  rotate: ReturnType<typeof useKeys>['rotate'];
+  onClose: () => void;
+  onMade: (made: KeyWithSecret) => void;
+}) {
   const [grace, setGrace] = useState(86_400);
   const action = useAction(rotate);
   const submit = async (e: FormEvent) => {
@@ -198,7 +305,10 @@ function RotateDialog({ k, rotate, onClose, onMade }: { k: Key; rotate: ReturnTy
     <Dialog title={`Rotate “${k.name}”`} onClose={onClose}>
       <form onSubmit={submit}>
         <div className="dialog-body">
-          <p>A new secret replaces the current one. During the grace period both work, so your deployments can switch over.</p>
+          <p>
+            A new secret replaces the current one. During the grace period both work, so your deployments can switch
+            over.
+          </p>
           <SelectField label="Grace period for the old secret" value={grace} options={GRACE} onChange={setGrace} />
           <ErrorNotice error={action.error} />
         </div>
@@ -208,7 +318,15 @@ function RotateDialog({ k, rotate, onClose, onMade }: { k: Key; rotate: ReturnTy
   );
 }
 
-function RevokeDialog({ k, revoke, onClose }: { k: Key; revoke: ReturnType<typeof useKeys>['revoke']; onClose: () => void }) {
+function RevokeDialog({
+  k,
+  revoke,
+  onClose,
+}: {
+  k: Key;
+  revoke: ReturnType<typeof useKeys>['revoke'];
+  onClose: () => void;
+}) {
   const action = useAction(revoke);
   return (
     <ConfirmDialog
@@ -223,7 +341,8 @@ function RevokeDialog({ k, revoke, onClose }: { k: Key; revoke: ReturnType<typeo
       }}
     >
       <p>
-        Calls made with <strong>{k.name}</strong> (<span className="mono">{k.prefix}…</span>) will be refused from now on. This cannot be undone.
+        Calls made with <strong>{k.name}</strong> (<span className="mono">{k.prefix}…</span>) will be refused from now
+        on. This cannot be undone.
       </p>
     </ConfirmDialog>
   );

@@ -13,7 +13,8 @@ import { useWorkspace } from '../../workspace';
 import { useMembers } from './use-members';
 
 /** The roles this person may hand out, from what the edge says their role allows. */
-const grantable = (can: Permissions): Role[] => (can.manage_owners ? ['member', 'admin', 'owner'] : can.manage_members ? ['member', 'admin'] : []);
+const grantable = (can: Permissions): Role[] =>
+  can.manage_owners ? ['member', 'admin', 'owner'] : can.manage_members ? ['member', 'admin'] : [];
 
 export function MembersPage() {
   const { can, info } = useWorkspace();
@@ -38,7 +39,14 @@ export function MembersPage() {
           </h2>
           <Table columns={['Name', 'Email', 'Role', 'Joined']} actions>
             {data.data.map((m) => (
-              <MemberRow key={m.user.id} m={m} self={m.user.id === session?.user.id} roles={roles} setRole={members.setRole} onRemove={() => setRemoving(m)} />
+              <MemberRow
+                key={m.user.id}
+                m={m}
+                self={m.user.id === session?.user.id}
+                roles={roles}
+                setRole={members.setRole}
+                onRemove={() => setRemoving(m)}
+              />
             ))}
           </Table>
         </section>
@@ -57,7 +65,12 @@ export function MembersPage() {
                 </td>
                 <td>{formatDateTime(i.expires_at)}</td>
                 <td className="actions">
-                  <button type="button" className="button button-small" aria-label={`Cancel the invitation of ${i.email}`} onClick={() => setCanceling(i)}>
+                  <button
+                    type="button"
+                    className="button button-small"
+                    aria-label={`Cancel the invitation of ${i.email}`}
+                    onClick={() => setCanceling(i)}
+                  >
                     Cancel
                   </button>
                 </td>
@@ -67,12 +80,26 @@ export function MembersPage() {
         </section>
       ) : null}
       {removing ? <RemoveDialog m={removing} remove={members.remove} onClose={() => setRemoving(null)} /> : null}
-      {canceling ? <CancelInvitationDialog i={canceling} cancel={members.cancelInvitation} onClose={() => setCanceling(null)} /> : null}
+      {canceling ? (
+        <CancelInvitationDialog i={canceling} cancel={members.cancelInvitation} onClose={() => setCanceling(null)} />
+      ) : null}
     </>
   );
 }
 
-function MemberRow({ m, self, roles, setRole, onRemove }: { m: Member; self: boolean; roles: Role[]; setRole: ReturnType<typeof useMembers>['setRole']; onRemove: () => void }) {
+function MemberRow({
+  m,
+  self,
+  roles,
+  setRole,
+  onRemove,
+}: {
+  m: Member;
+  self: boolean;
+  roles: Role[];
+  setRole: ReturnType<typeof useMembers>['setRole'];
+  onRemove: () => void;
+}) {
   const change = useAction(setRole);
   // An admin cannot touch an owner; nobody is offered a role they cannot grant.
   const editable = roles.length > 0 && roles.includes(m.role);
@@ -87,7 +114,13 @@ function MemberRow({ m, self, roles, setRole, onRemove }: { m: Member; self: boo
       <td>
         {editable ? (
           <>
-            <select className="input input-small" aria-label={`Role of ${label}`} value={m.role} disabled={change.pending} onChange={(e) => void change.call(m.user.id, e.target.value as Role)}>
+            <select
+              className="input input-small"
+              aria-label={`Role of ${label}`}
+              value={m.role}
+              disabled={change.pending}
+              onChange={(e) => void change.call(m.user.id, e.target.value as Role)}
+            >
               {roles.map((r) => (
                 <option key={r} value={r}>
                   {ROLE_LABEL[r]}
@@ -103,7 +136,12 @@ function MemberRow({ m, self, roles, setRole, onRemove }: { m: Member; self: boo
       <td>{formatDate(m.created_at)}</td>
       <td className="actions">
         {editable ? (
-          <button type="button" className="button button-small button-danger-quiet" aria-label={`Remove ${label}`} onClick={onRemove}>
+          <button
+            type="button"
+            className="button button-small button-danger-quiet"
+            aria-label={`Remove ${label}`}
+            onClick={onRemove}
+          >
             Remove
           </button>
         ) : null}
@@ -128,13 +166,27 @@ function AddMember({ roles, add }: { roles: Role[]; add: ReturnType<typeof useMe
   return (
     <section className="card" aria-labelledby="add-member-title">
       <h2 id="add-member-title">Add a member</h2>
-      <p className="muted small">An existing user is added at once; anyone else gets an invitation link to set a password.</p>
+      <p className="muted small">
+        An existing user is added at once; anyone else gets an invitation link to set a password.
+      </p>
       <form className="inline-form" onSubmit={submit}>
         <div className="field grow">
           <label htmlFor="member-email">Email address</label>
-          <input id="member-email" className="input" type="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          <input
+            id="member-email"
+            className="input"
+            type="email"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
         </div>
-        <SelectField label="Role" value={role} options={roles.map((r) => ({ value: r, label: ROLE_LABEL[r] ?? r }))} onChange={setRole} />
+        <SelectField
+          label="Role"
+          value={role}
+          options={roles.map((r) => ({ value: r, label: ROLE_LABEL[r] ?? r }))}
+          onChange={setRole}
+        />
         <button type="submit" className="button button-primary" disabled={action.pending}>
           {action.pending ? 'Adding…' : 'Add member'}
         </button>
@@ -155,10 +207,26 @@ function AddMember({ roles, add }: { roles: Role[]; add: ReturnType<typeof useMe
   );
 }
 
-function RemoveDialog({ m, remove, onClose }: { m: Member; remove: ReturnType<typeof useMembers>['remove']; onClose: () => void }) {
+function RemoveDialog({
+  m,
+  remove,
+  onClose,
+}: {
+  m: Member;
+  remove: ReturnType<typeof useMembers>['remove'];
+  onClose: () => void;
+}) {
   const action = useAction(remove);
   return (
-    <ConfirmDialog title="Remove member" confirmLabel="Remove member" danger pending={action.pending} error={action.error} onClose={onClose} onConfirm={async () => (await action.call(m.user.id)) && onClose()}>
+    <ConfirmDialog
+      title="Remove member"
+      confirmLabel="Remove member"
+      danger
+      pending={action.pending}
+      error={action.error}
+      onClose={onClose}
+      onConfirm={async () => (await action.call(m.user.id)) && onClose()}
+    >
       <p>
         <strong>{m.user.email}</strong> loses access to this workspace, and the API keys they created stop working.
       </p>
@@ -166,10 +234,26 @@ function RemoveDialog({ m, remove, onClose }: { m: Member; remove: ReturnType<ty
   );
 }
 
-function CancelInvitationDialog({ i, cancel, onClose }: { i: Invitation; cancel: ReturnType<typeof useMembers>['cancelInvitation']; onClose: () => void }) {
+function CancelInvitationDialog({
+  i,
+  cancel,
+  onClose,
+}: {
+  i: Invitation;
+  cancel: ReturnType<typeof useMembers>['cancelInvitation'];
+  onClose: () => void;
+}) {
   const action = useAction(cancel);
   return (
-    <ConfirmDialog title="Cancel invitation" confirmLabel="Cancel invitation" danger pending={action.pending} error={action.error} onClose={onClose} onConfirm={async () => (await action.call(i.id)) && onClose()}>
+    <ConfirmDialog
+      title="Cancel invitation"
+      confirmLabel="Cancel invitation"
+      danger
+      pending={action.pending}
+      error={action.error}
+      onClose={onClose}
+      onConfirm={async () => (await action.call(i.id)) && onClose()}
+    >
       <p>The link sent to {i.email} will no longer work.</p>
     </ConfirmDialog>
   );

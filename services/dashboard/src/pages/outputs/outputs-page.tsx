@@ -36,21 +36,32 @@ export function OutputsPage() {
 
   // The model filter is typed: it applies after a pause, the others at once.
   useEffect(() => {
-    const t = setTimeout(() => setApplied({ kind, model: model.trim(), from, to }), model === (applied.model ?? '') ? 0 : 350);
+    const t = setTimeout(
+      () => setApplied({ kind, model: model.trim(), from, to }),
+      model === (applied.model ?? '') ? 0 : 350,
+    );
     return () => clearTimeout(t);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [kind, model, from, to]);
   useEffect(() => setSelected(null), [source]);
 
   const tab = (s: OutputSource, label: string) => (
-    <Link role="tab" aria-selected={source === s} className="tab" to={`${wsPath(ws, 'outputs')}${s === 'upload' ? '?source=upload' : ''}`}>
+    <Link
+      role="tab"
+      aria-selected={source === s}
+      className="tab"
+      to={`${wsPath(ws, 'outputs')}${s === 'upload' ? '?source=upload' : ''}`}
+    >
       {label}
     </Link>
   );
 
   return (
     <>
-      <PageHeader title="Outputs" description="Generated images and videos of this workspace, newest first, and the files you uploaded." />
+      <PageHeader
+        title="Outputs"
+        description="Generated images and videos of this workspace, newest first, and the files you uploaded."
+      />
       <div className="tabs" role="tablist" aria-label="Library">
         {tab('generated', 'Generated')}
         {tab('upload', 'Uploads')}
@@ -60,12 +71,24 @@ export function OutputsPage() {
         {source === 'generated' ? (
           <div className="field">
             <label htmlFor="filter-model">Model</label>
-            <input id="filter-model" className="input" placeholder="e.g. sim/image-1" value={model} onChange={(e) => setModel(e.target.value)} />
+            <input
+              id="filter-model"
+              className="input"
+              placeholder="e.g. sim/image-1"
+              value={model}
+              onChange={(e) => setModel(e.target.value)}
+            />
           </div>
         ) : null}
         <div className="field">
           <label htmlFor="filter-from">From</label>
-          <input id="filter-from" className="input" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
+          <input
+            id="filter-from"
+            className="input"
+            type="date"
+            value={from}
+            onChange={(e) => setFrom(e.target.value)}
+          />
         </div>
         <div className="field">
           <label htmlFor="filter-to">To</label>
@@ -76,12 +99,22 @@ export function OutputsPage() {
       <div className={selected ? 'library with-pane' : 'library'}>
         <div>
           {!outputs.loading && outputs.items.length === 0 && !outputs.error ? (
-            <Empty title={source === 'upload' ? 'No uploads' : 'No outputs yet'}>{source === 'upload' ? 'Files uploaded through the API appear here.' : 'Images and videos your tasks generate appear here.'}</Empty>
+            <Empty title={source === 'upload' ? 'No uploads' : 'No outputs yet'}>
+              {source === 'upload'
+                ? 'Files uploaded through the API appear here.'
+                : 'Images and videos your tasks generate appear here.'}
+            </Empty>
           ) : null}
           <ul className="grid" aria-label={source === 'upload' ? 'Uploads' : 'Generated outputs'}>
             {outputs.items.map((o) => (
               <li key={o.id}>
-                <button type="button" className={selected?.id === o.id ? 'tile selected' : 'tile'} aria-pressed={selected?.id === o.id} onClick={() => setSelected(o)} data-output-id={o.id}>
+                <button
+                  type="button"
+                  className={selected?.id === o.id ? 'tile selected' : 'tile'}
+                  aria-pressed={selected?.id === o.id}
+                  onClick={() => setSelected(o)}
+                  data-output-id={o.id}
+                >
                   <Thumb o={o} />
                   <span className="tile-caption">
                     <span className="tile-title">{o.prompt || o.filename}</span>
@@ -102,7 +135,14 @@ export function OutputsPage() {
             </div>
           ) : null}
         </div>
-        {selected ? <PreviewPane o={selected} canDelete={can.delete_files} onClose={() => setSelected(null)} onDelete={() => setDeleting(selected)} /> : null}
+        {selected ? (
+          <PreviewPane
+            o={selected}
+            canDelete={can.delete_files}
+            onClose={() => setSelected(null)}
+            onDelete={() => setDeleting(selected)}
+          />
+        ) : null}
       </div>
       {deleting ? (
         <DeleteDialog
@@ -125,7 +165,15 @@ function Thumb({ o }: { o: Output }) {
   if (o.kind === 'video')
     return (
       <span className="thumb-wrap">
-        <video className="thumb" src={o.preview_url} muted preload="metadata" playsInline aria-hidden="true" tabIndex={-1} />
+        <video
+          className="thumb"
+          src={o.preview_url}
+          muted
+          preload="metadata"
+          playsInline
+          aria-hidden="true"
+          tabIndex={-1}
+        />
         <span className="thumb-kind">
           <svg viewBox="0 0 10 10" width="8" height="8" aria-hidden="true">
             <path d="M2 1l7 4-7 4z" fill="currentColor" />
@@ -141,7 +189,17 @@ function Thumb({ o }: { o: Output }) {
   );
 }
 
-function PreviewPane({ o, canDelete, onClose, onDelete }: { o: Output; canDelete: boolean; onClose: () => void; onDelete: () => void }) {
+function PreviewPane({
+  o,
+  canDelete,
+  onClose,
+  onDelete,
+}: {
+  o: Output;
+  canDelete: boolean;
+  onClose: () => void;
+  onDelete: () => void;
+}) {
   const { id: ws } = useWorkspace();
   return (
     <aside className="pane" aria-label="Preview">
@@ -150,9 +208,15 @@ function PreviewPane({ o, canDelete, onClose, onDelete }: { o: Output; canDelete
         <CloseButton label="Close the preview" onClick={onClose} />
       </div>
       <div className="pane-media">
-        {o.kind === 'image' ? <img src={o.preview_url} alt={o.prompt ? `Generated from: ${o.prompt}` : o.filename} /> : null}
-        {o.kind === 'video' ? <video src={o.preview_url} controls muted preload="metadata" playsInline aria-label={`Video ${o.filename}`} /> : null}
-        {o.kind === 'audio' ? <audio src={o.preview_url} controls preload="metadata" aria-label={`Audio ${o.filename}`} /> : null}
+        {o.kind === 'image' ? (
+          <img src={o.preview_url} alt={o.prompt ? `Generated from: ${o.prompt}` : o.filename} />
+        ) : null}
+        {o.kind === 'video' ? (
+          <video src={o.preview_url} controls muted preload="metadata" playsInline aria-label={`Video ${o.filename}`} />
+        ) : null}
+        {o.kind === 'audio' ? (
+          <audio src={o.preview_url} controls preload="metadata" aria-label={`Audio ${o.filename}`} />
+        ) : null}
       </div>
       <dl className="details">
         {o.prompt ? (
@@ -208,12 +272,31 @@ function PreviewPane({ o, canDelete, onClose, onDelete }: { o: Output; canDelete
   );
 }
 
-function DeleteDialog({ o, remove, onClose, onDeleted }: { o: Output; remove: (id: string) => Promise<boolean>; onClose: () => void; onDeleted: () => void }) {
+function DeleteDialog({
+  o,
+  remove,
+  onClose,
+  onDeleted,
+}: {
+  o: Output;
+  remove: (id: string) => Promise<boolean>;
+  onClose: () => void;
+  onDeleted: () => void;
+}) {
   const action = useAction(remove);
   return (
-    <ConfirmDialog title="Delete output" confirmLabel="Delete" danger pending={action.pending} error={action.error} onClose={onClose} onConfirm={async () => (await action.call(o.id)) && onDeleted()}>
+    <ConfirmDialog
+      title="Delete output"
+      confirmLabel="Delete"
+      danger
+      pending={action.pending}
+      error={action.error}
+      onClose={onClose}
+      onConfirm={async () => (await action.call(o.id)) && onDeleted()}
+    >
       <p>
-        <strong>{o.filename}</strong> and its stored bytes are deleted for everyone in the workspace. Links already handed out stop working.
+        <strong>{o.filename}</strong> and its stored bytes are deleted for everyone in the workspace. Links already
+        handed out stop working.
       </p>
     </ConfirmDialog>
   );

@@ -7,7 +7,10 @@ export type OutputFilters = Omit<OutputQuery, 'after' | 'limit'>;
 /** One filtered listing, grown page by page with the edge's cursor ("Load more"). */
 export function useOutputs(filters: OutputFilters) {
   const { id, api } = useWorkspace();
-  const list = useCursorList((after) => api.outputs.list({ ...filters, ...(after ? { after } : {}), limit: 24 }), `${id}:${JSON.stringify(filters)}`);
+  const list = useCursorList(
+    (after) => api.outputs.list({ ...filters, ...(after ? { after } : {}), limit: 24 }),
+    `${id}:${JSON.stringify(filters)}`,
+  );
   return {
     ...list,
     remove: async (fileId: string) => {

@@ -32,11 +32,27 @@ export function SignInPage() {
         <p className="muted">Sign in to manage your workspace’s keys, outputs and usage.</p>
         <div className="field">
           <label htmlFor="email">Email address</label>
-          <input id="email" className="input" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          <input
+            id="email"
+            className="input"
+            type="email"
+            autoComplete="username"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
         </div>
         <div className="field">
           <label htmlFor="password">Password</label>
-          <input id="password" className="input" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+          <input
+            id="password"
+            className="input"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
         </div>
         <ErrorNotice error={signIn.error} />
         <button type="submit" className="button button-primary button-block" disabled={signIn.pending}>

@@ -20,11 +20,19 @@ export function CallbackSecretPanel() {
       <div className="card-head">
         <div>
           <h2 id="callback-secret-title">Callback signing secret</h2>
-          <p className="muted small">Callbacks carry an HMAC signature made with this secret. After a rotation the old secret also signs for 24 hours.</p>
+          <p className="muted small">
+            Callbacks carry an HMAC signature made with this secret. After a rotation the old secret also signs for 24
+            hours.
+          </p>
         </div>
         <div className="page-actions">
           {!secret ? (
-            <button type="button" className="button" disabled={reveal.pending} onClick={async () => setSecret((await reveal.call()) ?? null)}>
+            <button
+              type="button"
+              className="button"
+              disabled={reveal.pending}
+              onClick={async () => setSecret((await reveal.call()) ?? null)}
+            >
               Reveal secret
             </button>
           ) : (
@@ -41,7 +49,11 @@ export function CallbackSecretPanel() {
       {secret ? (
         <>
           <CopyField label="Signing secret" value={secret.secret} secret />
-          {secret.previous_expires_at ? <p className="muted small">The previous secret still signs until {formatDateTime(secret.previous_expires_at)}.</p> : null}
+          {secret.previous_expires_at ? (
+            <p className="muted small">
+              The previous secret still signs until {formatDateTime(secret.previous_expires_at)}.
+            </p>
+          ) : null}
         </>
       ) : null}
       {confirming ? (
@@ -58,7 +70,10 @@ export function CallbackSecretPanel() {
             setConfirming(false);
           }}
         >
-          <p>A new secret signs callbacks from now on; for 24 hours each callback carries a signature with the old one too, so receivers can switch without missing one.</p>
+          <p>
+            A new secret signs callbacks from now on; for 24 hours each callback carries a signature with the old one
+            too, so receivers can switch without missing one.
+          </p>
         </ConfirmDialog>
       ) : null}
     </section>

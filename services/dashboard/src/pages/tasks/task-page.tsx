@@ -25,7 +25,12 @@ export function TaskPage({ taskId }: { taskId: string }) {
         description={t ? `${t.model} · ${t.operation}` : undefined}
         actions={
           t && can.redeliver && t.callback_url ? (
-            <button type="button" className="button" disabled={action.pending} onClick={async () => setQueued(Boolean(await action.call()))}>
+            <button
+              type="button"
+              className="button"
+              disabled={action.pending}
+              onClick={async () => setQueued(Boolean(await action.call()))}
+            >
               {action.pending ? 'Redelivering…' : 'Redeliver'}
             </button>
           ) : null

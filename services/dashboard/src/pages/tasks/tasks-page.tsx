@@ -31,7 +31,9 @@ export function TasksPage() {
         <SelectField label="Status" value={status} options={STATUSES} onChange={setStatus} />
       </div>
       <ErrorNotice error={tasks.error} />
-      {!tasks.loading && tasks.items.length === 0 && !tasks.error ? <Empty title="No tasks">Tasks you create through the API are listed here.</Empty> : null}
+      {!tasks.loading && tasks.items.length === 0 && !tasks.error ? (
+        <Empty title="No tasks">Tasks you create through the API are listed here.</Empty>
+      ) : null}
       {tasks.items.length > 0 ? (
         <Table columns={['Task', 'Status', 'Model', 'Operation', 'Failure', 'Created', 'Callback']}>
           {tasks.items.map((t) => (
@@ -48,7 +50,13 @@ export function TasksPage() {
               <td>{t.operation}</td>
               <td className="mono small">{t.error_code ?? ''}</td>
               <td className="nowrap">{formatDateTime(t.created_at)}</td>
-              <td>{t.callback_state && t.callback_state !== 'none' ? <Badge value={t.callback_state} /> : <span className="muted">—</span>}</td>
+              <td>
+                {t.callback_state && t.callback_state !== 'none' ? (
+                  <Badge value={t.callback_state} />
+                ) : (
+                  <span className="muted">—</span>
+                )}
+              </td>
             </tr>
           ))}
         </Table>

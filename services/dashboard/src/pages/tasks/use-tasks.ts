@@ -5,7 +5,10 @@ import { useWorkspace } from '../../workspace';
 
 export function useTasks(status: TaskStatus | '') {
   const { id, api } = useWorkspace();
-  return useCursorList((after) => api.tasks.list({ status, ...(after ? { after } : {}), limit: 50 }), `${id}:${status}`);
+  return useCursorList(
+    (after) => api.tasks.list({ status, ...(after ? { after } : {}), limit: 50 }),
+    `${id}:${status}`,
+  );
 }
 
 export function useTask(taskId: string) {

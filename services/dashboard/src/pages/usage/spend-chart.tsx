@@ -3,7 +3,18 @@ import { formatMoney } from '../../components/format';
 import type { Usage } from '../../api/types';
 import { niceScale, ticks } from './chart-scale';
 
-const PALETTE = ['#10a37f', '#6366f1', '#f59e0b', '#ef4444', '#0ea5e9', '#a855f7', '#14b8a6', '#f97316', '#64748b', '#84cc16'];
+const PALETTE = [
+  '#10a37f',
+  '#6366f1',
+  '#f59e0b',
+  '#ef4444',
+  '#0ea5e9',
+  '#a855f7',
+  '#14b8a6',
+  '#f97316',
+  '#64748b',
+  '#84cc16',
+];
 export const colorOf = (i: number) => PALETTE[i % PALETTE.length] as string;
 
 const W = 960;
@@ -51,7 +62,17 @@ export function SpendChart({ usage }: { usage: Usage }) {
                 base += v;
                 const h = Math.max(1, y0 - y(base));
                 return (
-                  <rect key={s.id} x={x} y={y0 - h} width={barW} height={h} rx={1.5} fill={colorOf(i)} className="chart-bar" data-series={s.id}>
+                  <rect
+                    key={s.id}
+                    x={x}
+                    y={y0 - h}
+                    width={barW}
+                    height={h}
+                    rx={1.5}
+                    fill={colorOf(i)}
+                    className="chart-bar"
+                    data-series={s.id}
+                  >
                     <title>{`${day} · ${s.label}: ${formatMoney(v, currency)}`}</title>
                   </rect>
                 );
@@ -74,7 +95,12 @@ export function SpendChart({ usage }: { usage: Usage }) {
                 <rect width="10" height="10" rx="2" fill={colorOf(i)} />
               </svg>
               <span>{s.label}</span>
-              <span className="muted">{formatMoney(s.amounts.reduce((a, b) => a + b, 0), currency)}</span>
+              <span className="muted">
+                {formatMoney(
+                  s.amounts.reduce((a, b) => a + b, 0),
+                  currency,
+                )}
+              </span>
             </li>
           ))}
         </ul>

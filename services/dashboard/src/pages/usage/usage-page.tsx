@@ -58,9 +58,22 @@ export function UsagePage() {
                     <td className="strong">{k.name}</td>
                     <td className="mono">{k.prefix}…</td>
                     <td>{formatMoney(k.spent, u.currency)}</td>
-                    <td>{k.spend_cap === null ? <span className="muted">No cap</span> : formatMoney(k.spend_cap, u.currency)}</td>
+                    <td>
+                      {k.spend_cap === null ? (
+                        <span className="muted">No cap</span>
+                      ) : (
+                        formatMoney(k.spend_cap, u.currency)
+                      )}
+                    </td>
                     <td className="meter-cell">
-                      {k.spend_cap ? <meter min={0} max={k.spend_cap} value={Math.min(k.spent, k.spend_cap)} aria-label={`${k.name}: share of its cap spent`} /> : null}
+                      {k.spend_cap ? (
+                        <meter
+                          min={0}
+                          max={k.spend_cap}
+                          value={Math.min(k.spent, k.spend_cap)}
+                          aria-label={`${k.name}: share of its cap spent`}
+                        />
+                      ) : null}
                     </td>
                   </tr>
                 ))}

@@ -8,7 +8,15 @@ import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestConte
 import { costOf } from '@gensvc/upstream';
 import OpenAI from 'openai';
 import { chatReply, startSim, tokensOf, type Sim } from '../../../../upstream-sim/src';
-import { expectBalanced, expectCharged, expectHoldOf, expectReleased, leaseChargesOf, statusOf, type Usage } from '../../billing-test-support';
+import {
+  expectBalanced,
+  expectCharged,
+  expectHoldOf,
+  expectReleased,
+  leaseChargesOf,
+  statusOf,
+  type Usage,
+} from '../../billing-test-support';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 
 const ctx = useTestContext();
@@ -17,12 +25,18 @@ let edge: EdgeUnderTest;
 let secret: string;
 let workspaceId: string;
 
-const PRICES = { inputPricePerMTok: 2_000_000n, outputPricePerMTok: 8_000_000n, inputOnly: false, maxOutputTokens: 4096 };
+const PRICES = {
+  inputPricePerMTok: 2_000_000n,
+  outputPricePerMTok: 8_000_000n,
+  inputOnly: false,
+  maxOutputTokens: 4096,
+};
 const CHAT = 'sim/chat-1';
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, kind: ChannelKind, priority = 0, timeoutMs = 10_000) => addSimChannel(ctx.db, sim.url, { name, kind, priority, timeoutMs });
+  const channel = (name: string, kind: ChannelKind, priority = 0, timeoutMs = 10_000) =>
+    addSimChannel(ctx.db, sim.url, { name, kind, priority, timeoutMs });
   const [oaA, oaB, an, gm, ev, slow] = await Promise.all([
     channel('oa-a', 'openai', 2),
     channel('oa-b', 'openai', 1),
@@ -37,10 +51,30 @@ beforeAll(async () => {
     ...PRICES,
     routes: [oaA, oaB, an, gm].map((c) => ({ channelId: c.id })),
   });
-  await modelRepository.create(ctx.db, { id: 'sim/openai-only', kind: 'chat', ...PRICES, routes: [{ channelId: oaA.id }] });
-  await modelRepository.create(ctx.db, { id: 'sim/renamed', kind: 'chat', ...PRICES, routes: [{ channelId: oaB.id, upstreamModel: 'provider-name-7' }] });
-  await modelRepository.create(ctx.db, { id: 'sim/slow-first', kind: 'chat', ...PRICES, routes: [{ channelId: slow.id }, { channelId: oaB.id }] });
-  await modelRepository.create(ctx.db, { id: 'sim/judge', kind: 'evaluation', ...PRICES, routes: [{ channelId: ev.id }] });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/openai-only',
+    kind: 'chat',
+    ...PRICES,
+    routes: [{ channelId: oaA.id }],
+  });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/renamed',
+    kind: 'chat',
+    ...PRICES,
+    routes: [{ channelId: oaB.id, upstreamModel: 'provider-name-7' }],
+  });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/slow-first',
+    kind: 'chat',
+    ...PRICES,
+    routes: [{ channelId: slow.id }, { channelId: oaB.id }],
+  });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/judge',
+    kind: 'evaluation',
+    ...PRICES,
+    routes: [{ channelId: ev.id }],
+  });
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   workspaceId = ws.id;
   secret = (await makeKey(ctx.db, ws.id)).secret;
@@ -57,21 +91,25 @@ beforeEach(() => {
   sim.resetRequests();
 });
 
-const openai = (key = secret, base = '/v1') => new OpenAI({ apiKey: key, baseURL: `${edge.url}${base}`, maxRetries: 0 });
+const openai = (key = secret, base = '/v1') =>
+  new OpenAI({ apiKey: key, baseURL: `${edge.url}${base}`, maxRetries: 0 });
 const anthropic = (key = secret) => new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
 const google = (key = secret) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: edge.url } });
 
 /** One settled charge of `usage` at CHAT's prices, to this file's workspace. */
-const charged = (requestId: string | null, usage: Usage) => expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.holds.leases);
+const charged = (requestId: string | null, usage: Usage) =>
+  expectCharged(ctx.db, requestId, { workspaceId, model: CHAT, prices: PRICES, usage }, edge.deps.holds.leases);
 
 describe('OpenAI chat completions', () => {
   const messages = [{ role: 'user' as const, content: 'Say something deterministic.' }];
   const expected = chatReply(messages);
   const usage = { inputTokens: tokensOf(messages), outputTokens: expected.outputTokens };
 
-  it('answers the sim\'s reply through the official SDK, on both paths, and charges its usage once', async () => {
+  it("answers the sim's reply through the official SDK, on both paths, and charges its usage once", async () => {
     for (const base of ['/v1', '/api/v1']) {
-      const { data, response } = await openai(secret, base).chat.completions.create({ model: CHAT, messages }).withResponse();
+      const { data, response } = await openai(secret, base)
+        .chat.completions.create({ model: CHAT, messages })
+        .withResponse();
       expect(data.model).toBe(CHAT);
       expect(data.choices[0]!.message.content).toBe(expected.text);
       expect(data.usage).toMatchObject({ prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens });
@@ -89,7 +127,9 @@ describe('OpenAI chat completions', () => {
   });
 
   it('streams chunk by chunk, counts usage, and hides the usage chunk unless asked for', async () => {
-    const { data: stream, response } = await openai().chat.completions.create({ model: CHAT, messages, stream: true }).withResponse();
+    const { data: stream, response } = await openai()
+      .chat.completions.create({ model: CHAT, messages, stream: true })
+      .withResponse();
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     let text = '';
     const chunks = [];
@@ -101,7 +141,9 @@ describe('OpenAI chat completions', () => {
     expect(chunks.every((c) => c.model === CHAT && c.choices.length === 1 && !('usage' in c))).toBe(true);
     await charged(response.headers.get('x-request-id'), usage);
 
-    const withUsage = await openai().chat.completions.create({ model: CHAT, messages, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const withUsage = await openai()
+      .chat.completions.create({ model: CHAT, messages, stream: true, stream_options: { include_usage: true } })
+      .withResponse();
     const all = [];
     for await (const chunk of withUsage.data) all.push(chunk);
     const last = all.at(-1)!;
@@ -111,14 +153,18 @@ describe('OpenAI chat completions', () => {
   });
 
   it('honours max_tokens in the reservation and the answer, and renames the model both ways', async () => {
-    const { data, response } = await openai().chat.completions.create({ model: 'sim/renamed', messages, max_tokens: 3 }).withResponse();
+    const { data, response } = await openai()
+      .chat.completions.create({ model: 'sim/renamed', messages, max_tokens: 3 })
+      .withResponse();
     expect(data.model).toBe('sim/renamed');
     expect(data.choices[0]!.message.content).toBe(chatReply(messages, 3).text);
     expect(data.usage!.completion_tokens).toBe(3);
     expect(sim.requests()[0]).toMatchObject({ channel: 'oa-b', model: 'provider-name-7' });
     const requestId = response.headers.get('x-request-id')!;
     const entries = await leaseChargesOf(ctx.db, edge.deps.holds.leases, requestId);
-    expect(entries.map((e) => e.amount)).toEqual([-costOf(PRICES, { inputTokens: tokensOf(messages), outputTokens: 3 })]);
+    expect(entries.map((e) => e.amount)).toEqual([
+      -costOf(PRICES, { inputTokens: tokensOf(messages), outputTokens: 3 }),
+    ]);
     // The hold is bounded by the bytes sent upstream (as input tokens) and max_tokens (as output tokens).
     const bytes = Buffer.byteLength(JSON.stringify({ model: 'provider-name-7', messages, max_tokens: 3 }));
     await expectHoldOf(ctx.db, workspaceId, costOf(PRICES, { inputTokens: bytes, outputTokens: 3 }), (key) =>
@@ -139,15 +185,21 @@ describe('OpenAI chat completions', () => {
     expect(await ctx.db.reservation.count({ where: { requestId: res.headers.get('x-request-id')! } })).toBe(0);
     expect(sim.requests()).toEqual([]);
 
-    const unknown = await openai().chat.completions.create({ model: 'sim/nope', messages }).catch((e) => e);
+    const unknown = await openai()
+      .chat.completions.create({ model: 'sim/nope', messages })
+      .catch((e) => e);
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
-    const invalid = await openai().chat.completions.create({ model: CHAT, messages: [] }).catch((e) => e);
+    const invalid = await openai()
+      .chat.completions.create({ model: CHAT, messages: [] })
+      .catch((e) => e);
     expect(invalid).toBeInstanceOf(OpenAI.BadRequestError);
     expect(invalid.error).toMatchObject({ code: 'invalid_request', param: 'messages' });
   });
 
-  it('answers a bad key 401 in OpenAI\'s shape', async () => {
-    const err = await openai('gsk_not-a-real-key').chat.completions.create({ model: CHAT, messages }).catch((e) => e);
+  it("answers a bad key 401 in OpenAI's shape", async () => {
+    const err = await openai('gsk_not-a-real-key')
+      .chat.completions.create({ model: CHAT, messages })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(err.status).toBe(401);
     expect(err.error).toMatchObject({ type: 'authentication_error', code: expect.stringMatching(/api_key/) });
@@ -163,11 +215,15 @@ describe('OpenAI chat completions', () => {
       [capped.secret, 'spending_cap_exhausted'],
       [poorKey.secret, 'insufficient_balance'],
     ] as const) {
-      const first = await openai(key).chat.completions.create({ model: CHAT, messages }).catch((e) => e);
+      const first = await openai(key)
+        .chat.completions.create({ model: CHAT, messages })
+        .catch((e) => e);
       expect(first.status).toBe(402);
       expect(first.error).toMatchObject({ type: 'billing_error', code });
       const seen = sim.requests().length;
-      const again = await openai(key).chat.completions.create({ model: CHAT, messages, stream: true }).catch((e) => e);
+      const again = await openai(key)
+        .chat.completions.create({ model: CHAT, messages, stream: true })
+        .catch((e) => e);
       expect(again.status).toBe(402);
       expect(again.error).toMatchObject({ code });
       expect(sim.requests()).toHaveLength(seen);
@@ -204,25 +260,41 @@ describe('OpenAI chat completions', () => {
     const data = await openai().chat.completions.create({ model: 'sim/slow-first', messages });
     expect(data.choices[0]!.message.content).toBe(expected.text);
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-    expect(sim.requests().map((r) => r.channel).sort()).toEqual(['oa-b', 'slow']);
+    expect(
+      sim
+        .requests()
+        .map((r) => r.channel)
+        .sort(),
+    ).toEqual(['oa-b', 'slow']);
   });
 
   it('passes a request the provider rejects (4xx) to the caller without failing over, and releases the hold', async () => {
-    sim.faults.add({ channel: 'oa-a', status: 400, body: { error: { message: 'messages[0].content is too long', type: 'invalid_request_error', param: null, code: null } } });
+    sim.faults.add({
+      channel: 'oa-a',
+      status: 400,
+      body: {
+        error: { message: 'messages[0].content is too long', type: 'invalid_request_error', param: null, code: null },
+      },
+    });
     const res = await fetch(`${edge.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: CHAT, messages }),
     });
     expect(res.status).toBe(400);
-    expect((await jsonOf(res)).error).toMatchObject({ code: 'upstream_rejected_request', message: expect.stringContaining('too long') });
+    expect((await jsonOf(res)).error).toMatchObject({
+      code: 'upstream_rejected_request',
+      message: expect.stringContaining('too long'),
+    });
     expect(sim.requests().map((r) => r.channel)).toEqual(['oa-a']);
     await expectReleased(ctx.db, edge.deps.holds.leases, res.headers.get('x-request-id'));
   });
 
   it('ends a stream the upstream cuts with an error event the SDK throws, and releases the hold (no usage was reported)', async () => {
     sim.faults.add({ channel: 'oa-a', cutAfterChunks: 3 });
-    const { data: stream, response } = await openai().chat.completions.create({ model: CHAT, messages, stream: true }).withResponse();
+    const { data: stream, response } = await openai()
+      .chat.completions.create({ model: CHAT, messages, stream: true })
+      .withResponse();
     let text = '';
     const err = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
@@ -262,7 +334,12 @@ describe('OpenAI chat completions', () => {
 
   it('replays a non-streamed answer byte for byte', async () => {
     const key = `idem-bytes-${Date.now()}`;
-    const call = () => fetch(`${edge.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ model: CHAT, messages }) });
+    const call = () =>
+      fetch(`${edge.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ model: CHAT, messages }),
+      });
     const first = await call();
     const firstText = await first.text();
     const again = await call();
@@ -272,13 +349,19 @@ describe('OpenAI chat completions', () => {
 
   it('replays a non-streamed answer for a repeated Idempotency-Key and charges once', async () => {
     const key = `idem-${Date.now()}`;
-    const first = await openai().chat.completions.create({ model: CHAT, messages }, { headers: { 'Idempotency-Key': key } }).withResponse();
-    const again = await openai().chat.completions.create({ model: CHAT, messages }, { headers: { 'Idempotency-Key': key } }).withResponse();
+    const first = await openai()
+      .chat.completions.create({ model: CHAT, messages }, { headers: { 'Idempotency-Key': key } })
+      .withResponse();
+    const again = await openai()
+      .chat.completions.create({ model: CHAT, messages }, { headers: { 'Idempotency-Key': key } })
+      .withResponse();
     expect(again.data).toEqual(first.data);
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(sim.requests()).toHaveLength(1);
     await charged(first.response.headers.get('x-request-id'), usage);
-    expect(await ctx.db.reservation.count({ where: { requestId: again.response.headers.get('x-request-id')! } })).toBe(0);
+    expect(await ctx.db.reservation.count({ where: { requestId: again.response.headers.get('x-request-id')! } })).toBe(
+      0,
+    );
   });
 });
 
@@ -288,14 +371,18 @@ describe('Anthropic messages', () => {
   const usage = { inputTokens: tokensOf({ messages }), outputTokens: expected.outputTokens };
 
   it('answers and streams through the official SDK, charging the reported usage', async () => {
-    const { data, response } = await anthropic().messages.create({ model: CHAT, max_tokens: 200, messages }).withResponse();
+    const { data, response } = await anthropic()
+      .messages.create({ model: CHAT, max_tokens: 200, messages })
+      .withResponse();
     expect(data.model).toBe(CHAT);
     expect(data.content).toEqual([{ type: 'text', text: expected.text }]);
     expect(data.usage).toMatchObject({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });
     expect(response.headers.get('x-ratelimit-limit-rpm')).toBe('300');
     await charged(response.headers.get('x-request-id'), usage);
 
-    const streamed = await anthropic().messages.create({ model: CHAT, max_tokens: 200, messages, stream: true }).withResponse();
+    const streamed = await anthropic()
+      .messages.create({ model: CHAT, max_tokens: 200, messages, stream: true })
+      .withResponse();
     let text = '';
     const types: string[] = [];
     for await (const event of streamed.data) {
@@ -313,33 +400,52 @@ describe('Anthropic messages', () => {
     ]);
   });
 
-  it('requires anthropic-version and answers errors in Anthropic\'s shape', async () => {
+  it("requires anthropic-version and answers errors in Anthropic's shape", async () => {
     const res = await fetch(`${edge.url}/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': secret, 'content-type': 'application/json' },
       body: JSON.stringify({ model: CHAT, max_tokens: 10, messages }),
     });
     expect(res.status).toBe(400);
-    expect(await jsonOf(res)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('anthropic-version') } });
+    expect(await jsonOf(res)).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('anthropic-version') },
+    });
 
-    const bad = await anthropic('gsk_wrong').messages.create({ model: CHAT, max_tokens: 10, messages }).catch((e) => e);
+    const bad = await anthropic('gsk_wrong')
+      .messages.create({ model: CHAT, max_tokens: 10, messages })
+      .catch((e) => e);
     expect(bad).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(bad.error).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.any(String) } });
 
-    const judge = await anthropic().messages.create({ model: 'sim/judge', max_tokens: 10, messages }).catch((e) => e);
+    const judge = await anthropic()
+      .messages.create({ model: 'sim/judge', max_tokens: 10, messages })
+      .catch((e) => e);
     expect(judge.status).toBe(400);
     expect(judge.error.error.message).toMatch(/evaluation model/);
 
-    const elsewhere = await anthropic().messages.create({ model: 'sim/openai-only', max_tokens: 10, messages }).catch((e) => e);
+    const elsewhere = await anthropic()
+      .messages.create({ model: 'sim/openai-only', max_tokens: 10, messages })
+      .catch((e) => e);
     expect(elsewhere.status).toBe(400);
-    expect(elsewhere.error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/not served over the Anthropic messages protocol; it is available on: OpenAI chat completions/) } });
+    expect(elsewhere.error).toEqual({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: expect.stringMatching(
+          /not served over the Anthropic messages protocol; it is available on: OpenAI chat completions/,
+        ),
+      },
+    });
     expect(sim.requests()).toEqual([]);
   });
 
   it('ends a cut stream with an error event and charges the usage reported before the cut', async () => {
     // message_start (input tokens, 1 output token so far), content_block_start, ping — then the connection drops.
     sim.faults.add({ channel: 'an', cutAfterChunks: 3 });
-    const streamed = await anthropic().messages.create({ model: CHAT, max_tokens: 200, messages, stream: true }).withResponse();
+    const streamed = await anthropic()
+      .messages.create({ model: CHAT, max_tokens: 200, messages, stream: true })
+      .withResponse();
     const err = await (async () => {
       for await (const _ of streamed.data) void _;
     })().catch((e) => e);
@@ -357,7 +463,9 @@ describe('Anthropic messages', () => {
     });
     const text = await early.text();
     expect(text).toMatch(/^event: message_start\ndata: \{[^\n]*"model":"sim\/chat-1"/);
-    expect(text).toMatch(/\n\nevent: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]*interrupted/);
+    expect(text).toMatch(
+      /\n\nevent: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]*interrupted/,
+    );
     expect(text).not.toContain('message_stop');
     await charged(early.headers.get('x-request-id'), { inputTokens: usage.inputTokens, outputTokens: 1 });
   });
@@ -372,7 +480,10 @@ describe('Gemini generateContent', () => {
     const answer = await google().models.generateContent({ model: CHAT, contents });
     expect(answer.text).toBe(expected.text);
     expect(answer.modelVersion).toBe(CHAT);
-    expect(answer.usageMetadata).toMatchObject({ promptTokenCount: usage.inputTokens, candidatesTokenCount: usage.outputTokens });
+    expect(answer.usageMetadata).toMatchObject({
+      promptTokenCount: usage.inputTokens,
+      candidatesTokenCount: usage.outputTokens,
+    });
     const headers = answer.sdkHttpResponse!.headers!;
     expect(headers['x-ratelimit-limit-rpm']).toBe('300');
     await charged(headers['x-request-id']!, usage);
@@ -392,8 +503,11 @@ describe('Gemini generateContent', () => {
     ]);
   });
 
-  it('streams Google\'s JSON array without alt=sse, with x-goog-api-key or a bearer key', async () => {
-    for (const auth of [{ 'x-goog-api-key': secret }, { authorization: `Bearer ${secret}` }] as Record<string, string>[]) {
+  it("streams Google's JSON array without alt=sse, with x-goog-api-key or a bearer key", async () => {
+    for (const auth of [{ 'x-goog-api-key': secret }, { authorization: `Bearer ${secret}` }] as Record<
+      string,
+      string
+    >[]) {
       const res = await fetch(`${edge.url}/v1beta/models/${CHAT}:streamGenerateContent`, {
         method: 'POST',
         headers: { ...auth, 'content-type': 'application/json' },
@@ -401,14 +515,17 @@ describe('Gemini generateContent', () => {
       });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-      const items = JSON.parse(await res.text()) as { candidates: { content: { parts: { text: string }[] } }[]; modelVersion: string }[];
+      const items = JSON.parse(await res.text()) as {
+        candidates: { content: { parts: { text: string }[] } }[];
+        modelVersion: string;
+      }[];
       expect(items.map((i) => i.candidates[0]!.content.parts[0]!.text).join('')).toBe(expected.text);
       expect(items.every((i) => i.modelVersion === CHAT)).toBe(true);
       await charged(res.headers.get('x-request-id'), usage);
     }
   });
 
-  it('answers errors in Google\'s shape', async () => {
+  it("answers errors in Google's shape", async () => {
     const bad = await fetch(`${edge.url}/v1beta/models/${CHAT}:generateContent`, {
       method: 'POST',
       headers: { 'x-goog-api-key': 'gsk_wrong', 'content-type': 'application/json' },
@@ -423,7 +540,9 @@ describe('Gemini generateContent', () => {
       body: JSON.stringify({ contents }),
     });
     expect(judge.status).toBe(400);
-    expect(await jsonOf(judge)).toEqual({ error: { code: 400, message: expect.stringMatching(/evaluation model/), status: 'INVALID_ARGUMENT' } });
+    expect(await jsonOf(judge)).toEqual({
+      error: { code: 400, message: expect.stringMatching(/evaluation model/), status: 'INVALID_ARGUMENT' },
+    });
   });
 
   it('ends a cut stream with an error item, leaves the array unclosed, and charges the usage reported so far', async () => {

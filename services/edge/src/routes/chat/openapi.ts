@@ -3,7 +3,8 @@ import { PAID_CALL, UPSTREAM, operation } from '../../openapi/operation';
 import { GENERATE_CONTENT_PATH } from './generate-content';
 import { chatCompletionBody, generateContentBody, messageBody } from './schema';
 
-const passThrough = (what: string) => z.looseObject({}).describe(`${what}, as the provider answers it (passed through).`);
+const passThrough = (what: string) =>
+  z.looseObject({}).describe(`${what}, as the provider answers it (passed through).`);
 const STREAM = { 'text/event-stream': 'text' } as const;
 
 export const chatApi = [
@@ -17,7 +18,13 @@ export const chatApi = [
     auth: 'bearer',
     scope: 'llm.chat',
     body: { json: chatCompletionBody },
-    responses: { 200: { description: 'The completion, or its server-sent events.', schema: passThrough('A chat.completion'), content: STREAM } },
+    responses: {
+      200: {
+        description: 'The completion, or its server-sent events.',
+        schema: passThrough('A chat.completion'),
+        content: STREAM,
+      },
+    },
     errors: [...PAID_CALL, ...UPSTREAM],
   }),
   operation({
@@ -30,7 +37,13 @@ export const chatApi = [
     scope: 'llm.chat',
     headers: z.object({ 'anthropic-version': z.string().optional() }),
     body: { json: messageBody },
-    responses: { 200: { description: 'The message, or its server-sent events.', schema: passThrough('A message'), content: STREAM } },
+    responses: {
+      200: {
+        description: 'The message, or its server-sent events.',
+        schema: passThrough('A message'),
+        content: STREAM,
+      },
+    },
     errors: [...PAID_CALL, ...UPSTREAM],
   }),
   operation({
@@ -45,7 +58,13 @@ export const chatApi = [
     params: z.object({ model: z.string().describe('The model id, `<provider>/<model>`.') }),
     query: z.object({ alt: z.enum(['sse']).optional() }),
     body: { json: generateContentBody },
-    responses: { 200: { description: 'The response, or its server-sent events.', schema: passThrough('A GenerateContentResponse'), content: STREAM } },
+    responses: {
+      200: {
+        description: 'The response, or its server-sent events.',
+        schema: passThrough('A GenerateContentResponse'),
+        content: STREAM,
+      },
+    },
     errors: [...PAID_CALL, ...UPSTREAM],
   }),
 ];

@@ -16,7 +16,10 @@ export const chatModelId = modelIdSchema('must be a string naming a chat model, 
  */
 export function checkOutputCap(model: CatalogModel, param: string, value: number | null | undefined): void {
   if (value === null || value === undefined || value <= model.maxOutputTokens) return;
-  throw errors.invalidRequest(`${param}: ${value} is more than the model "${model.id}" can produce; its maximum is ${model.maxOutputTokens} output tokens.`, param);
+  throw errors.invalidRequest(
+    `${param}: ${value} is more than the model "${model.id}" can produce; its maximum is ${model.maxOutputTokens} output tokens.`,
+    param,
+  );
 }
 
 /** POST /api/v1/chat/completions, /v1/chat/completions (OpenAI). */

@@ -5,7 +5,10 @@ export class DashboardClient {
   /** The raw Set-Cookie headers of the last answer, to check their attributes. */
   lastSetCookie: string[] = [];
 
-  constructor(readonly baseUrl: string, private readonly origin: string | null = baseUrl) {}
+  constructor(
+    readonly baseUrl: string,
+    private readonly origin: string | null = baseUrl,
+  ) {}
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     const h: Record<string, string> = { ...headers };
@@ -16,7 +19,12 @@ export class DashboardClient {
       if (this.origin && h.origin === undefined) h.origin = this.origin;
     }
     if (body !== undefined) h['content-type'] = 'application/json';
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: h,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      redirect: 'manual',
+    });
     this.lastSetCookie = res.headers.getSetCookie();
     for (const c of this.lastSetCookie) {
       const [pair, ...attrs] = c.split(';');

@@ -24,7 +24,11 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   // sixteen hashes' time (seconds) instead of letting a storm queue without end, and is above one account's
   // allowance (LOGIN_LIMIT), so that a burst against one account is answered by its throttle, not by this budget.
   const concurrency = deps.config.passwordHashConcurrency;
-  const passwords = new PasswordHashing({ concurrency, queueLimit: 16 * concurrency, busy: () => errors.signInBusy(5) });
+  const passwords = new PasswordHashing({
+    concurrency,
+    queueLimit: 16 * concurrency,
+    busy: () => errors.signInBusy(5),
+  });
 
   router.get(`${base}/session`, getSession(deps));
   router.post(`${base}/session`, json, signIn(deps, throttle, passwords));
@@ -57,4 +61,3 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.get(`${ws}/usage`, getUsage(deps));
   return router;
 }
-

@@ -69,7 +69,9 @@ export function createKey(deps: Deps) {
       allowedModels: body.models ?? [],
       rpm: body.rpm ?? null,
     });
-    res.status(201).json({ key: keyObject({ ...key, creator: { id: user.id, email: user.email } }), secret: made.secret });
+    res
+      .status(201)
+      .json({ key: keyObject({ ...key, creator: { id: user.id, email: user.email } }), secret: made.secret });
   };
 }
 
@@ -97,7 +99,13 @@ export function rotateKey(deps: Deps) {
     const body = parseBody(ROTATE_KEY, req.body);
     const key = await manageableKey(deps, req, res);
     const made = newApiKey();
-    const rotated = await apiKeyRepository.rotate(deps.db, key.id, { prefix: made.prefix, hash: made.hash }, body.grace_seconds * 1000, key.workspaceId);
+    const rotated = await apiKeyRepository.rotate(
+      deps.db,
+      key.id,
+      { prefix: made.prefix, hash: made.hash },
+      body.grace_seconds * 1000,
+      key.workspaceId,
+    );
     if (!rotated) throw errors.conflict('The key is revoked: a revoked key cannot be rotated.');
     await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], warnUnpublished(locals(res).log));
     res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)), secret: made.secret });

@@ -18,14 +18,19 @@ type LibraryRow = NonNullable<Awaited<ReturnType<typeof fileRepository.library>>
 const KIND_PREFIX = { image: 'image/', video: 'video/', audio: 'audio/', document: 'application/pdf' } as const;
 
 const kindOf = (contentType: string) =>
-  (Object.entries(KIND_PREFIX).find(([, prefix]) => contentType.startsWith(prefix))?.[0] ?? 'document') as keyof typeof KIND_PREFIX;
+  (Object.entries(KIND_PREFIX).find(([, prefix]) => contentType.startsWith(prefix))?.[0] ??
+    'document') as keyof typeof KIND_PREFIX;
 
-const field = (obj: unknown, name: string): unknown => (obj && typeof obj === 'object' ? (obj as Record<string, unknown>)[name] : undefined);
+const field = (obj: unknown, name: string): unknown =>
+  obj && typeof obj === 'object' ? (obj as Record<string, unknown>)[name] : undefined;
 const text = (v: unknown) => (typeof v === 'string' ? v : null);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
-  const link = await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: f.id, workspaceId: f.workspaceId });
+  const link = await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, {
+    fileId: f.id,
+    workspaceId: f.workspaceId,
+  });
   const task = f.task;
   const parsed = task ? taskOutputSchema.safeParse(task.output) : null;
   const entry = parsed?.success && f.outputIndex !== null ? parsed.data.outputs[f.outputIndex] : undefined;

@@ -1,8 +1,21 @@
 // The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
 // last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
-import { membershipRule, newOpaqueToken, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
+import {
+  membershipRule,
+  newOpaqueToken,
+  ROLE_RULES,
+  roleAtLeast,
+  type RoleRule,
+  type WorkspaceRole,
+} from '@gensvc/auth';
 import { publishKeyInvalidations } from '@gensvc/queue';
-import { invitationRepository, membershipRepository, userRepository, type InvitationRow, type MembershipChange } from '@gensvc/db';
+import {
+  invitationRepository,
+  membershipRepository,
+  userRepository,
+  type InvitationRow,
+  type MembershipChange,
+} from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { warnUnpublished } from '../../auth/key-cache';
@@ -53,21 +66,50 @@ export function addMember(deps: Deps) {
     assertRole(role, rule);
     const user = await userRepository.findByEmail(deps.db, body.email);
     if (user) {
-      const added = refused(await membershipRepository.add(deps.db, workspace.id, user.id, body.role, actorFor(sessionOf(res).user.id, rule)), rule, body.email);
-      res.status(201).json({ member: { user: { id: user.id, email: user.email, name: user.name }, role: added.role, created_at: added.createdAt.toISOString() } });
+      const added = refused(
+        await membershipRepository.add(
+          deps.db,
+          workspace.id,
+          user.id,
+          body.role,
+          actorFor(sessionOf(res).user.id, rule),
+        ),
+        rule,
+        body.email,
+      );
+      res.status(201).json({
+        member: {
+          user: { id: user.id, email: user.email, name: user.name },
+          role: added.role,
+          created_at: added.createdAt.toISOString(),
+        },
+      });
       return;
     }
     const { token, hash } = newOpaqueToken();
-    const inv = await invitationRepository.create(deps.db, { workspaceId: workspace.id, email: body.email, role: body.role, tokenHash: hash, invitedById: sessionOf(res).user.id });
-    res.status(201).json({ invitation: invitationObject(inv, `${deps.config.publicBaseUrl}/dashboard/invite/${token}`) });
+    const inv = await invitationRepository.create(deps.db, {
+      workspaceId: workspace.id,
+      email: body.email,
+      role: body.role,
+      tokenHash: hash,
+      invitedById: sessionOf(res).user.id,
+    });
+    res
+      .status(201)
+      .json({ invitation: invitationObject(inv, `${deps.config.publicBaseUrl}/dashboard/invite/${token}`) });
   };
 }
 
 /** The acting person, whose role is checked again under the workspace's lock when the change is made. */
-const actorFor = (userId: string, rule: RoleRule) => ({ userId, may: (role: WorkspaceRole | null) => role !== null && roleAtLeast(role, ROLE_RULES[rule].needed) });
+const actorFor = (userId: string, rule: RoleRule) => ({
+  userId,
+  may: (role: WorkspaceRole | null) => role !== null && roleAtLeast(role, ROLE_RULES[rule].needed),
+});
 
 async function target(deps: Deps, req: Request<{ userId: string }>, workspaceId: string) {
-  const m = /^usr_[A-Za-z0-9]{22}$/.test(req.params.userId) ? await membershipRepository.member(deps.db, workspaceId, req.params.userId) : null;
+  const m = /^usr_[A-Za-z0-9]{22}$/.test(req.params.userId)
+    ? await membershipRepository.member(deps.db, workspaceId, req.params.userId)
+    : null;
   if (!m) throw errors.notFound('No such member in this workspace.', { param: 'user_id' });
   return m;
 }
@@ -80,8 +122,22 @@ export function changeRole(deps: Deps) {
     const m = await target(deps, req, workspace.id);
     const rule = membershipRule(m.role, body.role);
     assertRole(role, rule);
-    const changed = refused(await membershipRepository.changeRole(deps.db, workspace.id, m.userId, body.role, actorFor(sessionOf(res).user.id, rule)), rule);
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, changed.keyIds, warnUnpublished(locals(res).log));
+    const changed = refused(
+      await membershipRepository.changeRole(
+        deps.db,
+        workspace.id,
+        m.userId,
+        body.role,
+        actorFor(sessionOf(res).user.id, rule),
+      ),
+      rule,
+    );
+    await publishKeyInvalidations(
+      deps.redis,
+      deps.config.queuePrefix,
+      changed.keyIds,
+      warnUnpublished(locals(res).log),
+    );
     res.json({ member: { user: m.user, role: changed.after, created_at: m.createdAt.toISOString() } });
   };
 }
@@ -96,7 +152,12 @@ export function removeMember(deps: Deps) {
     if (!self) assertRole(role, rule);
     const actor = self ? undefined : actorFor(sessionOf(res).user.id, rule);
     const removed = refused(await membershipRepository.remove(deps.db, workspace.id, m.userId, actor), rule);
-    await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, removed.keyIds, warnUnpublished(locals(res).log));
+    await publishKeyInvalidations(
+      deps.redis,
+      deps.config.queuePrefix,
+      removed.keyIds,
+      warnUnpublished(locals(res).log),
+    );
     res.status(204).end();
   };
 }
@@ -112,4 +173,3 @@ export function withdrawInvitation(deps: Deps) {
     res.status(204).end();
   };
 }
-

@@ -13,7 +13,10 @@ export const ROLE = z.enum(['owner', 'admin', 'member']);
 
 export const SIGN_IN = z.strictObject({ email: z.string().trim().min(1, 'is required').max(254), password });
 export const CHANGE_PASSWORD = z.strictObject({ current_password: password, new_password: newPassword });
-export const ACCEPT_INVITATION = z.strictObject({ password: newPassword.optional(), name: z.string().trim().min(1).max(100).optional() });
+export const ACCEPT_INVITATION = z.strictObject({
+  password: newPassword.optional(),
+  name: z.string().trim().min(1).max(100).optional(),
+});
 
 export const ADD_MEMBER = z.strictObject({ email, role: ROLE });
 export const CHANGE_ROLE = z.strictObject({ role: ROLE });
@@ -56,7 +59,13 @@ export const CREATE_KEY = z.strictObject({
     .optional(),
 });
 
-export const ROTATE_KEY = z.strictObject({ grace_seconds: z.number().int().min(0).max(7 * 24 * 3600) });
+export const ROTATE_KEY = z.strictObject({
+  grace_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600),
+});
 
 const isoDay = z.iso.date('must be a date (YYYY-MM-DD)').transform((s) => new Date(`${s}T00:00:00.000Z`));
 

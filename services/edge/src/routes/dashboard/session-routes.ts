@@ -1,10 +1,34 @@
 // Signing in and out, changing the password, and accepting an invitation (DESIGN.md §4 Sessions).
-import { deviceNonce, hashToken, newDeviceToken, newOpaqueToken, OPAQUE_TOKEN, type PasswordHashing } from '@gensvc/auth';
-import { invitationRepository, isUniqueViolation, membershipRepository, SESSION_LIMITS, sessionRepository, userRepository, withTx, type Db } from '@gensvc/db';
+import {
+  deviceNonce,
+  hashToken,
+  newDeviceToken,
+  newOpaqueToken,
+  OPAQUE_TOKEN,
+  type PasswordHashing,
+} from '@gensvc/auth';
+import {
+  invitationRepository,
+  isUniqueViolation,
+  membershipRepository,
+  SESSION_LIMITS,
+  sessionRepository,
+  userRepository,
+  withTx,
+  type Db,
+} from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import type { LoginThrottle } from '../../auth/login-throttle';
-import { checkDoubleSubmit, checkOrigin, csrfForSession, issueCsrf, readSession, secureCookies, sessionOf } from '../../auth/session';
+import {
+  checkDoubleSubmit,
+  checkOrigin,
+  csrfForSession,
+  issueCsrf,
+  readSession,
+  secureCookies,
+  sessionOf,
+} from '../../auth/session';
 import { cookieOf, CSRF_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, setCookie } from '../../auth/session-cookie';
 import type { EdgeDeps } from '../../deps';
 import { parseBody } from '../../http/parse-body';
@@ -21,16 +45,36 @@ async function sessionBody(db: Db, user: { id: string; email: string; name: stri
   const memberships = await membershipRepository.forUser(db, user.id);
   return {
     user: { id: user.id, email: user.email, name: user.name },
-    workspaces: memberships.map((m) => ({ id: m.workspace.id, name: m.workspace.name, tier: m.workspace.tier, role: m.role })),
+    workspaces: memberships.map((m) => ({
+      id: m.workspace.id,
+      name: m.workspace.name,
+      tier: m.workspace.tier,
+      role: m.role,
+    })),
     csrf_token: csrfToken,
   };
 }
 
 /** A new session for the user in this browser: its cookies set, its body answered. */
-async function startSession(deps: Deps, req: Request, res: Response, user: { id: string; email: string; name: string | null }, status = 200) {
+async function startSession(
+  deps: Deps,
+  req: Request,
+  res: Response,
+  user: { id: string; email: string; name: string | null },
+  status = 200,
+) {
   const { token, hash } = newOpaqueToken();
-  await sessionRepository.create(deps.db, { userId: user.id, tokenHash: hash, userAgent: req.get('user-agent') ?? null, ip: req.ip ?? null });
-  setCookie(res, SESSION_COOKIE, token, { secure: secureCookies(deps.config), httpOnly: true, maxAge: SESSION_LIMITS.absoluteMs / 1000 });
+  await sessionRepository.create(deps.db, {
+    userId: user.id,
+    tokenHash: hash,
+    userAgent: req.get('user-agent') ?? null,
+    ip: req.ip ?? null,
+  });
+  setCookie(res, SESSION_COOKIE, token, {
+    secure: secureCookies(deps.config),
+    httpOnly: true,
+    maxAge: SESSION_LIMITS.absoluteMs / 1000,
+  });
   const csrf = issueCsrf(res, deps.config, csrfForSession(deps.config, hash));
   res.status(status).json(await sessionBody(deps.db, user, csrf));
 }
@@ -68,7 +112,12 @@ export function signIn(deps: Deps, throttle: LoginThrottle, passwords: PasswordH
     await throttle.succeeded(attempt);
     const secure = secureCookies(deps.config);
     const deviceToken = newDeviceToken(deps.config.signingSecret, user.email);
-    setCookie(res, DEVICE_COOKIE, deviceToken, { secure, httpOnly: true, maxAge: DEVICE_COOKIE_MAX_AGE_S, path: SIGN_IN_PATH });
+    setCookie(res, DEVICE_COOKIE, deviceToken, {
+      secure,
+      httpOnly: true,
+      maxAge: DEVICE_COOKIE_MAX_AGE_S,
+      path: SIGN_IN_PATH,
+    });
     await startSession(deps, req, res, user);
   };
 }
@@ -90,7 +139,8 @@ export function changePassword(deps: Deps, passwords: PasswordHashing) {
     const body = parseBody(CHANGE_PASSWORD, req.body);
     const { user } = sessionOf(res);
     const stored = await userRepository.findByEmail(deps.db, user.email);
-    if (!stored || !(await passwords.verify(body.current_password, stored.passwordHash))) throw errors.wrongPassword('current_password');
+    if (!stored || !(await passwords.verify(body.current_password, stored.passwordHash)))
+      throw errors.wrongPassword('current_password');
     const changed = await userRepository.setPasswordHash(deps.db, user.id, await passwords.hash(body.new_password));
     if (!changed) throw errors.notSignedIn();
     await startSession(deps, req, res, user);
@@ -108,7 +158,13 @@ export function getInvitation(deps: Deps) {
   return async (req: Request<{ token: string }>, res: Response) => {
     const inv = await liveInvitation(deps.db, req.params.token);
     const user = await userRepository.findByEmail(deps.db, inv.email);
-    res.json({ email: inv.email, role: inv.role, workspace: inv.workspace, expires_at: inv.expiresAt.toISOString(), user_exists: user !== null });
+    res.json({
+      email: inv.email,
+      role: inv.role,
+      workspace: inv.workspace,
+      expires_at: inv.expiresAt.toISOString(),
+      user_exists: user !== null,
+    });
   };
 }
 

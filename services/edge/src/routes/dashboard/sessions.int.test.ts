@@ -59,7 +59,10 @@ describe('signing in', () => {
     const c = client();
     await c.get('/api/v1/dashboard/session');
     const wrong = await c.post('/api/v1/dashboard/session', { email, password: 'not the password' });
-    const unknown = await c.post('/api/v1/dashboard/session', { email: 'nobody@example.com', password: 'not the password' });
+    const unknown = await c.post('/api/v1/dashboard/session', {
+      email: 'nobody@example.com',
+      password: 'not the password',
+    });
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     const strip = (b: { error: Record<string, unknown> }) => ({ ...b.error, request_id: undefined });
@@ -104,7 +107,9 @@ describe('throttling', () => {
     const c = client();
     await c.get('/api/v1/dashboard/session');
     // Racing attempts: the count is taken before the password is checked, so a burst tests at most 10 passwords.
-    const tries = await Promise.all(Array.from({ length: 14 }, () => c.post('/api/v1/dashboard/session', { email, password: 'wrong password!' })));
+    const tries = await Promise.all(
+      Array.from({ length: 14 }, () => c.post('/api/v1/dashboard/session', { email, password: 'wrong password!' })),
+    );
     expect(tries.filter((t) => t.status === 401)).toHaveLength(10);
     expect(tries.filter((t) => t.status === 429)).toHaveLength(4);
     const right = await c.post('/api/v1/dashboard/session', { email, password });
@@ -118,7 +123,10 @@ describe('throttling', () => {
     const c = client();
     await c.get('/api/v1/dashboard/session');
     const statuses: number[] = [];
-    for (let i = 0; i < 11; i++) statuses.push((await c.post('/api/v1/dashboard/session', { email: `someone${i}@example.com`, password: 'guess' })).status);
+    for (let i = 0; i < 11; i++)
+      statuses.push(
+        (await c.post('/api/v1/dashboard/session', { email: `someone${i}@example.com`, password: 'guess' })).status,
+      );
     expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
     expect(statuses[10]).toBe(429);
   });
@@ -128,7 +136,8 @@ describe('throttling', () => {
     const c = client();
     await c.get('/api/v1/dashboard/session');
     for (let round = 0; round < 5; round++) {
-      for (const p of people) expect((await c.post('/api/v1/dashboard/session', { email: p.email, password: p.password })).status).toBe(200);
+      for (const p of people)
+        expect((await c.post('/api/v1/dashboard/session', { email: p.email, password: p.password })).status).toBe(200);
     }
   });
 
@@ -136,7 +145,8 @@ describe('throttling', () => {
     const { email, password } = await owner();
     const c = client();
     await c.get('/api/v1/dashboard/session');
-    for (let i = 0; i < 5; i++) expect((await c.post('/api/v1/dashboard/session', { email, password: 'wrong' })).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await c.post('/api/v1/dashboard/session', { email, password: 'wrong' })).status).toBe(401);
     expect((await c.post('/api/v1/dashboard/session', { email, password })).status).toBe(200);
     const count = await ctx.redis.get(`${ctx.config.queuePrefix}:login:account:${hashToken(email)}`);
     expect(count).toBeNull();
@@ -157,9 +167,15 @@ describe('a session', () => {
     expect((await forged.get('/api/v1/dashboard/session')).status).toBe(401);
 
     const row = await ctx.db.session.findUniqueOrThrow({ where: { tokenHash: hashToken(token) } });
-    await ctx.db.session.update({ where: { id: row.id }, data: { lastSeenAt: new Date(Date.now() - 12 * 3600_000 - 1000) } });
+    await ctx.db.session.update({
+      where: { id: row.id },
+      data: { lastSeenAt: new Date(Date.now() - 12 * 3600_000 - 1000) },
+    });
     expect((await c.get('/api/v1/dashboard/session')).status).toBe(401);
-    await ctx.db.session.update({ where: { id: row.id }, data: { lastSeenAt: new Date(), expiresAt: new Date(Date.now() - 1000) } });
+    await ctx.db.session.update({
+      where: { id: row.id },
+      data: { lastSeenAt: new Date(), expiresAt: new Date(Date.now() - 1000) },
+    });
     expect((await c.get('/api/v1/dashboard/session')).status).toBe(401);
     await ctx.db.session.update({ where: { id: row.id }, data: { expiresAt: new Date(Date.now() + 3600_000) } });
     expect((await c.get('/api/v1/dashboard/session')).status).toBe(200);
@@ -184,9 +200,19 @@ describe('a session', () => {
     // Another session's token does not pass for this one.
     const other = client();
     await other.signIn(email, password);
-    const foreign = await c.request('POST', keys, { name: 'k', scopes: ['account.read'] }, { 'x-csrf-token': other.cookies.get('gsvc_csrf')! });
+    const foreign = await c.request(
+      'POST',
+      keys,
+      { name: 'k', scopes: ['account.read'] },
+      { 'x-csrf-token': other.cookies.get('gsvc_csrf')! },
+    );
     expect(foreign.status).toBe(403);
-    const crossSite = await c.request('POST', keys, { name: 'k', scopes: ['account.read'] }, { origin: 'https://evil.example' });
+    const crossSite = await c.request(
+      'POST',
+      keys,
+      { name: 'k', scopes: ['account.read'] },
+      { origin: 'https://evil.example' },
+    );
     expect(crossSite.status).toBe(403);
     expect(await ctx.db.apiKey.count({ where: { workspaceId: ws.id } })).toBe(0);
     expect((await c.post(keys, { name: 'k', scopes: ['account.read'] })).status).toBe(201);
@@ -198,7 +224,10 @@ describe('a session', () => {
     const b = client();
     await a.signIn(email, password);
     await b.signIn(email, password);
-    const wrong = await a.post('/api/v1/dashboard/password', { current_password: 'nope', new_password: 'a new long password' });
+    const wrong = await a.post('/api/v1/dashboard/password', {
+      current_password: 'nope',
+      new_password: 'a new long password',
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toMatchObject({ code: 'wrong_password', param: 'current_password' });
     const short = await a.post('/api/v1/dashboard/password', { current_password: password, new_password: 'short' });
@@ -206,7 +235,10 @@ describe('a session', () => {
     expect(short.body.error.param).toBe('new_password');
 
     const oldCookie = a.cookies.get('gsvc_session');
-    const changed = await a.post('/api/v1/dashboard/password', { current_password: password, new_password: 'a new long password' });
+    const changed = await a.post('/api/v1/dashboard/password', {
+      current_password: password,
+      new_password: 'a new long password',
+    });
     expect(changed.status).toBe(200);
     expect(a.cookies.get('gsvc_session')).not.toBe(oldCookie);
     expect((await a.get('/api/v1/dashboard/session')).status).toBe(200);
@@ -220,7 +252,9 @@ describe('credential classes', () => {
   it('refuses an API key on the dashboard routes and a session on the API routes', async () => {
     const { ws, email, password } = await owner();
     const { secret } = await makeKey(ctx.db, ws.id);
-    const withKey = await fetch(`${edge.url}/api/v1/dashboard/workspaces/${ws.id}/keys`, { headers: { authorization: `Bearer ${secret}` } });
+    const withKey = await fetch(`${edge.url}/api/v1/dashboard/workspaces/${ws.id}/keys`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     expect(withKey.status).toBe(403);
     expect(((await withKey.json()) as any).error.code).toBe('wrong_credential_class');
 
@@ -239,7 +273,7 @@ describe('credential classes', () => {
     expect(((await res.json()) as any).error.code).toBe('wrong_credential_class');
   });
 
-  it("keeps a session out of a workspace it is not a member of (404, as for keys)", async () => {
+  it('keeps a session out of a workspace it is not a member of (404, as for keys)', async () => {
     const a = await owner();
     const b = await owner();
     const c = client();
@@ -259,7 +293,10 @@ describe('the sweep of dead sessions', () => {
     const make = () => sessionRepository.create(ctx.db, { userId: user.id, tokenHash: newOpaqueToken().hash });
     const [live, expired, revokedLongAgo, revokedNow] = await Promise.all([make(), make(), make(), make()]);
     await ctx.db.session.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    await ctx.db.session.update({ where: { id: revokedLongAgo.id }, data: { revokedAt: new Date(Date.now() - 25 * 3600_000) } });
+    await ctx.db.session.update({
+      where: { id: revokedLongAgo.id },
+      data: { revokedAt: new Date(Date.now() - 25 * 3600_000) },
+    });
     await sessionRepository.revoke(ctx.db, revokedNow.id);
     expect(await sessionRepository.purge(ctx.db)).toBeGreaterThanOrEqual(2);
     const left = (await ctx.db.session.findMany({ where: { userId: user.id } })).map((s) => s.id).sort();

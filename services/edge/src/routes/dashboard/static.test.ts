@@ -10,7 +10,8 @@ import { errorHandler, notFound } from '../../http/errors';
 import { requestContext } from '../../http/request-context';
 import { DEFAULT_DASHBOARD_DIR, dashboardCsp, dashboardStatic } from './static';
 
-const INDEX = '<!doctype html><title>gensvc</title><script type="module" src="/dashboard/assets/index-abc123.js"></script>';
+const INDEX =
+  '<!doctype html><title>gensvc</title><script type="module" src="/dashboard/assets/index-abc123.js"></script>';
 const JS = 'console.log("dashboard")';
 
 let dir: string;
@@ -74,7 +75,11 @@ it('answers a missing asset 404 in the API error shape, not with index.html', as
 
 it('refuses to leave the assets directory', async () => {
   writeFileSync(join(dir, 'secret.txt'), 'not an asset');
-  for (const path of ['/dashboard/assets/../secret.txt', '/dashboard/assets/%2e%2e/secret.txt', '/dashboard/assets/..%2fsecret.txt']) {
+  for (const path of [
+    '/dashboard/assets/../secret.txt',
+    '/dashboard/assets/%2e%2e/secret.txt',
+    '/dashboard/assets/..%2fsecret.txt',
+  ]) {
     const res = await get(path);
     expect(await res.text()).not.toContain('not an asset');
   }

@@ -81,7 +81,9 @@ export function dashboardStatic(opts: DashboardStaticOptions): Router {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return next(err);
       res.status(503).setHeader('Cache-Control', 'no-store').type('text/plain; charset=utf-8');
       res.setHeader('Retry-After', '30');
-      return void res.send(`The dashboard has not been built (no ${join(dir, 'index.html')}). Run \`npm run build\` (npm start and npm test build it).\n`);
+      return void res.send(
+        `The dashboard has not been built (no ${join(dir, 'index.html')}). Run \`npm run build\` (npm start and npm test build it).\n`,
+      );
     }
     pageHeaders(req, res, () => undefined);
     res.status(200).setHeader('Cache-Control', 'no-cache').type('text/html; charset=utf-8');

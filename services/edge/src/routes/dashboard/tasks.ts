@@ -18,7 +18,12 @@ export function listTasks(deps: Deps) {
   return async (req: Request, res: Response) => {
     const q = parseFields(TASKS_QUERY, req.query);
     const { workspace } = memberOf(res);
-    const page = await taskRepository.list(deps.db, workspace.id, { limit: q.limit, order: 'desc', ...(q.after ? { after: q.after } : {}), ...(q.status ? { status: q.status } : {}) });
+    const page = await taskRepository.list(deps.db, workspace.id, {
+      limit: q.limit,
+      order: 'desc',
+      ...(q.after ? { after: q.after } : {}),
+      ...(q.status ? { status: q.status } : {}),
+    });
     if (!page) throw errors.invalidRequest(`after: no task ${q.after} in this workspace.`, 'after');
     const data = page.data.map((t) => ({
       task_id: t.id,
@@ -39,7 +44,10 @@ export function getTask(deps: Deps) {
   return async (req: Request<{ taskId: string }>, res: Response) => {
     const { workspace } = memberOf(res);
     const task = await findTask(deps, workspace.id, req.params.taskId);
-    const [envelope, attempts] = await Promise.all([renderTask(deps, task, workspace.currency), callbackRepository.attempts(deps.db, task.id)]);
+    const [envelope, attempts] = await Promise.all([
+      renderTask(deps, task, workspace.currency),
+      callbackRepository.attempts(deps.db, task.id),
+    ]);
     res.json({
       task: { ...envelope, input: task.input, callback_url: task.callbackUrl, callback_state: task.callbackState },
       attempts: attempts.map((a) => ({
@@ -65,7 +73,10 @@ export function redeliverTask(deps: Deps) {
   };
 }
 
-const secretObject = (s: CallbackSecretView) => ({ secret: s.secret, previous_expires_at: s.previousExpiresAt?.toISOString() ?? null });
+const secretObject = (s: CallbackSecretView) => ({
+  secret: s.secret,
+  previous_expires_at: s.previousExpiresAt?.toISOString() ?? null,
+});
 
 /** GET …/callback-secret (admins and owners). */
 export function getCallbackSecret(deps: Deps) {

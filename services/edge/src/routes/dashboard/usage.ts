@@ -17,7 +17,9 @@ export function getUsage(deps: Deps) {
     const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
     const from = new Date(today - (q.days - 1) * DAY_MS);
     const to = new Date(today + DAY_MS);
-    const days = Array.from({ length: q.days }, (_, i) => new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10));
+    const days = Array.from({ length: q.days }, (_, i) =>
+      new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10),
+    );
     const [rows, keys, unspent] = await Promise.all([
       usageRepository.usage(deps.db, workspace.id, { from, to, groupBy: ['day', q.split] }),
       apiKeyRepository.listWithCreators(deps.db, workspace.id),
@@ -28,7 +30,14 @@ export function getUsage(deps: Deps) {
     for (const r of rows) {
       const group = q.split === 'model' ? r.model : r.keyId;
       const id = group ?? '';
-      const label = group === null ? (q.split === 'model' ? 'other' : 'no key') : q.split === 'key' ? (keyName.get(group) ?? group) : group;
+      const label =
+        group === null
+          ? q.split === 'model'
+            ? 'other'
+            : 'no key'
+          : q.split === 'key'
+            ? (keyName.get(group) ?? group)
+            : group;
       const s = series.get(id) ?? { id: group, label, micros: days.map(() => 0n) };
       s.micros[days.indexOf(r.day!)]! += r.amount;
       series.set(id, s);
@@ -40,7 +49,13 @@ export function getUsage(deps: Deps) {
       days,
       series: [...series.values()].map((s) => ({ id: s.id, label: s.label, amounts: s.micros.map(toAmount) })),
       total: toAmount(total),
-      keys: keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, spent: toAmount(k.spent), spend_cap: k.spendCap === null ? null : toAmount(k.spendCap) })),
+      keys: keys.map((k) => ({
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        spent: toAmount(k.spent),
+        spend_cap: k.spendCap === null ? null : toAmount(k.spendCap),
+      })),
     });
   };
 }

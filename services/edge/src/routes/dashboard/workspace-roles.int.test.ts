@@ -3,7 +3,15 @@
 // Postgres, Redis and S3.
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { billingRepository, newId } from '@gensvc/db';
-import { deleteKeys, eventually, makeKey, makeMember, makeOutput, makeWorkspace, useTestContext } from '@gensvc/testing';
+import {
+  deleteKeys,
+  eventually,
+  makeKey,
+  makeMember,
+  makeOutput,
+  makeWorkspace,
+  useTestContext,
+} from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { DashboardClient } from './dashboard-test-support';
 
@@ -26,22 +34,43 @@ async function signedIn(email: string, password: string) {
 /** A workspace with an owner, an admin and a member, each signed in. */
 async function team() {
   const ws = await makeWorkspace(ctx.db, { name: 'Team' });
-  const [owner, admin, member] = await Promise.all([makeMember(ctx.db, ws.id, 'owner'), makeMember(ctx.db, ws.id, 'admin'), makeMember(ctx.db, ws.id, 'member')]);
-  const [o, a, m] = await Promise.all([signedIn(owner.email, owner.password), signedIn(admin.email, admin.password), signedIn(member.email, member.password)]);
+  const [owner, admin, member] = await Promise.all([
+    makeMember(ctx.db, ws.id, 'owner'),
+    makeMember(ctx.db, ws.id, 'admin'),
+    makeMember(ctx.db, ws.id, 'member'),
+  ]);
+  const [o, a, m] = await Promise.all([
+    signedIn(owner.email, owner.password),
+    signedIn(admin.email, admin.password),
+    signedIn(member.email, member.password),
+  ]);
   const base = `/api/v1/dashboard/workspaces/${ws.id}`;
   return { ws, base, owner: { ...owner, c: o }, admin: { ...admin, c: a }, member: { ...member, c: m } };
 }
 
-const balanceWith = (secret: string) => fetch(`${edge.url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } });
+const balanceWith = (secret: string) =>
+  fetch(`${edge.url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } });
 
 describe('API keys', () => {
   it('creates a key whose secret is shown once and works, rotates it with a grace period, and revokes it', async () => {
     const t = await team();
-    const made = await t.owner.c.post(`${t.base}/keys`, { name: 'ci', scopes: ['account.read'], spend_cap: 2.5, expires_at: new Date(Date.now() + 86_400_000).toISOString() });
+    const made = await t.owner.c.post(`${t.base}/keys`, {
+      name: 'ci',
+      scopes: ['account.read'],
+      spend_cap: 2.5,
+      expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     expect(made.status).toBe(201);
     const { key, secret } = made.body;
     expect(secret).toMatch(/^gsk_/);
-    expect(key).toMatchObject({ name: 'ci', scopes: ['account.read'], spend_cap: 2.5, spent: 0, status: 'active', creator: { email: t.owner.email } });
+    expect(key).toMatchObject({
+      name: 'ci',
+      scopes: ['account.read'],
+      spend_cap: 2.5,
+      spent: 0,
+      status: 'active',
+      creator: { email: t.owner.email },
+    });
     expect(secret.startsWith(key.prefix)).toBe(true);
     // Shown once: the list never carries a secret.
     const list = await t.owner.c.get(`${t.base}/keys`);
@@ -62,14 +91,19 @@ describe('API keys', () => {
     const revoked = await t.owner.c.post(`${t.base}/keys/${key.id}/revoke`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.key.status).toBe('revoked');
-    await eventually(async () => (await balanceWith(rotated.body.secret)).status === 401, 'the revoked key refused', 1000);
+    await eventually(
+      async () => (await balanceWith(rotated.body.secret)).status === 401,
+      'the revoked key refused',
+      1000,
+    );
     expect((await balanceWith(secret)).status).toBe(401);
   });
 
   it('lets a member see and manage only their own keys', async () => {
     const t = await team();
     const adminKey = (await t.admin.c.post(`${t.base}/keys`, { name: 'admin key', scopes: ['account.read'] })).body.key;
-    const memberKey = (await t.member.c.post(`${t.base}/keys`, { name: 'member key', scopes: ['account.read'] })).body.key;
+    const memberKey = (await t.member.c.post(`${t.base}/keys`, { name: 'member key', scopes: ['account.read'] })).body
+      .key;
     const mine = await t.member.c.get(`${t.base}/keys`);
     expect(mine.body.data.map((k: { id: string }) => k.id)).toEqual([memberKey.id]);
     const all = await t.admin.c.get(`${t.base}/keys`);
@@ -104,7 +138,10 @@ describe('API keys', () => {
       expect(res.body.error.param).toBe(param);
     }
     expect(await ctx.db.apiKey.count({ where: { workspaceId: t.ws.id } })).toBe(0);
-    const html = await t.owner.c.post(`${t.base}/keys`, { name: '<img src=x onerror=alert(1)>', scopes: ['account.read'] });
+    const html = await t.owner.c.post(`${t.base}/keys`, {
+      name: '<img src=x onerror=alert(1)>',
+      scopes: ['account.read'],
+    });
     expect(html.status).toBe(201);
     expect(html.body.key.name).toBe('<img src=x onerror=alert(1)>');
   });
@@ -155,7 +192,10 @@ describe('members', () => {
     // The other is refused as the last owner (409), or as no longer an owner (403) when its role was read after the
     // first change: its own role is checked again under the lock.
     for (let round = 0; round < 10; round++) {
-      await ctx.db.membership.updateMany({ where: { workspaceId: t.ws.id, userId: { in: [t.owner.user.id, second.user.id] } }, data: { role: 'owner' } });
+      await ctx.db.membership.updateMany({
+        where: { workspaceId: t.ws.id, userId: { in: [t.owner.user.id, second.user.id] } },
+        data: { role: 'owner' },
+      });
       const [a, b] = await Promise.all([
         t.owner.c.patch(`${t.base}/members/${second.user.id}`, { role: 'member' }),
         c2.patch(`${t.base}/members/${t.owner.user.id}`, { role: 'member' }),
@@ -179,35 +219,53 @@ describe('members', () => {
     const guest = new DashboardClient(edge.url);
     await guest.get('/api/v1/dashboard/session'); // the page loads: the sign-in CSRF cookie
     const seen = await guest.get(`/api/v1/dashboard/invitations/${token}`);
-    expect(seen.body).toMatchObject({ email: 'new.person@example.com', role: 'member', workspace: { id: t.ws.id, name: 'Team' }, user_exists: false });
+    expect(seen.body).toMatchObject({
+      email: 'new.person@example.com',
+      role: 'member',
+      workspace: { id: t.ws.id, name: 'Team' },
+      user_exists: false,
+    });
     expect((await guest.post(`/api/v1/dashboard/invitations/${token}/accept`, { password: 'short' })).status).toBe(400);
-    const accepted = await guest.post(`/api/v1/dashboard/invitations/${token}/accept`, { password: 'a long new password', name: 'New' });
+    const accepted = await guest.post(`/api/v1/dashboard/invitations/${token}/accept`, {
+      password: 'a long new password',
+      name: 'New',
+    });
     expect(accepted.status).toBe(201);
     expect(accepted.body.workspaces).toEqual([{ id: t.ws.id, name: 'Team', tier: 'payg', role: 'member' }]);
     expect((await guest.get(`${t.base}/outputs`)).status).toBe(200);
     expect((await new DashboardClient(edge.url).get(`/api/v1/dashboard/invitations/${token}`)).status).toBe(404);
-    expect((await new DashboardClient(edge.url).signIn('new.person@example.com', 'a long new password')).status).toBe(200);
+    expect((await new DashboardClient(edge.url).signIn('new.person@example.com', 'a long new password')).status).toBe(
+      200,
+    );
 
     const withdrawn = await t.admin.c.post(`${t.base}/members`, { email: 'later@example.com', role: 'admin' });
     expect((await t.member.c.delete(`${t.base}/invitations/${withdrawn.body.invitation.id}`)).status).toBe(403);
     expect((await t.admin.c.delete(`${t.base}/invitations/${withdrawn.body.invitation.id}`)).status).toBe(204);
-    expect((await guest.get(`/api/v1/dashboard/invitations/${withdrawn.body.invitation.url.split('/').pop()}`)).status).toBe(404);
+    expect(
+      (await guest.get(`/api/v1/dashboard/invitations/${withdrawn.body.invitation.url.split('/').pop()}`)).status,
+    ).toBe(404);
   });
 });
 
 describe('roles in the API', () => {
   it("bounds a key by its creator's role, stops it when the creator leaves, and leaves CLI keys to their scopes", async () => {
     const t = await team();
-    const memberKey = (await t.member.c.post(`${t.base}/keys`, { name: 'm', scopes: ['files.write', 'tasks.write', 'account.read'] })).body.secret as string;
-    const adminKey = (await t.admin.c.post(`${t.base}/keys`, { name: 'a', scopes: ['files.write'] })).body.secret as string;
+    const memberKey = (
+      await t.member.c.post(`${t.base}/keys`, { name: 'm', scopes: ['files.write', 'tasks.write', 'account.read'] })
+    ).body.secret as string;
+    const adminKey = (await t.admin.c.post(`${t.base}/keys`, { name: 'a', scopes: ['files.write'] })).body
+      .secret as string;
     const cliKey = (await makeKey(ctx.db, t.ws.id, { scopes: ['files.write'] })).secret;
     const outputs = await Promise.all([0, 1, 2].map(() => makeOutput(ctx, t.ws.id)));
-    const del = (secret: string, id: string) => fetch(`${edge.url}/v1/files/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${secret}` } });
+    const del = (secret: string, id: string) =>
+      fetch(`${edge.url}/v1/files/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${secret}` } });
 
     const refused = await del(memberKey, outputs[0]!.file.id);
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as any).error).toMatchObject({ code: 'insufficient_role', param: 'admin' });
-    const secret = await fetch(`${edge.url}/api/v1/me/callback-secret`, { headers: { authorization: `Bearer ${memberKey}` } });
+    const secret = await fetch(`${edge.url}/api/v1/me/callback-secret`, {
+      headers: { authorization: `Bearer ${memberKey}` },
+    });
     expect(secret.status).toBe(403);
     expect((await del(adminKey, outputs[0]!.file.id)).status).toBe(200);
     expect((await del(cliKey, outputs[1]!.file.id)).status).toBe(200);
@@ -215,17 +273,25 @@ describe('roles in the API', () => {
     // Promoted, the member's key can; removed, it stops working on every replica within a second.
     expect((await t.owner.c.patch(`${t.base}/members/${t.member.user.id}`, { role: 'admin' })).status).toBe(200);
     // The first answer that is not 403 must be the delete itself.
-    await eventually(async () => {
-      const res = await del(memberKey, outputs[2]!.file.id);
-      if (res.status === 403) return false;
-      expect(res.status).toBe(200);
-      return true;
-    }, "the promoted member's key deletes", 1000);
+    await eventually(
+      async () => {
+        const res = await del(memberKey, outputs[2]!.file.id);
+        if (res.status === 403) return false;
+        expect(res.status).toBe(200);
+        return true;
+      },
+      "the promoted member's key deletes",
+      1000,
+    );
     expect((await t.owner.c.delete(`${t.base}/members/${t.member.user.id}`)).status).toBe(204);
-    await eventually(async () => {
-      const res = await balanceWith(memberKey);
-      return res.status === 401 && ((await res.json()) as any).error.code === 'key_creator_left';
-    }, "the key of a member who left refused", 1000);
+    await eventually(
+      async () => {
+        const res = await balanceWith(memberKey);
+        return res.status === 401 && ((await res.json()) as any).error.code === 'key_creator_left';
+      },
+      'the key of a member who left refused',
+      1000,
+    );
   });
 });
 
@@ -235,16 +301,35 @@ describe('outputs library', () => {
     const now = Date.now();
     const made = [];
     for (let i = 0; i < 5; i++) {
-      made.push(await makeOutput(ctx, t.ws.id, { kind: i % 2 ? 'video' : 'image', model: i % 2 ? 'sim/video-1' : 'sim/image-1', prompt: `<b>prompt ${i}</b>`, createdAt: new Date(now - (5 - i) * 60_000), cost: 40_000n }));
+      made.push(
+        await makeOutput(ctx, t.ws.id, {
+          kind: i % 2 ? 'video' : 'image',
+          model: i % 2 ? 'sim/video-1' : 'sim/image-1',
+          prompt: `<b>prompt ${i}</b>`,
+          createdAt: new Date(now - (5 - i) * 60_000),
+          cost: 40_000n,
+        }),
+      );
     }
     await makeOutput(ctx, (await makeWorkspace(ctx.db)).id); // another workspace's
 
     const page1 = await t.member.c.get(`${t.base}/outputs?limit=3`);
     expect(page1.status).toBe(200);
-    expect(page1.body.data.map((o: { id: string }) => o.id)).toEqual([made[4]!.file.id, made[3]!.file.id, made[2]!.file.id]);
+    expect(page1.body.data.map((o: { id: string }) => o.id)).toEqual([
+      made[4]!.file.id,
+      made[3]!.file.id,
+      made[2]!.file.id,
+    ]);
     expect(page1.body.has_more).toBe(true);
     const first = page1.body.data[0];
-    expect(first).toMatchObject({ kind: 'image', model: 'sim/image-1', prompt: '<b>prompt 4</b>', size: '64x48', cost: { amount: 0.04, currency: 'USD' }, task_id: made[4]!.task.id });
+    expect(first).toMatchObject({
+      kind: 'image',
+      model: 'sim/image-1',
+      prompt: '<b>prompt 4</b>',
+      size: '64x48',
+      cost: { amount: 0.04, currency: 'USD' },
+      task_id: made[4]!.task.id,
+    });
     expect(page1.body.data[1]).toMatchObject({ kind: 'video', duration: 2 });
     const preview = await fetch(first.preview_url.replace(ctx.config.publicBaseUrl, edge.url));
     expect(preview.status).toBe(200);
@@ -260,7 +345,14 @@ describe('outputs library', () => {
     const today = new Date().toISOString().slice(0, 10);
     expect((await t.member.c.get(`${t.base}/outputs?from=${today}&to=${today}`)).body.data.length).toBeGreaterThan(0);
     expect((await t.member.c.get(`${t.base}/outputs?from=2001-01-01&to=2001-01-02`)).body.data).toHaveLength(0);
-    for (const q of ['kind=text', 'limit=0', 'from=yesterday', 'after=file_x', 'from=2026-02-02&to=2026-02-01', 'extra=1']) {
+    for (const q of [
+      'kind=text',
+      'limit=0',
+      'from=yesterday',
+      'after=file_x',
+      'from=2026-02-02&to=2026-02-01',
+      'extra=1',
+    ]) {
       const bad = await t.member.c.get(`${t.base}/outputs?${q}`);
       expect(bad.status).toBe(400);
     }
@@ -272,7 +364,9 @@ describe('outputs library', () => {
     const byOwner = await t.owner.c.delete(`${t.base}/outputs/${made[4]!.file.id}`);
     expect(byOwner.status).toBe(200);
     expect(byOwner.body).toEqual({ id: made[4]!.file.id, deleted: true });
-    await expect(ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: made[4]!.key }))).rejects.toMatchObject({ name: 'NotFound' });
+    await expect(
+      ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: made[4]!.key })),
+    ).rejects.toMatchObject({ name: 'NotFound' });
     expect(await ctx.db.file.count({ where: { id: made[4]!.file.id } })).toBe(0);
     expect((await t.owner.c.delete(`${t.base}/outputs/${made[4]!.file.id}`)).status).toBe(404);
   });
@@ -282,15 +376,30 @@ describe('tasks, deliveries and the callback secret', () => {
   it('shows tasks with their attempts; redelivery and the secret are for admins and owners', async () => {
     const t = await team();
     const { task } = await makeOutput(ctx, t.ws.id);
-    await ctx.db.task.update({ where: { id: task.id }, data: { callbackUrl: 'https://receiver.example/hook', callbackState: 'parked' } });
+    await ctx.db.task.update({
+      where: { id: task.id },
+      data: { callbackUrl: 'https://receiver.example/hook', callbackState: 'parked' },
+    });
     await ctx.db.callbackAttempt.create({
-      data: { id: newId('cba'), workspaceId: t.ws.id, taskId: task.id, attempt: 1, deliveryId: 'dlv_1', url: 'https://receiver.example/hook', statusCode: 500, durationMs: 12, error: 'receiver answered 500' },
+      data: {
+        id: newId('cba'),
+        workspaceId: t.ws.id,
+        taskId: task.id,
+        attempt: 1,
+        deliveryId: 'dlv_1',
+        url: 'https://receiver.example/hook',
+        statusCode: 500,
+        durationMs: 12,
+        error: 'receiver answered 500',
+      },
     });
     const list = await t.member.c.get(`${t.base}/tasks`);
     expect(list.body.data[0]).toMatchObject({ task_id: task.id, status: 'completed', callback_state: 'parked' });
     const detail = await t.member.c.get(`${t.base}/tasks/${task.id}`);
     expect(detail.body.task).toMatchObject({ task_id: task.id, callback_url: 'https://receiver.example/hook' });
-    expect(detail.body.attempts).toEqual([expect.objectContaining({ attempt: 1, status_code: 500, duration_ms: 12, error: 'receiver answered 500' })]);
+    expect(detail.body.attempts).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: 500, duration_ms: 12, error: 'receiver answered 500' }),
+    ]);
 
     expect((await t.member.c.post(`${t.base}/tasks/${task.id}/redeliver`)).status).toBe(403);
     const again = await t.admin.c.post(`${t.base}/tasks/${task.id}/redeliver`);
@@ -312,7 +421,13 @@ describe('usage', () => {
     const k1 = await makeKey(ctx.db, t.ws.id, { name: 'one' });
     const k2 = await makeKey(ctx.db, t.ws.id, { name: 'two' });
     const charge = async (key: string, model: string, cost: bigint) => {
-      const hold = await billingRepository.reserve(ctx.db, { workspaceId: t.ws.id, apiKeyId: key, requestId: 'req_u', amount: cost, ttlMs: 60_000 });
+      const hold = await billingRepository.reserve(ctx.db, {
+        workspaceId: t.ws.id,
+        apiKeyId: key,
+        requestId: 'req_u',
+        amount: cost,
+        ttlMs: 60_000,
+      });
       await billingRepository.settle(ctx.db, hold.id, { cost, model });
     };
     await charge(k1.key.id, 'sim/chat-1', 1_250_000n);
@@ -320,7 +435,10 @@ describe('usage', () => {
     await charge(k2.key.id, 'sim/chat-1', 50_000n);
     // A charge two days ago lands on its own day.
     const old = await ctx.db.ledgerEntry.findFirstOrThrow({ where: { workspaceId: t.ws.id, apiKeyId: k2.key.id } });
-    await ctx.db.ledgerEntry.update({ where: { id: old.id }, data: { createdAt: new Date(Date.now() - 2 * 86_400_000) } });
+    await ctx.db.ledgerEntry.update({
+      where: { id: old.id },
+      data: { createdAt: new Date(Date.now() - 2 * 86_400_000) },
+    });
 
     const byModel = await t.member.c.get(`${t.base}/usage?days=30&split=model`);
     expect(byModel.status).toBe(200);
@@ -330,7 +448,9 @@ describe('usage', () => {
     const chat = byModel.body.series.find((s: { id: string }) => s.id === 'sim/chat-1');
     expect(chat.amounts.at(-1)).toBe(1.25);
     expect(chat.amounts.at(-3)).toBe(0.05);
-    const sum = byModel.body.series.flatMap((s: { amounts: number[] }) => s.amounts).reduce((a: number, b: number) => a + b, 0);
+    const sum = byModel.body.series
+      .flatMap((s: { amounts: number[] }) => s.amounts)
+      .reduce((a: number, b: number) => a + b, 0);
     expect(Math.round(sum * 1e6)).toBe(1_600_000);
 
     const byKey = await t.member.c.get(`${t.base}/usage?split=key`);

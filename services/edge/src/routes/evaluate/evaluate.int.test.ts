@@ -21,9 +21,19 @@ const valid = { model: 'acme/judge', state: { text: 'Bonjour' }, questions };
 beforeAll(async () => {
   edge = await startEdge(ctx);
   // Nothing listens here: no request in this file reaches a provider.
-  const channel = await channelRepository.create(ctx.db, { name: 'nowhere', kind: 'evaluate', baseUrl: 'http://127.0.0.1:9/none' });
+  const channel = await channelRepository.create(ctx.db, {
+    name: 'nowhere',
+    kind: 'evaluate',
+    baseUrl: 'http://127.0.0.1:9/none',
+  });
   const routes = [{ channelId: channel.id }];
-  await modelRepository.create(ctx.db, { id: 'acme/judge', kind: 'evaluation', inputPricePerMTok: 1_000_000n, outputPricePerMTok: 2_000_000n, routes });
+  await modelRepository.create(ctx.db, {
+    id: 'acme/judge',
+    kind: 'evaluation',
+    inputPricePerMTok: 1_000_000n,
+    outputPricePerMTok: 2_000_000n,
+    routes,
+  });
   await modelRepository.create(ctx.db, { id: 'acme/chatty', kind: 'chat', routes });
   await modelRepository.create(ctx.db, { id: 'acme/retired', kind: 'evaluation', routes });
   await ctx.db.model.update({ where: { id: 'acme/retired' }, data: { enabled: false } });
@@ -44,7 +54,10 @@ const jobCount = async () => {
 
 describe('validation: 400 naming the field, nothing reserved, nothing queued', () => {
   const q = (question: unknown) => ({ ...valid, questions: { q1: question } });
-  const many = (n: number) => ({ ...valid, questions: Object.fromEntries(Array.from({ length: n }, (_, i) => [`q${i}`, questions.q1])) });
+  const many = (n: number) => ({
+    ...valid,
+    questions: Object.fromEntries(Array.from({ length: n }, (_, i) => [`q${i}`, questions.q1])),
+  });
 
   it.each<[string, unknown, string | null, string]>([
     ['no model', { state: 's', questions }, 'model', 'invalid_request'],
@@ -63,13 +76,48 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
     ['a question without type', q({ instructions: 'x' }), 'questions.q1.type', 'invalid_request'],
     ['a question without instructions', q({ type: 'boolean' }), 'questions.q1.instructions', 'invalid_request'],
     ['numeric instructions', q({ type: 'boolean', instructions: 7 }), 'questions.q1.instructions', 'invalid_request'],
-    ['a score question without criteria', q({ type: 'score', instructions: 'x' }), 'questions.q1.criteria', 'invalid_request'],
-    ['a score question with one level', q({ type: 'score', instructions: 'x', criteria: ['only'] }), 'questions.q1.criteria', 'invalid_request'],
-    ['a non-string criterion', q({ type: 'score', instructions: 'x', criteria: ['a', 2] }), 'questions.q1.criteria.1', 'invalid_request'],
-    ['a choice question without choices', q({ type: 'choice', instructions: 'x' }), 'questions.q1.choices', 'invalid_request'],
-    ['a single choice', q({ type: 'choice', instructions: 'x', choices: ['a'] }), 'questions.q1.choices', 'invalid_request'],
-    ['repeated choices', q({ type: 'choice', instructions: 'x', choices: ['a', 'b', 'a'] }), 'questions.q1.choices', 'invalid_request'],
-    ['criteria on a boolean question', q({ type: 'boolean', instructions: 'x', criteria: ['a', 'b'] }), 'questions.q1.criteria', 'invalid_request'],
+    [
+      'a score question without criteria',
+      q({ type: 'score', instructions: 'x' }),
+      'questions.q1.criteria',
+      'invalid_request',
+    ],
+    [
+      'a score question with one level',
+      q({ type: 'score', instructions: 'x', criteria: ['only'] }),
+      'questions.q1.criteria',
+      'invalid_request',
+    ],
+    [
+      'a non-string criterion',
+      q({ type: 'score', instructions: 'x', criteria: ['a', 2] }),
+      'questions.q1.criteria.1',
+      'invalid_request',
+    ],
+    [
+      'a choice question without choices',
+      q({ type: 'choice', instructions: 'x' }),
+      'questions.q1.choices',
+      'invalid_request',
+    ],
+    [
+      'a single choice',
+      q({ type: 'choice', instructions: 'x', choices: ['a'] }),
+      'questions.q1.choices',
+      'invalid_request',
+    ],
+    [
+      'repeated choices',
+      q({ type: 'choice', instructions: 'x', choices: ['a', 'b', 'a'] }),
+      'questions.q1.choices',
+      'invalid_request',
+    ],
+    [
+      'criteria on a boolean question',
+      q({ type: 'boolean', instructions: 'x', criteria: ['a', 'b'] }),
+      'questions.q1.criteria',
+      'invalid_request',
+    ],
     ['an unknown top-level field', { ...valid, temperature: 0 }, 'temperature', 'invalid_request'],
     ['a body that is an array', [valid], null, 'invalid_request'],
     ['a chat model', { ...valid, model: 'acme/chatty' }, 'model', 'model_not_supported'],
@@ -79,8 +127,14 @@ describe('validation: 400 naming the field, nothing reserved, nothing queued', (
     const res = await post(edge.url, secret, JSON.stringify(body));
     expect(res.status).toBe(400);
     const { error } = await jsonOf(res);
-    expect(error).toMatchObject({ type: 'invalid_request_error', code, param, request_id: res.headers.get('x-request-id') });
-    if (param) expect(error.message).toContain(code === 'invalid_request' ? param : body && (body as { model: string }).model);
+    expect(error).toMatchObject({
+      type: 'invalid_request_error',
+      code,
+      param,
+      request_id: res.headers.get('x-request-id'),
+    });
+    if (param)
+      expect(error.message).toContain(code === 'invalid_request' ? param : body && (body as { model: string }).model);
     expect(await ctx.db.reservation.count({ where: { workspaceId: ws.id } })).toBe(0);
   });
 
@@ -130,7 +184,9 @@ describe('credentials and money', () => {
   it('402 when the key cap or the balance cannot hold the reservation, with nothing held or queued', async () => {
     const before = await jobCount();
     const model = (await edge.deps.catalog.model('acme/judge'))!;
-    const bound = reservationFor(model, { inputBytes: Buffer.byteLength(JSON.stringify({ state: valid.state, questions })) });
+    const bound = reservationFor(model, {
+      inputBytes: Buffer.byteLength(JSON.stringify({ state: valid.state, questions })),
+    });
     const capped = await makeCustomer(ctx.db, { spendCap: bound - 1n });
     const poor = await makeCustomer(ctx.db, { balance: bound - 1n });
     const capRes = await post(edge.url, capped.secret, JSON.stringify(valid));
@@ -140,7 +196,10 @@ describe('credentials and money', () => {
     expect((await jsonOf(poorRes)).error).toMatchObject({ type: 'billing_error', code: 'insufficient_balance' });
     for (const c of [capped, poor]) {
       expect(await ctx.db.reservation.count({ where: { workspaceId: c.ws.id } })).toBe(0);
-      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: c.key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
+      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: c.key.id } })).toMatchObject({
+        reserved: 0n,
+        spent: 0n,
+      });
     }
     expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: poor.ws.id } })).balance).toBe(bound - 1n);
     expect(await jobCount()).toBe(before);
@@ -158,17 +217,30 @@ describe('no answer in time', () => {
       requestId = res.headers.get('x-request-id');
       expect(res.status).toBe(504);
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-      expect((await jsonOf(res)).error).toMatchObject({ type: 'upstream_error', code: 'upstream_timeout', message: expect.stringContaining('nothing was charged') });
+      expect((await jsonOf(res)).error).toMatchObject({
+        type: 'upstream_error',
+        code: 'upstream_timeout',
+        message: expect.stringContaining('nothing was charged'),
+      });
       // The hold was given back to the lease at once: nothing held in memory, nothing charged.
       await expectReleased(ctx.db, short.deps.holds.leases, requestId);
       // The job waits for a worker with the ids, deadline and reply channel it needs to do nothing once it runs.
-      const [job, ...others] = (await edge.deps.queues.get('evaluate').getJobs(['waiting'])).filter((j) => j.data.requestId === requestId);
+      const [job, ...others] = (await edge.deps.queues.get('evaluate').getJobs(['waiting'])).filter(
+        (j) => j.data.requestId === requestId,
+      );
       expect(others).toEqual([]);
       // Its id is the edge's own, never the request id a caller may choose.
       expect(job!.id).toMatch(/^evaluate\.run\/evl_[0-9A-Za-z]{22}$/);
       expect(await job!.getState()).toBe('waiting');
       expect(job!.opts.attempts).toBe(1);
-      expect(job!.data).toMatchObject({ requestId, workspaceId: ws.id, apiKeyId: key.id, model: 'acme/judge', request: { state: valid.state, questions }, replyTo: short.deps.evaluateReplies.channel });
+      expect(job!.data).toMatchObject({
+        requestId,
+        workspaceId: ws.id,
+        apiKeyId: key.id,
+        model: 'acme/judge',
+        request: { state: valid.state, questions },
+        replyTo: short.deps.evaluateReplies.channel,
+      });
       expect(job!.data.deadlineAt).toBeGreaterThanOrEqual(started + 300);
       expect(job!.data.deadlineAt).toBeLessThanOrEqual(Date.now());
     } finally {
@@ -185,14 +257,21 @@ describe('no answer in time', () => {
 describe('the queue cannot take the job', () => {
   it('answers 503 and releases the hold', async () => {
     // Queues that are closed (as during shutdown) refuse every add.
-    const queues = createQueues({ connection: ctx.redis, prefix: ctx.config.queuePrefix, logger: { info() {}, warn() {}, error() {} } });
+    const queues = createQueues({
+      connection: ctx.redis,
+      prefix: ctx.config.queuePrefix,
+      logger: { info() {}, warn() {}, error() {} },
+    });
     const broken = await shortWaitEdge(5_000, { queues });
     await queues.close();
     const { ws, key, secret } = await makeCustomer(ctx.db);
     try {
       const res = await post(broken.url, secret, JSON.stringify(valid));
       expect(res.status).toBe(503);
-      expect((await jsonOf(res)).error).toMatchObject({ code: 'service_unavailable', message: expect.stringContaining('nothing was charged') });
+      expect((await jsonOf(res)).error).toMatchObject({
+        code: 'service_unavailable',
+        message: expect.stringContaining('nothing was charged'),
+      });
       await expectReleased(ctx.db, broken.deps.holds.leases, res.headers.get('x-request-id'));
     } finally {
       await broken.close();
@@ -204,4 +283,5 @@ describe('the queue cannot take the job', () => {
 });
 
 /** Another edge whose evaluate route waits `waitMs` for an answer. */
-const shortWaitEdge = (waitMs: number, overrides: Partial<EdgeDeps> = {}) => startEdge(ctx, overrides, { evaluate: { waitMs } });
+const shortWaitEdge = (waitMs: number, overrides: Partial<EdgeDeps> = {}) =>
+  startEdge(ctx, overrides, { evaluate: { waitMs } });

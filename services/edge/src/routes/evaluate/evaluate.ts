@@ -34,7 +34,6 @@ export interface EvaluateOptions {
 
 export const DEFAULT_EVALUATE_OPTIONS: EvaluateOptions = { waitMs: 60_000 };
 
-
 type Waited = { kind: 'replied'; reply: EvaluateReply } | { kind: 'late' } | { kind: 'gone' };
 
 export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
@@ -43,7 +42,9 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     const model = await modelForKey(deps.catalog, authOf(res).key, body.model);
     if (!model) throw errors.modelNotFound(body.model);
     if (model.kind !== 'evaluation') {
-      throw errors.modelNotSupported(`The model "${model.id}" is a ${model.kind} model; POST /api/v1/evaluate takes an evaluation model.`);
+      throw errors.modelNotSupported(
+        `The model "${model.id}" is a ${model.kind} model; POST /api/v1/evaluate takes an evaluation model.`,
+      );
     }
     if (!model.enabled) throw errors.modelNotSupported(`The model "${model.id}" is disabled.`);
 
@@ -58,7 +59,16 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
 
     // The job's id is made here, never from the request id (a caller may send its own X-Request-Id): the reply is
     // matched to its waiting caller by it.
-    const payload = { requestId, callId: newId('evl'), workspaceId: workspace.id, apiKeyId: key.id, deadlineAt, model: model.id, request: input, replyTo: deps.evaluateReplies.channel };
+    const payload = {
+      requestId,
+      callId: newId('evl'),
+      workspaceId: workspace.id,
+      apiKeyId: key.id,
+      deadlineAt,
+      model: model.id,
+      request: input,
+      replyTo: deps.evaluateReplies.channel,
+    };
     const waiting = deps.evaluateReplies.wait(jobIdOf(EvaluateRun, payload));
     try {
       await scheduleEvaluate(deps.queues, payload);
@@ -69,13 +79,18 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     }
 
     const stop = stopWaiting(res, deadlineAt);
-    const waited = await Promise.race([waiting.reply.then((reply): Waited => ({ kind: 'replied', reply })), stop.promise]);
+    const waited = await Promise.race([
+      waiting.reply.then((reply): Waited => ({ kind: 'replied', reply })),
+      stop.promise,
+    ]);
     stop.cancel();
     waiting.cancel();
     if (waited.kind !== 'replied' || res.writableEnded || res.destroyed) {
       await hold.release();
       if (waited.kind !== 'late') return;
-      throw errors.upstreamTimeout(`The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`);
+      throw errors.upstreamTimeout(
+        `The evaluation did not finish within ${options.waitMs / 1000} s; nothing was charged.`,
+      );
     }
     const { reply } = waited;
     if (!('result' in reply)) {
@@ -94,7 +109,12 @@ export function evaluate(deps: EdgeDeps, options: EvaluateOptions) {
     if (charged === null) {
       throw errors.unavailable('The evaluation could not be charged; nothing was charged. Retry shortly.');
     }
-    const answer = { model: model.id, answers: result.answers, usage: result.usage, cost: { amount: toAmount(charged), currency: workspace.currency } };
+    const answer = {
+      model: model.id,
+      answers: result.answers,
+      usage: result.usage,
+      cost: { amount: toAmount(charged), currency: workspace.currency },
+    };
     sendJson(res, 200, Buffer.from(JSON.stringify(answer)));
   };
 }

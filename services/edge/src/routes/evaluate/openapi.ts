@@ -21,6 +21,15 @@ export const evaluateApi = [
     headers: idempotencyHeader,
     body: { json: evaluateRequestSchema },
     responses: { 200: { description: 'The answers, usage and cost.', schema: evaluateAnswer } },
-    errors: [...PAID_CALL, 'model_not_found', 'model_not_supported', 'no_channel_available', 'upstream_error', 'upstream_invalid_response', 'upstream_timeout', 'upstream_rejected_request'],
+    errors: [
+      ...PAID_CALL,
+      'model_not_found',
+      'model_not_supported',
+      'no_channel_available',
+      'upstream_error',
+      'upstream_invalid_response',
+      'upstream_timeout',
+      'upstream_rejected_request',
+    ],
   }),
 ];

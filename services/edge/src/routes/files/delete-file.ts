@@ -22,14 +22,22 @@ export function deleteFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
 }
 
 /** Deletes a visible file of the workspace, row and bytes (the API's delete and the dashboard's); 404 when there is none. */
-export async function removeFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>, workspaceId: string, id: string, log: Logger) {
+export async function removeFile(
+  deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>,
+  workspaceId: string,
+  id: string,
+  log: Logger,
+) {
   const marked = FILE_ID.test(id) ? await fileRepository.markDeleted(deps.db, workspaceId, id) : null;
   if (!marked) throw noSuchFile(id);
   try {
     await deleteObject(deps.s3, deps.config.s3.bucket, marked.storageKey);
   } catch (cause) {
     log.error({ err: cause, file_id: id }, 'file delete: the object could not be removed');
-    throw errors.storageUnavailable('The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.', cause);
+    throw errors.storageUnavailable(
+      'The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.',
+      cause,
+    );
   }
   await fileRepository.remove(deps.db, workspaceId, id);
 }

@@ -8,7 +8,10 @@ import { contentDisposition } from '@gensvc/media';
  * Its url is the signed, one-hour content link of spec §2.4: {base_url}/api/v1/files/<id>/content?token=<jws>.
  */
 export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signingSecret'>, file: FileRow) {
-  const link = await fileContentLink(config.publicBaseUrl, config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId });
+  const link = await fileContentLink(config.publicBaseUrl, config.signingSecret, {
+    fileId: file.id,
+    workspaceId: file.workspaceId,
+  });
   return {
     id: file.id,
     object: 'file' as const,

@@ -6,7 +6,15 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { signFileToken } from '@gensvc/auth';
 import { fileRepository, newId, type Tier } from '@gensvc/db';
 import { fileObjectKey } from '@gensvc/storage';
-import { jsonOf, makeKey, makeWorkspace, objectKeys, sampleMedia as sample, sha256, useTestContext } from '@gensvc/testing';
+import {
+  jsonOf,
+  makeKey,
+  makeWorkspace,
+  objectKeys,
+  sampleMedia as sample,
+  sha256,
+  useTestContext,
+} from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { bearer, upload, validPresignedGet } from './files-test-support';
 
@@ -60,14 +68,36 @@ describe('list', () => {
         bytes: 10n,
         storageKey: fileObjectKey(ws.id, r.id),
         expiresAt: new Date(Date.now() + 86_400_000),
-        ...(r.source === 'generated' ? { archiveStatus: 'archived' as const, publicExpiresAt: new Date(Date.now() + 2 * 86_400_000) } : {}),
+        ...(r.source === 'generated'
+          ? { archiveStatus: 'archived' as const, publicExpiresAt: new Date(Date.now() + 2 * 86_400_000) }
+          : {}),
       });
     }
     // Neither an expired file nor another workspace's file is listed.
     const expired = newId('file');
-    await fileRepository.create(ctx.db, { id: expired, workspaceId: ws.id, source: 'upload', purpose: 'vision', filename: 'old.png', contentType: 'image/png', bytes: 1n, storageKey: fileObjectKey(ws.id, expired), expiresAt: new Date(Date.now() - 1000) });
+    await fileRepository.create(ctx.db, {
+      id: expired,
+      workspaceId: ws.id,
+      source: 'upload',
+      purpose: 'vision',
+      filename: 'old.png',
+      contentType: 'image/png',
+      bytes: 1n,
+      storageKey: fileObjectKey(ws.id, expired),
+      expiresAt: new Date(Date.now() - 1000),
+    });
     const foreign = newId('file');
-    await fileRepository.create(ctx.db, { id: foreign, workspaceId: other.id, source: 'upload', purpose: 'vision', filename: 'x.png', contentType: 'image/png', bytes: 1n, storageKey: fileObjectKey(other.id, foreign), expiresAt: new Date(Date.now() + 86_400_000) });
+    await fileRepository.create(ctx.db, {
+      id: foreign,
+      workspaceId: other.id,
+      source: 'upload',
+      purpose: 'vision',
+      filename: 'x.png',
+      contentType: 'image/png',
+      bytes: 1n,
+      storageKey: fileObjectKey(other.id, foreign),
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
     ascending = rows
       .slice()
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -95,8 +125,18 @@ describe('list', () => {
     const first = await jsonOf(await get('/v1/files', ws.secret));
     expect(first.data).toHaveLength(20);
     expect(first.has_more).toBe(true);
-    expect(first.data.map((f: { id: string }) => f.id)).toEqual(ascending.map((f) => f.id).reverse().slice(0, 20));
-    expect(first.data[0]).toMatchObject({ object: 'file', bytes: 10, content_type: 'image/png', url: expect.stringContaining('/content?token=') });
+    expect(first.data.map((f: { id: string }) => f.id)).toEqual(
+      ascending
+        .map((f) => f.id)
+        .reverse()
+        .slice(0, 20),
+    );
+    expect(first.data[0]).toMatchObject({
+      object: 'file',
+      bytes: 10,
+      content_type: 'image/png',
+      url: expect.stringContaining('/content?token='),
+    });
 
     expect(await walk('limit=7&order=asc')).toEqual(ascending.map((f) => f.id));
     expect(await walk('limit=5')).toEqual(ascending.map((f) => f.id).reverse());
@@ -106,8 +146,15 @@ describe('list', () => {
   });
 
   it('filters by purpose and source, with archive_status on generated outputs', async () => {
-    expect(await walk('limit=4&purpose=vision&order=asc')).toEqual(ascending.filter((f) => f.purpose === 'vision').map((f) => f.id));
-    expect(await walk('limit=3&source=generated')).toEqual(ascending.filter((f) => f.source === 'generated').map((f) => f.id).reverse());
+    expect(await walk('limit=4&purpose=vision&order=asc')).toEqual(
+      ascending.filter((f) => f.purpose === 'vision').map((f) => f.id),
+    );
+    expect(await walk('limit=3&source=generated')).toEqual(
+      ascending
+        .filter((f) => f.source === 'generated')
+        .map((f) => f.id)
+        .reverse(),
+    );
     const generated = await jsonOf(await get('/v1/files?source=generated&limit=1', ws.secret));
     expect(generated.data[0]).toMatchObject({ source: 'generated', archive_status: 'archived' });
     expect(await walk('purpose=none')).toEqual([]);
@@ -161,12 +208,36 @@ describe('inspect, content link, delete', () => {
     const size = bytes.length;
     const ranged = async (range: string) => {
       const res = await fetch(url, { headers: { range } });
-      return { status: res.status, contentRange: res.headers.get('content-range'), length: res.headers.get('content-length'), body: Buffer.from(await res.arrayBuffer()) };
+      return {
+        status: res.status,
+        contentRange: res.headers.get('content-range'),
+        length: res.headers.get('content-length'),
+        body: Buffer.from(await res.arrayBuffer()),
+      };
     };
-    expect(await ranged('bytes=0-9')).toEqual({ status: 206, contentRange: `bytes 0-9/${size}`, length: '10', body: bytes.subarray(0, 10) });
-    expect(await ranged('bytes=100-')).toEqual({ status: 206, contentRange: `bytes 100-${size - 1}/${size}`, length: String(size - 100), body: bytes.subarray(100) });
-    expect(await ranged('bytes=-16')).toEqual({ status: 206, contentRange: `bytes ${size - 16}-${size - 1}/${size}`, length: '16', body: bytes.subarray(size - 16) });
-    expect(await ranged(`bytes=10-${size + 1000}`)).toMatchObject({ status: 206, contentRange: `bytes 10-${size - 1}/${size}`, body: bytes.subarray(10) });
+    expect(await ranged('bytes=0-9')).toEqual({
+      status: 206,
+      contentRange: `bytes 0-9/${size}`,
+      length: '10',
+      body: bytes.subarray(0, 10),
+    });
+    expect(await ranged('bytes=100-')).toEqual({
+      status: 206,
+      contentRange: `bytes 100-${size - 1}/${size}`,
+      length: String(size - 100),
+      body: bytes.subarray(100),
+    });
+    expect(await ranged('bytes=-16')).toEqual({
+      status: 206,
+      contentRange: `bytes ${size - 16}-${size - 1}/${size}`,
+      length: '16',
+      body: bytes.subarray(size - 16),
+    });
+    expect(await ranged(`bytes=10-${size + 1000}`)).toMatchObject({
+      status: 206,
+      contentRange: `bytes 10-${size - 1}/${size}`,
+      body: bytes.subarray(10),
+    });
     const beyond = await fetch(url, { headers: { range: `bytes=${size}-` } });
     expect(beyond.status).toBe(416);
     expect(beyond.headers.get('content-range')).toBe(`bytes */${size}`);
@@ -178,7 +249,10 @@ describe('inspect, content link, delete', () => {
     expect(full.headers.get('accept-ranges')).toBe('bytes');
     expect(full.headers.get('content-length')).toBe(String(size));
     const head = await fetch(url, { method: 'HEAD', headers: { range: 'bytes=0-3' } });
-    expect({ status: head.status, range: head.headers.get('content-range') }).toEqual({ status: 206, range: `bytes 0-3/${size}` });
+    expect({ status: head.status, range: head.headers.get('content-range') }).toEqual({
+      status: 206,
+      range: `bytes 0-3/${size}`,
+    });
   });
 
   it('names the file safely (RFC 6266) and never lets the browser sniff', async () => {
@@ -188,9 +262,13 @@ describe('inspect, content link, delete', () => {
     const res = await fetch(local(file.url));
     expect(res.headers.get('content-type')).toBe('application/pdf');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="Gr__e; _22x_22.pdf"; filename*=UTF-8''Gr%C3%BC%C3%9Fe%3B%20%2522x%2522.pdf`);
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="Gr__e; _22x_22.pdf"; filename*=UTF-8''Gr%C3%BC%C3%9Fe%3B%20%2522x%2522.pdf`,
+    );
     const image = await uploaded(ws.secret, sample.gif(3, 3), 'anim.gif');
-    expect((await fetch(local(image.url))).headers.get('content-disposition')).toBe(`inline; filename="anim.gif"; filename*=UTF-8''anim.gif`);
+    expect((await fetch(local(image.url))).headers.get('content-disposition')).toBe(
+      `inline; filename="anim.gif"; filename*=UTF-8''anim.gif`,
+    );
   });
 
   it('refuses tampered, expired, foreign-secret, unsigned and mismatched tokens with 401 and no bytes', async () => {
@@ -203,13 +281,24 @@ describe('inspect, content link, delete', () => {
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
     const forgedPayload = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 86_400 })).toString('base64url');
     const expired = (await signFileToken(ctx.config.signingSecret, { fileId: a.id, workspaceId: ws.id }, -10)).token;
-    const foreignSecret = (await signFileToken('another-secret-of-at-least-32-characters!', { fileId: a.id, workspaceId: ws.id })).token;
+    const foreignSecret = (
+      await signFileToken('another-secret-of-at-least-32-characters!', { fileId: a.id, workspaceId: ws.id })
+    ).token;
     const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
     // Correctly signed with the server's secret, but not a download token.
     const otherScopePayload = Buffer.from(JSON.stringify({ ...claims, scope: 'upload' })).toString('base64url');
     const otherScope = `${h}.${otherScopePayload}.${createHmac('sha256', ctx.config.signingSecret).update(`${h}.${otherScopePayload}`).digest('base64url')}`;
     const tokenForB = new URL(b.url).searchParams.get('token')!;
-    const bad = [`${h}.${p}.${flip(s)}`, `${h}.${forgedPayload}.${s}`, expired, foreignSecret, unsigned, otherScope, '', 'garbage'];
+    const bad = [
+      `${h}.${p}.${flip(s)}`,
+      `${h}.${forgedPayload}.${s}`,
+      expired,
+      foreignSecret,
+      unsigned,
+      otherScope,
+      '',
+      'garbage',
+    ];
     for (const t of bad) {
       const res = await fetch(`${edge.url}/api/v1/files/${a.id}/content?token=${encodeURIComponent(t)}`);
       expect(res.status).toBe(401);
@@ -236,7 +325,9 @@ describe('inspect, content link, delete', () => {
     expect(link.status).toBe(404);
     expect(link.headers.get('content-type')).toMatch(/application\/json/);
     expect((await get(`/v1/files/${file.id}`, ws.secret)).status).toBe(404);
-    expect((await fetch(`${edge.url}/api/v1/files/${file.id}`, { method: 'DELETE', headers: bearer(ws.secret) })).status).toBe(404);
+    expect(
+      (await fetch(`${edge.url}/api/v1/files/${file.id}`, { method: 'DELETE', headers: bearer(ws.secret) })).status,
+    ).toBe(404);
   });
 });
 
@@ -247,7 +338,9 @@ describe('content when the bytes are not there', () => {
     const row = await ctx.db.file.findUniqueOrThrow({ where: { id: file.id } });
     const failing = new Proxy(ctx.s3, {
       get: (target, prop, receiver) =>
-        prop === 'send' ? () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error' })) : Reflect.get(target, prop, receiver),
+        prop === 'send'
+          ? () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error' }))
+          : Reflect.get(target, prop, receiver),
     });
     const broken = await startEdge(ctx, { s3: failing });
     try {
@@ -277,7 +370,9 @@ describe('workspaces are isolated', () => {
       expect(res.status).toBe(404);
       expect((await jsonOf(res)).error.type).toBe('not_found_error');
     }
-    expect((await fetch(`${edge.url}/v1/files/${file.id}`, { method: 'DELETE', headers: bearer(stranger.secret) })).status).toBe(404);
+    expect(
+      (await fetch(`${edge.url}/v1/files/${file.id}`, { method: 'DELETE', headers: bearer(stranger.secret) })).status,
+    ).toBe(404);
     expect(await ctx.db.file.count({ where: { id: file.id } })).toBe(1);
     expect((await fetch(local(file.url))).status).toBe(200);
     expect((await get(`/v1/files/not-an-id`, owner.secret)).status).toBe(404);
@@ -295,28 +390,31 @@ describe('signed delivery links', () => {
     expect(error.message).toMatch(/Team and Enterprise/);
   });
 
-  it.each(['team', 'enterprise'] as const)('%s: a one-hour presigned GetObject link that S3 serves; tampering breaks it', async (tier) => {
-    const ws = await workspaceWithKey(tier);
-    const bytes = sample.jpeg(40, 30);
-    const file = await uploaded(ws.secret, bytes, 'shot.jpg');
-    const res = await get(`/api/v1/files/${file.id}/signed_url`, ws.secret);
-    expect(res.status).toBe(200);
-    const body = await jsonOf(res);
-    expect(Object.keys(body).sort()).toEqual(['expires_at', 'url']);
-    expect(Math.abs(Date.parse(body.expires_at) - Date.now() - 3_600_000)).toBeLessThan(10_000);
-    const url = new URL(body.url);
-    expect(url.origin).toBe(ctx.config.s3.endpoint);
-    expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
-    expect(url.searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
-    const direct = await fetch(body.url);
-    expect(direct.status).toBe(200);
-    expect(direct.headers.get('content-type')).toBe('image/jpeg');
-    expect(sha256(await direct.arrayBuffer())).toBe(sha256(bytes));
-    // s3rver does not check V4 signatures: check the signature here, and that a lengthened expiry breaks it.
-    expect(validPresignedGet(body.url, ctx.config.s3.secretAccessKey!)).toBe(true);
-    url.searchParams.set('X-Amz-Expires', '86400');
-    expect(validPresignedGet(url.toString(), ctx.config.s3.secretAccessKey!)).toBe(false);
-  });
+  it.each(['team', 'enterprise'] as const)(
+    '%s: a one-hour presigned GetObject link that S3 serves; tampering breaks it',
+    async (tier) => {
+      const ws = await workspaceWithKey(tier);
+      const bytes = sample.jpeg(40, 30);
+      const file = await uploaded(ws.secret, bytes, 'shot.jpg');
+      const res = await get(`/api/v1/files/${file.id}/signed_url`, ws.secret);
+      expect(res.status).toBe(200);
+      const body = await jsonOf(res);
+      expect(Object.keys(body).sort()).toEqual(['expires_at', 'url']);
+      expect(Math.abs(Date.parse(body.expires_at) - Date.now() - 3_600_000)).toBeLessThan(10_000);
+      const url = new URL(body.url);
+      expect(url.origin).toBe(ctx.config.s3.endpoint);
+      expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
+      expect(url.searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
+      const direct = await fetch(body.url);
+      expect(direct.status).toBe(200);
+      expect(direct.headers.get('content-type')).toBe('image/jpeg');
+      expect(sha256(await direct.arrayBuffer())).toBe(sha256(bytes));
+      // s3rver does not check V4 signatures: check the signature here, and that a lengthened expiry breaks it.
+      expect(validPresignedGet(body.url, ctx.config.s3.secretAccessKey!)).toBe(true);
+      url.searchParams.set('X-Amz-Expires', '86400');
+      expect(validPresignedGet(url.toString(), ctx.config.s3.secretAccessKey!)).toBe(false);
+    },
+  );
 
   describe('with FILE_BASE_URL naming a file host in front of S3', () => {
     let host: Server;
@@ -328,10 +426,13 @@ describe('signed delivery links', () => {
       const s3 = new URL(ctx.config.s3.endpoint!);
       host = createServer((req, res) => {
         seenHosts.push(req.headers.host ?? '');
-        const up = request({ host: s3.hostname, port: s3.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-          res.writeHead(r.statusCode!, r.headers);
-          r.pipe(res);
-        });
+        const up = request(
+          { host: s3.hostname, port: s3.port, path: req.url, method: req.method, headers: req.headers },
+          (r) => {
+            res.writeHead(r.statusCode!, r.headers);
+            r.pipe(res);
+          },
+        );
         req.pipe(up);
       });
       await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
@@ -348,7 +449,9 @@ describe('signed delivery links', () => {
       const bytes = sample.webp(20, 20);
       const res = await upload(edgeWithHost.url, ws.secret, bytes, { filename: 'w.webp' });
       const file = await jsonOf(res);
-      const { url } = await jsonOf(await fetch(`${edgeWithHost.url}/api/v1/files/${file.id}/signed_url`, { headers: bearer(ws.secret) }));
+      const { url } = await jsonOf(
+        await fetch(`${edgeWithHost.url}/api/v1/files/${file.id}/signed_url`, { headers: bearer(ws.secret) }),
+      );
       expect(url.startsWith(`${hostUrl}/${ctx.config.s3.bucket}/`)).toBe(true);
       // Signed for the file host itself (the signature covers the host), not rewritten from an S3 link.
       expect(validPresignedGet(url, ctx.config.s3.secretAccessKey!)).toBe(true);

@@ -18,12 +18,17 @@ export function upload(baseUrl: string, secret: string, bytes: Buffer, o: Upload
   const form = new FormData();
   const purpose = o.purpose === undefined ? 'vision' : o.purpose;
   if (purpose !== null && !o.purposeLast) form.append('purpose', purpose);
-  form.append(o.field ?? 'file', new Blob([bytes], { type: o.contentType ?? 'application/octet-stream' }), o.filename ?? 'upload.bin');
+  form.append(
+    o.field ?? 'file',
+    new Blob([bytes], { type: o.contentType ?? 'application/octet-stream' }),
+    o.filename ?? 'upload.bin',
+  );
   if (purpose !== null && o.purposeLast) form.append('purpose', purpose);
   return fetch(`${baseUrl}${path}`, { method: 'POST', headers: bearer(secret), body: form });
 }
 
-const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const rfc3986 = (s: string) =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
 
 /**
@@ -41,11 +46,15 @@ export function validPresignedGet(url: string, secretAccessKey: string): boolean
     .join('&');
   const signedHeaders = u.searchParams.get('X-Amz-SignedHeaders');
   if (signedHeaders !== 'host') return false;
-  const canonicalRequest = ['GET', u.pathname, canonicalQuery, `host:${u.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join('\n');
+  const canonicalRequest = ['GET', u.pathname, canonicalQuery, `host:${u.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join(
+    '\n',
+  );
   const amzDate = u.searchParams.get('X-Amz-Date') ?? '';
   const [, date, region, service] = (u.searchParams.get('X-Amz-Credential') ?? '').split('/');
   const scope = `${date}/${region}/${service}/aws4_request`;
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonicalRequest).digest('hex')].join('\n');
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonicalRequest).digest('hex')].join(
+    '\n',
+  );
   const key = hmac(hmac(hmac(hmac(`AWS4${secretAccessKey}`, date!), region!), service!), 'aws4_request');
   return createHmac('sha256', key).update(toSign).digest('hex') === u.searchParams.get('X-Amz-Signature');
 }

@@ -42,7 +42,13 @@ export function getFileContent(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
 
     const abort = new AbortController();
     res.once('close', () => abort.abort());
-    const object = await getObjectStream(deps.s3, deps.config.s3.bucket, file.storageKey, range ?? undefined, abort.signal).catch((cause) => {
+    const object = await getObjectStream(
+      deps.s3,
+      deps.config.s3.bucket,
+      file.storageKey,
+      range ?? undefined,
+      abort.signal,
+    ).catch((cause) => {
       locals(res).log.error({ err: cause, file_id: file.id }, 'file content: the object could not be read');
       throw errors.storageUnavailable('The file cannot be read right now; try again.', cause);
     });

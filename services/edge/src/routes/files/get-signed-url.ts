@@ -18,7 +18,10 @@ export function getSignedUrl(deps: Pick<EdgeDeps, 'config' | 'db'>, presignS3: S
   return async (req: Request<{ fileId: string }>, res: Response) => {
     const { workspace } = authOf(res);
     if (!TIERS.includes(workspace.tier)) {
-      throw errors.tierNotAllowed(`Signed delivery links (this workspace is on the ${workspace.tier} tier)`, ['Team', 'Enterprise']);
+      throw errors.tierNotAllowed(`Signed delivery links (this workspace is on the ${workspace.tier} tier)`, [
+        'Team',
+        'Enterprise',
+      ]);
     }
     const file = await findFile(deps, workspace.id, req.params.fileId);
     const expiresAt = new Date(Date.now() + SIGNED_URL_TTL_SECONDS * 1000);

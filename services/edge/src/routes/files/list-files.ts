@@ -14,6 +14,12 @@ export function listFiles(deps: Pick<EdgeDeps, 'config' | 'db'>) {
     const page = await fileRepository.list(deps.db, workspace.id, q);
     if (!page) throw errors.invalidRequest(`after: no file ${q.after} in this workspace.`, 'after');
     const data = await Promise.all(page.data.map((f) => fileObject(deps.config, f)));
-    res.json({ object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore });
+    res.json({
+      object: 'list',
+      data,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+      has_more: page.hasMore,
+    });
   };
 }

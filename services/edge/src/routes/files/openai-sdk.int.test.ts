@@ -18,17 +18,25 @@ afterAll(() => edge.close());
 
 it('files.create, retrieve, list (auto-paging) and delete', async () => {
   const bytes = sample.png(32, 32);
-  const created = await client.files.create({ file: await toFile(bytes, 'diagram.png', { type: 'image/png' }), purpose: 'vision' });
+  const created = await client.files.create({
+    file: await toFile(bytes, 'diagram.png', { type: 'image/png' }),
+    purpose: 'vision',
+  });
   expect(created).toMatchObject({ object: 'file', bytes: bytes.length, filename: 'diagram.png', purpose: 'vision' });
   expect(created.id).toMatch(/^file_/);
   const url = (created as unknown as { url: string }).url;
-  expect(sha256(await (await fetch(url.replace(ctx.config.publicBaseUrl, edge.url))).arrayBuffer())).toBe(sha256(bytes));
+  expect(sha256(await (await fetch(url.replace(ctx.config.publicBaseUrl, edge.url))).arrayBuffer())).toBe(
+    sha256(bytes),
+  );
 
   const retrieved = await client.files.retrieve(created.id);
   expect(retrieved).toMatchObject({ id: created.id, bytes: bytes.length, filename: 'diagram.png' });
 
   const more = [];
-  for (let i = 0; i < 4; i++) more.push(await client.files.create({ file: await toFile(sample.pdf(`doc ${i}`), `doc-${i}.pdf`), purpose: 'vision' }));
+  for (let i = 0; i < 4; i++)
+    more.push(
+      await client.files.create({ file: await toFile(sample.pdf(`doc ${i}`), `doc-${i}.pdf`), purpose: 'vision' }),
+    );
   const seen: string[] = [];
   for await (const f of client.files.list({ limit: 2, order: 'asc' })) seen.push(f.id);
   expect(seen).toEqual([created.id, ...more.map((f) => f.id)]);
@@ -42,7 +50,9 @@ it('files.create, retrieve, list (auto-paging) and delete', async () => {
 });
 
 it('errors reach the SDK as typed API errors', async () => {
-  const e = await client.files.create({ file: await toFile(Buffer.from('plain text'), 'x.txt'), purpose: 'vision' }).catch((err) => err);
+  const e = await client.files
+    .create({ file: await toFile(Buffer.from('plain text'), 'x.txt'), purpose: 'vision' })
+    .catch((err) => err);
   expect(e).toBeInstanceOf(OpenAI.APIError);
   expect(e.status).toBe(415);
   expect(e.error).toMatchObject({ code: 'unsupported_media_type', type: 'invalid_request_error' });

@@ -37,7 +37,15 @@ export const fileApi = [
     scope: 'files.write',
     body: { multipart: upload },
     responses: { 200: { description: 'The stored file.', schema: fileObjectSchema } },
-    errors: [...KEY_AUTH, 'invalid_request', 'payload_too_large', 'unsupported_media_type', 'media_limit_exceeded', 'rate_limit_exceeded', 'storage_unavailable'],
+    errors: [
+      ...KEY_AUTH,
+      'invalid_request',
+      'payload_too_large',
+      'unsupported_media_type',
+      'media_limit_exceeded',
+      'rate_limit_exceeded',
+      'storage_unavailable',
+    ],
   }),
   operation({
     method: 'get',
@@ -72,7 +80,12 @@ export const fileApi = [
     auth: 'bearer',
     scope: 'files.write',
     params: fileId,
-    responses: { 200: { description: 'Deleted.', schema: z.object({ id: z.string(), object: z.literal('file'), deleted: z.literal(true) }) } },
+    responses: {
+      200: {
+        description: 'Deleted.',
+        schema: z.object({ id: z.string(), object: z.literal('file'), deleted: z.literal(true) }),
+      },
+    },
     errors: [...KEY_AUTH, 'not_found', 'insufficient_role', 'storage_unavailable'],
   }),
   operation({
@@ -87,9 +100,20 @@ export const fileApi = [
     headers: z.object({ Range: z.string().optional().describe('bytes=<from>-<to>') }),
     responses: {
       200: { description: 'The bytes.', content: { 'application/octet-stream': 'binary' } },
-      206: { description: 'The requested range.', content: { 'application/octet-stream': 'binary' }, headers: { 'Content-Range': 'bytes <from>-<to>/<size>' } },
+      206: {
+        description: 'The requested range.',
+        content: { 'application/octet-stream': 'binary' },
+        headers: { 'Content-Range': 'bytes <from>-<to>/<size>' },
+      },
     },
-    errors: ['invalid_file_token', 'wrong_credential_class', 'not_found', 'range_not_satisfiable', 'storage_unavailable', ...HOSTILE_INPUT],
+    errors: [
+      'invalid_file_token',
+      'wrong_credential_class',
+      'not_found',
+      'range_not_satisfiable',
+      'storage_unavailable',
+      ...HOSTILE_INPUT,
+    ],
   }),
   operation({
     method: 'get',

@@ -4,12 +4,19 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { AppError, errors, isAppError } from '@gensvc/errors';
+import { type AppError, errors, isAppError } from '@gensvc/errors';
 import { deleteObject, putObjectStream } from '@gensvc/storage';
 import busboy from 'busboy';
 import { watchBody, type BodyDeadline } from '../../http/body-deadline';
 import { formatBytes } from '../../http/errors';
-import { checkMediaLimits, ACCEPTED_FORMATS, HeadPeek, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
+import {
+  checkMediaLimits,
+  ACCEPTED_FORMATS,
+  HeadPeek,
+  SNIFF_BYTES,
+  sniffMedia,
+  type SniffedMedia,
+} from '@gensvc/media';
 
 export interface ReceiveUploadOptions {
   s3: S3Client;
@@ -69,7 +76,11 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
         limits: { fileSize: o.maxBytes + 1, files: 1, fields: 8, fieldSize: 1024, parts: 10, headerPairs: 16 },
       });
     } catch {
-      reject(errors.unsupportedMediaType('Send the upload as multipart/form-data (with a boundary), fields "file" and "purpose".'));
+      reject(
+        errors.unsupportedMediaType(
+          'Send the upload as multipart/form-data (with a boundary), fields "file" and "purpose".',
+        ),
+      );
       return;
     }
 
@@ -92,7 +103,13 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
       const outcome = stored ? await stored : null;
       if (outcome && !outcome.ok) fail(outcome.error);
       if (!stored) fail(errors.invalidRequest('The form has no file: send it in the field "file".', 'file'));
-      if (purpose === undefined) fail(errors.invalidRequest(`The form has no purpose: send the field "purpose" (${o.purposes.join(' or ')}).`, 'purpose'));
+      if (purpose === undefined)
+        fail(
+          errors.invalidRequest(
+            `The form has no purpose: send the field "purpose" (${o.purposes.join(' or ')}).`,
+            'purpose',
+          ),
+        );
       if (failure) {
         // A file that arrived whole but whose form was refused (a purpose after it, say) is removed again.
         if (outcome?.ok) await deleteObject(o.s3, o.bucket, o.key).catch(() => {});
@@ -117,7 +134,10 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
         const peek = new HeadPeek(SNIFF_BYTES, (head, complete) => {
           const m = sniffMedia(head, complete);
           if (!m) {
-            throw errors.unsupportedMediaType(`The file is not of a supported type (${ACCEPTED_FORMATS}). The type is read from the file's bytes, not its name or Content-Type.`, { param: 'file' });
+            throw errors.unsupportedMediaType(
+              `The file is not of a supported type (${ACCEPTED_FORMATS}). The type is read from the file's bytes, not its name or Content-Type.`,
+              { param: 'file' },
+            );
           }
           checkMediaLimits(m);
           upload = putObjectStream(o.s3, { bucket: o.bucket, key: o.key, body: peek, contentType: m.contentType });
@@ -142,7 +162,8 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
       }
     });
     bb.on('file', (name, file, info) => {
-      if (name !== 'file') fail(errors.invalidRequest(`Unexpected file field "${name}": send the file in the field "file".`, name));
+      if (name !== 'file')
+        fail(errors.invalidRequest(`Unexpected file field "${name}": send the file in the field "file".`, name));
       // Refused before its first byte (a bad purpose came first, or the wrong field): nothing is stored.
       if (failure) {
         file.on('error', () => {}); // destroyed with the form when a refused body is cut short
@@ -154,7 +175,10 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
     bb.on('filesLimit', () => fail(errors.invalidRequest('Send exactly one file, in the field "file".', 'file')));
     bb.on('fieldsLimit', () => fail(errors.invalidRequest('The form has too many fields.')));
     bb.on('partsLimit', () => fail(errors.invalidRequest('The form has too many parts.')));
-    bb.on('error', (e) => void finish(errors.invalidRequest(`The multipart body is malformed: ${(e as Error).message}.`)));
+    bb.on(
+      'error',
+      (e) => void finish(errors.invalidRequest(`The multipart body is malformed: ${(e as Error).message}.`)),
+    );
     bb.on('close', () => void finish(null));
 
     // A refused upload is read to its end so the client gets the answer, but only up to a bound. Past it the

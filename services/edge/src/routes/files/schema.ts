@@ -28,7 +28,10 @@ export function listQuery<Filters extends z.ZodRawShape>(after: { id: RegExp; me
       .optional()
       .transform((n) => n ?? 20),
     after: z.string().regex(after.id, after.message).optional(),
-    order: z.enum(['asc', 'desc'], { message: 'must be "asc" or "desc"' }).optional().transform((o) => o ?? 'desc'),
+    order: z
+      .enum(['asc', 'desc'], { message: 'must be "asc" or "desc"' })
+      .optional()
+      .transform((o) => o ?? 'desc'),
     ...filters,
   });
 }
@@ -37,7 +40,8 @@ export function listQuery<Filters extends z.ZodRawShape>(after: { id: RegExp; me
 export function readListQuery<S extends z.ZodObject>(schema: S, query: unknown): z.output<S> {
   const q = (query ?? {}) as Record<string, unknown>;
   const repeated = Object.keys(schema.shape).filter((k) => Array.isArray(q[k]));
-  if (repeated.length) throw errors.invalidRequest(`Query parameters may be given once: ${repeated.join(', ')}.`, repeated[0]);
+  if (repeated.length)
+    throw errors.invalidRequest(`Query parameters may be given once: ${repeated.join(', ')}.`, repeated[0]);
   return parseFields(schema, q);
 }
 

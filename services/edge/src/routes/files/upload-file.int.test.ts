@@ -2,7 +2,18 @@
 // through the content link and a presigned URL; every refusal leaves nothing behind in either store.
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createS3 } from '@gensvc/storage';
-import { countS3Commands, eventually, jsonOf, makeKey, makeWorkspace, objectKeys, sampleMedia as sample, sha256, useTestContext, type S3Counter } from '@gensvc/testing';
+import {
+  countS3Commands,
+  eventually,
+  jsonOf,
+  makeKey,
+  makeWorkspace,
+  objectKeys,
+  sampleMedia as sample,
+  sha256,
+  useTestContext,
+  type S3Counter,
+} from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { bearer, upload } from './files-test-support';
 import { MAX_UPLOAD_BYTES } from './schema';
@@ -31,7 +42,10 @@ afterAll(async () => {
 });
 
 /** Objects in the bucket and File rows: what a refused upload must not change. */
-const stores = async () => ({ objects: (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length, rows: await ctx.db.file.count() });
+const stores = async () => ({
+  objects: (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length,
+  rows: await ctx.db.file.count(),
+});
 
 const cases: [string, Buffer, string][] = [
   ['png', sample.png(64, 48), 'image/png'],
@@ -41,7 +55,11 @@ const cases: [string, Buffer, string][] = [
   ['mp4 video', sample.mp4({ durationSeconds: 30, mdatBytes: 10_000 }), 'video/mp4'],
   ['webm', sample.webm({ durationSeconds: 12 }), 'video/webm'],
   ['mp3', sample.mp3(20, true), 'audio/mpeg'],
-  ['m4a', sample.mp4({ majorBrand: 'M4A ', compatibleBrands: ['M4A ', 'mp42', 'isom'], tracks: ['soun'] }), 'audio/mp4'],
+  [
+    'm4a',
+    sample.mp4({ majorBrand: 'M4A ', compatibleBrands: ['M4A ', 'mp42', 'isom'], tracks: ['soun'] }),
+    'audio/mp4',
+  ],
   ['wav', sample.wav(1.5), 'audio/wav'],
   ['pdf', sample.pdf(), 'application/pdf'],
 ];
@@ -52,14 +70,22 @@ describe('upload round trips', () => {
     const res = await upload(edge.url, secret, bytes, { filename: 'C:\\tmp\\my clip.txt', contentType: 'text/plain' });
     const body = await jsonOf(res);
     expect(res.status).toBe(200);
-    expect(body).toMatchObject({ object: 'file', bytes: bytes.length, purpose: 'vision', content_type: contentType, source: 'upload' });
+    expect(body).toMatchObject({
+      object: 'file',
+      bytes: bytes.length,
+      purpose: 'vision',
+      content_type: contentType,
+      source: 'upload',
+    });
     expect(body.id).toMatch(/^file_[0-9A-Za-z]{22}$/);
     expect(body.filename).toMatch(/^my clip\.[a-z0-9]+$/);
     expect(body).not.toHaveProperty('archive_status');
     const created = Date.parse(body.created_at);
     expect(Math.abs(created - Date.now())).toBeLessThan(60_000);
     expect(Date.parse(body.expires_at) - created).toBe(30 * 86_400_000);
-    expect(body.url).toMatch(new RegExp(`^${ctx.config.publicBaseUrl}/api/v1/files/${body.id}/content\\?token=[\\w-]+\\.[\\w-]+\\.[\\w-]+$`));
+    expect(body.url).toMatch(
+      new RegExp(`^${ctx.config.publicBaseUrl}/api/v1/files/${body.id}/content\\?token=[\\w-]+\\.[\\w-]+\\.[\\w-]+$`),
+    );
 
     const row = await ctx.db.file.findUniqueOrThrow({ where: { id: body.id } });
     expect(row).toMatchObject({ workspaceId, sha256: sha256(bytes), contentType, bytes: BigInt(bytes.length) });
@@ -84,7 +110,13 @@ describe('upload round trips', () => {
   it('accepts purpose after the file, and on /api/v1/files as on /v1/files', async () => {
     const bytes = sample.png(2, 2);
     for (const path of ['/v1/files', '/api/v1/files']) {
-      const res = await upload(edge.url, secret, bytes, { purposeLast: true, purpose: 'input', filename: 'a.png' }, path);
+      const res = await upload(
+        edge.url,
+        secret,
+        bytes,
+        { purposeLast: true, purpose: 'input', filename: 'a.png' },
+        path,
+      );
       expect(res.status).toBe(200);
       expect(await jsonOf(res)).toMatchObject({ purpose: 'input', filename: 'a.png', content_type: 'image/png' });
     }
@@ -126,7 +158,11 @@ describe('refusals leave nothing behind', () => {
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(`${edge.url}/v1/files`, {
         method: 'POST',
-        headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(200 * 1024 * 1024) },
+        headers: {
+          ...bearer(secret),
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': String(200 * 1024 * 1024),
+        },
       });
       req.on('response', (r) => {
         let text = '';
@@ -142,21 +178,40 @@ describe('refusals leave nothing behind', () => {
 
   it('bytes of an unsupported type → 415 whatever the name and Content-Type claim', async () => {
     const html = Buffer.from('<!doctype html><html><script>alert(document.cookie)</script></html>');
-    const message = await refused(html, { filename: 'cat.png', contentType: 'image/png' }, 415, 'unsupported_media_type', 'file');
+    const message = await refused(
+      html,
+      { filename: 'cat.png', contentType: 'image/png' },
+      415,
+      'unsupported_media_type',
+      'file',
+    );
     expect(message).toMatch(/PNG, JPEG, WebP, GIF, MP4, WebM, MP3, MP4 audio \(M4A\), WAV, PDF/);
     await refused(Buffer.alloc(0), { filename: 'empty.png' }, 415, 'unsupported_media_type');
-    await refused(sample.mp4({ majorBrand: 'heic', compatibleBrands: ['mif1', 'heic'] }), { filename: 'x.heic' }, 415, 'unsupported_media_type');
+    await refused(
+      sample.mp4({ majorBrand: 'heic', compatibleBrands: ['mif1', 'heic'] }),
+      { filename: 'x.heic' },
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('header limits → 400 naming the limit', async () => {
-    expect(await refused(sample.png(8193, 1), { filename: 'wide.png' }, 400, 'media_limit_exceeded', 'file')).toMatch(/8192 pixels per side/);
+    expect(await refused(sample.png(8193, 1), { filename: 'wide.png' }, 400, 'media_limit_exceeded', 'file')).toMatch(
+      /8192 pixels per side/,
+    );
     expect(await refused(sample.jpeg(16, 9000), {}, 400, 'media_limit_exceeded')).toMatch(/16×9000/);
     expect(await refused(sample.gif(8200, 1), {}, 400, 'media_limit_exceeded')).toMatch(/8192/);
     expect(await refused(sample.webp(9000, 2), {}, 400, 'media_limit_exceeded')).toMatch(/8192/);
     // 61 minutes of real 8-bit mono audio at 1 kHz: 3.7 MB, so the limit, not the size, refuses it.
-    expect(await refused(sample.wav(61 * 60, 1000), {}, 400, 'media_limit_exceeded')).toMatch(/audio may last at most 60 minutes/);
-    expect(await refused(sample.mp4({ durationSeconds: 11 * 60 }), {}, 400, 'media_limit_exceeded')).toMatch(/video may last at most 10 minutes/);
-    expect(await refused(sample.webm({ durationSeconds: 10 * 60 + 1 }), {}, 400, 'media_limit_exceeded')).toMatch(/10 minutes/);
+    expect(await refused(sample.wav(61 * 60, 1000), {}, 400, 'media_limit_exceeded')).toMatch(
+      /audio may last at most 60 minutes/,
+    );
+    expect(await refused(sample.mp4({ durationSeconds: 11 * 60 }), {}, 400, 'media_limit_exceeded')).toMatch(
+      /video may last at most 10 minutes/,
+    );
+    expect(await refused(sample.webm({ durationSeconds: 10 * 60 + 1 }), {}, 400, 'media_limit_exceeded')).toMatch(
+      /10 minutes/,
+    );
   });
 
   it('a bad purpose → 400, before or after the file (the stored bytes are removed again)', async () => {
@@ -188,12 +243,20 @@ describe('refusals leave nothing behind', () => {
     expect(two.status).toBe(400);
     expect(await stores()).toEqual(before);
 
-    const json = await fetch(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'application/json' }, body: '{"file":"x"}' });
+    const json = await fetch(`${edge.url}/v1/files`, {
+      method: 'POST',
+      headers: { ...bearer(secret), 'content-type': 'application/json' },
+      body: '{"file":"x"}',
+    });
     expect(json.status).toBe(415);
     expect((await jsonOf(json)).error.code).toBe('unsupported_media_type');
 
     const cut = `--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n\r\n${sample.png(2, 2).toString('latin1')}`;
-    const broken = await fetch(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' }, body: Buffer.from(cut, 'latin1') });
+    const broken = await fetch(`${edge.url}/v1/files`, {
+      method: 'POST',
+      headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' },
+      body: Buffer.from(cut, 'latin1'),
+    });
     expect(broken.status).toBe(400);
     expect((await jsonOf(broken)).error.code).toBe('invalid_request');
     expect(await stores()).toEqual(before);
@@ -204,7 +267,10 @@ describe('refusals leave nothing behind', () => {
     const { request } = await import('node:http');
     let written = 0;
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' } });
+      const req = request(`${edge.url}/v1/files`, {
+        method: 'POST',
+        headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' },
+      });
       req.on('response', (r) => {
         let text = '';
         r.on('data', (d) => (text += d));
@@ -213,7 +279,9 @@ describe('refusals leave nothing behind', () => {
       // The server cuts the connection once it has answered and lingered: an error after the answer is expected.
       req.on('error', (e) => setTimeout(() => reject(e), 1000));
       // A bad purpose first, then a file that never ends (chunked, no Content-Length).
-      req.write('--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nfine-tune\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n');
+      req.write(
+        '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nfine-tune\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
+      );
       const chunk = Buffer.alloc(1024 * 1024, 0x20);
       const pump = () => {
         while (written < 200 * 1024 * 1024) {
@@ -233,9 +301,14 @@ describe('refusals leave nothing behind', () => {
     const before = await stores();
     const commandsBefore = sent.commands.length;
     const { request } = await import('node:http');
-    const req = request(`${edge.url}/v1/files`, { method: 'POST', headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' } });
+    const req = request(`${edge.url}/v1/files`, {
+      method: 'POST',
+      headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' },
+    });
     req.on('error', () => {});
-    req.write('--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n');
+    req.write(
+      '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
+    );
     req.write(Buffer.concat([sample.pdf(), Buffer.alloc(7 * 1024 * 1024, 0x20)])); // beyond one part: a multipart upload is under way
     await new Promise((r) => setTimeout(r, 700));
     req.destroy();

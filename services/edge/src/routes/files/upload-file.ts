@@ -28,7 +28,14 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     const storageKey = fileObjectKey(workspace.id, id);
     let upload;
     try {
-      upload = await receiveUpload(req, { s3: deps.s3, bucket: deps.config.s3.bucket, key: storageKey, maxBytes: MAX_UPLOAD_BYTES, purposes: UPLOAD_PURPOSES, deadline: uploadDeadline(deps.config.http) });
+      upload = await receiveUpload(req, {
+        s3: deps.s3,
+        bucket: deps.config.s3.bucket,
+        key: storageKey,
+        maxBytes: MAX_UPLOAD_BYTES,
+        purposes: UPLOAD_PURPOSES,
+        deadline: uploadDeadline(deps.config.http),
+      });
     } catch (e) {
       if (isAppError(e) && e.status >= 500) locals(res).log.error({ err: e.cause ?? e }, 'upload could not be stored');
       throw e;

@@ -8,7 +8,9 @@ import { locals } from '../../http/request-context';
 import type { EdgeDeps } from '../../deps';
 
 /** What the edge needs to serve: Postgres, Redis and S3. The same checks answer here and on the ops port. */
-export function edgeReadinessChecks(deps: Pick<EdgeDeps, 'db' | 'redis' | 's3' | 'config'>): Record<string, ReadinessCheck> {
+export function edgeReadinessChecks(
+  deps: Pick<EdgeDeps, 'db' | 'redis' | 's3' | 'config'>,
+): Record<string, ReadinessCheck> {
   return {
     postgres: () => pingDb(deps.db),
     redis: () => deps.redis.ping(),

@@ -12,17 +12,31 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { readAll } from './image-inputs';
 import type { ImageSource, RawEditRequest } from './read-edit-request';
 
-export type EditIdempotency = { state: 'off' } | { state: 'new'; id: string } | { state: 'replay'; status: number; body: unknown };
+export type EditIdempotency =
+  | { state: 'off' }
+  | { state: 'new'; id: string }
+  | { state: 'replay'; status: number; body: unknown };
 
 /** The request as the key binds it: path, fields, and each image by its bytes' hash or by its reference. */
 export function editRequestHash(path: string, request: RawEditRequest): string {
-  const source = (s: ImageSource) => (s.kind === 'upload' ? { upload: s.sha256 } : s.kind === 'url' ? { url: s.url } : { file: s.fileId });
+  const source = (s: ImageSource) =>
+    s.kind === 'upload' ? { upload: s.sha256 } : s.kind === 'url' ? { url: s.url } : { file: s.fileId };
   const fields = Object.fromEntries(Object.entries(request.fields).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const canonical = JSON.stringify({ path, fields, images: request.images.map(source), mask: request.mask ? source(request.mask) : null });
+  const canonical = JSON.stringify({
+    path,
+    fields,
+    images: request.images.map(source),
+    mask: request.mask ? source(request.mask) : null,
+  });
   return createHash('sha256').update(`POST ${path}\n`).update(canonical).digest('hex');
 }
 
-export async function startIdempotency(db: Db, workspaceId: string, key: string | undefined, hash: string): Promise<EditIdempotency> {
+export async function startIdempotency(
+  db: Db,
+  workspaceId: string,
+  key: string | undefined,
+  hash: string,
+): Promise<EditIdempotency> {
   if (key === undefined) return { state: 'off' };
   return beginIdempotent(db, workspaceId, key, hash);
 }
@@ -31,11 +45,18 @@ type Answer = Record<string, unknown> & { data?: Record<string, unknown>[] };
 
 /** The answer as stored for replays: each archived b64_json becomes null. */
 export function storedAnswer(answer: Answer): Answer {
-  return { ...answer, data: (answer.data ?? []).map((d) => (typeof d.b64_json === 'string' ? { ...d, b64_json: null } : d)) };
+  return {
+    ...answer,
+    data: (answer.data ?? []).map((d) => (typeof d.b64_json === 'string' ? { ...d, b64_json: null } : d)),
+  };
 }
 
 /** A stored answer with its images read back from their archived files; 409 when one was deleted since. */
-export async function replayedAnswer(deps: { s3: S3Client; bucket: string }, workspaceId: string, stored: unknown): Promise<unknown> {
+export async function replayedAnswer(
+  deps: { s3: S3Client; bucket: string },
+  workspaceId: string,
+  stored: unknown,
+): Promise<unknown> {
   const answer = stored as Answer;
   if (!Array.isArray(answer?.data)) return stored;
   const data = await Promise.all(
@@ -43,7 +64,9 @@ export async function replayedAnswer(deps: { s3: S3Client; bucket: string }, wor
       if (d.b64_json !== null || typeof d.svc_file_id !== 'string') return d;
       const object = await getObjectStream(deps.s3, deps.bucket, outputObjectKey(workspaceId, d.svc_file_id));
       if (!object) {
-        throw errors.idempotencyKeyReused('The request with this Idempotency-Key has completed, but an image of its answer has since been deleted, so it cannot be replayed.');
+        throw errors.idempotencyKeyReused(
+          'The request with this Idempotency-Key has completed, but an image of its answer has since been deleted, so it cannot be replayed.',
+        );
       }
       return { ...d, b64_json: (await readAll(object.body)).toString('base64') };
     }),

@@ -41,11 +41,20 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
     }
     const fields = parseEditFields(request.fields);
     const count = request.images.length;
-    if (count === 0) throw errors.invalidRequest('Send at least one image: as files in "image" (or "image[]"), or as image_url.', 'image');
+    if (count === 0)
+      throw errors.invalidRequest(
+        'Send at least one image: as files in "image" (or "image[]"), or as image_url.',
+        'image',
+      );
     if (count > MAX_IMAGES) throw errors.invalidRequest(`Send at most ${MAX_IMAGES} images; got ${count}.`, 'image');
     const { model, routes } = await resolveImageModel(deps.catalog, key, fields.model);
 
-    const idempotency = await startIdempotency(deps.db, workspace.id, req.get('idempotency-key'), editRequestHash(req.path, request));
+    const idempotency = await startIdempotency(
+      deps.db,
+      workspace.id,
+      req.get('idempotency-key'),
+      editRequestHash(req.path, request),
+    );
     if (idempotency.state === 'replay') {
       const body = await replayedAnswer({ s3: deps.s3, bucket: deps.config.s3.bucket }, workspace.id, idempotency.body);
       res.setHeader('Idempotent-Replayed', 'true');
@@ -87,12 +96,16 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
       }
     } catch (e) {
       if (idempotency.state === 'new') {
-        await idempotencyRepository.abandon(deps.db, idempotency.id).catch((err) => log.error({ err }, 'could not forget the idempotency key'));
+        await idempotencyRepository
+          .abandon(deps.db, idempotency.id)
+          .catch((err) => log.error({ err }, 'could not forget the idempotency key'));
       }
       throw e;
     }
     if (idempotency.state === 'new') {
-      await idempotencyRepository.complete(deps.db, idempotency.id, 200, storedAnswer(answer)).catch((err) => log.error({ err }, 'could not store the idempotent answer'));
+      await idempotencyRepository
+        .complete(deps.db, idempotency.id, 200, storedAnswer(answer))
+        .catch((err) => log.error({ err }, 'could not store the idempotent answer'));
     }
     res.status(200).json(answer);
   };

@@ -30,22 +30,34 @@ const FETCH_TIMEOUT_MS = 30_000;
 export function checkImage(bytes: Buffer, param: string, what: string, complete = true): SniffedMedia {
   const media = sniffMedia(bytes, complete);
   if (!media || media.kind !== 'image' || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) {
-    throw errors.invalidImage(`${what} is not a supported image (${IMAGE_FORMATS}); the type is read from its bytes, not its name or Content-Type.`, param);
+    throw errors.invalidImage(
+      `${what} is not a supported image (${IMAGE_FORMATS}); the type is read from its bytes, not its name or Content-Type.`,
+      param,
+    );
   }
   if (bytes.length > MAX_IMAGE_BYTES) {
-    throw errors.mediaLimitExceeded(`${what} is ${bytes.length} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`, param);
+    throw errors.mediaLimitExceeded(
+      `${what} is ${bytes.length} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`,
+      param,
+    );
   }
   try {
     checkMediaLimits(media);
   } catch (e) {
-    if (isAppError(e) && e.code === 'media_limit_exceeded') throw errors.mediaLimitExceeded(`${what}: ${e.message}`, param);
+    if (isAppError(e) && e.code === 'media_limit_exceeded')
+      throw errors.mediaLimitExceeded(`${what}: ${e.message}`, param);
     throw e;
   }
   return media;
 }
 
 export function uploadedImage(upload: UploadedImage, what: string): EditImage {
-  return { bytes: upload.bytes, media: checkImage(upload.bytes, upload.field, what), sha256: upload.sha256, origin: { source: 'upload' } };
+  return {
+    bytes: upload.bytes,
+    media: checkImage(upload.bytes, upload.field, what),
+    sha256: upload.sha256,
+    origin: { source: 'upload' },
+  };
 }
 
 const combinedTooLarge = () =>
@@ -60,18 +72,29 @@ export interface ResolveDeps extends Pick<EdgeDeps, 'config' | 'db' | 's3' | 'ou
  * Every source in order, checked. Uploads were bounded with the request body; references are read one after the
  * other, each bounded by what is left of the 25 MiB, so memory stays within it whatever the references point at.
  */
-export async function resolveImages(deps: ResolveDeps, workspaceId: string, sources: ImageSource[], mask: UploadedImage | null): Promise<{ images: EditImage[]; mask: EditImage | null }> {
+export async function resolveImages(
+  deps: ResolveDeps,
+  workspaceId: string,
+  sources: ImageSource[],
+  mask: UploadedImage | null,
+): Promise<{ images: EditImage[]; mask: EditImage | null }> {
   const many = sources.length > 1;
   const label = (i: number) => (many ? `image ${i + 1}` : 'The image');
   const images: (EditImage | null)[] = sources.map((s, i) => (s.kind === 'upload' ? uploadedImage(s, label(i)) : null));
   const checkedMask = mask ? uploadedImage(mask, 'The mask') : null;
-  let budget = MAX_EDIT_REQUEST_BYTES - images.reduce((sum, img) => sum + (img?.bytes.length ?? 0), 0) - (checkedMask?.bytes.length ?? 0);
+  let budget =
+    MAX_EDIT_REQUEST_BYTES -
+    images.reduce((sum, img) => sum + (img?.bytes.length ?? 0), 0) -
+    (checkedMask?.bytes.length ?? 0);
   let refIndex = 0;
   for (const [i, source] of sources.entries()) {
     if (source.kind === 'upload') continue;
     const what = `image_url${many ? `[${refIndex}]` : ''}`;
     refIndex++;
-    const image = source.kind === 'url' ? await fetchImage(deps, source.url, what, budget) : await readFileImage(deps, workspaceId, source.fileId, what, budget);
+    const image =
+      source.kind === 'url'
+        ? await fetchImage(deps, source.url, what, budget)
+        : await readFileImage(deps, workspaceId, source.fileId, what, budget);
     budget -= image.bytes.length;
     images[i] = image;
   }
@@ -106,7 +129,13 @@ async function fetchImage(deps: ResolveDeps, url: string, what: string, budget: 
   return { bytes, media: media!, sha256: peek.digest(), origin: { source: 'url', url } };
 }
 
-async function readFileImage(deps: ResolveDeps, workspaceId: string, fileId: string, what: string, budget: number): Promise<EditImage> {
+async function readFileImage(
+  deps: ResolveDeps,
+  workspaceId: string,
+  fileId: string,
+  what: string,
+  budget: number,
+): Promise<EditImage> {
   const ref: WorkspaceImageRef = {
     fileId,
     param: 'image_url',
@@ -136,14 +165,24 @@ export interface WorkspaceImageRef {
  * The file's row, checked before any byte is read: a visible file of the workspace, an image by its stored type
  * and within spec §8's 30 MB.
  */
-export async function workspaceImageRow(deps: WorkspaceImageDeps, workspaceId: string, ref: WorkspaceImageRef): Promise<FileRow> {
+export async function workspaceImageRow(
+  deps: WorkspaceImageDeps,
+  workspaceId: string,
+  ref: WorkspaceImageRef,
+): Promise<FileRow> {
   const row = FILE_ID.test(ref.fileId) ? await fileRepository.get(deps.db, workspaceId, ref.fileId) : null;
   if (!row) throw ref.notFound();
   if (!(IMAGE_TYPES as readonly string[]).includes(row.contentType)) {
-    throw errors.invalidImage(`${ref.what}: file ${ref.fileId} is ${row.contentType}, not an image (${IMAGE_FORMATS}).`, ref.param);
+    throw errors.invalidImage(
+      `${ref.what}: file ${ref.fileId} is ${row.contentType}, not an image (${IMAGE_FORMATS}).`,
+      ref.param,
+    );
   }
   if (row.bytes > BigInt(MAX_IMAGE_BYTES)) {
-    throw errors.mediaLimitExceeded(`${ref.what}: file ${ref.fileId} is ${row.bytes} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`, ref.param);
+    throw errors.mediaLimitExceeded(
+      `${ref.what}: file ${ref.fileId} is ${row.bytes} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`,
+      ref.param,
+    );
   }
   return row;
 }
@@ -152,8 +191,13 @@ export async function workspaceImageRow(deps: WorkspaceImageDeps, workspaceId: s
  * The row's bytes from S3, exactly as many as it records (no more is ever held), typed again from them (the stored
  * type was decided from them at upload) and held to spec §8's pixel limit.
  */
-export async function readWorkspaceImage(deps: WorkspaceImageDeps, row: FileRow, ref: WorkspaceImageRef): Promise<{ bytes: Buffer; media: SniffedMedia }> {
-  const unreadable = (cause: unknown) => errors.storageUnavailable(`${ref.what}: file ${ref.fileId} could not be read; try again.`, cause);
+export async function readWorkspaceImage(
+  deps: WorkspaceImageDeps,
+  row: FileRow,
+  ref: WorkspaceImageRef,
+): Promise<{ bytes: Buffer; media: SniffedMedia }> {
+  const unreadable = (cause: unknown) =>
+    errors.storageUnavailable(`${ref.what}: file ${ref.fileId} could not be read; try again.`, cause);
   const object = await getObjectStream(deps.s3, deps.config.s3.bucket, row.storageKey).catch((e) => {
     throw unreadable(e);
   });
@@ -163,7 +207,8 @@ export async function readWorkspaceImage(deps: WorkspaceImageDeps, row: FileRow,
   const bytes = await readAll(object.body, expected).catch((e) => {
     throw unreadable(e);
   });
-  if (bytes.length !== expected) throw unreadable(new Error(`stored object holds ${bytes.length} bytes; its row records ${expected}`));
+  if (bytes.length !== expected)
+    throw unreadable(new Error(`stored object holds ${bytes.length} bytes; its row records ${expected}`));
   return { bytes, media: checkImage(bytes, ref.param, `${ref.what} (file ${ref.fileId})`) };
 }
 
@@ -173,7 +218,9 @@ function checkImageOr(head: Buffer, complete: boolean, url: string, what: string
     return checkImage(head, 'image_url', what, complete);
   } catch (e) {
     if (isAppError(e) && e.code === 'invalid_image') {
-      throw errors.invalidImageUrl(`${what} (${shownUrl(url)}) does not return a supported image (${IMAGE_FORMATS}) [type]; the type is read from the bytes.`);
+      throw errors.invalidImageUrl(
+        `${what} (${shownUrl(url)}) does not return a supported image (${IMAGE_FORMATS}) [type]; the type is read from the bytes.`,
+      );
     }
     throw e;
   }

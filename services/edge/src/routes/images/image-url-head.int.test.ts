@@ -15,7 +15,12 @@ let refs: ImageUrlServer;
 beforeAll(async () => {
   refs = await startImageUrlServer(hosts);
   const channel = await addSimChannel(ctx.db, 'http://127.0.0.1:9', { name: 'nowhere', kind: 'openai' });
-  await modelRepository.create(ctx.db, { id: 'sim/edit-1', kind: 'image', unitPrice: 40_000n, routes: [{ channelId: channel.id }] });
+  await modelRepository.create(ctx.db, {
+    id: 'sim/edit-1',
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: channel.id }],
+  });
   edge = await startEdge(ctx, { outbound: { ca: refs.tls.caPem } });
 });
 afterAll(async () => {
@@ -32,7 +37,11 @@ it('refuses a 9000 px image_url on its header: 400 media_limit_exceeded, the dow
     body: JSON.stringify({ model: 'sim/edit-1', prompt: 'x', image_url: refs.url('/wide.png') }),
   });
   const body = await jsonOf(res);
-  expect({ status: res.status, code: body.error.code, param: body.error.param }).toEqual({ status: 400, code: 'media_limit_exceeded', param: 'image_url' });
+  expect({ status: res.status, code: body.error.code, param: body.error.param }).toEqual({
+    status: 400,
+    code: 'media_limit_exceeded',
+    param: 'image_url',
+  });
   expect(body.error.message).toContain('9000×1 pixels');
   const pump = refs.pumps.get('/wide.png')!;
   await pump.closed;

@@ -53,7 +53,10 @@ export async function startImageUrlServer(hosts: { host: string; deadHost: strin
     const record: PumpRecord = { sent: 0, finished: false, closed: new Promise((r) => (resolveClosed = r)) };
     pumps.set(path, record);
     res.on('close', () => resolveClosed());
-    res.writeHead(200, { 'content-type': found.type, ...(found.declare === false ? {} : { 'content-length': String(total) }) });
+    res.writeHead(200, {
+      'content-type': found.type,
+      ...(found.declare === false ? {} : { 'content-length': String(total) }),
+    });
     const filler = Buffer.alloc(64 * 1024);
     const pump = () => {
       while (record.sent < total) {
@@ -76,7 +79,12 @@ export async function startImageUrlServer(hosts: { host: string; deadHost: strin
   // 31 MB declared: refused on the header, before any body byte is read.
   served.set('/declared-huge.png', { type: 'image/png', head: sampleMedia.png(64, 48), total: 31_000_000 });
   // 31 MB with no Content-Length (chunked): counted as it streams past and refused once past 30 MB.
-  served.set('/streamed-huge.png', { type: 'image/png', head: sampleMedia.png(64, 48), total: 31_000_000, declare: false });
+  served.set('/streamed-huge.png', {
+    type: 'image/png',
+    head: sampleMedia.png(64, 48),
+    total: 31_000_000,
+    declare: false,
+  });
   return {
     tls,
     deadHost: hosts.deadHost,

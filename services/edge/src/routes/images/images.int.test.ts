@@ -9,7 +9,18 @@ import { ArchiveOutput } from '@gensvc/contracts';
 import { modelRepository } from '@gensvc/db';
 import { jobIdFor } from '@gensvc/queue';
 import { outputFileId, outputObjectKey } from '@gensvc/storage';
-import { addSimChannel, jsonOf, makeKey, makeWorkspace, objectKeys, sha256, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import {
+  addSimChannel,
+  jsonOf,
+  makeKey,
+  makeWorkspace,
+  objectKeys,
+  sha256,
+  sharedTestCa,
+  startTlsServer,
+  useTestContext,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import OpenAI, { toFile } from 'openai';
 import { editedImagePng, startSim, type Sim } from '../../../../upstream-sim/src';
 import { expectBalanced } from '../../billing-test-support';
@@ -40,7 +51,8 @@ const jpg = sample.jpeg(32, 24);
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, priority: number) => addSimChannel(ctx.db, sim.url, { name, kind: 'openai', priority });
+  const channel = (name: string, priority: number) =>
+    addSimChannel(ctx.db, sim.url, { name, kind: 'openai', priority });
   const [a, b, chat] = await Promise.all([channel('img-a', 2), channel('img-b', 1), channel('chat-a', 0)]);
   await modelRepository.create(ctx.db, {
     id: MODEL,
@@ -97,7 +109,8 @@ function form(parts: Part[]): FormData {
   const f = new FormData();
   for (const p of parts) {
     if (typeof p.value === 'string') f.append(p.name, p.value);
-    else f.append(p.name, new Blob([p.value], { type: p.type ?? 'application/octet-stream' }), p.filename ?? 'upload.bin');
+    else
+      f.append(p.name, new Blob([p.value], { type: p.type ?? 'application/octet-stream' }), p.filename ?? 'upload.bin');
   }
   return f;
 }
@@ -105,11 +118,16 @@ function form(parts: Part[]): FormData {
 const edit = (body: FormData | object, headers: Record<string, string> = {}, key = secret, path = '/v1/images/edits') =>
   fetch(`${edge.url}${path}`, {
     method: 'POST',
-    headers: { ...bearer(key), ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      ...bearer(key),
+      ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body: body instanceof FormData ? body : JSON.stringify(body),
   });
 
-const expectedPng = (prompt: string, images: Buffer[], index = 0) => editedImagePng({ prompt, images, index, size: '256x256' });
+const expectedPng = (prompt: string, images: Buffer[], index = 0) =>
+  editedImagePng({ prompt, images, index, size: '256x256' });
 
 async function objectBytes(key: string): Promise<Buffer> {
   const out = await ctx.s3.send(new GetObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
@@ -147,23 +165,55 @@ async function expectArchivedEdit(res: Response, prompt: string, inputs: Buffer[
   const requestId = res.headers.get('x-request-id')!;
   expect(body.data).toHaveLength(n);
   const task = await ctx.db.task.findUniqueOrThrow({ where: { id: body.svc_task_id } });
-  expect(task).toMatchObject({ workspaceId, operation: 'images.edits', status: 'completed', model: MODEL, requestId, cost: UNIT_PRICE * BigInt(n) });
+  expect(task).toMatchObject({
+    workspaceId,
+    operation: 'images.edits',
+    status: 'completed',
+    model: MODEL,
+    requestId,
+    cost: UNIT_PRICE * BigInt(n),
+  });
   for (const [index, result] of (body.data as Record<string, string>[]).entries()) {
     const bytes = Buffer.from(result.b64_json!, 'base64');
     expect(bytes.equals(expectedPng(prompt, inputs, index))).toBe(true);
     const fileId = outputFileId(ctx.config.signingSecret, task.id, index);
     const key = outputObjectKey(workspaceId, fileId);
-    expect(result).toMatchObject({ svc_file_id: fileId, svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${key}`, archive_status: 'archived' });
+    expect(result).toMatchObject({
+      svc_file_id: fileId,
+      svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${key}`,
+      archive_status: 'archived',
+    });
     expect(sha256(await objectBytes(key))).toBe(sha256(bytes));
     const file = await ctx.db.file.findUniqueOrThrow({ where: { id: fileId } });
-    expect(file).toMatchObject({ workspaceId, source: 'generated', taskId: task.id, outputIndex: index, contentType: 'image/png', bytes: BigInt(bytes.length), sha256: sha256(bytes), storageKey: key, archiveStatus: 'archived' });
-    expect((task.output as { outputs: object[] }).outputs[index]).toMatchObject({ kind: 'image', archive_status: 'archived', svc_file_id: fileId, svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${key}` });
+    expect(file).toMatchObject({
+      workspaceId,
+      source: 'generated',
+      taskId: task.id,
+      outputIndex: index,
+      contentType: 'image/png',
+      bytes: BigInt(bytes.length),
+      sha256: sha256(bytes),
+      storageKey: key,
+      archiveStatus: 'archived',
+    });
+    expect((task.output as { outputs: object[] }).outputs[index]).toMatchObject({
+      kind: 'image',
+      archive_status: 'archived',
+      svc_file_id: fileId,
+      svc_url: `${FILE_BASE_URL}/${ctx.config.s3.bucket}/${key}`,
+    });
   }
   const reservation = await ctx.db.reservation.findFirstOrThrow({ where: { requestId } });
   expect(reservation).toMatchObject({ amount: UNIT_PRICE * BigInt(n), state: 'settled' });
   const charges = await ctx.db.ledgerEntry.findMany({ where: { requestId } });
   expect(charges).toHaveLength(1);
-  expect(charges[0]).toMatchObject({ kind: 'charge', amount: -UNIT_PRICE * BigInt(n), model: MODEL, taskId: task.id, reservationId: reservation.id });
+  expect(charges[0]).toMatchObject({
+    kind: 'charge',
+    amount: -UNIT_PRICE * BigInt(n),
+    model: MODEL,
+    taskId: task.id,
+    reservationId: reservation.id,
+  });
   await expectBalanced(ctx.db, workspaceId);
   return body;
 }
@@ -171,12 +221,20 @@ async function expectArchivedEdit(res: Response, prompt: string, inputs: Buffer[
 describe('multipart edits', () => {
   it('one image → the edited PNG, archived as a file of a completed task, charged unitPrice once', async () => {
     const prompt = 'a red hat on the cat';
-    const res = await edit(form([{ name: 'model', value: MODEL }, { name: 'prompt', value: prompt }, { name: 'image', value: png, filename: 'cat.png', type: 'image/png' }]));
+    const res = await edit(
+      form([
+        { name: 'model', value: MODEL },
+        { name: 'prompt', value: prompt },
+        { name: 'image', value: png, filename: 'cat.png', type: 'image/png' },
+      ]),
+    );
     expect(res.headers.get('x-ratelimit-limit-rpm')).toBe('300');
     const body = await expectArchivedEdit(res, prompt, [png]);
     expect(body.usage).toMatchObject({ input_tokens: expect.any(Number), output_tokens: expect.any(Number) });
     // The channel got its own credential and model name.
-    expect(sim.requests().map((r) => [r.channel, r.protocol, r.model, r.status])).toEqual([['img-a', 'openai-images', 'gpt-image-1', 200]]);
+    expect(sim.requests().map((r) => [r.channel, r.protocol, r.model, r.status])).toEqual([
+      ['img-a', 'openai-images', 'gpt-image-1', 200],
+    ]);
   });
 
   it('two images and a mask, n=2 → two PNGs made from both images, two files, unitPrice × 2', async () => {
@@ -199,22 +257,92 @@ describe('multipart edits', () => {
   });
 
   it('a non-image, an oversized side or an unknown field → 400 naming the field, nothing done', async () => {
-    const base = [{ name: 'model', value: MODEL }, { name: 'prompt', value: 'x' }];
-    const message = await refused(() => edit(form([...base, { name: 'image', value: Buffer.from('just text'), filename: 'cat.png', type: 'image/png' }])), 400, 'invalid_image', 'image');
+    const base = [
+      { name: 'model', value: MODEL },
+      { name: 'prompt', value: 'x' },
+    ];
+    const message = await refused(
+      () =>
+        edit(
+          form([...base, { name: 'image', value: Buffer.from('just text'), filename: 'cat.png', type: 'image/png' }]),
+        ),
+      400,
+      'invalid_image',
+      'image',
+    );
     expect(message).toMatch(/PNG, JPEG, WebP, GIF/);
-    await refused(() => edit(form([...base, { name: 'image', value: png }, { name: 'mask', value: sample.pdf(), filename: 'm.png' }])), 400, 'invalid_image', 'mask');
-    await refused(() => edit(form([...base, { name: 'image', value: sample.png(9000, 10) }])), 400, 'media_limit_exceeded', 'image');
-    await refused(() => edit(form([...base, { name: 'image', value: png }, { name: 'style', value: 'vivid' }])), 400, 'invalid_request', 'style');
-    await refused(() => edit(form([...base, { name: 'image', value: png }, { name: 'n', value: '11' }])), 400, 'invalid_request', 'n');
+    await refused(
+      () =>
+        edit(form([...base, { name: 'image', value: png }, { name: 'mask', value: sample.pdf(), filename: 'm.png' }])),
+      400,
+      'invalid_image',
+      'mask',
+    );
+    await refused(
+      () => edit(form([...base, { name: 'image', value: sample.png(9000, 10) }])),
+      400,
+      'media_limit_exceeded',
+      'image',
+    );
+    await refused(
+      () => edit(form([...base, { name: 'image', value: png }, { name: 'style', value: 'vivid' }])),
+      400,
+      'invalid_request',
+      'style',
+    );
+    await refused(
+      () => edit(form([...base, { name: 'image', value: png }, { name: 'n', value: '11' }])),
+      400,
+      'invalid_request',
+      'n',
+    );
     await refused(() => edit(form(base)), 400, 'invalid_request', 'image');
-    await refused(() => edit(form([{ name: 'model', value: 'sim/chat-1' }, { name: 'prompt', value: 'x' }, { name: 'image', value: png }])), 400, 'model_not_supported', 'model');
-    await refused(() => edit(form([{ name: 'model', value: 'sim/none' }, { name: 'prompt', value: 'x' }, { name: 'image', value: png }])), 404, 'model_not_found', 'model');
-    await refused(() => fetch(`${edge.url}/v1/images/edits`, { method: 'POST', headers: { ...bearer(), 'content-type': 'text/plain' }, body: 'hello' }), 415, 'unsupported_media_type');
+    await refused(
+      () =>
+        edit(
+          form([
+            { name: 'model', value: 'sim/chat-1' },
+            { name: 'prompt', value: 'x' },
+            { name: 'image', value: png },
+          ]),
+        ),
+      400,
+      'model_not_supported',
+      'model',
+    );
+    await refused(
+      () =>
+        edit(
+          form([
+            { name: 'model', value: 'sim/none' },
+            { name: 'prompt', value: 'x' },
+            { name: 'image', value: png },
+          ]),
+        ),
+      404,
+      'model_not_found',
+      'model',
+    );
+    await refused(
+      () =>
+        fetch(`${edge.url}/v1/images/edits`, {
+          method: 'POST',
+          headers: { ...bearer(), 'content-type': 'text/plain' },
+          body: 'hello',
+        }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('a request over 25 MiB in all → 413 with no row, object or hold left, declared or streamed', async () => {
     const half = Buffer.concat([png, Buffer.alloc(13 * MiB)]);
-    const parts = [{ name: 'model', value: MODEL }, { name: 'prompt', value: 'big' }, { name: 'image[]', value: half }, { name: 'image[]', value: half }];
+    const parts = [
+      { name: 'model', value: MODEL },
+      { name: 'prompt', value: 'big' },
+      { name: 'image[]', value: half },
+      { name: 'image[]', value: half },
+    ];
     const message = await refused(() => edit(form(parts)), 413, 'payload_too_large');
     expect(message).toMatch(/25 MiB/);
 
@@ -227,7 +355,10 @@ describe('multipart edits', () => {
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const streamed = () =>
       new Promise<Response>((resolve, reject) => {
-        const req = httpRequest(`${edge.url}/v1/images/edits`, { method: 'POST', headers: { ...bearer(), 'content-type': `multipart/form-data; boundary=${boundary}` } });
+        const req = httpRequest(`${edge.url}/v1/images/edits`, {
+          method: 'POST',
+          headers: { ...bearer(), 'content-type': `multipart/form-data; boundary=${boundary}` },
+        });
         req.on('response', (r) => {
           const chunks: Buffer[] = [];
           r.on('data', (d) => chunks.push(d));
@@ -253,7 +384,9 @@ describe('image references', () => {
 
   it('an https URL (and a mix as a JSON-encoded form field) → the edit of the fetched bytes', async () => {
     const prompt = 'from the web';
-    await expectArchivedEdit(await edit({ model: MODEL, prompt, image_url: `https://${TLS_HOST}/cat.jpg` }), prompt, [jpg]);
+    await expectArchivedEdit(await edit({ model: MODEL, prompt, image_url: `https://${TLS_HOST}/cat.jpg` }), prompt, [
+      jpg,
+    ]);
     expect(refs.requests.map((r) => r.url)).toContain('/cat.jpg');
 
     const uploaded = await jsonOf(await upload(edge.url, secret, sample.gif(8, 8), { filename: 'ref.gif' }));
@@ -290,7 +423,12 @@ describe('image references', () => {
       [`https://${TLS_HOST}/page.html`, /not return a supported image/],
     ];
     for (const [url, rule] of cases) {
-      const message = await refused(() => edit({ model: MODEL, prompt: 'x', image_url: url }), 400, 'invalid_image_url', 'image_url');
+      const message = await refused(
+        () => edit({ model: MODEL, prompt: 'x', image_url: url }),
+        400,
+        'invalid_image_url',
+        'image_url',
+      );
       expect(message).toMatch(rule);
     }
     expect(otherPort.requests).toEqual([]);
@@ -300,9 +438,19 @@ describe('image references', () => {
     const other = await makeWorkspace(ctx.db);
     const otherKey = (await makeKey(ctx.db, other.id)).secret;
     const theirs = await jsonOf(await upload(edge.url, otherKey, png, { filename: 'theirs.png' }));
-    const message = await refused(() => edit({ model: MODEL, prompt: 'x', image_url: theirs.id }), 404, 'file_not_found', 'image_url');
+    const message = await refused(
+      () => edit({ model: MODEL, prompt: 'x', image_url: theirs.id }),
+      404,
+      'file_not_found',
+      'image_url',
+    );
     expect(message).toContain(theirs.id);
-    await refused(() => edit({ model: MODEL, prompt: 'x', image_url: 'file_0000000000000000000000' }), 404, 'file_not_found', 'image_url');
+    await refused(
+      () => edit({ model: MODEL, prompt: 'x', image_url: 'file_0000000000000000000000' }),
+      404,
+      'file_not_found',
+      'image_url',
+    );
     const pdf = await jsonOf(await upload(edge.url, secret, sample.pdf(), { filename: 'doc.pdf', purpose: 'input' }));
     await refused(() => edit({ model: MODEL, prompt: 'x', image_url: pdf.id }), 400, 'invalid_image', 'image_url');
   });
@@ -312,7 +460,17 @@ describe('upstream and billing', () => {
   it('a 500 from the first channel → the second answers; one charge', async () => {
     sim.faults.add({ channel: 'img-a', status: 500, times: 1 });
     const prompt = 'failover';
-    await expectArchivedEdit(await edit(form([{ name: 'model', value: MODEL }, { name: 'prompt', value: prompt }, { name: 'image', value: png }])), prompt, [png]);
+    await expectArchivedEdit(
+      await edit(
+        form([
+          { name: 'model', value: MODEL },
+          { name: 'prompt', value: prompt },
+          { name: 'image', value: png },
+        ]),
+      ),
+      prompt,
+      [png],
+    );
     expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([
       ['img-a', 500],
       ['img-b', 200],
@@ -322,7 +480,17 @@ describe('upstream and billing', () => {
   it('an answer without usable results from the first channel is failed over too', async () => {
     sim.faults.add({ channel: 'img-a', malformed: 'shape', times: 1 });
     const prompt = 'malformed first';
-    await expectArchivedEdit(await edit(form([{ name: 'model', value: MODEL }, { name: 'prompt', value: prompt }, { name: 'image', value: png }])), prompt, [png]);
+    await expectArchivedEdit(
+      await edit(
+        form([
+          { name: 'model', value: MODEL },
+          { name: 'prompt', value: prompt },
+          { name: 'image', value: png },
+        ]),
+      ),
+      prompt,
+      [png],
+    );
     expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([
       ['img-a', 200],
       ['img-b', 200],
@@ -342,12 +510,23 @@ describe('upstream and billing', () => {
   });
 
   it('url results are pending archive jobs whose file ids are known in advance', async () => {
-    const res = await edit(form([{ name: 'model', value: MODEL }, { name: 'prompt', value: 'as urls' }, { name: 'response_format', value: 'url' }, { name: 'image', value: png }]));
+    const res = await edit(
+      form([
+        { name: 'model', value: MODEL },
+        { name: 'prompt', value: 'as urls' },
+        { name: 'response_format', value: 'url' },
+        { name: 'image', value: png },
+      ]),
+    );
     const body = await jsonOf(res);
     expect(res.status).toBe(200);
     const [result] = body.data;
     const fileId = outputFileId(ctx.config.signingSecret, body.svc_task_id, 0);
-    expect(result).toMatchObject({ url: expect.stringContaining(`${sim.url}/ch/img-a/files/`), svc_file_id: fileId, archive_status: 'pending' });
+    expect(result).toMatchObject({
+      url: expect.stringContaining(`${sim.url}/ch/img-a/files/`),
+      svc_file_id: fileId,
+      archive_status: 'pending',
+    });
     expect(result.svc_url).toBe(`${FILE_BASE_URL}/${ctx.config.s3.bucket}/${outputObjectKey(workspaceId, fileId)}`);
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id: body.svc_task_id } });
     expect(task.output).toEqual({ outputs: [{ kind: 'image', url: result.url, archive_status: 'pending' }] });
@@ -359,7 +538,11 @@ describe('upstream and billing', () => {
 
   it('Idempotency-Key: the same edit answers the first answer again, charged once; another edit → 409', async () => {
     const key = `edit-${randomBytes(6).toString('hex')}`;
-    const parts = [{ name: 'model', value: MODEL }, { name: 'prompt', value: 'once' }, { name: 'image', value: png }];
+    const parts = [
+      { name: 'model', value: MODEL },
+      { name: 'prompt', value: 'once' },
+      { name: 'image', value: png },
+    ];
     const first = await edit(form(parts), { 'idempotency-key': key });
     const firstBody = await expectArchivedEdit(first, 'once', [png]);
     const again = await edit(form(parts), { 'idempotency-key': key });
@@ -375,15 +558,27 @@ describe('upstream and billing', () => {
 
   it('a key without tasks.write → 403; no key → 401', async () => {
     const limited = (await makeKey(ctx.db, workspaceId, { scopes: ['files.write'] })).secret;
-    await refused(() => edit({ model: MODEL, prompt: 'x', image_url: `https://${TLS_HOST}/cat.jpg` }, {}, limited), 403, 'insufficient_scope');
-    await refused(() => fetch(`${edge.url}/v1/images/edits`, { method: 'POST', body: form([{ name: 'model', value: MODEL }]) }), 401, 'missing_api_key');
+    await refused(
+      () => edit({ model: MODEL, prompt: 'x', image_url: `https://${TLS_HOST}/cat.jpg` }, {}, limited),
+      403,
+      'insufficient_scope',
+    );
+    await refused(
+      () => fetch(`${edge.url}/v1/images/edits`, { method: 'POST', body: form([{ name: 'model', value: MODEL }]) }),
+      401,
+      'missing_api_key',
+    );
   });
 });
 
 describe('the official openai SDK', () => {
   it('images.edit with one and with two images gets the edited PNGs and the svc fields', async () => {
     const client = new OpenAI({ apiKey: secret, baseURL: `${edge.url}/v1`, maxRetries: 0 });
-    const one = await client.images.edit({ model: MODEL, prompt: 'sdk edit', image: await toFile(png, 'cat.png', { type: 'image/png' }) });
+    const one = await client.images.edit({
+      model: MODEL,
+      prompt: 'sdk edit',
+      image: await toFile(png, 'cat.png', { type: 'image/png' }),
+    });
     expect(Buffer.from(one.data![0]!.b64_json!, 'base64').equals(expectedPng('sdk edit', [png]))).toBe(true);
     expect(one.data![0]).toMatchObject({ archive_status: 'archived', svc_file_id: expect.stringMatching(/^file_/) });
 
@@ -394,7 +589,8 @@ describe('the official openai SDK', () => {
       image: [await toFile(png, 'a.png', { type: 'image/png' }), await toFile(jpg, 'b.jpg', { type: 'image/jpeg' })],
     });
     expect(two.data).toHaveLength(2);
-    for (const [i, d] of two.data!.entries()) expect(Buffer.from(d.b64_json!, 'base64').equals(expectedPng('sdk pair', [png, jpg], i))).toBe(true);
+    for (const [i, d] of two.data!.entries())
+      expect(Buffer.from(d.b64_json!, 'base64').equals(expectedPng('sdk pair', [png, jpg], i))).toBe(true);
     await expectBalanced(ctx.db, workspaceId);
   });
 });

@@ -39,6 +39,15 @@ export const imageApi = [
       }),
     },
     responses: { 200: { description: 'The edited images, each archived as a workspace file.', schema: edited } },
-    errors: [...PAID_CALL, ...UPSTREAM, 'file_not_found', 'invalid_image_url', 'invalid_image', 'media_limit_exceeded', 'unsupported_media_type', 'storage_unavailable'],
+    errors: [
+      ...PAID_CALL,
+      ...UPSTREAM,
+      'file_not_found',
+      'invalid_image_url',
+      'invalid_image',
+      'media_limit_exceeded',
+      'unsupported_media_type',
+      'storage_unavailable',
+    ],
   }),
 ];

@@ -43,7 +43,8 @@ export async function readEditRequest(req: Request, deadline: BodyDeadline): Pro
 }
 
 function fromJson(body: unknown): RawEditRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw errors.invalidRequest('The body must be a JSON object.');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw errors.invalidRequest('The body must be a JSON object.');
   // No prototype: a field named "__proto__" or "constructor" is a field like any other (refused by name later).
   const fields: Record<string, string> = Object.create(null);
   let images: ImageSource[] = [];
@@ -51,8 +52,15 @@ function fromJson(body: unknown): RawEditRequest {
     if (URL_FIELDS.has(name)) {
       images = imageRefsOf(value);
     } else if (IMAGE_FIELDS.has(name) || name === 'mask') {
-      throw errors.invalidRequest(`${name} is a file: send it in a multipart/form-data request, or pass images as image_url.`, name);
-    } else if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) {
+      throw errors.invalidRequest(
+        `${name} is a file: send it in a multipart/form-data request, or pass images as image_url.`,
+        name,
+      );
+    } else if (
+      typeof value === 'string' ||
+      typeof value === 'boolean' ||
+      (typeof value === 'number' && Number.isFinite(value))
+    ) {
       fields[name] = String(value);
     } else if (value !== null) {
       throw errors.invalidRequest(`${name} must be a string or a number.`, name);
@@ -68,7 +76,14 @@ function readMultipart(req: Request, deadline: BodyDeadline): Promise<RawEditReq
       bb = busboy({
         headers: req.headers,
         defParamCharset: 'utf8',
-        limits: { fileSize: MAX_EDIT_REQUEST_BYTES + 1, files: MAX_IMAGES + 1, fields: 48, fieldSize: 256 * 1024, parts: MAX_IMAGES + 49, headerPairs: 16 },
+        limits: {
+          fileSize: MAX_EDIT_REQUEST_BYTES + 1,
+          files: MAX_IMAGES + 1,
+          fields: 48,
+          fieldSize: 256 * 1024,
+          parts: MAX_IMAGES + 49,
+          headerPairs: 16,
+        },
       });
     } catch {
       reject(errors.unsupportedMediaType('The multipart/form-data request has no boundary.'));
@@ -80,7 +95,10 @@ function readMultipart(req: Request, deadline: BodyDeadline): Promise<RawEditReq
     let mask: UploadedImage | null = null;
     let failure: AppError | null = null;
     const fail = (e: unknown) => {
-      failure ??= e instanceof AppError ? e : errors.invalidRequest(`The multipart body is malformed: ${(e as Error)?.message ?? e}.`);
+      failure ??=
+        e instanceof AppError
+          ? e
+          : errors.invalidRequest(`The multipart body is malformed: ${(e as Error)?.message ?? e}.`);
     };
     // Settles once the parser has closed and every file part has ended, whichever comes last.
     let open = 1;
@@ -98,7 +116,8 @@ function readMultipart(req: Request, deadline: BodyDeadline): Promise<RawEditReq
       try {
         if (info.valueTruncated) throw errors.invalidRequest(`${name} is too long.`, name);
         // What the JSON reader refuses in a JSON edit: its fields are stored with the task, and Postgres holds no NUL.
-        if (value.includes('\u0000')) throw errors.invalidCharacter(`${name} holds the NUL character, which no field may hold.`, name);
+        if (value.includes('\u0000'))
+          throw errors.invalidCharacter(`${name} holds the NUL character, which no field may hold.`, name);
         if (URL_FIELDS.has(name)) {
           images.push(...imageRefsOf(value));
         } else if (IMAGE_FIELDS.has(name) || name === 'mask') {
@@ -126,7 +145,12 @@ function readMultipart(req: Request, deadline: BodyDeadline): Promise<RawEditReq
           if (mask) fail(errors.invalidRequest('Send at most one mask.', 'mask'));
           else mask = image = { kind: 'upload', field: name, bytes: Buffer.alloc(0), sha256: '' };
         } else {
-          fail(errors.invalidRequest(`Unexpected file field "${name}": send images as "image" (or "image[]") and the mask as "mask".`, name));
+          fail(
+            errors.invalidRequest(
+              `Unexpected file field "${name}": send images as "image" (or "image[]") and the mask as "mask".`,
+              name,
+            ),
+          );
         }
       }
       stream.on('data', (chunk: Buffer) => {

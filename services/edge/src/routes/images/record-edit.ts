@@ -62,33 +62,70 @@ export interface ArchivedFields {
 type RecordDeps = Pick<EdgeDeps, 'config' | 'db' | 's3' | 'queues' | 'metrics'>;
 
 /** recordImageOutputs for an edit; returns the caller's answer (the provider's, each result with its svc_* fields). */
-export async function recordEdit(deps: RecordDeps, input: RecordEditInput, log: Logger): Promise<Record<string, unknown>> {
+export async function recordEdit(
+  deps: RecordDeps,
+  input: RecordEditInput,
+  log: Logger,
+): Promise<Record<string, unknown>> {
   const { answer } = input;
   const archived = await recordImageOutputs(
     deps,
-    { ...input, operation: EDIT_OPERATION, input: taskInput(input), channelId: answer.route.channel.id, outputs: answer.outputs, usage: usageOf(answer.json) },
+    {
+      ...input,
+      operation: EDIT_OPERATION,
+      input: taskInput(input),
+      channelId: answer.route.channel.id,
+      outputs: answer.outputs,
+      usage: usageOf(answer.json),
+    },
     log,
   );
-  return { ...answer.json, data: answer.outputs.map((o, i) => ({ ...o.item, ...archived[i] })), svc_task_id: input.taskId };
+  return {
+    ...answer.json,
+    data: answer.outputs.map((o, i) => ({ ...o.item, ...archived[i] })),
+    svc_task_id: input.taskId,
+  };
 }
 
 /**
  * Archives, records and charges; returns each output's svc_* fields, in order. On failure nothing it wrote is left
  * (objects removed, the transaction rolled back) and the hold is still held, for the caller to release.
  */
-export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesInput, log: Logger): Promise<ArchivedFields[]> {
+export async function recordImageOutputs(
+  deps: RecordDeps,
+  input: RecordImagesInput,
+  log: Logger,
+): Promise<ArchivedFields[]> {
   const { config } = deps;
   const { outputs, taskId } = input;
   const locations = outputs.map((o) =>
-    generatedOutputLocation({ secret: config.signingSecret, fileBaseUrl: config.fileBaseUrl, bucket: config.s3.bucket, workspaceId: input.workspaceId, taskId, outputIndex: o.index }),
+    generatedOutputLocation({
+      secret: config.signingSecret,
+      fileBaseUrl: config.fileBaseUrl,
+      bucket: config.s3.bucket,
+      workspaceId: input.workspaceId,
+      taskId,
+      outputIndex: o.index,
+    }),
   );
   const stored = outputs.filter((o): o is Extract<EditOutput, { kind: 'b64' }> => o.kind === 'b64');
   const removeStored = () =>
-    Promise.all(stored.map((o) => deleteObject(deps.s3, config.s3.bucket, locations[o.index]!.storageKey).catch((err) => log.error({ err }, 'could not remove an archived image output'))));
+    Promise.all(
+      stored.map((o) =>
+        deleteObject(deps.s3, config.s3.bucket, locations[o.index]!.storageKey).catch((err) =>
+          log.error({ err }, 'could not remove an archived image output'),
+        ),
+      ),
+    );
 
   const puts = await Promise.allSettled(
     stored.map((o) =>
-      putObjectBuffer(deps.s3, { bucket: config.s3.bucket, key: locations[o.index]!.storageKey, body: o.bytes, contentType: o.media.contentType }),
+      putObjectBuffer(deps.s3, {
+        bucket: config.s3.bucket,
+        key: locations[o.index]!.storageKey,
+        body: o.bytes,
+        contentType: o.media.contentType,
+      }),
     ),
   );
   const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
@@ -138,7 +175,12 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
       }
       charged = { ...usage, charged: settled };
     });
-    recordSpend(deps.metrics, { model: input.modelId, cost: charged!.charged, inputTokens: charged!.inputTokens, outputTokens: charged!.outputTokens });
+    recordSpend(deps.metrics, {
+      model: input.modelId,
+      cost: charged!.charged,
+      inputTokens: charged!.inputTokens,
+      outputTokens: charged!.outputTokens,
+    });
   } catch (e) {
     await removeStored();
     throw e;
@@ -147,18 +189,36 @@ export async function recordImageOutputs(deps: RecordDeps, input: RecordImagesIn
   // After the commit (STYLE.md convention 8): the job re-reads the task, which now exists.
   for (const o of outputs) {
     if (o.kind !== 'url') continue;
-    await scheduleArchive(deps.queues, { taskId, workspaceId: input.workspaceId, requestId: input.requestId }, o.index).catch(
-      (err) => log.error({ err, taskId, outputIndex: o.index }, 'could not enqueue the archive of an image output; it stays pending'),
+    await scheduleArchive(
+      deps.queues,
+      { taskId, workspaceId: input.workspaceId, requestId: input.requestId },
+      o.index,
+    ).catch((err) =>
+      log.error(
+        { err, taskId, outputIndex: o.index },
+        'could not enqueue the archive of an image output; it stays pending',
+      ),
     );
   }
 
-  return outputs.map((o) => ({ svc_file_id: locations[o.index]!.fileId, svc_url: locations[o.index]!.url, archive_status: o.kind === 'b64' ? 'archived' : 'pending' }));
+  return outputs.map((o) => ({
+    svc_file_id: locations[o.index]!.fileId,
+    svc_url: locations[o.index]!.url,
+    archive_status: o.kind === 'b64' ? 'archived' : 'pending',
+  }));
 }
 
 /** What the task remembers of its input: the fields and where each image came from, never the bytes. */
 function taskInput(input: RecordEditInput): Record<string, unknown> {
-  const image = (img: EditImage) => ({ ...img.origin, sha256: img.sha256, bytes: img.bytes.length, content_type: img.media.contentType });
-  const passed = Object.fromEntries(PASS_THROUGH_FIELDS.flatMap((f) => (input.fields[f] !== undefined ? [[f, input.fields[f]]] : [])));
+  const image = (img: EditImage) => ({
+    ...img.origin,
+    sha256: img.sha256,
+    bytes: img.bytes.length,
+    content_type: img.media.contentType,
+  });
+  const passed = Object.fromEntries(
+    PASS_THROUGH_FIELDS.flatMap((f) => (input.fields[f] !== undefined ? [[f, input.fields[f]]] : [])),
+  );
   return {
     prompt: input.fields.prompt,
     n: Number(input.fields.n ?? 1),
@@ -180,6 +240,7 @@ function taskOutputEntry(o: EditOutput, location: GeneratedOutputLocation): Task
 /** Token usage as gpt-image models report it; recorded on the ledger entry when present. */
 function usageOf(json: Record<string, unknown>): { inputTokens?: number; outputTokens?: number } {
   const usage = json.usage as { input_tokens?: unknown; output_tokens?: unknown } | undefined;
-  const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2_147_483_647 ? v : undefined);
+  const count = (v: unknown) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2_147_483_647 ? v : undefined;
   return { inputTokens: count(usage?.input_tokens), outputTokens: count(usage?.output_tokens) };
 }

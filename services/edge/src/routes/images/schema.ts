@@ -20,7 +20,13 @@ export const MAX_PROMPT_CHARS = 32_000;
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
 export const IMAGE_FORMATS = 'PNG, JPEG, WebP, GIF';
 
-const word = (max: number) => z.string().regex(new RegExp(`^[A-Za-z0-9_.-]{1,${max}}$`), `must be a word of at most ${max} letters, digits, "_", "." or "-"`);
+const word = (max: number) =>
+  z
+    .string()
+    .regex(
+      new RegExp(`^[A-Za-z0-9_.-]{1,${max}}$`),
+      `must be a word of at most ${max} letters, digits, "_", "." or "-"`,
+    );
 const integerText = (min: number, max: number) =>
   z
     .string()
@@ -36,7 +42,10 @@ export const editFields = z
     model: modelIdSchema('is required'),
     prompt: z.string().min(1, 'is required').max(MAX_PROMPT_CHARS, `is at most ${MAX_PROMPT_CHARS} characters`),
     n: integerText(1, MAX_N).optional(),
-    size: z.string().regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be "auto" or <width>x<height>').optional(),
+    size: z
+      .string()
+      .regex(/^(auto|\d{1,5}x\d{1,5})$/, 'must be "auto" or <width>x<height>')
+      .optional(),
     response_format: z.enum(['url', 'b64_json'], { message: 'must be "url" or "b64_json"' }).optional(),
     quality: word(16).optional(),
     background: word(16).optional(),
@@ -50,7 +59,16 @@ export const editFields = z
 
 export type EditFields = z.output<typeof editFields>;
 /** Fields passed upstream as they came (model, prompt and n are set by the edge; stream is never sent). */
-export const PASS_THROUGH_FIELDS = ['size', 'response_format', 'quality', 'background', 'output_format', 'output_compression', 'input_fidelity', 'user'] as const;
+export const PASS_THROUGH_FIELDS = [
+  'size',
+  'response_format',
+  'quality',
+  'background',
+  'output_format',
+  'output_compression',
+  'input_fidelity',
+  'user',
+] as const;
 
 /** The fields, or a 400 naming the first bad one (an unknown field included). */
 export const parseEditFields = (raw: Record<string, string>): EditFields => parseFields(editFields, raw);
@@ -62,10 +80,12 @@ export function parseImageRef(value: string): ImageRef {
   const text = value.trim();
   if (text.startsWith('file_')) {
     // A file id that is malformed names no file, exactly as an unknown one does.
-    if (!FILE_ID.test(text)) throw errors.fileNotFound(`No file "${text.slice(0, 64)}" exists in this workspace.`, 'image_url');
+    if (!FILE_ID.test(text))
+      throw errors.fileNotFound(`No file "${text.slice(0, 64)}" exists in this workspace.`, 'image_url');
     return { kind: 'file', fileId: text };
   }
-  if (text.length === 0 || text.length > 2048) throw errors.invalidImageUrl('image_url must be an HTTPS URL (at most 2048 characters) or a file id.');
+  if (text.length === 0 || text.length > 2048)
+    throw errors.invalidImageUrl('image_url must be an HTTPS URL (at most 2048 characters) or a file id.');
   return { kind: 'url', url: text };
 }
 

@@ -23,7 +23,12 @@ export function modelRoutes(deps: EdgeDeps): express.Router {
   const router = express.Router({ caseSensitive: true });
   const anthropic = authenticate(deps, 'anthropic');
   const bearer = authenticate(deps, 'bearer');
-  router.get(['/v1/models', '/api/v1/models'], anthropicDialect(anthropic, listAnthropicModels(deps)), bearer, listOpenAiModels(deps));
+  router.get(
+    ['/v1/models', '/api/v1/models'],
+    anthropicDialect(anthropic, listAnthropicModels(deps)),
+    bearer,
+    listOpenAiModels(deps),
+  );
   router.get(MODEL_PATH, anthropicDialect(anthropic, getAnthropicModel(deps)), bearer, getOpenAiModel(deps));
   router.get('/v1beta/models', authenticate(deps, 'google'), listGoogleModels(deps));
   router.get(GOOGLE_MODEL_PATH, authenticate(deps, 'google'), getGoogleModel(deps));

@@ -23,7 +23,11 @@ function extension(m: CatalogModel, currency: string): ModelExtension {
   return {
     kind: m.kind,
     currency,
-    prices: { input_per_million_tokens: toAmount(m.inputPricePerMTok), output_per_million_tokens: toAmount(m.outputPricePerMTok), per_unit: toAmount(m.unitPrice) },
+    prices: {
+      input_per_million_tokens: toAmount(m.inputPricePerMTok),
+      output_per_million_tokens: toAmount(m.outputPricePerMTok),
+      per_unit: toAmount(m.unitPrice),
+    },
     input_only: m.inputOnly,
     max_output_tokens: m.maxOutputTokens,
     protocols: [...new Set(m.routes.filter((r) => r.channel.enabled).map((r) => r.channel.kind))].sort(),
@@ -83,7 +87,8 @@ const anthropicModel = (m: CatalogModel, currency: string) => ({
 });
 
 /** Anthropic's order: the most recent first (ties by id, so pages are stable). */
-const newestFirst = (a: CatalogModel, b: CatalogModel) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const newestFirst = (a: CatalogModel, b: CatalogModel) =>
+  b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
  * GET /v1/models with anthropic-version — pages as Anthropic documents them: `limit` (1–1000, default 20) items
@@ -133,7 +138,10 @@ export function getAnthropicModel(deps: Deps) {
  * Answers /v1/models requests that carry anthropic-version in Anthropic's shape (its key headers, its errors) with
  * `handler` after `auth`; the others go on to the OpenAI handlers.
  */
-export function anthropicDialect(auth: RequestHandler, handler: (req: Request, res: Response) => Promise<void>): RequestHandler {
+export function anthropicDialect(
+  auth: RequestHandler,
+  handler: (req: Request, res: Response) => Promise<void>,
+): RequestHandler {
   return (req, res, next) => {
     if (!isAnthropicListing(req)) return next();
     locals(res).errorStyle = 'anthropic';
@@ -148,7 +156,9 @@ export function anthropicDialect(auth: RequestHandler, handler: (req: Request, r
 
 /** The methods of the Gemini routes a model answers: only over a Gemini channel. */
 const googleMethods = (m: CatalogModel) =>
-  m.kind === 'chat' && m.routes.some((r) => r.channel.enabled && r.channel.kind === 'gemini') ? ['generateContent', 'streamGenerateContent'] : [];
+  m.kind === 'chat' && m.routes.some((r) => r.channel.enabled && r.channel.kind === 'gemini')
+    ? ['generateContent', 'streamGenerateContent']
+    : [];
 
 const googleModel = (m: CatalogModel, currency: string) => ({
   name: `models/${m.id}`,
@@ -172,13 +182,17 @@ export function listGoogleModels(deps: Deps) {
     let start = 0;
     if (q.pageToken !== undefined) {
       const after = Buffer.from(q.pageToken, 'base64url').toString('utf8');
-      if (pageToken(after) !== q.pageToken) throw errors.invalidRequest('pageToken: is not a token this list gave.', 'pageToken');
+      if (pageToken(after) !== q.pageToken)
+        throw errors.invalidRequest('pageToken: is not a token this list gave.', 'pageToken');
       start = models.findIndex((m) => m.id > after);
       if (start < 0) start = models.length;
     }
     const page = models.slice(start, start + q.pageSize);
     const more = start + q.pageSize < models.length;
-    res.json({ models: page.map((m) => googleModel(m, workspace.currency)), ...(more ? { nextPageToken: pageToken(page.at(-1)!.id) } : {}) });
+    res.json({
+      models: page.map((m) => googleModel(m, workspace.currency)),
+      ...(more ? { nextPageToken: pageToken(page.at(-1)!.id) } : {}),
+    });
   };
 }
 

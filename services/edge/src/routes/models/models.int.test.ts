@@ -27,7 +27,8 @@ const USABLE = [CHAT, JUDGE, IMAGE, ...MANY].sort();
 
 beforeAll(async () => {
   sim = await startSim();
-  const channel = (name: string, kind: ChannelKind, weight = 1) => addSimChannel(ctx.db, sim.url, { name, kind, weight });
+  const channel = (name: string, kind: ChannelKind, weight = 1) =>
+    addSimChannel(ctx.db, sim.url, { name, kind, weight });
   const [oa, an, gm, ev, rp, off, idle] = await Promise.all([
     channel('oa', 'openai'),
     channel('an', 'anthropic'),
@@ -39,9 +40,26 @@ beforeAll(async () => {
   ]);
   await channelRepository.update(ctx.db, off.id, { enabled: false });
   const prices = { inputPricePerMTok: 2_500_000n, outputPricePerMTok: 10_000_000n };
-  await modelRepository.create(ctx.db, { id: CHAT, kind: 'chat', ...prices, maxOutputTokens: 8192, routes: [oa, an, gm].map((c) => ({ channelId: c.id })) });
-  await modelRepository.create(ctx.db, { id: JUDGE, kind: 'evaluation', inputPricePerMTok: 1_000_000n, inputOnly: true, routes: [{ channelId: ev.id }] });
-  await modelRepository.create(ctx.db, { id: IMAGE, kind: 'image', unitPrice: 40_000n, routes: [{ channelId: rp.id }, { channelId: oa.id }] });
+  await modelRepository.create(ctx.db, {
+    id: CHAT,
+    kind: 'chat',
+    ...prices,
+    maxOutputTokens: 8192,
+    routes: [oa, an, gm].map((c) => ({ channelId: c.id })),
+  });
+  await modelRepository.create(ctx.db, {
+    id: JUDGE,
+    kind: 'evaluation',
+    inputPricePerMTok: 1_000_000n,
+    inputOnly: true,
+    routes: [{ channelId: ev.id }],
+  });
+  await modelRepository.create(ctx.db, {
+    id: IMAGE,
+    kind: 'image',
+    unitPrice: 40_000n,
+    routes: [{ channelId: rp.id }, { channelId: oa.id }],
+  });
   // Not usable: disabled; only a disabled channel; only a channel of weight 0; no channel at all.
   await modelRepository.create(ctx.db, { id: 'sim/disabled', kind: 'chat', ...prices, routes: [{ channelId: oa.id }] });
   await modelRepository.update(ctx.db, 'sim/disabled', { enabled: false });
@@ -53,7 +71,8 @@ beforeAll(async () => {
     await modelRepository.create(ctx.db, { id, kind: 'chat', ...prices, routes: [{ channelId: oa.id }] });
     await ctx.db.model.update({ where: { id }, data: { createdAt: new Date(base + i * 60_000) } });
   }
-  for (const id of [CHAT, JUDGE, IMAGE]) await ctx.db.model.update({ where: { id }, data: { createdAt: new Date(base - 86_400_000) } });
+  for (const id of [CHAT, JUDGE, IMAGE])
+    await ctx.db.model.update({ where: { id }, data: { createdAt: new Date(base - 86_400_000) } });
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   workspaceId = ws.id;
   secret = (await makeKey(ctx.db, ws.id)).secret;
@@ -68,7 +87,8 @@ afterAll(async () => {
   await sim?.close();
 });
 
-const openai = (key = secret, base = '/v1') => new OpenAI({ apiKey: key, baseURL: `${edge.url}${base}`, maxRetries: 0 });
+const openai = (key = secret, base = '/v1') =>
+  new OpenAI({ apiKey: key, baseURL: `${edge.url}${base}`, maxRetries: 0 });
 const anthropic = (key = secret) => new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
 const google = (key = secret) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: edge.url } });
 const get = (path: string, headers: Record<string, string> = {}) => fetch(`${edge.url}${path}`, { headers });
@@ -93,7 +113,9 @@ describe('OpenAI shape', () => {
         protocols: ['anthropic', 'gemini', 'openai'],
       },
     });
-    expect(listed.find((m) => m.id === IMAGE)).toMatchObject({ gensvc: { kind: 'image', prices: { per_unit: 0.04 }, protocols: ['openai', 'replicate'] } });
+    expect(listed.find((m) => m.id === IMAGE)).toMatchObject({
+      gensvc: { kind: 'image', prices: { per_unit: 0.04 }, protocols: ['openai', 'replicate'] },
+    });
     expect(listed.find((m) => m.id === JUDGE)).toMatchObject({ gensvc: { kind: 'evaluation', input_only: true } });
 
     const res = await get('/api/v1/models', { authorization: `Bearer ${secret}` });
@@ -109,9 +131,17 @@ describe('OpenAI shape', () => {
     const plain = await get(`/v1/models/${CHAT}`, { authorization: `Bearer ${secret}` });
     expect(((await jsonOf(plain)) as { id: string }).id).toBe(CHAT);
     for (const id of ['sim/nope', 'sim/disabled', 'sim/orphan', 'sim/idle', 'sim/none']) {
-      const err = await openai().models.retrieve(id).catch((e) => e);
+      const err = await openai()
+        .models.retrieve(id)
+        .catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
-      expect(err.error).toEqual({ type: 'not_found_error', code: 'model_not_found', message: expect.stringContaining(id), param: 'model', request_id: expect.any(String) });
+      expect(err.error).toEqual({
+        type: 'not_found_error',
+        code: 'model_not_found',
+        message: expect.stringContaining(id),
+        param: 'model',
+        request_id: expect.any(String),
+      });
     }
     const anon = await get('/v1/models');
     expect(anon.status).toBe(401);
@@ -127,7 +157,13 @@ describe('Anthropic shape (anthropic-version sent)', () => {
     expect(first.has_more).toBe(true);
     expect(first.first_id).toBe(order[0]);
     expect(first.last_id).toBe(order[4]);
-    expect(first.data[0]).toEqual({ type: 'model', id: order[0], display_name: order[0], created_at: '2026-01-01T00:22:00.000Z', gensvc: expect.objectContaining({ kind: 'chat', currency: 'USD' }) });
+    expect(first.data[0]).toEqual({
+      type: 'model',
+      id: order[0],
+      display_name: order[0],
+      created_at: '2026-01-01T00:22:00.000Z',
+      gensvc: expect.objectContaining({ kind: 'chat', currency: 'USD' }),
+    });
 
     const all: string[] = [];
     let pages = 0;
@@ -144,11 +180,24 @@ describe('Anthropic shape (anthropic-version sent)', () => {
 
   it('pages backwards with before_id, and retrieves one model', async () => {
     const order = [...MANY].reverse().concat([CHAT, IMAGE, JUDGE].sort());
-    const res = await get(`/v1/models?limit=3&before_id=${encodeURIComponent(order[10]!)}`, { 'x-api-key': secret, 'anthropic-version': '2023-06-01' });
-    const body = (await jsonOf(res)) as { data: { id: string }[]; has_more: boolean; first_id: string; last_id: string };
+    const res = await get(`/v1/models?limit=3&before_id=${encodeURIComponent(order[10]!)}`, {
+      'x-api-key': secret,
+      'anthropic-version': '2023-06-01',
+    });
+    const body = (await jsonOf(res)) as {
+      data: { id: string }[];
+      has_more: boolean;
+      first_id: string;
+      last_id: string;
+    };
     expect(body.data.map((m) => m.id)).toEqual(order.slice(7, 10));
     expect(body).toMatchObject({ has_more: true, first_id: order[7], last_id: order[9] });
-    const start = (await jsonOf(await get(`/v1/models?limit=5&before_id=${encodeURIComponent(order[3]!)}`, { 'x-api-key': secret, 'anthropic-version': '2023-06-01' }))) as { data: { id: string }[]; has_more: boolean };
+    const start = (await jsonOf(
+      await get(`/v1/models?limit=5&before_id=${encodeURIComponent(order[3]!)}`, {
+        'x-api-key': secret,
+        'anthropic-version': '2023-06-01',
+      }),
+    )) as { data: { id: string }[]; has_more: boolean };
     expect(start.data.map((m) => m.id)).toEqual(order.slice(0, 3));
     expect(start.has_more).toBe(false);
 
@@ -157,12 +206,19 @@ describe('Anthropic shape (anthropic-version sent)', () => {
   });
 
   it("answers errors in Anthropic's shape", async () => {
-    const bad = await anthropic('gsk_wrong').models.list().catch((e) => e);
+    const bad = await anthropic('gsk_wrong')
+      .models.list()
+      .catch((e) => e);
     expect(bad).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(bad.error).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.any(String) } });
-    const missing = await anthropic().models.retrieve('sim/disabled').catch((e) => e);
+    const missing = await anthropic()
+      .models.retrieve('sim/disabled')
+      .catch((e) => e);
     expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
-    expect(missing.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: expect.stringContaining('sim/disabled') } });
+    expect(missing.error).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: expect.stringContaining('sim/disabled') },
+    });
     for (const [query, param] of [
       ['limit=0', 'limit'],
       ['limit=1001', 'limit'],
@@ -171,7 +227,10 @@ describe('Anthropic shape (anthropic-version sent)', () => {
     ] as const) {
       const res = await get(`/v1/models?${query}`, { 'x-api-key': secret, 'anthropic-version': '2023-06-01' });
       expect(res.status).toBe(400);
-      expect(await jsonOf(res)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining(param) } });
+      expect(await jsonOf(res)).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: expect.stringContaining(param) },
+      });
     }
   });
 });
@@ -196,24 +255,38 @@ describe('Google shape', () => {
       gensvc: expect.objectContaining({ kind: 'chat' }),
     });
     expect(page.models[1]).toMatchObject({ name: `models/${IMAGE}`, supportedGenerationMethods: [] });
-    const next = (await jsonOf(await get(`/v1beta/models?pageSize=2&pageToken=${page.nextPageToken}&key=${secret}`))) as { models: { name: string }[] };
+    const next = (await jsonOf(
+      await get(`/v1beta/models?pageSize=2&pageToken=${page.nextPageToken}&key=${secret}`),
+    )) as { models: { name: string }[] };
     expect(next.models.map((m) => m.name)).toEqual([`models/${JUDGE}`, `models/${MANY[0]}`]);
-    const last = (await jsonOf(await get('/v1beta/models?pageSize=1000', { authorization: `Bearer ${secret}` }))) as Record<string, unknown>;
+    const last = (await jsonOf(
+      await get('/v1beta/models?pageSize=1000', { authorization: `Bearer ${secret}` }),
+    )) as Record<string, unknown>;
     expect(last.nextPageToken).toBeUndefined();
   });
 
   it("gets one model, and answers errors in Google's shape", async () => {
     const one = await google().models.get({ model: CHAT });
-    expect(one).toMatchObject({ name: `models/${CHAT}`, outputTokenLimit: 8192, supportedActions: ['generateContent', 'streamGenerateContent'] });
+    expect(one).toMatchObject({
+      name: `models/${CHAT}`,
+      outputTokenLimit: 8192,
+      supportedActions: ['generateContent', 'streamGenerateContent'],
+    });
     const missing = await get('/v1beta/models/sim/orphan', { 'x-goog-api-key': secret });
     expect(missing.status).toBe(404);
-    expect(await jsonOf(missing)).toEqual({ error: { code: 404, message: expect.stringContaining('sim/orphan'), status: 'NOT_FOUND' } });
+    expect(await jsonOf(missing)).toEqual({
+      error: { code: 404, message: expect.stringContaining('sim/orphan'), status: 'NOT_FOUND' },
+    });
     const bad = await get('/v1beta/models?pageSize=0', { 'x-goog-api-key': secret });
-    expect(await jsonOf(bad)).toEqual({ error: { code: 400, message: expect.stringContaining('pageSize'), status: 'INVALID_ARGUMENT' } });
+    expect(await jsonOf(bad)).toEqual({
+      error: { code: 400, message: expect.stringContaining('pageSize'), status: 'INVALID_ARGUMENT' },
+    });
     const token = await get('/v1beta/models?pageToken=%3D%3D', { 'x-goog-api-key': secret });
     expect(token.status).toBe(400);
     const anon = await get('/v1beta/models');
-    expect(await jsonOf(anon)).toEqual({ error: { code: 401, message: expect.any(String), status: 'UNAUTHENTICATED' } });
+    expect(await jsonOf(anon)).toEqual({
+      error: { code: 401, message: expect.any(String), status: 'UNAUTHENTICATED' },
+    });
   });
 });
 
@@ -228,18 +301,31 @@ describe('a key limited to some models', () => {
     const googleNames = [];
     for await (const m of await google(limited).models.list()) googleNames.push(m.name);
     expect(googleNames).toEqual([`models/${CHAT}`, `models/${JUDGE}`]);
-    expect(await openai(limited).models.retrieve(IMAGE).catch((e) => e.status)).toBe(404);
-    expect(await anthropic(limited).models.retrieve(MANY[0]!).catch((e) => e.status)).toBe(404);
+    expect(
+      await openai(limited)
+        .models.retrieve(IMAGE)
+        .catch((e) => e.status),
+    ).toBe(404);
+    expect(
+      await anthropic(limited)
+        .models.retrieve(MANY[0]!)
+        .catch((e) => e.status),
+    ).toBe(404);
     expect((await get(`/v1beta/models/${IMAGE}`, { 'x-goog-api-key': limited })).status).toBe(404);
   });
 
   it('is refused every other model with 403 model_not_allowed on every paid route, before anything is held', async () => {
     const other = MANY[0]!;
     const bearer = { authorization: `Bearer ${limited}`, 'content-type': 'application/json' };
-    const post = (path: string, body: unknown, headers: Record<string, string> = bearer) => fetch(`${edge.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    const post = (path: string, body: unknown, headers: Record<string, string> = bearer) =>
+      fetch(`${edge.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
     const messages = [{ role: 'user', content: 'hi' }];
     const native = [
-      await post('/api/v1/evaluate', { model: other, state: 's', questions: { q: { type: 'boolean', instructions: 'ok?' } } }),
+      await post('/api/v1/evaluate', {
+        model: other,
+        state: 's',
+        questions: { q: { type: 'boolean', instructions: 'ok?' } },
+      }),
       await post('/api/v1/chat/completions', { model: other, messages }),
       await post('/v1/chat/completions', { model: IMAGE, messages }),
       await post('/v1/responses', { model: other, input: 'hi' }),
@@ -249,19 +335,40 @@ describe('a key limited to some models', () => {
     ];
     for (const res of native) {
       expect(res.status).toBe(403);
-      expect(await jsonOf(res)).toEqual({ error: { type: 'permission_error', code: 'model_not_allowed', message: expect.stringMatching(/may not use the model "sim\//), param: 'model', request_id: expect.any(String) } });
+      expect(await jsonOf(res)).toEqual({
+        error: {
+          type: 'permission_error',
+          code: 'model_not_allowed',
+          message: expect.stringMatching(/may not use the model "sim\//),
+          param: 'model',
+          request_id: expect.any(String),
+        },
+      });
     }
-    const sdk = await openai(limited).chat.completions.create({ model: other, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const sdk = await openai(limited)
+      .chat.completions.create({ model: other, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(sdk).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(sdk.code).toBe('model_not_allowed');
 
-    const claude = await anthropic(limited).messages.create({ model: other, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const claude = await anthropic(limited)
+      .messages.create({ model: other, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(claude).toBeInstanceOf(Anthropic.PermissionDeniedError);
-    expect(claude.error).toEqual({ type: 'error', error: { type: 'permission_error', message: expect.stringContaining(other) } });
+    expect(claude.error).toEqual({
+      type: 'error',
+      error: { type: 'permission_error', message: expect.stringContaining(other) },
+    });
 
-    const gemini = await post(`/v1beta/models/${other}:generateContent`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': limited, 'content-type': 'application/json' });
+    const gemini = await post(
+      `/v1beta/models/${other}:generateContent`,
+      { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] },
+      { 'x-goog-api-key': limited, 'content-type': 'application/json' },
+    );
     expect(gemini.status).toBe(403);
-    expect(await jsonOf(gemini)).toEqual({ error: { code: 403, message: expect.stringContaining(other), status: 'PERMISSION_DENIED' } });
+    expect(await jsonOf(gemini)).toEqual({
+      error: { code: 403, message: expect.stringContaining(other), status: 'PERMISSION_DENIED' },
+    });
 
     // Nothing held, charged or queued for any of them, and no provider called.
     expect(await ctx.db.reservation.count({ where: { apiKeyId: limitedKeyId } })).toBe(0);
@@ -270,16 +377,31 @@ describe('a key limited to some models', () => {
   });
 
   it('calls the models it is allowed as before', async () => {
-    const answer = await openai(limited).chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }] });
+    const answer = await openai(limited).chat.completions.create({
+      model: CHAT,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(answer.model).toBe(CHAT);
     expect(sim.requests().map((r) => r.model)).toEqual(['chat-1']);
     // The call shows in the usage API as the ledger has it.
     await edge.deps.holds.leases.flushed();
     const [entry] = await ctx.db.ledgerEntry.findMany({ where: { apiKeyId: limitedKeyId } });
-    const res = await get(`/api/v1/usage?group_by=model&key_id=${limitedKeyId}`, { authorization: `Bearer ${limited}` });
+    const res = await get(`/api/v1/usage?group_by=model&key_id=${limitedKeyId}`, {
+      authorization: `Bearer ${limited}`,
+    });
     expect(await jsonOf(res)).toMatchObject({
       currency: 'USD',
-      data: [{ model: CHAT, calls: 1, input_tokens: entry!.inputTokens, output_tokens: entry!.outputTokens, images: 0, video_seconds: 0, cost: -Number(entry!.amount) / 1e6 }],
+      data: [
+        {
+          model: CHAT,
+          calls: 1,
+          input_tokens: entry!.inputTokens,
+          output_tokens: entry!.outputTokens,
+          images: 0,
+          video_seconds: 0,
+          cost: -Number(entry!.amount) / 1e6,
+        },
+      ],
     });
     expect(answer.usage).toMatchObject({ prompt_tokens: entry!.inputTokens, completion_tokens: entry!.outputTokens });
   });
@@ -292,7 +414,9 @@ it("a change of a key's limits reaches the edge with the key's invalidation (its
   await apiKeyRepository.setLimits(ctx.db, key.id, { allowedModels: [JUDGE] });
   // Cached: without the invalidation the edge still answers from the look-up it holds.
   expect(await ids()).toEqual(USABLE);
-  await publishKeyInvalidations(ctx.redis, ctx.config.queuePrefix, [key.id], (err) => { throw err; });
+  await publishKeyInvalidations(ctx.redis, ctx.config.queuePrefix, [key.id], (err) => {
+    throw err;
+  });
   await eventually(async () => ((await ids()).join() === JUDGE ? true : undefined), 'the narrowed list', 2_000);
   expect(edge.deps.keyCache.size).toBeGreaterThan(0);
 });

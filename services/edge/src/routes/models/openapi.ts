@@ -15,8 +15,12 @@ import {
 
 const DIALECT =
   "OpenAI's shape by default; Anthropic's (`x-api-key` or bearer, paged by limit/after_id/before_id, errors in Anthropic's shape) when `anthropic-version` is sent.";
-const anthropicVersion = z.object({ 'anthropic-version': z.string().optional().describe("Any value selects Anthropic's shape.") });
-const modelParam = z.object({ model: z.string().describe('The model id, `<provider>/<model>` (the slash may be sent as %2F).') });
+const anthropicVersion = z.object({
+  'anthropic-version': z.string().optional().describe("Any value selects Anthropic's shape."),
+});
+const modelParam = z.object({
+  model: z.string().describe('The model id, `<provider>/<model>` (the slash may be sent as %2F).'),
+});
 
 export const modelApi = [
   operation({
@@ -29,7 +33,12 @@ export const modelApi = [
     auth: 'bearer',
     headers: anthropicVersion,
     query: ANTHROPIC_MODELS_QUERY,
-    responses: { 200: { description: 'The list (OpenAI or Anthropic shape).', schema: z.union([OPENAI_MODEL_LIST, ANTHROPIC_MODEL_LIST]) } },
+    responses: {
+      200: {
+        description: 'The list (OpenAI or Anthropic shape).',
+        schema: z.union([OPENAI_MODEL_LIST, ANTHROPIC_MODEL_LIST]),
+      },
+    },
     errors: [...KEY_AUTH, 'invalid_request'],
   }),
   operation({
@@ -43,7 +52,9 @@ export const modelApi = [
     auth: 'bearer',
     params: modelParam,
     headers: anthropicVersion,
-    responses: { 200: { description: 'The model (OpenAI or Anthropic shape).', schema: z.union([OPENAI_MODEL, ANTHROPIC_MODEL]) } },
+    responses: {
+      200: { description: 'The model (OpenAI or Anthropic shape).', schema: z.union([OPENAI_MODEL, ANTHROPIC_MODEL]) },
+    },
     errors: [...KEY_AUTH, 'model_not_found'],
   }),
   operation({

@@ -32,13 +32,21 @@ export const OPENAI_MODELS_QUERY = z.strictObject({});
 const anthropicCursor = z.string().min(1).max(200);
 export const ANTHROPIC_MODELS_QUERY = z
   .strictObject({
-    limit: z.coerce.number().int().min(1, 'must be between 1 and 1000').max(1000, 'must be between 1 and 1000').default(20),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1, 'must be between 1 and 1000')
+      .max(1000, 'must be between 1 and 1000')
+      .default(20),
     after_id: anthropicCursor.optional(),
     before_id: anthropicCursor.optional(),
     /** Sent by the official SDK; every listed model is active. */
     lifecycle: z.string().max(50).optional(),
   })
-  .refine((q) => q.after_id === undefined || q.before_id === undefined, { message: 'send after_id or before_id, not both', path: ['before_id'] });
+  .refine((q) => q.after_id === undefined || q.before_id === undefined, {
+    message: 'send after_id or before_id, not both',
+    path: ['before_id'],
+  });
 export const ANTHROPIC_MODEL = z.object({
   type: z.literal('model'),
   id: z.string(),
@@ -55,7 +63,12 @@ export const ANTHROPIC_MODEL_LIST = z.object({
 
 // Google: GET /v1beta/models, /v1beta/models/{id} (x-goog-api-key, ?key= or bearer key).
 export const GOOGLE_MODELS_QUERY = z.strictObject({
-  pageSize: z.coerce.number().int().min(1, 'must be between 1 and 1000').max(1000, 'must be between 1 and 1000').default(50),
+  pageSize: z.coerce
+    .number()
+    .int()
+    .min(1, 'must be between 1 and 1000')
+    .max(1000, 'must be between 1 and 1000')
+    .default(50),
   pageToken: z.string().min(1).max(400).optional(),
   /** The key, as Google accepts it in the query (read by authentication). */
   key: z.string().optional(),

@@ -9,7 +9,9 @@ let server: TlsTestServer;
 let answer: { status: number; body: string };
 
 beforeAll(async () => {
-  server = await startTlsServer((_req, res) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body));
+  server = await startTlsServer((_req, res) =>
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body),
+  );
 });
 afterAll(async () => {
   await server.close();

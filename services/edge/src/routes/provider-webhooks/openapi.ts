@@ -12,8 +12,20 @@ export const providerWebhookApi = [
     tag: 'Provider webhooks',
     auth: 'none',
     params: z.object({ provider: z.enum(['replicate', 'fal']), taskId: z.string().max(64) }),
-    body: { json: z.looseObject({}).describe("The provider's prediction (Replicate) or result (fal), as it sends it.") },
-    responses: { 204: { description: 'Verified (or about a task that has moved on): nothing for the provider to retry.' } },
-    errors: [...HOSTILE_INPUT, 'invalid_webhook_signature', 'not_found', 'payload_too_large', 'invalid_json', 'invalid_request', 'webhook_keys_unavailable'],
+    body: {
+      json: z.looseObject({}).describe("The provider's prediction (Replicate) or result (fal), as it sends it."),
+    },
+    responses: {
+      204: { description: 'Verified (or about a task that has moved on): nothing for the provider to retry.' },
+    },
+    errors: [
+      ...HOSTILE_INPUT,
+      'invalid_webhook_signature',
+      'not_found',
+      'payload_too_large',
+      'invalid_json',
+      'invalid_request',
+      'webhook_keys_unavailable',
+    ],
   }),
 ];

@@ -31,7 +31,13 @@
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { contextFromQuery, inTraceOf, scheduleEndedPoll, taskJobRef, type EnsureJobOutcome } from '@gensvc/queue';
-import { falWebhookState, recordWebhookResult, replicateWebhookState, type JobState, type ProviderOutput } from '@gensvc/upstream';
+import {
+  falWebhookState,
+  recordWebhookResult,
+  replicateWebhookState,
+  type JobState,
+  type ProviderOutput,
+} from '@gensvc/upstream';
 import { ProviderWebhookError, verifyFalWebhook, verifyReplicateWebhook } from '@gensvc/webhooks';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { EdgeDeps } from '../../deps';
@@ -62,13 +68,19 @@ const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router; close(): Promise<void> } {
   /** Tasks whose poll a webhook is bringing forward now (this process), and that work: shutdown waits for it. */
   const looking = new Map<string, Promise<void>>();
-  const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, { allowCidrs: deps.config.outbound.allowCidrs, ...deps.outbound });
+  const falKeys = falKeyCache(deps.config.providerWebhooks.falJwksUrl, {
+    allowCidrs: deps.config.outbound.allowCidrs,
+    ...deps.outbound,
+  });
 
   const receive = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { provider, taskId } = req.params as { provider: string; taskId: string };
       const { baseUrl, replicateSecret, falUserId } = deps.config.providerWebhooks;
-      const on = baseUrl !== undefined && ((provider === 'fal' && falUserId !== undefined) || (provider === 'replicate' && replicateSecret !== undefined));
+      const on =
+        baseUrl !== undefined &&
+        ((provider === 'fal' && falUserId !== undefined) ||
+          (provider === 'replicate' && replicateSecret !== undefined));
       if (!on || taskId.length > 64) throw errors.notFound('No such webhook.');
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
       const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
@@ -101,7 +113,8 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       }
 
       // The result, when the body carries it and it is this task's: recorded before the answer (see the header).
-      if (state?.state === 'succeeded' && (await recordResult(req, res, provider, taskId, upstreamId, state.outputs))) return void res.status(204).end();
+      if (state?.state === 'succeeded' && (await recordResult(req, res, provider, taskId, upstreamId, state.outputs)))
+        return void res.status(204).end();
 
       // Otherwise a hint: the reconciler's fallback poll finishes the task whatever happens here, so the provider is
       // answered first (a task that is not this job's, or that moved on, is answered as done: there is nothing for it
@@ -112,8 +125,13 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       // The request's child logger is made on first use (locals): looked up when the line is written.
       const look = bringPollForward(taskId, upstreamId)
         .then(
-          (poll) => locals(res).log.info({ taskId, provider, poll: poll ?? 'none' }, 'provider webhook: poll brought forward'),
-          (err: unknown) => locals(res).log.warn({ taskId, provider, err }, 'provider webhook: the poll could not be brought forward; the fallback poll will run'),
+          (poll) =>
+            locals(res).log.info({ taskId, provider, poll: poll ?? 'none' }, 'provider webhook: poll brought forward'),
+          (err: unknown) =>
+            locals(res).log.warn(
+              { taskId, provider, err },
+              'provider webhook: the poll could not be brought forward; the fallback poll will run',
+            ),
         )
         .finally(() => looking.delete(taskId));
       looking.set(taskId, look);
@@ -132,9 +150,20 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
    * submitting, which take the hint's path. A failure (Postgres, Redis) is the request's: answered 5xx, so the
    * provider sends the webhook again.
    */
-  const recordResult = async (req: Request, res: Response, provider: string, taskId: string, upstreamId: string, outputs: ProviderOutput[]): Promise<boolean> => {
+  const recordResult = async (
+    req: Request,
+    res: Response,
+    provider: string,
+    taskId: string,
+    upstreamId: string,
+    outputs: ProviderOutput[],
+  ): Promise<boolean> => {
     const log = locals(res).log.child({ taskId, provider });
-    return (await inTraceOf(contextFromQuery(req.query), () => recordWebhookResult(deps, { taskId, upstreamId, provider }, outputs, log))) !== 'not_this';
+    return (
+      (await inTraceOf(contextFromQuery(req.query), () =>
+        recordWebhookResult(deps, { taskId, upstreamId, provider }, outputs, log),
+      )) !== 'not_this'
+    );
   };
 
   /**
@@ -148,7 +177,8 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
   const bringPollForward = async (taskId: string, upstreamId: string): Promise<EnsureJobOutcome | null> => {
     for (let look = 0; ; look++) {
       const task = await taskRepository.find(deps.db, taskId);
-      if (task?.status === 'running' && task.upstreamId === upstreamId && task.output === null) return scheduleEndedPoll(deps.queues, taskJobRef(task), task.attempts);
+      if (task?.status === 'running' && task.upstreamId === upstreamId && task.output === null)
+        return scheduleEndedPoll(deps.queues, taskJobRef(task), task.attempts);
       const submitting = task?.status === 'queued' && task.upstreamId === null;
       if (!submitting || look === SUBMIT_LOOKS_MS.length) return null;
       await new Promise((r) => setTimeout(r, SUBMIT_LOOKS_MS[look]));

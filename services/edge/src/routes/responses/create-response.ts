@@ -23,7 +23,10 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy) {
     // A background response is answered before it has any usage and is fetched later from the provider, a call
     // the gateway does not proxy: it could never be billed.
     if (body.background === true) {
-      throw errors.invalidRequest('background: background responses are not supported by this gateway; send the request without it (stream: true gives output as it is produced).', 'background');
+      throw errors.invalidRequest(
+        'background: background responses are not supported by this gateway; send the request without it (stream: true gives output as it is produced).',
+        'background',
+      );
     }
     const raw = req.body as Record<string, unknown>;
     const refs = fileImageRefs(raw.input);
@@ -32,17 +35,36 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy) {
     const imageTool = imageGenerationTool(raw.tools);
     if (imageTool) {
       if (body.stream === true) {
-        throw errors.invalidRequest('stream: responses with the image_generation tool are not streamed by this gateway (each image is archived before the answer names its file); send the request without stream.', 'stream');
+        throw errors.invalidRequest(
+          'stream: responses with the image_generation tool are not streamed by this gateway (each image is archived before the answer names its file); send the request without stream.',
+          'stream',
+        );
       }
       checkImagePrice(model);
       const maxImages = generatedImageBound(raw.max_tool_calls);
       // Probed at once: a request's guides wait for the slowest, not for the sum.
-      const guides = await Promise.all(urlImageRefs(raw.input).map(async (ref) => ({ url: (await probeImageUrl(deps, ref.url, ref.param)).url })));
-      const upstream = await inlineFileImages(deps, authOf(res).workspace.id, { ...raw, max_tool_calls: maxImages }, refs);
+      const guides = await Promise.all(
+        urlImageRefs(raw.input).map(async (ref) => ({ url: (await probeImageUrl(deps, ref.url, ref.param)).url })),
+      );
+      const upstream = await inlineFileImages(
+        deps,
+        authOf(res).workspace.id,
+        { ...raw, max_tool_calls: maxImages },
+        refs,
+      );
       // The mask may be a data URL: the task keeps the tool's options, not image bytes.
       const { input_image_mask: _mask, ...tool } = imageTool;
-      const taskInput = { tool, max_tool_calls: maxImages, guides: [...guides, ...refs.map((r) => ({ file_id: r.fileId }))] };
-      await generateImages(deps, proxy, { model, routes, body: upstream, maxOutputTokens: body.max_output_tokens ?? undefined, maxImages, taskInput }, res);
+      const taskInput = {
+        tool,
+        max_tool_calls: maxImages,
+        guides: [...guides, ...refs.map((r) => ({ file_id: r.fileId }))],
+      };
+      await generateImages(
+        deps,
+        proxy,
+        { model, routes, body: upstream, maxOutputTokens: body.max_output_tokens ?? undefined, maxImages, taskInput },
+        res,
+      );
       return;
     }
     const upstream = await inlineFileImages(deps, authOf(res).workspace.id, raw, refs);

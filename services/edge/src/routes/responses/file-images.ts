@@ -5,7 +5,12 @@
 // size, the upstream body bound) is made before any byte is read; the files are then read in parallel.
 import { errors } from '@gensvc/errors';
 import { formatBytes } from '../../http/errors';
-import { readWorkspaceImage, workspaceImageRow, type WorkspaceImageDeps, type WorkspaceImageRef } from '../images/image-inputs';
+import {
+  readWorkspaceImage,
+  workspaceImageRow,
+  type WorkspaceImageDeps,
+  type WorkspaceImageRef,
+} from '../images/image-inputs';
 import { MAX_UPSTREAM_BYTES, type FileImageRef } from './schema';
 
 export type FileImageDeps = WorkspaceImageDeps;
@@ -18,7 +23,8 @@ const imageRef = (ref: FileImageRef): WorkspaceImageRef => ({
 });
 
 /** Length of `data:<type>;base64,<bytes>` for a file of `bytes` bytes. */
-const dataUrlLength = (contentType: string, bytes: number) => `data:${contentType};base64,`.length + 4 * Math.ceil(bytes / 3);
+const dataUrlLength = (contentType: string, bytes: number) =>
+  `data:${contentType};base64,`.length + 4 * Math.ceil(bytes / 3);
 /** `"image_url":""` replaces `"file_id":"<id>"`: the item grows by at most the URL and these quotes and colon. */
 const FIELD_OVERHEAD = '"image_url":""'.length;
 
@@ -26,14 +32,21 @@ const FIELD_OVERHEAD = '"image_url":""'.length;
  * The body with every referenced input_image's file_id replaced by image_url (a data URL of the file's bytes); the
  * body itself is left as it was. Each file is read once however often it is named.
  */
-export async function inlineFileImages(deps: FileImageDeps, workspaceId: string, body: Record<string, unknown>, refs: FileImageRef[]): Promise<Record<string, unknown>> {
+export async function inlineFileImages(
+  deps: FileImageDeps,
+  workspaceId: string,
+  body: Record<string, unknown>,
+  refs: FileImageRef[],
+): Promise<Record<string, unknown>> {
   if (refs.length === 0) return body;
   const named = new Map<string, FileImageRef>();
   for (const ref of refs) if (!named.has(ref.fileId)) named.set(ref.fileId, ref);
   const firsts = [...named.values()];
 
   const imageRefs = firsts.map(imageRef);
-  const rows = firstFailure(await Promise.allSettled(imageRefs.map((ref) => workspaceImageRow(deps, workspaceId, ref))));
+  const rows = firstFailure(
+    await Promise.allSettled(imageRefs.map((ref) => workspaceImageRow(deps, workspaceId, ref))),
+  );
   const rowOf = new Map(rows.map((row) => [row.id, row]));
   let total = Buffer.byteLength(JSON.stringify(body));
   for (const ref of refs) {
@@ -74,7 +87,12 @@ function firstFailure<T>(results: PromiseSettledResult<T>[]): T[] {
 }
 
 /** `node` with the value at `path` (from `depth`) replaced by fn(value); only the containers on the path are copied. */
-function replaceAt(node: unknown, path: readonly (string | number)[], depth: number, fn: (value: unknown) => unknown): unknown {
+function replaceAt(
+  node: unknown,
+  path: readonly (string | number)[],
+  depth: number,
+  fn: (value: unknown) => unknown,
+): unknown {
   if (depth === path.length) return fn(node);
   const key = path[depth]!;
   if (Array.isArray(node)) {

@@ -22,7 +22,12 @@ let secret: string;
 let otherSecret: string;
 let workspaceId: string;
 
-const PRICES = { inputPricePerMTok: 2_000_000n, outputPricePerMTok: 8_000_000n, inputOnly: false, maxOutputTokens: 4096 };
+const PRICES = {
+  inputPricePerMTok: 2_000_000n,
+  outputPricePerMTok: 8_000_000n,
+  inputOnly: false,
+  maxOutputTokens: 4096,
+};
 const UNIT_PRICE = 40_000n;
 const MODEL = 'sim/chat-img';
 const UNPRICED = 'sim/chat-1';
@@ -59,10 +64,22 @@ beforeEach(() => {
 const openai = (key = secret) => new OpenAI({ apiKey: key, baseURL: `${edge.url}/v1`, maxRetries: 0 });
 const dataUrl = (bytes: Buffer) => `data:image/png;base64,${bytes.toString('base64')}`;
 const guided = (text: string, image: { file_id: string } | { image_url: string }) => [
-  { role: 'user' as const, content: [{ type: 'input_text' as const, text }, { type: 'input_image' as const, detail: 'auto' as const, ...image }] },
+  {
+    role: 'user' as const,
+    content: [
+      { type: 'input_text' as const, text },
+      { type: 'input_image' as const, detail: 'auto' as const, ...image },
+    ],
+  },
 ];
 
-type Item = Record<string, unknown> & { type: string; result?: string; svc_file_id?: string; svc_url?: string; archive_status?: string };
+type Item = Record<string, unknown> & {
+  type: string;
+  result?: string;
+  svc_file_id?: string;
+  svc_url?: string;
+  archive_status?: string;
+};
 
 async function objectBytes(key: string): Promise<Buffer> {
   const out = await ctx.s3.send(new GetObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
@@ -71,7 +88,10 @@ async function objectBytes(key: string): Promise<Buffer> {
 
 /** The request's money: its one settled hold and its one ledger charge. */
 async function moneyOf(requestId: string) {
-  const [holds, entries] = await Promise.all([ctx.db.reservation.findMany({ where: { requestId } }), ctx.db.ledgerEntry.findMany({ where: { requestId } })]);
+  const [holds, entries] = await Promise.all([
+    ctx.db.reservation.findMany({ where: { requestId } }),
+    ctx.db.ledgerEntry.findMany({ where: { requestId } }),
+  ]);
   return { holds, entries };
 }
 
@@ -88,9 +108,23 @@ async function expectArchived(items: Item[], prompt: string, guide: Buffer, task
   for (const [index, item] of images.entries()) {
     const png = editedImagePng({ prompt, images: [guide], index, size: '256x256' });
     expect(Buffer.from(item.result!, 'base64').equals(png)).toBe(true);
-    expect(item).toMatchObject({ status: 'completed', archive_status: 'archived', svc_file_id: expect.stringMatching(/^file_/), svc_url: expect.stringMatching(/^http/) });
+    expect(item).toMatchObject({
+      status: 'completed',
+      archive_status: 'archived',
+      svc_file_id: expect.stringMatching(/^file_/),
+      svc_url: expect.stringMatching(/^http/),
+    });
     const file = await ctx.db.file.findUniqueOrThrow({ where: { id: item.svc_file_id! } });
-    expect(file).toMatchObject({ workspaceId, source: 'generated', purpose: 'output', contentType: 'image/png', bytes: BigInt(png.length), taskId, outputIndex: index, archiveStatus: 'archived' });
+    expect(file).toMatchObject({
+      workspaceId,
+      source: 'generated',
+      purpose: 'output',
+      contentType: 'image/png',
+      bytes: BigInt(png.length),
+      taskId,
+      outputIndex: index,
+      archiveStatus: 'archived',
+    });
     expect((await objectBytes(file.storageKey)).equals(png)).toBe(true);
   }
   return images.length;
@@ -117,26 +151,54 @@ describe('POST /v1/responses with the image_generation tool', () => {
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id: body.svc_task_id } });
     const usage = { inputTokens: data.usage!.input_tokens, outputTokens: data.usage!.output_tokens };
     const cost = costOf(PRICES, usage) + UNIT_PRICE;
-    expect(task).toMatchObject({ workspaceId, operation: 'responses.image_generation', status: 'completed', model: MODEL, cost, requestId });
-    expect(task.input).toMatchObject({ tool: TOOL, max_tool_calls: 1, guides: [{ file_id: fileId }], images_generated: 1 });
+    expect(task).toMatchObject({
+      workspaceId,
+      operation: 'responses.image_generation',
+      status: 'completed',
+      model: MODEL,
+      cost,
+      requestId,
+    });
+    expect(task.input).toMatchObject({
+      tool: TOOL,
+      max_tool_calls: 1,
+      guides: [{ file_id: fileId }],
+      images_generated: 1,
+    });
     const { holds, entries } = await moneyOf(requestId);
     expect(holds).toHaveLength(1);
     expect(holds[0]!.state).toBe('settled');
-    expect(entries.map((e) => [e.kind, e.amount, e.model, e.taskId, e.inputTokens, e.outputTokens])).toEqual([['charge', -cost, MODEL, body.svc_task_id, usage.inputTokens, usage.outputTokens]]);
+    expect(entries.map((e) => [e.kind, e.amount, e.model, e.taskId, e.inputTokens, e.outputTokens])).toEqual([
+      ['charge', -cost, MODEL, body.svc_task_id, usage.inputTokens, usage.outputTokens],
+    ]);
     await expectBalanced(ctx.db, workspaceId);
-    expect(sim.requests().map((r) => [r.channel, r.path, r.model, r.status])).toEqual([['oa-a', '/v1/responses', 'gpt-4.1', 200]]);
+    expect(sim.requests().map((r) => [r.channel, r.path, r.model, r.status])).toEqual([
+      ['oa-a', '/v1/responses', 'gpt-4.1', 200],
+    ]);
     // The task reads like any other: completed, its output the archived file.
-    const view = await fetch(`${edge.url}/api/v1/tasks/${body.svc_task_id}`, { headers: { authorization: `Bearer ${secret}` } });
+    const view = await fetch(`${edge.url}/api/v1/tasks/${body.svc_task_id}`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     const envelope = await jsonOf(view);
     expect(view.status).toBe(200);
-    expect(envelope).toMatchObject({ task_id: body.svc_task_id, status: 'completed', operation: 'responses.image_generation', model: MODEL });
+    expect(envelope).toMatchObject({
+      task_id: body.svc_task_id,
+      status: 'completed',
+      operation: 'responses.image_generation',
+      model: MODEL,
+    });
     expect(JSON.stringify(envelope.output)).toContain(items[0]!.svc_file_id!);
   });
 
   it('holds exactly the token bound plus price × max_tool_calls, and charges each of the images generated', async () => {
     const input = guided('three cats', { image_url: dataUrl(guide) });
     // max_tool_calls is a create parameter of the Responses API the SDK's types do not list yet; the SDK sends it.
-    const params = { model: MODEL, tools: [TOOL], input, max_tool_calls: 3 } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const params = {
+      model: MODEL,
+      tools: [TOOL],
+      input,
+      max_tool_calls: 3,
+    } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
     const { data, response } = await openai().responses.create(params).withResponse();
     const requestId = response.headers.get('x-request-id')!;
     const body = data as unknown as { svc_task_id: string };
@@ -144,8 +206,18 @@ describe('POST /v1/responses with the image_generation tool', () => {
     const usage = { inputTokens: data.usage!.input_tokens, outputTokens: data.usage!.output_tokens };
     const { holds, entries } = await moneyOf(requestId);
     // The body the provider got, byte for byte as the edge serialises it: the hold's input bound.
-    const sent = Buffer.byteLength(JSON.stringify({ model: 'gpt-4.1', tools: [TOOL], input, max_tool_calls: 3, max_output_tokens: PRICES.maxOutputTokens }));
-    expect(holds.map((h) => h.amount)).toEqual([costOf(PRICES, { inputTokens: sent, outputTokens: PRICES.maxOutputTokens }) + 3n * UNIT_PRICE]);
+    const sent = Buffer.byteLength(
+      JSON.stringify({
+        model: 'gpt-4.1',
+        tools: [TOOL],
+        input,
+        max_tool_calls: 3,
+        max_output_tokens: PRICES.maxOutputTokens,
+      }),
+    );
+    expect(holds.map((h) => h.amount)).toEqual([
+      costOf(PRICES, { inputTokens: sent, outputTokens: PRICES.maxOutputTokens }) + 3n * UNIT_PRICE,
+    ]);
     expect(entries.map((e) => e.amount)).toEqual([-(costOf(PRICES, usage) + 3n * UNIT_PRICE)]);
     await expectBalanced(ctx.db, workspaceId);
   });
@@ -153,16 +225,20 @@ describe('POST /v1/responses with the image_generation tool', () => {
   it('answers 402 without calling the provider when the hold (one image and the tokens) does not fit the balance', async () => {
     const poor = await makeWorkspace(ctx.db, { balance: UNIT_PRICE });
     const key = (await makeKey(ctx.db, poor.id)).secret;
-    const err = await openai(key).responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' }).catch((e) => e);
+    const err = await openai(key)
+      .responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' })
+      .catch((e) => e);
     expect(err).toMatchObject({ status: 402, code: 'insufficient_balance' });
     expect(sim.requests()).toEqual([]);
     expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: poor.id, kind: 'charge' } })).toBe(0);
   });
 
-  it('answers another workspace\'s file and a missing one 404 file_not_found, before anything is held or sent', async () => {
+  it("answers another workspace's file and a missing one 404 file_not_found, before anything is held or sent", async () => {
     const theirs = (await jsonOf(await upload(edge.url, otherSecret, guide, { filename: 'theirs.png' }))).id as string;
     for (const fileId of [theirs, 'file_0000000000000000000000']) {
-      const err = await openai().responses.create({ model: MODEL, tools: [TOOL], input: guided('x', { file_id: fileId }) }).catch((e) => e);
+      const err = await openai()
+        .responses.create({ model: MODEL, tools: [TOOL], input: guided('x', { file_id: fileId }) })
+        .catch((e) => e);
       expect(err).toMatchObject({ status: 404, code: 'file_not_found', param: 'input[0].content[1].file_id' });
       await expectNothing(err.headers.get('x-request-id'));
     }
@@ -174,7 +250,9 @@ describe('POST /v1/responses with the image_generation tool', () => {
     ['a 9000 px wide image', `https://${hosts.host}/wide.png`, 'media_limit_exceeded', '[dimensions]'],
     ['a page that is not an image', `https://${hosts.host}/page.html`, 'invalid_image_url', '[type]'],
   ])('refuses a guide URL on %s: 400 naming the rule, nothing held or sent', async (_what, url, code, rule) => {
-    const err = await openai().responses.create({ model: MODEL, tools: [TOOL], input: guided('x', { image_url: url }) }).catch((e) => e);
+    const err = await openai()
+      .responses.create({ model: MODEL, tools: [TOOL], input: guided('x', { image_url: url }) })
+      .catch((e) => e);
     expect(err).toMatchObject({ status: 400, code, param: 'input[0].content[1].image_url' });
     expect(err.message).toContain(rule);
     await expectNothing(err.headers.get('x-request-id'));
@@ -200,15 +278,22 @@ describe('POST /v1/responses with the image_generation tool', () => {
 
   it('fails over a failing channel, and when every channel fails answers 502 with the hold released and nothing recorded', async () => {
     sim.faults.add({ channel: 'oa-a', status: 500, times: 1 });
-    const ok = await openai().responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' }).withResponse();
+    const ok = await openai()
+      .responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' })
+      .withResponse();
     expect((ok.data.output as unknown as Item[])[0]!.archive_status).toBe('archived');
-    expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([['oa-a', 500], ['oa-b', 200]]);
+    expect(sim.requests().map((r) => [r.channel, r.status])).toEqual([
+      ['oa-a', 500],
+      ['oa-b', 200],
+    ]);
 
     sim.resetRequests();
     sim.faults.add({ channel: 'oa-a', status: 500, times: 1 });
     sim.faults.add({ channel: 'oa-b', status: 503, times: 1 });
     const files = await ctx.db.file.count({ where: { workspaceId } });
-    const err = await openai().responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' }).catch((e) => e);
+    const err = await openai()
+      .responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' })
+      .catch((e) => e);
     expect(err.status).toBe(502);
     const requestId = err.headers.get('x-request-id');
     const { holds, entries } = await moneyOf(requestId);

@@ -50,20 +50,41 @@ interface Generated {
   outputs: EditOutput[];
 }
 
-export async function generateImages(deps: EdgeDeps, proxy: ChatProxy, call: ImageGenerationCall, res: Response): Promise<void> {
+export async function generateImages(
+  deps: EdgeDeps,
+  proxy: ChatProxy,
+  call: ImageGenerationCall,
+  res: Response,
+): Promise<void> {
   const { key, workspace } = authOf(res);
   const { log, requestId } = locals(res);
   const { model } = call;
-  const chat: ChatCall = { model, routes: call.routes, body: call.body, stream: false, maxOutputTokens: call.maxOutputTokens, choices: 1 };
+  const chat: ChatCall = {
+    model,
+    routes: call.routes,
+    body: call.body,
+    stream: false,
+    maxOutputTokens: call.maxOutputTokens,
+    choices: 1,
+  };
   const upstream = new UpstreamBodies(openAiResponsesProtocol, chat);
-  const amount = holdFor(chat, upstream.body(upstreamModelOf(call.routes[0]!, model)).length) + model.unitPrice * BigInt(call.maxImages);
+  const amount =
+    holdFor(chat, upstream.body(upstreamModelOf(call.routes[0]!, model)).length) +
+    model.unitPrice * BigInt(call.maxImages);
 
   const startedAt = new Date();
   // Kept as a row of its own: the charge is written in the transaction that records the images.
   const hold = await deps.holds.reserve(ownerOf(res), amount, { kept: true });
   let answer: Record<string, unknown>;
   try {
-    const generated = await proxy.answer<Generated>(openAiResponsesProtocol, chat, upstream, log, (a) => ({ ...a, outputs: generatedImages(a.json) }), MAX_ANSWER_BYTES);
+    const generated = await proxy.answer<Generated>(
+      openAiResponsesProtocol,
+      chat,
+      upstream,
+      log,
+      (a) => ({ ...a, outputs: generatedImages(a.json) }),
+      MAX_ANSWER_BYTES,
+    );
     const taskId = newId('tsk');
     // A provider generating more images than were held for is charged no more than the hold covers.
     const images = Math.min(generated.outputs.length, call.maxImages);
@@ -110,7 +131,8 @@ function generatedImages(json: Record<string, unknown>): EditOutput[] {
     const index = outputs.length;
     const bytes = Buffer.from(call.result, 'base64');
     const media = sniffMedia(bytes, true);
-    if (!media || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) throw invalidResponse(`image_generation_call ${index}'s result is not an image`);
+    if (!media || !(IMAGE_TYPES as readonly string[]).includes(media.contentType))
+      throw invalidResponse(`image_generation_call ${index}'s result is not an image`);
     outputs.push({ index, item: call, kind: 'b64', bytes, media });
   }
   return outputs;
@@ -119,6 +141,8 @@ function generatedImages(json: Record<string, unknown>): EditOutput[] {
 /** The image_generation tool needs a per-image price on the model, or its images would be given away. */
 export function checkImagePrice(model: CatalogModel): void {
   if (model.unitPrice <= 0n) {
-    throw errors.modelNotSupported(`"${model.id}" has no per-image price, so it cannot be used with the image_generation tool.`);
+    throw errors.modelNotSupported(
+      `"${model.id}" has no per-image price, so it cannot be used with the image_generation tool.`,
+    );
   }
 }

@@ -15,7 +15,9 @@ export const MAX_FILE_IMAGES = 500;
 
 export const responseBody = z.looseObject({
   model: chatModelId,
-  input: z.union([z.string(), z.array(z.looseObject({}))], { error: 'must be a string or an array of input items (objects)' }).optional(),
+  input: z
+    .union([z.string(), z.array(z.looseObject({}))], { error: 'must be a string or an array of input items (objects)' })
+    .optional(),
   max_output_tokens: z.number().int().min(1).nullish(),
   stream: z.boolean().nullish(),
   background: z.boolean().nullish(),
@@ -50,10 +52,14 @@ export function fileImageRefs(input: unknown): FileImageRef[] {
         const at = `input[${i}].${field}[${j}]`;
         const param = `${at}.file_id`;
         if (part.type === 'input_file') {
-          throw errors.invalidRequest(`${param}: file ids are accepted on input_image items only; send a file's contents as file_data or file_url.`, param);
+          throw errors.invalidRequest(
+            `${param}: file ids are accepted on input_image items only; send a file's contents as file_data or file_url.`,
+            param,
+          );
         }
         if (part.type !== 'input_image') continue;
-        if (typeof part.file_id !== 'string') throw errors.invalidRequest(`${param}: must be a string (a file id, file_...)`, param);
+        if (typeof part.file_id !== 'string')
+          throw errors.invalidRequest(`${param}: must be a string (a file id, file_...)`, param);
         if (part.image_url !== undefined && part.image_url !== null) {
           throw errors.invalidRequest(`${at}: an input_image takes image_url or file_id, not both.`, param);
         }
@@ -62,7 +68,10 @@ export function fileImageRefs(input: unknown): FileImageRef[] {
     }
   }
   if (refs.length > MAX_FILE_IMAGES) {
-    throw errors.invalidRequest(`A request may name at most ${MAX_FILE_IMAGES} image files; this one names ${refs.length}.`, refs[MAX_FILE_IMAGES]!.param);
+    throw errors.invalidRequest(
+      `A request may name at most ${MAX_FILE_IMAGES} image files; this one names ${refs.length}.`,
+      refs[MAX_FILE_IMAGES]!.param,
+    );
   }
   return refs;
 }
@@ -81,7 +90,10 @@ export function imageGenerationTool(tools: unknown): Record<string, unknown> | n
   if (found.length > 1) throw errors.invalidRequest('tools: offer the image_generation tool once.', 'tools');
   const mask = found[0]?.input_image_mask;
   if (isObject(mask) && mask.file_id !== undefined && mask.file_id !== null) {
-    throw errors.invalidRequest('tools[].input_image_mask.file_id: a mask is accepted as image_url (an https or data: URL) only.', 'tools');
+    throw errors.invalidRequest(
+      'tools[].input_image_mask.file_id: a mask is accepted as image_url (an https or data: URL) only.',
+      'tools',
+    );
   }
   return found[0] ?? null;
 }
@@ -89,7 +101,12 @@ export function imageGenerationTool(tools: unknown): Record<string, unknown> | n
 /** How many images a response with the image_generation tool may generate: its max_tool_calls, 1 when absent. */
 export function generatedImageBound(maxToolCalls: unknown): number {
   if (maxToolCalls === undefined || maxToolCalls === null) return 1;
-  if (typeof maxToolCalls !== 'number' || !Number.isInteger(maxToolCalls) || maxToolCalls < 1 || maxToolCalls > MAX_GENERATED_IMAGES) {
+  if (
+    typeof maxToolCalls !== 'number' ||
+    !Number.isInteger(maxToolCalls) ||
+    maxToolCalls < 1 ||
+    maxToolCalls > MAX_GENERATED_IMAGES
+  ) {
     throw errors.invalidRequest(
       `max_tool_calls: with the image_generation tool, an integer from 1 to ${MAX_GENERATED_IMAGES} (each built-in tool call may generate an image, and each image is held before the call).`,
       'max_tool_calls',
@@ -114,14 +131,19 @@ export function urlImageRefs(input: unknown): UrlImageRef[] {
   for (const [i, item] of input.entries()) {
     if (!isObject(item) || !Array.isArray(item.content)) continue;
     for (const [j, part] of item.content.entries()) {
-      if (!isObject(part) || part.type !== 'input_image' || part.image_url === undefined || part.image_url === null) continue;
+      if (!isObject(part) || part.type !== 'input_image' || part.image_url === undefined || part.image_url === null)
+        continue;
       const param = `input[${i}].content[${j}].image_url`;
-      if (typeof part.image_url !== 'string') throw errors.invalidRequest(`${param}: must be a string (an https URL or a data: URL).`, param);
+      if (typeof part.image_url !== 'string')
+        throw errors.invalidRequest(`${param}: must be a string (an https URL or a data: URL).`, param);
       if (!part.image_url.startsWith('data:')) refs.push({ param, url: part.image_url });
     }
   }
   if (refs.length > MAX_URL_IMAGES) {
-    throw errors.invalidRequest(`With the image_generation tool, at most ${MAX_URL_IMAGES} input images may be given by URL (each is checked before the call); send the others as files.`, refs[MAX_URL_IMAGES]!.param);
+    throw errors.invalidRequest(
+      `With the image_generation tool, at most ${MAX_URL_IMAGES} input images may be given by URL (each is checked before the call); send the others as files.`,
+      refs[MAX_URL_IMAGES]!.param,
+    );
   }
   return refs;
 }

@@ -4,7 +4,17 @@
 // (loopback too) plays the private host. Names resolve through a fake DNS the test controls, never the real one.
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import type { LookupFn, ResolvedAddress } from '@gensvc/outbound';
-import { createTestCa, eventually, jsonOf, makeCustomer, selfSignedCert, sharedTestCa, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
+import {
+  createTestCa,
+  eventually,
+  jsonOf,
+  makeCustomer,
+  selfSignedCert,
+  sharedTestCa,
+  startTlsServer,
+  useTestContext,
+  type TlsTestServer,
+} from '@gensvc/testing';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { createTask, errorOf, MODELS, seedTaskModels, workspaceState } from './tasks-test-support';
 
@@ -29,9 +39,14 @@ let receiver: TlsTestServer;
 /** TLS handshakes each server completed, by host and port (counted as the server's side completes, a moment after the client's). */
 const handshakes = new Map<string, number>();
 
-async function serve(opts: Parameters<typeof startTlsServer>[1] = {}, handler: Parameters<typeof startTlsServer>[0] = (_req, res) => res.end('ok')) {
+async function serve(
+  opts: Parameters<typeof startTlsServer>[1] = {},
+  handler: Parameters<typeof startTlsServer>[0] = (_req, res) => res.end('ok'),
+) {
   const server = await startTlsServer(handler, opts);
-  server.server.on('secureConnection', () => handshakes.set(`${server.host}:${server.port}`, (handshakes.get(`${server.host}:${server.port}`) ?? 0) + 1));
+  server.server.on('secureConnection', () =>
+    handshakes.set(`${server.host}:${server.port}`, (handshakes.get(`${server.host}:${server.port}`) ?? 0) + 1),
+  );
   servers.push(server);
   return server;
 }
@@ -73,9 +88,11 @@ async function refused(url: string, rule: RegExp) {
   expect(await workspaceState(ctx.db, c.ws.id)).toEqual(before);
 }
 
-const UNREACHABLE = /^callback_url was refused \(tls\): The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did\.$/;
+const UNREACHABLE =
+  /^callback_url was refused \(tls\): The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did\.$/;
 const PRIVATE = /is not a public address \(private network\)/;
-const NAME_RULE = /\(private_address\): Every address the host resolves to must be a public unicast address; this host resolves to one that is not\./;
+const NAME_RULE =
+  /\(private_address\): Every address the host resolves to must be a public unicast address; this host resolves to one that is not\./;
 /** What the network answered, which a refusal never shows: socket and TLS error codes, and the addresses a name resolved to. */
 const NETWORK_ERROR = /ECONN|ETIMEDOUT|ERR_SSL|DEPTH_ZERO|CERT_HAS_EXPIRED|ERR_TLS|UNABLE_TO/;
 const RESOLVED = /10\.0\.0\.5|169\.254|::1|::ffff|127\.0\.0\.[12]/;
@@ -93,7 +110,11 @@ describe('the URL and its addresses', () => {
     ['loopback outside the allow-list', 'https://127.0.0.2/cb', /\(loopback\)/],
     ['loopback elsewhere in 127/8', 'https://127.45.6.7/cb', /\(loopback\)/],
     ['link-local', 'https://169.254.10.20/cb', /\(link-local\)/],
-    ['the cloud metadata address', 'https://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 is not a public address \(link-local\)/],
+    [
+      'the cloud metadata address',
+      'https://169.254.169.254/latest/meta-data/',
+      /169\.254\.169\.254 is not a public address \(link-local\)/,
+    ],
     ['CGNAT', 'https://100.64.0.1/cb', /\(carrier-grade NAT\)/],
     ['multicast', 'https://224.0.0.251/cb', /\(multicast\)/],
     ['reserved', 'https://240.0.0.1/cb', /\(reserved\)/],
@@ -126,7 +147,11 @@ describe('the URL and its addresses', () => {
     ['a name resolving to an IPv4-mapped private address', 'https://mapped.example/cb', NAME_RULE],
     ['a name with one private address among public ones', 'https://mixed.example/cb', NAME_RULE],
     ['a name with one private address among allowed ones', 'https://mixed-allowed.example/cb', NAME_RULE],
-    ['a name that does not resolve', 'https://nowhere.example/cb', /\(dns\): The host must resolve to at least one IP address/],
+    [
+      'a name that does not resolve',
+      'https://nowhere.example/cb',
+      /\(dns\): The host must resolve to at least one IP address/,
+    ],
   ])('%s: %s', async (_what, url, rule) => {
     await refused(url, rule);
   });
@@ -170,8 +195,16 @@ describe('redirects', () => {
 
 describe('the certificate', () => {
   it.each<[string, () => Promise<{ url: string }>, RegExp]>([
-    ['self-signed', async () => serve({ cert: selfSignedCert() }), /\(tls\): The server's TLS certificate is self-signed/],
-    ['expired', async () => serve({ cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }) }), /\(tls\): The server's TLS certificate has expired/],
+    [
+      'self-signed',
+      async () => serve({ cert: selfSignedCert() }),
+      /\(tls\): The server's TLS certificate is self-signed/,
+    ],
+    [
+      'expired',
+      async () => serve({ cert: sharedTestCa().ca.issue(['127.0.0.1'], { expired: true }) }),
+      /\(tls\): The server's TLS certificate has expired/,
+    ],
     [
       'issued for another host',
       async () => {
@@ -181,7 +214,11 @@ describe('the certificate', () => {
       },
       /is not valid for this host name\.$/,
     ],
-    ['issued by an untrusted CA', async () => serve({ cert: createTestCa('rogue CA').issue(['127.0.0.1']) }), /not issued by a trusted certificate authority/],
+    [
+      'issued by an untrusted CA',
+      async () => serve({ cert: createTestCa('rogue CA').issue(['127.0.0.1']) }),
+      /not issued by a trusted certificate authority/,
+    ],
     [
       'no TLS server at all',
       async () => {
@@ -229,7 +266,10 @@ describe('a valid receiver', () => {
     expect(res.status).toBe(202);
     expect(envelope.callback).toEqual({ url, state: 'none' });
     await eventually(() => handshakesOf(receiver) === before + 1, 'the handshake');
-    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: envelope.task_id } })).toMatchObject({ callbackUrl: url, callbackState: 'none' });
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id: envelope.task_id } })).toMatchObject({
+      callbackUrl: url,
+      callbackState: 'none',
+    });
   });
 });
 
@@ -239,7 +279,9 @@ describe('the TLS check is kept for a minute per host, port and checked addresse
     dns.set('burst.example', [['127.0.0.1']]);
     lookups.length = 0;
     const url = `https://burst.example:${burst.port}/cb`;
-    const results = await Promise.all(Array.from({ length: 8 }, () => createTask(edge.url, c.secret, 'sim/text-to-image', body(url))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => createTask(edge.url, c.secret, 'sim/text-to-image', body(url))),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(202));
     expect((await createTask(edge.url, c.secret, 'sim/text-to-image', body(url))).status).toBe(202);
     expect(lookups.filter((n) => n === 'burst.example')).toHaveLength(9);

@@ -8,7 +8,14 @@
 // follows no redirect. The handshake here sends no HTTP request, so no answer of the receiver (a redirect to a
 // private address among them) can play a part at creation.
 import { errors } from '@gensvc/errors';
-import { checkTls, checkUrl, isOutboundError, type CheckTlsOptions, type CheckedUrl, type TlsVerdict } from '@gensvc/outbound';
+import {
+  checkTls,
+  checkUrl,
+  isOutboundError,
+  type CheckTlsOptions,
+  type CheckedUrl,
+  type TlsVerdict,
+} from '@gensvc/outbound';
 import type { EdgeDeps } from '../../deps';
 
 /** The handshake must complete within this (the dispatcher's own connect timeout is the same). */
@@ -43,15 +50,23 @@ export class VerifiedTlsCache {
 }
 
 /** The URL, normalised, or 400 invalid_callback_url whose message names the rule it breaks. */
-export async function checkCallbackUrl(deps: Pick<EdgeDeps, 'config' | 'outbound' | 'callbackTls'>, value: string): Promise<string> {
+export async function checkCallbackUrl(
+  deps: Pick<EdgeDeps, 'config' | 'outbound' | 'callbackTls'>,
+  value: string,
+): Promise<string> {
   try {
-    const checked = await checkUrl(value, { allowCidrs: deps.config.outbound.allowCidrs, lookup: deps.outbound?.lookup });
+    const checked = await checkUrl(value, {
+      allowCidrs: deps.config.outbound.allowCidrs,
+      lookup: deps.outbound?.lookup,
+    });
     await deps.callbackTls.check(checked, deps.outbound?.ca);
     return checked.url.href;
   } catch (e) {
     if (!isOutboundError(e)) throw e;
     // The rule, never what the network answered (the address a name resolved to, a connection error): a refusal
     // must not let a caller map hosts and ports through the gateway.
-    throw errors.invalidCallbackUrl(`callback_url was refused (${e.reason === 'timeout' || e.reason === 'connection' ? 'tls' : e.reason}): ${e.rule}`);
+    throw errors.invalidCallbackUrl(
+      `callback_url was refused (${e.reason === 'timeout' || e.reason === 'connection' ? 'tls' : e.reason}): ${e.rule}`,
+    );
   }
 }

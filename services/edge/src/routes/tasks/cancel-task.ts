@@ -18,7 +18,9 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     const { workspace } = authOf(res);
     const id = req.params.taskId;
     const { requestId, log } = locals(res);
-    const task = TASK_ID.test(id) ? await taskRepository.finish(deps.db, id, { status: 'canceled' }, { workspaceId: workspace.id }) : null;
+    const task = TASK_ID.test(id)
+      ? await taskRepository.finish(deps.db, id, { status: 'canceled' }, { workspaceId: workspace.id })
+      : null;
     if (!task) throw errors.taskNotCancelable((await findTask(deps, workspace.id, id)).status);
     // The cancel is committed; what follows is the aftermath. A job that cannot be queued is logged, not answered:
     // the reconciler re-ensures pending callbacks, and the provider's job ends at its own deadline.
@@ -27,7 +29,8 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     if (task.upstreamId) jobs.push(scheduleCancel(deps.queues, ref));
     if (task.callback) jobs.push(scheduleCallback(deps.queues, ref, task.callbackRoundStart, { first: true }));
     for (const outcome of await Promise.allSettled(jobs)) {
-      if (outcome.status === 'rejected') log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');
+      if (outcome.status === 'rejected')
+        log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');
     }
     res.json(await renderTask(deps, task, workspace.currency));
   };

@@ -3,7 +3,13 @@
 // task.submit.
 // Everything that can refuse the request (the body, the model, the input image, the callback_url's address and
 // certificate) is checked before the hold, so a refusal leaves nothing.
-import { isTaskChannelKind, taskEnvelope, type GenerationInput, type TaskOperation, type TaskOperationName } from '@gensvc/contracts';
+import {
+  isTaskChannelKind,
+  taskEnvelope,
+  type GenerationInput,
+  type TaskOperation,
+  type TaskOperationName,
+} from '@gensvc/contracts';
 import { newId } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import { scheduleSubmit, taskJobRef } from '@gensvc/queue';
@@ -43,7 +49,10 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
     } catch (err) {
       // The task is held and queued in Postgres, the truth: the task runner's reconciler submits queued tasks whose
       // job is missing, so the caller is answered as usual.
-      locals(res).log.error({ err, task_id: task.id }, 'task.submit could not be queued; the reconciler will submit the task');
+      locals(res).log.error(
+        { err, task_id: task.id },
+        'task.submit could not be queued; the reconciler will submit the task',
+      );
     }
     res.status(202).json(taskEnvelope(task, { currency: workspace.currency }));
   };
@@ -83,17 +92,29 @@ function generationInput(body: CreateTaskBody, image: GenerationInput['image']) 
  * POST /api/v1/evaluate answers), is enabled, is of the operation's kind, belongs to the path's provider, and has an
  * enabled channel of a task protocol (else 400 model_not_supported saying which).
  */
-async function taskModel(deps: Pick<EdgeDeps, 'catalog'>, key: AuthContext['key'], provider: string, name: TaskOperationName, op: TaskOperation, id: string): Promise<CatalogModel> {
+async function taskModel(
+  deps: Pick<EdgeDeps, 'catalog'>,
+  key: AuthContext['key'],
+  provider: string,
+  name: TaskOperationName,
+  op: TaskOperation,
+  id: string,
+): Promise<CatalogModel> {
   const model = await modelForKey(deps.catalog, key, id);
   if (!model) throw errors.modelNotFound(id);
   if (!model.enabled) throw errors.modelNotSupported(`The model "${id}" is disabled.`);
-  if (model.kind !== op.kind) throw errors.modelNotSupported(`The model "${id}" is a ${model.kind} model; ${name} takes a ${op.kind} model.`);
+  if (model.kind !== op.kind)
+    throw errors.modelNotSupported(`The model "${id}" is a ${model.kind} model; ${name} takes a ${op.kind} model.`);
   const owner = id.slice(0, id.indexOf('/'));
   if (owner !== provider) {
-    throw errors.modelNotSupported(`The model "${id}" is a model of "${owner}": create its tasks with POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`);
+    throw errors.modelNotSupported(
+      `The model "${id}" is a model of "${owner}": create its tasks with POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`,
+    );
   }
   if (!model.routes.some((r) => r.channel.enabled && isTaskChannelKind(r.channel.kind))) {
-    throw errors.modelNotSupported(`The model "${id}" has no channel that runs generation tasks (a Replicate or fal channel) at the moment.`);
+    throw errors.modelNotSupported(
+      `The model "${id}" has no channel that runs generation tasks (a Replicate or fal channel) at the moment.`,
+    );
   }
   return model;
 }

@@ -43,13 +43,23 @@ describe('refusals: 400 naming the rule, nothing held or written', () => {
   it.each<[string, string, string, number, string, string]>([
     ['a 9000 px wide PNG', 'sim/image-to-image', '/wide.png', 400, 'media_limit_exceeded', '[dimensions]'],
     ['a body declared over 30 MB', 'sim/image-to-video', '/declared-huge.png', 400, 'media_limit_exceeded', '[size]'],
-    ['a body streamed past 30 MB without Content-Length', 'sim/image-to-image', '/streamed-huge.png', 400, 'media_limit_exceeded', '[size]'],
+    [
+      'a body streamed past 30 MB without Content-Length',
+      'sim/image-to-image',
+      '/streamed-huge.png',
+      400,
+      'media_limit_exceeded',
+      '[size]',
+    ],
     ['a page that is not an image', 'sim/image-to-image', '/page.html', 400, 'invalid_image_url', '[type]'],
     ['a missing image (404)', 'sim/image-to-image', '/missing.png', 400, 'invalid_image_url', '[http_status]'],
   ])('%s (%s %s) → %d %s %s', async (_what, path, ref, status, code, rule) => {
     const video = path.endsWith('video');
     const before = await workspaceState(ctx.db, c.ws.id);
-    const res = await createTask(edge.url, c.secret, path, { ...(video ? { model: MODELS.video, prompt: 'waves', duration_seconds: 3 } : image), image: refs.url(ref) });
+    const res = await createTask(edge.url, c.secret, path, {
+      ...(video ? { model: MODELS.video, prompt: 'waves', duration_seconds: 3 } : image),
+      image: refs.url(ref),
+    });
     const error = await errorOf(res, status, code);
     expect(error.param).toBe('image');
     expect(error.message).toContain(rule);
@@ -68,7 +78,10 @@ describe('refusals: 400 naming the rule, nothing held or written', () => {
   });
 
   it('refuses a declared 31 MB body on its headers alone', async () => {
-    const res = await createTask(edge.url, c.secret, 'sim/image-to-image', { ...image, image: refs.url('/declared-huge.png') });
+    const res = await createTask(edge.url, c.secret, 'sim/image-to-image', {
+      ...image,
+      image: refs.url('/declared-huge.png'),
+    });
     await errorOf(res, 400, 'media_limit_exceeded');
     const pump = refs.pumps.get('/declared-huge.png')!;
     await pump.closed;

@@ -11,7 +11,11 @@ import { workspaceImageRow } from '../images/image-inputs';
 import { probeImageUrl } from '../images/image-url-probe';
 import type { ImageField } from './schema';
 
-export async function checkImageReference(deps: Pick<EdgeDeps, 'config' | 'db' | 's3' | 'outbound'>, workspaceId: string, field: ImageField): Promise<NonNullable<GenerationInput['image']>> {
+export async function checkImageReference(
+  deps: Pick<EdgeDeps, 'config' | 'db' | 's3' | 'outbound'>,
+  workspaceId: string,
+  field: ImageField,
+): Promise<NonNullable<GenerationInput['image']>> {
   const { param, value } = field;
   if (value.startsWith('file_')) {
     const shown = value.slice(0, 64);

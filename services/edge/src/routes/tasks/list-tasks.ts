@@ -16,6 +16,12 @@ export function listTasks(deps: RenderDeps) {
     const page = await taskRepository.list(deps.db, workspace.id, q);
     if (!page) throw errors.invalidRequest(`after: no task ${q.after} in this workspace.`, 'after');
     const data = await renderTasks(deps, page.data, workspace.currency);
-    res.json({ object: 'list', data, first_id: data[0]?.task_id ?? null, last_id: data.at(-1)?.task_id ?? null, has_more: page.hasMore });
+    res.json({
+      object: 'list',
+      data,
+      first_id: data[0]?.task_id ?? null,
+      last_id: data.at(-1)?.task_id ?? null,
+      has_more: page.hasMore,
+    });
   };
 }

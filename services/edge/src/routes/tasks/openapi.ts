@@ -37,13 +37,21 @@ const create = (name: string, op: TaskOperation) =>
     params: provider,
     headers: idempotencyHeader,
     body: { json: createTaskSchema(op) },
-    responses: { 202: { description: 'Queued: the task envelope.', schema: taskEnvelopeSchema, headers: { Location: '/api/v1/tasks/{task_id}' } } },
+    responses: {
+      202: {
+        description: 'Queued: the task envelope.',
+        schema: taskEnvelopeSchema,
+        headers: { Location: '/api/v1/tasks/{task_id}' },
+      },
+    },
     errors: [
       ...PAID_CALL,
       'model_not_found',
       'model_not_supported',
       'invalid_callback_url',
-      ...(op.takesImage ? (['invalid_image_url', 'invalid_image', 'file_not_found', 'media_limit_exceeded'] as const) : []),
+      ...(op.takesImage
+        ? (['invalid_image_url', 'invalid_image', 'file_not_found', 'media_limit_exceeded'] as const)
+        : []),
     ],
   });
 
@@ -89,7 +97,7 @@ export const taskApi = [
     method: 'get',
     route: '/api/v1/tasks/:taskId/deliveries',
     operationId: 'listDeliveries',
-    summary: "Every callback attempt of a task",
+    summary: 'Every callback attempt of a task',
     tag: 'Callbacks',
     auth: 'bearer',
     scope: 'tasks.read',
@@ -109,7 +117,12 @@ export const taskApi = [
     responses: {
       202: {
         description: 'Queued.',
-        schema: z.object({ object: z.literal('delivery'), task_id: z.string(), attempt: z.number().int(), delivery_id: z.string() }),
+        schema: z.object({
+          object: z.literal('delivery'),
+          task_id: z.string(),
+          attempt: z.number().int(),
+          delivery_id: z.string(),
+        }),
       },
     },
     errors: [...KEY_AUTH, 'task_not_found', 'callback_not_redeliverable', 'insufficient_role'],

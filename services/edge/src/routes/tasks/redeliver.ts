@@ -24,11 +24,21 @@ export function redeliver(deps: Pick<EdgeDeps, 'db' | 'queues'>) {
 }
 
 /** Starts a new delivery round of the workspace's task (the API's redeliver and the dashboard's); its first attempt number. */
-export async function startRedelivery(deps: Pick<EdgeDeps, 'db' | 'queues'>, workspaceId: string, id: string, requestId: string, log: Logger): Promise<number> {
+export async function startRedelivery(
+  deps: Pick<EdgeDeps, 'db' | 'queues'>,
+  workspaceId: string,
+  id: string,
+  requestId: string,
+  log: Logger,
+): Promise<number> {
   const round = TASK_ID.test(id) ? await taskRepository.redeliver(deps.db, workspaceId, id) : null;
   if (!round) {
     const task = await findTask(deps, workspaceId, id);
-    throw errors.notRedeliverable(task.callbackUrl === null ? 'The task has no callback_url: there is nothing to deliver.' : `The task is ${task.status}: its result is delivered once it has finished.`);
+    throw errors.notRedeliverable(
+      task.callbackUrl === null
+        ? 'The task has no callback_url: there is nothing to deliver.'
+        : `The task is ${task.status}: its result is delivered once it has finished.`,
+    );
   }
   const { attempt } = round;
   try {

@@ -23,7 +23,12 @@ export async function renderTasks(deps: RenderDeps, tasks: readonly TaskRow[], c
   return Promise.all(
     tasks.map(async (task) => {
       const file = files.get(task.id);
-      const download = file && (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, { fileId: file.id, workspaceId: file.workspaceId }));
+      const download =
+        file &&
+        (await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, {
+          fileId: file.id,
+          workspaceId: file.workspaceId,
+        }));
       return taskEnvelope(task, { currency, download });
     }),
   );

@@ -42,7 +42,10 @@ const url = (what: string) =>
     .max(MAX_URL_CHARS, `is at most ${MAX_URL_CHARS} characters`);
 
 const common = {
-  model: z.string({ error: 'must be a string (a model id, <provider>/<model>)' }).min(1, 'must not be empty').max(200, 'is at most 200 characters'),
+  model: z
+    .string({ error: 'must be a string (a model id, <provider>/<model>)' })
+    .min(1, 'must not be empty')
+    .max(200, 'is at most 200 characters'),
   prompt: z
     .string({ error: 'must be a string' })
     .max(MAX_PROMPT_CHARS, `is at most ${MAX_PROMPT_CHARS} characters`)
@@ -101,11 +104,17 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
   // Fields of other operations are named for what they are, before the generic "not a field" of strict parsing.
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     if (op.kind !== 'video' && 'duration_seconds' in body) {
-      throw errors.invalidRequest(`duration_seconds: ${name} makes an image; only video operations take a duration.`, 'duration_seconds');
+      throw errors.invalidRequest(
+        `duration_seconds: ${name} makes an image; only video operations take a duration.`,
+        'duration_seconds',
+      );
     }
     for (const field of ['image', 'image_url'] as const) {
       if (!op.takesImage && field in body) {
-        throw errors.invalidRequest(`${field}: ${name} takes no input image; use ${op.kind === 'video' ? 'image-to-video' : 'image-to-image'} to start from one.`, field);
+        throw errors.invalidRequest(
+          `${field}: ${name} takes no input image; use ${op.kind === 'video' ? 'image-to-video' : 'image-to-image'} to start from one.`,
+          field,
+        );
       }
     }
   }
@@ -122,11 +131,18 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
   let image: ImageField | undefined;
   if (op.takesImage) {
     if (raw.image !== undefined && raw.image_url !== undefined) {
-      throw errors.invalidRequest('image_url: give the input image once, as image (image_url is an alias of it).', 'image_url');
+      throw errors.invalidRequest(
+        'image_url: give the input image once, as image (image_url is an alias of it).',
+        'image_url',
+      );
     }
     if (raw.image !== undefined) image = { param: 'image', value: raw.image.trim() };
     else if (raw.image_url !== undefined) image = { param: 'image_url', value: raw.image_url.trim() };
-    else throw errors.invalidRequest(`image: is required: ${name} starts from an image (a file id, file_..., or an https URL).`, 'image');
+    else
+      throw errors.invalidRequest(
+        `image: is required: ${name} starts from an image (a file id, file_..., or an https URL).`,
+        'image',
+      );
   }
   return {
     model: raw.model,
@@ -141,7 +157,11 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
 
 export const listTasksQuery = listQuery(
   { id: TASK_ID, message: 'must be a task id (tsk_...)' },
-  { status: z.enum(TASK_STATUSES, { message: `must be one of ${TASK_STATUSES.map((s) => `"${s}"`).join(', ')}` }).optional() },
+  {
+    status: z
+      .enum(TASK_STATUSES, { message: `must be one of ${TASK_STATUSES.map((s) => `"${s}"`).join(', ')}` })
+      .optional(),
+  },
 );
 
 export type ListTasksQuery = z.output<typeof listTasksQuery>;

@@ -30,8 +30,13 @@ const get = (path: string, secret: string) => fetch(`${edge.url}${path}`, { head
 const post = (path: string, secret: string) => fetch(`${edge.url}${path}`, { method: 'POST', headers: bearer(secret) });
 const job = (queue: 'tasks' | 'callbacks', id: string) => edge.deps.queues.get(queue).getJob(id);
 
-async function newTask(c: Customer, opts: { callback?: boolean; video?: boolean; prompt?: string } = {}): Promise<string> {
-  const body = opts.video ? { model: MODELS.video, prompt: opts.prompt ?? 'rain', duration_seconds: 2 } : { model: MODELS.image, prompt: opts.prompt ?? 'a kite' };
+async function newTask(
+  c: Customer,
+  opts: { callback?: boolean; video?: boolean; prompt?: string } = {},
+): Promise<string> {
+  const body = opts.video
+    ? { model: MODELS.video, prompt: opts.prompt ?? 'rain', duration_seconds: 2 }
+    : { model: MODELS.image, prompt: opts.prompt ?? 'a kite' };
   const res = await createTask(edge.url, c.secret, opts.video ? 'sim/text-to-video' : 'sim/text-to-image', {
     ...body,
     ...(opts.callback ? { callback_url: `${receiver.url}/hooks` } : {}),
@@ -43,7 +48,13 @@ async function newTask(c: Customer, opts: { callback?: boolean; video?: boolean;
 /** As the task runner does on submission. */
 async function submit(taskId: string) {
   const channel = await channelRepository.findByName(ctx.db, 'fal');
-  expect(await taskRepository.markSubmitted(ctx.db, taskId, { channelId: channel!.id, upstreamId: `req-${taskId}`, upstreamUrls: null })).toBe(true);
+  expect(
+    await taskRepository.markSubmitted(ctx.db, taskId, {
+      channelId: channel!.id,
+      upstreamId: `req-${taskId}`,
+      upstreamUrls: null,
+    }),
+  ).toBe(true);
 }
 
 /**
@@ -54,10 +65,29 @@ async function completedVideo(c: Customer, bytes: Buffer) {
   const id = await newTask(c, { video: true });
   await submit(id);
   const providerUrl = 'https://provider.example/outputs/rain.mp4';
-  expect(await taskRepository.recordOutput(ctx.db, id, { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'pending' }] }, VIDEO_PRICE * 2n)).toMatchObject({ charged: VIDEO_PRICE * 2n });
+  expect(
+    await taskRepository.recordOutput(
+      ctx.db,
+      id,
+      { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'pending' }] },
+      VIDEO_PRICE * 2n,
+    ),
+  ).toMatchObject({ charged: VIDEO_PRICE * 2n });
   const bucket = ctx.config.s3.bucket;
-  const loc = generatedOutputLocation({ secret: ctx.config.signingSecret, fileBaseUrl: ctx.config.fileBaseUrl, bucket, workspaceId: c.ws.id, taskId: id, outputIndex: 0 });
-  await putObjectStream(ctx.s3, { bucket, key: loc.storageKey, body: Readable.from([bytes]), contentType: 'video/mp4' });
+  const loc = generatedOutputLocation({
+    secret: ctx.config.signingSecret,
+    fileBaseUrl: ctx.config.fileBaseUrl,
+    bucket,
+    workspaceId: c.ws.id,
+    taskId: id,
+    outputIndex: 0,
+  });
+  await putObjectStream(ctx.s3, {
+    bucket,
+    key: loc.storageKey,
+    body: Readable.from([bytes]),
+    contentType: 'video/mp4',
+  });
   await fileRepository.create(ctx.db, {
     id: loc.fileId,
     workspaceId: c.ws.id,
@@ -75,9 +105,27 @@ async function completedVideo(c: Customer, bytes: Buffer) {
   });
   await ctx.db.task.update({
     where: { id },
-    data: { output: { outputs: [{ kind: 'video', url: providerUrl, duration: 2, archive_status: 'archived', svc_file_id: loc.fileId, svc_url: loc.url }] } },
+    data: {
+      output: {
+        outputs: [
+          {
+            kind: 'video',
+            url: providerUrl,
+            duration: 2,
+            archive_status: 'archived',
+            svc_file_id: loc.fileId,
+            svc_url: loc.url,
+          },
+        ],
+      },
+    },
   });
-  expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({ id, workspaceId: c.ws.id, callbackRoundStart: 1, callback: false });
+  expect(await taskRepository.completeIfArchived(ctx.db, id)).toEqual({
+    id,
+    workspaceId: c.ws.id,
+    callbackRoundStart: 1,
+    callback: false,
+  });
   return { id, loc, providerUrl };
 }
 
@@ -88,7 +136,10 @@ describe('GET /api/v1/tasks/{task_id}', () => {
   it("answers the workspace's task; another workspace's, an unknown or a malformed id is 404", async () => {
     const c = await makeCustomer(ctx.db);
     const other = await makeCustomer(ctx.db);
-    const created = await createTask(edge.url, c.secret, 'sim/text-to-image', { model: MODELS.image, prompt: 'a kite' });
+    const created = await createTask(edge.url, c.secret, 'sim/text-to-image', {
+      model: MODELS.image,
+      prompt: 'a kite',
+    });
     const envelope = await jsonOf(created);
     const res = await get(`/api/v1/tasks/${envelope.task_id}`, c.secret);
     expect(res.status).toBe(200);
@@ -108,7 +159,9 @@ describe('GET /api/v1/tasks/{task_id}', () => {
   it('needs tasks.read', async () => {
     const c = await makeCustomer(ctx.db, { scopes: ['tasks.write'] });
     const id = await newTask(c);
-    expect((await errorOf(await get(`/api/v1/tasks/${id}`, c.secret), 403, 'insufficient_scope')).param).toBe('tasks.read');
+    expect((await errorOf(await get(`/api/v1/tasks/${id}`, c.secret), 403, 'insufficient_scope')).param).toBe(
+      'tasks.read',
+    );
   });
 
   it('a completed video: output.url on {file_url}, its file_id, and a signed download url that works and is fresh at every GET', async () => {
@@ -128,7 +181,9 @@ describe('GET /api/v1/tasks/{task_id}', () => {
         file_id: loc.fileId,
         archive_status: 'archived',
         provider_url: providerUrl,
-        download_url: expect.stringMatching(new RegExp(`^${ctx.config.publicBaseUrl}/api/v1/files/${loc.fileId}/content\\?token=`)),
+        download_url: expect.stringMatching(
+          new RegExp(`^${ctx.config.publicBaseUrl}/api/v1/files/${loc.fileId}/content\\?token=`),
+        ),
         download_expires_at: expect.any(String),
       },
     });
@@ -153,11 +208,19 @@ describe('GET /api/v1/tasks/{task_id}', () => {
     expect(second.output.download_url).not.toBe(first.output.download_url);
     expect(Date.parse(second.output.download_expires_at)).toBeGreaterThan(expires);
     expect(Buffer.from(await (await fetch(local(second.output.download_url))).arrayBuffer()).equals(bytes)).toBe(true);
-    expect({ ...second, output: { ...second.output, download_url: null, download_expires_at: null } }).toEqual({ ...first, output: { ...first.output, download_url: null, download_expires_at: null } });
+    expect({ ...second, output: { ...second.output, download_url: null, download_expires_at: null } }).toEqual({
+      ...first,
+      output: { ...first.output, download_url: null, download_expires_at: null },
+    });
 
     // The list shows the same envelope, with its own fresh link (files looked up once per page).
-    const listed = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find((t: { task_id: string }) => t.task_id === id);
-    expect(listed.output).toMatchObject({ file_id: loc.fileId, download_url: expect.stringContaining(`/api/v1/files/${loc.fileId}/content?token=`) });
+    const listed = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find(
+      (t: { task_id: string }) => t.task_id === id,
+    );
+    expect(listed.output).toMatchObject({
+      file_id: loc.fileId,
+      download_url: expect.stringContaining(`/api/v1/files/${loc.fileId}/content?token=`),
+    });
     expect(Buffer.from(await (await fetch(local(listed.output.download_url))).arrayBuffer()).equals(bytes)).toBe(true);
 
     // Once the file has left the library, there is nothing to download; the public copy's url stays.
@@ -165,7 +228,9 @@ describe('GET /api/v1/tasks/{task_id}', () => {
     const after = await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret));
     expect(after.output.url).toBe(first.output.url);
     expect(after.output).not.toHaveProperty('download_url');
-    const listedAfter = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find((t: { task_id: string }) => t.task_id === id);
+    const listedAfter = (await jsonOf(await get('/api/v1/tasks', c.secret))).data.find(
+      (t: { task_id: string }) => t.task_id === id,
+    );
     expect(listedAfter.output).not.toHaveProperty('download_url');
   });
 });
@@ -189,7 +254,9 @@ describe('GET /api/v1/tasks', () => {
       expect(res.status).toBe(200);
       const page = await jsonOf(res);
       expect(page.object).toBe('list');
-      const pageIds = page.data.map((t: { object: string; task_id: string }) => (expect(t.object).toBe('task'), t.task_id));
+      const pageIds = page.data.map(
+        (t: { object: string; task_id: string }) => (expect(t.object).toBe('task'), t.task_id),
+      );
       pages.push({ ids: pageIds, has_more: page.has_more, first_id: page.first_id, last_id: page.last_id });
       if (!page.has_more) break;
       after = `&after=${page.last_id}`;
@@ -214,7 +281,9 @@ describe('GET /api/v1/tasks', () => {
   it('filters by status', async () => {
     for (const id of [ids[1]!, ids[5]!]) expect((await post(`/api/v1/tasks/${id}/cancel`, c.secret)).status).toBe(200);
     expect((await walk('status=canceled')).flatMap((p) => p.ids)).toEqual([ids[5], ids[1]]);
-    expect((await walk('status=queued&order=asc&limit=2')).flatMap((p) => p.ids)).toEqual(ids.filter((_, i) => i !== 1 && i !== 5));
+    expect((await walk('status=queued&order=asc&limit=2')).flatMap((p) => p.ids)).toEqual(
+      ids.filter((_, i) => i !== 1 && i !== 5),
+    );
     expect((await walk('status=completed')).flatMap((p) => p.ids)).toEqual([]);
   });
 
@@ -242,18 +311,32 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
   it('a queued task → canceled, its hold given back, no provider job to cancel and no callback without a callback_url', async () => {
     const c = await makeCustomer(ctx.db);
     const id = await newTask(c);
-    expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: c.ws.id } })).balance).toBe(10_000_000n - IMAGE_PRICE);
+    expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: c.ws.id } })).balance).toBe(
+      10_000_000n - IMAGE_PRICE,
+    );
     const res = await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     expect(res.status).toBe(200);
     const answered = await jsonOf(res);
-    expect(answered).toMatchObject({ task_id: id, status: 'canceled', cost: { amount: 0 }, error: null, completed_at: expect.any(String), callback: null });
+    expect(answered).toMatchObject({
+      task_id: id,
+      status: 'canceled',
+      cost: { amount: 0 },
+      error: null,
+      completed_at: expect.any(String),
+      callback: null,
+    });
     // The canceled row the cancel itself returned renders exactly as a read of it.
     expect(answered).toEqual(await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret)));
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
     expect(task).toMatchObject({ status: 'canceled', callbackState: 'none' });
-    expect(await ctx.db.reservation.findUniqueOrThrow({ where: { id: task.reservationId! } })).toMatchObject({ state: 'released' });
+    expect(await ctx.db.reservation.findUniqueOrThrow({ where: { id: task.reservationId! } })).toMatchObject({
+      state: 'released',
+    });
     expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: c.ws.id } })).balance).toBe(10_000_000n);
-    expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: c.key.id } })).toMatchObject({ reserved: 0n, spent: 0n });
+    expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: c.key.id } })).toMatchObject({
+      reserved: 0n,
+      spent: 0n,
+    });
     expect(await job('tasks', `task.cancel/${id}`)).toBeUndefined();
     expect(await job('callbacks', `callback.deliver/${id}/1`)).toBeUndefined();
 
@@ -279,7 +362,10 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
     const res = await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     expect(res.status).toBe(200);
     const answered = await jsonOf(res);
-    expect(answered).toMatchObject({ status: 'canceled', callback: { url: `${receiver.url}/hooks`, state: 'pending' } });
+    expect(answered).toMatchObject({
+      status: 'canceled',
+      callback: { url: `${receiver.url}/hooks`, state: 'pending' },
+    });
     expect(answered).toEqual(await jsonOf(await get(`/api/v1/tasks/${id}`, c.secret)));
     const cancelJob = await job('tasks', `task.cancel/${id}`);
     expect(cancelJob?.data).toMatchObject({ taskId: id, workspaceId: c.ws.id });
@@ -291,10 +377,18 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
     const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { video: true });
     await submit(id);
-    await taskRepository.recordOutput(ctx.db, id, { outputs: [{ kind: 'video', url: 'https://provider.example/x.mp4', archive_status: 'pending' }] }, VIDEO_PRICE * 2n);
+    await taskRepository.recordOutput(
+      ctx.db,
+      id,
+      { outputs: [{ kind: 'video', url: 'https://provider.example/x.mp4', archive_status: 'pending' }] },
+      VIDEO_PRICE * 2n,
+    );
     const error = await errorOf(await post(`/api/v1/tasks/${id}/cancel`, c.secret), 409, 'task_not_cancelable');
     expect(error.message).toContain('running');
-    expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'running', cost: VIDEO_PRICE * 2n });
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'running',
+      cost: VIDEO_PRICE * 2n,
+    });
   });
 });
 
@@ -305,8 +399,38 @@ describe('deliveries and redelivery', () => {
     expect(await post(`/api/v1/tasks/${id}/cancel`, c.secret).then((r) => r.status)).toBe(200);
     const url = `${receiver.url}/hooks`;
     const at = new Date(Date.now() - 60_000);
-    await taskRepository.recordDeliveryAttempt(ctx.db, { input: { workspaceId: c.ws.id, taskId: id, attempt: 2, deliveryId: deliveryIdFor(id, 2), url, statusCode: 200, durationMs: 12, error: null, responseHead: 'ok', at: new Date(at.getTime() + 30_000) }, decidedOn: { callbackRoundStart: 1 }, step: null });
-    await taskRepository.recordDeliveryAttempt(ctx.db, { input: { workspaceId: c.ws.id, taskId: id, attempt: 1, deliveryId: deliveryIdFor(id, 1), url, statusCode: 503, durationMs: 40, error: 'receiver answered 503', responseHead: 'busy', at }, decidedOn: { callbackRoundStart: 1 }, step: null });
+    await taskRepository.recordDeliveryAttempt(ctx.db, {
+      input: {
+        workspaceId: c.ws.id,
+        taskId: id,
+        attempt: 2,
+        deliveryId: deliveryIdFor(id, 2),
+        url,
+        statusCode: 200,
+        durationMs: 12,
+        error: null,
+        responseHead: 'ok',
+        at: new Date(at.getTime() + 30_000),
+      },
+      decidedOn: { callbackRoundStart: 1 },
+      step: null,
+    });
+    await taskRepository.recordDeliveryAttempt(ctx.db, {
+      input: {
+        workspaceId: c.ws.id,
+        taskId: id,
+        attempt: 1,
+        deliveryId: deliveryIdFor(id, 1),
+        url,
+        statusCode: 503,
+        durationMs: 40,
+        error: 'receiver answered 503',
+        responseHead: 'busy',
+        at,
+      },
+      decidedOn: { callbackRoundStart: 1 },
+      step: null,
+    });
 
     const res = await get(`/api/v1/tasks/${id}/deliveries`, c.secret);
     expect(res.status).toBe(200);
@@ -316,27 +440,65 @@ describe('deliveries and redelivery', () => {
       callback_url: url,
       state: 'pending',
       data: [
-        { delivery_id: deliveryIdFor(id, 1), attempt: 1, url, status_code: 503, duration_ms: 40, error: 'receiver answered 503', response_head: 'busy', created_at: at.toISOString() },
-        { delivery_id: deliveryIdFor(id, 2), attempt: 2, url, status_code: 200, duration_ms: 12, error: null, response_head: 'ok', created_at: new Date(at.getTime() + 30_000).toISOString() },
+        {
+          delivery_id: deliveryIdFor(id, 1),
+          attempt: 1,
+          url,
+          status_code: 503,
+          duration_ms: 40,
+          error: 'receiver answered 503',
+          response_head: 'busy',
+          created_at: at.toISOString(),
+        },
+        {
+          delivery_id: deliveryIdFor(id, 2),
+          attempt: 2,
+          url,
+          status_code: 200,
+          duration_ms: 12,
+          error: null,
+          response_head: 'ok',
+          created_at: new Date(at.getTime() + 30_000).toISOString(),
+        },
       ],
     });
-    await errorOf(await get(`/api/v1/tasks/${id}/deliveries`, (await makeCustomer(ctx.db)).secret), 404, 'task_not_found');
+    await errorOf(
+      await get(`/api/v1/tasks/${id}/deliveries`, (await makeCustomer(ctx.db)).secret),
+      404,
+      'task_not_found',
+    );
     // A task without a callback has an empty log.
     const plain = await newTask(c);
-    expect(await jsonOf(await get(`/api/v1/tasks/${plain}/deliveries`, c.secret))).toEqual({ object: 'list', task_id: plain, callback_url: null, state: 'none', data: [] });
+    expect(await jsonOf(await get(`/api/v1/tasks/${plain}/deliveries`, c.secret))).toEqual({
+      object: 'list',
+      task_id: plain,
+      callback_url: null,
+      state: 'none',
+      data: [],
+    });
   });
 
   it('409 while the task runs or when it has no callback_url; 404 for another workspace', async () => {
     const c = await makeCustomer(ctx.db);
     const live = await newTask(c, { callback: true });
-    const liveError = await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, c.secret), 409, 'callback_not_redeliverable');
+    const liveError = await errorOf(
+      await post(`/api/v1/tasks/${live}/redeliver`, c.secret),
+      409,
+      'callback_not_redeliverable',
+    );
     expect(liveError.message).toContain('queued');
     await submit(live);
-    expect((await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, c.secret), 409, 'callback_not_redeliverable')).message).toContain('running');
+    expect(
+      (await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, c.secret), 409, 'callback_not_redeliverable'))
+        .message,
+    ).toContain('running');
 
     const silent = await newTask(c);
     await post(`/api/v1/tasks/${silent}/cancel`, c.secret);
-    expect((await errorOf(await post(`/api/v1/tasks/${silent}/redeliver`, c.secret), 409, 'callback_not_redeliverable')).message).toContain('no callback_url');
+    expect(
+      (await errorOf(await post(`/api/v1/tasks/${silent}/redeliver`, c.secret), 409, 'callback_not_redeliverable'))
+        .message,
+    ).toContain('no callback_url');
 
     const other = await makeCustomer(ctx.db);
     await errorOf(await post(`/api/v1/tasks/${live}/redeliver`, other.secret), 404, 'task_not_found');
@@ -349,20 +511,51 @@ describe('deliveries and redelivery', () => {
     await post(`/api/v1/tasks/${id}/cancel`, c.secret);
     const url = `${receiver.url}/hooks`;
     for (const attempt of [1, 2]) {
-      await taskRepository.recordDeliveryAttempt(ctx.db, { input: { workspaceId: c.ws.id, taskId: id, attempt, deliveryId: deliveryIdFor(id, attempt), url, statusCode: 500, durationMs: 5, error: 'receiver answered 500', responseHead: null, at: new Date() }, decidedOn: { callbackRoundStart: 1 }, step: null });
+      await taskRepository.recordDeliveryAttempt(ctx.db, {
+        input: {
+          workspaceId: c.ws.id,
+          taskId: id,
+          attempt,
+          deliveryId: deliveryIdFor(id, attempt),
+          url,
+          statusCode: 500,
+          durationMs: 5,
+          error: 'receiver answered 500',
+          responseHead: null,
+          at: new Date(),
+        },
+        decidedOn: { callbackRoundStart: 1 },
+        step: null,
+      });
     }
-    await taskRepository.recordDeliveryAttempt(ctx.db, { taskId: id, decidedOn: { callbackRoundStart: 1 }, step: { attempt: 2, to: 'parked' } });
+    await taskRepository.recordDeliveryAttempt(ctx.db, {
+      taskId: id,
+      decidedOn: { callbackRoundStart: 1 },
+      step: { attempt: 2, to: 'parked' },
+    });
 
     // The workspace's secrets made (as a customer's first read makes them): the round's job carries none of them.
     const { secret } = await jsonOf(await get('/api/v1/me/callback-secret', c.secret));
     const res = await post(`/api/v1/tasks/${id}/redeliver`, c.secret);
     expect(res.status).toBe(202);
-    expect(await jsonOf(res)).toEqual({ object: 'delivery', task_id: id, attempt: 3, delivery_id: deliveryIdFor(id, 3) });
-    expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({ callbackState: 'pending', callbackRoundStart: 3 });
+    expect(await jsonOf(res)).toEqual({
+      object: 'delivery',
+      task_id: id,
+      attempt: 3,
+      delivery_id: deliveryIdFor(id, 3),
+    });
+    expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      callbackState: 'pending',
+      callbackRoundStart: 3,
+    });
     const deliver = await job('callbacks', `callback.deliver/${id}/3`);
     expect(deliver?.data).toMatchObject({ taskId: id, attempt: 3, workspaceId: c.ws.id });
     // Ids and the envelope only: the attempt reads the task.
-    expect(Object.keys(deliver!.data).filter((k) => !['taskId', 'attempt', 'workspaceId', 'requestId', 'trace', 'v'].includes(k))).toEqual([]);
+    expect(
+      Object.keys(deliver!.data).filter(
+        (k) => !['taskId', 'attempt', 'workspaceId', 'requestId', 'trace', 'v'].includes(k),
+      ),
+    ).toEqual([]);
     expect(JSON.stringify(deliver!.data)).not.toContain(secret);
     expect(await deliver!.getState()).toBe('waiting');
   });
@@ -372,16 +565,28 @@ describe('the callback secret', () => {
   it('is made on first read and stable after; rotation answers a new one, the old one signing 24 h more', async () => {
     const c = await makeCustomer(ctx.db);
     const first = await jsonOf(await get('/api/v1/me/callback-secret', c.secret));
-    expect(first).toEqual({ object: 'callback_secret', secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/), previous_secret_expires_at: null, rotated_at: null, created_at: expect.any(String) });
+    expect(first).toEqual({
+      object: 'callback_secret',
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      previous_secret_expires_at: null,
+      rotated_at: null,
+      created_at: expect.any(String),
+    });
     expect(await jsonOf(await get('/api/v1/me/callback-secret', c.secret))).toEqual(first);
     // Each workspace has its own.
-    expect((await jsonOf(await get('/api/v1/me/callback-secret', (await makeCustomer(ctx.db)).secret))).secret).not.toBe(first.secret);
+    expect(
+      (await jsonOf(await get('/api/v1/me/callback-secret', (await makeCustomer(ctx.db)).secret))).secret,
+    ).not.toBe(first.secret);
 
     const before = Date.now();
     const rotateRes = await post('/api/v1/me/callback-secret/rotate', c.secret);
     expect(rotateRes.status).toBe(200);
     const rotated = await jsonOf(rotateRes);
-    expect(rotated).toMatchObject({ object: 'callback_secret', secret: expect.stringMatching(/^whsec_/), created_at: first.created_at });
+    expect(rotated).toMatchObject({
+      object: 'callback_secret',
+      secret: expect.stringMatching(/^whsec_/),
+      created_at: first.created_at,
+    });
     expect(rotated.secret).not.toBe(first.secret);
     const overlapEnd = Date.parse(rotated.previous_secret_expires_at);
     expect(overlapEnd).toBeGreaterThanOrEqual(before + 86_400_000 - 1_000);
@@ -389,12 +594,17 @@ describe('the callback secret', () => {
     expect(Date.parse(rotated.rotated_at)).toBeGreaterThanOrEqual(before - 1_000);
     expect(await jsonOf(await get('/api/v1/me/callback-secret', c.secret))).toEqual(rotated);
     // The previous secret signs alongside the new one during the overlap.
-    expect(await callbackRepository.signingSecrets(ctx.db, c.ws.id, () => 'unused')).toEqual([rotated.secret, first.secret]);
+    expect(await callbackRepository.signingSecrets(ctx.db, c.ws.id, () => 'unused')).toEqual([
+      rotated.secret,
+      first.secret,
+    ]);
   });
 
   it('racing first reads agree on one secret', async () => {
     const c = await makeCustomer(ctx.db);
-    const seen = await Promise.all(Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, c.ws.id, newCallbackSecret)));
+    const seen = await Promise.all(
+      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, c.ws.id, newCallbackSecret)),
+    );
     const stored = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: c.ws.id } });
     expect(seen.map((s) => s.secret)).toEqual(seen.map(() => stored.secret));
   });

@@ -35,17 +35,53 @@ export async function seedTaskModels(db: TestDb) {
     channel('oai', 'openai'),
     channel('rep-off', 'replicate', false),
   ]);
-  await modelRepository.create(db, { id: MODELS.image, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }, { channelId: openai.id }] });
-  await modelRepository.create(db, { id: MODELS.video, kind: 'video', unitPrice: VIDEO_PRICE, routes: [{ channelId: fal.id }] });
+  await modelRepository.create(db, {
+    id: MODELS.image,
+    kind: 'image',
+    unitPrice: IMAGE_PRICE,
+    routes: [{ channelId: replicate.id }, { channelId: openai.id }],
+  });
+  await modelRepository.create(db, {
+    id: MODELS.video,
+    kind: 'video',
+    unitPrice: VIDEO_PRICE,
+    routes: [{ channelId: fal.id }],
+  });
   await modelRepository.create(db, { id: MODELS.chat, kind: 'chat', routes: [{ channelId: openai.id }] });
-  await modelRepository.create(db, { id: MODELS.openaiOnly, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: openai.id }] });
-  await modelRepository.create(db, { id: MODELS.channelOff, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: off.id }] });
-  await modelRepository.create(db, { id: MODELS.disabled, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }] });
+  await modelRepository.create(db, {
+    id: MODELS.openaiOnly,
+    kind: 'image',
+    unitPrice: IMAGE_PRICE,
+    routes: [{ channelId: openai.id }],
+  });
+  await modelRepository.create(db, {
+    id: MODELS.channelOff,
+    kind: 'image',
+    unitPrice: IMAGE_PRICE,
+    routes: [{ channelId: off.id }],
+  });
+  await modelRepository.create(db, {
+    id: MODELS.disabled,
+    kind: 'image',
+    unitPrice: IMAGE_PRICE,
+    routes: [{ channelId: replicate.id }],
+  });
   await db.model.update({ where: { id: MODELS.disabled }, data: { enabled: false } });
-  await modelRepository.create(db, { id: MODELS.otherProvider, kind: 'image', unitPrice: IMAGE_PRICE, routes: [{ channelId: replicate.id }] });
+  await modelRepository.create(db, {
+    id: MODELS.otherProvider,
+    kind: 'image',
+    unitPrice: IMAGE_PRICE,
+    routes: [{ channelId: replicate.id }],
+  });
 }
 
-export function createTask(baseUrl: string, secret: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+export function createTask(
+  baseUrl: string,
+  secret: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
   return fetch(`${baseUrl}/api/v1/${path}`, {
     method: 'POST',
     headers: { ...bearer(secret), 'content-type': 'application/json', ...headers },

@@ -24,7 +24,12 @@ export function getUsage(deps: Deps) {
   return async (req: Request, res: Response) => {
     const q = parseFields(USAGE_QUERY, req.query);
     const { workspace } = authOf(res);
-    const rows = await usageRepository.usage(deps.db, workspace.id, { from: q.from, to: q.to, groupBy: [q.group_by], keyId: q.key_id });
+    const rows = await usageRepository.usage(deps.db, workspace.id, {
+      from: q.from,
+      to: q.to,
+      groupBy: [q.group_by],
+      keyId: q.key_id,
+    });
     const totals = rows.reduce(
       (t, r) => ({
         calls: t.calls + r.calls,
@@ -36,7 +41,8 @@ export function getUsage(deps: Deps) {
       }),
       { calls: 0, inputTokens: 0, outputTokens: 0, images: 0, videoSeconds: 0, amount: 0n },
     );
-    const group = (r: UsageRow) => (q.group_by === 'day' ? { day: r.day } : q.group_by === 'model' ? { model: r.model } : { key_id: r.keyId });
+    const group = (r: UsageRow) =>
+      q.group_by === 'day' ? { day: r.day } : q.group_by === 'model' ? { model: r.model } : { key_id: r.keyId };
     res.json({
       object: 'usage',
       currency: workspace.currency,

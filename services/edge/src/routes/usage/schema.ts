@@ -16,7 +16,10 @@ const instant = (end: boolean) =>
       ? !Number.isNaN(at.getTime()) && at.toISOString().slice(0, 10) === v
       : z.iso.datetime({ offset: true }).safeParse(v).success && !Number.isNaN(at.getTime());
     if (!wellFormed) {
-      ctx.addIssue({ code: 'custom', message: 'must be a day (YYYY-MM-DD) or an ISO 8601 time with its offset (2026-11-25T10:00:00Z)' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be a day (YYYY-MM-DD) or an ISO 8601 time with its offset (2026-11-25T10:00:00Z)',
+      });
       return z.NEVER;
     }
     return day && end ? plusDays(at, 1) : at;
@@ -24,8 +27,12 @@ const instant = (end: boolean) =>
 
 export const USAGE_QUERY = z
   .strictObject({
-    from: instant(false).optional().describe('start, inclusive: a day (its 00:00 UTC) or an ISO 8601 time; default 30 days before `to`'),
-    to: instant(true).optional().describe('end: a day (through its end, UTC) or an ISO 8601 time (exclusive); default now'),
+    from: instant(false)
+      .optional()
+      .describe('start, inclusive: a day (its 00:00 UTC) or an ISO 8601 time; default 30 days before `to`'),
+    to: instant(true)
+      .optional()
+      .describe('end: a day (through its end, UTC) or an ISO 8601 time (exclusive); default now'),
     group_by: z.enum(['day', 'model', 'key'], { error: 'must be day, model or key' }).default('day'),
     key_id: z.string().regex(idPattern('key'), 'must be an API key id (key_...)').optional(),
   })
@@ -37,7 +44,11 @@ export const USAGE_QUERY = z
       return z.NEVER;
     }
     if (to.getTime() - from.getTime() > MAX_USAGE_DAYS * DAY_MS) {
-      ctx.addIssue({ code: 'custom', path: ['from'], message: `the range from "from" to "to" is more than ${MAX_USAGE_DAYS} days: ask for at most ${MAX_USAGE_DAYS} days at a time` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['from'],
+        message: `the range from "from" to "to" is more than ${MAX_USAGE_DAYS} days: ask for at most ${MAX_USAGE_DAYS} days at a time`,
+      });
       return z.NEVER;
     }
     return { ...q, from, to };
