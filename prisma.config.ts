@@ -8,6 +8,8 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { defineConfig } from 'prisma/config';
 
+type AnyFunction = (...args: unknown[]) => unknown;
+
 const TEXT_OID = 25;
 const UNDECODABLE_OIDS = new Set([18, 19]);
 
@@ -19,13 +21,14 @@ function relabel<T>(result: T): T {
 
 class RelabellingClient extends pg.Client {
   // pg.Client.query has many overloads; this one wraps whichever form is used.
+  // biome-ignore lint/suspicious/noExplicitAny: an override must answer every overload's return type.
   override query(...args: unknown[]): any {
     const last = args[args.length - 1];
     if (typeof last === 'function') {
-      args[args.length - 1] = (err: unknown, res: unknown) => (last as Function)(err, err ? res : relabel(res));
-      return (super.query as Function).apply(this, args);
+      args[args.length - 1] = (err: unknown, res: unknown) => (last as AnyFunction)(err, err ? res : relabel(res));
+      return (super.query as AnyFunction).apply(this, args);
     }
-    const out = (super.query as Function).apply(this, args);
+    const out = (super.query as AnyFunction).apply(this, args) as Promise<unknown> | undefined;
     return out && typeof out.then === 'function' ? out.then(relabel) : out;
   }
 }

@@ -149,7 +149,8 @@ await withStack(async ({ env, db }) => {
     redis.disconnect();
 
     console.log(
-      `bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim`,
+      `bench/chat  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, ` +
+        `keep-alive; upstream: upstream-sim`,
     );
     const rows = [];
     for (const r of results) {
@@ -179,13 +180,17 @@ await withStack(async ({ env, db }) => {
       if (r.concurrency === 1) {
         const over = r.gensvc.p50 - r.direct.p50;
         console.log(
-          `  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ${ms(r.portkey.p50 - r.direct.p50)} ms, the floor's ${ms(r.floor.p50 - r.direct.p50)} ms`,
+          `  ${r.stream ? 'stream' : 'json  '} c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ` +
+            `${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}; Portkey's ` +
+            `${ms(r.portkey.p50 - r.direct.p50)} ms, the floor's ${ms(r.floor.p50 - r.direct.p50)} ms`,
         );
       }
       if (r.concurrency === 32) {
         const x = r.gensvc.rps / r.portkey.rps;
         console.log(
-          `  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}; the floor's ${ratio(r.floor.rps / r.portkey.rps)}`,
+          `  ${r.stream ? 'stream' : 'json  '} c=32  gensvc throughput ${ratio(x)} Portkey's (target ≥ ` +
+            `${TARGET_VS_PORTKEY}x): ${verdict(x >= TARGET_VS_PORTKEY)}; the floor's ` +
+            `${ratio(r.floor.rps / r.portkey.rps)}`,
         );
       }
     }
@@ -210,14 +215,18 @@ await withStack(async ({ env, db }) => {
     for (const r of results) {
       const total = Object.fromEntries(NAMES.map((n) => [n, totalCpu(r[n].cpu)]));
       const gw = Object.fromEntries(NAMES.map((n) => [n, r[n].cpu.gateway + r[n].cpu.redis + r[n].cpu.postgres]));
-      // Where gensvc's edge (and the store work it causes) sits between the floor (0) and Portkey (1), in CPU per request.
+      // Where gensvc's edge (and the store work it causes) sits between the floor (0) and Portkey (1), in CPU per
+      // request.
       const between = (gw.gensvc - gw.floor) / (gw.portkey - gw.floor);
       console.log(
-        `  ${label(r).padEnd(11)} a zero-cost gateway: ≤ ${ratio(total.portkey / total.direct)} Portkey's req/s; the floor gateway: ${ratio(total.portkey / total.floor)}; ` +
-          `gensvc: ${ratio(total.portkey / total.gensvc)}.  Gateway + stores ms/req: floor ${ms3(gw.floor)}, gensvc ${ms3(gw.gensvc)}, Portkey ${ms3(gw.portkey)} ` +
+        `  ${label(r).padEnd(11)} a zero-cost gateway: ≤ ${ratio(total.portkey / total.direct)} Portkey's req/s; ` +
+          `the floor gateway: ${ratio(total.portkey / total.floor)}; ` +
+          `gensvc: ${ratio(total.portkey / total.gensvc)}.  Gateway + stores ms/req: floor ${ms3(gw.floor)}, gensvc ` +
+          `${ms3(gw.gensvc)}, Portkey ${ms3(gw.portkey)} ` +
           `(gensvc at ${between.toFixed(2)} of the way from floor to Portkey)` +
           (r.concurrency === 32
-            ? `; ${TARGET_VS_PORTKEY}x Portkey needs a total ≤ ${ms3(total.portkey / TARGET_VS_PORTKEY)} ms, of which sim + load gen take ${ms3(total.direct)}`
+            ? `; ${TARGET_VS_PORTKEY}x Portkey needs a total ≤ ${ms3(total.portkey / TARGET_VS_PORTKEY)} ms, of ` +
+              `which sim + load gen take ${ms3(total.direct)}`
             : ''),
       );
     }
@@ -233,7 +242,8 @@ await withStack(async ({ env, db }) => {
       await new Promise((r) => setTimeout(r, 200));
     }
     console.log(
-      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`,
+      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc` +
+        `${charges === expected ? '' : '  (MISMATCH)'}`,
     );
   } finally {
     for (const p of procs.reverse()) await p.stop();

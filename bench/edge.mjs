@@ -40,12 +40,15 @@ await withStack(async ({ env, db }) => {
 
   const base = results.baseline;
   console.log(
-    `bench/edge  node ${process.version}, ${CONCURRENCY} connections, ${DURATION_MS / 1000} s each (after ${WARMUP_MS / 1000} s warm-up)`,
+    `bench/edge  node ${process.version}, ${CONCURRENCY} connections, ${DURATION_MS / 1000} s each (after ` +
+      `${WARMUP_MS / 1000} s warm-up)`,
   );
   console.log('case             req/s     p50 ms   p99 ms   req/s vs baseline   peak RSS MiB');
   for (const [name, r] of Object.entries(results)) {
     console.log(
-      `${name.padEnd(16)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(6)}   ${r.p99.toFixed(2).padStart(6)}   ${(r.rps / base.rps).toFixed(2).padStart(17)}   ${r.peakRssMiB ? r.peakRssMiB.toFixed(0).padStart(12) : '           -'}`,
+      `${name.padEnd(16)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(6)}   ` +
+        `${r.p99.toFixed(2).padStart(6)}   ${(r.rps / base.rps).toFixed(2).padStart(17)}   ` +
+        `${r.peakRssMiB ? r.peakRssMiB.toFixed(0).padStart(12) : '           -'}`,
     );
   }
   for (const [name, r] of Object.entries(results)) printErrors(name, r);

@@ -106,7 +106,8 @@ await withStack(async ({ env, db }) => {
     }
 
     console.log(
-      `bench/evaluate  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s warm-up, keep-alive; upstream: upstream-sim; 3 questions`,
+      `bench/evaluate  node ${process.version}, ${DURATION_MS / 1000} s per case after ${WARMUP_MS / 1000} s ` +
+        `warm-up, keep-alive; upstream: upstream-sim; 3 questions`,
     );
     const rows = [];
     for (const r of results) {
@@ -135,14 +136,17 @@ await withStack(async ({ env, db }) => {
     const over = one.gensvc.p50 - one.direct.p50;
     console.log('targets');
     console.log(
-      `  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ${verdict(over <= TARGET_OVERHEAD_MS)}`,
+      `  c=1   gensvc p50 overhead ${ms(over)} ms (target ≤ ${TARGET_OVERHEAD_MS} ms): ` +
+        `${verdict(over <= TARGET_OVERHEAD_MS)}`,
     );
     console.log(
-      `  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`,
+      `  c=32  gensvc ${int(many.gensvc.rps)} req/s (target ≥ ${TARGET_RPS}): ` +
+        `${verdict(many.gensvc.rps >= TARGET_RPS)}; direct ${int(many.direct.rps)} req/s`,
     );
     console.log(`  c=32  gensvc×2 ${int(many['gensvc×2'].rps)} req/s (two edges, one worker)`);
     console.log(
-      `  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms; c=32 ${int(many.floor.rps)} req/s`,
+      `  floor (BullMQ hop, no auth, no billing): c=1 p50 overhead ${ms(one.floor.p50 - one.direct.p50)} ms; c=32 ` +
+        `${int(many.floor.rps)} req/s`,
     );
     console.log(`  c=32  gensvc ${ratio(many.gensvc.rps / many.floor.rps)} the bare BullMQ hop`);
     reportFigures({ 'evaluate c32': { value: many.gensvc.rps, baseline: many.floor.rps } });
@@ -154,12 +158,14 @@ await withStack(async ({ env, db }) => {
     );
     const bound = (name) => (CORES * 1000) / totalCpu(many[name].cpu);
     console.log(
-      `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain BullMQ worker, ` +
+      `the floor at c=32: ${CORES} cores ÷ total CPU per request allow ${int(bound('floor'))} req/s with a plain ` +
+        `BullMQ worker, ` +
         `${int(bound('gensvc'))} for gensvc (target ≥ ${TARGET_RPS}); no gateway at all: ${int(bound('direct'))}`,
     );
     redis.disconnect();
     console.log(
-      `peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, evaluate-worker ${workerRss.stop().toFixed(0)} MiB`,
+      `peak RSS over the run: edge ${edgeRss.stop().toFixed(0)} MiB, ` +
+        `evaluate-worker ${workerRss.stop().toFixed(0)} MiB`,
     );
 
     // Billing was on: every answer gensvc gave (warm-ups and the readiness probes included) is one charge in the
@@ -167,7 +173,8 @@ await withStack(async ({ env, db }) => {
     const expected = gensvcAnswers + 2;
     const charges = await db.ledgerEntry.count({ where: { workspaceId, kind: 'charge' } });
     console.log(
-      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc${charges === expected ? '' : '  (MISMATCH)'}`,
+      `billing: ${charges} charges in the ledger for ${expected} answers from gensvc` +
+        `${charges === expected ? '' : '  (MISMATCH)'}`,
     );
   } finally {
     for (const p of procs.reverse()) await p.stop();

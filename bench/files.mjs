@@ -1,6 +1,6 @@
 // bench/files: upload throughput through the edge (POST /v1/files, multipart, streamed from the client, 25 MiB
 // bodies made on the fly) against PutObject straight to the same S3 with the storage library's putObjectStream
-// (the same part size, queue and process-wide pool of part buffers the edge uses, in this process), in the same run; and
+// (the same part size and queue the edge uses, in this process), in the same run; and
 // the edge's memory while 10 such uploads run at once.
 //   c=1    UPLOADS uploads one after another, each way
 //   c=10   10 uploads at once, each way (aggregate MiB/s), sampling the edge's RSS against its idle RSS
@@ -15,7 +15,7 @@ import { seedKey, withStack } from './lib/stack.mjs';
 import { printTable, ratio, verdict } from './lib/table.mjs';
 
 const { loadConfig } = gensvc('config');
-const { createS3, putObjectStream, UPLOAD_PART_BUFFERS, UPLOAD_PART_SIZE } = gensvc('storage');
+const { createS3, putObjectStream } = gensvc('storage');
 
 const SIZE = 25 * MiB;
 const UPLOADS = Number(process.env.UPLOADS ?? 4);
@@ -76,13 +76,13 @@ await withStack(async ({ env, db }) => {
       ratio(parEdge / parDirect),
     ]);
 
-    console.log(
-      `bench/files  node ${process.version}, ${SIZE / MiB} MiB bodies streamed, S3 = s3rver (local disk); part buffers: ${UPLOAD_PART_BUFFERS} × ${UPLOAD_PART_SIZE / MiB} MiB per process`,
-    );
+    console.log(`bench/files  node ${process.version}, ${SIZE / MiB} MiB bodies streamed, S3 = s3rver (local disk)`);
     printTable(['case', 'direct PutObject MiB/s', 'edge POST /v1/files MiB/s', 'edge vs direct'], rows);
     const above = peak - idle;
     console.log(
-      `edge RSS: idle ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB during ${PARALLEL} concurrent ${SIZE / MiB} MiB uploads: +${above.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(above < TARGET_RSS_MIB)}`,
+      `edge RSS: idle ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB during ${PARALLEL} concurrent ` +
+        `${SIZE / MiB} MiB uploads: +${above.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ` +
+        `${verdict(above < TARGET_RSS_MIB)}`,
     );
   } finally {
     await edge.stop();

@@ -70,7 +70,8 @@ await withStack(async ({ env, db }) => {
     await edge.stop();
     await worker?.stop();
     console.log(
-      `bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency ${CONCURRENCY} for ${DURATION_MS / 1000} s (profiled)`,
+      `bench/hot-path-profile (${workload}): ${int(r.rps)} req/s at concurrency ${CONCURRENCY} for ` +
+        `${DURATION_MS / 1000} s (profiled)`,
     );
     if (workload === 'chat') {
       const started = Date.now();
@@ -136,7 +137,8 @@ function summarise(name, dir, skip, requests) {
   // timeDeltas are µs.
   const perRequest = (t) => (t / 1000 / requests).toFixed(3);
   console.log(
-    `${name}: self time by where the code lives (${requests} requests; ${perRequest(total)} ms of samples per request, idle included)`,
+    `${name}: self time by where the code lives (${requests} requests; ${perRequest(total)} ms of samples per ` +
+      `request, idle included)`,
   );
   printTable(
     ['where', 'self', 'ms/request'],

@@ -101,11 +101,13 @@ await withStack(async ({ env, db }) => {
     const rise = peakRss - idleRss;
     const slowdown = duringP.p50 / idleP.p50;
     console.log(
-      `bench/signin-storm  node ${process.version}, PASSWORD_HASH_CONCURRENCY=${extra.PASSWORD_HASH_CONCURRENCY ?? '1 (default)'}`,
+      `bench/signin-storm  node ${process.version}, PASSWORD_HASH_CONCURRENCY=` +
+        `${extra.PASSWORD_HASH_CONCURRENCY ?? '1 (default)'}`,
     );
     console.log(
       `${STORM} sign-ins at once: ${count(401)} checked (401), ${count(503)} refused at once (503 Retry-After)` +
-        `${others.length ? `, ${others.length} other (${others.join(',')})` : ''}; the storm lasted ${(stormMs / 1000).toFixed(1)} s`,
+        `${others.length ? `, ${others.length} other (${others.join(',')})` : ''}; the storm lasted ` +
+        `${(stormMs / 1000).toFixed(1)} s`,
     );
     printTable(
       ['GET /api/v1/me/balance', 'calls', 'p50 ms', 'p99 ms'],
@@ -115,10 +117,12 @@ await withStack(async ({ env, db }) => {
       ],
     );
     console.log(
-      `balance p50 during the storm: ${ratio(slowdown)} idle (target within ${TARGET_SLOWDOWN}x): ${verdict(slowdown <= TARGET_SLOWDOWN)}`,
+      `balance p50 during the storm: ${ratio(slowdown)} idle (target within ${TARGET_SLOWDOWN}x): ` +
+        `${verdict(slowdown <= TARGET_SLOWDOWN)}`,
     );
     console.log(
-      `edge RSS: peak ${idleRss.toFixed(0)} MiB serving balance calls alone, ${peakRss.toFixed(0)} MiB with the storm: +${rise.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(rise < TARGET_RSS_MIB)}`,
+      `edge RSS: peak ${idleRss.toFixed(0)} MiB serving balance calls alone, ${peakRss.toFixed(0)} MiB with the ` +
+        `storm: +${rise.toFixed(0)} MiB (target < ${TARGET_RSS_MIB} MiB): ${verdict(rise < TARGET_RSS_MIB)}`,
     );
   } finally {
     await edge.stop();

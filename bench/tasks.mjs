@@ -59,9 +59,9 @@ const WARMUP_REDELIVERIES = Number(process.env.WARMUP_REDELIVERIES ?? 2);
 // Phase 2's round: this many tasks redelivered at once (default TASKS × JOBS_PER_TASK, the raw baseline's job count).
 const DELIVERIES = Number(process.env.DELIVERIES ?? TASKS * JOBS_PER_TASK);
 // PROFILE=<dir>: the edge, task-runner, archiver, callback-dispatcher and upstream-sim run under `node --cpu-prof`,
-// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), as does the floor dispatcher
-// (`floor-dispatcher`), and deliveries-window.json with phase 2's measured round in the profiles' clock (µs), to cut a
-// profile to that round, phase 1's (`tasks`) and the floor's round after it (`floor`).
+// their profiles written there (the bench's own process: `node --cpu-prof bench/tasks.mjs`), as does the floor
+// dispatcher (`floor-dispatcher`), and deliveries-window.json with phase 2's measured round in the profiles' clock
+// (µs), to cut a profile to that round, phase 1's (`tasks`) and the floor's round after it (`floor`).
 // PROFILE_WITH=perf: they run under `node --perf-basic-prof` instead, for a system-wide `perf record -a -k mono` cut to
 // a phase with `--time` (on-CPU samples, where --cpu-prof's are wall-clock).
 const PROFILE = process.env.PROFILE;
@@ -130,7 +130,10 @@ async function startReceiver(files) {
   const reply = (key) =>
     new Promise((resolve) =>
       child.on('message', function on(m) {
-        if (key in m) child.off('message', on), resolve(m[key]);
+        if (key in m) {
+          child.off('message', on);
+          resolve(m[key]);
+        }
       }),
     );
   const port = await Promise.race([
@@ -176,11 +179,17 @@ async function startReceiver(files) {
     url: `https://127.0.0.1:${port}`,
     arrivals,
     count: () => count,
-    until: (n) => new Promise((resolve) => (count >= n ? resolve() : (onCount = (c) => c >= n && resolve()))),
+    until: (n) =>
+      new Promise((resolve) => {
+        if (count >= n) resolve();
+        else onCount = (c) => c >= n && resolve();
+      }),
   };
 }
 
-/** CPU seconds a process has used (lib/cpu.mjs cpuMs): what each phase cost it; `mainThread`, its event loop's alone. */
+/**
+ * CPU seconds a process has used (lib/cpu.mjs cpuMs): what each phase cost it; `mainThread`, its event loop's alone.
+ */
 const cpuSeconds = (pid, opts) => cpuMs(pid, opts) / 1000;
 
 /** The machine's cores' time so far (/proc/stat, ticks summed over every core): idle (with I/O wait) and in all. */
@@ -210,8 +219,8 @@ function harnessCpuSeconds(stores) {
  * opens none: the line below says so), so each backend's CPU is its service's statements'.
  */
 async function backendServices(db) {
-  const rows =
-    await db.$queryRaw`SELECT pid, application_name AS name FROM pg_stat_activity WHERE backend_type = 'client backend'`;
+  const rows = await db.$queryRaw`SELECT pid, application_name AS name FROM pg_stat_activity
+    WHERE backend_type = 'client backend'`;
   return new Map(rows.map((r) => [Number(r.pid), r.name.replace(/^gensvc-/, '') || 'bench']));
 }
 
@@ -266,11 +275,11 @@ function storeProcesses(servicePids) {
 }
 
 /**
- * How long each process waited for a core, from the scheduler's own count (/proc/<pid>/schedstat of its main thread:
- * ns on a core, ns runnable but waiting on the run queue, times it was put on a core): per process name, summed over
- * Postgres's backends and Redis. A difference of two snapshots says, for a phase, how many times each process was
- * woken to run and how long each wake-up waited before it ran: the cost of every hop between processes on a busy
- * machine, which no process's CPU time shows. `stores`: the stores' processes (storeProcesses), read with the services'.
+ * How long each process waited for a core, from the scheduler's own count (/proc/<pid>/schedstat of its main thread: ns
+ * on a core, ns runnable but waiting on the run queue, times it was put on a core): per process name, summed over
+ * Postgres's backends and Redis. A difference of two snapshots says, for a phase, how many times each process was woken
+ * to run and how long each wake-up waited before it ran: the cost of every hop between processes on a busy machine,
+ * which no process's CPU time shows. `stores`: the stores' processes (storeProcesses), read with the services'.
  */
 function schedSnapshot(procs, stores) {
   const read = (pid) => {
@@ -295,7 +304,8 @@ function schedDiff(before, after) {
     const a = before.get(pid);
     // A process absent from either snapshot (a backend that came or went) has no difference to give.
     if (!a || a.slices === undefined || b.slices === undefined) continue;
-    const o = (out[b.name] ??= { slices: 0, waitNs: 0, r: 0, w: 0 });
+    out[b.name] ??= { slices: 0, waitNs: 0, r: 0, w: 0 };
+    const o = out[b.name];
     o.slices += b.slices - a.slices;
     o.waitNs += b.wait - a.wait;
     o.r += b.r - a.r;
@@ -304,7 +314,9 @@ function schedDiff(before, after) {
   return out;
 }
 
-/** Four unmeasured rawBullmq rounds of TASKS × JOBS_PER_TASK jobs: the baseline's worker code warmed before its figure. */
+/**
+ * Four unmeasured rawBullmq rounds of TASKS × JOBS_PER_TASK jobs: the baseline's worker code warmed before its figure.
+ */
 async function warmRawBullmq(env, concurrency) {
   for (let i = 0; i < 4; i++) await rawBullmq(env, TASKS * JOBS_PER_TASK, concurrency);
 }
@@ -535,7 +547,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const xacts = async () =>
       Number(
         (
-          await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`
+          await db.$queryRaw`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database
+            WHERE datname = current_database()`
         )[0].n,
       );
     const simGet = async (path) => (await fetch(`${sim.url}${path}`)).json();
@@ -573,7 +586,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const cpu0 = cpu();
       const t0 = performance.now();
       warmIds.push(...(await createAll(warm.auth, `${receiver.url}/cb`, n)).ids);
-      await receiver.until((done += n));
+      done += n;
+      await receiver.until(done);
       const used = cpuDiff(cpu0, cpu());
       warmRounds.push({ n, perSecond: n / ((performance.now() - t0) / 1000), gatewayMs: gatewayMsPerTask(used, n) });
     }
@@ -612,9 +626,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const pgEnd = postgresCpuByService(walkedEnd, pgServices);
     const pgByService = Object.fromEntries(Object.keys(pgEnd).map((k) => [k, pgEnd[k] - (pgStart[k] ?? 0)]));
     const schedEndToEnd = schedDiff(schedBefore, schedSnapshot(procs, walkedEnd));
-    // Postgres backends opened during the timed phase (each a fork and an authentication): none once the pools are warm.
-    const [opened] =
-      await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
+    // Postgres backends opened during the timed phase (each a fork and an authentication): none once pools are warm.
+    const [opened] = await db.$queryRaw`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE backend_type = 'client backend' AND backend_start >= ${phaseStart}`;
     // Read before the raw round after phase 1, which runs on the same Redis.
     const redisPerTask = ((await redisCommands()) - redisBefore) / TASKS;
     const rawAfter = await rawBullmq(env, TASKS * JOBS_PER_TASK, CONCURRENCY);
@@ -759,8 +773,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       const idle = idleShare(cores0, coresTicks());
       const mainThread = cpuSeconds(dispatcher.pid, { mainThread: true }) - main0;
       const sched = schedDiff(sched0, schedSnapshot(procs, walked1));
-      // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not Postgres's:
-      // a backend reports its counts when idle at most once a second, later than a round this short ends.
+      // Per delivery, the round's adds included (one each, as a completion's scheduleCallback makes one). Not
+      // Postgres's: a backend reports its counts when idle at most once a second, later than a round this short ends.
       const redisRun = ((await redisCommands()) - redis0) / deliveries;
       // Every attempt recorded before the next round starts (a redelivery under an attempt in flight makes it stale).
       const pendingIn = [workspaceId, warm.workspaceId];
@@ -879,7 +893,10 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const floorPair = [...pairs].sort((a, b) => a.floor - b.floor)[1];
     const rawTask = rawPipeline / JOBS_PER_TASK;
     console.log(
-      `bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? 'on (fallback poll 30 s)' : 'off'}; S3: ${s3Where}`,
+      `bench/tasks  node ${process.version}; ${TASKS} image tasks, ${CONCURRENCY} callers and ${CONCURRENCY} jobs ` +
+        `per worker (the dispatcher ${DISPATCHER_IN_FLIGHT}${DISPATCHER_CONCURRENCY ? '' : ', its default'}); sim ` +
+        `job ${SIM_TASK_MS} ms; polls every 100 ms; ${WARMUP_TASKS} warm-up tasks before the timed run; ` +
+        `provider webhooks ${env.PROVIDER_WEBHOOK_BASE_URL ? 'on (fallback poll 30 s)' : 'off'}; S3: ${s3Where}`,
     );
     printTable(
       ['case', 'per second', 'vs raw BullMQ', 'notes'],
@@ -906,13 +923,15 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
           'callback deliveries',
           int(deliveriesPerSecond),
           ratio(pair.ratio),
-          `signed HTTPS POST, attempt logged; the median of 3 rounds, each against the raw round beside it: ${pairs.map((p) => ratio(p.ratio)).join(', ')}`,
+          `signed HTTPS POST, attempt logged; the median of 3 rounds, each against the raw round beside it: ` +
+            `${pairs.map((p) => ratio(p.ratio)).join(', ')}`,
         ],
         [
           '  floor: BullMQ + signed HTTPS POST',
           int(floorPair.floorPerSecond),
           ratio(floorPair.floor),
-          `the median of 3 rounds; the same bytes to the same receiver, nothing else (lib/floor-deliver.mjs), after each raw round: ${pairs.map((p) => ratio(p.floor)).join(', ')}`,
+          `the median of 3 rounds; the same bytes to the same receiver, nothing else (lib/floor-deliver.mjs), ` +
+            `after each raw round: ${pairs.map((p) => ratio(p.floor)).join(', ')}`,
         ],
         ['creations without callback_url', int(TASKS / without.seconds), '', `p50 ${ms(without.latency.p50)} ms each`],
         ['creations with callback_url', int(TASKS / withCb.seconds), '', `p50 ${ms(withCb.latency.p50)} ms each`],
@@ -920,23 +939,31 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     );
     const list = (xs, f) => xs.map(f).join(', ');
     console.log(
-      `warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ ÷ ${JOBS_PER_TASK} right before and after phase 1: ${int(rawBefore / JOBS_PER_TASK)}, ${int(rawAfter / JOBS_PER_TASK)}; deliveries/s against raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`,
+      `warm-up (unmeasured), rounds of ${TASKS}: tasks/s ${list(warmRounds, (r) => int(r.perSecond))}; gateway ` +
+        `CPU ms per task ${list(warmRounds, (r) => ms(r.gatewayMs))} (timed phase: ` +
+        `${ms(gatewayMsPerTask(cpuEndToEnd, TASKS))}); raw BullMQ ÷ ${JOBS_PER_TASK} right before and after ` +
+        `phase 1: ${int(rawBefore / JOBS_PER_TASK)}, ${int(rawAfter / JOBS_PER_TASK)}; deliveries/s against ` +
+        `raw jobs/s at ${DISPATCHER_IN_FLIGHT}, round by round: ` +
+        `${list(pairs, (p) => `${int(p.perSecond)} / ${int(p.raw)}`)}`,
     );
     console.log(`completion → callback received: p50 ${ms(lagP.p50)} ms, p99 ${ms(lagP.p99)} ms (${lag.length} tasks)`);
     console.log(
-      `  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`,
+      `  of tasks completed while creations arrived: p50 ${ms(lagDuring.p50)} ms (${lagDuring.n} tasks); after: p50 ` +
+        `${ms(lagAfter.p50)} ms (${lagAfter.n} tasks)`,
     );
     const perMs = (o, n = TASKS) =>
       Object.entries(o)
         .map(([k, v]) => `${k} ${ms((1000 * v) / n)}`)
         .join(', ');
     console.log(
-      `CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; Postgres backends opened meanwhile (still open): ${opened.n}`,
+      `CPU ms per task, end to end: ${perMs(cpuEndToEnd)}; ` +
+        `Postgres backends opened meanwhile (still open): ${opened.n}`,
     );
     // Postgres's share, by whose statements it ran: each backend's CPU to the service whose pool holds it ('other': the
     // checkpointer, WAL writer, autovacuum and the rest; a backend opened during the phase would count there too).
     console.log(
-      `  Postgres's CPU ms per task by the service whose connections it served: ${perMs(Object.fromEntries(Object.entries(pgByService).sort((a, b) => b[1] - a[1])))}`,
+      `  Postgres's CPU ms per task by the service whose connections it served: ` +
+        `${perMs(Object.fromEntries(Object.entries(pgByService).sort((a, b) => b[1] - a[1])))}`,
     );
     // The lag is a chain of hops between processes (the archiver's commit, Redis, the dispatcher, its read, the
     // receiver): on a machine whose cores are all busy, each hop waits on the run queue before the woken process runs.
@@ -947,7 +974,8 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
         `wake-ups per task ${Object.entries(schedEndToEnd)
           .map(([k, v]) => `${k} ${(v.slices / TASKS).toFixed(1)}`)
           .join(', ')}; ` +
-        // Postgres is left out: its backends talk over send/recv, which /proc's counts leave out (its figure is WAL writes).
+        // Postgres is left out: its backends talk over send/recv, which /proc's counts leave out (its figure is WAL
+        // writes).
         `read / write system calls per task (/proc's syscr, syscw: a socket read or write is one) ${Object.entries(
           schedEndToEnd,
         )
@@ -955,23 +983,35 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
           .map(([k, v]) => `${k} ${(v.r / TASKS).toFixed(1)} / ${(v.w / TASKS).toFixed(1)}`)
           .join(', ')}` +
         (Number.isFinite(walSyncMs)
-          ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average (${int(walSyncPerTask * TASKS)} flushes)`
+          ? `; a WAL flush (the wait of each commit) took ${ms(walSyncMs)} ms on average ` +
+            `(${int(walSyncPerTask * TASKS)} flushes)`
           : ''),
     );
     console.log(
-      `CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), round by round: ${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`,
+      `CPU ms per delivery, the dispatcher's against the floor worker's per job (the round after its raw round), ` +
+        `round by round: ` +
+        `${list(pairs, (p) => `${ms(p.cpuMs)} / ${ms(p.floorCpuMs)} = ${(p.cpuMs / p.floorCpuMs).toFixed(2)}×`)}`,
     );
     // A round at its CPU's limit leaves no core idle (the floor's rounds come close); one whose processes wait on each
     // other (a hop, a commit) leaves cores idle while its work waits on the run queue at every wake-up.
     // Processes the round woke at least once (the sim and the edge sit idle through it).
     const deliverSched = Object.entries(pair.sched).filter(([, v]) => v.slices > 0);
     console.log(
-      `where the deliveries rounds' time went: the cores idle ${list(pairs, (p) => `${Math.round(100 * p.idle)} %`)} of each round (the floor's rounds: ${list(pairs, (p) => `${Math.round(100 * p.floorIdle)} %`)}); ` +
-        `the dispatcher's CPU ms per delivery on its event loop ${list(pairs, (p) => ms((1000 * p.mainThread) / deliveries))}, on V8's helper threads ${list(pairs, (p) => ms((1000 * (p.used['callback-dispatcher'] - p.mainThread)) / deliveries))}; ` +
-        `the median pair's waits for a core per wake-up ${deliverSched.map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms, wake-ups per delivery ${deliverSched.map(([k, v]) => `${k} ${(v.slices / deliveries).toFixed(2)}`).join(', ')}`,
+      `where the deliveries rounds' time went: the cores idle ` +
+        `${list(pairs, (p) => `${Math.round(100 * p.idle)} %`)} of each round (the floor's rounds: ` +
+        `${list(pairs, (p) => `${Math.round(100 * p.floorIdle)} %`)}); ` +
+        `the dispatcher's CPU ms per delivery on its event loop ` +
+        `${list(pairs, (p) => ms((1000 * p.mainThread) / deliveries))}, on V8's helper threads ` +
+        `${list(pairs, (p) => ms((1000 * (p.used['callback-dispatcher'] - p.mainThread)) / deliveries))}; ` +
+        `the median pair's waits for a core per wake-up ` +
+        `${deliverSched.map(([k, v]) => `${k} ${ms(v.waitNs / 1e6 / v.slices)}`).join(', ')} ms, wake-ups per ` +
+        `delivery ${deliverSched.map(([k, v]) => `${k} ${(v.slices / deliveries).toFixed(2)}`).join(', ')}`,
     );
     console.log(
-      `CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`,
+      `CPU ms per callback delivery, deliveries alone: ${perMs(cpuDeliver, deliveries)}; TLS handshakes at the ` +
+        `receiver meanwhile: ${deliverHandshakes}; the median pair's round of ${deliveries}, after ` +
+        `${WARMUP_REDELIVERIES} unmeasured; Redis commands run per delivery (inside scripts included) ` +
+        `${ms(deliverRedisRun)}, per raw BullMQ no-op job ${ms(rawRedisRun)}`,
     );
     // What the cores allow (CORES × 1000 ÷ CPU ms per item, as bench/chat and bench/evaluate print it): with every
     // process of the run, and with the gateway's alone (the sim, the receiver, S3 and the callers stand in for other
@@ -982,7 +1022,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     });
     const [tc, dc] = [ceilings(cpuEndToEnd, TASKS), ceilings(cpuDeliver, deliveries)];
     console.log(
-      `what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`,
+      `what ${CORES} cores allow by CPU: tasks/s ${int(tc.all)} with every process, ${int(tc.gateway)} with the ` +
+        `gateway's alone (${ratio(tc.gateway / rawTask)} raw BullMQ ÷ ${JOBS_PER_TASK}); deliveries/s ` +
+        `${int(dc.all)}, ${int(dc.gateway)} with the gateway's alone (${ratio(dc.gateway / rawSingle)})`,
     );
     for (const [name, run] of [
       ['without callback_url', without],
@@ -991,7 +1033,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
       for (const [reason, count] of run.failures) console.log(`  ! creations ${name}: ${count} × ${reason} (retried)`);
     }
     console.log(
-      `tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`,
+      `tasks completed: ${completed} of ${TASKS}; charges in the ledger: ${charges}` +
+        `${charges === TASKS ? '' : '  (MISMATCH)'}; callbacks whose signature failed the check: ` +
+        `${receiver.unverified()}${receiver.unverified() ? '  (MISMATCH)' : ''}`,
     );
 
     console.log('\nper-task time budget (p50, ms) and what each task cost (mean per task)');
@@ -1002,7 +1046,9 @@ await withStack(async ({ env: base, db, s3Where, ownPostgres }) => {
     const passSlowdowns = passes.map((p) => p.with / p.without - 1);
     const mixedSlowdown = (passSlowdowns[0] + passSlowdowns[1]) / 2;
     console.log(
-      `creation p50 with callback_url vs without: ${pct(createSlowdown)}; interleaved (same load): ${pct(mixedSlowdown)} (two passes: ${passes.map((p, i) => `${pct(passSlowdowns[i])}, ${ms(p.with)} / ${ms(p.without)} ms`).join('; ')})`,
+      `creation p50 with callback_url vs without: ${pct(createSlowdown)}; interleaved (same load): ` +
+        `${pct(mixedSlowdown)} (two passes: ` +
+        `${passes.map((p, i) => `${pct(passSlowdowns[i])}, ${ms(p.with)} / ${ms(p.without)} ms`).join('; ')})`,
     );
     reportFigures({
       'callback deliveries': { value: deliveriesPerSecond, baseline: rawSingle },

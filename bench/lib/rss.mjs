@@ -17,7 +17,14 @@ export function rssSampler(pid, everyMs = 50) {
   read();
   const timer = setInterval(read, everyMs);
   return {
-    peek: () => (read(), peak),
-    stop: () => (clearInterval(timer), read(), peak),
+    peek: () => {
+      read();
+      return peak;
+    },
+    stop: () => {
+      clearInterval(timer);
+      read();
+      return peak;
+    },
   };
 }

@@ -1,7 +1,7 @@
 // Percentiles over latency samples (milliseconds). Nearest-rank on the sorted samples, as every table here reports.
 
 /** Sorts `samples` in place and returns a picker for quantiles in [0, 1]. */
-export function quantiles(samples) {
+function quantiles(samples) {
   samples.sort((a, b) => a - b);
   return (q) => (samples.length ? samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] : NaN);
 }

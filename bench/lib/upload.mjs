@@ -34,7 +34,9 @@ export async function postMultipart(url, { headers = {}, fields = {}, size, file
   let head = '';
   for (const [name, value] of Object.entries(fields))
     head += `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-  head += `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/pdf\r\n\r\n`;
+  head +=
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: ` +
+    `application/pdf\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
   const length = Buffer.byteLength(head) + size + Buffer.byteLength(tail);
   const u = new URL(url);

@@ -17,7 +17,7 @@ const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256' })).toString('base64url
 
 /**
  * The JWS compact serialisation of RFC 7515 (HS256), as jose's SignJWT makes it, signed synchronously with
- * node:crypto: one is signed per callback delivery and per task read with a download link (issue 12), and WebCrypto's
+ * node:crypto: one is signed per callback delivery and per task read with a download link, and WebCrypto's
  * async HMAC cost more than the rest of the link. jose verifies it (verifyFileToken).
  */
 export async function signFileToken(secret: string, claims: FileTokenClaims, ttlSeconds = FILE_TOKEN_TTL_SECONDS) {

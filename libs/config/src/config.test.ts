@@ -71,7 +71,7 @@ describe('loadConfig', () => {
     expect(problems).not.toContain('short-secret');
   });
 
-  it("reads TRUST_PROXY as Express's trust proxy values, off by default, and PASSWORD_HASH_CONCURRENCY, 1 by default", () => {
+  it("reads TRUST_PROXY as Express's trust proxy (default off) and PASSWORD_HASH_CONCURRENCY (default 1)", () => {
     expect(loadConfig(base)).toMatchObject({ trustProxy: false, passwordHashConcurrency: 1 });
     expect(loadConfig({ ...base, TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ ...base, TRUST_PROXY: '2' }).trustProxy).toBe(2);

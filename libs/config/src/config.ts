@@ -63,7 +63,9 @@ const cidrs = z.string().transform((value, ctx) => {
 
 /** Express's `trust proxy` names for address ranges. */
 const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
-/** Express's `trust proxy` setting: false (off), true (every hop), a hop count, or addresses, ranges and range names. */
+/**
+ * Express's `trust proxy` setting: false (off), true (every hop), a hop count, or addresses, ranges and range names.
+ */
 export type TrustProxy = boolean | number | string[];
 const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   const v = value.trim();
@@ -77,7 +79,9 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
     if (!PROXY_RANGES.includes(entry) && !isCidr(entry)) {
       ctx.addIssue({
         code: 'custom',
-        message: `"${entry}" is not true, false, a hop count, an address, a CIDR range or one of ${PROXY_RANGES.join(', ')}`,
+        message:
+          `"${entry}" is not true, false, a hop count, an address, a CIDR range ` +
+          `or one of ${PROXY_RANGES.join(', ')}`,
       });
     }
   }
@@ -130,9 +134,11 @@ export const envSchema = z.object({
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /** The internal ops port of every service: /healthz, /readyz, /metrics. 0: any free port (tests, npm start). */
   OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
-  /** `production` (the image sets it) makes FILE_BASE_URL required: the default, S3_ENDPOINT, is an internal address. */
+  /**
+   * `production` (the image sets it) makes FILE_BASE_URL required: the default, S3_ENDPOINT, is an internal address.
+   */
   NODE_ENV: z.string().optional(),
-  /** The edge's slow-client bounds (issue 14): request headers, the longest pause inside a body, whole bodies. */
+  /** The edge's slow-client bounds: request headers, the longest pause inside a body, whole bodies. */
   HTTP_HEADERS_TIMEOUT: clientTimeout.default(10_000),
   HTTP_BODY_IDLE_TIMEOUT: clientTimeout.default(15_000),
   HTTP_JSON_BODY_TIMEOUT: clientTimeout.default(60_000),
@@ -140,10 +146,11 @@ export const envSchema = z.object({
   HTTP_KEEP_ALIVE_TIMEOUT: clientTimeout.default(65_000),
   /**
    * The public base URL providers call back (https://api.example.com): set, tasks ask Replicate and fal for a webhook
-   * to `<base>/v1/provider-webhooks/<provider>/<task id>` when their job ends, and poll only as the fallback. Unset: off.
+   * to `<base>/v1/provider-webhooks/<provider>/<task id>` when their job ends, and poll only as the fallback.
+   * Unset: off.
    */
   PROVIDER_WEBHOOK_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
-  /** The Replicate account's webhook signing secret (whsec_..., GET /v1/webhooks/default/secret); Replicate webhooks need it. */
+  /** The Replicate account's webhook signing secret (whsec_..., GET /v1/webhooks/default/secret), for its webhooks. */
   REPLICATE_WEBHOOK_SECRET: z
     .string()
     .regex(/^whsec_[A-Za-z0-9+/]+=*$/, 'must be whsec_<base64>')
@@ -182,7 +189,7 @@ export interface Config {
   signingSecret: string;
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
-  /** Provider webhooks (issue 12): off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
+  /** Provider webhooks: off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
   providerWebhooks: {
     baseUrl: string | undefined;
     replicateSecret: string | undefined;
@@ -231,7 +238,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   const fileBaseUrlMissing =
     present.NODE_ENV === 'production' && !present.FILE_BASE_URL
       ? [
-          'FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address of the object store (a CDN or the store itself) that output and presigned links point at',
+          'FILE_BASE_URL is required when NODE_ENV=production: the public, path-style address of the object store ' +
+            '(a CDN or the store itself) that output and presigned links point at',
         ]
       : [];
   if (!parsed.success || fileBaseUrlMissing.length) {

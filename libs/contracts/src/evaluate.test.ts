@@ -105,13 +105,14 @@ describe('evaluateRequestSchema', () => {
   });
 });
 
-describe('maps read from JSON (issue 14)', () => {
+describe('maps read from JSON', () => {
   // JSON.parse makes "__proto__" an own key, as a caller sends it; an object literal would set the prototype instead.
   const parsed = (text: string) => JSON.parse(text) as unknown;
 
   it('refuses a "__proto__" question id beside a valid one: the whole request, not the request without it', () => {
     const body = parsed(
-      '{"model":"sim/judge","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"__proto__":{"type":"boolean","instructions":"y"}}}',
+      '{"model":"sim/judge","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},' +
+        '"__proto__":{"type":"boolean","instructions":"y"}}}',
     );
     expect(firstProblem(body)).toEqual({
       path: 'questions.__proto__',
@@ -128,7 +129,8 @@ describe('maps read from JSON (issue 14)', () => {
 
   it('keeps every key of an object state as sent, "__proto__" included (it is what is evaluated and billed)', () => {
     const body = parsed(
-      '{"model":"sim/judge","state":{"__proto__":{"x":1},"a":2},"questions":{"q1":{"type":"boolean","instructions":"x"}}}',
+      '{"model":"sim/judge","state":{"__proto__":{"x":1},"a":2},' +
+        '"questions":{"q1":{"type":"boolean","instructions":"x"}}}',
     );
     const out = evaluateRequestSchema.parse(body);
     expect(JSON.stringify(out.state)).toBe('{"__proto__":{"x":1},"a":2}');

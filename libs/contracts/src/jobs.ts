@@ -27,7 +27,7 @@ export const EvaluateRun = defineJob({
     model: id,
     /** `{state, questions}` as the edge validated them. */
     request: evaluateInputSchema,
-    /** The Redis channel of the edge process waiting for the answer: the worker publishes `{ id: <job id>, result }` on it. */
+    /** The Redis channel of the edge process awaiting the answer: the worker publishes `{ id: <job id>, result }`. */
     replyTo: id,
   }),
 });
@@ -87,9 +87,9 @@ export const ArchiveOutput = defineJob({
 export const CallbackDeliver = defineJob({
   queue: 'callbacks',
   name: 'callback.deliver',
-  // v4: ids only, one attempt per job (v2 and v3 carried the attempt's context, v3 bundled first attempts).
+  // v4: ids only, one attempt per job (v2 and v3 carried the attempt's context).
   version: 4,
-  // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule, each a job.
+  // Retries the dispatcher's own failures only; a receiver's failure is an attempt of the delivery schedule (a job).
   retry: { attempts: 3, backoffMs: 1_000 },
   schema: z.object({ taskId: id, attempt }),
   key: (p) => [p.taskId, p.attempt],

@@ -1,7 +1,6 @@
-// The one way a caller's JSON object is read as a map (issue 14). zod's record builds a new plain object and skips a
-// "__proto__" key without a word (assigning it would replace the prototype), so a map holding one lost that entry
-// and the request went on, answered and billed, without it. Here every own key, "__proto__" included, is checked
-// before anything is rebuilt, and a bad one refuses the whole map.
+// The one way a caller's JSON object is read as a map. zod's record builds a new plain object and silently skips a
+// "__proto__" key (assigning it would replace the prototype), so the request would go on, and be billed, without
+// that entry. Here every own key, "__proto__" included, is checked first, and a bad one refuses the whole map.
 import { z } from 'zod';
 
 /** A JSON object as JSON.parse makes it (own keys only, "__proto__" among them when it was sent). */

@@ -5,7 +5,7 @@ import { PrismaClient, type Prisma } from './generated/prisma/client';
 declare const handle: unique symbol;
 /**
  * The database a service holds (createDb): opaque outside libs/db, with no query method on its type, so a service
- * reaches rows only through a repository (issue 12). Inside libs/db it is the Prisma client itself (clientOf).
+ * reaches rows only through a repository. Inside libs/db it is the Prisma client itself (clientOf).
  */
 export interface Db {
   readonly [handle]: 'Db';
@@ -62,8 +62,7 @@ export interface DbOptions {
  * The only place a Prisma client is made (STYLE.md: only libs/db imports Prisma).
  *
  * Hot paths use findUnique: Prisma 6's query compiler (engine "client") caches the plan of findUnique queries but
- * compiles findFirst/findMany in WASM on every call. Measured here against Postgres with 32 concurrent callers:
- * findUnique 12–15k/s, the same row by findFirst 2–2.7k/s, findFirst with an OR and an include 1.3k/s.
+ * compiles findFirst/findMany in WASM on every call, several times slower.
  */
 export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   // node-postgres lets the URL's own parameters override these: a DATABASE_URL with `application_name` keeps it.
@@ -74,7 +73,7 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   });
   // An idle connection's error (Postgres restarted, the connection terminated) is nobody's query's: pg drops that
   // client and the next query connects anew. Without a listener the pool's 'error' event would end the process, and
-  // Prisma adds its own only when it first connects, which an edge serving paid calls may never do (issue 11). It is
+  // Prisma adds its own only when it first connects, which an edge serving paid calls may never do. It is
   // logged: a run of them says Postgres restarts or drops connections.
   pool.on('error', (err) => options.log?.warn({ err }, 'postgres: an idle connection failed; the pool connects anew'));
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
@@ -94,14 +93,14 @@ const pools = new WeakMap<object, pg.Pool>();
 
 /**
  * The pg pool under a client made by createDb (undefined for a transaction client), shared with Prisma. The few
- * statements on every paid request (billing) run on it as named prepared statements: measured here, 0.18 ms of CPU
- * per call against 0.43 ms through Prisma's $queryRaw.
+ * statements on every paid request (billing) run on it as named prepared statements, cheaper per call than Prisma's
+ * $queryRaw.
  */
 const poolOf = (db: DbClient): pg.Pool | undefined => pools.get(db);
 
 /**
  * A `timestamp` column (UTC wall time) as epoch milliseconds, in SQL: pg and Prisma's raw path both answer it as a
- * number, whatever the session's or the process's time zone.
+ * number, whatever the connection's or the process's time zone.
  */
 export const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
@@ -125,7 +124,7 @@ export function withTxHandle<T>(db: DbHandle, fn: (tx: Tx) => Promise<T>): Promi
   return withTx(clientOf(db), (tx) => fn(tx as unknown as Tx));
 }
 
-/** Readiness: on the pool, not through Prisma, whose query compiler loads at a client's first query (issue 11). */
+/** Readiness: on the pool, not through Prisma, whose query compiler loads at a client's first query. */
 export async function pingDb(db: Db): Promise<void> {
   await queryPrepared(clientOf(db), 'gensvc_ping', 'SELECT 1', []);
 }

@@ -108,7 +108,7 @@ describe('groupCommit', () => {
       slotD.cancel();
     });
 
-    it('sends what it holds when the last item on its way arrives, and at once when nothing more is coming', async () => {
+    it('sends what it holds when the last expected item arrives, and at once when nothing more is coming', async () => {
       const { groups, gates, run } = gated();
       const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000 } });
       const [slotA, slotB] = [send.expect(), send.expect()];
@@ -128,7 +128,7 @@ describe('groupCommit', () => {
       expect(await c).toBe('c!');
     });
 
-    it('sends what it holds when the last item on its way is cancelled (it will not come); a cancel after its send does nothing', async () => {
+    it('sends what it holds when the last expected item is cancelled; a cancel after its send is a no-op', async () => {
       const { groups, gates, run } = gated();
       const send = groupCommit(run, { max: 10, hold: { fill: 16, ms: 10_000 } });
       const [slotA, slotB, slotC] = [send.expect(), send.expect(), send.expect()];

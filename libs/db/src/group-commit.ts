@@ -77,15 +77,15 @@ export function groupCommit<I, O>(
 
   const flush = async () => {
     try {
-      // Until the end of this turn of the event loop (setImmediate runs right after the poll phase, no timer): the items
-      // of every job whose Redis or HTTP answer was read in this turn go together, not only those of one socket read.
+      // Until the end of this turn of the event loop (setImmediate runs right after the poll phase, no timer): the
+      // items of every job whose Redis or HTTP answer was read in this turn go together, not one socket read's only.
       await new Promise((resolve) => setImmediate(resolve));
       while (pending.length) {
         await held();
         const group = take();
         try {
           const answers = await run(group.map((p) => p.item));
-          group.forEach((p, i) => p.resolve(answers[i]!));
+          for (const [i, p] of group.entries()) p.resolve(answers[i]!);
         } catch (e) {
           if (group.length === 1) group[0]!.reject(e);
           // One item's failure (a bad row, a deadlock, a dropped connection) must not fail the rest of its group: their
@@ -102,7 +102,7 @@ export function groupCommit<I, O>(
     new Promise<O>((resolve, reject) => {
       pending.push({ item, resolve, reject });
       if (release && full()) release();
-      flushing ??= flush();
+      if (!flushing) flushing = flush();
     });
   const expect = () => {
     expected++;
@@ -114,7 +114,10 @@ export function groupCommit<I, O>(
       return true;
     };
     return {
-      send: (item: I) => (end(), send(item)),
+      send: (item: I) => {
+        end();
+        return send(item);
+      },
       cancel: () => void (end() && release && full() && release()),
     };
   };
@@ -135,7 +138,10 @@ export function groupCommitPerKey<I, O>(
   return (item) => {
     const key = keyOf(item);
     let entry = byKey.get(key);
-    if (!entry) byKey.set(key, (entry = { commit: groupCommit(run, options), outstanding: 0 }));
+    if (!entry) {
+      entry = { commit: groupCommit(run, options), outstanding: 0 };
+      byKey.set(key, entry);
+    }
     const current = entry;
     current.outstanding++;
     return current.commit(item).finally(() => {

@@ -1,4 +1,4 @@
-// What a service may hold of the database (issue 12): the Db and Tx handles, with no query method on their type;
+// What a service may hold of the database: the Db and Tx handles, with no query method on their type;
 // the repositories, typed over those handles (`published`: each repository file takes the Prisma client, and a
 // handle is that client, so this is a retyping at this boundary and a method is written once); and plain row and
 // enum types. Never the Prisma client, its namespace or raw SQL. Tests reach the client through

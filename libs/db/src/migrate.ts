@@ -1,7 +1,7 @@
 // Applies prisma/migrations in order, recording them in Prisma's own `_prisma_migrations` table with Prisma's
-// checksum, so `prisma migrate status|deploy|dev` see the same history. It exists because the Prisma 6 CLI takes
-// ~11 s per run here (and needs the adapter work-arounds of prisma.config.ts), while tests and `npm start` migrate
-// often. Migrations are authored with the CLI (`prisma migrate dev`).
+// checksum, so `prisma migrate status|deploy|dev` see the same history. It exists because the Prisma 6 CLI is slow to
+// start (and needs the adapter work-arounds of prisma.config.ts), while tests and `npm start` migrate often. Migrations
+// are authored with the CLI (`prisma migrate dev`).
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -35,7 +35,8 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
       "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
       "applied_steps_count" INTEGER NOT NULL DEFAULT 0)`);
     const { rows } = await client.query<{ migration_name: string; checksum: string }>(
-      'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+      `SELECT migration_name, checksum FROM "_prisma_migrations"
+       WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
     );
     const done = new Map(rows.map((r) => [r.migration_name, r.checksum]));
     for (const name of names) {
@@ -51,7 +52,8 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
       try {
         await client.query(sql);
         await client.query(
-          `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)`,
+          `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count)
+           VALUES ($1, $2, now(), $3, 1)`,
           [randomUUID(), checksum, name],
         );
         await client.query('COMMIT');

@@ -9,7 +9,9 @@ const ctx = useTestContext();
 const created = new Date('2026-01-01T00:00:00.000Z');
 const days = (d: Date | null) => (d === null ? null : (d.getTime() - created.getTime()) / 86_400_000);
 
-/** The first instant the sweep's query takes a file with these lives (it can only change at one of the two expiries). */
+/**
+ * The first instant the sweep's query takes a file with these lives (it can only change at one of the two expiries).
+ */
 async function purgedAt(e: FileExpiry): Promise<Date> {
   const ws = await makeWorkspace(ctx.db);
   const id = newId('file');

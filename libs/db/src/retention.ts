@@ -30,5 +30,5 @@ export function uploadExpiry(createdAt: Date): FileExpiry {
 export function generatedExpiry(createdAt: Date, tier: Tier, workspaceRetentionDays?: number | null): FileExpiry {
   const publicExpiresAt = plusDays(createdAt, publicRetentionDays(tier, workspaceRetentionDays));
   const library = plusDays(createdAt, LIBRARY_RETENTION_DAYS);
-  return { expiresAt: library < publicExpiresAt ? library : publicExpiresAt, publicExpiresAt };
+  return { expiresAt: library.getTime() < publicExpiresAt.getTime() ? library : publicExpiresAt, publicExpiresAt };
 }

@@ -76,7 +76,8 @@ export const ERROR_CODES = {
   invalid_webhook_signature: {
     status: 401,
     description:
-      'A provider webhook (Replicate, fal) whose signature does not verify, or a fal webhook signed for another fal account than `FAL_WEBHOOK_USER_ID`.',
+      'A provider webhook (Replicate, fal) whose signature does not verify, ' +
+      'or a fal webhook signed for another fal account than `FAL_WEBHOOK_USER_ID`.',
   },
   key_creator_left: {
     status: 401,
@@ -264,7 +265,9 @@ export const errors = {
       code: 'json_too_deep',
       message: `The JSON body nests deeper than the limit of ${maxDepth} levels of objects and arrays.`,
     }),
-  /** Bytes that do not decode as they claim: a Content-Encoding that is not, percent-encoding or UTF-8 that is broken. */
+  /**
+   * Bytes that do not decode as they claim: a Content-Encoding that is not, percent-encoding or UTF-8 that is broken.
+   */
   invalidEncoding: (message: string, param: string | null = null) =>
     new AppError({ code: 'invalid_encoding', message, param }),
   /** A character no field may hold (NUL, an unpaired surrogate, a control character in a path). */
@@ -278,7 +281,8 @@ export const errors = {
   missingApiKey: (message = 'No API key was sent. Send it as "Authorization: Bearer <API_KEY>".') =>
     new AppError({ code: 'missing_api_key', message }),
   malformedApiKey: (
-    message = 'The API key is malformed. Send it as "Authorization: Bearer <API_KEY>": the word Bearer, one space, the complete key.',
+    message = 'The API key is malformed. Send it as "Authorization: Bearer <API_KEY>": ' +
+      'the word Bearer, one space, the complete key.',
   ) => new AppError({ code: 'malformed_api_key', message }),
   invalidApiKey: () => new AppError({ code: 'invalid_api_key', message: 'The API key is not valid.' }),
   revokedApiKey: () => new AppError({ code: 'revoked_api_key', message: 'The API key has been revoked.' }),
@@ -334,12 +338,14 @@ export const errors = {
     }),
   /** The model exists but cannot serve this route (an evaluation model on chat, a protocol it has no channel for). */
   modelNotSupported: (message: string) => new AppError({ code: 'model_not_supported', message, param: 'model' }),
-  /** A provider webhook (Replicate, fal) whose signature does not verify (issue 12). */
+  /** A provider webhook (Replicate, fal) whose signature does not verify. */
   invalidWebhookSignature: (message: string) => new AppError({ code: 'invalid_webhook_signature', message }),
   /** The keys a provider's webhooks are verified with could not be fetched now; the provider retries. */
   webhookKeysUnavailable: (message: string, cause?: unknown) =>
     new AppError({ code: 'webhook_keys_unavailable', message, cause, expose: true }),
-  /** A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail). */
+  /**
+   * A caller's URL broke a rule of DESIGN.md §5; `message` carries the OutboundError's rule (never its network detail).
+   */
   invalidCallbackUrl: (message: string) =>
     new AppError({ code: 'invalid_callback_url', message, param: 'callback_url' }),
   invalidImageUrl: (message: string, param = 'image_url') =>
@@ -423,7 +429,9 @@ export const errors = {
       message: 'The API key stopped working: the person who created it is no longer a member of its workspace.',
     }),
   // Upstream providers (libs/upstream): what a provider's refusal or failure is answered as.
-  /** The provider judged the request itself; `status` is its answer (413 and 422 keep their meaning, the rest are 400). */
+  /**
+   * The provider judged the request itself; `status` is its answer (413 and 422 keep their meaning, the rest are 400).
+   */
   upstreamRejectedRequest: (providerStatus: number, message: string) =>
     new AppError({
       code:

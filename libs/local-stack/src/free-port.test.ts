@@ -9,7 +9,7 @@ const listen = (port: number) =>
     server.listen(port, () => resolve(server));
   });
 
-it('answers ports below the kernel ephemeral range, where no outgoing connection takes its local port, that a server can listen on', async () => {
+it("answers a listenable port below the kernel's ephemeral range, which outgoing connections never take", async () => {
   const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
   const ports = await Promise.all(Array.from({ length: 5 }, () => freePort()));
   for (const port of ports) {

@@ -11,7 +11,8 @@ import { createServer } from 'node:net';
  * services listen; after a few taken ones, the kernel's choice as before.
  */
 export async function freePort(): Promise<number> {
-  const low = (ephemeralLow ??= readEphemeralLow());
+  ephemeralLow ??= readEphemeralLow();
+  const low = ephemeralLow;
   const from = Math.max(1024, low - 12_000);
   for (let tries = 0; tries < 20 && from < low; tries++) {
     const port = from + Math.floor(Math.random() * (low - from));

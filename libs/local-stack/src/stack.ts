@@ -45,7 +45,8 @@ export interface Stack {
 }
 
 export const REDIS_INSTALL_HINT =
-  'redis-server was not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) or set REDIS_URL.';
+  'redis-server was not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; ' +
+  'macOS: brew install redis) or set REDIS_URL.';
 
 const PG_USER = 'postgres';
 const PG_PASSWORD = 'postgres';
@@ -134,11 +135,8 @@ async function startPostgres(dir: string, persistent: boolean, log: (m: string) 
   return {
     url: `postgresql://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${LOCAL_DATABASE}`,
     // Not server.stop(): it waits for an 'exit' that never comes when Postgres has already gone (Ctrl-C reaches it
-    // with the rest of the terminal's process group). SIGINT is Postgres's fast shutdown.
-    stop: async () => {
-      const proc = (server as unknown as { process?: ChildProcess }).process;
-      if (proc) await stopChild(proc, 10_000, 'SIGINT');
-    },
+    // with the rest of the terminal's process group). SIGINT to the pid in postmaster.pid is Postgres's fast shutdown.
+    stop: () => stopPostgres(dir),
   };
 }
 
@@ -190,8 +188,9 @@ export async function assertReachableAsPostgres(dataDir: string) {
     const blocked = privateAncestor(path, as);
     if (blocked) {
       throw new Error(
-        `As root, the embedded Postgres runs as the user "postgres", which cannot enter ${blocked.dir} (mode ${blocked.mode}) to reach ${what}: ` +
-          `run npm start as a regular user, or put the checkout${what === 'its data directory' ? ' (or GENSVC_DATA_DIR)' : ''} under a directory others can enter ` +
+        `As root, the embedded Postgres runs as the user "postgres", which cannot enter ${blocked.dir} ` +
+          `(mode ${blocked.mode}) to reach ${what}: run npm start as a regular user, or put the checkout` +
+          `${what === 'its data directory' ? ' (or GENSVC_DATA_DIR)' : ''} under a directory others can enter ` +
           `(chmod o+x ${blocked.dir}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
       );
     }
@@ -214,6 +213,23 @@ async function loadEmbeddedPostgres() {
     }
   }
   return EmbeddedPostgres;
+}
+
+/** Fast shutdown of the Postgres serving `dir` (SIGINT, SIGKILL after 10 s); at once when none runs. */
+async function stopPostgres(dir: string): Promise<void> {
+  const file = join(dir, 'postmaster.pid');
+  if (!existsSync(file)) return;
+  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  if (!(pid > 0) || !isAlive(pid)) return;
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + 10_000;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 /** A postmaster.pid left by a killed server blocks the next start; remove it when its process is gone. */

@@ -12,7 +12,7 @@ describe('sha256Hex', () => {
     const bytes = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 31) & 255));
     const peek = new HeadPeek(4096, () => undefined);
     const chunks = [bytes.subarray(0, 10), bytes.subarray(10, 5000), bytes.subarray(5000)];
-    await pipeline(Readable.from(chunks), peek, async function* (source) {
+    await pipeline(Readable.from(chunks), peek, async (source: AsyncIterable<Buffer>) => {
       for await (const _ of source);
     });
     expect(peek.digest()).toBe(sha256Hex(bytes));

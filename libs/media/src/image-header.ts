@@ -1,7 +1,7 @@
 // Image types and their pixel sizes, read from the first bytes. Each reader returns null when the bytes are not of
 // its type, and also when they do not show the image's size (at least 1 pixel each side): bytes that start like an
 // image but stop before the header says how large it is (a 6-byte "GIF89a", a JPEG with no frame header within the
-// bytes looked at) are no image anyone can decode, and are not stored or sent as one (issue 14).
+// bytes looked at) are no image anyone can decode, and are not stored or sent as one.
 
 /** The size a header shows, or null when a side is 0 (no pixel to decode). */
 const sized = (info: SniffedMedia, width: number, height: number): SniffedMedia | null =>

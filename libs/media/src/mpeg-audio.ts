@@ -11,7 +11,7 @@ const SAMPLE_RATES: Record<number, number[]> = {
 };
 
 /** The frame's length in bytes when a valid Layer III frame header starts at `i`, else null. */
-export function mp3FrameLength(b: Buffer, i: number): number | null {
+function mp3FrameLength(b: Buffer, i: number): number | null {
   if (i + 4 > b.length || b[i] !== 0xff || (b[i + 1]! & 0xe0) !== 0xe0) return null;
   const version = (b[i + 1]! >> 3) & 3; // 3 = MPEG-1, 2 = MPEG-2, 0 = MPEG-2.5, 1 reserved
   const layer = (b[i + 1]! >> 1) & 3; // 1 = Layer III

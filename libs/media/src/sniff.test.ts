@@ -110,7 +110,7 @@ describe('sniffMedia: type from the bytes', () => {
       Buffer.concat([Buffer.from('RIFF\x10\0\0\0AVI LIST', 'latin1'), Buffer.alloc(8)]),
     ],
     ['empty', Buffer.alloc(0)],
-    // Starts like an image but stops before its header says how large it is, or says 0 pixels (issue 14).
+    // Starts like an image but stops before its header says how large it is, or says 0 pixels.
     ['a 6-byte GIF (the magic number only)', Buffer.from('GIF89a', 'latin1')],
     ['a GIF cut inside its logical screen descriptor', sample.gif(5, 4).subarray(0, 12)],
     ['a GIF of 0×4 pixels', Buffer.concat([Buffer.from('GIF89a', 'latin1'), Buffer.from([0, 0, 4, 0, 0, 0, 0])])],

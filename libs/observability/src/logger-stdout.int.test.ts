@@ -31,7 +31,9 @@ it('writes out every line, whole and in order, when the process exits with lines
   expect(await proc.exited).toBe(3);
   const got = lines(proc.output());
   expect(got).toHaveLength(1000);
-  got.forEach((line, i) => expect(line).toMatchObject({ service: 'exit-test', msg: 'line', i, pad: 'é'.repeat(40) }));
+  for (const [i, line] of got.entries()) {
+    expect(line).toMatchObject({ service: 'exit-test', msg: 'line', i, pad: 'é'.repeat(40) });
+  }
 });
 
 it('writes a lone line within its 100 ms period while the process keeps running', async () => {

@@ -55,7 +55,7 @@ function stdout(): DestinationStream & { flush(cb?: (err?: Error) => void): void
   return {
     write(line: string) {
       blocks.write(line);
-      timer ??= setTimeout(flushSoon, FLUSH_MS).unref();
+      if (!timer) timer = setTimeout(flushSoon, FLUSH_MS).unref();
     },
     flush: (cb) => blocks.flush(cb),
   };

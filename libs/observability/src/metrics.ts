@@ -42,7 +42,9 @@ export function createMetrics(service: string): Metrics {
     }),
     upstreamRequests: new Histogram({
       name: 'gensvc_upstream_request_duration_seconds',
-      help: 'Calls to upstream channels until the answer (headers, for streams), by channel name, model and outcome (ok, failover, rejected, invalid_response, aborted).',
+      help:
+        'Calls to upstream channels until the answer (headers, for streams), by channel name, model and outcome ' +
+        '(ok, failover, rejected, invalid_response, aborted).',
       labelNames: ['channel', 'model', 'outcome'] as const,
       buckets: HTTP_BUCKETS,
       registers,

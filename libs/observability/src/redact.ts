@@ -17,7 +17,7 @@ type Bag = Record<string, unknown>;
 const isBag = (v: unknown): v is Bag => typeof v === 'object' && v !== null && !ArrayBuffer.isView(v);
 const has = (v: Bag, k: string) => Object.hasOwn(v, k);
 
-/** A copy to censor in: an array's elements, a plain object's fields, or any other object with its class and own properties. */
+/** A copy to censor in: an array's elements, a plain object's fields, or another object's class and own properties. */
 function copyOf<T extends Bag>(v: T): T {
   if (Array.isArray(v)) return v.slice() as unknown as T;
   const proto = Object.getPrototypeOf(v);
@@ -43,12 +43,19 @@ function put(copy: Bag, k: string, value: unknown) {
 function censored<T>(v: T, fieldLevels: number, headerLevels: number): T {
   if (!isBag(v)) return v;
   let out: Bag | null = null;
-  const set = (k: string, value: unknown) => put((out ??= copyOf(v)), k, value);
+  const set = (k: string, value: unknown) => {
+    out ??= copyOf(v);
+    put(out, k, value);
+  };
   for (const f of SECRET_FIELDS) if (has(v, f)) set(f, CENSOR);
   if (headerLevels >= 0 && has(v, 'headers') && isBag(v.headers)) {
     const h = v.headers;
     let hout: Bag | null = null;
-    for (const name of SECRET_HEADERS) if (has(h, name)) put((hout ??= copyOf(h)), name, CENSOR);
+    for (const name of SECRET_HEADERS) {
+      if (!has(h, name)) continue;
+      hout ??= copyOf(h);
+      put(hout, name, CENSOR);
+    }
     if (hout) set('headers', hout);
   }
   if (fieldLevels > 0) {

@@ -8,7 +8,9 @@ import type { UndiciInstrumentationConfig } from '@opentelemetry/instrumentation
 /** What a secret value is replaced by: the HTTP instrumentation's own word. */
 const REDACTED = 'REDACTED';
 
-/** Ours first, then the HTTP instrumentation's built-in list (its option replaces the list rather than adding to it). */
+/**
+ * Ours first, then the HTTP instrumentation's built-in list (its option replaces the list rather than adding to it).
+ */
 const SECRET_QUERY_PARAMS = [
   'token',
   'key',

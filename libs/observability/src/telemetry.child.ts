@@ -238,7 +238,7 @@ async function db(): Promise<object> {
   return { spans };
 }
 
-/** Arguments are scenarios run one after another in this process: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`, `db`. */
+/** Arguments are scenarios run in turn: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`, `db`. */
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);

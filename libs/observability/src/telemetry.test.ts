@@ -139,12 +139,12 @@ describe('startTelemetry in a plain Node process', () => {
     // client span, the server's, the server's outbound call and the echo server's), in the caller's trace.
     expect(result.spans.map((s) => s.traceId)).toEqual(Array(4).fill('ab'.repeat(16)));
     expect(result.spans.map((s) => s.kind).sort()).toEqual(['client', 'client', 'server', 'server']);
-    // The server's outbound calls carried a traceparent both times: unsampled (-00), then sampled in the caller's trace.
+    // The server's outbound calls carried a traceparent both times: unsampled (-00), then sampled (caller's trace).
     expect(result.traceparents[0]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(result.traceparents[1]).toMatch(new RegExp(`^00-${'ab'.repeat(16)}-[0-9a-f]{16}-01$`));
   });
 
-  it('does not record a new trace that is not drawn, yet runs it in a valid trace context propagated as unsampled', () => {
+  it('does not record an undrawn new trace, yet runs it in a valid trace context propagated as unsampled', () => {
     const result = results[4];
     if (result?.scenario !== 'new-trace') throw new Error(`expected a new-trace result, got ${JSON.stringify(result)}`);
     expect(result.answered).toBe(true);
@@ -154,7 +154,7 @@ describe('startTelemetry in a plain Node process', () => {
     expect(result.traceparent).toMatch(new RegExp(`^00-${result.handlerTraceId}-[0-9a-f]{16}-00$`));
   });
 
-  it('records a drawn new trace whole: its server span, its outbound fetch and the span of the echo server, in one trace', () => {
+  it("records a drawn new trace whole: its server span, its outbound fetch and the echo server's span", () => {
     const result = results[5];
     if (result?.scenario !== 'new-trace') throw new Error(`expected a new-trace result, got ${JSON.stringify(result)}`);
     expect(result.answered).toBe(true);
@@ -166,7 +166,7 @@ describe('startTelemetry in a plain Node process', () => {
     const result = results[6];
     if (result?.scenario !== 'db') throw new Error(`expected a db result, got ${JSON.stringify(result)}`);
     const sampled = 'ab'.repeat(16);
-    // The sampled trace's calls are all there, recorded: the Redis command and its connect, the Postgres connect and query.
+    // The sampled trace's calls are all recorded: the Redis command and its connect, the Postgres connect and query.
     expect(result.spans.map((s) => `${s.system} ${s.name}`).sort()).toEqual([
       'postgresql pg.connect',
       'postgresql pg.query:SELECT d',
@@ -178,7 +178,7 @@ describe('startTelemetry in a plain Node process', () => {
 });
 
 describe('startTelemetry inside Jest', () => {
-  it('makes trace ids but records nothing without an endpoint or processors, and starts again after shutdown', async () => {
+  it('makes trace ids but records nothing without an endpoint or processors; starts again after shutdown', async () => {
     for (let i = 0; i < 2; i++) {
       const telemetry = startTelemetry({ serviceName: 'quiet-test', sampleRatio: 1 });
       try {

@@ -84,7 +84,10 @@ const MAX_VERDICTS = 1024;
 /** Judges one textual IP address. Throws for text that is not an IP address. */
 export function judgeAddress(text: string, allow: AllowList): Readonly<AddressVerdict> {
   let memo = verdicts.get(allow);
-  if (!memo) verdicts.set(allow, (memo = new Map()));
+  if (!memo) {
+    memo = new Map();
+    verdicts.set(allow, memo);
+  }
   const known = memo.get(text);
   if (known) return known;
   const verdict = Object.freeze(judge(text, allow));

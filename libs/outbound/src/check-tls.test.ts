@@ -60,7 +60,10 @@ describe('a certificate that verifies', () => {
     let lookups = 0;
     const url = await checkUrl(`https://localhost:${good.port}/hook`, {
       allowCidrs: ALLOW,
-      lookup: async () => (lookups++, [{ address: '127.0.0.1', family: 4 }]),
+      lookup: async () => {
+        lookups++;
+        return [{ address: '127.0.0.1', family: 4 }];
+      },
     });
     await checkTls(url, trusted());
     expect(lookups).toBe(1);
@@ -169,7 +172,11 @@ describe('a server that cannot be reached', () => {
     const mute: TcpServer = createTcpServer((s) => sockets.push(s));
     await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
     servers.push({
-      close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))),
+      close: () =>
+        new Promise<void>((r) => {
+          for (const s of sockets) s.destroy();
+          mute.close(() => r());
+        }),
     });
     const port = (mute.address() as { port: number }).port;
     const started = Date.now();

@@ -148,7 +148,7 @@ describe('checkUrl: literal addresses', () => {
     );
   });
 
-  it('judges an address again under another allow-list: a verdict is remembered per list, and cannot be changed', async () => {
+  it('judges an address again under another allow-list: a verdict is remembered per list, unchangeable', async () => {
     const allowCidrs = ['127.0.0.1/32'];
     for (let round = 0; round < 2; round++) {
       expect(await reasonOf(checkUrl('https://127.0.0.1:8443/', { allowCidrs }))).toBe('ok');
@@ -226,7 +226,7 @@ describe('checkUrl: host names', () => {
     expect(checked.url.href).toBe('https://cdn.example/a?b=1');
   });
 
-  it('answers dns for a name that does not resolve, resolves to nothing, or to something that is not an address', async () => {
+  it('answers dns for a name that does not resolve, resolves to nothing, or to something not an address', async () => {
     const failing: LookupFn = async () => {
       throw Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.example'), { code: 'ENOTFOUND' });
     };

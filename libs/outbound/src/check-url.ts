@@ -73,7 +73,7 @@ export async function checkUrl(input: string | URL, opts: CheckUrlOptions = {}):
 
   const addresses: ResolvedAddress[] = [];
   for (const r of resolved) {
-    let verdict;
+    let verdict: ReturnType<typeof judgeAddress>;
     try {
       verdict = judgeAddress(r.address, allow);
     } catch (e) {

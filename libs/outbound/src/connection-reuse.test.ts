@@ -1,4 +1,4 @@
-// Connection reuse (issue 12): requests to one receiver share kept-alive TLS connections, and reuse weakens none of
+// Connection reuse: requests to one receiver share kept-alive TLS connections, and reuse weakens none of
 // the address rules: every request resolves and checks its host afresh, so a name that now resolves to a forbidden
 // address is refused even though a warm connection to its old address sits in the pool.
 import type { TLSSocket } from 'node:tls';
@@ -82,7 +82,7 @@ it('N callbacks to one receiver, one after another, make one TLS handshake over 
   expect(sockets.size).toBe(1);
 });
 
-it('lends no connection across trust: the same receiver under another CA verifies its certificate afresh, and fails', async () => {
+it('lends no connection across trust: the same receiver under another CA is verified afresh, and fails', async () => {
   await buffer((await postChecked(`${receiver.url}/cb`, 'x', opts())).body);
   const other = createTestCa('another CA').certPem;
   expect((await rejectionOf(postChecked(`${receiver.url}/cb`, 'x', opts({ ca: other })), OutboundError)).reason).toBe(
@@ -110,7 +110,7 @@ it('a burst side by side opens at most one connection per request in flight, and
   expect(handshakes.receiver).toBe(afterFirst);
 });
 
-it('a new connection to a receiver already verified resumes its TLS session, and the certificate is still checked', async () => {
+it('a new connection to a verified receiver resumes its TLS session; the certificate is still checked', async () => {
   const resumed: boolean[] = [];
   const onSecure = (socket: TLSSocket) => resumed.push(socket.isSessionReused());
   receiver.server.on('secureConnection', onSecure);
@@ -134,10 +134,13 @@ it('a new connection to a receiver already verified resumes its TLS session, and
   }
 });
 
-it('a host name is reused too, and once it resolves to a forbidden address the request is refused with the warm connection unused', async () => {
+it('reuses by host name too; once it resolves to a forbidden address, refuses, the warm one unused', async () => {
   let target = '127.0.0.1';
   let lookups = 0;
-  const lookup: LookupFn = async () => (lookups++, [{ address: target, family: 4 }]);
+  const lookup: LookupFn = async () => {
+    lookups++;
+    return [{ address: target, family: 4 }];
+  };
   const url = `https://receiver.example:${receiver.port}/cb`;
   for (let i = 0; i < 5; i++) await buffer((await postChecked(url, 'x', opts({ lookup }))).body);
   expect(handshakes.receiver).toBe(1);

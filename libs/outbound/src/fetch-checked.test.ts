@@ -67,7 +67,7 @@ describe('the happy path', () => {
     ]);
   });
 
-  it('connects to the checked address, naming the host for SNI, the certificate and Host; it resolves once', async () => {
+  it('connects to the checked address, naming the host for SNI, the certificate and Host; resolves once', async () => {
     let servername: string | false | null | undefined;
     route = (req, res) => {
       servername = (req.socket as TLSSocket).servername;
@@ -139,7 +139,7 @@ describe('addresses', () => {
     expect(privateHost.requests).toHaveLength(0);
   });
 
-  it('DNS rebinding: a name that resolves public, then private, only ever reaches the address that was checked', async () => {
+  it('DNS rebinding: a name resolving public, then private, only ever reaches the checked address', async () => {
     // The rebinding host serves the same port on the private address, so a second resolution would land there.
     const { ca } = sharedTestCa();
     const rebindCert = ca.issue(['rebind.example']);
@@ -329,7 +329,11 @@ describe('timeouts', () => {
     const mute: TcpServer = createTcpServer((s) => sockets.push(s));
     await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
     servers.push({
-      close: () => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), mute.close(() => r()))),
+      close: () =>
+        new Promise<void>((r) => {
+          for (const s of sockets) s.destroy();
+          mute.close(() => r());
+        }),
     });
     const port = (mute.address() as { port: number }).port;
     const e = await rejectionOf(
@@ -352,7 +356,7 @@ describe('timeouts', () => {
 });
 
 describe('a body read whole (wholeUpTo)', () => {
-  it('comes whole, byte-exact, when its declared length is at most wholeUpTo; longer, or undeclared, it streams', async () => {
+  it('comes whole, byte-exact, when its declared length is at most wholeUpTo; else it streams', async () => {
     const payload = randomBytes(64 * 1024);
     route = (req, res) => {
       if (req.url === '/chunked') {
@@ -375,7 +379,7 @@ describe('a body read whole (wholeUpTo)', () => {
     expect(sha256(await buffer(undeclared.body!))).toBe(sha256(payload));
   });
 
-  it('fails as a streamed body fails: cut short of its length, stalled past the deadline, aborted by the caller', async () => {
+  it('fails as a streamed body does: cut short, stalled past the deadline, aborted by the caller', async () => {
     route = (req, res) => {
       res.writeHead(200, { 'content-length': '1000' });
       res.write(Buffer.alloc(500));
@@ -453,7 +457,7 @@ describe('only the head of a body (readHead)', () => {
     expect(e.reason).toBe('timeout');
   });
 
-  it('refuses a redirect and a status it does not accept as the streamed path does, and passes what it accepts', async () => {
+  it('refuses a redirect and an unaccepted status as the streamed path does, and passes what it accepts', async () => {
     route = (req, res) => {
       if (req.url === '/moved')
         return void res.writeHead(302, { location: 'https://elsewhere.example/x' }).end('see there');

@@ -37,7 +37,9 @@ export interface RequestOptions extends CheckUrlOptions {
   /** Which statuses count as success; any other is an OutboundError `http_status`. Default: 2xx. */
   acceptStatus?: (status: number) => boolean;
   signal?: AbortSignal;
-  /** The process's kept-alive connections (made once in main/deps). Without it the request opens its own, closed after. */
+  /**
+   * The process's kept-alive connections (made once in main/deps). Without it the request opens its own, closed after.
+   */
   agents?: OutboundAgents;
   /**
    * A body whose declared Content-Length is at most this many bytes is read whole before the call resolves (`whole`,
@@ -244,7 +246,8 @@ export class OutboundAgents {
     if (id === undefined) {
       // Only a process that keeps changing its CA gets here often; a new number only costs a new Agent.
       if (this.caIds.size >= MAX_AGENTS) this.caIds.clear();
-      this.caIds.set(text, (id = ++this.lastCaId));
+      id = ++this.lastCaId;
+      this.caIds.set(text, id);
     }
     return id;
   }
@@ -271,7 +274,7 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
     const text = options.hostname.replace(/^\[|\]$/g, '');
     const port = Number(options.port) || 443;
     const url = new URL(`https://${isIP(key.hostname) === 6 ? `[${key.hostname}]` : key.hostname}:${port}`);
-    let verdict;
+    let verdict: ReturnType<typeof judgeAddress>;
     try {
       verdict = judgeAddress(text, allow);
     } catch (e) {
@@ -316,7 +319,10 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
       sessions.set(sessionKey, session);
       if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
     };
-    socket.on('session', (session: Buffer) => (done && socket.authorized ? keep(session) : (offered = session)));
+    socket.on('session', (session: Buffer) => {
+      if (done && socket.authorized) keep(session);
+      else offered = session;
+    });
     const timer = setTimeout(
       () => finish(new OutboundError('timeout', `Could not connect to ${url.host} within ${key.connectTimeoutMs} ms.`)),
       key.connectTimeoutMs,
@@ -555,7 +561,9 @@ function watchStops(
   };
 }
 
-/** The refusal of a status the request does not take: a redirect (never followed), or one `accept` refuses; else null. */
+/**
+ * The refusal of a status the request does not take: a redirect (never followed), or one `accept` refuses; else null.
+ */
 function refusedStatus(
   url: URL,
   status: number,

@@ -1,5 +1,5 @@
 // What the sender of a refused URL is told (OutboundError.rule): the rule that failed, never the addresses a name
-// resolved to nor the error the network gave, which stay in `message` for logs (issue 14).
+// resolved to nor the error the network gave, which stay in `message` for logs.
 import { rejectionOf } from '@gensvc/testing';
 import { checkUrl, type ResolvedAddress } from './check-url';
 import { connectFailure } from './fetch-checked';

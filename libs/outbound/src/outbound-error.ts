@@ -21,7 +21,8 @@ export type OutboundReason =
  * ports and hosts through the gateway.
  */
 export const UNREACHABLE_RULE =
-  "The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did.";
+  "The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; " +
+  'no server there did.';
 
 /** The rule each reason stands for, in words that carry nothing the network answered. */
 const RULES: Record<OutboundReason, string | null> = {

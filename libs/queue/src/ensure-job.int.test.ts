@@ -13,7 +13,7 @@ afterAll(() => queues.close());
 
 const stateOf = async (id: string) => (await queues.get('tasks').getJob(id))?.getState();
 
-it('adds a missing job, leaves a live one, promotes a delayed one when asked, and replaces a finished one', async () => {
+it('adds a missing job, leaves a live one, promotes a delayed one when asked, replaces a finished one', async () => {
   const id = jobIdFor(TaskPoll, ['tsk_e', 1]);
   expect(await ensureJob(queues, TaskPoll, { taskId: 'tsk_e', attempt: 1 }, { delay: 60_000 })).toBe('added');
   expect(await stateOf(id)).toBe('delayed');

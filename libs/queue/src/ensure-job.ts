@@ -9,10 +9,10 @@ export interface EnsureJobOptions extends EnqueueOptions {
 export type EnsureJobOutcome = 'added' | 'exists' | 'promoted' | 'replaced';
 
 /**
- * Makes sure the job with this payload's deterministic id (its contract's `key`) is waiting, delayed or running. Plain `enqueue` is a no-op while a
- * job with the id exists in any state, finished ones included (they are kept for a while), so a job re-made after
- * its predecessor failed or completed would silently not run: here a finished job of that id is removed and
- * added again. For the reconciler and for producers that may repeat a job (redelivery, a re-run of an attempt).
+ * Makes sure the job with this payload's deterministic id (its contract's `key`) is waiting, delayed or running. Plain
+ * `enqueue` is a no-op while a job with the id exists in any state, finished ones included (they are kept for a while),
+ * so a job re-made after its predecessor failed or completed would silently not run: here a finished job of that id is
+ * removed and added again. For the reconciler and for producers that may repeat a job (redelivery, an attempt re-run).
  */
 export async function ensureJob<J extends KeyedJob>(
   queues: Queues,

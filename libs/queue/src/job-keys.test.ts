@@ -1,4 +1,4 @@
-// Job ids come from the contracts (issue 12): every job of the pipeline declares its key, and the id a producer's job
+// Job ids come from the contracts: every job of the pipeline declares its key, and the id a producer's job
 // gets is derived from the payload, so two producers of one step always agree on it.
 import {
   ArchiveOutput,

@@ -17,7 +17,9 @@ const ctx = useTestContext();
 const silent: QueueLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 let n = 0;
 
-/** Telemetry at `sampleRatio` (every finished span kept), and an `archive` worker recording the span each job ran in. */
+/**
+ * Telemetry at `sampleRatio` (every finished span kept), and an `archive` worker recording the span each job ran in.
+ */
 function withTelemetry(sampleRatio: number) {
   const exporter = new InMemorySpanExporter();
   const seen = new Map<string, SpanContext | undefined>();

@@ -18,7 +18,7 @@ import {
   type JobPayload,
 } from '@gensvc/contracts';
 import { ensureJob, type EnsureJobOutcome } from './ensure-job';
-import { enqueue, jobIdOf, type Queues } from './queues';
+import { enqueue, type Queues } from './queues';
 
 /** The envelope of a task's jobs: the task, its workspace and, when a request made the job due, that request. */
 export interface TaskJobRef {

@@ -14,7 +14,9 @@ function consumer() {
   return {
     state,
     onMessage: (channel: string, message: string) => void heard.push(`${channel} ${message}`),
-    setLive: (live: boolean) => void (state.live = live),
+    setLive: (live: boolean) => {
+      state.live = live;
+    },
   };
 }
 

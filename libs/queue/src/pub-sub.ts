@@ -27,7 +27,7 @@ export async function publishKeyInvalidations(
 /** The part of an ioredis connection a subscription uses. */
 export interface ChannelSubscriber {
   status: string;
-  on(event: string, listener: (...args: any[]) => void): unknown;
+  on(event: string, listener: (...args: never[]) => void): unknown;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   disconnect(): void;

@@ -105,8 +105,8 @@ export type EnqueueOptions = Omit<JobsOptions, 'jobId'>;
 /**
  * Validates the payload against the contract, stamps the contract version and the trace context into the
  * envelope, and adds the job, under the id its contract's `key` derives (adding a job whose id exists is a no-op
- * while the first one is kept, see DEFAULT_JOB_OPTIONS). An invalid payload is a producer bug: it is refused here (AppError 500
- * `invalid_job_payload`) rather than failing later in a consumer. The add runs in a producer span (publish).
+ * while the first one is kept, see DEFAULT_JOB_OPTIONS). An invalid payload is a producer bug: it is refused here
+ * (AppError 500 `invalid_job_payload`) rather than failing later in a consumer. The add runs in a publish span.
  */
 export async function enqueue<J extends JobContract>(
   queues: Queues,
@@ -127,7 +127,9 @@ export async function enqueue<J extends JobContract>(
   return added as Job<JobPayload<J>, unknown, J['name']>;
 }
 
-/** BullMQ's options for adding `data` (as stamped by publish): the contract's retries, `opts`, the id its key derives. */
+/**
+ * BullMQ's options for adding `data` (as stamped by publish): the contract's retries, `opts`, the id its key derives.
+ */
 function jobOptionsOf(contract: JobContract, data: unknown, opts: EnqueueOptions): JobsOptions {
   const retry = contract.retry
     ? { attempts: contract.retry.attempts, backoff: { type: 'exponential', delay: contract.retry.backoffMs } }
@@ -166,7 +168,8 @@ function publish<J extends JobContract, T extends { id?: string }>(
         const parsed = contract.schema.safeParse(input);
         if (!parsed.success) {
           throw errors.invalidJobPayload(
-            `Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n${z.prettifyError(parsed.error)}`,
+            `Refusing to enqueue ${contract.name} v${contract.version}: invalid payload:\n` +
+              z.prettifyError(parsed.error),
             parsed.error,
           );
         }

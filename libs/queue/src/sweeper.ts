@@ -1,4 +1,4 @@
-// The one scheduler of each reconciler (issue 12): every service that owns a step runs the sweep that recovers it
+// The one scheduler of each reconciler: every service that owns a step runs the sweep that recovers it
 // (the task-runner submits and polls, the archiver archives and completes, the dispatcher delivers), each on its
 // own timer and its own Redis lock, so one replica of that service sweeps per interval however many run. A sweep
 // that overlaps another is harmless anyway: every job has a deterministic id and every handler re-checks its row.
@@ -48,7 +48,7 @@ export function startSweeper<R>(opts: SweeperOptions<R>): Sweeper<R> {
   };
   // The first sweep as the service starts, the next ones an interval apart: a service restarted after a crash recovers
   // what it owns at once, not an interval later, and what a sweep first loads (Prisma's query compiler, at a process's
-  // first model query: ~0.25 s of CPU) is loaded at start-up, not in the middle of the traffic an interval later.
+  // first model query) is loaded at start-up, not in the middle of the traffic an interval later.
   if (opts.autorun !== false) next(0);
   return {
     runOnce: opts.sweep,

@@ -34,7 +34,9 @@ describe('trace context across the queue', () => {
   let queues: Queues;
   let worker: Worker;
   let events: QueueEvents;
-  /** The last finished span of that name in this test (the exporter holds only ended spans), read as assertions want it. */
+  /**
+   * The last finished span of that name in this test (the exporter holds only ended spans), read as assertions want it.
+   */
   const named = (name: string) =>
     eventually(() => {
       const span = exporter
@@ -146,7 +148,7 @@ describe('trace context across the queue', () => {
     });
   });
 
-  it("enqueues and runs a job of an undrawn trace in that trace's unsampled context with no span; a drawn one's gets both", async () => {
+  it("runs a job of an undrawn trace in its unsampled context with no span; a drawn one's gets both", async () => {
     // (Its Postgres and Redis calls then build no span either: @gensvc/observability's telemetry test; Jest's loader
     // is not hooked, so the drivers are not instrumented here.)
     const producer = { traceId: hex(16), spanId: hex(8), isRemote: true };
@@ -198,7 +200,7 @@ describe('trace context across the queue', () => {
     expect(logged).toEqual(['error job failed']);
   });
 
-  it("carries the active trace in a URL's query for a third party's call back (a provider's webhook), and reads it there", async () => {
+  it("carries the active trace in a URL's query for a provider's webhook call back, and reads it there", async () => {
     const span = { traceId: hex(16), spanId: hex(8), traceFlags: TraceFlags.SAMPLED, isRemote: true };
     const query = context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => traceQueryOf());
     expect(query).toBe(`traceparent=00-${span.traceId}-${span.spanId}-01`);

@@ -61,11 +61,10 @@ describe('watchWorker', () => {
       release!();
       const body = await eventually(async () => {
         const text = (await renderMetrics(metrics)).body;
-        return /gensvc_job_duration_seconds_count\{[^}]*queue="maintenance"[^}]*job="files.retention-sweep"[^}]*outcome="completed"[^}]*\} 1/.test(
-          text,
-        )
-          ? text
-          : null;
+        const sweepDone =
+          /gensvc_job_duration_seconds_count\{[^}]*queue="maintenance"[^}]*job="files.retention-sweep"[^}]*/.source +
+          /outcome="completed"[^}]*\} 1/.source;
+        return new RegExp(sweepDone).test(text) ? text : null;
       }, 'the job timed');
       expect(body).toContain('gensvc_job_duration_seconds_bucket');
 

@@ -58,7 +58,8 @@ export function watchWorker(opts: {
       const waiting = await queue.getWaitingCount();
       if (waiting > 0)
         throw new Error(
-          `worker ${worker.name} stalled: ${waiting} job(s) waiting, none started here for ${Math.round(idleMs / 1000)} s`,
+          `worker ${worker.name} stalled: ${waiting} job(s) waiting, ` +
+            `none started here for ${Math.round(idleMs / 1000)} s`,
         );
     },
   };

@@ -96,7 +96,7 @@ describe('queues and workers against Redis', () => {
       expect(submitted).toEqual([{ taskId: 'tsk_1', workspaceId: 'ws_1', requestId: 'req_1', v: TaskSubmit.version }]);
     });
 
-    it('parses in the consumer: undeclared fields are dropped, a payload that does not parse fails once, unretried', async () => {
+    it('parses in the consumer: undeclared fields dropped, an unparsable payload fails once, unretried', async () => {
       const qe = await eventsFor('tasks');
       const raw = queues.get('tasks');
       submitted.length = 0;
@@ -181,7 +181,7 @@ describe('queues and workers against Redis', () => {
     ).toThrow('Worker for queue "callbacks" has handlers for jobs not declared on it: callback.send.');
   });
 
-  it('does not retry a 4xx-class AppError; retries other errors on the fixed schedule, and no further than it', async () => {
+  it('does not retry a 4xx-class AppError; retries other errors on the fixed schedule, no further', async () => {
     const calls = new Map<string, number[]>();
     start({
       queue: 'callbacks',
@@ -263,7 +263,7 @@ describe('queues and workers against Redis', () => {
       expect((await queues.get('archive').getJob(job.id!))!.returnvalue).toBe('archived');
     });
 
-    it('past the timeout, aborts handlers; a job whose handler stops goes back to the queue, its attempt unspent', async () => {
+    it('past the timeout, aborts handlers; a job whose handler stops is requeued, its attempt unspent', async () => {
       const started = deferred();
       const worker = start({
         queue: 'archive',

@@ -22,7 +22,9 @@ export type QueueHandlers<Q extends QueueName> = { [J in JobsOnQueue<Q> as J['na
 
 export interface DefineWorkerOptions<Q extends QueueName> {
   queue: Q;
-  /** Shared for commands and duplicated for the blocking fetch; closing the worker leaves it open (its owner closes it). */
+  /**
+   * Shared for commands and duplicated for the blocking fetch; closing the worker leaves it open (its owner closes it).
+   */
   connection: Redis;
   prefix: string;
   concurrency: number;
@@ -82,7 +84,8 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
         if (!parsed.success) {
           const sent = (data as { v?: unknown } | null)?.v;
           throw new UnrecoverableError(
-            `${job.name}: the payload (v${typeof sent === 'number' ? sent : '?'}) does not match contract v${contract.version}:\n${z.prettifyError(parsed.error)}`,
+            `${job.name}: the payload (v${typeof sent === 'number' ? sent : '?'}) ` +
+              `does not match contract v${contract.version}:\n${z.prettifyError(parsed.error)}`,
           );
         }
         return await handler(parsed.data, signal ? { job, signal } : { job });

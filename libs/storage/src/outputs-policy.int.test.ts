@@ -2,7 +2,7 @@
 // docker-compose.yml's bucket-init and the k8s Job gensvc-bucket-init) checked against this file's S3 bucket. s3rver
 // enforces no policy (it answers PutBucketPolicy with NotImplemented and serves any object to anyone, shown below),
 // so the policy is applied by a gateway in front of it (libs/testing startPolicyGateway) that evaluates the same
-// document as S3 and MinIO do; FILE_BASE_URL points at the gateway, as a deployment's points at the store's public host.
+// document as S3 and MinIO do; FILE_BASE_URL points at the gateway, as a deployment's at the store's public host.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PutBucketPolicyCommand, PutObjectCommand } from '@aws-sdk/client-s3';
@@ -37,7 +37,7 @@ afterAll(() => gateway.close());
 const put = (key: string, body: Buffer) =>
   ctx.s3.send(new PutObjectCommand({ Bucket: ctx.env.S3_BUCKET, Key: key, Body: body, ContentType: 'image/png' }));
 
-it('allows anonymous GET of a generated output at its {file_url} link, and refuses an upload, a listing and a write', async () => {
+it('allows anonymous GET of a generated output at its {file_url}; refuses an upload, a listing, a write', async () => {
   const bucket = ctx.env.S3_BUCKET!;
   // Where the archiver (and an image edit) put an output, and the public URL the task envelope gives for it.
   const output = generatedOutputLocation({

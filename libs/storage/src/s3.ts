@@ -18,7 +18,9 @@ export function createS3(s: S3Settings): S3Client {
   });
 }
 
-/** Resolves when the bucket is reachable; the error says which bucket and why otherwise. Used at start and by /readyz. */
+/**
+ * Resolves when the bucket is reachable; the error says which bucket and why otherwise. Used at start and by /readyz.
+ */
 export async function checkBucket(s3: S3Client, bucket: string, abortSignal?: AbortSignal): Promise<void> {
   try {
     await s3.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal });

@@ -100,7 +100,8 @@ export function traceOf(spans: readonly CollectedSpan[], traceId: string) {
     const found = trace.filter(pred);
     if (found.length !== 1)
       throw new Error(
-        `expected one ${what}, found ${found.length} in ${JSON.stringify(trace.map((s) => [s.service, s.kind, s.name]))}`,
+        `expected one ${what}, found ${found.length} in ` +
+          JSON.stringify(trace.map((s) => [s.service, s.kind, s.name])),
       );
     return found[0]!;
   };

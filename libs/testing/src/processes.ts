@@ -48,7 +48,7 @@ export async function waitForHttp(url: string, proc?: ServiceProcess, timeoutMs 
 }
 
 /** A response's JSON body, typed loosely for assertions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: tests read fields of any JSON body without declaring its shape
 export const jsonOf = (res: Response): Promise<any> => res.json();
 
 /** Resolves once the process has printed `text`; fails with its output if it exits first. */

@@ -69,7 +69,7 @@ export interface PolicyGateway {
   close(): Promise<void>;
 }
 
-/** A gateway to the S3 server at `upstream` enforcing `policyOf(bucket)` (null: no policy, everything anonymous refused). */
+/** A gateway to the S3 server at `upstream` enforcing `policyOf(bucket)` (null: no policy, all anonymous refused). */
 export async function startPolicyGateway(
   upstream: string,
   policyOf: (bucket: string) => BucketPolicy | null,
@@ -86,7 +86,8 @@ export async function startPolicyGateway(
         res
           .writeHead(403, { 'content-type': 'application/xml' })
           .end(
-            '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+            '<?xml version="1.0" encoding="UTF-8"?>\n' +
+              '<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
           );
         return;
       }

@@ -316,7 +316,8 @@ export function pdf(text = 'gensvc test'): Buffer {
     out += `${i + 1} 0 obj\n${body}\nendobj\n`;
   });
   const xref = Buffer.byteLength(out);
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  const entries = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${entries}`;
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
 }

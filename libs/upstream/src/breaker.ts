@@ -6,7 +6,9 @@ export interface BreakerOptions {
   now?: () => number;
 }
 
-/** Told of this process's own changes of a channel's circuit, to share them with other replicas (SharedUpstreamState). */
+/**
+ * Told of this process's own changes of a channel's circuit, to share them with other replicas (SharedUpstreamState).
+ */
 export interface BreakerListener {
   /** A call to the channel failed (counted across replicas: consecutive failures anywhere open it everywhere). */
   failed(channelId: string): void;
@@ -76,7 +78,9 @@ export class CircuitBreaker {
       .filter(([, s]) => s !== 'closed');
   }
 
-  /** Another replica opened the channel's circuit at `at` (or its failures, counted with ours, reached the threshold). */
+  /**
+   * Another replica opened the channel's circuit at `at` (or its failures, counted with ours, reached the threshold).
+   */
   openedElsewhere(channelId: string, at: number) {
     const h = this.health.get(channelId) ?? { failures: 0, openedAt: null, trial: false };
     if (h.openedAt !== null && h.openedAt >= at) return;
@@ -105,7 +109,7 @@ export class CircuitBreaker {
     return !!h && h.openedAt !== null && (h.trial || this.now() - h.openedAt < this.openMs);
   }
 
-  /** Gives back a claimed half-open trial without judging the channel (the call was never made, or was cut short by the caller). */
+  /** Gives back a claimed half-open trial without judging the channel (the call never made, or cut by the caller). */
   release(channelId: string): void {
     const h = this.health.get(channelId);
     if (h) h.trial = false;

@@ -25,7 +25,11 @@ function weightedShuffle<R extends CatalogRoute>(group: R[], random: () => numbe
     const total = left.reduce((s, r) => s + r.channel.weight, 0);
     let pick = random() * total;
     let i = 0;
-    while (i < left.length - 1 && (pick -= left[i]!.channel.weight) >= 0) i++;
+    while (i < left.length - 1) {
+      pick -= left[i]!.channel.weight;
+      if (pick < 0) break;
+      i++;
+    }
     out.push(...left.splice(i, 1));
   }
   return out;

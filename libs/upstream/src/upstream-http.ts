@@ -11,7 +11,7 @@ export type UpstreamBody = Dispatcher.ResponseData['body'];
 const MAX_ERROR_BYTES = 64 * 1024;
 
 export interface UpstreamCall {
-  /** The channel's base URL, which may carry a path of its own; or the whole URL (with its query) when `path` is left out. */
+  /** The channel's base URL, which may carry a path of its own; or the whole URL (with its query) without `path`. */
   baseUrl: string;
   /** Path after the base URL, with its query. */
   path?: string;

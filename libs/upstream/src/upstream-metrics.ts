@@ -15,7 +15,9 @@ export function instrumentUpstream(breaker: CircuitBreaker, metrics: Metrics) {
     metrics,
     {
       name: 'gensvc_circuit_breaker_state',
-      help: 'Circuit-breaker state of each channel this process has called (1 for its current state among closed, open, half_open).',
+      help:
+        'Circuit-breaker state of each channel this process has called ' +
+        '(1 for its current state among closed, open, half_open).',
       labelNames: ['channel', 'state'] as const,
     },
     () =>

@@ -19,7 +19,10 @@ describe('orderRoutes', () => {
 
   it('orders one priority by weight', () => {
     let seed = 1;
-    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const random = () => {
+      seed = (seed * 16807) % 2147483647;
+      return seed / 2147483647;
+    };
     const first = { a: 0, b: 0 };
     for (let i = 0; i < 4000; i++)
       first[orderRoutes([route('a', 0, 3), route('b', 0, 1)], random)[0]!.channel.id as 'a' | 'b']++;
@@ -92,7 +95,8 @@ describe('withFailover', () => {
       if (r.channel.id === 'a') throw new UpstreamFailure('down', 'status', true, 503);
       return r.channel.id;
     };
-    expect(await withFailover({ routes: [route('a', 1), route('b', 0)], breaker, call: failA })).toBe('b'); // the trial closes b
+    // The trial closes b.
+    expect(await withFailover({ routes: [route('a', 1), route('b', 0)], breaker, call: failA })).toBe('b');
     expect(breaker.isOpen('b')).toBe(false);
 
     breaker.failure('c');

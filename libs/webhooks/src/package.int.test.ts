@@ -54,8 +54,20 @@ it('packs with its declarations, installs outside the workspace and verifies a s
     join(app, 'verify.js'),
     `const { verifyCallback, isWebhookVerificationError } = require('@gensvc/webhooks');
 const [secret, body, t, v1] = process.argv.slice(2);
-const headers = { 'svc-signature': 't=' + t + ',v1=' + v1, 'svc-task-id': 'tsk_0000000000000000000001', 'svc-delivery-id': 'dlv_1' };
-const reason = (fn) => { try { fn(); return 'ok'; } catch (e) { if (isWebhookVerificationError(e)) return e.reason; throw e; } };
+const headers = {
+  'svc-signature': 't=' + t + ',v1=' + v1,
+  'svc-task-id': 'tsk_0000000000000000000001',
+  'svc-delivery-id': 'dlv_1',
+};
+const reason = (fn) => {
+  try {
+    fn();
+    return 'ok';
+  } catch (e) {
+    if (isWebhookVerificationError(e)) return e.reason;
+    throw e;
+  }
+};
 const verified = verifyCallback(Buffer.from(body), headers, secret);
 console.log(JSON.stringify({
   verified,
@@ -79,7 +91,8 @@ console.log(JSON.stringify({
   writeFileSync(
     join(app, 'receiver.ts'),
     `import { verifyCallback, type VerifiedCallback } from '@gensvc/webhooks';
-export const check = (raw: Buffer, headers: Record<string, string>, secret: string): VerifiedCallback => verifyCallback(raw, headers, [secret]);
+export const check = (raw: Buffer, headers: Record<string, string>, secret: string): VerifiedCallback =>
+  verifyCallback(raw, headers, [secret]);
 // @ts-expect-error a secret is a string or a list of strings
 verifyCallback('{}', {}, 42);
 `,

@@ -63,7 +63,7 @@ describe('Replicate (Standard Webhooks)', () => {
       () =>
         verifyReplicateWebhook(
           body,
-          headers(standardWebhookSignature('whsec_' + Buffer.from('other').toString('base64'), id, timestamp, body)),
+          headers(standardWebhookSignature(`whsec_${Buffer.from('other').toString('base64')}`, id, timestamp, body)),
           secret,
           { now: timestamp },
         ),

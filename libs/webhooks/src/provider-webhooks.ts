@@ -1,4 +1,4 @@
-// Verifies the webhooks generation providers send when a job ends (issue 12), each as its provider documents it.
+// Verifies the webhooks generation providers send when a job ends, each as its provider documents it.
 //
 //  - Replicate signs with Standard Webhooks: headers `webhook-id`, `webhook-timestamp` (Unix seconds) and
 //    `webhook-signature`, a space-separated list of `v1,<base64>`; each signature is HMAC-SHA256 over

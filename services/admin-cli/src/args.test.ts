@@ -78,7 +78,10 @@ describe('flagValues', () => {
 
   it('reports every bad value, each naming its flag', () => {
     expect(() => flagValues(schema, { amount: 'ten', grace: 'soon', scopes: ',' }, create)).toThrow(
-      /--amount: "ten" is not an amount[^\n]*\n--grace: "soon" is not a duration[^\n]*\n--scopes: must name at least one entry/,
+      new RegExp(
+        String.raw`--amount: "ten" is not an amount[^\n]*\n--grace: "soon" is not a duration[^\n]*\n` +
+          '--scopes: must name at least one entry',
+      ),
     );
     expect(() => flagValues(schema, { amount: '0' }, create)).toThrow('--amount: must be greater than 0');
   });

@@ -3,7 +3,7 @@
 // UsageError: usage text on stderr and exit code 2, before any store is reached.
 import type { z } from 'zod';
 
-export interface FlagSpec {
+interface FlagSpec {
   name: string;
   /** Placeholder shown in usage (`--workspace WS`); absent for a switch, which takes no value. */
   value?: string;
@@ -20,7 +20,7 @@ export interface CommandSpec {
 /** Flag name (without dashes) → its value, or true for a switch that was given. */
 export type RawFlags = Record<string, string | true>;
 
-export const PROGRAM = 'npm run admin --';
+const PROGRAM = 'npm run admin --';
 
 export class UsageError extends Error {
   /** The command the mistake belongs to, for its usage text; absent when no command was recognised. */
@@ -33,7 +33,7 @@ export class UsageError extends Error {
   }
 }
 
-export interface ParsedArgs<C extends CommandSpec> {
+interface ParsedArgs<C extends CommandSpec> {
   command: C;
   flags: RawFlags;
   json: boolean;

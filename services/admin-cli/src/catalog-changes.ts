@@ -17,7 +17,8 @@ export async function announceCatalogChange(
   } catch (e) {
     const what = 'model' in change ? `model ${change.model}` : `channel ${change.channel}`;
     out.note(
-      `warning: could not announce the change of ${what} on Redis (${(e as Error).message}); services drop their cached copy within seconds.`,
+      `warning: could not announce the change of ${what} on Redis (${(e as Error).message}); services drop their ` +
+        `cached copy within seconds.`,
     );
   }
 }

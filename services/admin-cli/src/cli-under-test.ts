@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type TestContext } from '@gensvc/testing';
 
-export const CLI = join(REPO_ROOT, 'services', 'admin-cli', 'dist', 'main.js');
+const CLI = join(REPO_ROOT, 'services', 'admin-cli', 'dist', 'main.js');
 
 export interface CliRun {
   code: number | null;
@@ -35,9 +35,9 @@ export function runCli(args: string[], env: Record<string, string>, cwd?: string
 export function cliFor(ctx: TestContext) {
   const cli = (args: string[]) => runCli(args, ctx.env);
   /** Runs with --json and checks the one-object promise: stdout is exactly one JSON object and a newline. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const cliJson = async (
     args: string[],
+    // biome-ignore lint/suspicious/noExplicitAny: the printed JSON object, which the tests read field by field
   ): Promise<{ code: number | null; body: any; stdout: string; stderr: string }> => {
     const run = await cli([...args, '--json']);
     expect(run.stdout).toMatch(/^[^\n]+\n$/);

@@ -107,7 +107,7 @@ describe('admin CLI', () => {
     expect(missing.body.error.code).toBe('user_not_found');
   });
 
-  it('creates a key whose secret is shown once and stored only as its SHA-256; lists keys without secrets', async () => {
+  it('creates a key whose secret is shown once and stored as its SHA-256; lists keys without secrets', async () => {
     const ws = await newWorkspace();
     const created = await ok(['key', 'create', '--workspace', ws.id, '--name', 'ci']);
     expect(created).toEqual({
@@ -170,7 +170,7 @@ describe('admin CLI', () => {
     expect(listed.stdout).not.toContain(limitedRow.hash);
   });
 
-  it('rotates a key: the new secret works, the old one is "previous" within the grace, and --grace 0 ends it', async () => {
+  it('rotates a key: the new secret works, the old is "previous" within the grace; --grace 0 ends it', async () => {
     const ws = await newWorkspace();
     const created = await ok(['key', 'create', '--workspace', ws.id]);
     const sub = await invalidations();
@@ -230,7 +230,7 @@ describe('admin CLI', () => {
     }
   });
 
-  it('limits a key to some models and an rpm at creation, changes them with key limit (invalidating it), refuses unknown models', async () => {
+  it("limits a key's models and rpm at creation, changes them with key limit, refuses unknown models", async () => {
     const ws = await newWorkspace();
     await ctx.db.model.createMany({
       data: [

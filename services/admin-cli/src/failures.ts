@@ -4,7 +4,10 @@ import { errors } from '@gensvc/errors';
 export const notFound = errors.adminNotFound;
 export const conflict = errors.adminConflict;
 
-/** A failure whose result has already been printed (e.g. `channel test` measured a failing channel): exit code 1, no more output. */
+/**
+ * A failure whose result has already been printed (e.g. `channel test` measured a failing channel): exit code 1, no
+ * more output.
+ */
 export class AnsweredFailure extends Error {
   constructor(message: string) {
     super(message);

@@ -27,7 +27,8 @@ import {
 import { Catalog, CircuitBreaker, shareUpstreamState, type SharedUpstreamState } from '@gensvc/upstream';
 import { cliFor, runCli } from './cli-under-test';
 
-// Each test runs the CLI a dozen times or more (a Node start, a Postgres connection, scrypt): minutes on a busy machine.
+// Each test runs the CLI a dozen times or more (a Node start, a Postgres connection, scrypt): minutes on a busy
+// machine.
 jest.setTimeout(120_000);
 
 const ctx = useTestContext();
@@ -42,12 +43,17 @@ async function replica(): Promise<{ catalog: Catalog; breaker: CircuitBreaker; s
   const subscriber = new SharedSubscriber(connection, silent);
   const queuePrefix = ctx.env.QUEUE_PREFIX!;
   const shared = await shareUpstreamState({ redis: ctx.redis, subscriber, queuePrefix, catalog, breaker, log: silent });
-  const state = { close: async () => void (await shared.close(), subscriber.close()) };
+  const state = {
+    close: async () => {
+      await shared.close();
+      subscriber.close();
+    },
+  };
   return { catalog, breaker, state };
 }
 
 describe('production safety', () => {
-  it('refuses without DATABASE_URL under NODE_ENV=production, naming the variable, and starts no local store', async () => {
+  it('refuses without DATABASE_URL in production, naming the variable; starts no local store', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-admin-prod-'));
     rmSync(dataDir, { recursive: true });
     try {
@@ -197,7 +203,7 @@ describe('channels and models', () => {
     }
   });
 
-  it('two running edges refuse a disabled model, and a model whose only channel is disabled, within a second', async () => {
+  it('two edges refuse a disabled model, and one whose only channel is disabled, within a second', async () => {
     // A channel nobody listens on: while the model is usable a call fails upstream (502), which is not a refusal.
     await ok([
       'channel',
@@ -263,7 +269,7 @@ describe('channels and models', () => {
     }
   });
 
-  it('updates a model (prices, channels, enabled) and removes it; replicas refuse a disabled model within a second', async () => {
+  it('updates a model (prices, channels, enabled), removes it; replicas refuse it disabled within 1 s', async () => {
     await ok(['channel', 'add', '--name', 'life-m1', '--kind', 'replicate', '--base-url', 'http://127.0.0.1:9/']);
     await ok(['channel', 'add', '--name', 'life-m2', '--kind', 'fal', '--base-url', 'http://127.0.0.1:9/']);
     await ok([
@@ -376,7 +382,7 @@ describe('channels and models', () => {
     }
   });
 
-  it('channel test makes one real call with the credential and prints status and latency; a failing channel exits 1', async () => {
+  it('channel test makes one real call and prints status and latency; a failing channel exits 1', async () => {
     const seen: { method?: string; url?: string; headers: IncomingHttpHeaders; body: string }[] = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -477,7 +483,7 @@ describe('workspaces, members and users', () => {
     );
   });
 
-  it('lists and removes members (never the last owner), lists users, and sets a password revoking every session', async () => {
+  it('lists and removes members (not the last owner), lists users, sets a password revoking sessions', async () => {
     const ws = await ok(['workspace', 'create', '--name', 'People', '--tier', 'team']);
     const owner = await ok(['user', 'create', '--email', 'own@example.com', '--password', 'owner-pass-1']);
     const dev = await ok(['user', 'create', '--email', 'dev2@example.com', '--password', 'dev-pass-12']);

@@ -2,7 +2,7 @@
 // nothing else; without it, readable text. Progress and warnings always go to stderr. The Json type admits no
 // BigInt and no Date, so money and times are converted (toAmount, toISOString) before they get here.
 
-export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
 export interface Sink {

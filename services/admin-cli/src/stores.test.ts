@@ -14,7 +14,7 @@ describe('which stores the CLI may pick itself', () => {
     expect(isLocalCheckout(elsewhere)).toBe(false);
   });
 
-  it('refuses a local store outside the checkout or in production, naming DATABASE_URL; never with DATABASE_URL set', () => {
+  it('refuses a local store outside the checkout or in production, naming DATABASE_URL', () => {
     expect(localStoresRefusal({}, CHECKOUT)).toBeNull();
     expect(localStoresRefusal({}, elsewhere)).toMatch(
       new RegExp(`^DATABASE_URL is not set and ${elsewhere} is not a gensvc checkout`),

@@ -12,7 +12,7 @@ import { queuePrefix, urlWithScheme } from '@gensvc/config';
 import { z } from 'zod';
 
 /** The only variables the CLI reads; parsed once, in main.ts. Empty values count as unset. */
-export const cliEnvSchema = z.object({
+const cliEnvSchema = z.object({
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
   QUEUE_PREFIX: queuePrefix.optional(),
@@ -29,7 +29,7 @@ export function readCliEnv(env: NodeJS.ProcessEnv): { env: CliEnv } | { problems
   return { problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
 }
 
-export const DEFAULT_QUEUE_PREFIX = 'gensvc';
+const DEFAULT_QUEUE_PREFIX = 'gensvc';
 
 export interface Stores {
   databaseUrl: string;
@@ -64,7 +64,8 @@ export function localStoresRefusal(env: CliEnv, repoRoot: string): string | null
   if (!where) return null;
   return (
     `DATABASE_URL is not set and ${where}: the admin CLI will not start or reuse a local database here. ` +
-    "Set DATABASE_URL to the deployment's Postgres (and REDIS_URL, so that every edge hears of key, channel and model changes)."
+    "Set DATABASE_URL to the deployment's Postgres (and REDIS_URL, so that every edge hears of key, channel and " +
+    'model changes).'
   );
 }
 

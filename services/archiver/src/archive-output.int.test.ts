@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ArchiveOutput, type TaskOutputEntry } from '@gensvc/contracts';
 import { encodePng } from '@gensvc/media';
-import { newId, taskRepository, type Tier } from '@gensvc/db';
+import { newId, type Tier } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { closeWorkers, createQueueEvents, createQueues, type Queues } from '@gensvc/queue';
 import { createS3, outputObjectKey } from '@gensvc/storage';
@@ -258,7 +258,7 @@ describe('archive.output', () => {
     }
   });
 
-  it('a body declared within the sniff window that is cut short is failed as a cut stream is, and nothing is stored', async () => {
+  it('a body declared within the sniff window but cut short fails as a cut stream; nothing stored', async () => {
     routes.set('/out/cut.png', (_req, res) => {
       res.writeHead(200, { 'content-length': '4000' });
       res.write(makePng(8));
@@ -381,7 +381,7 @@ describe('archive.output', () => {
     expect(await entryOf(task.id, 1)).toMatchObject({ archive_status: 'archived', svc_file_id: file.id });
   }, 120_000);
 
-  it('an image over 30 MB is too_large: the upload is aborted mid-way, no object, no row, the task keeps its URL', async () => {
+  it('an image over 30 MB is too_large: upload aborted mid-way, no object, no row, task keeps its URL', async () => {
     let finished = false;
     routes.set('/out/huge.png', (_req, res) => {
       // No Content-Length: the limit is found while streaming, after several parts were uploaded.

@@ -17,7 +17,7 @@ export function startArchiveWorker(
   conn: WorkerConnection,
   concurrency = deps.config.concurrency.archiver,
 ): Worker {
-  // Connections to the providers' output hosts reused across archives (issue 12), closed with the worker.
+  // Connections to the providers' output hosts reused across archives, closed with the worker.
   const agents = new OutboundAgents();
   const worker = defineWorker({
     queue: 'archive',

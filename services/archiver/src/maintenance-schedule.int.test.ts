@@ -12,7 +12,7 @@ import {
 
 const ctx = useTestContext();
 
-it('every replica registers each maintenance job under one scheduler id: one schedule, one pending run per job', async () => {
+it('every replica registers each maintenance job under one scheduler id: one pending run per job', async () => {
   // Three replicas starting, each with its own connection, as three archiver processes would.
   const replicas = [1, 2, 3].map((i) => {
     const connection = createRedisConnection(ctx.config.redisUrl, { name: `replica-${i}` });

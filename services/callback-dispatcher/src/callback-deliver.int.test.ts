@@ -246,7 +246,9 @@ describe('callback.deliver', () => {
     return job!.waitUntilFinished(events, 20_000);
   }
 
-  /** Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`). */
+  /**
+   * Attempt `attempt` of the task recorded as a run of the dispatcher records it (its receiver answered `statusCode`).
+   */
   const recordAttempt = (
     task: { id: string; workspaceId: string; callbackUrl: string | null },
     attempt: number,
@@ -277,7 +279,7 @@ describe('callback.deliver', () => {
   const taskOf = (taskId: string) => ctx.db.task.findUniqueOrThrow({ where: { id: taskId } });
   const stateIs = (taskId: string, state: string) => async () => (await taskOf(taskId)).callbackState === state;
 
-  it('leaves no completed job behind: each attempt scheduled by scheduleCallback is removed as it completes, its row kept', async () => {
+  it('leaves no completed job behind: each scheduled attempt is removed as it completes, its row kept', async () => {
     const { path, url } = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
     const { task } = await completedTask(url);
     await scheduleCallback(queues, taskJobRef(task), 1, { first: true });
@@ -331,7 +333,7 @@ describe('callback.deliver', () => {
     expect(() => verifyCallback(signed.body, signed.headers, [rotated], { toleranceSeconds: 300 })).not.toThrow();
   });
 
-  it('the first attempts of tasks completed together run as jobs of their own, sent, signed, recorded and retried', async () => {
+  it('first attempts of tasks completed together run as their own jobs: signed, sent, recorded, retried', async () => {
     const ok1 = hook();
     const flaky = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
     const { workspaceId } = await makeTask(ctx.db, {});
@@ -417,7 +419,7 @@ describe('callback.deliver', () => {
     await eventually(stateIs(done.task.id, 'delivered'), 'round 2 delivered', 10_000);
   });
 
-  it('delivers the signed envelope with delivered_at and a fresh download link, logs and records the attempt', async () => {
+  it('delivers the signed envelope with delivered_at and a fresh link; logs and records the attempt', async () => {
     const { path, url } = hook(status(200, 'thanks'));
     const { task: before, fileId } = await completedTask(url);
     const secret = (await callbackRepository.secret(ctx.db, before.workspaceId, newCallbackSecret)).secret;
@@ -584,7 +586,7 @@ describe('callback.deliver', () => {
     }
   });
 
-  it('checks the address again at delivery: a name that now resolves to a private address gets no request', async () => {
+  it('checks the address again at delivery: a name now resolving to a private address gets nothing', async () => {
     // The receiver's certificate names localhost: once the name resolves to it again, the delivery goes through.
     const { path, url } = hook(ok, `https://localhost:${receiver.port}`);
     const mixed = hook(ok, `https://mixed.gensvc.test:${receiver.port}`);
@@ -631,7 +633,7 @@ describe('callback.deliver', () => {
     expect(() => verifyCallback(arrival!.body, arrival!.headers, [newCallbackSecret()])).toThrow(/no .*v1 matches/);
   });
 
-  it('a redelivery after parking starts a new round of five: attempt numbers continue, the schedule restarts', async () => {
+  it('a redelivery after parking starts a new round of five: numbers continue, the schedule restarts', async () => {
     const { path, url } = hook((res, n) => status(n <= 6 ? 500 : 200)(res, n));
     const { task } = await completedTask(url);
     await run(task.id, 1);
@@ -718,7 +720,7 @@ describe('callback.deliver', () => {
     expect(await taskOf(task.id)).toMatchObject({ callbackState: 'pending' });
   });
 
-  it('sends nothing for an attempt of an earlier round, a delivered task, or an attempt ahead of the next', async () => {
+  it('sends nothing for an attempt of an earlier round, a delivered task, or one ahead of the next', async () => {
     const { path, url } = hook();
     const { task } = await completedTask(url);
     for (const attempt of [1, 2]) {
@@ -735,7 +737,7 @@ describe('callback.deliver', () => {
     expect(arrivalsAt(path)).toHaveLength(1);
   });
 
-  it('keeps the first 1 KiB of any answer, however long; none of a 204; what arrived of a 2xx whose body stalls', async () => {
+  it('keeps the first 1 KiB of any answer; none of a 204; what arrived of a 2xx whose body stalls', async () => {
     const long = `${'é'.repeat(300)}${'x'.repeat(4000)}`;
     const longHook = hook((res) => {
       // Chunked, no declared length, more than the head.

@@ -88,7 +88,7 @@ describe('callbacks', () => {
     expect(next!.opts.delay).toBeLessThanOrEqual(110_005);
   });
 
-  it('marks delivered when the last attempt succeeded but was not recorded as delivered, and parks after five failures', async () => {
+  it('marks delivered when the last attempt succeeded unrecorded; parks after five failures', async () => {
     const delivered = await finished({
       attempts: [
         { status: 500, agoMs: 50_000 },

@@ -44,7 +44,8 @@ export function startDeliveryReconciler(
         const then = last ? await applyAttempt(deps, task, last, { now }) : null;
         if (then?.step === 'delivered' || then?.step === 'parked') continue;
         if (then?.step === 'retry') {
-          // applyAttempt ensured the next attempt's job (counted as re-added: it had not run, or the row would have moved).
+          // applyAttempt ensured the next attempt's job (counted as re-added: it had not run, or the row would have
+          // moved).
           readded++;
           continue;
         }

@@ -6,9 +6,9 @@ import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { palettePng } from './png';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-export const SCREENSHOTS = join(REPO_ROOT, 'docs', 'screenshots');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+const SCREENSHOTS = join(REPO_ROOT, 'docs', 'screenshots');
 
 /** Flags from NOTES-deps.md: without the background-networking ones Chromium floods the closed network. */
 const FLAGS = [
@@ -25,13 +25,16 @@ const FLAGS = [
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
-      `${CHROMIUM} is missing: npm test installs it with apt-get when run as root; otherwise run \`apt-get install -y --no-install-recommends chromium\` (or set CHROMIUM_PATH).`,
+      `${CHROMIUM} is missing: npm test installs it with apt-get when run as root; otherwise run \`apt-get install ` +
+        `-y --no-install-recommends chromium\` (or set CHROMIUM_PATH).`,
     );
   }
   return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 }
 
-/** Builds the dashboard if its sources changed since the last build (the digest in scripts/build.mjs), as npm test does. */
+/**
+ * Builds the dashboard if its sources changed since the last build (the digest in scripts/build.mjs), as npm test does.
+ */
 export function ensureBuilt() {
   const r = spawnSync(
     process.execPath,

@@ -1,5 +1,5 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core) against the real edge over a socket,
-// with real Postgres, Redis and S3: the proof, page by page, with axe-core on each page and a screenshot of
+// with real Postgres, Redis and S3: every page checked, with axe-core on each page and a screenshot of
 // each for the README.
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
@@ -22,6 +22,7 @@ import {
 
 jest.setTimeout(120_000);
 
+// biome-ignore lint/correctness/useHookAtTopLevel: a jest set-up helper named like a hook, not a React hook
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
 let browser: Browser;
@@ -327,7 +328,7 @@ describe('the owner', () => {
       expect((await membershipRepository.get(ctx.db, ws.id, user.id))?.role).toBe('member');
     });
 
-    it('sees the outputs newest first with image and video previews, pages with Load more, and filters by kind', async () => {
+    it('sees outputs newest first with image and video previews, pages with Load more, filters by kind', async () => {
       const { page } = member;
       const tiles = page.locator('ul.grid > li');
       await eventually(async () => (await tiles.count()) === 24, 'the first page of outputs');
@@ -540,7 +541,7 @@ describe('the owner', () => {
     await page.getByText('No tasks').waitFor();
   });
 
-  it('is sent to sign-in when the session ends under an open page, and comes back to the page after signing in', async () => {
+  it('is sent to sign-in when the session ends under an open page, and comes back after signing in', async () => {
     const { page } = owner;
     const me = await ctx.db.user.findUniqueOrThrow({ where: { email: OWNER.email } });
     await ctx.db.session.updateMany({ where: { userId: me.id, revokedAt: null }, data: { revokedAt: new Date() } });

@@ -7,6 +7,7 @@ import { launchChromium, screenshot, watchPage } from './browser';
 
 jest.setTimeout(120_000);
 
+// biome-ignore lint/correctness/useHookAtTopLevel: a jest set-up helper named like a hook, not a React hook
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
 let browser: Browser;
@@ -49,10 +50,10 @@ it('renders every operation and the callback webhook, loading nothing from anoth
   await page.waitForSelector('.opblock', { timeout: 60_000 });
 
   const shown = await page.$$eval('.opblock', (blocks) =>
-    blocks.map(
-      (b) =>
-        `${b.querySelector('.opblock-summary-method')?.textContent?.trim()} ${b.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
-    ),
+    blocks.map((b) => {
+      const method = b.querySelector('.opblock-summary-method')?.textContent?.trim();
+      return `${method} ${b.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`;
+    }),
   );
   const documented = new Set(operations);
   // Swagger UI shows each path operation once, and webhooks beside them.

@@ -1,4 +1,5 @@
-// The screenshot shrinker: decodes Chromium's PNGs (every scanline filter) and writes an indexed PNG of the same picture.
+// The screenshot shrinker: decodes Chromium's PNGs (every scanline filter) and writes an indexed PNG of the same
+// picture.
 import { inflateSync } from 'node:zlib';
 import { encodePng } from '@gensvc/media';
 import { decodePng, gradientPng, palettePng, unfilter } from './png';

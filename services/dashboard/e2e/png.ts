@@ -101,6 +101,6 @@ export function palettePng(png: Buffer): Buffer {
     indices[i] = index.get(c) ?? nearest(c);
   }
   const plte = Buffer.alloc(palette.length * 3);
-  palette.forEach((c, i) => plte.set([(c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff], i * 3));
+  for (const [i, c] of palette.entries()) plte.set([(c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff], i * 3);
   return encodePng({ width, height, pixels: indices, colour: 'indexed', palette: plte });
 }

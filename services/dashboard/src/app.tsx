@@ -19,7 +19,7 @@ import { SessionContext } from './session';
 import { WorkspaceContext } from './workspace';
 
 const WORKSPACE_PAGES = ['outputs', 'tasks', 'keys', 'members', 'usage'] as const;
-export type WorkspacePage = (typeof WORKSPACE_PAGES)[number];
+type WorkspacePage = (typeof WORKSPACE_PAGES)[number];
 
 const signInPath = () =>
   `${BASE}/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`;

@@ -37,7 +37,7 @@ export type EdgeApp = express.Express & {
 };
 
 export interface AppOptions {
-  /** How long POST /api/v1/evaluate waits for its answer; DEFAULT_EVALUATE_OPTIONS where not given (tests shorten it). */
+  /** How long POST /api/v1/evaluate waits for its answer; DEFAULT_EVALUATE_OPTIONS by default (tests shorten it). */
   evaluate?: Partial<EvaluateOptions>;
 }
 

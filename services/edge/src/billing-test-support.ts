@@ -13,7 +13,7 @@ export interface Usage {
 }
 
 /** The reservation of a request once it is no longer held (settled or released), and the request's ledger entries. */
-export async function chargeOf(db: TestDb, requestId: string) {
+async function chargeOf(db: TestDb, requestId: string) {
   const reservation = await eventually(async () => {
     const r = await db.reservation.findFirst({ where: { requestId } });
     return r && r.state !== 'held' ? r : null;
@@ -61,7 +61,7 @@ export async function expectCharged(
   leases?: BudgetLeases,
 ) {
   expect(requestId).toBeTruthy();
-  let entries;
+  let entries: Awaited<ReturnType<typeof leaseChargesOf>>;
   if (leases) {
     entries = await leaseChargesOf(db, leases, requestId!);
     expect(await db.reservation.count({ where: { requestId: requestId!, lease: false } })).toBe(0);

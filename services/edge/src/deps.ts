@@ -13,7 +13,7 @@ import { SlotLeases } from './limits/rate-limit';
 import { EvaluateReplies } from './routes/evaluate/replies';
 import { VerifiedTlsCache } from './routes/tasks/callback-url';
 
-/** Everything the edge's routes use, made by createEdgeDeps (or by a test) and passed in: no module-level singletons. */
+/** Everything the edge's routes use, made by createEdgeDeps (or a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
   config: Config;
   db: Db;
@@ -47,7 +47,7 @@ export interface EdgeDeps {
   recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
 
-/** The clients the caller makes (and closes, after close() below): from config in main.ts, from the test context in tests. */
+/** The clients the caller makes (and closes, after close() below): from config in main.ts, or from a test's context. */
 export type EdgeClients = Pick<EdgeDeps, 'config' | 'db' | 'redis' | 's3' | 'logger' | 'metrics'>;
 
 export interface EdgeDepsOptions {
@@ -119,8 +119,8 @@ export async function createEdgeDeps(
 }
 
 /**
- * Provider webhooks' results are written in groups (issue 12): each settles its task's hold on the key's row and the
- * workspace's, so one at a time they queued on those rows as creations did. A group is one transaction that locks
+ * Provider webhooks' results are written in groups: each settles its task's hold on the key's row and the
+ * workspace's, so written one at a time they would queue on those rows. A group is one transaction that locks
  * every row it writes first, in the order every writer takes them (migration 20261126210000); a failed group is
  * retried item by item (groupCommit).
  */

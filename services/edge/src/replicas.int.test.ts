@@ -105,7 +105,7 @@ it('refuses to start on a bad configuration, listing every bad variable', async 
   expect(out).not.toContain('short');
 });
 
-it("a key's own rpm holds exactly across both replicas: of 24 racing paid calls, 5 pass, the rest are 429", async () => {
+it("a key's own rpm holds exactly across replicas: of 24 racing paid calls, 5 pass, the rest are 429", async () => {
   const ws = await makeWorkspace(ctx.db);
   const { secret } = await makeKey(ctx.db, ws.id, { rpm: 5 });
   const { secret: other } = await makeKey(ctx.db, ws.id);

@@ -99,7 +99,7 @@ const questions: Record<string, Question> = {
 const state = { question: 'What is the capital of France?', reply: 'Paris, of course.', turns: [1, 2, 3] };
 
 describe('answers', () => {
-  it('answers boolean, score and choice questions with the provider answers, usage and exact cost, charged once', async () => {
+  it('answers boolean, score and choice questions with answers, usage and exact cost, charged once', async () => {
     const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/judge', channels: [{ name: 'main' }] });
     const { ws, key, secret } = await makeCustomer(ctx.db);
     const res = await post(edge.url, secret, { model: 'sim/judge', state, questions });
@@ -303,7 +303,7 @@ describe('invalid upstream answers', () => {
     await expectReleased(ctx.db, edge.deps.holds.leases, res.headers.get('x-request-id'));
   });
 
-  it('counts invalid answers against the channel: after three, the next request goes to the other channel', async () => {
+  it('counts invalid answers against the channel: after three, the next goes to the other channel', async () => {
     await addSimModel(ctx.db, sim.url, {
       id: 'sim/mal-breaker',
       channels: [
@@ -425,7 +425,7 @@ describe('deadlines: nothing is charged for an answer the caller never got', () 
     });
   });
 
-  it('the worker answers a job enqueued twice under one id once, on its reply channel, and charges nothing itself', async () => {
+  it('answers a job enqueued twice under one id once, on its reply channel, charging nothing itself', async () => {
     const { model } = await addSimModel(ctx.db, sim.url, { id: 'sim/direct', channels: [{ name: 'direct' }] });
     const { ws, key } = await makeCustomer(ctx.db);
     const replyTo = `${ctx.config.queuePrefix}:evaluate:reply:test`;

@@ -75,7 +75,7 @@ const evaluate = (url: string, secret: string) =>
     json: (await res.json()) as { cost?: { amount: number }; error?: { code: string } },
   }));
 
-it('never charges past a cap, spread over two edges: exactly the admitted calls answer 200, each in the ledger when answered', async () => {
+it('never charges past a cap over two edges: exactly the admitted calls answer 200, each in the ledger', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 100_000_000n });
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } }); // the cap is what is tested here
   const cap = 100n * cost;
@@ -101,7 +101,7 @@ it('never charges past a cap, spread over two edges: exactly the admitted calls 
   expect(sim.requests().filter((r) => r.channel === 'leased')).toHaveLength(100);
 }, 120_000);
 
-it('keeps the books when an edge is SIGKILLed under a 32-way evaluate load: every 200 charged once, nothing charged twice', async () => {
+it('keeps the books when an edge is SIGKILLed under 32-way load: every 200 charged once, none twice', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 100_000_000n });
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
@@ -125,6 +125,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way evaluate load: ever
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
   process.stdout.write(
-    `evaluate SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${unanswered} charged at the kill before their answer was written\n`,
+    `evaluate SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${unanswered} charged at ` +
+      `the kill before their answer was written\n`,
   );
 }, 120_000);

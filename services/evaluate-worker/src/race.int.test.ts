@@ -30,7 +30,7 @@ afterAll(async () => {
 const REQUESTS = 500;
 const ADMITTED = 100;
 
-it('charges at most the cap: exactly the admitted requests answer 200, each charged once; the rest get 402', async () => {
+it('charges at most the cap: exactly the admitted requests answer 200, each charged once; others 402', async () => {
   const { model } = await addSimModel(ctx.db, sim.url, {
     id: 'sim/race',
     inputPricePerMTok: 0n,

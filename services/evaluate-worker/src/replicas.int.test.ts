@@ -43,7 +43,7 @@ afterAll(async () => {
 
 const RPM = 50;
 
-it('accepts exactly the workspace rpm across both replicas; the rest get 429 with Retry-After and X-RateLimit-*', async () => {
+it('accepts exactly the workspace rpm across two replicas; the rest get 429, Retry-After, X-RateLimit-*', async () => {
   await addSimModel(ctx.db, sim.url, { id: 'sim/limited', channels: [{ name: 'limited' }] });
   const ws = await makeWorkspace(ctx.db, { balance: 100_000_000n });
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: RPM } });

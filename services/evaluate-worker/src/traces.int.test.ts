@@ -32,7 +32,7 @@ afterAll(async () => {
   await sim?.close();
 });
 
-it("links edge HTTP server span → evaluate.run publish → evaluate.run process → the worker's upstream HTTP call", async () => {
+it('links edge server span → evaluate.run publish → evaluate.run process → the upstream HTTP call', async () => {
   await addSimModel(ctx.db, sim.url, { id: 'sim/traced', channels: [{ name: 'traced' }] });
   const ws = await makeWorkspace(ctx.db);
   const { secret } = await makeKey(ctx.db, ws.id);

@@ -1,2 +1,2 @@
-/** Every long-running service `npm start` runs, in start order. Each later issue adds its own. */
+/** Every long-running service `npm start` runs, in start order. */
 export const FLEET = ['edge', 'evaluate-worker', 'archiver', 'task-runner', 'callback-dispatcher'] as const;

@@ -14,7 +14,10 @@ export interface Printed {
   opsPorts: Record<string, number>;
 }
 
-/** Fleets started and not yet exited: a test that fails half-way must not leave its fleet running (jest would wait on it). */
+/**
+ * Fleets started and not yet exited: a test that fails half-way must not leave its fleet running (jest would wait on
+ * it).
+ */
 const running = new Set<number>();
 afterAll(() => {
   for (const pid of running) {

@@ -208,8 +208,10 @@ it('stops with a clear message when NODE_EXTRA_CA_CERTS cannot be read', async (
         .split('\n')
         .filter((l) => l.startsWith('[gensvc] could not start:'));
       expect(said).toEqual([
-        `[gensvc] could not start: As root, the embedded Postgres runs as the user "postgres", which cannot enter ${home} (mode 0700) to reach its data directory: ` +
-          'run npm start as a regular user, or put the checkout (or GENSVC_DATA_DIR) under a directory others can enter ' +
+        `[gensvc] could not start: As root, the embedded Postgres runs as the user "postgres", which cannot enter ` +
+          `${home} (mode 0700) to reach its data directory: ` +
+          'run npm start as a regular user, or put the checkout (or GENSVC_DATA_DIR) under a directory others can ' +
+          'enter ' +
           `(chmod o+x ${home}, or e.g. /opt or /srv), or set DATABASE_URL to a Postgres of your own.`,
       ]);
       expect(fleet.output()).not.toContain('EACCES');

@@ -36,14 +36,15 @@ export function makeLocalTls(dir: string, userExtraCaCerts?: string): LocalTls {
  * The user's NODE_EXTRA_CA_CERTS file, then the fleet's CA. Node only warns about an unreadable file and goes on
  * without it, which would surface much later as "unable to verify" on a callback: here it stops the start instead.
  */
-export function caBundle(userFile: string | undefined, fleetCaPem: string): string {
+function caBundle(userFile: string | undefined, fleetCaPem: string): string {
   if (!userFile) return fleetCaPem;
   let theirs: string;
   try {
     theirs = readFileSync(userFile, 'utf8');
   } catch (e) {
     throw new Error(
-      `NODE_EXTRA_CA_CERTS names ${userFile}, which cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): fix the path or unset it.`,
+      `NODE_EXTRA_CA_CERTS names ${userFile}, which cannot be read ` +
+        `(${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): fix the path or unset it.`,
     );
   }
   if (!theirs.includes('-----BEGIN CERTIFICATE-----')) {

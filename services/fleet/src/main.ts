@@ -133,7 +133,7 @@ async function main() {
       from.on('data', (d: string) => {
         const lines = (rest + d).split('\n');
         rest = lines.pop() ?? '';
-        if (lines.length > 0) to.write(lines.map((line) => prefix + line + '\n').join(''));
+        if (lines.length > 0) to.write(lines.map((line) => `${prefix}${line}\n`).join(''));
       });
     };
     pipe(proc.stdout!, process.stdout);
@@ -177,12 +177,17 @@ async function main() {
       `  ops ports  ${FLEET.map((n) => `${n} ${opsPorts[n]}`).join(', ')} (/healthz, /readyz, /metrics)`,
       '',
       'First request:',
-      `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,
-      `    -d '{"model":"sim/eval-1","state":"The sky is green.","questions":{"true":{"type":"boolean","instructions":"Is the statement true?"}}}'`,
+      `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: ` +
+        `application/json' \\`,
+      `    -d '{"model":"sim/eval-1","state":"The sky is ` +
+        `green.","questions":{"true":{"type":"boolean","instructions":"Is the statement true?"}}}'`,
       `  curl -s ${base}/api/v1/me/balance -H "Authorization: Bearer ${demo.secret}"`,
-      `  curl -s ${base}/api/v1/sim/text-to-image -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: application/json' \\`,
-      `    -d '{"model":"sim/image-1","prompt":"a lighthouse at dawn","size":"512x512"}'      # then GET /api/v1/tasks/<task_id>`,
-      `  Models: sim/eval-1, sim/eval-input-only (evaluation), sim/chat-1 (chat: /v1/chat/completions, /v1/messages, /v1beta),`,
+      `  curl -s ${base}/api/v1/sim/text-to-image -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: ` +
+        `application/json' \\`,
+      `    -d '{"model":"sim/image-1","prompt":"a lighthouse at dawn","size":"512x512"}'      # then GET ` +
+        `/api/v1/tasks/<task_id>`,
+      `  Models: sim/eval-1, sim/eval-input-only (evaluation), sim/chat-1 (chat: /v1/chat/completions, ` +
+        `/v1/messages, /v1beta),`,
       `          sim/image-1 (text-to-image, image-to-image), sim/video-1 (text-to-video, image-to-video)`,
       '',
       'Admin CLI: npm run admin -- workspace list      Ctrl-C stops everything; data stays in .data/',

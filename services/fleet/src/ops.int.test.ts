@@ -125,7 +125,7 @@ it("serves /healthz, /readyz and moving /metrics on every service's ops port, no
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'input' }],
         ['gensvc_tokens_total', { model: 'sim/chat-1', direction: 'output' }],
         ['gensvc_spend_microunits_total', { model: 'sim/chat-1' }],
-        // Evaluate is charged by the edge through its lease (issue 11): its tokens and spend count where it is charged.
+        // Evaluate is charged by the edge through its lease: its tokens and spend count where it is charged.
         ['gensvc_tokens_total', { model: 'sim/eval-1' }],
         ['gensvc_spend_microunits_total', { model: 'sim/eval-1' }],
         ['gensvc_reservations_refused_total', { reason: 'spend_cap' }],

@@ -1,4 +1,4 @@
-// Provider webhooks (issue 12) through real processes: the task-runner asks the upstream-sim's Replicate and fal
+// Provider webhooks through real processes: the task-runner asks the upstream-sim's Replicate and fal
 // protocols for a webhook, the sim signs it as each provider does (Standard Webhooks HMAC; ED25519 with its JWKS)
 // and POSTs it to the edge, the edge verifies it and records the result the webhook carries (no poll job is ever made,
 // no provider read). Then the edge is SIGKILLed while webhooks are due: they reach nothing, and the task-runner's
@@ -101,7 +101,10 @@ const tasksOf = (ids: string[]) =>
     where: { id: { in: ids } },
     select: { id: true, status: true, createdAt: true, completedAt: true, upstreamId: true },
   });
-/** The status reads of these jobs: Replicate's GET of the prediction, fal's GET of …/status (not the outputs, not fal's result). */
+/**
+ * The status reads of these jobs: Replicate's GET of the prediction, fal's GET of …/status (not the outputs, not fal's
+ * result).
+ */
 const pollsOf = (upstreamIds: string[]) =>
   sim
     .requests()
@@ -149,7 +152,7 @@ it('refuses an unsigned or badly signed webhook with 401, and an unknown provide
   expect((await post('/v1/provider-webhooks/openai/task_x', {})).status).toBe(404);
 });
 
-it("finishes tasks on the providers' webhooks, long before the fallback poll, with no poll and no provider read", async () => {
+it("finishes tasks on the providers' webhooks, before the fallback poll, with no poll or provider read", async () => {
   const ids = await Promise.all(
     [0, 1, 2].flatMap((i) => [create('sim/hooks-replicate', i), create('sim/hooks-fal', i)]),
   );

@@ -1,4 +1,4 @@
-// Nothing is lost (issue 5's proof): 200 generation tasks with callbacks run through real processes (edge,
+// Nothing is lost: 200 generation tasks with callbacks run through real processes (edge,
 // task-runner, archiver, callback-dispatcher) against the upstream-sim's Replicate and fal protocols, while the
 // task-runner and the dispatcher are SIGKILLed and started again, and Redis loses every key of the deployment once.
 // Every task must end completed with its output archived, every callback must arrive at least once with a valid
@@ -217,9 +217,8 @@ it('loses no task, delivers every callback, and charges each task once through k
       where: { workspaceId: ws.id },
       _count: true,
     });
-    throw new Error(
-      `${(e as Error).message}: ${done} of ${TASKS}; ${JSON.stringify(states)}\n${[...procs.entries()].map(([n, p]) => `--- ${n}\n${p.output().slice(-3000)}`).join('\n')}`,
-    );
+    const outputs = [...procs.entries()].map(([n, p]) => `--- ${n}\n${p.output().slice(-3000)}`).join('\n');
+    throw new Error(`${(e as Error).message}: ${done} of ${TASKS}; ${JSON.stringify(states)}\n${outputs}`);
   });
 
   const tasks = await ctx.db.task.findMany({ where: { workspaceId: ws.id } });

@@ -1,4 +1,4 @@
-// One trace for a generation task, from its creation to its callback (issue 12's proof): the real edge, task-runner,
+// One trace for a generation task, from its creation to its callback: the real edge, task-runner,
 // archiver and callback-dispatcher processes, started as in production (telemetry first, auto-instrumentation of
 // http, undici, express, ioredis, pg), export over OTLP/HTTP to a collector in this test. The task is submitted to
 // the upstream-sim's Replicate protocol, polled, its output archived from the sim's HTTPS outputs listener into S3,
@@ -125,7 +125,7 @@ async function runTracedTask(
   return taskId;
 }
 
-it('one trace: edge request → task.submit → provider submit → task.poll → archive.output (fetch, S3) → callback.deliver → the receiver', async () => {
+it('one trace: edge → task.submit → provider → task.poll → archive.output → callback.deliver → receiver', async () => {
   const taskId = await runTracedTask({ channel: 'traced-replicate', model: 'sim/traced-image', prompt: 'trace me' });
 
   const submitPublish = collector.spans.filter((s) => s.name === 'task.submit publish');
@@ -202,7 +202,7 @@ it('one trace: edge request → task.submit → provider submit → task.poll �
   expect(await ctx.db.file.count({ where: { taskId } })).toBe(1);
 }, 90_000);
 
-it('one trace with a provider webhook: the edge records the result under the trace its URL carries, and no poll is made', async () => {
+it('with a provider webhook: the edge records the result under the trace its URL carries; no poll', async () => {
   collector.spans.splice(0);
   await runTracedTask(
     { channel: 'traced-webhook', model: 'sim/traced-webhook', prompt: 'trace my webhook' },

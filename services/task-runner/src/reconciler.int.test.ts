@@ -89,54 +89,58 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
   expect((await job('task.poll', id))?.data).toMatchObject({ taskId: task.id, attempt: 3 });
 });
 
-it("is the provider webhooks' fallback: a running task with no poll is polled once it has waited TASK_POLL_WEBHOOK_FALLBACK, and at once past its deadline", async () => {
-  const webhooks = { ...ctx.config.providerWebhooks, baseUrl: 'https://hooks.gensvc.test', fallbackPollMs: 60_000 };
-  const hooked = startReconciler(
-    {
-      config: { ...ctx.config, providerWebhooks: webhooks },
-      db: ctx.db,
-      queues,
-      redis: ctx.redis,
-      logger: createLogger({ service: 'hooked', level: 'silent' }),
-    },
-    { autorun: false },
-  );
-  const pollOne = (id: string) => stateOf('task.poll', jobIdFor(TaskPoll, [id, 1]));
-  try {
-    // Submitted with a webhook (no poll made), unmoved for 30 s: stale for a polled task (200 ms here), not yet for
-    // one that waits for its webhook.
-    const waiting = await makeLiveTask();
-    await taskRepository.markSubmitted(ctx.db, waiting.id, {
-      channelId: 'ch_x',
-      upstreamId: 'pred_hook_1',
-      upstreamUrls: null,
-    });
-    await letTasksGoStale(ctx.db, [waiting.id], 30_000);
-    // Moved a moment ago, but past its deadline: its poll times it out.
-    const overdue = await makeLiveTask();
-    await taskRepository.markSubmitted(ctx.db, overdue.id, {
-      channelId: 'ch_x',
-      upstreamId: 'pred_hook_2',
-      upstreamUrls: null,
-    });
-    await ctx.db.task.update({ where: { id: overdue.id }, data: { deadlineAt: new Date(Date.now() - 1_000) } });
+it(
+  "is the webhooks' fallback: an unpolled running task is polled after TASK_POLL_WEBHOOK_FALLBACK, or past its " +
+    'deadline',
+  async () => {
+    const webhooks = { ...ctx.config.providerWebhooks, baseUrl: 'https://hooks.gensvc.test', fallbackPollMs: 60_000 };
+    const hooked = startReconciler(
+      {
+        config: { ...ctx.config, providerWebhooks: webhooks },
+        db: ctx.db,
+        queues,
+        redis: ctx.redis,
+        logger: createLogger({ service: 'hooked', level: 'silent' }),
+      },
+      { autorun: false },
+    );
+    const pollOne = (id: string) => stateOf('task.poll', jobIdFor(TaskPoll, [id, 1]));
+    try {
+      // Submitted with a webhook (no poll made), unmoved for 30 s: stale for a polled task (200 ms here), not yet for
+      // one that waits for its webhook.
+      const waiting = await makeLiveTask();
+      await taskRepository.markSubmitted(ctx.db, waiting.id, {
+        channelId: 'ch_x',
+        upstreamId: 'pred_hook_1',
+        upstreamUrls: null,
+      });
+      await letTasksGoStale(ctx.db, [waiting.id], 30_000);
+      // Moved a moment ago, but past its deadline: its poll times it out.
+      const overdue = await makeLiveTask();
+      await taskRepository.markSubmitted(ctx.db, overdue.id, {
+        channelId: 'ch_x',
+        upstreamId: 'pred_hook_2',
+        upstreamUrls: null,
+      });
+      await ctx.db.task.update({ where: { id: overdue.id }, data: { deadlineAt: new Date(Date.now() - 1_000) } });
 
-    await hooked.runOnce();
-    expect(await pollOne(waiting.id)).toBeUndefined();
-    expect(await pollOne(overdue.id)).toBe('waiting');
+      await hooked.runOnce();
+      expect(await pollOne(waiting.id)).toBeUndefined();
+      expect(await pollOne(overdue.id)).toBe('waiting');
 
-    // Its webhook lost: once it has waited the fallback, it is polled, due now.
-    await letTasksGoStale(ctx.db, [waiting.id], 61_000);
-    await hooked.runOnce();
-    expect(await pollOne(waiting.id)).toBe('waiting');
-    expect((await job('task.poll', jobIdFor(TaskPoll, [waiting.id, 1])))?.data).toMatchObject({
-      taskId: waiting.id,
-      attempt: 1,
-    });
-  } finally {
-    await hooked.stop();
-  }
-});
+      // Its webhook lost: once it has waited the fallback, it is polled, due now.
+      await letTasksGoStale(ctx.db, [waiting.id], 61_000);
+      await hooked.runOnce();
+      expect(await pollOne(waiting.id)).toBe('waiting');
+      expect((await job('task.poll', jobIdFor(TaskPoll, [waiting.id, 1])))?.data).toMatchObject({
+        taskId: waiting.id,
+        attempt: 1,
+      });
+    } finally {
+      await hooked.stop();
+    }
+  },
+);
 
 it('leaves what other services own alone: a task whose result is recorded, and a pending delivery', async () => {
   const archiving = await makeLiveTask({ callbackUrl: 'https://hooks.example/cb' });
@@ -161,7 +165,7 @@ it('leaves what other services own alone: a task whose result is recorded, and a
   expect(await taskRepository.find(ctx.db, archiving.id)).toMatchObject({ status: 'running' });
 });
 
-it('one replica sweeps per interval: the timer path skips a round whose lock another holds, and sweeps once it is free', async () => {
+it('one replica sweeps per interval: a round whose lock another holds is skipped, then swept when free', async () => {
   const key = `${ctx.config.queuePrefix}:sweep:task-runner`;
   await ctx.redis.set(key, 'another replica', 'PX', 10_000);
   const task = await makeLiveTask();

@@ -1,8 +1,8 @@
 // Postgres is the truth; Redis only carries the next step. The task-runner's reconciler recovers the steps the
 // task-runner owns: a queued task gets its task.submit, a running task without the provider's result gets its next
 // task.poll, when they have not moved for a while (Redis flushed or restarted, a worker killed between a transition
-// and its job, or a job that failed for good while its row still waits). It is also the provider webhooks' fallback
-// (issue 12): a task whose provider was asked for a webhook has no poll, and once it has waited
+// and its job, or a job that failed for good while its row still waits). It is also the provider webhooks' fallback:
+// a task whose provider was asked for a webhook has no poll, and once it has waited
 // TASK_POLL_WEBHOOK_FALLBACK unmoved (its webhook lost: the edge down, the provider giving up) it is polled from here,
 // and on the poll schedule after that; a task past its deadline is polled at once, and the poll times it out. The
 // archiver recovers archives and completions (services/archiver/src/reconciler.ts), the dispatcher deliveries
@@ -28,7 +28,7 @@ export interface ReconcilerDeps extends ReconcilerBaseDeps {
   logger: Logger;
 }
 
-export interface ReconcileReport {
+interface ReconcileReport {
   tasks: number;
   /** Jobs that were missing (or finished while their row still waited) and were added again. */
   readded: number;

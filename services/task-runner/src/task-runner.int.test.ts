@@ -90,7 +90,8 @@ async function createTask(s: Setup, spec: TaskSpec = {}) {
     ...(operation.endsWith('video') && { duration_seconds: 3 }),
     ...spec.input,
   };
-  // The deadline from the creation's own clock reading, so the task's deadline is exactly deadlineMs after its creation.
+  // The deadline from the creation's own clock reading, so the task's deadline is exactly deadlineMs after its
+  // creation.
   const now = new Date();
   const task = await createQueuedTask(
     ctx.db,
@@ -350,7 +351,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(requestsTo(s.channels[0]!)).toEqual([]);
   });
 
-  it('fails with upstream_timeout without calling the provider when the deadline passed before submission', async () => {
+  it('fails with upstream_timeout, calling no provider, when the deadline passed before submission', async () => {
     const s = await setup(protocol, 'image');
     const { task } = await createTask(s, { deadlineMs: -1 });
     expect(await settled(task.id)).toMatchObject({ status: 'failed', errorCode: 'upstream_timeout' });
@@ -407,14 +408,14 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     expect(createsTo(s.channels[0]!).map((r) => r.status)).toEqual([503, 503]);
   });
 
-  it('a task canceled while its submit calls the provider: the submit records nothing and cancels the job it made', async () => {
+  it('a task canceled during its submit: the submit records nothing and cancels the job it made', async () => {
     const s = await setup(protocol, 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' }, { workspaceId: ws.id });
 
     // The submit read the task while it was still queued; the cancel landed after that read.
     const find = jest.spyOn(taskRepository, 'find').mockResolvedValueOnce(task);
-    let outcome;
+    let outcome: Awaited<ReturnType<ReturnType<typeof taskSubmit>>> | undefined;
     try {
       outcome = await taskSubmit(slowPolls(runner.handlerDeps))({ taskId: task.id, workspaceId: ws.id }, direct(0));
     } finally {
@@ -442,7 +443,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
   });
 
-  it('asks the provider for a webhook when they are on, and makes no poll: the reconciler is the fallback', async () => {
+  it('asks the provider for a webhook when they are on and makes no poll: the reconciler is the fallback', async () => {
     const s = await setup(protocol, 'image');
     const { task, ws } = await createTask(s, { noSubmit: true });
     // An address nothing answers at: the sim's webhook reaches nothing, and the task is left as the submit left it.

@@ -63,7 +63,7 @@ function answerFor(state: unknown, id: string, question: Question): Answer {
     case 'score': {
       const p = distribution(seed, question.criteria.length);
       const probabilities: Record<string, number> = {};
-      p.forEach((v, i) => (probabilities[String(i)] = v));
+      for (const [i, v] of p.entries()) probabilities[String(i)] = v;
       return { type: 'score', score: p.reduce((sum, v, i) => sum + i * v, 0), probabilities };
     }
     case 'choice': {

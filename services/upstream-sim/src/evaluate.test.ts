@@ -43,7 +43,7 @@ describe('POST /evaluate', () => {
     expect(Object.keys(quality.probabilities)).toEqual(['0', '1', '2', '3', '4']);
     const qp = Object.values(quality.probabilities) as number[];
     expect(Math.abs(qp.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-9);
-    qp.forEach((p) => expect(p > 0 && p < 1).toBe(true));
+    for (const p of qp) expect(p > 0 && p < 1).toBe(true);
     expect(quality.score).toBeCloseTo(
       qp.reduce((sum, p, i) => sum + i * p, 0),
       12,

@@ -42,7 +42,7 @@ const bytesOf = async (url: string) => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('queue', () => {
-  it('submit answers IN_QUEUE with URLs under the app id; status moves by the clock; result has the images', async () => {
+  it('submit answers IN_QUEUE with URLs under the app id; status moves by the clock; result has images', async () => {
     // Long enough phases (500 ms queued, 2 s running) that a slow first request still sees each one, on a loaded
     // machine too (200 ms queued was missed once with the whole suite and three benchmarks sharing two cores).
     sim.faults.add({ job: { durationMs: 2_500 }, times: 1 });

@@ -74,7 +74,7 @@ export function phaseOf(job: Job, now: number): JobPhase {
 export const isTerminal = (phase: JobPhase) => phase === 'succeeded' || phase === 'failed' || phase === 'canceled';
 
 /** When the job reached its end state (Infinity while it has not). */
-export const finishedAt = (job: Job): number => job.canceledAt ?? job.endsAt;
+const finishedAt = (job: Job): number => job.canceledAt ?? job.endsAt;
 
 /** Cancels a queued or running job; a finished one stays as it is. Returns whether it was canceled now. */
 export function cancelJob(job: Job, now: number): boolean {
@@ -180,7 +180,7 @@ export class OutputStore {
   register(job: Job): string[] {
     const count = job.media.kind === 'video' ? 1 : job.media.count;
     const ids = Array.from({ length: count }, (_, index) => `${job.id}-${index}`);
-    ids.forEach((id, index) => this.entries.set(id, { job, index }));
+    for (const [index, id] of ids.entries()) this.entries.set(id, { job, index });
     for (const id of this.entries.keys()) {
       if (this.entries.size <= this.maxEntries) break;
       this.entries.delete(id);

@@ -133,7 +133,7 @@ describe('upstream-sim process', () => {
       expect(proc.output()).toContain('SIM_TASK_MS must be an integer');
     });
 
-    it('serves outputs on SIM_OUTPUTS_PORT over HTTPS with the given certificate, and logs the outputs URL', async () => {
+    it('serves outputs on SIM_OUTPUTS_PORT over HTTPS with the given certificate, logging the URL', async () => {
       const outputsPort = await freePort();
       const { proc, url } = await startProcess({
         SIM_TASK_MS: '20',

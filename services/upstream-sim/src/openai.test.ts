@@ -238,7 +238,7 @@ describe('responses', () => {
 
   const inline = editedImagePng({ prompt: 'inline data url', images: [], index: 0, size: '256x256' });
 
-  it('answers the image_generation tool with image_generation_call items whose result is a real PNG of the prompt and the guide', async () => {
+  it('answers the image_generation tool with items whose result is a real PNG of prompt and guide', async () => {
     const input = [
       {
         role: 'user' as const,

@@ -44,7 +44,7 @@ describe('png', () => {
     expect(sniffImageType(sampleMedia.jpeg(4, 3))).toBe('image/jpeg');
     expect(sniffImageType(sampleMedia.webp(4, 3, 'VP8X'))).toBe('image/webp');
     expect(sniffImageType(sampleMedia.gif(4, 3))).toBe('image/gif');
-    // Magic numbers without the size are no image a provider could decode (issue 14).
+    // Magic numbers without the size are no image a provider could decode.
     expect(sniffImageType(Buffer.from([0xff, 0xd8, 0xff, 0xe0]))).toBeNull();
     expect(sniffImageType(Buffer.from('GIF89a'))).toBeNull();
     expect(sniffImageType(Buffer.from('%PDF-1.7'))).toBeNull();

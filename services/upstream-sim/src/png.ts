@@ -44,7 +44,7 @@ export function pngInfo(buffer: Buffer): PngInfo {
     }
     offset = end + 4;
   }
-  if (!header || header.length !== 13) throw new Error('missing or bad IHDR');
+  if (header?.length !== 13) throw new Error('missing or bad IHDR');
   if (!ended || offset !== buffer.length) throw new Error('IEND missing or not last');
   const width = header.readUInt32BE(0);
   const height = header.readUInt32BE(4);

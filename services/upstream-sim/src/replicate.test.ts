@@ -44,7 +44,7 @@ const post = (path: string, body: unknown, headers: Record<string, string> = { a
   });
 
 describe('predictions', () => {
-  it('creates a starting prediction, moves it by the clock to succeeded, and serves PNGs of the asked size', async () => {
+  it('creates a starting prediction, moves it by the clock to succeeded, serves PNGs of the asked size', async () => {
     sim.faults.add({ job: { durationMs: 500 }, times: 1 });
     const input = { prompt: 'a lighthouse at dusk', width: 320, height: 192, num_outputs: 2 };
     const created = await client.predictions.create({ model: 'black-forest-labs/flux-schnell', input });
@@ -232,7 +232,8 @@ describe('predictions', () => {
       },
     ]);
     expect(body.detail).toBe(
-      `- input: prompt is required\n- input.width: Invalid type. Expected: integer, given: string\n- input.height: Must be less than or equal to 2048\n- input.aspect_ratio: ${body.invalid_fields[3].description}\n`,
+      `- input: prompt is required\n- input.width: Invalid type. Expected: integer, given: string\n- input.height: ` +
+        `Must be less than or equal to 2048\n- input.aspect_ratio: ${body.invalid_fields[3].description}\n`,
     );
     expect((await post('/models/a/b/predictions', { prompt: 'no input wrapper' })).status).toBe(422);
   });
@@ -291,7 +292,7 @@ describe('faults through the client', () => {
     ]);
   });
 
-  it('a status fault without a body answers Replicate problem details; malformed shape drops status and output', async () => {
+  it('a bodiless status fault answers Replicate problem details; malformed drops status and output', async () => {
     sim.faults.add({ operation: 'create', status: 429, headers: { 'retry-after': '1' }, times: 1 });
     const limited = await post('/models/acme/m/predictions', { input: { prompt: 'x' } });
     expect(limited.status).toBe(429);

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { FaultStore, faultRuleProblems, type FaultControl, type FaultRule, type StoredFault } from './faults';
+import { FaultStore, faultRuleProblems, type FaultControl, type FaultRule } from './faults';
 import { OutputStore, type TaskContext } from './jobs';
 import type { Protocol, ProtocolName, SimRequest } from './protocol';
 import { anthropicMessagesProtocol } from './protocols/anthropic-messages';
@@ -51,7 +51,10 @@ export interface Sim {
   resetRequests(): void;
   /** Provider webhooks sent when jobs ended (Replicate `webhook`, fal `fal_webhook`), oldest first. */
   webhooks(): WebhookAttempt[];
-  /** The headers fal would sign a webhook with for request `id` and `body`, as account `userId` (default SIM_FAL_USER_ID). */
+  /**
+   * The headers fal would sign a webhook with for request `id` and `body`, as account `userId` (default
+   * SIM_FAL_USER_ID).
+   */
   falWebhookHeaders(id: string, body: string, userId?: string): Record<string, string>;
   /** fal's webhook keys as fal publishes them (GET /__sim/fal/jwks.json), on the HTTPS listener when there is one. */
   falJwksUrl: string;
@@ -68,7 +71,9 @@ export interface SimOptions {
   maxRecords?: number;
   /** Called once per proxied request when its outcome is known (main.ts logs through it at debug level). */
   onRequest?: (record: RequestRecord) => void;
-  /** How long a Replicate prediction or fal request takes, queueing included (default 300 ms); job rules override it. */
+  /**
+   * How long a Replicate prediction or fal request takes, queueing included (default 300 ms); job rules override it.
+   */
   taskDurationMs?: number;
   /** Replicate and fal jobs kept per protocol (default 10 000); finished ones also go 30 minutes after they end. */
   maxJobs?: number;
@@ -216,10 +221,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
     if (path === '/__sim/requests') {
       if (method === 'GET') return sendJson(res, 200, { object: 'list', data: log.list() });
-      if (method === 'DELETE') return (log.reset(), sendJson(res, 204));
+      if (method === 'DELETE') {
+        log.reset();
+        return sendJson(res, 204);
+      }
     } else if (path === '/__sim/faults') {
       if (method === 'GET') return sendJson(res, 200, { object: 'list', data: faults.list() });
-      if (method === 'DELETE') return (faults.clear(), sendJson(res, 204));
+      if (method === 'DELETE') {
+        faults.clear();
+        return sendJson(res, 204);
+      }
       if (method === 'POST') {
         const body = await readBody(req);
         let rule: unknown;
@@ -404,5 +415,3 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     close,
   };
 }
-
-export type { FaultControl, FaultRule, StoredFault };

@@ -1,4 +1,4 @@
-// Provider webhooks as the real providers send them when a job ends (issue 12): Replicate's signed with Standard
+// Provider webhooks as the real providers send them when a job ends: Replicate's signed with Standard
 // Webhooks (HMAC-SHA256 with the account's whsec_ secret over `${webhook-id}.${webhook-timestamp}.${body}`), fal's
 // with ED25519 over the request id, user id, timestamp and the body's hex SHA-256, the public key served as a JWKS
 // (GET /__sim/fal/jwks.json). Signed here on their own, with nothing of gensvc's code, so gensvc's verification is
@@ -9,7 +9,8 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /** The sim's Replicate webhook secret unless SIM_REPLICATE_WEBHOOK_SECRET says otherwise. */
-export const DEFAULT_REPLICATE_WEBHOOK_SECRET = `whsec_${Buffer.from('gensvc upstream-sim replicate webhooks').toString('base64')}`;
+const SECRET_SEED = 'gensvc upstream-sim replicate webhooks';
+export const DEFAULT_REPLICATE_WEBHOOK_SECRET = `whsec_${Buffer.from(SECRET_SEED).toString('base64')}`;
 /** The user id fal puts in x-fal-webhook-user-id. */
 export const SIM_FAL_USER_ID = 'sim-user';
 
@@ -32,8 +33,8 @@ export interface WebhookSender {
 }
 
 /**
- * The headers Node's fetch adds to such a POST, sent as they were when the sim sent its webhooks with fetch: the
- * sender is node:http (fetch's WHATWG streams cost the sim ~a fifth of its CPU per task in bench/tasks), the wire the same.
+ * The headers Node's fetch adds to such a POST, so the sim's webhooks look on the wire as a fetch client's do while
+ * they are sent with node:http, which is lighter than fetch's WHATWG streams.
  */
 const FETCH_HEADERS = {
   accept: '*/*',

@@ -36,7 +36,9 @@ export interface AuthKey {
   /** Paid calls per minute for this key (beside the workspace's rpm); null: none of its own. */
   rpm: number | null;
   creatorId: string | null;
-  /** The creator's role in the key's workspace; null without a creator, or once the creator has left (creatorRoleOf). */
+  /**
+   * The creator's role in the key's workspace; null without a creator, or once the creator has left (creatorRoleOf).
+   */
   creatorRole: Role | null;
   workspace: { id: string; tier: Tier; rpm: number; uploadRpm: number; currency: string };
 }
@@ -46,9 +48,12 @@ export interface AuthKey {
 // creator's role and stops working once the creator has left: DESIGN.md §4 People and roles). Times come back as
 // timestamptz (UTC) and money as text, so the pg driver and Prisma's raw path read them alike.
 const FIND_BY_HASH = `
-  SELECT k.id, k."workspaceId", k.name, k.hash, k."previousHash", k."previousExpiresAt" AT TIME ZONE 'UTC' AS "previousExpiresAt",
-         k.scopes, k."spendCap"::text AS "spendCap", k.spent::text AS spent, k."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt",
-         k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", coalesce(k."allowedModels", '{}') AS "allowedModels", k.rpm AS "keyRpm", k."creatorId", m.role::text AS "creatorRole",
+  SELECT k.id, k."workspaceId", k.name, k.hash, k."previousHash",
+         k."previousExpiresAt" AT TIME ZONE 'UTC' AS "previousExpiresAt",
+         k.scopes, k."spendCap"::text AS "spendCap", k.spent::text AS spent,
+         k."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt",
+         k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", coalesce(k."allowedModels", '{}') AS "allowedModels",
+         k.rpm AS "keyRpm", k."creatorId", m.role::text AS "creatorRole",
          w.tier::text AS tier, w.rpm, w."uploadRpm", w.currency
   FROM "ApiKey" k
   JOIN "Workspace" w ON w.id = k."workspaceId"
@@ -184,7 +189,8 @@ export const apiKeyRepository = {
         hash = ${next.hash},
         prefix = ${next.prefix},
         "rotatedAt" = now()
-      WHERE id = ${id} AND "revokedAt" IS NULL AND (${workspaceId ?? null}::text IS NULL OR "workspaceId" = ${workspaceId ?? null})
+      WHERE id = ${id} AND "revokedAt" IS NULL
+        AND (${workspaceId ?? null}::text IS NULL OR "workspaceId" = ${workspaceId ?? null})
       RETURNING *`;
     return rows[0] ?? null;
   },

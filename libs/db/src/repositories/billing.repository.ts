@@ -22,8 +22,10 @@ WITH l AS (
      AND NOT EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE le."id" = $1)
   RETURNING res."workspaceId", res."apiKeyId"
 ), ins AS (
-  INSERT INTO "LedgerEntry" ("id", "workspaceId", "apiKeyId", "kind", "amount", "balanceAfter", "requestId", "model", "inputTokens", "outputTokens")
-  SELECT $1, l."workspaceId", l."apiKeyId", 'charge', -$3::bigint, (SELECT ws."balance" FROM "Workspace" ws WHERE ws."id" = l."workspaceId"),
+  INSERT INTO "LedgerEntry" ("id", "workspaceId", "apiKeyId", "kind", "amount", "balanceAfter", "requestId", "model",
+                             "inputTokens", "outputTokens")
+  SELECT $1, l."workspaceId", l."apiKeyId", 'charge', -$3::bigint,
+         (SELECT ws."balance" FROM "Workspace" ws WHERE ws."id" = l."workspaceId"),
          $4, $5, $6::integer, $7::integer
     FROM l
 ), k AS (
@@ -34,7 +36,9 @@ SELECT EXISTS (SELECT 1 FROM l) OR EXISTS (SELECT 1 FROM "LedgerEntry" le WHERE 
 const LEASE_RETURN = 'SELECT gensvc_lease_return($1, $2::bigint)::text AS returned';
 const LEASE_RENEW = 'SELECT gensvc_lease_renew($1::text[], $2::timestamp(3)) AS renewed';
 
-/** An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone. */
+/**
+ * An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone.
+ */
 const expiryIn = (ms: number) => new Date(Date.now() + ms).toISOString();
 
 export interface LeaseInput {
@@ -110,7 +114,7 @@ export const billingRepository = {
   async reserve(db: DbClient, input: ReserveInput): Promise<{ id: string; amount: bigint }> {
     if (input.amount < 0n) throw new Error('A reservation cannot be negative.');
     const id = newId('res');
-    // An ISO time with Z cast to timestamp keeps its UTC wall time, as Prisma stores DateTime, whatever the session's zone.
+    // An ISO time with Z cast to timestamp keeps its UTC wall time (as Prisma stores DateTime) in any session zone.
     const expires = new Date(Date.now() + input.ttlMs).toISOString();
     const [row] = await queryPrepared<{ outcome: string }>(db, 'gensvc_reserve', RESERVE, [
       id,

@@ -78,7 +78,7 @@ export interface AttemptContext {
   last: LastAttempt | null;
   /** The workspace's currency; null when the workspace is gone (its tasks go with it). */
   currency: string | null;
-  /** The secrets to sign with now; null before the workspace's first delivery (callbackRepository.signingSecrets makes it). */
+  /** The secrets to sign with now; null before the workspace's first delivery (callbackRepository.signingSecrets). */
   signing: string[] | null;
   /** When `signing` stops being right without a rotation (the previous secret's overlap ends), or null. */
   signingUntil: Date | null;
@@ -92,7 +92,7 @@ export interface AttemptContext {
  * attemptContext's statement, prepared on the pool (no query compiler, one parse per connection): the task, its
  * workspace `w`, the workspace's CallbackSecret `s`, output 0's library file `f` and the last attempt `a`. Times are
  * read as epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw
- * path both answer as a number whatever the session's or the process's time zone; money as text. The secrets'
+ * path both answer as a number whatever the connection's or the process's time zone; money as text. The secrets'
  * version is when they were made or last rotated. The last attempt and the file are LATERAL subqueries with a LIMIT:
  * one index probe each, whatever the tables hold.
  */
@@ -113,7 +113,8 @@ export const ATTEMPT_CONTEXT = `
     SELECT id, "workspaceId", "expiresAt" FROM "File" WHERE "taskId" = t.id AND "outputIndex" = 0 LIMIT 1
   ) f ON true
   LEFT JOIN LATERAL (
-    SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt" WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
+    SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt"
+    WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
   ) a ON true
   WHERE t.id = $1`;
 
@@ -189,8 +190,8 @@ function contextOf(
     task,
     last,
     currency: row.currency,
-    signing: secrets && secrets.signing,
-    signingUntil: secrets && secrets.until,
+    signing: secrets ? secrets.signing : null,
+    signingUntil: secrets ? secrets.until : null,
     secretsVersion: row.secretsVersion,
     archivedFile: archived ? { id: row.fileId!, workspaceId: task.workspaceId } : null,
   };
@@ -200,7 +201,8 @@ const dateOf = (ms: Ms) => (ms === null ? null : new Date(ms));
 
 // The statements of the delivery path besides attemptContext (the dispatcher's first delivery to a workspace, its
 // reconciler, its parked gauge), prepared on the pool like it: the dispatcher never loads Prisma's query compiler.
-const SECRET_COLUMNS = `secret, "previousSecret", ${epochMs('"previousExpiresAt"')} AS "previousExpiresAt", ${epochMs('"rotatedAt"')} AS "rotatedAt", ${epochMs('"createdAt"')} AS "createdAt"`;
+const SECRET_COLUMNS = `secret, "previousSecret", ${epochMs('"previousExpiresAt"')} AS "previousExpiresAt",
+  ${epochMs('"rotatedAt"')} AS "rotatedAt", ${epochMs('"createdAt"')} AS "createdAt"`;
 const SECRET = `SELECT ${SECRET_COLUMNS} FROM "CallbackSecret" WHERE "workspaceId" = $1`;
 const MAKE_SECRET = `
   INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt") VALUES ($1, $2, $3::timestamp(3))
@@ -241,7 +243,7 @@ export const callbackRepository = {
   /**
    * The workspace's secret, made on first use with `make` (racing first uses agree on one). On the pool, as the
    * delivery path's other statements: the dispatcher's first delivery to a workspace reads it here, and through
-   * Prisma that read loaded Prisma's query compiler into the dispatcher (~0.4 s of CPU, the first callbacks late).
+   * Prisma that read would load Prisma's query compiler into the dispatcher and delay its first callbacks.
    */
   async secret(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
     const [existing] = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret', SECRET, [workspaceId]);
@@ -259,7 +261,8 @@ export const callbackRepository = {
   async rotate(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
     const overlapEnd = new Date(now.getTime() + CALLBACK_SECRET_OVERLAP_MS);
     const rows = await db.$queryRaw<CallbackSecretView[]>`
-      INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt", "rotatedAt") VALUES (${workspaceId}, ${make()}, ${now}::timestamp(3), ${now}::timestamp(3))
+      INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt", "rotatedAt")
+      VALUES (${workspaceId}, ${make()}, ${now}::timestamp(3), ${now}::timestamp(3))
       ON CONFLICT ("workspaceId") DO UPDATE SET
         "previousSecret" = "CallbackSecret".secret, "previousExpiresAt" = ${overlapEnd}::timestamp(3),
         secret = EXCLUDED.secret, "rotatedAt" = EXCLUDED."rotatedAt"

@@ -19,7 +19,8 @@ export interface CreateChannelInput {
  * A channel's columns prefixed `c_` (alias `c`), for the catalog's prepared reads here and in model.repository.ts
  * (a task's polls read their channel; a paid call its model's channels): no Prisma on an edge serving paid calls.
  */
-export const CHANNEL_COLUMNS = `c.id AS c_id, c.name AS c_name, c.kind::text AS c_kind, c."baseUrl" AS "c_baseUrl", c.secret AS c_secret,
+export const CHANNEL_COLUMNS = `c.id AS c_id, c.name AS c_name, c.kind::text AS c_kind, c."baseUrl" AS "c_baseUrl",
+  c.secret AS c_secret,
   c."evaluatePath" AS "c_evaluatePath", c.priority AS c_priority, c.weight AS c_weight, c.enabled AS c_enabled,
   c."timeoutMs" AS "c_timeoutMs", c."createdAt" AT TIME ZONE 'UTC' AS "c_createdAt"`;
 

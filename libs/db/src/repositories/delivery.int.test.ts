@@ -156,12 +156,16 @@ it('reads by index probes whatever the File table holds, in the plan a connectio
   // A thousand tasks, each with its archived output's library row, analysed: a table of the size bench/tasks makes.
   const template = await finishedTask();
   await ctx.db.$executeRawUnsafe(
-    `INSERT INTO "Task" SELECT (jsonb_populate_record(t, jsonb_build_object('id', t.id || '_' || g))).* FROM "Task" t, generate_series(1, 1000) g WHERE t.id = $1`,
+    `INSERT INTO "Task" SELECT (jsonb_populate_record(t, jsonb_build_object('id', t.id || '_' || g))).*
+      FROM "Task" t, generate_series(1, 1000) g WHERE t.id = $1`,
     template.id,
   );
   await ctx.db.$executeRawUnsafe(
-    `INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, "storageKey", "taskId", "outputIndex", "expiresAt")
-     SELECT 'file_' || id, "workspaceId", 'generated', 'output', 'a.png', 'image/png', 1, 'k/' || id, id, 0, now() + interval '1 day' FROM "Task" WHERE "workspaceId" = $1`,
+    `INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, "storageKey", "taskId",
+                         "outputIndex", "expiresAt")
+     SELECT 'file_' || id, "workspaceId", 'generated', 'output', 'a.png', 'image/png', 1, 'k/' || id, id, 0,
+            now() + interval '1 day'
+     FROM "Task" WHERE "workspaceId" = $1`,
     template.workspaceId,
   );
   await ctx.db.$executeRawUnsafe('ANALYZE "Task", "File", "CallbackAttempt"');

@@ -12,7 +12,7 @@ export type IdempotencyBegin =
   | { state: 'in_flight' };
 
 // A paid call that carries an Idempotency-Key runs these on its path: prepared statements on the pg pool, as the rest
-// of the paid path, so that Prisma's query compiler is not loaded by an edge serving paid calls (issue 11). Times go
+// of the paid path, so that Prisma's query compiler is not loaded by an edge serving paid calls. Times go
 // in as ISO strings with Z, read as UTC by `::timestamp(3)`.
 const BEGIN = `
   INSERT INTO "IdempotencyRecord" ("id", "workspaceId", "key", "requestHash", "expiresAt", "createdAt")
@@ -23,8 +23,8 @@ const BEGIN = `
   WHERE "IdempotencyRecord"."expiresAt" <= $6::timestamp(3)
      OR ("IdempotencyRecord"."responseStatus" IS NULL AND "IdempotencyRecord"."createdAt" <= $7::timestamp(3))
   RETURNING "id"`;
-const EXISTING =
-  'SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord" WHERE "workspaceId" = $1 AND "key" = $2';
+const EXISTING = `SELECT "requestHash", "responseStatus", "responseBody" FROM "IdempotencyRecord"
+  WHERE "workspaceId" = $1 AND "key" = $2`;
 const COMPLETE = 'UPDATE "IdempotencyRecord" SET "responseStatus" = $2::int, "responseBody" = $3::json WHERE "id" = $1';
 const ABANDON = 'DELETE FROM "IdempotencyRecord" WHERE "id" = $1';
 

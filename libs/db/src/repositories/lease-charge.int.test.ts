@@ -144,7 +144,8 @@ describe.each([FIRST, 'gensvc_lease_charge'])('%s', (fn) => {
       ]),
     ).toEqual(['e12:charged', 'e13:not', 'e14:not']);
     expect(await charge([])).toEqual([]);
-    // A batch of one (the function still answers one; the edge sends a lone charge as LEASE_CHARGE_ONE), retried; one on the released lease.
+    // A batch of one (the function still answers one; the edge sends a lone charge as LEASE_CHARGE_ONE), retried; one
+    // on the released lease.
     expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
     expect(await charge([['e15', 'B', 100]])).toEqual(['e15:charged']);
     expect(await charge([['e16', 'R', 1]])).toEqual(['e16:not']);
@@ -175,7 +176,7 @@ describe.each([FIRST, 'gensvc_lease_charge'])('%s', (fn) => {
   });
 });
 
-it('charges batches racing over two leases of two keys, in any order, without a deadlock or a double charge', async () => {
+it('charges batches racing over two leases of two keys in any order: no deadlock, no double charge', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   const keys = [(await makeKey(ctx.db, ws.id, { spendCap: 1_000_000n })).key, (await makeKey(ctx.db, ws.id)).key];
   const leases = await Promise.all(
@@ -218,7 +219,7 @@ it('charges batches racing over two leases of two keys, in any order, without a 
   }
 });
 
-it('charges one entry (every flush at low load) with the plain statement: once, only from a held lease that covers it', async () => {
+it('charges a lone entry with the plain statement: once, only from a held lease that covers it', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000n });
   const { key } = await makeKey(ctx.db, ws.id, { spendCap: 500_000n });
   const lease = (want: bigint) =>
@@ -282,7 +283,7 @@ it('charges one entry (every flush at low load) with the plain statement: once, 
   expect(k.spent + k.reserved).toBe(50_000n);
 });
 
-it("leaves a lease's expiry to its renewal when charging one entry (a HOT update), and pushes it when charging a batch", async () => {
+it("leaves a lease's expiry to its renewal for one entry (a HOT update), and pushes it for a batch", async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 1_000_000n });
   const { key } = await makeKey(ctx.db, ws.id);
   const lease = await billingRepository.lease(ctx.db, {

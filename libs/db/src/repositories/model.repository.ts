@@ -21,14 +21,15 @@ export const MODEL_ID = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 export type ModelWithChannels = Model & { routes: (ModelRoute & { channel: Channel })[] };
 
 // The catalog's reads (a model on a miss, every model for discovery) are the only model reads of an edge serving
-// paid calls: prepared statements on the pg pool, so that Prisma's query compiler (26–33 MiB of WASM, instantiated
-// at a client's first query) is never loaded by such an edge (issue 11). One row per route (a model without routes:
+// paid calls: prepared statements on the pg pool, so that Prisma's query compiler (tens of MiB of WASM,
+// instantiated at a client's first query) is never loaded by such an edge. One row per route (a model without routes:
 // one row, its route columns null), grouped here; the channel's columns are prefixed `c_` (channel.repository.ts).
 // Routes come by their channel's priority, then age, as channelRepository.list orders channels.
 const MODEL_ROUTES = (where: string) => `
   SELECT m.id, m.kind::text AS kind, m.enabled, m."inputPricePerMTok"::text AS "inputPricePerMTok",
          m."outputPricePerMTok"::text AS "outputPricePerMTok", m."unitPrice"::text AS "unitPrice", m."inputOnly",
-         m."maxOutputTokens", m."createdAt" AT TIME ZONE 'UTC' AS "createdAt", r."channelId", r."upstreamModel", ${CHANNEL_COLUMNS}
+         m."maxOutputTokens", m."createdAt" AT TIME ZONE 'UTC' AS "createdAt", r."channelId", r."upstreamModel",
+         ${CHANNEL_COLUMNS}
   FROM "Model" m
   LEFT JOIN "ModelRoute" r ON r."modelId" = m.id
   LEFT JOIN "Channel" c ON c.id = r."channelId"

@@ -48,7 +48,7 @@ it('creates the row and its hold together; a hold that cannot be made leaves no 
   expect(await ctx.db.task.count({ where: { workspaceId: c.workspaceId } })).toBe(1);
 });
 
-it('creation is one statement: a row that cannot be written leaves no hold, and racing creations hold exactly', async () => {
+it('creation is one statement: an unwritable row leaves no hold, and racing creations hold exactly', async () => {
   const c = await customer(3n * PRICE);
   const task = await makeTask(ctx.db, { ...c, amount: PRICE });
   // The same id again: the INSERT fails, and the hold made in the same statement is undone with it.
@@ -77,7 +77,7 @@ describe("createMany (the edge groups one key's creations)", () => {
     ...over,
   });
 
-  it('holds each item in order, as one creation after another: the items the balance covers are written, the rest answer 402', async () => {
+  it('holds items in order, as successive creations: those the balance covers are written, others 402', async () => {
     const c = await customer(3n * PRICE);
     // The second is too dear for what is left after the first; the third and fourth fit after it, the fifth does not.
     const inputs = [input(c), input(c, { amount: 3n * PRICE }), input(c), input(c), input(c)];
@@ -205,7 +205,7 @@ it('racing submits of the same tasks: each task recorded exactly once', async ()
   }
 });
 
-it('counts polls only from the expected count, records an output once, and completes only with nothing pending', async () => {
+it('counts polls from the expected count only, records an output once, completes with nothing pending', async () => {
   const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
   expect(await taskRepository.advancePoll(ctx.db, task.id, 1)).toBe(false); // still queued
   await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up_2', upstreamUrls: null });
@@ -262,7 +262,7 @@ describe('recordWebhookOutputs', () => {
     ).id;
   });
 
-  it("checks the task and records the result in one statement: only this job's running task at this provider, charged its hold once", async () => {
+  it("checks and records a result in one statement: only this job's running task at this provider, once", async () => {
     const c = await customer();
     const task = await makeTask(ctx.db, { ...c, amount: PRICE });
     const record = (over: Partial<WebhookOutputInput> = {}) =>
@@ -330,7 +330,7 @@ describe('recordWebhookOutputs', () => {
     });
   });
 
-  it('records a group in order, each item as alone, across keys and workspaces: each task charged once, the books kept', async () => {
+  it('records a group in order, each item as alone, across keys and workspaces: each task charged once', async () => {
     const a = await customer();
     const b = { workspaceId: a.workspaceId, apiKeyId: (await makeKey(ctx.db, a.workspaceId)).key.id };
     const other = await customer();
@@ -374,7 +374,7 @@ describe('recordWebhookOutputs', () => {
     });
   });
 
-  it('groups in any order beside creations, lone results and cancels of the same keys: no lock cycle, each task settled once', async () => {
+  it('groups beside creations, lone results and cancels of its keys: no lock cycle, each settled once', async () => {
     // Two keys of one workspace and a key of another; groups name their tasks in opposite orders. A lock cycle would
     // fail a statement with a deadlock after deadlock_timeout (1 s); here every statement must succeed.
     const a = await customer(100n * PRICE);
@@ -489,7 +489,7 @@ describe('callbacks', () => {
   let n = 0;
   const make = () => `whsec_test_${++n}`;
 
-  it('one secret per workspace however many first reads race; a rotation keeps the old one signing for 24 h only', async () => {
+  it('one secret per workspace however many first reads race; a rotation keeps the old one for 24 h only', async () => {
     const { workspaceId } = await customer();
     const first = await Promise.all(
       Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, workspaceId, make)),
@@ -506,7 +506,7 @@ describe('callbacks', () => {
     expect(await callbackRepository.signingSecrets(ctx.db, workspaceId, make, dayLater)).toEqual([rotated.secret]);
   });
 
-  it('records an attempt once; a redelivery starts a round after the last attempt, and the old round cannot mark it', async () => {
+  it('records an attempt once; a redelivery starts a new round, which the old round cannot mark', async () => {
     const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
     expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toBeNull(); // not finished yet
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
@@ -554,7 +554,7 @@ describe('callbacks', () => {
     });
   });
 
-  it('an attempt is recorded and its decision applied in one statement, only while the task is as the attempt read it', async () => {
+  it('records an attempt and its decision in one statement, only while the task is as the attempt saw it', async () => {
     const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
     await taskRepository.finish(ctx.db, task.id, { status: 'canceled' });
     const attempt = (k: number, statusCode: number, at = new Date()) => ({
@@ -649,7 +649,7 @@ describe('recordArchive', () => {
     outputIndex,
   });
 
-  it('archives of a task’s outputs side by side: each entry kept, one library row each, exactly one completes it', async () => {
+  it('parallel archives of a task’s outputs: each entry kept, one library row each, one completes it', async () => {
     for (let round = 0; round < 5; round++) {
       const task = await makeTask(ctx.db, { callbackUrl: 'https://hooks.example/cb' });
       await taskRepository.markSubmitted(ctx.db, task.id, { channelId: 'ch_x', upstreamId: 'up', upstreamUrls: null });
@@ -697,7 +697,7 @@ describe('recordArchive', () => {
     }
   });
 
-  it("a completion answers what its callback's job needs, and its first attempt reads the library file just written", async () => {
+  it("a completion answers what its callback's job needs; its first attempt reads the new library file", async () => {
     const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
     const archived = (task: { id: string }, i: number) => ({
       archive_status: 'archived' as const,
@@ -903,15 +903,19 @@ describe('the reconcilers’ indexes (partial: live tasks, pending or parked del
     // staleInProvider, staleInArchive (as Prisma writes them), stalePendingDeliveries and gensvc_count_parked.
     const sweeps: [string, string][] = [
       [
-        `SELECT id FROM "Task" WHERE (status = 'queued' AND "updatedAt" < ${before}) OR (status = 'running' AND output IS NULL AND ("updatedAt" < ${before} OR "deadlineAt" < ${before})) ORDER BY "updatedAt" LIMIT 100`,
+        `SELECT id FROM "Task" WHERE (status = 'queued' AND "updatedAt" < ${before})
+          OR (status = 'running' AND output IS NULL AND ("updatedAt" < ${before} OR "deadlineAt" < ${before}))
+          ORDER BY "updatedAt" LIMIT 100`,
         'Task_status_updatedAt_idx',
       ],
       [
-        `SELECT id FROM "Task" WHERE status = 'running' AND output IS NOT NULL AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`,
+        `SELECT id FROM "Task" WHERE status = 'running' AND output IS NOT NULL AND "updatedAt" < ${before}
+          ORDER BY "updatedAt" LIMIT 100`,
         'Task_status_updatedAt_idx',
       ],
       [
-        `SELECT id FROM "Task" WHERE "callbackState" = 'pending' AND "updatedAt" < ${before} ORDER BY "updatedAt" LIMIT 100`,
+        `SELECT id FROM "Task" WHERE "callbackState" = 'pending' AND "updatedAt" < ${before}
+          ORDER BY "updatedAt" LIMIT 100`,
         'Task_callbackState_updatedAt_idx',
       ],
       [`SELECT count(*)::int AS n FROM "Task" WHERE "callbackState" = 'parked'`, 'Task_callbackState_updatedAt_idx'],

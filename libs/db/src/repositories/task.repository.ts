@@ -1,7 +1,7 @@
 // Generation tasks (DESIGN.md §4): queued → running → completed | failed, and queued | running → canceled; and
 // each finished task's callback delivery: none → pending → delivered | parked (a redelivery makes it pending again).
 //
-// This repository is the only writer of Task rows (issue 12; `libs/db/src/boundaries.test.ts` fails on any other): creation,
+// This repository is the only writer of Task rows (`libs/db/src/boundaries.test.ts` fails on any other): creation,
 // submission, each poll, the provider's result, each output's archive, completion, failure, cancel, an image edit's
 // completed task, and the delivery state. The shape of Task.output is @gensvc/contracts task-output.ts.
 //
@@ -60,7 +60,9 @@ export interface RecordArchiveInput {
   file?: CreateFileInput;
 }
 
-/** What recording an archive outcome did: the completion it made (null: none), and whether its library row was written. */
+/**
+ * What recording an archive outcome did: the completion it made (null: none), and whether its library row was written.
+ */
 export interface RecordedArchive {
   completed: CompletedTask | null;
   fileCreated: boolean;
@@ -87,17 +89,17 @@ const HOLD_MARGIN_MS = 15 * 60_000;
 const LIVE: TaskStatus[] = ['queued', 'running'];
 
 // The per-task statements of the pipeline (creation, submit, each poll, the result, each archive) run as named
-// prepared statements on the pg pool (queryPrepared): through Prisma each paid its query compiler or raw-query path
-// on every call, the largest single item of the task-runner's CPU per task (issue 12). Times go in as ISO strings
-// with Z and come out `AT TIME ZONE 'UTC'`, and bigints as text, so rows read as Prisma reads them whatever the
-// session's zone (taskRowOf).
+// prepared statements on the pg pool (queryPrepared): through Prisma each would pay its query compiler or raw-query
+// path on every call, the costliest step of a task. Times go in as ISO strings with Z and come out
+// `AT TIME ZONE 'UTC'`, and bigints as text, so rows read as Prisma reads them in any zone (taskRowOf).
 
 /** A Task row's columns as taskRowOf reads them; `t` is the row's alias. */
 const taskColumns = (
   t: string,
-) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input, ${t}."callbackUrl",
-  ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId", ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt",
-  ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode", ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
+) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input,
+  ${t}."callbackUrl", ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId",
+  ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt", ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode",
+  ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
   ${t}.cost::text AS cost, ${t}.attempts, ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
   ${t}."createdAt" AT TIME ZONE 'UTC' AS "createdAt", ${t}."updatedAt" AT TIME ZONE 'UTC' AS "updatedAt",
   ${t}."startedAt" AT TIME ZONE 'UTC' AS "startedAt", ${t}."completedAt" AT TIME ZONE 'UTC' AS "completedAt"`;
@@ -114,7 +116,8 @@ const taskRowOf = ({ reserved, cost, ...row }: RawTaskRow): TaskRow => ({
 const iso = (d: Date) => d.toISOString();
 
 // Creations as a group: each item held and written as alone, in order, in one statement (migration 20261126200000).
-const CREATE_MANY = `SELECT hold, status, attempts, "callbackState", "callbackRoundStart" FROM gensvc_task_create_many($1::jsonb, $2::timestamp(3))`;
+const CREATE_MANY = `SELECT hold, status, attempts, "callbackState", "callbackRoundStart"
+  FROM gensvc_task_create_many($1::jsonb, $2::timestamp(3))`;
 
 /**
  * What CREATE_MANY answers per item: the hold's outcome and the columns the row took from their defaults (the schema
@@ -144,7 +147,10 @@ export const ADVANCE_POLL = `
 export const RECORD_OUTPUT = `
   SELECT r.charged::text AS charged FROM gensvc_task_record_output($1, $2::jsonb, $3::bigint, $4, $5::timestamp(3)) r`;
 
-/** operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are the task's kind's. */
+/**
+ * operation → the kind of output it makes (@gensvc/contracts), as the webhook statements take it: the entries kept are
+ * the task's kind's.
+ */
 export const OUTPUT_KINDS = JSON.stringify(
   Object.fromEntries(Object.entries(TASK_OPERATIONS).map(([operation, { kind }]) => [operation, kind])),
 );
@@ -152,7 +158,8 @@ export const OUTPUT_KINDS = JSON.stringify(
 // Each item's answer in its order.
 export const RECORD_WEBHOOK_OUTPUTS = `
   SELECT r.outcome, r.kind, r.charged::text AS charged, r."workspaceId", r.model
-  FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3)) WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
+  FROM gensvc_task_record_webhook_outputs($1::jsonb, $2::jsonb, $3::timestamp(3))
+       WITH ORDINALITY AS r(outcome, kind, charged, "workspaceId", model, attempts, n)
   ORDER BY r.n`;
 
 const ARCHIVE_SOURCE = `
@@ -167,16 +174,19 @@ const ARCHIVE_SOURCE = `
  */
 const RECORD_ARCHIVE = `
   WITH e AS (
-    SELECT * FROM jsonb_to_record($1::jsonb) AS e("taskId" text, "outputIndex" int, patch jsonb, "fileId" text, "fileWorkspaceId" text,
-      source text, purpose text, filename text, "contentType" text, bytes bigint, sha256 text, "storageKey" text, "fileCreatedAt" timestamp(3),
+    SELECT * FROM jsonb_to_record($1::jsonb) AS e("taskId" text, "outputIndex" int, patch jsonb, "fileId" text,
+      "fileWorkspaceId" text, source text, purpose text, filename text, "contentType" text, bytes bigint, sha256 text,
+      "storageKey" text, "fileCreatedAt" timestamp(3),
       "expiresAt" timestamp(3), "publicExpiresAt" timestamp(3), "archiveStatus" text)
   ), cur AS (
     SELECT t.id, t.status, t.output, e."outputIndex", e.patch FROM "Task" t JOIN e ON e."taskId" = t.id
     WHERE jsonb_typeof(t.output -> 'outputs' -> e."outputIndex") = 'object'
     FOR UPDATE OF t
   ), copy AS (
-    INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey", "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
-    SELECT e."fileId", e."fileWorkspaceId", e.source::"FileSource", e.purpose, e.filename, e."contentType", e.bytes, e.sha256, e."storageKey", e."fileCreatedAt",
+    INSERT INTO "File" (id, "workspaceId", source, purpose, filename, "contentType", bytes, sha256, "storageKey",
+                        "createdAt", "expiresAt", "publicExpiresAt", "taskId", "outputIndex", "archiveStatus")
+    SELECT e."fileId", e."fileWorkspaceId", e.source::"FileSource", e.purpose, e.filename, e."contentType", e.bytes,
+           e.sha256, e."storageKey", e."fileCreatedAt",
       e."expiresAt", e."publicExpiresAt", e."taskId", e."outputIndex", e."archiveStatus"::"ArchiveStatus"
     FROM e JOIN cur ON cur.id = e."taskId"
     WHERE e."fileId" IS NOT NULL
@@ -185,10 +195,12 @@ const RECORD_ARCHIVE = `
   ), next AS (
     SELECT cur.id, n.output,
            cur.status = 'running' AND NOT EXISTS (
-             SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS o WHERE coalesce(o ->> 'archive_status', 'pending') = 'pending'
+             SELECT 1 FROM jsonb_array_elements(n.output -> 'outputs') AS o
+             WHERE coalesce(o ->> 'archive_status', 'pending') = 'pending'
            ) AS completes
     FROM cur CROSS JOIN LATERAL (
-      SELECT jsonb_set(cur.output, ARRAY['outputs', cur."outputIndex"::text], (cur.output -> 'outputs' -> cur."outputIndex") || cur.patch) AS output
+      SELECT jsonb_set(cur.output, ARRAY['outputs', cur."outputIndex"::text],
+                       (cur.output -> 'outputs' -> cur."outputIndex") || cur.patch) AS output
     ) AS n
   ), done AS (
     UPDATE "Task" t SET output = next.output,
@@ -196,7 +208,8 @@ const RECORD_ARCHIVE = `
       status = CASE WHEN next.completes THEN 'completed'::"TaskStatus" ELSE t.status END,
       "completedAt" = CASE WHEN next.completes THEN $2::timestamp(3) ELSE t."completedAt" END,
       "callbackState" = CASE WHEN NOT next.completes THEN t."callbackState"
-                             WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+                             WHEN t."callbackUrl" IS NULL THEN 'none'::"CallbackState"
+                             ELSE 'pending'::"CallbackState" END
     FROM next WHERE t.id = next.id
     RETURNING t.id, t."workspaceId", t."callbackUrl", t."callbackRoundStart", next.completes
   )
@@ -387,15 +400,16 @@ export const taskRepository = {
 
   /**
    * Provider webhooks' results, in one statement (gensvc_task_record_webhook_outputs), each item checked and recorded
-   * as alone, in order, by gensvc_task_record_webhook_output: for the task whose recorded provider job id is `upstreamId` (the id the provider signed), of a channel of `provider`,
-   * running with no output, records the entries `outputs` holds for the task's output kind (OUTPUT_KINDS) and settles
-   * the hold (recordOutput's function, as conditional). 'recorded' with the charge and what the
-   * caller's next steps need (the task's workspace, model, poll count, the kind recorded); 'done' when this job's
-   * task has its result already or has ended; 'not_this' when the task is not this job's (or is gone, or still
-   * submitting); 'needs_row' when `outputs` has no entries for the task's kind (nothing written: the caller records
-   * it the long way); 'moved_on' when the task changed between the check and the write. Issue 12: the edge groups
-   * the results that arrive while its previous group is in flight; migration 20261126210000 locks the rows of every
-   * item first, in the order every writer takes them. One transaction: a failure records none of them.
+   * as alone, in order, by gensvc_task_record_webhook_output: for the task whose recorded provider job id is
+   * `upstreamId` (the id the provider signed), of a channel of `provider`, running with no output, records the entries
+   * `outputs` holds for the task's output kind (OUTPUT_KINDS) and settles the hold (recordOutput's function, as
+   * conditional). 'recorded' with the charge and what the caller's next steps need (the task's workspace, model, poll
+   * count, the kind recorded); 'done' when this job's task has its result already or has ended; 'not_this' when the
+   * task is not this job's (or is gone, or still submitting); 'needs_row' when `outputs` has no entries for the task's
+   * kind (nothing written: the caller records it the long way); 'moved_on' when the task changed between the check and
+   * the write. The edge groups the results that arrive while its previous group is in flight; migration
+   * 20261126210000 locks the rows of every item first, in the order every writer takes them. One transaction: a failure
+   * records none of them.
    */
   async recordWebhookOutputs(
     db: DbClient,
@@ -435,7 +449,7 @@ export const taskRepository = {
 
   /**
    * What archiving output `outputIndex` needs, in one read: the task's output and workspace (for the file's lives),
-   * and the library row of that output when an earlier run made it. Null when the task is gone.
+   * and the library row of that output when an earlier attempt made it. Null when the task is gone.
    */
   async archiveSource(db: DbClient, id: string, outputIndex: number) {
     const [row] = await queryPrepared<{
@@ -507,9 +521,11 @@ export const taskRepository = {
   async completeIfArchived(db: DbClient, id: string, now = new Date()): Promise<CompletedTask | null> {
     const rows = await db.$queryRaw<(Omit<CompletedTask, 'callback'> & { callbackUrl: string | null })[]>`
       UPDATE "Task" SET status = 'completed', "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
-        "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+        "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState"
+        ELSE 'pending'::"CallbackState" END
       WHERE id = ${id} AND status::text = 'running' AND output IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(output -> 'outputs') AS e WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending')
+        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(output -> 'outputs') AS e
+                        WHERE coalesce(e ->> 'archive_status', 'pending') = 'pending')
       RETURNING id, "workspaceId", "callbackRoundStart", "callbackUrl"`;
     if (!rows[0]) return null;
     const { callbackUrl, ...task } = rows[0];
@@ -537,12 +553,16 @@ export const taskRepository = {
       WITH ended AS (
         UPDATE "Task" SET status = ${how.status}::"TaskStatus", "errorCode" = ${code}, "errorMessage" = ${message},
           "completedAt" = ${now}::timestamp(3), "updatedAt" = ${now}::timestamp(3),
-          "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState" ELSE 'pending'::"CallbackState" END
+          "callbackState" = CASE WHEN "callbackUrl" IS NULL THEN 'none'::"CallbackState"
+          ELSE 'pending'::"CallbackState" END
         WHERE id = ${id} AND status::text IN ('queued', 'running') AND output IS NULL
           AND (${opts.workspaceId ?? null}::text IS NULL OR "workspaceId" = ${opts.workspaceId ?? null})
         RETURNING *
       )
-      SELECT ended.*, CASE WHEN ended."reservationId" IS NULL THEN NULL ELSE gensvc_release(ended."reservationId") END AS released FROM ended`;
+      SELECT ended.*,
+             CASE WHEN ended."reservationId" IS NULL THEN NULL ELSE gensvc_release(ended."reservationId") END
+               AS released
+      FROM ended`;
     const row = rows[0];
     if (!row) return null;
     const { released: _released, ...task } = row;
@@ -722,21 +742,27 @@ const STALE_PENDING_DELIVERIES = `
  */
 const RECORD_DELIVERY_ATTEMPT = `
   WITH e AS (
-    SELECT * FROM jsonb_to_record($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text, attempt int, "deliveryId" text, url text,
-      "statusCode" int, "durationMs" int, error text, "responseHead" text, at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
+    SELECT * FROM jsonb_to_record($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text,
+      attempt int, "deliveryId" text, url text, "statusCode" int, "durationMs" int, error text, "responseHead" text,
+      at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
   ), rec AS (
-    INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", "createdAt")
-    SELECT id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead", at FROM e WHERE record
+    INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs",
+                                   error, "responseHead", "createdAt")
+    SELECT id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs", error, "responseHead",
+           at
+    FROM e WHERE record
     ON CONFLICT DO NOTHING
     RETURNING id
   ), upd AS (
     UPDATE "Task" t SET
-      "callbackState" = CASE e."to" WHEN 'delivered' THEN 'delivered'::"CallbackState" WHEN 'parked' THEN 'parked'::"CallbackState" ELSE t."callbackState" END,
+      "callbackState" = CASE e."to" WHEN 'delivered' THEN 'delivered'::"CallbackState"
+                                    WHEN 'parked' THEN 'parked'::"CallbackState" ELSE t."callbackState" END,
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
       "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
     FROM e LEFT JOIN rec ON rec.id = e.id
     WHERE t.id = e."taskId" AND (rec.id IS NOT NULL OR NOT e.record) AND e."to" IS NOT NULL
-      AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart" AND t."callbackRoundStart" <= e.attempt
+      AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart"
+      AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
   ), t AS (
     SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id = (SELECT "taskId" FROM e)
@@ -792,7 +818,9 @@ export interface CompletedEditInput {
   files: CreateFileInput[];
 }
 
-/** A verified webhook's result for recordWebhookOutputs: the task, its signed job, the provider, the entries by kind. */
+/**
+ * A verified webhook's result for recordWebhookOutputs: the task, its signed job, the provider, the entries by kind.
+ */
 export interface WebhookOutputInput {
   id: string;
   upstreamId: string;

@@ -23,7 +23,8 @@ const INDEXES = [
 type Scans = Record<(typeof INDEXES)[number], number>;
 // Index scans this backend has made and not yet reported to the shared statistics (it reports them between
 // transactions, at most once a second): read twice in one transaction, their difference is what ran between.
-const SCANS = `SELECT relname::text AS name, pg_stat_get_xact_numscans(oid)::int AS n FROM pg_class WHERE relname = ANY ($1::text[])`;
+const SCANS = `SELECT relname::text AS name, pg_stat_get_xact_numscans(oid)::int AS n
+  FROM pg_class WHERE relname = ANY ($1::text[])`;
 const scansOf = (rows: { name: string; n: number }[]) => Object.fromEntries(rows.map((r) => [r.name, r.n])) as Scans;
 
 const difference = (before: Scans, after: Scans) =>
@@ -39,11 +40,16 @@ beforeAll(async () => {
   // task or hold in flight (bench/task-statements).
   const template = await makeTask(ctx.db);
   await ctx.db.$executeRawUnsafe(
-    `INSERT INTO "Reservation" SELECT (jsonb_populate_record(r, jsonb_build_object('id', r.id || '_' || g, 'state', 'settled'))).* FROM "Reservation" r, generate_series(1, 1000) g WHERE r.id = $1`,
+    `INSERT INTO "Reservation"
+      SELECT (jsonb_populate_record(r, jsonb_build_object('id', r.id || '_' || g, 'state', 'settled'))).*
+      FROM "Reservation" r, generate_series(1, 1000) g WHERE r.id = $1`,
     template.reservationId,
   );
   await ctx.db.$executeRawUnsafe(
-    `INSERT INTO "Task" SELECT (jsonb_populate_record(t, jsonb_build_object('id', t.id || '_' || g, 'status', 'completed', 'reservationId', t."reservationId" || '_' || g))).* FROM "Task" t, generate_series(1, 1000) g WHERE t.id = $1`,
+    `INSERT INTO "Task"
+      SELECT (jsonb_populate_record(t, jsonb_build_object('id', t.id || '_' || g, 'status', 'completed',
+                                                          'reservationId', t."reservationId" || '_' || g))).*
+      FROM "Task" t, generate_series(1, 1000) g WHERE t.id = $1`,
     template.id,
   );
   await taskRepository.finish(ctx.db, template.id, { status: 'canceled' });
@@ -147,7 +153,7 @@ it('ends a task and completes an archived one by primary-key probes, through Pri
   });
 });
 
-it("locks a webhook group's rows by primary-key probes from plans kept since its first call (migration 20261127100000)", async () => {
+it("locks a webhook group's rows by primary-key probes from plans kept since its first call", async () => {
   // Seven webhooks whose jobs are not these tasks' (no task is running): the group takes its locks on the seven Task
   // rows and their holds, keys and workspaces, and records nothing. The first call's plans are the kept ones (the
   // function runs with force_generic_plan), so one call shows them; the tables' sequential scans are counted too.

@@ -67,14 +67,18 @@ export const usageRepository = {
              (count(*) FILTER (WHERE ${charge}))::int AS calls,
              coalesce(sum(l."inputTokens") FILTER (WHERE ${charge}), 0)::text AS input_tokens,
              coalesce(sum(l."outputTokens") FILTER (WHERE ${charge}), 0)::text AS output_tokens,
-             coalesce(sum(LEAST(o.images, coalesce((t.input->>'n')::int, o.images))) FILTER (WHERE ${charge}), 0)::text AS images,
-             coalesce(sum(CASE WHEN o.videos > 0 THEN coalesce((t.input->>'duration_seconds')::int, 0) ELSE 0 END) FILTER (WHERE ${charge}), 0)::text AS video_seconds,
+             coalesce(sum(LEAST(o.images, coalesce((t.input->>'n')::int, o.images))) FILTER (WHERE ${charge}), 0)
+               ::text AS images,
+             coalesce(sum(CASE WHEN o.videos > 0 THEN coalesce((t.input->>'duration_seconds')::int, 0) ELSE 0 END)
+                        FILTER (WHERE ${charge}), 0)::text AS video_seconds,
              coalesce(-sum(l.amount), 0)::text AS amount
       FROM "LedgerEntry" l
       LEFT JOIN "Task" t ON t.id = l."taskId" AND t."workspaceId" = l."workspaceId"
       LEFT JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE e->>'kind' = 'image') AS images, count(*) FILTER (WHERE e->>'kind' = 'video') AS videos
-        FROM jsonb_array_elements(CASE WHEN jsonb_typeof(t.output->'outputs') = 'array' THEN t.output->'outputs' ELSE '[]'::jsonb END) e
+        SELECT count(*) FILTER (WHERE e->>'kind' = 'image') AS images,
+               count(*) FILTER (WHERE e->>'kind' = 'video') AS videos
+        FROM jsonb_array_elements(CASE WHEN jsonb_typeof(t.output->'outputs') = 'array' THEN t.output->'outputs'
+                                       ELSE '[]'::jsonb END) e
       ) o ON true
       WHERE l."workspaceId" = ${workspaceId} AND l.kind IN ('charge', 'refund')
         AND l."createdAt" >= ${q.from}::timestamp(3) AND l."createdAt" < ${q.to}::timestamp(3)

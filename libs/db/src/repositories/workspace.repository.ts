@@ -35,7 +35,7 @@ export const workspaceRepository = {
 
   /**
    * The balance as its owner reads it. Workspace.balance leaves out every hold, including the blocks edge replicas
-   * lease to serve calls from memory (issue 11): those are the replicas' bookkeeping, not a commitment the owner
+   * lease to serve calls from memory: those are the replicas' bookkeeping, not a commitment the owner
    * made, so what they still hold unspent is counted back in — the owner sees the same balance however many replicas
    * hold a block. Holds of the owner's own calls and tasks in flight stay out, as before leases: that money is
    * committed (a running task's bound), and a call beyond it is refused. null when there is no such workspace.
@@ -44,14 +44,16 @@ export const workspaceRepository = {
     const [row] = await queryPrepared<{ amount: string }>(
       db,
       'workspace_owner_balance',
-      `SELECT (w."balance" + COALESCE((SELECT SUM(r."amount") FROM "Reservation" r WHERE r."workspaceId" = w."id" AND r."lease" AND r."state" = 'held'), 0))::text AS amount
+      `SELECT (w."balance" + COALESCE((SELECT SUM(r."amount") FROM "Reservation" r
+                                       WHERE r."workspaceId" = w."id" AND r."lease" AND r."state" = 'held'), 0))::text
+              AS amount
          FROM "Workspace" w WHERE w."id" = $1`,
       [id],
     );
     return row ? BigInt(row.amount) : null;
   },
 
-  /** Changes the given settings (never the balance: that moves through the ledger); null when there is no such workspace. */
+  /** Changes the given settings (never the balance: that moves through the ledger); null without such a workspace. */
   async update(
     db: DbClient,
     id: string,
@@ -61,7 +63,7 @@ export const workspaceRepository = {
     return count ? db.workspace.findUnique({ where: { id } }) : null;
   },
 
-  /** Adds to the balance and writes its ledger entry in one statement; returns the new balance, null if no such workspace. */
+  /** Adds to the balance and writes its ledger entry in one statement: the new balance, null without the workspace. */
   async topUp(db: DbClient, workspaceId: string, amount: bigint, note: string | null = null): Promise<bigint | null> {
     const rows = await db.$queryRaw<{ balanceAfter: bigint }[]>`
       WITH w AS (

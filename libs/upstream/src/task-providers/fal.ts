@@ -1,5 +1,6 @@
 // fal's queue API (https://docs.fal.ai/model-apis/model-endpoints/queue), base https://queue.fal.run:
-//   POST {base}/{model id}                      the input is the body; answers request_id, status_url, response_url, cancel_url
+//   POST {base}/{model id}                      the input is the body; answers request_id, status_url,
+//                                               response_url, cancel_url
 //   GET  {base}/{app}/requests/{id}/status      IN_QUEUE | IN_PROGRESS | COMPLETED
 //   GET  {base}/{app}/requests/{id}             the result once COMPLETED: 2xx with the outputs, or the model's error
 //   PUT  {base}/{app}/requests/{id}/cancel      202 CANCELLATION_REQUESTED, 400 ALREADY_COMPLETED, 404 NOT_FOUND
@@ -130,10 +131,10 @@ function resultOutputs(result: Obj): { outputs: ProviderOutput[]; flagged: numbe
     const file = fileOf(f, isFlagged);
     if (file) outputs.push(file);
   };
-  if (Array.isArray(result.images)) result.images.forEach((f, i) => add(f, flags[i] === true));
+  if (Array.isArray(result.images)) for (const [i, f] of result.images.entries()) add(f, flags[i] === true);
   if (result.image !== undefined) add(result.image);
   if (result.video !== undefined) add(result.video);
-  if (Array.isArray(result.videos)) result.videos.forEach((f) => add(f));
+  if (Array.isArray(result.videos)) for (const f of result.videos) add(f);
   return { outputs, flagged };
 }
 
@@ -206,7 +207,8 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
         // A route that names no owner/app cannot be called here; another channel's route may name one.
         throw new UpstreamFailure(`"${upstreamModel}" is not a fal model id (owner/app[/path])`, 'status', true, 404);
       }
-      const path = `/${encodePath(upstreamModel)}${webhookUrl !== undefined ? `?fal_webhook=${encodeURIComponent(webhookUrl)}` : ''}`;
+      const query = webhookUrl !== undefined ? `?fal_webhook=${encodeURIComponent(webhookUrl)}` : '';
+      const path = `/${encodePath(upstreamModel)}${query}`;
       const answer = await call({
         channel,
         method: 'POST',
@@ -228,8 +230,8 @@ export function createFalProvider(http: UpstreamClient): TaskProvider {
     },
 
     async status(job: JobCall): Promise<JobState> {
-      // fal calls a webhook only when the request has ended: its result is there to read (issue 12: one GET per
-      // webhook instead of the status and then the result). A result read of a request still running answers 400
+      // fal calls a webhook only when the request has ended: its result is there to read (one GET per webhook
+      // instead of the status and then the result). A result read of a request still running answers 400
       // "in progress", read as running, so a stray hint costs nothing.
       if (job.ended) return result(job);
       const answer = await call({

@@ -79,7 +79,7 @@ export interface TaskProvider {
   submit(call: SubmitCall): Promise<Submitted>;
   /** The job's state; throws an UpstreamFailure when the provider could not tell (see isTransient). */
   status(call: JobCall): Promise<JobState>;
-  /** Asks the provider to stop the job; a job that is gone or already over counts as canceled. Throws when worth retrying. */
+  /** Asks the provider to stop the job; a job gone or already over counts as canceled. Throws when worth retrying. */
   cancel(call: JobCall): Promise<void>;
 }
 

@@ -324,7 +324,7 @@ describe('fal', () => {
     expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${urls.status_url}`, `GET ${urls.response_url}`]);
   });
 
-  it('reads the result alone when the webhook said the request ended, and a request still running as running', async () => {
+  it('reads the result alone when the webhook said the request ended, and one still running as running', async () => {
     const images = { body: { images: [{ url: 'https://cdn.example/a.png' }] } };
     const sent = answers(images);
     expect(await createFalProvider(http).status({ ...job(urls), ended: true })).toEqual({
@@ -373,7 +373,7 @@ describe('webhook bodies, read by the parsers of the status answers', () => {
     expect(replicateWebhookState('succeeded')).toBeNull();
   });
 
-  it("fal: an OK payload is the result, read as the response URL's; ERROR, payload_error and another request's body are not", () => {
+  it("fal: an OK payload is the result, as the response URL's; ERROR, payload_error, another request's are not", () => {
     const payload = {
       images: [{ url: 'https://cdn.example/a.png', width: 64, height: 48, content_type: 'image/png' }],
       has_nsfw_concepts: [false],

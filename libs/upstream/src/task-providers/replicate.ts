@@ -32,7 +32,9 @@ import type {
   TaskProvider,
 } from './provider';
 
-/** The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height. */
+/**
+ * The aspect ratios Replicate's image models take by name; any other size is sent as "custom" with width and height.
+ */
 const ASPECT_RATIOS = new Set(['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21']);
 
 /** "16:9" for 1280×720; "custom" when the size has no named ratio. */

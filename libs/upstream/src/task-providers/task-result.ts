@@ -1,4 +1,4 @@
-// The one place a provider's "the job succeeded, with these files" becomes the task's result (issue 12). Two readers
+// The one place a provider's "the job succeeded, with these files" becomes the task's result. Two readers
 // find it: the task-runner's poll (services/task-runner task-poll.ts, from the provider's status answer) and the
 // edge's provider-webhooks route (from a verified webhook's body, which is the same answer); both hand it here, so the
 // output's entries, the charge, the spend metric and the archive jobs are decided once.
@@ -22,7 +22,7 @@ export interface TaskResultDeps {
   metrics?: Metrics;
 }
 
-/** recordWebhookResult's: the recorder of a webhook's result (the edge's groups it with the webhooks that arrive meanwhile). */
+/** recordWebhookResult's: the recorder of a webhook's result (the edge's groups it with those arriving meanwhile). */
 export interface WebhookResultDeps extends TaskResultDeps {
   recordWebhookOutput: (input: WebhookOutputInput) => Promise<WebhookOutputRecord>;
 }
@@ -57,12 +57,11 @@ export interface WebhookJob {
  * A verified webhook's result (its job succeeded with `outputs`), recorded as recordTaskResult records a poll's, for
  * the task whose recorded provider job is the one the provider signed, of a channel of
  * that provider, running with no output yet. One Postgres statement does the checks and the recording
- * (taskRepository.recordWebhookOutputs, through the caller's grouped recorder; issue 12: the task's read before it was a round trip per task): the entries
- * go in built for each kind the task may make, and the statement keeps its kind's. A video's entries need the
- * duration the task asked for when the provider does not say one (outputEntries), which only the row has: then the
- * row is read and the result recorded by recordTaskResult. 'recorded' or 'done' (this job's task had its result
- * already, or ended, or moved on meanwhile): the webhook is dealt with. 'not_this': not this job's task, or one still
- * submitting.
+ * (taskRepository.recordWebhookOutputs, through the caller's grouped recorder, so no separate read per task): the
+ * entries go in built for each kind the task may make, and the statement keeps its kind's. A video's entries need the
+ * duration the task asked for when the provider does not say one (outputEntries), which only the row has: then the row
+ * is read and the result recorded by recordTaskResult. 'recorded' or 'done' (this job's task had its result already, or
+ * ended, or moved on meanwhile): the webhook is dealt with. 'not_this': not this job's task, or one still submitting.
  */
 export async function recordWebhookResult(
   deps: WebhookResultDeps,

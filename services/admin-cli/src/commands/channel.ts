@@ -15,10 +15,10 @@ import { AnsweredFailure, conflict, notFound } from '../failures';
 import { choice, choices, httpUrl, integer, text } from '../flag-values';
 import { fields, iso, table } from '../output';
 
-export const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** A channel as the CLI shows it: whether it has a provider credential, never the credential. */
-export function channelView(c: ChannelModel) {
+function channelView(c: ChannelModel) {
   return {
     id: c.id,
     name: c.name,
@@ -204,7 +204,8 @@ const update: Command = {
     const patch = settingsOf(input);
     if (Object.keys(patch).length === 0)
       throw new UsageError(
-        'Nothing to change: give at least one of --base-url, --secret, --evaluate-path, --priority, --weight, --timeout-ms.',
+        'Nothing to change: give at least one of --base-url, --secret, --evaluate-path, --priority, --weight, ' +
+          '--timeout-ms.',
         update,
       );
     return (deps) => applyUpdate(deps, ref, patch);
@@ -216,7 +217,8 @@ const switchCommand = (enabled: boolean): Command => {
     words: ['channel', enabled ? 'enable' : 'disable'],
     summary: enabled
       ? 'Put a disabled channel back into rotation on every replica.'
-      : 'Take a channel out of rotation: every replica stops sending it new calls within a second (tasks in flight on it still poll it).',
+      : 'Take a channel out of rotation: every replica stops sending it new calls within a second (tasks in flight ' +
+        'on it still poll it).',
     flags: whichFlags,
     prepare(flags) {
       const ref = which(flags, command);
@@ -229,7 +231,8 @@ const switchCommand = (enabled: boolean): Command => {
 const remove: Command = {
   words: ['channel', 'remove'],
   summary:
-    'Remove a channel and its model routes (refused while generation tasks submitted to it are in flight: disable it first).',
+    'Remove a channel and its model routes (refused while generation tasks submitted to it are in flight: disable ' +
+    'it first).',
   flags: whichFlags,
   prepare(flags) {
     const ref = which(flags, remove);
@@ -240,7 +243,8 @@ const remove: Command = {
       if (!removed.ok && removed.reason === 'in_use') {
         throw conflict(
           'channel_in_use',
-          `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; disable the channel and remove it once they finish.`,
+          `${removed.tasks} generation task(s) submitted to channel "${channel.name}" are still queued or running; ` +
+            `disable the channel and remove it once they finish.`,
         );
       }
       await announceCatalogChange(deps, { channel: channel.id });

@@ -21,7 +21,7 @@ const DEFAULT_GRACE = '24h';
 const SECRET_NOTE = 'The secret ("key") is shown this once and cannot be recovered: store it now.';
 
 /** A key as the CLI shows it: never its secret or hash (the secret exists only in the answer that creates it). */
-export function keyView(k: ApiKeyModel) {
+function keyView(k: ApiKeyModel) {
   return {
     id: k.id,
     prefix: k.prefix,
@@ -75,7 +75,8 @@ export async function invalidate({ redis, queuePrefix, out }: Deps, keyId: strin
   if (!redis) return;
   await publishKeyInvalidations(redis, queuePrefix, [keyId], (e) =>
     out.note(
-      `warning: could not publish the invalidation of ${keyId} on Redis (${e.message}); edges drop their cached look-up when it expires.`,
+      `warning: could not publish the invalidation of ${keyId} on Redis (${e.message}); edges drop their cached ` +
+        `look-up when it expires.`,
     ),
   );
 }

@@ -18,7 +18,7 @@ import { amount, choice, choices, flagSwitch, integer, list } from '../flag-valu
 import { fields, iso, table } from '../output';
 
 /** A model with the names of the channels that serve it. */
-export function modelView(m: ModelModel, channels: string[]) {
+function modelView(m: ModelModel, channels: string[]) {
   return {
     id: m.id,
     kind: m.kind,
@@ -120,7 +120,8 @@ const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).trans
 const update: Command = {
   words: ['model', 'update'],
   summary:
-    "Change a model's prices, channels or availability; every replica uses it at once (--enabled false: refused everywhere within a second).",
+    "Change a model's prices, channels or availability; every replica uses it at once (--enabled false: refused " +
+    'everywhere within a second).',
   flags: [
     { name: 'id', value: 'PROVIDER/MODEL', required: true, help: 'model id' },
     { name: 'input-price', value: 'USD', help: 'price per million input tokens' },
@@ -191,7 +192,8 @@ const remove: Command = {
       if (!removed.ok && removed.reason === 'in_use') {
         throw conflict(
           'model_in_use',
-          `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model update --enabled false) and remove it once they finish.`,
+          `${removed.tasks} generation task(s) of ${input.id} are still queued or running; disable the model (model ` +
+            `update --enabled false) and remove it once they finish.`,
         );
       }
       await announceCatalogChange(deps, { model: input.id });

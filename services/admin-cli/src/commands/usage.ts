@@ -29,7 +29,7 @@ interface UsageRow {
 }
 
 /** Spend (charges net of refunds, from the ledger) per day, per model or per key over the period. */
-export function groupSpend(rows: readonly LedgerUsage[], by: GroupBy): UsageRow[] {
+function groupSpend(rows: readonly LedgerUsage[], by: GroupBy): UsageRow[] {
   const column = by === 'day' ? 'day' : by === 'model' ? 'model' : 'key_id';
   const value = (r: LedgerUsage) => (by === 'day' ? r.day : by === 'model' ? r.model : r.keyId);
   const out = rows.map((r) => ({ [column]: value(r), amount: toAmount(r.amount) }) as UsageRow);
@@ -41,7 +41,7 @@ const csvCell = (v: string | number | null) => {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
-export function toCsv(rows: readonly UsageRow[], columns: readonly string[]): string {
+function toCsv(rows: readonly UsageRow[], columns: readonly string[]): string {
   return [columns.join(','), ...rows.map((r) => columns.map((c) => csvCell(r[c] ?? null)).join(','))].join('\n');
 }
 

@@ -10,7 +10,7 @@ import { fields, iso, table, type JsonObject } from '../output';
 /** workspaceRepository.create types the balance after its opening top-up as nullable (null: no such workspace). */
 type WorkspaceRow = Omit<WorkspaceModel, 'balance'> & { balance: bigint | null };
 
-export function workspaceView(w: WorkspaceRow) {
+function workspaceView(w: WorkspaceRow) {
   return {
     id: w.id,
     name: w.name,

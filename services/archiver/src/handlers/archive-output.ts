@@ -18,7 +18,13 @@ import {
   type TaskOutputEntry,
 } from '@gensvc/contracts';
 import { generatedFile, taskRepository, type CreateFileInput } from '@gensvc/db';
-import { OutboundError, fetchChecked, isTransientOutboundError } from '@gensvc/outbound';
+import {
+  OutboundError,
+  type OutboundResponse,
+  type OutboundWholeResponse,
+  fetchChecked,
+  isTransientOutboundError,
+} from '@gensvc/outbound';
 import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, sha256Hex, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
@@ -135,7 +141,7 @@ export function archiveOutput(deps: ArchiverDeps) {
       return notArchived(error.reason === 'too_large' ? 'too_large' : 'failed', `${error.reason}: ${error.message}`);
     };
 
-    let response;
+    let response: OutboundResponse | OutboundWholeResponse;
     try {
       response = await fetchChecked(entry.url, {
         allowCidrs: config.outbound.allowCidrs,

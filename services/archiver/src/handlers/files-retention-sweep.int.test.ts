@@ -51,7 +51,10 @@ async function makeFile(
   return { id, storageKey };
 }
 
-/** Consistency that must hold at every instant, killed or not: no object without a row, no visible row without its object. */
+/**
+ * Consistency that must hold at every instant, killed or not: no object without a row, no visible row without its
+ * object.
+ */
 async function checkConsistent() {
   const rows = await ctx.db.file.findMany({ select: { storageKey: true, expiresAt: true } });
   const objects = new Set(await objectsInBucket());
@@ -132,7 +135,7 @@ it('removes exactly the files whose retention is over, and survives a kill half-
   expect(await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger })).toEqual({ removed: 0 });
 });
 
-it('an object that cannot be deleted keeps its row (and so stays consistent); the run fails and the next one finishes', async () => {
+it('an object that cannot be deleted keeps its row; the run fails and the next one finishes', async () => {
   const ws = await makeWorkspace(ctx.db);
   const files: Made[] = [];
   for (let i = 0; i < 6; i++) files.push(await makeFile(ws.id, { expiresInMs: -DAY }));

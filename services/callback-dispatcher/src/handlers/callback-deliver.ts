@@ -216,7 +216,7 @@ async function send(
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const ended = () => ({ durationMs: elapsed(), endedAt: Date.now() });
-  let response;
+  let response: Awaited<ReturnType<typeof postChecked>>;
   try {
     response = await postChecked(url, body, {
       allowCidrs: deps.config.outbound.allowCidrs,
@@ -241,7 +241,7 @@ async function send(
 }
 
 function describe(e: OutboundError): string {
-  // A closed, filtered, reset or non-TLS port reads the same (issue 14): the delivery log, which the workspace reads,
+  // A closed, filtered, reset or non-TLS port reads the same: the delivery log, which the workspace reads,
   // cannot be used to map ports through the gateway.
   if (UNREACHABLE.has(e.reason)) return `unreachable: ${e.rule}`;
   // The rule that refused the address, never the address: the host's records are not the workspace's to learn.

@@ -22,7 +22,7 @@ import type {
   WorkspaceInfo,
 } from './types';
 
-export const API_BASE = '/api/v1/dashboard';
+const API_BASE = '/api/v1/dashboard';
 const CSRF_COOKIE = 'gsvc_csrf';
 
 /** An error answer of the edge: `{"error":{"type","code","message","param","request_id"}}`. */
@@ -48,7 +48,7 @@ export function onUnauthorized(handler: Unauthorized) {
 }
 
 /** The double-submit token: the `gsvc_csrf` cookie the edge sets (readable by the page by design). */
-export function csrfToken(): string {
+function csrfToken(): string {
   for (const part of document.cookie.split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === CSRF_COOKIE) return decodeURIComponent(part.slice(eq + 1).trim());
@@ -80,7 +80,7 @@ interface RequestOptions {
 
 const SAFE = new Set(['GET', 'HEAD']);
 
-export function queryString(query: Query = {}): string {
+function queryString(query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
   const s = params.toString();

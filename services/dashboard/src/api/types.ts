@@ -1,15 +1,15 @@
 // The shapes of services/edge/src/routes/dashboard/API.md, as the edge sends them.
 
 export type Role = 'owner' | 'admin' | 'member';
-export type Tier = 'free' | 'payg' | 'team' | 'enterprise';
+type Tier = 'free' | 'payg' | 'team' | 'enterprise';
 
-export interface User {
+interface User {
   id: string;
   email: string;
   name: string | null;
 }
 
-export interface WorkspaceRef {
+interface WorkspaceRef {
   id: string;
   name: string;
   tier: Tier;
@@ -108,7 +108,7 @@ export interface InvitationInfo {
 export type OutputKind = 'image' | 'video' | 'audio' | 'document';
 export type OutputSource = 'generated' | 'upload';
 
-export interface Money {
+interface Money {
   amount: number;
   currency: string;
 }
@@ -181,7 +181,7 @@ export interface TaskDetail {
   attempts: CallbackAttempt[];
 }
 
-export interface CallbackAttempt {
+interface CallbackAttempt {
   attempt: number;
   delivery_id: string;
   status_code: number | null;

@@ -14,14 +14,18 @@ export function useApi<T>(load: () => Promise<T>, deps: readonly unknown[]): Loa
   const [data, setState] = useState<T | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [loading, setLoading] = useState(true);
-  const [tick, setTick] = useState(0);
   const generation = useRef(0);
-
+  // The latest `load`, so that a reload asks with the values of the last render.
+  const latestLoad = useRef(load);
   useEffect(() => {
+    latestLoad.current = load;
+  });
+
+  const reload = useCallback(() => {
     const mine = ++generation.current;
     setLoading(true);
     setError(undefined);
-    load().then(
+    latestLoad.current().then(
       (value) => {
         if (mine !== generation.current) return;
         setState(value);
@@ -33,10 +37,12 @@ export function useApi<T>(load: () => Promise<T>, deps: readonly unknown[]): Loa
         setLoading(false);
       },
     );
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [...deps, tick]);
+  }, []);
 
-  const reload = useCallback(() => setTick((t) => t + 1), []);
+  useEffect(() => {
+    reload();
+  }, [reload, ...deps]);
+
   const setData = useCallback((update: (current: T | undefined) => T | undefined) => setState(update), []);
   return { data, error, loading, reload, setData };
 }
@@ -64,7 +70,6 @@ export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R
         setPending(false);
       }
     },
-    // eslint-disable-next-line react-hooks/exhaustive-deps
     [run],
   );
   return { call, pending, error, clearError: () => setError(undefined) };

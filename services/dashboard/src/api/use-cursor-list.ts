@@ -14,32 +14,34 @@ export function useCursorList<T>(fetchPage: (after: string | null) => Promise<Pa
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<ApiError | undefined>();
   const generation = useRef(0);
+  // The latest `fetchPage`, so that "Load more" asks with the filters of the last render.
+  const latestFetch = useRef(fetchPage);
+  useEffect(() => {
+    latestFetch.current = fetchPage;
+  });
 
-  const load = useCallback(
-    async (after: string | null) => {
-      const mine = ++generation.current;
-      setLoading(true);
-      setError(undefined);
-      try {
-        const page = await fetchPage(after);
-        if (mine !== generation.current) return;
-        setItems((prev) => (after ? [...prev, ...page.data] : page.data));
-        setCursor(page.next_cursor);
-        setHasMore(page.has_more);
-      } catch (err) {
-        if (mine === generation.current) setError(asApiError(err));
-      } finally {
-        if (mine === generation.current) setLoading(false);
-      }
-    },
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-    [key],
-  );
+  const load = useCallback(async (after: string | null) => {
+    const mine = ++generation.current;
+    setLoading(true);
+    setError(undefined);
+    try {
+      const page = await latestFetch.current(after);
+      if (mine !== generation.current) return;
+      setItems((prev) => (after ? [...prev, ...page.data] : page.data));
+      setCursor(page.next_cursor);
+      setHasMore(page.has_more);
+    } catch (err) {
+      if (mine === generation.current) setError(asApiError(err));
+    } finally {
+      if (mine === generation.current) setLoading(false);
+    }
+  }, []);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` names the list; a new one starts from its first page
   useEffect(() => {
     setItems([]);
     void load(null);
-  }, [load]);
+  }, [load, key]);
 
   return { items, setItems, hasMore, loading, error, loadMore: () => void load(cursor) };
 }

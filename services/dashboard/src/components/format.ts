@@ -1,6 +1,8 @@
 const moneyFormats = new Map<string, Intl.NumberFormat>();
 
-/** Amounts arrive in currency units (API.md "Amounts"); small charges keep up to 4 decimals so they do not read 0.00. */
+/**
+ * Amounts arrive in currency units (API.md "Amounts"); small charges keep up to 4 decimals so they do not read 0.00.
+ */
 export function formatMoney(amount: number, currency: string): string {
   const key = `${currency}:${Math.abs(amount) > 0 && Math.abs(amount) < 0.01 ? 'small' : 'std'}`;
   let f = moneyFormats.get(key);

@@ -1,6 +1,8 @@
 import type { ReactNode } from 'react';
 
-/** A bordered, horizontally scrollable table; `actions` adds a last column of row buttons (named for screen readers). */
+/**
+ * A bordered, horizontally scrollable table; `actions` adds a last column of row buttons (named for screen readers).
+ */
 export function Table({
   columns,
   actions,

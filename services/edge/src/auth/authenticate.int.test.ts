@@ -145,14 +145,15 @@ describe('vendor credential conventions', () => {
   // once the key has passed authentication and the llm.chat scope check (a refusal there is 401 or 403).
   const AUTHENTICATED = 400;
 
-  it("Anthropic-style routes read x-api-key (or a bearer key, as Anthropic and its SDK do) and answer errors in Anthropic's shape", async () => {
+  it('Anthropic-style routes read x-api-key (or a bearer key, as its SDK does), errors Anthropic-shaped', async () => {
     const ws = await makeWorkspace(ctx.db);
     const { secret } = await makeKey(ctx.db, ws.id);
     const noChat = await makeKey(ctx.db, ws.id, { scopes: ['account.read'] });
     const post = (headers: Record<string, string>) => fetch(`${edge.url}/v1/messages`, { method: 'POST', headers });
     expect((await post({ 'x-api-key': secret })).status).toBe(AUTHENTICATED);
     expect((await post({ authorization: `Bearer ${secret}` })).status).toBe(AUTHENTICATED);
-    expect((await post({ 'x-api-key': 'gsk_' + 'x'.repeat(43), authorization: `Bearer ${secret}` })).status).toBe(401); // x-api-key wins
+    // x-api-key wins
+    expect((await post({ 'x-api-key': `gsk_${'x'.repeat(43)}`, authorization: `Bearer ${secret}` })).status).toBe(401);
     const none = await post({});
     expect(none.status).toBe(401);
     expect(await jsonOf(none)).toEqual({

@@ -11,7 +11,7 @@ import {
   type WorkspaceRole,
 } from '@gensvc/auth';
 import { apiKeyRepository, creatorRoleOf, type ApiKeyLookup, type Db } from '@gensvc/db';
-import { AppError, errors } from '@gensvc/errors';
+import { errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import { locals } from '../http/request-context';
 import type { KeyCache } from './key-cache';
@@ -120,7 +120,9 @@ function missing(style: CredentialStyle) {
 function malformedMessage(style: CredentialStyle) {
   if (style === 'anthropic') return 'The x-api-key header does not hold a well-formed API key.';
   if (style === 'google')
-    return 'The API key is malformed: send the complete key in x-goog-api-key, or as "Authorization: Bearer <API_KEY>".';
+    return (
+      'The API key is malformed: send the complete key in ' + 'x-goog-api-key, or as "Authorization: Bearer <API_KEY>".'
+    );
   return undefined;
 }
 
@@ -140,7 +142,7 @@ function otherCredential(req: Request) {
   return undefined;
 }
 
-/** 403 insufficient_role when the key's creator's role is below what `rule` needs; CLI-made keys are bounded by scopes only. */
+/** 403 insufficient_role when the key's creator's role is below what `rule` needs; CLI-made keys: scopes only. */
 export function requireKeyRole(rule: RoleRule) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const { role } = authOf(res);

@@ -15,9 +15,9 @@ import { hashToken } from '@gensvc/auth';
 import { errors } from '@gensvc/errors';
 import type { Redis } from 'ioredis';
 
-export const LOGIN_LIMIT = 10;
+const LOGIN_LIMIT = 10;
 const TAKE_BACK = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
-export const LOGIN_WINDOW_S = 15 * 60;
+const LOGIN_WINDOW_S = 15 * 60;
 
 export interface SignInAttempt {
   email: string;

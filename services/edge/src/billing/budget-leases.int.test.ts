@@ -122,7 +122,8 @@ it('leases in blocks and writes charges in groups: one statement at once when id
     const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_burst' };
     const holds = await Promise.all(Array.from({ length: 150 }, () => leases.hold(owner, CALL_COST)));
     const burst = { ...leases.stats };
-    holds.forEach((h, i) => leases.charge(h, { cost: CALL_COST, requestId: `req_burst_${i}`, model: CHAT }));
+    for (const [i, h] of holds.entries())
+      void leases.charge(h, { cost: CALL_COST, requestId: `req_burst_${i}`, model: CHAT });
     await leases.flushed();
     expect(leases.stats.flushes - burst.flushes).toBe(1);
     expect(leases.stats.charges - burst.charges).toBe(150);
@@ -142,7 +143,7 @@ it('keeps a lease in use alive by its tick (every 5 s), whatever its charges do'
   const leases = edge.deps.holds.leases;
   try {
     const owner = { workspaceId: ws.id, apiKeyId: key.id, requestId: 'req_alive' };
-    // A call held the whole time (a long stream): the lease never goes idle, and a lone charge does not move its expiry.
+    // A call held the whole time (a long stream): the lease never goes idle; a lone charge does not move its expiry.
     const long = await leases.hold(owner, CALL_COST);
     const expiry = async () =>
       (await ctx.db.reservation.findUniqueOrThrow({ where: { id: long.lease.id } })).expiresAt.getTime();
@@ -178,7 +179,7 @@ it('serves a workspace on every replica within a second of a top-up', async () =
   expect(Date.now() - started).toBeLessThan(1000);
 });
 
-it('shows the owner a balance that leases do not move: opening balance less the charges, on every replica', async () => {
+it('shows a balance leases do not move: opening balance less the charges, on every replica', async () => {
   const opening = 10_000_000n;
   const ws = await makeWorkspace(ctx.db, { balance: opening });
   const { secret } = await makeKey(ctx.db, ws.id);
@@ -196,7 +197,7 @@ it('shows the owner a balance that leases do not move: opening balance less the 
   }
 });
 
-it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charged twice, nothing charged unanswered', async () => {
+it('keeps the books when an edge is SIGKILLed under load: nothing charged twice or unanswered', async () => {
   const ws = await makeWorkspace(ctx.db, { balance: 10_000_000n });
   await ctx.db.workspace.update({ where: { id: ws.id }, data: { rpm: 100_000 } });
   const { key, secret } = await makeKey(ctx.db, ws.id);
@@ -219,6 +220,7 @@ it('keeps the books when an edge is SIGKILLed under a 32-way load: nothing charg
   expect(k.spent).toBe(-ledger.reduce((s, e) => s + e.amount, 0n));
   await expectBalanced(ctx.db, ws.id);
   process.stdout.write(
-    `SIGKILL under load: ${answered.length} answered, ${ledger.length} charged, ${uncharged} pending at the kill went uncharged\n`,
+    `SIGKILL under load: ${answered.length} answered, ${ledger.length} ` +
+      `charged, ${uncharged} pending at the kill went uncharged\n`,
   );
 }, 120_000);

@@ -74,7 +74,7 @@ interface PendingCharge extends LeaseCharge {
 }
 
 const slotOf = (o: Pick<HoldOwner, 'workspaceId' | 'apiKeyId'>) => `${o.workspaceId}|${o.apiKeyId}`;
-export const leaseReturnChannel = (queuePrefix: string) => `${queuePrefix}:billing:lease-return`;
+const leaseReturnChannel = (queuePrefix: string) => `${queuePrefix}:billing:lease-return`;
 
 export class BudgetLeases {
   private readonly leases = new Map<string, Lease[]>();
@@ -92,7 +92,7 @@ export class BudgetLeases {
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
-    /** Asks the other replicas to give back what their leases of a workspace hold (null: a single replica, in tests). */
+    /** Asks the other replicas to give back what their leases of a workspace hold (null: one replica, in tests). */
     private readonly askReturn: ((workspaceId: string) => Promise<void>) | null,
     options: LeaseOptions = {},
   ) {
@@ -103,7 +103,10 @@ export class BudgetLeases {
     this.timer.unref();
   }
 
-  /** Holds `amount` for a call against a lease of the caller's key, leasing a block first when none has room. 402 when the money is not there. */
+  /**
+   * Holds `amount` for a call against a lease of the caller's key, leasing a block first when none has room. 402 when
+   * the money is not there.
+   */
   async hold(owner: HoldOwner, amount: bigint): Promise<LeaseHold> {
     if (this.closed) throw new Error('budget leases are closed');
     const slot = slotOf(owner);
@@ -140,6 +143,7 @@ export class BudgetLeases {
   charge(hold: LeaseHold, input: SettleInput & { requestId: string }): Promise<bigint | null> {
     if (hold.done) return Promise.resolve(null);
     hold.done = true;
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min does not take
     const cost = input.cost < 0n ? 0n : input.cost > hold.amount ? hold.amount : input.cost;
     hold.lease.committed -= hold.amount - cost;
     if (cost === 0n) return Promise.resolve(0n);

@@ -35,7 +35,7 @@ const KEPT_TTL_MS = 15 * 60 * 1000;
 export type { HoldOwner };
 
 /** What a settlement charges: at most the hold; the request id is the hold's own. */
-export type Charge = Omit<SettleInput, 'taskId'>;
+type Charge = Omit<SettleInput, 'taskId'>;
 
 export interface Hold {
   readonly amount: bigint;

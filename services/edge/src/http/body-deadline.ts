@@ -1,4 +1,4 @@
-// The bounds on a client sending its body (issue 14): the longest pause between two chunks and the whole body's
+// The bounds on a client sending its body: the longest pause between two chunks and the whole body's
 // time, per route (a 25 MiB upload on a slow link needs far longer than a JSON body). Without them a body that never
 // ends, or a Content-Length larger than what is sent, holds its connection until Node's 300 s request timeout.
 import type { IncomingMessage } from 'node:http';
@@ -18,7 +18,7 @@ export const uploadDeadline = (t: HttpTimeouts): BodyDeadline => ({ idleMs: t.bo
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 /** 408 for a body that stalled or took too long: the answer tells the client which bound it broke. */
-export function bodyTimeout(which: 'idle' | 'total', deadline: BodyDeadline): AppError {
+function bodyTimeout(which: 'idle' | 'total', deadline: BodyDeadline): AppError {
   return which === 'idle'
     ? errors.requestTimeout(
         `The request body stalled: no byte arrived for ${seconds(deadline.idleMs)}. Nothing was stored or charged.`,

@@ -178,7 +178,7 @@ async function send(method: string, path: string, headers: Record<string, string
 type Style = 'native' | 'anthropic' | 'google';
 const UNSAFE_ECHO = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
-/** The error of `answer`, checked against its family's shape; returns its code (null for Google, whose shape has none). */
+/** The error of `answer`, checked against its family's shape; returns its code (null for Google's shape: none). */
 function checkRefusal(answer: Answer, style: Style): { code: string | null; message: string } {
   expect(answer.headers['x-request-id']).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
   expect(answer.headers['content-type']).toMatch(/^application\/json/);
@@ -478,7 +478,8 @@ function hostileBodies(route: Route): fc.Arbitrary<Hostile>[] {
       fc.constantFrom('__proto__', '__defineGetter__', 'a.b', '', ' q').map((id) => ({
         what: `question id ${id}`,
         body: Buffer.from(
-          `{"model":"sim/eval-1","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},"${id}":{"type":"boolean","instructions":"y"}}}`,
+          `{"model":"sim/eval-1","state":"s","questions":{"q1":{"type":"boolean","instructions":"x"},` +
+            `"${id}":{"type":"boolean","instructions":"y"}}}`,
         ),
         status: 400,
         code: 'invalid_request',
@@ -617,7 +618,7 @@ describe('hostile paths: one decoding guard for every path parameter', () => {
     .array(fc.oneof(hostileBytes, fc.stringMatching(/^[A-Za-z0-9_.-]{0,6}$/)), { minLength: 1, maxLength: 5 })
     .map((parts) => parts.join(''));
 
-  it('refuses what cannot be decoded or holds a control character with 400, and answers everything else below 500', async () => {
+  it('refuses the undecodable or a control character with 400, and answers all else below 500', async () => {
     const before = await books();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ROUTE_PATHS), segment, async (route, seg) => {
@@ -669,7 +670,7 @@ describe('hostile paths: one decoding guard for every path parameter', () => {
 describe('hostile headers', () => {
   const otherKey = () => newApiKey().secret;
 
-  it('refuses two different keys on the Google and Anthropic routes (neither is chosen), and takes the same key twice', async () => {
+  it('refuses two different keys on the Google and Anthropic routes, and takes the same key twice', async () => {
     const before = await books();
     const body = json(ROUTES[3]!.valid);
     const google = await send(
@@ -720,7 +721,8 @@ describe('hostile headers', () => {
     const before = await books();
     const boundary = 'nulboundary';
     const form = Buffer.from(
-      `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\u0000x\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}--\r\n`,
+      `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\u0000x\r\n` +
+        `--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n--${boundary}--\r\n`,
     );
     const answer = await send(
       'POST',
@@ -767,7 +769,8 @@ describe('bytes that only look like an image', () => {
         Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
       ),
       Buffer.from(
-        `--${boundary}\r\ncontent-disposition: form-data; name="${file.field}"; filename="a.gif"\r\ncontent-type: image/gif\r\n\r\n`,
+        `--${boundary}\r\ncontent-disposition: form-data; name="${file.field}"; filename="a.gif"\r\n` +
+          'content-type: image/gif\r\n\r\n',
       ),
       file.bytes,
       Buffer.from(`\r\n--${boundary}--\r\n`),
@@ -822,7 +825,7 @@ function openSocket(): Promise<Socket> {
   });
 }
 
-/** Writes `head` (and the first body bytes), then sends nothing more; resolves with what came back and when it closed. */
+/** Writes `head` (and the first body bytes), then nothing more; resolves with what came back and when it closed. */
 async function stall(head: string, first: Buffer = Buffer.alloc(0), trickle?: { every: number; bytes: Buffer }) {
   const socket = await openSocket();
   const started = Date.now();
@@ -907,7 +910,7 @@ describe('slow clients', () => {
     },
   );
 
-  it('408s a JSON body that trickles without pausing but is not whole within the JSON body timeout (Anthropic shape)', async () => {
+  it('408s a JSON body that trickles but is not whole within the JSON body timeout (Anthropic shape)', async () => {
     const head = postHead('/v1/messages', {
       'x-api-key': customer.secret,
       'anthropic-version': '2023-06-01',
@@ -921,14 +924,16 @@ describe('slow clients', () => {
     expect(answer!.ms).toBeLessThan(http.jsonBodyMs + SLACK_MS);
   });
 
-  it('408s an upload that stalls mid-file, after its multipart upload to S3 began, and leaves no object and no row', async () => {
+  it('408s an upload stalled mid-file after its S3 multipart upload began, leaving no object or row', async () => {
     const before = await books();
     const objectsBefore = (await objectKeys(ctx.s3, ctx.config.s3.bucket)).length;
     const boundary = 'hostileboundary';
     const file = Buffer.concat([sample.png(8, 8), Buffer.alloc(7 * 1024 * 1024, 7)]);
     const form = Buffer.concat([
       Buffer.from(
-        `--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`,
+        `--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n` +
+          `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n` +
+          'content-type: image/png\r\n\r\n',
       ),
       file,
       Buffer.from(`\r\n--${boundary}--\r\n`),
@@ -958,10 +963,12 @@ describe('slow clients', () => {
     const boundary = 'editboundary';
     const form = Buffer.concat([
       Buffer.from(
-        `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n`,
+        `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/image-1\r\n` +
+          `--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nx\r\n`,
       ),
       Buffer.from(
-        `--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`,
+        `--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\n` +
+          'content-type: image/png\r\n\r\n',
       ),
       sample.png(8, 8),
     ]);
@@ -982,7 +989,9 @@ describe('slow clients', () => {
   });
 
   it('cuts the unread rest of a body after the answer when it stalls (a route that reads no body)', async () => {
-    const head = `GET /api/v1/me/balance HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${customer.secret}\r\ncontent-length: 5000\r\n\r\n`;
+    const head =
+      'GET /api/v1/me/balance HTTP/1.1\r\nhost: 127.0.0.1\r\n' +
+      `authorization: Bearer ${customer.secret}\r\ncontent-length: 5000\r\n\r\n`;
     const { answer, closedAfterMs } = await stall(head, Buffer.from('abc'));
     expect(answer!.status).toBe(200);
     expect(closedAfterMs).toBeGreaterThan(0);

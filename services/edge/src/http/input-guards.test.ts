@@ -1,4 +1,4 @@
-// The pure parts of the edge's input guards (issue 14): the JSON text scan, the path and query decoding check, and
+// The pure parts of the edge's input guards: the JSON text scan, the path and query decoding check, and
 // what an error message may show. Their wiring into the real edge is proved over sockets in hostile-input.int.test.ts.
 import fc from 'fast-check';
 import { MAX_JSON_DEPTH, scanJsonText } from './json-text';
@@ -30,7 +30,8 @@ describe('scanJsonText', () => {
     expect(scan('["\\ud800"]', false)).toEqual({ kind: 'surrogate' });
     expect(scan('["\\udc00\\ud800"]')).toEqual({ kind: 'surrogate' });
     expect(scan('["\\ud800x"]')).toEqual({ kind: 'surrogate' });
-    expect(scan('["\\ud83d\\ude00", "\\u00e9", "\\\\u0000"]')).toBeNull(); // a pair, an ordinary escape, an escaped backslash
+    // a pair, an ordinary escape, an escaped backslash
+    expect(scan('["\\ud83d\\ude00", "\\u00e9", "\\\\u0000"]')).toBeNull();
   });
 
   it('agrees with a recursive depth count on any JSON value', () => {

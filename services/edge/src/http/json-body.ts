@@ -1,4 +1,4 @@
-// The one JSON body reader of every JSON route (issue 14), whose byte reader also serves the routes that need the raw
+// The one JSON body reader of every JSON route, whose byte reader also serves the routes that need the raw
 // bytes (readRawBody: provider webhooks, signed over them). Everything a caller can get wrong about the bytes is a
 // 4xx decided here, before any store is touched: a Content-Encoding the bytes do not follow (400 invalid_encoding),
 // bytes that are not UTF-8 (400 invalid_encoding), malformed JSON (400 invalid_json), nesting beyond MAX_JSON_DEPTH
@@ -15,7 +15,7 @@ import { bufferedWhole, declaredTooLarge } from './declared-length';
 import { formatBytes } from './errors';
 import { MAX_JSON_DEPTH, scanJsonText } from './json-text';
 
-export const JSON_TYPES = ['application/json', 'application/*+json'];
+const JSON_TYPES = ['application/json', 'application/*+json'];
 
 export interface JsonBodyOptions {
   /** Decoded bytes allowed. */
@@ -49,7 +49,7 @@ const hasBody = (req: IncomingMessage) =>
  * refuse or read otherwise (multipart).
  */
 export function jsonBody(o: JsonBodyOptions): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
+  return (req: Request, _res: Response, next: NextFunction) => {
     if (req.body !== undefined || req.readableEnded || !hasBody(req) || !isJson(req)) return next();
     const charset = contentCharset(req.headers['content-type']);
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
@@ -179,7 +179,8 @@ function parseJson(text: string, o: JsonBodyOptions): unknown {
     );
   if (problem?.kind === 'surrogate') {
     throw errors.invalidCharacter(
-      'A string in the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): it is not Unicode text.',
+      'A string in the request body holds an unpaired UTF-16 ' +
+        'surrogate escape (\\ud800-\\udfff): it is not Unicode text.',
       'body',
     );
   }

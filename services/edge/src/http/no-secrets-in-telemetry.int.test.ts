@@ -41,7 +41,7 @@ afterAll(async () => {
   await collector.close();
 });
 
-it('keeps invitation tokens, signed-link tokens, keys and signatures out of the access log and the exported spans', async () => {
+it('keeps invitation and link tokens, keys and signatures out of the access log and the spans', async () => {
   const ws = await makeWorkspace(ctx.db);
   const { user } = await makeMember(ctx.db, ws.id, 'owner');
   const invitation = newOpaqueToken();

@@ -3,7 +3,7 @@
 import { type AppError, errors } from '@gensvc/errors';
 import type { z } from 'zod';
 
-/** The body checked against `schema`; it must be a JSON object, and 400 invalid_request names the first field at fault. */
+/** The body checked against `schema`; it must be a JSON object, and 400 invalid_request names the first bad field. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw errors.invalidRequest('The request body must be a JSON object sent with Content-Type: application/json.');
@@ -11,7 +11,7 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   return parseFields(schema, body);
 }
 
-/** `value` (a body, form fields, a query) checked against `schema`, or 400 invalid_request naming the first field at fault. */
+/** `value` (a body, form fields, a query) checked against `schema`, or 400 invalid_request naming the bad field. */
 export function parseFields<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;

@@ -1,4 +1,4 @@
-// The one decoding guard for every path (and query) of the edge (issue 14): mounted before any route, it refuses a
+// The one decoding guard for every path (and query) of the edge: mounted before any route, it refuses a
 // request whose path the router could not decode into its parameters, or whose decoded path or query holds a
 // character no id, model name or filter can hold, with a 400 naming the problem. Without it, the router's
 // decodeURIComponent throws on `%ZZ`, `%E0%A4%A` (a cut sequence) or `%C0%AF` (overlong UTF-8), and a `%00` in
@@ -30,7 +30,8 @@ export function encodingProblem(raw: string, what: 'path' | 'query'): AppError |
     if (/[%\u0080-\uffff]/.test(raw)) decoded = utf8.decode(percentBytes(raw));
   } catch {
     return errors.invalidEncoding(
-      `The ${what}'s percent-encoded bytes are not valid UTF-8 (a cut or overlong sequence, such as %C0%AF, or a byte that starts none).`,
+      `The ${what}'s percent-encoded bytes are not valid UTF-8 (a cut ` +
+        `or overlong sequence, such as %C0%AF, or a byte that starts none).`,
       what,
     );
   }

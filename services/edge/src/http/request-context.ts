@@ -22,7 +22,7 @@ export const routeOf = (req: Request): string =>
   req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
 
 /** Which vendor's conventions a path follows: its errors are answered in that vendor's shape (DESIGN.md §4). */
-export function errorStyleFor(path: string): ErrorStyle {
+function errorStyleFor(path: string): ErrorStyle {
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic';
   if (path.startsWith('/v1beta/')) return 'google';
   return 'native';
@@ -31,8 +31,9 @@ export function errorStyleFor(path: string): ErrorStyle {
 /**
  * Every answer carries X-Request-Id: the caller's own when it is a sane token (so one id can follow a request
  * through the caller's systems), a new one otherwise. Every request ends with one access-log line (the logger adds
- * the trace id) naming its route template and the client's address (req.ip, as TRUST_PROXY says). The request's child logger is made on its first use: most requests log nothing but that line,
- * which is skipped whole when the level leaves it out.
+ * the trace id) naming its route template and the client's address (req.ip, as TRUST_PROXY says). The request's child
+ * logger is made on its first use: most requests log nothing but that line, which is skipped whole when the level
+ * leaves it out.
  */
 export function requestContext(logger: Logger) {
   const accessLog = logger.isLevelEnabled('info');

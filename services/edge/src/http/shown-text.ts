@@ -1,4 +1,4 @@
-// What an error message may show of what a caller sent: escaped and capped (issue 14). A message echoes model ids,
+// What an error message may show of what a caller sent: escaped and capped. A message echoes model ids,
 // paths, field names and values; unescaped, a control or bidi character can rewrite how a log line or a terminal
 // shows the answer (Trojan Source), and kilobytes of echo cost bandwidth and logs for nothing.
 
@@ -11,8 +11,11 @@ export const MAX_PARAM_CHARS = 200;
  * C0 and C1 controls, DEL, the bidi embeddings, overrides, isolates and marks, zero-width characters, the BOM, the
  * line and paragraph separators, and unpaired surrogates: each becomes a visible \u{XXXX}.
  */
-const UNSAFE =
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSAFE = new RegExp(
+  String.raw`[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]` +
+    String.raw`|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]`,
+  'g',
+);
 
 export function escapeUnsafe(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}}`);

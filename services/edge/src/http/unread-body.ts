@@ -8,8 +8,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { watchBody } from './body-deadline';
 
 /** How long, and for how many more bytes, the rest of an answered request's body is still read and dropped. */
-export const LINGER_MS = 5_000;
-export const LINGER_BYTES = 8 * 1024 * 1024;
+const LINGER_MS = 5_000;
+const LINGER_BYTES = 8 * 1024 * 1024;
 
 export function boundUnreadBody(timeouts: Pick<HttpTimeouts, 'bodyIdleMs'>) {
   const deadline = { idleMs: Math.min(timeouts.bodyIdleMs, LINGER_MS), totalMs: LINGER_MS };

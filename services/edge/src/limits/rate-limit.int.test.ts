@@ -15,7 +15,7 @@ describe('takeSlot (sliding window in Redis)', () => {
     const decisions = await Promise.all(
       Array.from({ length: 500 }, (_, i) => takeSlot(conns[i % 3]!, key, 300, 60_000)),
     );
-    conns.slice(1).forEach((c) => c.disconnect());
+    for (const c of conns.slice(1)) c.disconnect();
     expect(decisions.filter((d) => d.accepted)).toHaveLength(300);
     const remaining = decisions
       .filter((d) => d.accepted)
@@ -55,7 +55,7 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
     const decisions = await Promise.all(
       Array.from({ length: 2600 }, (_, i) => replicas[i % 2]!.take(key, limit, 60_000)),
     );
-    replicas.forEach((r) => r.close());
+    for (const r of replicas) r.close();
     other.disconnect();
     expect(decisions.filter((d) => d.accepted)).toHaveLength(limit);
     const redisCalls = replicas.reduce((n, r) => n + r.stats.redisCalls, 0);
@@ -96,7 +96,7 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
 });
 
 describe("takeSlotPair (a key with its own limit, beside its workspace's)", () => {
-  it("accepts exactly the key's limit when 400 calls race on three connections, and counts them in the workspace too", async () => {
+  it("accepts the key's exact limit of 400 calls racing on three connections, counted for the workspace", async () => {
     const { createRedisConnection } = await import('@gensvc/queue');
     const conns = [
       ctx.redis,
@@ -114,7 +114,7 @@ describe("takeSlotPair (a key with its own limit, beside its workspace's)", () =
         })),
       ),
     );
-    conns.slice(1).forEach((c) => c.disconnect());
+    for (const c of conns.slice(1)) c.disconnect();
     expect(decisions.filter((d) => d.accepted && d.k === 0)).toHaveLength(40);
     expect(decisions.filter((d) => d.accepted && d.k === 1)).toHaveLength(70);
     expect(decisions.filter((d) => !d.accepted).every((d) => d.binding === 'key' && d.remaining === 0)).toBe(true);
@@ -123,7 +123,7 @@ describe("takeSlotPair (a key with its own limit, beside its workspace's)", () =
     ]);
   });
 
-  it("takes a slot in both windows or in neither: a call the workspace refuses uses none of its key's slots", async () => {
+  it("takes a slot in both windows or neither: a call the workspace refuses uses none of its key's", async () => {
     const ws = `${ctx.config.queuePrefix}:rl:test:pair-full-ws`;
     const key = `${ctx.config.queuePrefix}:rl:test:pair-full-key`;
     const decisions = await Promise.all(

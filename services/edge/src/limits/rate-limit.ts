@@ -42,7 +42,7 @@ if oldest[2] then frees = tonumber(oldest[2]) + window end
 return {grant, room - grant, frees, now}
 `;
 
-// A call limited twice (its workspace's window and its key's own, issue 13): one slot taken in both windows or in
+// A call limited twice (its workspace's window and its key's own): one slot taken in both windows or in
 // neither, atomically, so a refusal by one never uses up the other and racing replicas cannot overshoot either.
 // KEYS: workspace window, key window. ARGV: workspace limit, key limit, window, member, lease ms (the workspace window
 // may hold leased slots dated up to lease ms ahead: its expiry keeps them). Answers grant, the least room left, when
@@ -132,7 +132,8 @@ export async function takeSlotPair(
   const r = redis as WithWindow;
   if (typeof r.gensvcSlidingWindowPair !== 'function')
     r.defineCommand('gensvcSlidingWindowPair', { numberOfKeys: 2, lua: SLIDING_WINDOW_PAIR });
-  const member = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}:1`;
+  sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER;
+  const member = `${memberPrefix}:${sequence}:1`;
   const [granted, remaining, resetAtMs, nowMs, binding] = await r.gensvcSlidingWindowPair(
     workspaceKey,
     keyKey,
@@ -151,7 +152,7 @@ export async function takeSlotPair(
   };
 }
 
-export interface SlotGrant {
+interface SlotGrant {
   /** The sorted-set members taken, one per call that may be accepted. */
   members: string[];
   /** Slots still free in the window after this grant. */
@@ -161,7 +162,7 @@ export interface SlotGrant {
 }
 
 /** Takes up to `want` slots for calls within the next `leaseMs` (one slot, for a call now, when want is 1). */
-export async function takeSlots(
+async function takeSlots(
   redis: Redis,
   key: string,
   limit: number,
@@ -172,7 +173,8 @@ export async function takeSlots(
   const r = redis as WithWindow;
   if (typeof r.gensvcSlidingWindow !== 'function')
     r.defineCommand('gensvcSlidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
-  const prefix = `${memberPrefix}:${(sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER)}`;
+  sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER;
+  const prefix = `${memberPrefix}:${sequence}`;
   const [granted, remaining, resetAtMs, nowMs] = await r.gensvcSlidingWindow(
     key,
     limit,
@@ -190,7 +192,7 @@ export async function takeSlots(
 }
 
 /** Workspaces whose limit is at least this lease slots; below it every call takes its own slot (exact headers). */
-export const SLOT_LEASE_MIN_LIMIT = 1000;
+const SLOT_LEASE_MIN_LIMIT = 1000;
 const SLOTS_PER_LEASE = 32;
 const SLOT_LEASE_MS = 200;
 
@@ -203,12 +205,12 @@ interface SlotLease {
 }
 
 /**
- * Rate-limit slots leased in blocks (issue 11): for a workspace with a large limit, this replica takes up to 32 slots
+ * Rate-limit slots leased in blocks: for a workspace with a large limit, this replica takes up to 32 slots
  * in one Redis call and accepts calls against them in memory for 200 ms; the slots it did not use go back to the
  * window (ZREM) when the lease ends. The window stays exact — Redis never holds more than the limit, and each slot is
  * dated at its lease's end — and X-RateLimit-Remaining counts, conservatively, other replicas' unused leased slots as
- * used. Below SLOT_LEASE_MIN_LIMIT, and whenever less than half of the window is free, a call takes its own slot, as
- * before. One per process (EdgeDeps.rateSlots).
+ * used. Below SLOT_LEASE_MIN_LIMIT, and whenever less than half of the window is free, a call takes its own slot.
+ * One per process (EdgeDeps.rateSlots).
  */
 export class SlotLeases {
   private readonly leases = new Map<string, SlotLease>();
@@ -304,7 +306,7 @@ export interface RateLimitOptions {
   windowMs?: number;
 }
 
-export const MINUTE_MS = 60_000;
+const MINUTE_MS = 60_000;
 
 /**
  * Middleware after authentication: counts the call against the workspace, sets X-RateLimit-Limit-RPM,
@@ -344,7 +346,8 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
       next(
         errors.rateLimited(
-          `Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`,
+          `Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} ` +
+            `per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`,
           {
             ...headers,
             'Retry-After': String(retryAfter),

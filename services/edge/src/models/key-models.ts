@@ -1,4 +1,4 @@
-// The per-key model allow-list (issue 13): a key limited to some models may call only those, and model discovery
+// The per-key model allow-list: a key limited to some models may call only those, and model discovery
 // lists only those. Every paid route looks its model up through modelForKey, so the rule lives here once.
 import type { AuthKey } from '@gensvc/db';
 import { errors } from '@gensvc/errors';

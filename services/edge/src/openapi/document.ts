@@ -15,7 +15,7 @@ import {
 export type JsonSchema = Record<string, unknown>;
 
 /** A zod schema as JSON Schema: `input` for what the route accepts, `output` for what it answers. */
-export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
     io,
     unrepresentable: 'any',
@@ -151,7 +151,7 @@ function operationObject(op: ApiOperation, path: string, first: boolean): JsonSc
 }
 
 /** The task callback (spec §6, libs/webhooks): an OpenAPI `webhooks` entry, with the signature headers. */
-export interface WebhookDoc {
+interface WebhookDoc {
   envelope: z.ZodType;
 }
 
@@ -168,7 +168,8 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
   for (const op of operations) {
     const docPaths = documentPaths(op);
     for (const [i, path] of docPaths.entries()) {
-      const item = (paths[path] ??= {});
+      paths[path] ??= {};
+      const item = paths[path];
       if (item[op.method]) throw new Error(`${op.method.toUpperCase()} ${path} is documented twice`);
       const object = operationObject(op, path, i === 0);
       const id = object.operationId as string;
@@ -184,9 +185,9 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
       title: 'gensvc API',
       version: opts.version,
       description:
-        'A gateway to third-party generation and evaluation models, billed per workspace. Errors answer the `Error` body ' +
-        '(Anthropic- and Google-compatible routes their vendor shapes); each error code has one HTTP status, listed in ' +
-        '`x-error-codes` at the root of this document.',
+        'A gateway to third-party generation and evaluation models, billed per workspace. ' +
+        'Errors answer the `Error` body (Anthropic- and Google-compatible routes their vendor shapes); ' +
+        'each error code has one HTTP status, listed in `x-error-codes` at the root of this document.',
     },
     servers: [{ url: opts.serverUrl }],
     tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),
@@ -197,10 +198,13 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
           operationId: 'taskCallback',
           summary: 'A task finished: its envelope is POSTed to the callback_url given at creation',
           description:
-            `Signed with the workspace's callback secret (GET /api/v1/me/callback-secret): \`${SIGNATURE_HEADER}: t=<unix seconds>,v1=<hex>\` ` +
-            'where v1 = HMAC-SHA256(secret, "<t>." + raw body). For 24 h after a rotation two v1 values are sent. Verify the raw ' +
-            'bytes before parsing, in constant time, within 300 s of your clock (`npm install @gensvc/webhooks`: verifyCallback). ' +
-            `Answer 2xx within 10 s, else the delivery is retried (0 s, 30 s, 2 min, 10 min, 1 h); de-duplicate on ${DELIVERY_ID_HEADER}.`,
+            "Signed with the workspace's callback secret (GET /api/v1/me/callback-secret): " +
+            `\`${SIGNATURE_HEADER}: t=<unix seconds>,v1=<hex>\` ` +
+            'where v1 = HMAC-SHA256(secret, "<t>." + raw body). For 24 h after a rotation two v1 values are sent. ' +
+            'Verify the raw bytes before parsing, in constant time, within 300 s of your clock ' +
+            '(`npm install @gensvc/webhooks`: verifyCallback). ' +
+            'Answer 2xx within 10 s, else the delivery is retried (0 s, 30 s, 2 min, 10 min, 1 h); ' +
+            `de-duplicate on ${DELIVERY_ID_HEADER}.`,
           parameters: [
             {
               name: SIGNATURE_HEADER,

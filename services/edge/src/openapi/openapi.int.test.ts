@@ -15,6 +15,7 @@ import { DOCS_ASSET_PREFIX } from './routes';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
+// biome-ignore lint/suspicious/noExplicitAny: the served JSON document, walked freely by the assertions below
 let doc: any;
 beforeAll(async () => {
   edge = await startEdge(ctx);
@@ -40,9 +41,13 @@ function registeredRoutes(app: express.Express): string[] {
         const paths = [layer.route.path].flat(Infinity) as (string | RegExp)[];
         for (const path of paths) {
           for (const method of Object.keys(layer.route.methods).filter((m) => m !== '_all')) {
-            out.push(
-              `${method} ${path instanceof RegExp ? (prefix ? `${prefix}${path}` : String(path)) : `${prefix}${path === '/' && prefix ? '' : path}`}`,
-            );
+            const shown =
+              path instanceof RegExp
+                ? prefix
+                  ? `${prefix}${path}`
+                  : String(path)
+                : `${prefix}${path === '/' && prefix ? '' : path}`;
+            out.push(`${method} ${shown}`);
           }
         }
       } else if (layer.handle?.stack) {
@@ -169,9 +174,10 @@ describe('the OpenAPI document', () => {
     );
     // One status per code, listed at the root.
     expect(doc['x-error-codes']).toEqual(JSON.parse(JSON.stringify(ERROR_CODES)));
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, op] of Object.entries<any>(item)) {
-        for (const [status, res] of Object.entries<any>(op.responses)) {
+    type PathItem = Record<string, { responses: Record<string, { 'x-error-codes'?: string[] }> }>;
+    for (const [path, item] of Object.entries<PathItem>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, res] of Object.entries(op.responses)) {
           for (const code of res['x-error-codes'] ?? [])
             expect([path, method, code, Number(status)]).toEqual([
               path,

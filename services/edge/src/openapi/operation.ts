@@ -5,7 +5,7 @@
 import { ERROR_CODES, type ErrorCode, type ErrorType } from '@gensvc/errors';
 import { z } from 'zod';
 
-export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** How the route is authenticated: the security scheme(s) of the document, and the error body the route answers. */
 export type Auth = 'bearer' | 'anthropic' | 'google' | 'signed-link' | 'none';

@@ -20,7 +20,9 @@ const ASSETS: Record<string, { type: string; file?: string; text?: string }> = {
   'start.js': {
     type: 'text/javascript; charset=utf-8',
     // validatorUrl null: Swagger UI would otherwise send the document to an online validator.
-    text: `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true, tryItOutEnabled: false });\n`,
+    text:
+      "window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', " +
+      'validatorUrl: null, deepLinking: true, tryItOutEnabled: false });\n',
   },
 };
 
@@ -70,7 +72,8 @@ export interface OpenApiRouteOptions {
 }
 
 export function openApiRoutes(opts: OpenApiRouteOptions): express.Router {
-  // Made at the first read (≈0.1 s of CPU that no other route's start should wait for), then answered as text.
+  // Made at the first read (its build is slow enough that no other route's start should wait for it), then answered
+  // as text.
   let json: string | undefined;
   const documentText = () =>
     (json ??= JSON.stringify(

@@ -21,21 +21,25 @@ function forward(protocol: ChatProtocol, text: string | Buffer) {
 
 describe('answerBytes', () => {
   it("keeps the provider's bytes and splices in the public model id at the top level only", () => {
-    const text = `{\n  "id": "c1",\n  "model" : "up-1",\n  "choices": [{"message": {"content": "say \\"model\\": \\\\", "model": "inner"}}],\n  "usage": {"prompt_tokens": 1.0, "completion_tokens": 2e0}\n}\n`;
+    const text =
+      `{\n  "id": "c1",\n  "model" : "up-1",\n` +
+      `  "choices": [{"message": {"content": "say \\"model\\": \\\\", "model": "inner"}}],\n` +
+      `  "usage": {"prompt_tokens": 1.0, "completion_tokens": 2e0}\n}\n`;
     expect(forward(openAiProtocol, text)).toBe(text.replace('"up-1"', '"acme/chat"'));
   });
 
   it('rewrites every occurrence of a duplicated member and a name written with escapes', () => {
-    const text =
-      '{"model":"a","mod\\u0065l":"b","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":null}';
+    const usage = '"usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}]';
+    const text = `{"model":"a","mod\\u0065l":"b",${usage},"model":null}`;
     expect(forward(openAiProtocol, text)).toBe(
-      '{"model":"acme/chat","mod\\u0065l":"acme/chat","usage":{"prompt_tokens":1,"completion_tokens":1},"x":[1,{"model":"c"}],"model":"acme/chat"}',
+      `{"model":"acme/chat","mod\\u0065l":"acme/chat",${usage},"model":"acme/chat"}`,
     );
   });
 
   it('passes an answer through untouched when nothing was rewritten, non-ASCII text included', () => {
     const text =
-      '{"candidates":[{"content":{"parts":[{"text":"Grün — 海"}]}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
+      '{"candidates":[{"content":{"parts":[{"text":"Grün — 海"}]}}],' +
+      '"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
     expect(forward(geminiProtocol, text)).toBe(text);
     const withVersion = '{"modelVersion": "g-1" ,"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}';
     expect(forward(geminiProtocol, withVersion)).toBe(

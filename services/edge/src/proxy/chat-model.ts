@@ -11,9 +11,9 @@ const PROTOCOL_NAMES: Partial<Record<ChannelKind, string>> = {
 };
 
 /**
- * The chat model a caller named (403 when the key may not use it) and its channels that speak the route's protocol: 404 for an unknown or disabled
- * model, 400 model_not_supported for a model that is not a chat model (spec §7: chat rejects evaluation models) or
- * has no channel of this protocol. Requests are not translated between protocols.
+ * The chat model a caller named (403 when the key may not use it) and its channels that speak the route's protocol: 404
+ * for an unknown or disabled model, 400 model_not_supported for a model that is not a chat model (spec §7: chat rejects
+ * evaluation models) or has no channel of this protocol. Requests are not translated between protocols.
  */
 export class ChatModels {
   constructor(private readonly catalog: Catalog) {}
@@ -24,7 +24,7 @@ export class ChatModels {
     protocol: ChatProtocol,
   ): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
     const model = await modelForKey(this.catalog, key, id);
-    if (!model || !model.enabled) throw errors.modelNotFound(id);
+    if (!model?.enabled) throw errors.modelNotFound(id);
     if (model.kind !== 'chat') {
       throw errors.modelNotSupported(
         model.kind === 'evaluation'
@@ -36,7 +36,9 @@ export class ChatModels {
     if (routes.length === 0) {
       const elsewhere = [...new Set(model.routes.map((r) => r.channel.kind))].flatMap((k) => PROTOCOL_NAMES[k] ?? []);
       throw errors.modelNotSupported(
-        `"${id}" is not served over the ${protocol.label} protocol${elsewhere.length ? `; it is available on: ${elsewhere.join('; ')}` : ''}. Requests are not translated between protocols.`,
+        `"${id}" is not served over the ${protocol.label} ` +
+          `protocol${elsewhere.length ? `; it is available on: ${elsewhere.join('; ')}` : ''}. ` +
+          `Requests are not translated between protocols.`,
       );
     }
     return { model, routes };

@@ -250,12 +250,16 @@ export class UpstreamBodies {
   body(upstreamModel: string): Buffer {
     if (this.bytes === undefined) {
       this.model = upstreamModel;
-      return (this.bytes = Buffer.from(this.protocol.body(this.call, upstreamModel)));
+      this.bytes = Buffer.from(this.protocol.body(this.call, upstreamModel));
+      return this.bytes;
     }
     if (upstreamModel === this.model) return this.bytes;
     this.others ??= new Map();
     let bytes = this.others.get(upstreamModel);
-    if (!bytes) this.others.set(upstreamModel, (bytes = Buffer.from(this.protocol.body(this.call, upstreamModel))));
+    if (!bytes) {
+      bytes = Buffer.from(this.protocol.body(this.call, upstreamModel));
+      this.others.set(upstreamModel, bytes);
+    }
     return bytes;
   }
 }

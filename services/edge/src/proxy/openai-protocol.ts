@@ -23,8 +23,10 @@ function usageOf(u: unknown): Usage | null {
   return inputTokens === null || outputTokens === null ? null : { inputTokens, outputTokens };
 }
 
-const errorEvent = (message: string) =>
-  `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code: 'upstream_stream_interrupted' } })}\n\n`;
+const errorEvent = (message: string) => {
+  const error = { message, type: 'upstream_error', param: null, code: 'upstream_stream_interrupted' };
+  return `data: ${JSON.stringify({ error })}\n\n`;
+};
 
 class OpenAiStream implements StreamTranslator {
   readonly contentType = 'text/event-stream; charset=utf-8';

@@ -76,7 +76,7 @@ describe('OpenAI Responses answers', () => {
 describe('OpenAI Responses stream translation', () => {
   const usage = { input_tokens: 9, output_tokens: 4, total_tokens: 13 };
 
-  it('renames the model in lifecycle events, passes the others byte for byte, and ends with the usage of response.completed', () => {
+  it("renames the model in lifecycle events, passes others byte for byte, ends with response.completed's usage", () => {
     const t = protocol.translator(call());
     const created = t.event(ev('response.created', { response: response('in_progress', null) }, 0));
     expect(created.startsWith('event: response.created\ndata: ')).toBe(true);
@@ -111,7 +111,8 @@ describe('OpenAI Responses stream translation', () => {
   it('reads events sent without an event: line by their type', () => {
     const t = protocol.translator(call());
     const out = t.event(
-      `data: ${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: response('completed', usage) })}`,
+      `data: ` +
+        `${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: response('completed', usage) })}`,
     );
     expect(data(out).response.model).toBe('acme/chat');
     expect(t.end()).toBe('');
@@ -151,7 +152,7 @@ describe('OpenAI Responses stream translation', () => {
     expect(() => t.event(ev('response.created', { response: null }, 0))).toThrow(/carries no response/);
   });
 
-  it('cuts with an error event the SDKs throw on: fields flat as documented and nested as sent, numbered after the last event', () => {
+  it('cuts with an error event the SDKs throw on: fields flat and nested, numbered after the last event', () => {
     const t = protocol.translator(call());
     t.event(ev('response.created', { response: response('in_progress', null) }, 0));
     t.event(ev('response.output_text.delta', { delta: 'x' }, 1));

@@ -28,7 +28,7 @@ export interface ChatCall {
   sse?: boolean;
 }
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   /** Path after the channel's base URL, with its query. */
   path: string;
   headers: Record<string, string>;

@@ -10,7 +10,7 @@ const call = (body: Record<string, unknown>, over: Partial<ChatCall> = {}): Chat
 const sent = (s: string) => JSON.parse(s);
 
 describe('upstream bodies', () => {
-  it("name the upstream model and lower output caps above the model's maximum, leaving the caller's body as it was", () => {
+  it("name the upstream model and lower output caps above the maximum, leaving the caller's body as is", () => {
     const body = {
       model: 'acme/chat',
       messages: [{ role: 'user', content: 'x' }],

@@ -55,7 +55,10 @@ export class StreamRelay {
     const pending = this.pending;
     this.pending = '';
     this.write(pending);
-    if (this.outcome) return this.finish(this.outcome.clean, this.outcome.reason);
+    if (this.outcome) {
+      this.finish(this.outcome.clean, this.outcome.reason);
+      return;
+    }
     this.body.resume();
   }
 

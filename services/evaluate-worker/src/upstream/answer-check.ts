@@ -3,7 +3,7 @@
 // keys the criteria indexes, the choice one of the choices, usage in whole tokens.
 import type { Answer, Question, Usage } from '@gensvc/contracts';
 
-export const SUM_TOLERANCE = 1e-6;
+const SUM_TOLERANCE = 1e-6;
 
 export class InvalidAnswer extends Error {
   constructor(message: string) {
@@ -16,7 +16,7 @@ type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isProbability = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1;
 /** Stored as a Postgres integer in the ledger: a count past it is no real usage. */
-export const MAX_TOKENS = 2_147_483_647;
+const MAX_TOKENS = 2_147_483_647;
 const isTokenCount = (v: unknown): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOKENS;
 const show = (v: unknown) => (v === undefined ? 'missing' : JSON.stringify(v)?.slice(0, 60));
@@ -89,7 +89,8 @@ function distribution(at: string, value: unknown, keys: readonly string[], every
   for (const [k, p] of entries) {
     if (!keys.includes(k))
       throw new InvalidAnswer(
-        `${at} has the key ${JSON.stringify(k)}, which is not one of ${everyKey ? 'the criteria indexes' : 'the choices'}`,
+        `${at} has the key ${JSON.stringify(k)}, which is not one of ` +
+          (everyKey ? 'the criteria indexes' : 'the choices'),
       );
     if (!isProbability(p)) throw new InvalidAnswer(`${at}.${k} is ${show(p)}, not a number in [0, 1]`);
   }

@@ -101,6 +101,6 @@ const AHEAD_MS = 1_000;
  * provider-webhooks route promotes a waiting one; one it adds says `ended`), and providers call theirs when the job
  * has ended. A poll due by its delay runs at or after timestamp + delay.
  */
-export function broughtForward(job: Pick<HandlerContext['job'], 'timestamp' | 'opts'>, now = Date.now()): boolean {
+function broughtForward(job: Pick<HandlerContext['job'], 'timestamp' | 'opts'>, now = Date.now()): boolean {
   return job.timestamp + (job.opts.delay ?? 0) - now > AHEAD_MS;
 }

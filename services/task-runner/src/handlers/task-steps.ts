@@ -67,7 +67,7 @@ export async function enqueuePoll(
 }
 
 /** The wait before poll `attempt`: the n-th value of the schedule (the last repeats), never past the deadline. */
-export function pollDelay(
+function pollDelay(
   schedule: readonly number[],
   task: Pick<TaskRow, 'deadlineAt'>,
   attempt: number,
@@ -104,7 +104,7 @@ export function upstreamUrlsOf(task: Pick<TaskRow, 'upstreamUrls'>): Record<stri
 /** Whether this run of the job is its last: a failure now would not be retried. */
 
 /** "30 minutes", "90 s", "250 ms": a deadline as people read it. */
-export function describeMs(ms: number): string {
+function describeMs(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
   if (ms >= 1_000 && ms % 1_000 === 0) return `${ms / 1_000} s`;
   return `${ms} ms`;

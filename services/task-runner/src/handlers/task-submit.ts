@@ -1,7 +1,7 @@
 // task.submit: hands a queued task to a provider. The model's routes to replicate and fal channels are tried in
 // libs/upstream's order with failover; the first channel that accepts the job gets it, and the task becomes running
 // with the provider's job id recorded (markSubmitted), then its first poll is added as a delayed job, unless the
-// provider was asked for a webhook: then no poll is made (issue 12: poll only as the fallback). The webhook's arrival
+// provider was asked for a webhook: then no poll is made (polling is only the fallback). The webhook's arrival
 // records the result at the edge (or, for a job that ended otherwise, adds a poll there); a webhook that never comes
 // leaves the task running unmoved, and the task-runner's reconciler polls it once it has waited
 // TASK_POLL_WEBHOOK_FALLBACK (reconciler.ts).
@@ -67,7 +67,7 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (!operation)
       return fail('internal_error', `The task's operation "${task.operation}" is not one this service runs.`);
     const model = await catalog.model(task.model);
-    if (!model || !model.enabled || model.kind !== operation.kind)
+    if (!model?.enabled || model.kind !== operation.kind)
       return fail('upstream_error', `The model "${task.model}" is no longer available.`);
     const routes = model.routes.filter(isTaskRoute);
 
@@ -90,7 +90,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
           });
           return { route, job, webhook: webhookUrl !== undefined };
         },
-        // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the queue.
+        // Shutdown says nothing about the channel: its half-open trial is given back and the job goes back to the
+        // queue.
         isAbort: () => ctx.signal?.aborted === true,
         onFailure: (route, err) =>
           log.warn(

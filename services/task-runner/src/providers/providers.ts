@@ -4,7 +4,7 @@
 import type { TaskChannelKind } from '@gensvc/contracts';
 import { createFalProvider, createReplicateProvider, type TaskProvider, type UpstreamClient } from '@gensvc/upstream';
 
-export { TASK_CHANNEL_KINDS, isTaskChannelKind, type TaskChannelKind } from '@gensvc/contracts';
+export { isTaskChannelKind, type TaskChannelKind } from '@gensvc/contracts';
 
 export type TaskProviders = Record<TaskChannelKind, TaskProvider>;
 

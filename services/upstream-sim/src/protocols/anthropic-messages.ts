@@ -30,7 +30,7 @@ const ERROR_TYPES: Record<number, string> = {
 
 const requestHeaders = () => ({ 'request-id': `req_${randomUUID().replace(/-/g, '')}` });
 
-export function anthropicError(status: number, message?: string): Reply {
+function anthropicError(status: number, message?: string): Reply {
   const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
   return json(
     status,

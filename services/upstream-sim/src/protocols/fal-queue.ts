@@ -28,7 +28,7 @@ import { jsonObject, type Parsed, type Protocol } from '../protocol';
 import { json, type Reply } from '../reply';
 
 /** One item of a 422 `detail`: where (loc), what (type), for whom (msg). */
-export interface FalErrorItem {
+interface FalErrorItem {
   loc: (string | number)[];
   msg: string;
   type: string;

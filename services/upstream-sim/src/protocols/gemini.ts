@@ -31,7 +31,7 @@ const STATUSES: Record<number, string> = {
   504: 'DEADLINE_EXCEEDED',
 };
 
-export function googleError(status: number, message?: string): Reply {
+function googleError(status: number, message?: string): Reply {
   const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION');
   return json(status, { error: { code: status, message: message ?? `simulated ${name}`, status: name } });
 }
@@ -57,7 +57,8 @@ export const geminiProtocol: Protocol<GeminiRequest> = {
         model,
         error: googleError(
           403,
-          "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+          "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or " +
+            'other form of API consumer identity to call this API.',
         ),
       };
     }

@@ -61,7 +61,8 @@ export const openAiChatProtocol: Protocol<ChatRequest> = {
           model,
           error: openAiError(
             400,
-            `Invalid '${name}': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(v)} instead.`,
+            `Invalid '${name}': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(v)} ` +
+              `instead.`,
             name,
             'integer_below_min_value',
           ),

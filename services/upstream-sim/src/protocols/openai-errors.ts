@@ -42,10 +42,12 @@ export function openAiError(
 }
 
 export const NO_KEY =
-  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth " +
+  '(i.e. Authorization: Bearer YOUR_KEY).';
 
 export const BAD_JSON =
-  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)";
+  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library " +
+  'correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)';
 
 export const missingParam = (name: string) =>
   openAiError(400, `Missing required parameter: '${name}'.`, name, 'missing_required_parameter');

@@ -153,7 +153,8 @@ export function createImagesProtocol(files: FileStore): Protocol<EditRequest> {
           model,
           error: openAiError(
             400,
-            `Invalid value: '${sizeText}'. Supported values are: ${IMAGE_SIZES.map((s) => `'${s}'`).join(', ')} and 'auto'.`,
+            `Invalid value: '${sizeText}'. ` +
+              `Supported values are: ${IMAGE_SIZES.map((s) => `'${s}'`).join(', ')} and 'auto'.`,
             'size',
             'invalid_value',
           ),

@@ -29,7 +29,8 @@ interface ResponsesRequest {
 const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 const FETCH_TIMEOUT_MS = 10_000;
 const UNSUPPORTED_IMAGE =
-  "You uploaded an unsupported image. Please make sure your image is below 20 MB in size and is of one the following formats: ['png', 'jpeg', 'gif', 'webp'].";
+  'You uploaded an unsupported image. Please make sure your image is below 20 MB in size and is of one the ' +
+  "following formats: ['png', 'jpeg', 'gif', 'webp'].";
 
 function collectImages(input: unknown): ResponsesRequest['images'] | string {
   const images: ResponsesRequest['images'] = [];
@@ -57,7 +58,8 @@ async function download(url: string): Promise<Buffer | Reply> {
     if (!m)
       return openAiError(
         400,
-        "Invalid 'image_url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid value.",
+        "Invalid 'image_url'. Expected a base64-encoded data URL with an image MIME type (e.g. " +
+          "'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid value.",
         'image_url',
         'invalid_value',
       );
@@ -104,7 +106,8 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
         model,
         error: openAiError(
           400,
-          `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 1, but got ${JSON.stringify(max)} instead.`,
+          `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 1, but got ` +
+            `${JSON.stringify(max)} instead.`,
           'max_output_tokens',
           'integer_below_min_value',
         ),
@@ -255,7 +258,7 @@ export const openAiResponsesProtocol: Protocol<ResponsesRequest> = {
 };
 
 /** The text of a Responses input: the string, or every input_text of its messages, joined by newlines. */
-export function inputText(input: unknown): string {
+function inputText(input: unknown): string {
   if (typeof input === 'string') return input;
   if (!Array.isArray(input)) return '';
   const texts: string[] = [];

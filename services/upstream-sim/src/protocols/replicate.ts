@@ -83,7 +83,9 @@ const TITLES: Record<number, string> = {
 
 const DETAILS: Record<number, string> = {
   401: 'You did not pass an authentication token',
-  402: 'You have insufficient credit to run this model. Go to https://replicate.com/account/billing#billing to purchase credit. Once you purchase credit, please wait a few minutes before trying again.',
+  402:
+    'You have insufficient credit to run this model. Go to https://replicate.com/account/billing#billing to ' +
+    'purchase credit. Once you purchase credit, please wait a few minutes before trying again.',
   404: 'The requested resource could not be found.',
   429: 'Request was throttled. Expected available in 1 second.',
 };
@@ -215,7 +217,7 @@ const STATUS: Record<JobPhase, string> = {
 
 export const SENSITIVE_ERROR =
   'The input or output was flagged as sensitive. Please try again with different inputs. (E005)';
-export const DEFAULT_FAILURE = 'Prediction failed: the model raised an error (simulated)';
+const DEFAULT_FAILURE = 'Prediction failed: the model raised an error (simulated)';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -227,8 +229,10 @@ function prediction(job: ReplicateJob, now: number): Record<string, unknown> {
   const endedAt = job.canceledAt ?? job.endsAt;
   const seedLine = `Using seed: ${job.spec.seed}\n`;
   let logs = started ? seedLine : '';
-  if (phase === 'succeeded')
-    logs += `100%|██████████| 28/28\nGenerated ${job.media.kind === 'video' ? 'video' : `${job.media.count} image(s)`} in ${((job.endsAt - job.startsAt) / 1000).toFixed(2)}s\n`;
+  if (phase === 'succeeded') {
+    const made = job.media.kind === 'video' ? 'video' : `${job.media.count} image(s)`;
+    logs += `100%|██████████| 28/28\nGenerated ${made} in ${((job.endsAt - job.startsAt) / 1000).toFixed(2)}s\n`;
+  }
   let output: unknown = null;
   if (phase === 'succeeded')
     output = job.media.kind === 'video' || SINGLE_OUTPUT.test(job.model) ? job.outputUrls[0] : job.outputUrls;

@@ -44,7 +44,9 @@ export function KeysPage() {
     <>
       <PageHeader
         title="API keys"
-        description="Keys authenticate calls to the API. A secret is shown once, when it is made: keep it somewhere safe."
+        description={
+          'Keys authenticate calls to the API. ' + 'A secret is shown once, when it is made: keep it somewhere safe.'
+        }
         actions={
           <button type="button" className="button button-primary" onClick={() => setOpen({ kind: 'create' })}>
             Create new secret key

@@ -35,15 +35,17 @@ export function OutputsPage() {
   const [deleting, setDeleting] = useState<Output | null>(null);
 
   // The model filter is typed: it applies after a pause, the others at once.
+  const appliedModel = applied.model ?? '';
   useEffect(() => {
-    const t = setTimeout(
-      () => setApplied({ kind, model: model.trim(), from, to }),
-      model === (applied.model ?? '') ? 0 : 350,
-    );
+    const t = setTimeout(() => setApplied({ kind, model: model.trim(), from, to }), model === appliedModel ? 0 : 350);
     return () => clearTimeout(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [kind, model, from, to]);
-  useEffect(() => setSelected(null), [source]);
+  }, [kind, model, from, to, appliedModel]);
+  // Another tab shows other files: the preview closes.
+  const [shownSource, setShownSource] = useState(source);
+  if (shownSource !== source) {
+    setShownSource(source);
+    setSelected(null);
+  }
 
   const tab = (s: OutputSource, label: string) => (
     <Link
@@ -215,6 +217,7 @@ function PreviewPane({
           <video src={o.preview_url} controls muted preload="metadata" playsInline aria-label={`Video ${o.filename}`} />
         ) : null}
         {o.kind === 'audio' ? (
+          // biome-ignore lint/a11y/useMediaCaption: generated audio has no caption file; its prompt is shown as text
           <audio src={o.preview_url} controls preload="metadata" aria-label={`Audio ${o.filename}`} />
         ) : null}
       </div>

@@ -7,8 +7,7 @@ import { BASE, wsPath } from '../../paths';
  */
 export function landingPath(session: Pick<Session, 'workspaces'>, next: string | null): string {
   if (
-    next &&
-    next.startsWith(`${BASE}/`) &&
+    next?.startsWith(`${BASE}/`) &&
     !next.startsWith(`${BASE}/sign-in`) &&
     !next.includes('//') &&
     !next.includes('\\')

@@ -15,7 +15,7 @@ const PALETTE = [
   '#64748b',
   '#84cc16',
 ];
-export const colorOf = (i: number) => PALETTE[i % PALETTE.length] as string;
+const colorOf = (i: number) => PALETTE[i % PALETTE.length] as string;
 
 const W = 960;
 const H = 280;
@@ -35,12 +35,15 @@ export function SpendChart({ usage }: { usage: Usage }) {
   const y = (v: number) => PAD.top + plotH - (v / top) * plotH;
   const labelEvery = days.length > 20 ? 5 : days.length > 10 ? 2 : 1;
   const busiest = totals.indexOf(Math.max(...totals));
+  const highest = totals[busiest]
+    ? `; the highest day ${days[busiest]} with ${formatMoney(totals[busiest] ?? 0, currency)}`
+    : '';
 
   return (
     <figure className="chart">
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={titleId} className="chart-svg">
         <title id={titleId}>
-          {`Spend per day over the last ${days.length} days, ${formatMoney(usage.total, currency)} in all${totals[busiest] ? `; the highest day ${days[busiest]} with ${formatMoney(totals[busiest] ?? 0, currency)}` : ''}.`}
+          {`Spend per day over the last ${days.length} days, ${formatMoney(usage.total, currency)} in all${highest}.`}
         </title>
         {ticks(scale).map((v) => (
           <g key={v}>

@@ -4,7 +4,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { modelRepository, type ChannelKind } from '@gensvc/db';
-import { addSimChannel, eventually, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
+import { addSimChannel, jsonOf, makeKey, makeWorkspace, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import OpenAI from 'openai';
 import { chatReply, startSim, tokensOf, type Sim } from '../../../../upstream-sim/src';
@@ -268,7 +268,7 @@ describe('OpenAI chat completions', () => {
     ).toEqual(['oa-b', 'slow']);
   });
 
-  it('passes a request the provider rejects (4xx) to the caller without failing over, and releases the hold', async () => {
+  it('passes a request the provider rejects (4xx) on without failing over, and releases the hold', async () => {
     sim.faults.add({
       channel: 'oa-a',
       status: 400,
@@ -290,7 +290,7 @@ describe('OpenAI chat completions', () => {
     await expectReleased(ctx.db, edge.deps.holds.leases, res.headers.get('x-request-id'));
   });
 
-  it('ends a stream the upstream cuts with an error event the SDK throws, and releases the hold (no usage was reported)', async () => {
+  it('ends a cut stream with an error event the SDK throws, and releases the hold (no usage reported)', async () => {
     sim.faults.add({ channel: 'oa-a', cutAfterChunks: 3 });
     const { data: stream, response } = await openai()
       .chat.completions.create({ model: CHAT, messages, stream: true })
@@ -545,7 +545,7 @@ describe('Gemini generateContent', () => {
     });
   });
 
-  it('ends a cut stream with an error item, leaves the array unclosed, and charges the usage reported so far', async () => {
+  it('ends a cut stream with an error item, the array unclosed, and charges the usage reported so far', async () => {
     sim.faults.add({ channel: 'gm', cutAfterChunks: 2 });
     const res = await fetch(`${edge.url}/v1beta/models/${CHAT}:streamGenerateContent`, {
       method: 'POST',

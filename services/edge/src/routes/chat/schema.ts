@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 const outputCap = z.number().int().min(1);
 
-/** The model id a body names: looked up in Postgres, so no NUL or other control character (issue 14). */
+/** The model id a body names: looked up in Postgres, so no NUL or other control character. */
 export const chatModelId = modelIdSchema('must be a string naming a chat model, "<provider>/<model>"');
 
 /**
@@ -17,7 +17,8 @@ export const chatModelId = modelIdSchema('must be a string naming a chat model, 
 export function checkOutputCap(model: CatalogModel, param: string, value: number | null | undefined): void {
   if (value === null || value === undefined || value <= model.maxOutputTokens) return;
   throw errors.invalidRequest(
-    `${param}: ${value} is more than the model "${model.id}" can produce; its maximum is ${model.maxOutputTokens} output tokens.`,
+    `${param}: ${value} is more than the model "${model.id}" can ` +
+      `produce; its maximum is ${model.maxOutputTokens} output tokens.`,
     param,
   );
 }

@@ -17,7 +17,7 @@ type KeyWithCreator = ApiKeyModel & { creator: { id: string; email: string } | n
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-export function keyObject(k: KeyWithCreator, now = new Date()) {
+function keyObject(k: KeyWithCreator, now = new Date()) {
   return {
     id: k.id,
     name: k.name,
@@ -77,7 +77,7 @@ export function createKey(deps: Deps) {
 
 const KEY_ID = idPattern('key');
 
-/** The workspace's key by the route's :id, which the person may manage (their own, or any for admins); 404 otherwise. */
+/** The workspace's key by the route's :id, which the person may manage (their own, or any for admins); else 404. */
 async function manageableKey(deps: Deps, req: Request<{ id: string }>, res: Response) {
   const { workspace, role } = memberOf(res);
   const id = req.params.id;

@@ -9,7 +9,7 @@ import { TASK_ID } from '../tasks/schema';
 const email = z.string().trim().toLowerCase().max(254).pipe(z.email('must be an email address'));
 const password = z.string().min(1, 'is required').max(1024);
 const newPassword = z.string().min(10, 'must be at least 10 characters').max(1024);
-export const ROLE = z.enum(['owner', 'admin', 'member']);
+const ROLE = z.enum(['owner', 'admin', 'member']);
 
 export const SIGN_IN = z.strictObject({ email: z.string().trim().min(1, 'is required').max(254), password });
 export const CHANGE_PASSWORD = z.strictObject({ current_password: password, new_password: newPassword });
@@ -90,5 +90,3 @@ export const USAGE_QUERY = z.strictObject({
   days: z.coerce.number().int().min(1).max(90).default(30),
   split: z.enum(['model', 'key']).default('model'),
 });
-
-export const NO_BODY = z.strictObject({});

@@ -133,7 +133,10 @@ export function signOut(deps: Deps) {
   };
 }
 
-/** POST /api/v1/dashboard/password — every session of the person ends (in one transaction with the change); this browser gets a new one. */
+/**
+ * POST /api/v1/dashboard/password — every session of the person ends (in one transaction with the change); this browser
+ * gets a new one.
+ */
 export function changePassword(deps: Deps, passwords: PasswordHashing) {
   return async (req: Request, res: Response) => {
     const body = parseBody(CHANGE_PASSWORD, req.body);

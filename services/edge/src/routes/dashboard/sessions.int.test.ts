@@ -79,7 +79,7 @@ describe('signing in', () => {
       body: JSON.stringify({ email, password }),
     });
     expect(noToken.status).toBe(403);
-    expect(((await noToken.json()) as any).error.code).toBe('csrf_failed');
+    expect(((await noToken.json()) as { error: { code: string } }).error.code).toBe('csrf_failed');
 
     const evil = new DashboardClient(edge.url, 'https://evil.example');
     await evil.get('/api/v1/dashboard/session');
@@ -102,7 +102,7 @@ describe('signing in', () => {
 });
 
 describe('throttling', () => {
-  it('allows 10 failures per account in the window, then refuses even the right password with 429 and Retry-After', async () => {
+  it('allows 10 failures per account, then refuses even the right password with 429 and Retry-After', async () => {
     const { email, password } = await owner();
     const c = client();
     await c.get('/api/v1/dashboard/session');
@@ -256,7 +256,7 @@ describe('credential classes', () => {
       headers: { authorization: `Bearer ${secret}` },
     });
     expect(withKey.status).toBe(403);
-    expect(((await withKey.json()) as any).error.code).toBe('wrong_credential_class');
+    expect(((await withKey.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
 
     const c = client();
     await c.signIn(email, password);
@@ -270,7 +270,7 @@ describe('credential classes', () => {
   it('refuses a signed file link on an API route', async () => {
     const res = await fetch(`${edge.url}/v1/files?token=eyJhbGciOiJIUzI1NiJ9.e30.x`);
     expect(res.status).toBe(403);
-    expect(((await res.json()) as any).error.code).toBe('wrong_credential_class');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
   });
 
   it('keeps a session out of a workspace it is not a member of (404, as for keys)', async () => {

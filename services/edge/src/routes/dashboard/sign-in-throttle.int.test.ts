@@ -9,7 +9,7 @@ const ctx = useTestContext();
 const HASHES_TIMEOUT_MS = 300_000;
 /** TRUST_PROXY off (the default): the socket's address is the client's. */
 let direct: EdgeUnderTest;
-/** Behind a proxy on loopback (TRUST_PROXY=loopback): X-Forwarded-For names the client. One hash at a time (the default). */
+/** Behind a proxy on loopback (TRUST_PROXY=loopback): X-Forwarded-For names the client. One hash at a time. */
 let proxied: EdgeUnderTest;
 
 beforeAll(async () => {
@@ -74,7 +74,7 @@ describe('device cookies', () => {
       const eve = await person();
       const browser = new DashboardClient(direct.url);
       expect((await browser.signIn(eve.email, eve.password)).status).toBe(200);
-      // Eve's device cookie is nothing to Ada's account: these are untrusted attempts on it, and they spend its allowance.
+      // Eve's device cookie is nothing to Ada's account: these are untrusted attempts, spending its allowance.
       for (let i = 0; i < 10; i++)
         expect((await browser.post('/api/v1/dashboard/session', { email: ada.email, password: 'guess' })).status).toBe(
           401,

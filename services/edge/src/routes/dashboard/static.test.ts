@@ -128,7 +128,9 @@ it('answers 503 with a clear message when the dashboard was never built, and kee
 
 it('puts the file store origin (not its path) in the policy', () => {
   expect(dashboardCsp('http://127.0.0.1:9000/gensvc')).toBe(
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: http://127.0.0.1:9000; media-src 'self' http://127.0.0.1:9000; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: http://127.0.0.1:9000; " +
+      "media-src 'self' http://127.0.0.1:9000; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; " +
+      "form-action 'self'",
   );
 });
 

@@ -82,7 +82,8 @@ export function dashboardStatic(opts: DashboardStaticOptions): Router {
       res.status(503).setHeader('Cache-Control', 'no-store').type('text/plain; charset=utf-8');
       res.setHeader('Retry-After', '30');
       return void res.send(
-        `The dashboard has not been built (no ${join(dir, 'index.html')}). Run \`npm run build\` (npm start and npm test build it).\n`,
+        `The dashboard has not been built (no ${join(dir, 'index.html')}). ` +
+          `Run \`npm run build\` (npm start and npm test build it).\n`,
       );
     }
     pageHeaders(req, res, () => undefined);

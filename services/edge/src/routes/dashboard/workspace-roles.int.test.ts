@@ -79,7 +79,7 @@ describe('API keys', () => {
 
     const balance = await balanceWith(secret);
     expect(balance.status).toBe(200);
-    expect(((await balance.json()) as any).key).toEqual({ spend_cap: 2.5, spent: 0 });
+    expect(((await balance.json()) as { key: unknown }).key).toEqual({ spend_cap: 2.5, spent: 0 });
 
     const rotated = await t.owner.c.post(`${t.base}/keys/${key.id}/rotate`, { grace_seconds: 3600 });
     expect(rotated.status).toBe(200);
@@ -248,7 +248,7 @@ describe('members', () => {
 });
 
 describe('roles in the API', () => {
-  it("bounds a key by its creator's role, stops it when the creator leaves, and leaves CLI keys to their scopes", async () => {
+  it("bounds a key by its creator's role, stops it when the creator leaves, leaves CLI keys to scopes", async () => {
     const t = await team();
     const memberKey = (
       await t.member.c.post(`${t.base}/keys`, { name: 'm', scopes: ['files.write', 'tasks.write', 'account.read'] })
@@ -262,7 +262,10 @@ describe('roles in the API', () => {
 
     const refused = await del(memberKey, outputs[0]!.file.id);
     expect(refused.status).toBe(403);
-    expect(((await refused.json()) as any).error).toMatchObject({ code: 'insufficient_role', param: 'admin' });
+    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({
+      code: 'insufficient_role',
+      param: 'admin',
+    });
     const secret = await fetch(`${edge.url}/api/v1/me/callback-secret`, {
       headers: { authorization: `Bearer ${memberKey}` },
     });
@@ -287,7 +290,9 @@ describe('roles in the API', () => {
     await eventually(
       async () => {
         const res = await balanceWith(memberKey);
-        return res.status === 401 && ((await res.json()) as any).error.code === 'key_creator_left';
+        return (
+          res.status === 401 && ((await res.json()) as { error: { code: string } }).error.code === 'key_creator_left'
+        );
       },
       'the key of a member who left refused',
       1000,
@@ -296,7 +301,7 @@ describe('roles in the API', () => {
 });
 
 describe('outputs library', () => {
-  it('lists outputs newest first with previews, filters and pages them, and lets only admins and owners delete', async () => {
+  it('lists outputs newest first with previews, filters and pages; only admins and owners delete', async () => {
     const t = await team();
     const now = Date.now();
     const made = [];

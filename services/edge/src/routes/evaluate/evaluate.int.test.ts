@@ -207,7 +207,7 @@ describe('credentials and money', () => {
 });
 
 describe('no answer in time', () => {
-  it('answers 504 upstream_timeout and gives the whole hold back; the job keeps its deadline and reply channel', async () => {
+  it('answers 504 upstream_timeout, gives the hold back; the job keeps its deadline and reply channel', async () => {
     const short = await shortWaitEdge(300);
     let requestId: string | null = null;
     const { ws, key, secret } = await makeCustomer(ctx.db, { spendCap: 5_000_000n });

@@ -32,7 +32,7 @@ export class EvaluateReplies {
     return replies;
   }
 
-  /** Waits for the reply to the job of BullMQ id `id`; cancel() stops waiting (a later reply is dropped). Call before enqueueing. */
+  /** Waits for the reply to BullMQ job `id`; cancel() stops waiting (a later reply is dropped). Call before enqueue. */
   wait(id: string): { reply: Promise<EvaluateReply>; cancel: () => void } {
     let cancel = () => {};
     const reply = new Promise<EvaluateReply>((resolve) => {
@@ -47,7 +47,7 @@ export class EvaluateReplies {
   }
 
   private deliver(message: string) {
-    let parsed;
+    let parsed: ReturnType<typeof evaluateReplySchema.safeParse> | undefined;
     try {
       parsed = evaluateReplySchema.safeParse(JSON.parse(message));
     } catch {

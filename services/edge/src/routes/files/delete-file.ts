@@ -21,7 +21,7 @@ export function deleteFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
   };
 }
 
-/** Deletes a visible file of the workspace, row and bytes (the API's delete and the dashboard's); 404 when there is none. */
+/** Deletes a visible file of the workspace, row and bytes (the API's delete and the dashboard's); 404 when none. */
 export async function removeFile(
   deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>,
   workspaceId: string,
@@ -35,7 +35,8 @@ export async function removeFile(
   } catch (cause) {
     log.error({ err: cause, file_id: id }, 'file delete: the object could not be removed');
     throw errors.storageUnavailable(
-      'The file is deleted from the workspace, but its bytes could not be removed yet; the hourly cleanup removes them.',
+      'The file is deleted from the workspace, but its bytes ' +
+        'could not be removed yet; the hourly cleanup removes them.',
       cause,
     );
   }

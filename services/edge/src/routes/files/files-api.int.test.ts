@@ -287,7 +287,8 @@ describe('inspect, content link, delete', () => {
     const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
     // Correctly signed with the server's secret, but not a download token.
     const otherScopePayload = Buffer.from(JSON.stringify({ ...claims, scope: 'upload' })).toString('base64url');
-    const otherScope = `${h}.${otherScopePayload}.${createHmac('sha256', ctx.config.signingSecret).update(`${h}.${otherScopePayload}`).digest('base64url')}`;
+    const otherScopeMac = createHmac('sha256', ctx.config.signingSecret).update(`${h}.${otherScopePayload}`);
+    const otherScope = `${h}.${otherScopePayload}.${otherScopeMac.digest('base64url')}`;
     const tokenForB = new URL(b.url).searchParams.get('token')!;
     const bad = [
       `${h}.${p}.${flip(s)}`,

@@ -7,7 +7,7 @@ import type { EdgeDeps } from '../../deps';
 import { dispositionFor } from './file-object';
 import { findFile } from './get-file';
 
-export const SIGNED_URL_TTL_SECONDS = 3600;
+const SIGNED_URL_TTL_SECONDS = 3600;
 const TIERS = ['team', 'enterprise'];
 
 /**

@@ -16,7 +16,7 @@ export function fileRoutes(deps: EdgeDeps): express.Router {
   const bearer = authenticate(deps, 'bearer');
   const scope = requireScope('files.write');
   const uploadRate = rateLimit(deps, { bucket: 'uploads', limitOf: (auth) => auth.workspace.uploadRpm });
-  // Delivery links are signed for {file_url} itself (FILE_BASE_URL, by default the S3 endpoint): the signature covers the host.
+  // Delivery links are signed for {file_url} itself (FILE_BASE_URL, by default the S3 endpoint): the host is signed.
   const presignS3 = createPresignS3(deps.config.s3, deps.config.fileBaseUrl);
 
   for (const base of ['/v1/files', '/api/v1/files']) {

@@ -7,7 +7,7 @@ const under = (suffix: string) => BASES.map((b) => `${b}${suffix}`);
 
 const fileId = z.object({ fileId: z.string().describe('A file id, file_…') });
 
-export const fileObjectSchema = z.object({
+const fileObjectSchema = z.object({
   id: z.string(),
   object: z.literal('file'),
   bytes: z.number().int(),

@@ -1,6 +1,7 @@
 // Streams one multipart/form-data upload into S3 without holding it in memory: the first bytes are looked at to
 // decide the type (and the header limits) while the rest waits in the socket, then everything flows on into
-// putObjectStream (one PutObject under a part size, an S3 multipart upload above). Whatever goes wrong, the promise settles only after every byte stored for this request is gone again.
+// putObjectStream (one PutObject under a part size, an S3 multipart upload above). Whatever goes wrong, the promise
+// settles only after every byte stored for this request is gone again.
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -135,7 +136,8 @@ export function receiveUpload(req: IncomingMessage, o: ReceiveUploadOptions): Pr
           const m = sniffMedia(head, complete);
           if (!m) {
             throw errors.unsupportedMediaType(
-              `The file is not of a supported type (${ACCEPTED_FORMATS}). The type is read from the file's bytes, not its name or Content-Type.`,
+              `The file is not of a supported type (${ACCEPTED_FORMATS}). The ` +
+                `type is read from the file's bytes, not its name or Content-Type.`,
               { param: 'file' },
             );
           }

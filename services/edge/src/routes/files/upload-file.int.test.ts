@@ -251,7 +251,10 @@ describe('refusals leave nothing behind', () => {
     expect(json.status).toBe(415);
     expect((await jsonOf(json)).error.code).toBe('unsupported_media_type');
 
-    const cut = `--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n\r\n${sample.png(2, 2).toString('latin1')}`;
+    const cut =
+      '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n' +
+      '--b\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n\r\n' +
+      sample.png(2, 2).toString('latin1');
     const broken = await fetch(`${edge.url}/v1/files`, {
       method: 'POST',
       headers: { ...bearer(secret), 'content-type': 'multipart/form-data; boundary=b' },
@@ -280,7 +283,8 @@ describe('refusals leave nothing behind', () => {
       req.on('error', (e) => setTimeout(() => reject(e), 1000));
       // A bad purpose first, then a file that never ends (chunked, no Content-Length).
       req.write(
-        '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nfine-tune\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
+        '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nfine-tune\r\n' +
+          '--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
       );
       const chunk = Buffer.alloc(1024 * 1024, 0x20);
       const pump = () => {
@@ -307,9 +311,11 @@ describe('refusals leave nothing behind', () => {
     });
     req.on('error', () => {});
     req.write(
-      '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
+      '--b\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nvision\r\n' +
+        '--b\r\ncontent-disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n',
     );
-    req.write(Buffer.concat([sample.pdf(), Buffer.alloc(7 * 1024 * 1024, 0x20)])); // beyond one part: a multipart upload is under way
+    // beyond one part: a multipart upload is under way
+    req.write(Buffer.concat([sample.pdf(), Buffer.alloc(7 * 1024 * 1024, 0x20)]));
     await new Promise((r) => setTimeout(r, 700));
     req.destroy();
     // The server aborts the multipart upload (it never completes it); give it a moment, then nothing is there.

@@ -26,7 +26,7 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
     }
     const id = newId('file');
     const storageKey = fileObjectKey(workspace.id, id);
-    let upload;
+    let upload: Awaited<ReturnType<typeof receiveUpload>>;
     try {
       upload = await receiveUpload(req, {
         s3: deps.s3,
@@ -41,7 +41,7 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
       throw e;
     }
     const createdAt = new Date();
-    let file;
+    let file: Awaited<ReturnType<typeof fileRepository.create>>;
     try {
       file = await fileRepository.create(deps.db, {
         id,

@@ -65,7 +65,8 @@ export async function replayedAnswer(
       const object = await getObjectStream(deps.s3, deps.bucket, outputObjectKey(workspaceId, d.svc_file_id));
       if (!object) {
         throw errors.idempotencyKeyReused(
-          'The request with this Idempotency-Key has completed, but an image of its answer has since been deleted, so it cannot be replayed.',
+          'The request with this Idempotency-Key has completed, but an image ' +
+            'of its answer has since been deleted, so it cannot be replayed.',
         );
       }
       return { ...d, b64_json: (await readAll(object.body)).toString('base64') };

@@ -31,7 +31,7 @@ export function editImage(deps: EdgeDeps, client: UpstreamClient) {
       res.setHeader('Connection', 'close');
       throw errors.payloadTooLarge(formatBytes(MAX_EDIT_REQUEST_BYTES));
     }
-    let request;
+    let request: Awaited<ReturnType<typeof readEditRequest>>;
     try {
       request = await readEditRequest(req, uploadDeadline(deps.config.http));
     } catch (e) {

@@ -14,7 +14,7 @@ import { FILE_ID } from '../files/schema';
 import type { ImageSource, UploadedImage } from './read-edit-request';
 import { IMAGE_FORMATS, IMAGE_TYPES, MAX_EDIT_REQUEST_BYTES, MAX_IMAGE_BYTES } from './schema';
 
-export type ImageOrigin = { source: 'upload' } | { source: 'url'; url: string } | { source: 'file'; file_id: string };
+type ImageOrigin = { source: 'upload' } | { source: 'url'; url: string } | { source: 'file'; file_id: string };
 
 export interface EditImage {
   bytes: Buffer;
@@ -27,11 +27,12 @@ export interface EditImage {
 const FETCH_TIMEOUT_MS = 30_000;
 
 /** The bytes' image type, or a 400 naming `param`; beyond spec §8's limits, 400 media_limit_exceeded. */
-export function checkImage(bytes: Buffer, param: string, what: string, complete = true): SniffedMedia {
+function checkImage(bytes: Buffer, param: string, what: string, complete = true): SniffedMedia {
   const media = sniffMedia(bytes, complete);
-  if (!media || media.kind !== 'image' || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) {
+  if (media?.kind !== 'image' || !(IMAGE_TYPES as readonly string[]).includes(media.contentType)) {
     throw errors.invalidImage(
-      `${what} is not a supported image (${IMAGE_FORMATS}); the type is read from its bytes, not its name or Content-Type.`,
+      `${what} is not a supported image (${IMAGE_FORMATS}); the ` +
+        `type is read from its bytes, not its name or Content-Type.`,
       param,
     );
   }
@@ -51,7 +52,7 @@ export function checkImage(bytes: Buffer, param: string, what: string, complete 
   return media;
 }
 
-export function uploadedImage(upload: UploadedImage, what: string): EditImage {
+function uploadedImage(upload: UploadedImage, what: string): EditImage {
   return {
     bytes: upload.bytes,
     media: checkImage(upload.bytes, upload.field, what),
@@ -62,7 +63,8 @@ export function uploadedImage(upload: UploadedImage, what: string): EditImage {
 
 const combinedTooLarge = () =>
   errors.imagesTooLarge(
-    `The images of an edit request (uploaded, fetched from image_url and read from files) may total at most ${formatBytes(MAX_EDIT_REQUEST_BYTES)}.`,
+    `The images of an edit request (uploaded, fetched from image_url and read ` +
+      `from files) may total at most ${formatBytes(MAX_EDIT_REQUEST_BYTES)}.`,
     'image_url',
   );
 
@@ -180,7 +182,8 @@ export async function workspaceImageRow(
   }
   if (row.bytes > BigInt(MAX_IMAGE_BYTES)) {
     throw errors.mediaLimitExceeded(
-      `${ref.what}: file ${ref.fileId} is ${row.bytes} bytes; an image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`,
+      `${ref.what}: file ${ref.fileId} is ${row.bytes} bytes; an ` +
+        `image may have at most ${MAX_IMAGE_BYTES} bytes (30 MB).`,
       ref.param,
     );
   }
@@ -219,7 +222,8 @@ function checkImageOr(head: Buffer, complete: boolean, url: string, what: string
   } catch (e) {
     if (isAppError(e) && e.code === 'invalid_image') {
       throw errors.invalidImageUrl(
-        `${what} (${shownUrl(url)}) does not return a supported image (${IMAGE_FORMATS}) [type]; the type is read from the bytes.`,
+        `${what} (${shownUrl(url)}) does not return a supported image ` +
+          `(${IMAGE_FORMATS}) [type]; the type is read from the bytes.`,
       );
     }
     throw e;

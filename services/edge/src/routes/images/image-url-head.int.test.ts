@@ -28,7 +28,7 @@ afterAll(async () => {
   await refs?.close();
 });
 
-it('refuses a 9000 px image_url on its header: 400 media_limit_exceeded, the download stopped long before its 20 MB, nothing held', async () => {
+it('refuses a 9000 px image_url on its header: 400 media_limit_exceeded, download cut early, none held', async () => {
   const c = await makeCustomer(ctx.db);
   const before = await workspaceState(ctx.db, c.ws.id);
   const res = await fetch(`${edge.url}/v1/images/edits`, {

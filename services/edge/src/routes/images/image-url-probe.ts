@@ -38,7 +38,8 @@ export function imageUrlRefused(e: unknown, what: string, url: string, param: st
 
 const tooLarge = (what: string, url: string, param: string) =>
   errors.mediaLimitExceeded(
-    `${what} (${shownUrl(url)}) is larger than ${MAX_IMAGE_BYTES} bytes (30 MB) [size]; an image may have at most 30 MB.`,
+    `${what} (${shownUrl(url)}) is larger than ${MAX_IMAGE_BYTES} ` +
+      `bytes (30 MB) [size]; an image may have at most 30 MB.`,
     param,
   );
 
@@ -96,14 +97,14 @@ export async function probeImageUrl(deps: ProbeDeps, url: string, param: string,
 /** The header's type and pixel size, held to spec §8: [type] or [dimensions] refused by name. */
 function checkHead(media: SniffedMedia | null, what: string, url: string, param: string): ProbedImage['media'] {
   if (
-    !media ||
-    media.kind !== 'image' ||
+    media?.kind !== 'image' ||
     !(IMAGE_TYPES as readonly string[]).includes(media.contentType) ||
     media.width === undefined ||
     media.height === undefined
   ) {
     throw errors.invalidImageUrl(
-      `${what} (${shownUrl(url)}) does not serve a supported image [type]: it must be ${IMAGE_FORMATS}, its size shown in its header; the type is read from the bytes, not the Content-Type.`,
+      `${what} (${shownUrl(url)}) does not serve a supported image [type]: it must be ${IMAGE_FORMATS}, ` +
+        `its size shown in its header; the type is read from the bytes, not the Content-Type.`,
       param,
     );
   }

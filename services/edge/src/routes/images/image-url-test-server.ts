@@ -6,7 +6,7 @@ import { randomInt } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sampleMedia, sharedTestCa, startTlsServer, type TlsTestServer } from '@gensvc/testing';
 
-export interface Served {
+interface Served {
   type: string;
   /** The first bytes; the rest, up to `total`, is zero filler. */
   head: Buffer;
@@ -15,7 +15,7 @@ export interface Served {
   declare?: boolean;
 }
 
-export interface PumpRecord {
+interface PumpRecord {
   /** Body bytes handed to the socket before it closed or the body ended. */
   sent: number;
   /** The whole body was sent. */

@@ -349,8 +349,10 @@ describe('multipart edits', () => {
     // Chunked, no Content-Length: the limit is enforced while the body streams.
     const boundary = `----edit${randomBytes(8).toString('hex')}`;
     const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${MODEL}\r\n--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nbig\r\n` +
-        `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${MODEL}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nbig\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n` +
+        'Content-Type: image/png\r\n\r\n',
     );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const streamed = () =>

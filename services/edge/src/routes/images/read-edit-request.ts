@@ -38,7 +38,8 @@ export async function readEditRequest(req: Request, deadline: BodyDeadline): Pro
   if (req.is('multipart/form-data')) return readMultipart(req, deadline);
   if (req.is(['application/json', 'application/*+json'])) return fromJson(req.body);
   throw errors.unsupportedMediaType(
-    'Send the edit as multipart/form-data (fields model, prompt, image files, optional mask, or image_url) or as application/json with image_url.',
+    'Send the edit as multipart/form-data (fields model, prompt, image files, ' +
+      'optional mask, or image_url) or as application/json with image_url.',
   );
 }
 

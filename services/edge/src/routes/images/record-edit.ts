@@ -1,7 +1,7 @@
 // What a successful image call (an edit, or a Responses image generation) leaves behind, all or nothing: its outputs
-// archived as workspace files, one Task row (completed) that owns them, and one charge. b64_json results are stored in S3 at once
-// (the bytes are here); url results are copied later by the archiver (archive.output), their file id known now
-// because it derives from (task, output index) exactly as the archiver derives it.
+// archived as workspace files, one Task row (completed) that owns them, and one charge. b64_json results are stored in
+// S3 at once (the bytes are here); url results are copied later by the archiver (archive.output), their file id known
+// now because it derives from (task, output index) exactly as the archiver derives it.
 import { archivedOutputEntry, pendingOutputEntry, type TaskOutputEntry } from '@gensvc/contracts';
 import { generatedFile, taskRepository, withTx, workspaceRepository, type JsonInput } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
@@ -15,7 +15,7 @@ import type { EditImage } from './image-inputs';
 import { PASS_THROUGH_FIELDS, type EditFields } from './schema';
 import type { EditAnswer, EditOutput } from './upstream-edit';
 
-export const EDIT_OPERATION = 'images.edits';
+const EDIT_OPERATION = 'images.edits';
 
 export interface RecordEditInput {
   taskId: string;

@@ -13,9 +13,9 @@ export const MAX_IMAGE_BYTES = 30_000_000;
 /** OpenAI's limit for gpt-image models; one more file (the mask) may come with them. */
 export const MAX_IMAGES = 16;
 /** Images an edit may return (OpenAI's `n`): each is reserved at the model's unit price. */
-export const MAX_N = 10;
+const MAX_N = 10;
 /** Characters of the prompt (OpenAI's limit for gpt-image models). */
-export const MAX_PROMPT_CHARS = 32_000;
+const MAX_PROMPT_CHARS = 32_000;
 /** The image types an edit accepts, as sniffed from their bytes. */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
 export const IMAGE_FORMATS = 'PNG, JPEG, WebP, GIF';
@@ -76,7 +76,7 @@ export const parseEditFields = (raw: Record<string, string>): EditFields => pars
 /** One entry of image_url: a file id of the workspace, or an HTTPS URL (checked when it is fetched). */
 export type ImageRef = { kind: 'file'; fileId: string } | { kind: 'url'; url: string };
 
-export function parseImageRef(value: string): ImageRef {
+function parseImageRef(value: string): ImageRef {
   const text = value.trim();
   if (text.startsWith('file_')) {
     // A file id that is malformed names no file, exactly as an unknown one does.

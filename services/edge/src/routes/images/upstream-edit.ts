@@ -50,10 +50,11 @@ export async function resolveImageModel(
   id: string,
 ): Promise<{ model: CatalogModel; routes: CatalogRoute[] }> {
   const model = await modelForKey(catalog, key, id);
-  if (!model || !model.enabled) throw errors.modelNotFound(id);
+  if (!model?.enabled) throw errors.modelNotFound(id);
   if (model.kind !== 'image') {
     throw errors.modelNotSupported(
-      `"${id}" is a${model.kind === 'evaluation' ? 'n evaluation' : ` ${model.kind}`} model; image edits need an image model.`,
+      `"${id}" is a${model.kind === 'evaluation' ? 'n evaluation' : ` ${model.kind}`} ` +
+        `model; image edits need an image model.`,
     );
   }
   const routes = model.routes.filter((r) => r.channel.kind === 'openai');
@@ -74,13 +75,13 @@ async function encodeForm(call: EditCall, upstreamModel: string): Promise<{ body
   }
   // OpenAI reads one image from "image" and several from "image[]"; the type it checks is the part's own.
   const field = call.images.length > 1 ? 'image[]' : 'image';
-  call.images.forEach((img, i) =>
+  for (const [i, img] of call.images.entries()) {
     form.append(
       field,
       new Blob([img.bytes], { type: img.media.contentType }),
       `image-${i + 1}.${img.media.extensions[0]}`,
-    ),
-  );
+    );
+  }
   if (call.mask)
     form.append(
       'mask',
@@ -100,7 +101,10 @@ export async function callEdit(
   const forms = new Map<string, Promise<{ body: Buffer; contentType: string }>>();
   const formFor = (upstreamModel: string) => {
     let form = forms.get(upstreamModel);
-    if (!form) forms.set(upstreamModel, (form = encodeForm(call, upstreamModel)));
+    if (!form) {
+      form = encodeForm(call, upstreamModel);
+      forms.set(upstreamModel, form);
+    }
     return form;
   };
   return withFailover({

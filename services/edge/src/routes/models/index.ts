@@ -16,7 +16,7 @@ export const MODEL_PATH = /^\/(?:api\/)?v1\/models\/(.+)$/;
 export const GOOGLE_MODEL_PATH = /^\/v1beta\/models\/(.+)$/;
 
 /**
- * Model discovery (issue 13). No scope and no rate limit: any working key may learn what it can call (as with the
+ * Model discovery. No scope and no rate limit: any working key may learn what it can call (as with the
  * vendors). `/v1/models` answers Anthropic's shape when anthropic-version is sent, OpenAI's otherwise.
  */
 export function modelRoutes(deps: EdgeDeps): express.Router {

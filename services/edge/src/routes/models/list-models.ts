@@ -1,4 +1,4 @@
-// Model discovery in each vendor's shape (issue 13): the enabled models the caller's key may use (modelsForKey:
+// Model discovery in each vendor's shape: the enabled models the caller's key may use (modelsForKey:
 // the catalog's usable models, the same source and rules as every paid call), with gensvc's fields under `gensvc`.
 import { toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';

@@ -125,7 +125,7 @@ describe('OpenAI shape', () => {
     expect(body.data.map((m) => m.id)).toEqual(USABLE);
   });
 
-  it('retrieves one model (slash in its id, encoded or not); an unknown or unusable one is 404 model_not_found', async () => {
+  it('retrieves one model (slash in its id, encoded or not); unknown or unusable is 404 model_not_found', async () => {
     const m = await openai().models.retrieve(CHAT);
     expect(m).toMatchObject({ id: CHAT, object: 'model', owned_by: 'sim' });
     const plain = await get(`/v1/models/${CHAT}`, { authorization: `Bearer ${secret}` });
@@ -236,7 +236,7 @@ describe('Anthropic shape (anthropic-version sent)', () => {
 });
 
 describe('Google shape', () => {
-  it('lists through the SDK pager, with supportedGenerationMethods only where a Gemini channel serves the model', async () => {
+  it('lists through the SDK pager, supportedGenerationMethods only where a Gemini channel serves it', async () => {
     const names: string[] = [];
     const pager = await google().models.list({ config: { pageSize: 10 } });
     for await (const m of pager) names.push(m.name!);
@@ -314,7 +314,7 @@ describe('a key limited to some models', () => {
     expect((await get(`/v1beta/models/${IMAGE}`, { 'x-goog-api-key': limited })).status).toBe(404);
   });
 
-  it('is refused every other model with 403 model_not_allowed on every paid route, before anything is held', async () => {
+  it('is refused other models with 403 model_not_allowed on every paid route, before any hold', async () => {
     const other = MANY[0]!;
     const bearer = { authorization: `Bearer ${limited}`, 'content-type': 'application/json' };
     const post = (path: string, body: unknown, headers: Record<string, string> = bearer) =>
@@ -407,7 +407,7 @@ describe('a key limited to some models', () => {
   });
 });
 
-it("a change of a key's limits reaches the edge with the key's invalidation (its cached look-up carries them)", async () => {
+it("a change of a key's limits reaches the edge with its invalidation (its cached look-up holds them)", async () => {
   const { key, secret: changing } = await makeKey(ctx.db, workspaceId);
   const ids = async () => (await openai(changing).models.list()).data.map((m) => m.id);
   expect(await ids()).toEqual(USABLE);

@@ -14,7 +14,8 @@ import {
 } from './schema';
 
 const DIALECT =
-  "OpenAI's shape by default; Anthropic's (`x-api-key` or bearer, paged by limit/after_id/before_id, errors in Anthropic's shape) when `anthropic-version` is sent.";
+  "OpenAI's shape by default; Anthropic's (`x-api-key` or bearer, paged by " +
+  "limit/after_id/before_id, errors in Anthropic's shape) when `anthropic-version` is sent.";
 const anthropicVersion = z.object({
   'anthropic-version': z.string().optional().describe("Any value selects Anthropic's shape."),
 });
@@ -28,7 +29,9 @@ export const modelApi = [
     route: ['/v1/models', '/api/v1/models'],
     operationId: 'listModels',
     summary: 'The models this key may call now',
-    description: `${DIALECT} Only enabled models with a usable channel, within the key's allow-list; gensvc's fields under \`gensvc\`.`,
+    description:
+      `${DIALECT} Only enabled models with a usable channel, within ` +
+      `the key's allow-list; gensvc's fields under \`gensvc\`.`,
     tag: 'Models',
     auth: 'bearer',
     headers: anthropicVersion,

@@ -1,9 +1,9 @@
-// Model discovery (issue 13): the queries each vendor shape takes and the answers it gives, as zod schemas (the
+// Model discovery: the queries each vendor shape takes and the answers it gives, as zod schemas (the
 // OpenAPI document is generated from these). gensvc's own fields ride under the `gensvc` key of every model.
 import { z } from 'zod';
 
 /** gensvc's fields on every listed model, whatever the vendor shape; prices in the workspace's currency. */
-export const MODEL_EXTENSION = z.object({
+const MODEL_EXTENSION = z.object({
   kind: z.enum(['evaluation', 'chat', 'image', 'video']),
   currency: z.string().describe('ISO 4217 code: the workspace currency the prices are charged in'),
   prices: z.object({

@@ -23,7 +23,7 @@ beforeEach(() => {
 
 const trusted = () => ({ allowCidrs: ['127.0.0.1/32'], ca: server.caPem });
 
-it('fetches the Ed25519 keys once and serves them from the cache; a refresh inside a minute does not refetch', async () => {
+it('fetches the Ed25519 keys once, then serves them cached; a refresh within a minute does not refetch', async () => {
   const cache = falKeyCache(`${server.url}/jwks.json`, trusted());
   const [a, b] = await Promise.all([cache.get(false), cache.get(false)]);
   expect(a).toHaveLength(1);

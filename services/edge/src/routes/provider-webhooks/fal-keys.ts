@@ -40,7 +40,7 @@ export function falKeyCache(url: string, outbound: Omit<RequestOptions, 'method'
       at = Date.now();
       return fetched;
     } catch (e) {
-      // Keep the keys held and wait a whole TTL before the next fetch, so a key endpoint that is down is not asked once per webhook.
+      // Keep the keys and wait a whole TTL before the next fetch: a key endpoint that is down is not asked per webhook.
       if (keys.length) {
         at = Date.now();
         return keys;
@@ -54,7 +54,8 @@ export function falKeyCache(url: string, outbound: Omit<RequestOptions, 'method'
     get(refresh) {
       const age = Date.now() - at;
       if (keys.length && age < (refresh ? JWKS_REFRESH_MS : JWKS_TTL_MS)) return Promise.resolve(keys);
-      return (pending ??= fetchKeys());
+      pending ??= fetchKeys();
+      return pending;
     },
   };
 }

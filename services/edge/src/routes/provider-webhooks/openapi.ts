@@ -8,7 +8,9 @@ export const providerWebhookApi = [
     operationId: 'receiveProviderWebhook',
     summary: "Where Replicate and fal report a task's job ended (not for API callers)",
     description:
-      "On only with PROVIDER_WEBHOOK_BASE_URL set. Replicate's Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature) or fal's ED25519 signature (x-fal-webhook-*, for the account FAL_WEBHOOK_USER_ID) is verified over the raw body; a verified call brings the task's next poll forward.",
+      "On only with PROVIDER_WEBHOOK_BASE_URL set. Replicate's Standard Webhooks signature (webhook-id, " +
+      "webhook-timestamp, webhook-signature) or fal's ED25519 signature (x-fal-webhook-*, for the account " +
+      "FAL_WEBHOOK_USER_ID) is verified over the raw body; a verified call brings the task's next poll forward.",
     tag: 'Provider webhooks',
     auth: 'none',
     params: z.object({ provider: z.enum(['replicate', 'fal']), taskId: z.string().max(64) }),

@@ -16,7 +16,7 @@ const ctx = useTestContext({
   REPLICATE_WEBHOOK_SECRET: SECRET,
 });
 
-/** A Replicate webhook for prediction `id`, signed as Replicate signs it (Standard Webhooks); `prediction` is the rest of its body. */
+/** A Replicate webhook for prediction `id`, signed as Replicate signs (Standard Webhooks); `prediction`: its body. */
 function replicateWebhook(id: string, prediction: Record<string, unknown> = { status: 'succeeded' }) {
   const body = JSON.stringify({ id, ...prediction });
   const webhookId = `msg_${id}_${Math.random().toString(36).slice(2)}`;
@@ -36,7 +36,7 @@ function replicateWebhook(id: string, prediction: Record<string, unknown> = { st
   };
 }
 
-it('shutdown waits for the look a webhook started: a task whose submit records its job meanwhile is polled before the queues close', async () => {
+it('shutdown waits for the look a webhook began: a task recorded meanwhile is polled before queues close', async () => {
   const edge = await startEdge(ctx);
   const channel = await addSimChannel(ctx.db, 'http://127.0.0.1:9', {
     name: 'webhook-shutdown-replicate',
@@ -115,7 +115,7 @@ describe('a webhook that carries the result', () => {
   const balanceOf = async (task: TaskRow) =>
     (await ctx.db.workspace.findUniqueOrThrow({ where: { id: task.workspaceId } })).balance;
 
-  it('records it before answering: output pending archive, one charge, the archive job added, no poll; a replay charges nothing more', async () => {
+  it('records it before answering: output pending archive, one charge, archive job, no poll; replay free', async () => {
     const task = await runningTask('pred-done');
     const done = { status: 'succeeded', output: [OUTPUT] };
     expect((await post(task, replicateWebhook('pred-done', done))).status).toBe(204);
@@ -142,7 +142,7 @@ describe('a webhook that carries the result', () => {
     expect(await pollOf(task)).toBeUndefined();
   });
 
-  it('records webhooks that arrive together in groups: each task charged once, its archive added, no poll', async () => {
+  it('records webhooks arriving together in groups: each task charged once, its archive added, no poll', async () => {
     const tasks = await Promise.all(Array.from({ length: 24 }, (_, i) => runningTask(`pred-group-${i}`)));
     const recordMany = jest.spyOn(taskRepository, 'recordWebhookOutputs');
     const answers = await Promise.all(
@@ -163,7 +163,7 @@ describe('a webhook that carries the result', () => {
     }
   });
 
-  it("records a video's result with the duration its task asked for when the provider says none (read from the row)", async () => {
+  it("records a video with its task's asked duration when the provider says none (read from the row)", async () => {
     const task = await runningTask('pred-video', {
       operation: 'text-to-video',
       input: { prompt: 'waves', width: 64, height: 64, duration_seconds: 4 },
@@ -203,7 +203,7 @@ describe('a webhook that carries the result', () => {
     expect(await chargesOf(task)).toEqual([]);
   });
 
-  it("records nothing from a webhook signed for another job (the URL's task id is not signed), and polls nothing", async () => {
+  it("records and polls nothing for a webhook signed for another job (the URL's task id is not signed)", async () => {
     const task = await runningTask('pred-mine');
     // Replicate's own signature, over another prediction of the account, sent to this task's URL, at an edge of its
     // own: its close waits for whatever the webhook started.

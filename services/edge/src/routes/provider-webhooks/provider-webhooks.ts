@@ -1,4 +1,4 @@
-// POST /v1/provider-webhooks/{replicate|fal}/{task id}: where Replicate and fal report a task's job ended (issue 12),
+// POST /v1/provider-webhooks/{replicate|fal}/{task id}: where Replicate and fal report a task's job ended,
 // when the task-runner asked them to (PROVIDER_WEBHOOK_BASE_URL set). The signature is verified as each provider
 // documents it (libs/webhooks provider-webhooks.ts) over the raw body, before anything of the body is read; an
 // unsigned or badly signed call is 401 and changes nothing.
@@ -58,7 +58,7 @@ function jsonOrNull(raw: Buffer): unknown {
 
 /** A provider's webhook body: a prediction or a fal result with its images' URLs. */
 const BODY_LIMIT_BYTES = 1024 * 1024;
-/** A task still submitting is looked at again after these waits: its submit records the provider's id, under load later. */
+/** A still-submitting task is rechecked after these waits: its submit records the provider's id, late under load. */
 const SUBMIT_LOOKS_MS = [100, 250, 1_000, 3_000];
 
 /**
@@ -85,7 +85,9 @@ export function providerWebhookRoutes(deps: EdgeDeps): { router: express.Router;
       if (declaredTooLarge(req, BODY_LIMIT_BYTES)) throw errors.payloadTooLarge(formatBytes(BODY_LIMIT_BYTES));
       const raw = await readRawBody(req, { limitBytes: BODY_LIMIT_BYTES, timeouts: deps.config.http });
 
-      /** The provider's job id as the provider signed it, and what the body says of that job (null: nothing we read). */
+      /**
+       * The provider's job id as the provider signed it, and what the body says of that job (null: nothing we read).
+       */
       let upstreamId: string;
       let state: JobState | null;
       try {

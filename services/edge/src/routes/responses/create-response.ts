@@ -24,7 +24,8 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy) {
     // the gateway does not proxy: it could never be billed.
     if (body.background === true) {
       throw errors.invalidRequest(
-        'background: background responses are not supported by this gateway; send the request without it (stream: true gives output as it is produced).',
+        'background: background responses are not supported by this gateway; send ' +
+          'the request without it (stream: true gives output as it is produced).',
         'background',
       );
     }
@@ -36,7 +37,8 @@ export function createResponse(deps: EdgeDeps, proxy: ChatProxy) {
     if (imageTool) {
       if (body.stream === true) {
         throw errors.invalidRequest(
-          'stream: responses with the image_generation tool are not streamed by this gateway (each image is archived before the answer names its file); send the request without stream.',
+          'stream: responses with the image_generation tool are not streamed by this gateway (each ' +
+            'image is archived before the answer names its file); send the request without stream.',
           'stream',
         );
       }

@@ -55,7 +55,8 @@ export async function inlineFileImages(
   }
   if (total > MAX_UPSTREAM_BYTES) {
     throw errors.imagesTooLarge(
-      `With the files named by file_id inlined (base64), the request would be ${formatBytes(total)} on its way to the provider; at most ${formatBytes(MAX_UPSTREAM_BYTES)} is allowed.`,
+      `With the files named by file_id inlined (base64), the request would be ${formatBytes(total)} ` +
+        `on its way to the provider; at most ${formatBytes(MAX_UPSTREAM_BYTES)} is allowed.`,
       'input',
     );
   }

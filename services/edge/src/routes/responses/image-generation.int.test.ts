@@ -133,7 +133,7 @@ async function expectArchived(items: Item[], prompt: string, guide: Buffer, task
 describe('POST /v1/responses with the image_generation tool', () => {
   const guide = sampleMedia.png(48, 32);
 
-  it('sends a workspace file as the guide, archives the generated image and bills tokens + price × 1, held before the call', async () => {
+  it('sends a workspace file as guide, archives the image, bills tokens + price × 1 held before the call', async () => {
     const upload1 = await upload(edge.url, secret, guide, { filename: 'guide.png' });
     const fileId = (await jsonOf(upload1)).id as string;
     const { data, response } = await openai()
@@ -190,7 +190,7 @@ describe('POST /v1/responses with the image_generation tool', () => {
     expect(JSON.stringify(envelope.output)).toContain(items[0]!.svc_file_id!);
   });
 
-  it('holds exactly the token bound plus price × max_tool_calls, and charges each of the images generated', async () => {
+  it('holds exactly the token bound plus price × max_tool_calls, and charges each image generated', async () => {
     const input = guided('three cats', { image_url: dataUrl(guide) });
     // max_tool_calls is a create parameter of the Responses API the SDK's types do not list yet; the SDK sends it.
     const params = {
@@ -222,7 +222,7 @@ describe('POST /v1/responses with the image_generation tool', () => {
     await expectBalanced(ctx.db, workspaceId);
   });
 
-  it('answers 402 without calling the provider when the hold (one image and the tokens) does not fit the balance', async () => {
+  it('answers 402 without calling the provider when the hold (an image and tokens) exceeds the balance', async () => {
     const poor = await makeWorkspace(ctx.db, { balance: UNIT_PRICE });
     const key = (await makeKey(ctx.db, poor.id)).secret;
     const err = await openai(key)
@@ -233,7 +233,7 @@ describe('POST /v1/responses with the image_generation tool', () => {
     expect(await ctx.db.ledgerEntry.count({ where: { workspaceId: poor.id, kind: 'charge' } })).toBe(0);
   });
 
-  it("answers another workspace's file and a missing one 404 file_not_found, before anything is held or sent", async () => {
+  it("answers another workspace's file and a missing one 404 file_not_found, before any hold or call", async () => {
     const theirs = (await jsonOf(await upload(edge.url, otherSecret, guide, { filename: 'theirs.png' }))).id as string;
     for (const fileId of [theirs, 'file_0000000000000000000000']) {
       const err = await openai()
@@ -276,7 +276,7 @@ describe('POST /v1/responses with the image_generation tool', () => {
     await expectNothing(res.headers.get('x-request-id')!);
   });
 
-  it('fails over a failing channel, and when every channel fails answers 502 with the hold released and nothing recorded', async () => {
+  it('fails over a failing channel; when all fail, answers 502, the hold released and nothing recorded', async () => {
     sim.faults.add({ channel: 'oa-a', status: 500, times: 1 });
     const ok = await openai()
       .responses.create({ model: MODEL, tools: [TOOL], input: 'a boat' })

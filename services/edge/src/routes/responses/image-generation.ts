@@ -108,7 +108,7 @@ export async function generateImages(
       log,
     );
     // The items are the answer's own output items: each gets its archived file's fields beside OpenAI's.
-    generated.outputs.forEach((o, i) => Object.assign(o.item, archived[i]));
+    for (const [i, o] of generated.outputs.entries()) Object.assign(o.item, archived[i]);
     answer = { ...generated.json, svc_task_id: taskId };
   } catch (e) {
     await hold.release();

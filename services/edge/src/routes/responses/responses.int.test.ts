@@ -227,7 +227,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     await charged(response.headers.get('x-request-id'), expected.usage);
   });
 
-  it("inlines every named file in place (a file named twice is sent twice) beside the caller's own data URLs, and honours max_output_tokens", async () => {
+  it('inlines each named file in place (twice if named twice) by data URLs; honours max_output_tokens', async () => {
     const jpeg = sampleMedia.jpeg(40, 24);
     const gif = sampleMedia.gif(16, 16);
     const jpegId = await storedFile(workspaceId, 'image/jpeg', jpeg);
@@ -278,7 +278,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     );
   });
 
-  it("answers another workspace's file, a missing one and a malformed id 404 file_not_found naming the item, without calling upstream", async () => {
+  it('answers a foreign, missing or malformed file id 404 file_not_found naming the item, calls nothing', async () => {
     const foreign = await uploaded(png, otherSecret);
     for (const fileId of [foreign, newId('file'), 'file-abc123']) {
       const res = await post({ model: CHAT, input: imageInput(fileId) });
@@ -311,7 +311,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     expect(own.output_text).toContain(`sha256=${sha256Hex(png)}`);
   });
 
-  it('answers a file that is not an image 400 invalid_image, and one beyond 30 MB 400 media_limit_exceeded, before reading any bytes', async () => {
+  it('answers a non-image 400 invalid_image, over 30 MB 400 media_limit_exceeded, before reading bytes', async () => {
     const pdf = await uploaded(sampleMedia.pdf(), secret, 'doc.pdf');
     const notImage = await post({ model: CHAT, input: imageInput(pdf) });
     expect(notImage.status).toBe(400);
@@ -345,7 +345,7 @@ describe('POST /v1/responses with input_image file_id', () => {
     await expectNoCall(res);
   });
 
-  it('answers 404 for a file whose bytes are gone (a delete in progress), and checks the bytes are really an image', async () => {
+  it('answers 404 for a file whose bytes are gone (being deleted), and checks the bytes are an image', async () => {
     const gone = await storedFile(workspaceId, 'image/png', { size: 100 });
     const res = await post({ model: CHAT, input: imageInput(gone) });
     expect(res.status).toBe(404);
@@ -465,7 +465,7 @@ describe('POST /v1/responses', () => {
     await charged(response.headers.get('x-request-id'), expected.usage);
   });
 
-  it('ends a stream the upstream cuts with an error event the SDK throws, and releases the hold (no usage was reported)', async () => {
+  it('ends a cut stream with an error event the SDK throws, and releases the hold (no usage reported)', async () => {
     // created, in_progress, output_item.added, content_part.added, then two deltas.
     sim.faults.add({ channel: 'oa-a', cutAfterChunks: 6 });
     const { data: stream, response } = await openai()

@@ -11,7 +11,7 @@ import { chatModelId } from '../chat/schema';
  */
 export const MAX_UPSTREAM_BYTES = 50 * 1024 * 1024;
 /** input_image items naming files, per request (OpenAI takes at most 500 images per request). */
-export const MAX_FILE_IMAGES = 500;
+const MAX_FILE_IMAGES = 500;
 
 export const responseBody = z.looseObject({
   model: chatModelId,
@@ -53,7 +53,8 @@ export function fileImageRefs(input: unknown): FileImageRef[] {
         const param = `${at}.file_id`;
         if (part.type === 'input_file') {
           throw errors.invalidRequest(
-            `${param}: file ids are accepted on input_image items only; send a file's contents as file_data or file_url.`,
+            `${param}: file ids are accepted on input_image items ` +
+              `only; send a file's contents as file_data or file_url.`,
             param,
           );
         }
@@ -81,7 +82,7 @@ export function fileImageRefs(input: unknown): FileImageRef[] {
  * at most `max_tool_calls` built-in tool calls; the gateway sends max_tool_calls (1 unless the caller asks for up to
  * this many), so a response never holds fewer images than it can generate.
  */
-export const MAX_GENERATED_IMAGES = 8;
+const MAX_GENERATED_IMAGES = 8;
 
 /** The image_generation tool of a request, or null when it offers none (the rest of `tools` is the provider's). */
 export function imageGenerationTool(tools: unknown): Record<string, unknown> | null {
@@ -108,7 +109,8 @@ export function generatedImageBound(maxToolCalls: unknown): number {
     maxToolCalls > MAX_GENERATED_IMAGES
   ) {
     throw errors.invalidRequest(
-      `max_tool_calls: with the image_generation tool, an integer from 1 to ${MAX_GENERATED_IMAGES} (each built-in tool call may generate an image, and each image is held before the call).`,
+      `max_tool_calls: with the image_generation tool, an integer from 1 to ${MAX_GENERATED_IMAGES} ` +
+        `(each built-in tool call may generate an image, and each image is held before the call).`,
       'max_tool_calls',
     );
   }
@@ -116,7 +118,7 @@ export function generatedImageBound(maxToolCalls: unknown): number {
 }
 
 /** Guide images given by URL, per request: each is fetched (its header) before the call. */
-export const MAX_URL_IMAGES = 16;
+const MAX_URL_IMAGES = 16;
 
 /** An input_image given by an http(s) URL (a data: URL carries its bytes and is bounded by the body). */
 export interface UrlImageRef {
@@ -141,7 +143,8 @@ export function urlImageRefs(input: unknown): UrlImageRef[] {
   }
   if (refs.length > MAX_URL_IMAGES) {
     throw errors.invalidRequest(
-      `With the image_generation tool, at most ${MAX_URL_IMAGES} input images may be given by URL (each is checked before the call); send the others as files.`,
+      `With the image_generation tool, at most ${MAX_URL_IMAGES} input images may ` +
+        `be given by URL (each is checked before the call); send the others as files.`,
       refs[MAX_URL_IMAGES]!.param,
     );
   }

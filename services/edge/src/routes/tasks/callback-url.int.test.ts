@@ -1,4 +1,4 @@
-// callback_url at creation, against real TLS servers on loopback: the hostile-URL matrix of the issue, each refused
+// callback_url at creation, against real TLS servers on loopback: a matrix of hostile URLs, each refused
 // with 400 invalid_callback_url naming the rule and leaving no task; and a valid receiver accepted. Local receivers
 // are reached as in production only through OUTBOUND_ALLOW_CIDRS (127.0.0.1/32) and a trusted test CA; 127.0.0.2
 // (loopback too) plays the private host. Names resolve through a fake DNS the test controls, never the real one.
@@ -36,7 +36,7 @@ let c: Awaited<ReturnType<typeof makeCustomer>>;
 /** Every TLS server of this file: none may ever be sent an HTTP request at creation. */
 const servers: TlsTestServer[] = [];
 let receiver: TlsTestServer;
-/** TLS handshakes each server completed, by host and port (counted as the server's side completes, a moment after the client's). */
+/** TLS handshakes each server completed, by host and port (counted when the server's side ends, after the client's). */
 const handshakes = new Map<string, number>();
 
 async function serve(
@@ -88,12 +88,16 @@ async function refused(url: string, rule: RegExp) {
   expect(await workspaceState(ctx.db, c.ws.id)).toEqual(before);
 }
 
-const UNREACHABLE =
-  /^callback_url was refused \(tls\): The server must accept an HTTPS connection at the URL's host and port and complete a TLS handshake; no server there did\.$/;
+const UNREACHABLE = new RegExp(
+  String.raw`^callback_url was refused \(tls\): The server must accept an HTTPS connection at the URL's host ` +
+    String.raw`and port and complete a TLS handshake; no server there did\.$`,
+);
 const PRIVATE = /is not a public address \(private network\)/;
-const NAME_RULE =
-  /\(private_address\): Every address the host resolves to must be a public unicast address; this host resolves to one that is not\./;
-/** What the network answered, which a refusal never shows: socket and TLS error codes, and the addresses a name resolved to. */
+const NAME_RULE = new RegExp(
+  String.raw`\(private_address\): Every address the host resolves to must be a public unicast address; ` +
+    String.raw`this host resolves to one that is not\.`,
+);
+/** What the network answered, which a refusal never shows: socket and TLS error codes, a name's resolved addresses. */
 const NETWORK_ERROR = /ECONN|ETIMEDOUT|ERR_SSL|DEPTH_ZERO|CERT_HAS_EXPIRED|ERR_TLS|UNABLE_TO/;
 const RESOLVED = /10\.0\.0\.5|169\.254|::1|::ffff|127\.0\.0\.[12]/;
 describe('the URL and its addresses', () => {
@@ -158,7 +162,7 @@ describe('the URL and its addresses', () => {
 });
 
 describe('DNS rebinding: a name that resolves public, then private', () => {
-  it('is checked once and connected to at the address checked; the next creation sees the private answer and is refused', async () => {
+  it('is checked once and reached at the checked address; the next creation sees the private one', async () => {
     // Both sides serve the same name and port with a valid certificate: only the address decides which is reached.
     const cert = sharedTestCa().ca.issue(['rebind.example']);
     const publicSide = await serve({ cert });
@@ -180,7 +184,7 @@ describe('DNS rebinding: a name that resolves public, then private', () => {
 });
 
 describe('redirects', () => {
-  it('play no part at creation: the check is a TLS handshake, with no HTTP request to answer with a redirect', async () => {
+  it('play no part at creation: the check is a TLS handshake, no HTTP request to redirect', async () => {
     // At delivery, the dispatcher refuses to follow it (its own tests); here the receiver is never asked anything.
     const redirecting = await serve({}, (_req, res) => {
       res.writeHead(302, { location: 'https://169.254.169.254/latest/meta-data/' });
@@ -233,7 +237,7 @@ describe('the certificate', () => {
     await refused(`${url}/cb`, rule);
   });
 
-  it('answers a closed port and an open port that speaks no TLS in the same words: no port probing through the gateway', async () => {
+  it('answers a closed port and a non-TLS open port in the same words: no port probing via the gateway', async () => {
     const closed = await serve();
     await closed.close();
     const plain = createNetServer((socket) => socket.end('SSH-2.0-OpenSSH_9.6\r\n'));
@@ -273,7 +277,7 @@ describe('a valid receiver', () => {
   });
 });
 
-describe('the TLS check is kept for a minute per host, port and checked addresses (issue 12)', () => {
+describe('the TLS check is kept for a minute per host, port and checked addresses', () => {
   it('a burst of creations to one receiver makes one handshake; the name is still resolved for each', async () => {
     const burst = await serve({ cert: sharedTestCa().ca.issue(['burst.example']) });
     dns.set('burst.example', [['127.0.0.1']]);
@@ -300,7 +304,7 @@ describe('the TLS check is kept for a minute per host, port and checked addresse
     expect(handshakesOf(bad)).toBe(0);
   });
 
-  it('a cached verdict does not outlive a changed answer: the name now resolving elsewhere is checked afresh', async () => {
+  it('a cached verdict does not outlive a changed answer: a name now resolving elsewhere is rechecked', async () => {
     const first = await serve({ cert: sharedTestCa().ca.issue(['moving.example']) });
     dns.set('moving.example', [['127.0.0.1']]);
     const url = `https://moving.example:${first.port}/cb`;

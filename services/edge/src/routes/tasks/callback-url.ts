@@ -19,9 +19,9 @@ import {
 import type { EdgeDeps } from '../../deps';
 
 /** The handshake must complete within this (the dispatcher's own connect timeout is the same). */
-export const CALLBACK_TLS_TIMEOUT_MS = 5_000;
-/** How long a handshake that verified stands for the same host, port and checked addresses (issue 12). */
-export const CALLBACK_TLS_CACHE_MS = 60_000;
+const CALLBACK_TLS_TIMEOUT_MS = 5_000;
+/** How long a handshake that verified stands for the same host, port and checked addresses. */
+const CALLBACK_TLS_CACHE_MS = 60_000;
 const CACHE_MAX = 10_000;
 
 /**

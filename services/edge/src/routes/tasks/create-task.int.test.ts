@@ -419,7 +419,7 @@ describe('money', () => {
     expect(await workspaceState(ctx.db, c.ws.id)).toMatchObject({ tasks: 1, balance: 0n });
   });
 
-  it('Idempotency-Key: the same request answers the same 202 (and Location) and makes one task; another body is 409', async () => {
+  it('Idempotency-Key: the same request gets the same 202 (and Location), one task; another body is 409', async () => {
     const c = await makeCustomer(ctx.db);
     const headers = { 'idempotency-key': 'create-fox-1' };
     const first = await createTask(edge.url, c.secret, 'sim/text-to-image', body, headers);
@@ -446,7 +446,7 @@ describe('money', () => {
     expect(await ctx.db.task.count({ where: { workspaceId: c.ws.id } })).toBe(1);
   });
 
-  it('a race: 200 concurrent creations against a cap for 50, written in groups → exactly 50 tasks, the cap held to the unit', async () => {
+  it('a race: 200 concurrent creations against a cap for 50, in groups → exactly 50 tasks, cap held', async () => {
     const cap = IMAGE_PRICE * 50n;
     const c = await makeCustomer(ctx.db, { spendCap: cap });
     const createMany = jest.spyOn(taskRepository, 'createMany');

@@ -108,7 +108,8 @@ async function taskModel(
   const owner = id.slice(0, id.indexOf('/'));
   if (owner !== provider) {
     throw errors.modelNotSupported(
-      `The model "${id}" is a model of "${owner}": create its tasks with POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`,
+      `The model "${id}" is a model of "${owner}": create its tasks with ` +
+        `POST /api/v1/${owner}/${name}, not under /api/v1/${provider}/.`,
     );
   }
   if (!model.routes.some((r) => r.channel.enabled && isTaskChannelKind(r.channel.kind))) {

@@ -66,7 +66,7 @@ describe('refusals: 400 naming the rule, nothing held or written', () => {
     expect(await workspaceState(ctx.db, c.ws.id)).toEqual(before);
   });
 
-  it('reads only the header of a refused image: the server sees the connection closed long before its 20 MB were sent', async () => {
+  it('reads only the header of a refused image: the connection closes long before its 20 MB are sent', async () => {
     const res = await createTask(edge.url, c.secret, 'sim/image-to-image', { ...image, image: refs.url('/wide.png') });
     const error = await errorOf(res, 400, 'media_limit_exceeded');
     expect(error.message).toContain('9000×1 pixels');

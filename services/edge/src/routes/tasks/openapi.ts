@@ -30,7 +30,9 @@ const create = (name: string, op: TaskOperation) =>
     method: 'post',
     route: `/api/v1/:provider/${name}`,
     operationId: `create_${name.replace(/-/g, '_')}`,
-    summary: `Create ${name.startsWith('image') ? 'an' : 'a'} ${name} task (answered 202; the result comes by callback or GET /api/v1/tasks/{id})`,
+    summary:
+      `Create ${name.startsWith('image') ? 'an' : 'a'} ${name} task ` +
+      `(answered 202; the result comes by callback or GET /api/v1/tasks/{id})`,
     tag: 'Tasks',
     auth: 'bearer',
     scope: 'tasks.write',

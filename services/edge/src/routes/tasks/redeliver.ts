@@ -23,7 +23,7 @@ export function redeliver(deps: Pick<EdgeDeps, 'db' | 'queues'>) {
   };
 }
 
-/** Starts a new delivery round of the workspace's task (the API's redeliver and the dashboard's); its first attempt number. */
+/** Starts a new delivery round of the workspace's task (the API's redeliver and the dashboard's); its first attempt. */
 export async function startRedelivery(
   deps: Pick<EdgeDeps, 'db' | 'queues'>,
   workspaceId: string,

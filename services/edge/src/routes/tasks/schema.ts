@@ -14,15 +14,15 @@ export const MAX_PROMPT_CHARS = 4_000;
  * Each side of `size`, in pixels. Below 64 px no image or video provider generates; 4096 px is the largest side
  * any of them renders (and stays within spec §8's 8192 px per side, so an output can be fed back as an input).
  */
-export const MIN_SIDE = 64;
-export const MAX_SIDE = 4_096;
-export const DEFAULT_SIZE: Record<TaskOperation['kind'], string> = { image: '1024x1024', video: '1280x720' };
+const MIN_SIDE = 64;
+const MAX_SIDE = 4_096;
+const DEFAULT_SIZE: Record<TaskOperation['kind'], string> = { image: '1024x1024', video: '1280x720' };
 /** Seconds of video; what providers render per generation. */
-export const MIN_DURATION_SECONDS = 1;
-export const MAX_DURATION_SECONDS = 60;
-export const DEFAULT_DURATION_SECONDS = 5;
+const MIN_DURATION_SECONDS = 1;
+const MAX_DURATION_SECONDS = 60;
+const DEFAULT_DURATION_SECONDS = 5;
 /** An https URL longer than this is no one's callback or image (browsers and CDNs draw the line near here too). */
-export const MAX_URL_CHARS = 2_048;
+const MAX_URL_CHARS = 2_048;
 
 /** Ids made by newId('tsk'); anything else names no task. */
 export const TASK_ID = /^tsk_[0-9A-Za-z]{22}$/;
@@ -112,7 +112,8 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
     for (const field of ['image', 'image_url'] as const) {
       if (!op.takesImage && field in body) {
         throw errors.invalidRequest(
-          `${field}: ${name} takes no input image; use ${op.kind === 'video' ? 'image-to-video' : 'image-to-image'} to start from one.`,
+          `${field}: ${name} takes no input image; use ` +
+            `${op.kind === 'video' ? 'image-to-video' : 'image-to-image'} to start from one.`,
           field,
         );
       }

@@ -164,7 +164,7 @@ describe('GET /api/v1/tasks/{task_id}', () => {
     );
   });
 
-  it('a completed video: output.url on {file_url}, its file_id, and a signed download url that works and is fresh at every GET', async () => {
+  it('a completed video: output.url on {file_url}, its file_id, a working signed url fresh at every GET', async () => {
     const c = await makeCustomer(ctx.db);
     const bytes = Buffer.from(`not really an mp4 ${'x'.repeat(5000)}`);
     const { id, loc, providerUrl } = await completedVideo(c, bytes);
@@ -254,9 +254,10 @@ describe('GET /api/v1/tasks', () => {
       expect(res.status).toBe(200);
       const page = await jsonOf(res);
       expect(page.object).toBe('list');
-      const pageIds = page.data.map(
-        (t: { object: string; task_id: string }) => (expect(t.object).toBe('task'), t.task_id),
-      );
+      const pageIds = page.data.map((t: { object: string; task_id: string }) => {
+        expect(t.object).toBe('task');
+        return t.task_id;
+      });
       pages.push({ ids: pageIds, has_more: page.has_more, first_id: page.first_id, last_id: page.last_id });
       if (!page.has_more) break;
       after = `&after=${page.last_id}`;
@@ -308,7 +309,7 @@ describe('GET /api/v1/tasks', () => {
 });
 
 describe('POST /api/v1/tasks/{task_id}/cancel', () => {
-  it('a queued task → canceled, its hold given back, no provider job to cancel and no callback without a callback_url', async () => {
+  it('a queued task → canceled, hold given back, no provider job to cancel, no callback without its URL', async () => {
     const c = await makeCustomer(ctx.db);
     const id = await newTask(c);
     expect((await ctx.db.workspace.findUniqueOrThrow({ where: { id: c.ws.id } })).balance).toBe(
@@ -355,7 +356,7 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
     expect(await ctx.db.task.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued' });
   });
 
-  it('with a callback_url: the callback is queued (attempt 1); a submitted task also gets its provider job canceled', async () => {
+  it('with a callback_url: the callback is queued (attempt 1); a submitted task: provider job canceled', async () => {
     const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { callback: true });
     await submit(id);
@@ -373,7 +374,7 @@ describe('POST /api/v1/tasks/{task_id}/cancel', () => {
     expect(deliver?.data).toMatchObject({ taskId: id, attempt: 1, workspaceId: c.ws.id });
   });
 
-  it('a task whose result is recorded is no longer cancelable (the success won): 409, and it stays charged', async () => {
+  it('a task whose result is recorded is not cancelable (the success won): 409, and it stays charged', async () => {
     const c = await makeCustomer(ctx.db);
     const id = await newTask(c, { video: true });
     await submit(id);

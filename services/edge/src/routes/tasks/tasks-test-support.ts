@@ -5,8 +5,8 @@ import type { TestDb } from '@gensvc/db/testing';
 import { jsonOf } from '@gensvc/testing';
 import { bearer } from '../files/files-test-support';
 
-export const IMAGE_MODEL = 'sim/image-1';
-export const VIDEO_MODEL = 'sim/video-1';
+const IMAGE_MODEL = 'sim/image-1';
+const VIDEO_MODEL = 'sim/video-1';
 /** Per image. */
 export const IMAGE_PRICE = 40_000n;
 /** Per second of video. */

@@ -8,7 +8,8 @@ export const usageApi = [
     operationId: 'getUsage',
     summary: "The workspace's usage and cost from the ledger, by day, model or key",
     description:
-      'Totals equal the ledger over the range exactly. A range is at most 366 days; a day given as `to` counts through its end.',
+      'Totals equal the ledger over the range exactly. A range is ' +
+      'at most 366 days; a day given as `to` counts through its end.',
     tag: 'Account',
     auth: 'bearer',
     scope: 'account.read',

@@ -1,8 +1,8 @@
-// GET /api/v1/usage (issue 13): the query and the answer, as zod schemas (the OpenAPI document is generated from them).
+// GET /api/v1/usage: the query and the answer, as zod schemas (the OpenAPI document is generated from them).
 import { DAY_MS, idPattern, plusDays } from '@gensvc/db';
 import { z } from 'zod';
 
-export const MAX_USAGE_DAYS = 366;
+const MAX_USAGE_DAYS = 366;
 
 /**
  * A day (YYYY-MM-DD, UTC) or an ISO 8601 time with its offset. A day given as `to` means through its end; a time
@@ -47,7 +47,9 @@ export const USAGE_QUERY = z
       ctx.addIssue({
         code: 'custom',
         path: ['from'],
-        message: `the range from "from" to "to" is more than ${MAX_USAGE_DAYS} days: ask for at most ${MAX_USAGE_DAYS} days at a time`,
+        message:
+          `the range from "from" to "to" is more than ${MAX_USAGE_DAYS} ` +
+          `days: ask for at most ${MAX_USAGE_DAYS} days at a time`,
       });
       return z.NEVER;
     }
@@ -63,7 +65,7 @@ const USAGE_FIGURES = {
   cost: z.number().describe('charges net of refunds, in the workspace currency'),
 };
 
-export const USAGE_ROW = z.object({
+const USAGE_ROW = z.object({
   day: z.string().optional().describe('YYYY-MM-DD (UTC), with group_by=day'),
   model: z.string().nullable().optional().describe('with group_by=model; null for charges without a model'),
   key_id: z.string().nullable().optional().describe('with group_by=key; null for a key since deleted'),

@@ -81,7 +81,10 @@ beforeAll(async () => {
 
   // 1200 small chat charges (1..997 micro-units each: a float sum of these drifts; the ledger's does not).
   let seed = 7;
-  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
   for (let i = 0; i < 1200; i++) {
     const model = i % 3 === 0 ? 'sim/chat-b' : 'sim/chat-a';
     add({
@@ -148,20 +151,23 @@ beforeAll(async () => {
 
   let balance = 0n;
   await ctx.db.ledgerEntry.createMany({
-    data: entries.map((e, i) => ({
-      id: newId('led'),
-      workspaceId,
-      apiKeyId: e.key,
-      kind: e.kind,
-      amount: e.amount,
-      balanceAfter: (balance += e.amount),
-      requestId: `req_${i}`,
-      model: e.model,
-      inputTokens: e.input ?? null,
-      outputTokens: e.output ?? null,
-      taskId: e.taskId ?? null,
-      createdAt: at(e.day, e.hour, i % 60),
-    })),
+    data: entries.map((e, i) => {
+      balance += e.amount;
+      return {
+        id: newId('led'),
+        workspaceId,
+        apiKeyId: e.key,
+        kind: e.kind,
+        amount: e.amount,
+        balanceAfter: balance,
+        requestId: `req_${i}`,
+        model: e.model,
+        inputTokens: e.input ?? null,
+        outputTokens: e.output ?? null,
+        taskId: e.taskId ?? null,
+        createdAt: at(e.day, e.hour, i % 60),
+      };
+    }),
   });
   // Another workspace's spend on the same days is never counted.
   const other = await makeWorkspace(ctx.db);
@@ -183,9 +189,11 @@ afterAll(async () => {
   await edge?.close();
 });
 
+type UsageRow = Record<string, unknown> & { key_id?: string };
+type UsageBody = { data: UsageRow[]; totals: Record<string, unknown>; error?: unknown };
 const usage = async (query: string, key = secret) => {
   const res = await fetch(`${edge.url}/api/v1/usage?${query}`, { headers: { authorization: `Bearer ${key}` } });
-  return { status: res.status, body: (await jsonOf(res)) as Record<string, any> };
+  return { status: res.status, body: (await jsonOf(res)) as UsageBody };
 };
 const figures = (e: Expect) => ({
   calls: e.calls,
@@ -235,7 +243,7 @@ describe('GET /api/v1/usage', () => {
     expect(models.body.totals).toEqual(figures(total));
 
     const keys = await usage(`from=${DAYS[0]}&to=${DAYS[2]}&group_by=key`);
-    expect(new Map(keys.body.data.map((r: any) => [r.key_id, r]))).toEqual(
+    expect(new Map(keys.body.data.map((r) => [r.key_id, r]))).toEqual(
       new Map([...byKey.entries()].map(([key_id, e]) => [key_id, { key_id, ...figures(e) }])),
     );
     expect(keys.body.totals).toEqual(figures(total));
