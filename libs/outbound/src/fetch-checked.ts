@@ -76,7 +76,7 @@ const KEEP_ALIVE_MS = 30_000;
 const MAX_AGENTS = 256;
 const NO_CIDRS: readonly string[] = [];
 /** TLS sessions an Agent keeps, one per address and port it connects to (a name has a few addresses). */
-const MAX_SESSIONS = 16;
+const MAX_TLS_SESSIONS = 16;
 
 /** GET a caller-given URL. Redirects are never followed: a 3xx is an OutboundError `redirect`. */
 export function fetchChecked(
@@ -259,13 +259,11 @@ export class OutboundAgents {
  * the host name naming the server.
  */
 function pinnedConnector(key: AgentKey, allow: AllowList) {
-  // TLS sessions of this Agent's verified connections, by address and port: a new connection to a server already
-  // verified under this Agent's name and trust resumes its session (an abbreviated handshake; the certificate, kept
-  // in the session, is still checked against the name), as undici's own connector does. A burst of deliveries to one
-  // receiver opens up to one connection per attempt in flight, each a full handshake without this.
-  const sessions = new Map<string, Buffer>();
-  // One TLS context for every connection of this Agent, whose trust is the Agent's: tls.connect makes one per socket
-  // otherwise (0.14 ms each, and 17 ms with a CA of its own, Node's roots parsed again).
+  // Resumable TLS sessions of this Agent's verified connections, by address and port, as undici's own connector
+  // keeps them: a new connection resumes (the certificate kept in the session is still checked against the name).
+  const tlsSessions = new Map<string, Buffer>();
+  // One TLS context for every connection of this Agent, whose trust is the Agent's: tls.connect would otherwise
+  // build one per socket, parsing the trusted roots again each time.
   const secureContext = createSecureContext(tlsContextOptions(key.ca));
   return (
     options: { hostname: string; port: string },
@@ -309,15 +307,15 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
       ...socketOptions({ hostname: key.hostname, port }, address),
       secureContext,
       ALPNProtocols: ['http/1.1'],
-      session: sessions.get(sessionKey),
+      session: tlsSessions.get(sessionKey),
     });
     // Kept only from a connection whose handshake verified (TLS 1.3 sends its tickets after the handshake; a TLS 1.2
     // session may arrive just before the verdict, and waits for it).
     let offered: Buffer | undefined;
     const keep = (session: Buffer) => {
-      sessions.delete(sessionKey);
-      sessions.set(sessionKey, session);
-      if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
+      tlsSessions.delete(sessionKey);
+      tlsSessions.set(sessionKey, session);
+      if (tlsSessions.size > MAX_TLS_SESSIONS) tlsSessions.delete(tlsSessions.keys().next().value!);
     };
     socket.on('session', (session: Buffer) => {
       if (done && socket.authorized) keep(session);

@@ -1,7 +1,7 @@
 // The archiver's reconciler recovers the steps the archiver owns: a running task whose provider result is recorded
 // gets an archive.output job for every output still pending (its jobs vanished with Redis, or failed for good), and
 // one whose outputs are all dealt with but which is not completed (an archiver died between its last entry and the
-// completion; the two are one statement now, so this is a task recorded before that, or a row edited by hand) is
+// completion; the two are one statement, so this is a row edited by hand or written by an older release) is
 // completed here, with its callback scheduled. One replica sweeps per interval (libs/queue startSweeper).
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
