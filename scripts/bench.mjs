@@ -17,6 +17,7 @@ const USAGE = [
   '  tasks      generation tasks end to end (create → completed → callback) and callback deliveries,',
   '             against raw BullMQ',
   '  hot-path-profile  a CPU profile of the edge under chat load, summed by library and function',
+  "  edge-ab 'A env' 'B env'  two edges with different environments (k=v,k=v), chat load in alternating passes",
   '',
 ].join('\n');
 

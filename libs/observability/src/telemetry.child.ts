@@ -238,7 +238,36 @@ async function db(): Promise<object> {
   return { spans };
 }
 
-/** Arguments are scenarios run in turn: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`, `db`. */
+/**
+ * No endpoint and no processor: nothing is instrumented. A request's handler runs outside any trace and its outbound
+ * fetch carries no traceparent.
+ */
+async function quiet(): Promise<object> {
+  const telemetry = startTelemetry({ serviceName: 'quiet-child', sampleRatio: 1 });
+  const http: Http = require('node:http');
+  let seen: string | undefined;
+  const echo = http.createServer((req, res) => {
+    seen = req.headers.traceparent as string | undefined;
+    res.end('echo');
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  const echoUrl = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`;
+  let handlerSpan: boolean | undefined;
+  const server = http.createServer((_req, res) => {
+    handlerSpan = trace.getActiveSpan() !== undefined;
+    void fetch(echoUrl)
+      .then((r) => r.text())
+      .then((t) => res.end(t));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`).then((r) => r.text());
+  await Promise.all([server, echo].map((x) => new Promise<void>((resolve) => x.close(() => resolve()))));
+  await telemetry.shutdown();
+  return { answered: answer === 'echo', handlerSpan, traceparent: seen ?? null };
+}
+
+/** Arguments are scenarios run in turn: `propagation`, `otlp=<endpoint>`, `sampling`, `new-trace=<ratio>`, `db`,
+ * `quiet`. */
 async function main(): Promise<void> {
   for (const scenario of process.argv.slice(2)) {
     const [name, arg] = scenario.split(/=(.*)/s);
@@ -253,7 +282,9 @@ async function main(): Promise<void> {
               ? await newTraces(Number(arg))
               : name === 'db'
                 ? await db()
-                : undefined;
+                : name === 'quiet'
+                  ? await quiet()
+                  : undefined;
     if (result === undefined) throw new Error(`unknown scenario ${scenario}`);
     process.stdout.write(`${JSON.stringify({ scenario: name, ...result })}\n`);
   }

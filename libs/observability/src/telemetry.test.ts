@@ -24,7 +24,8 @@ type ChildResult =
       traceparent?: string;
       spans: { traceId: string; kind: string }[];
     }
-  | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[] };
+  | { scenario: 'db'; spans: { traceId: string; name: string; system?: string }[] }
+  | { scenario: 'quiet'; answered: boolean; handlerSpan: boolean; traceparent: string | null };
 
 // Compiles .ts with swc on require, as the build and Jest do, then runs telemetry.child.ts with the given scenarios.
 const RUN_TS = `
@@ -96,6 +97,7 @@ describe('startTelemetry in a plain Node process', () => {
       'new-trace=0',
       'new-trace=1',
       'db',
+      'quiet',
     ]);
   });
   afterAll(() => new Promise<void>((resolve) => collector.close(() => resolve())));
@@ -174,6 +176,12 @@ describe('startTelemetry in a plain Node process', () => {
       'redis get',
     ]);
     expect(result.spans.map((s) => s.traceId)).toEqual(Array(4).fill(sampled));
+  });
+
+  it('instruments nothing when no span goes anywhere: no server span, no traceparent on outbound calls', () => {
+    const result = results[7];
+    if (result?.scenario !== 'quiet') throw new Error(`expected a quiet result, got ${JSON.stringify(result)}`);
+    expect(result).toEqual({ scenario: 'quiet', answered: true, handlerSpan: false, traceparent: null });
   });
 });
 

@@ -36,7 +36,7 @@ export interface TelemetryOptions {
    * The share of new traces recorded (OTEL_TRACES_SAMPLER_ARG; default 1 here, services pass their config's, 0.1 by
    * default). Parent-based: a request that arrives inside a trace follows its caller's decision, and a job follows
    * the request that queued it, so a trace is recorded whole or not at all. Metrics are counted for every request
-   * regardless (prom-client, metrics.ts). 0 when no span is exported (neither otlpEndpoint nor spanProcessors).
+   * regardless (prom-client, metrics.ts). With neither otlpEndpoint nor spanProcessors nothing is instrumented.
    */
   sampleRatio?: number;
 }
@@ -60,10 +60,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
     spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(options.otlpEndpoint) })));
   }
-  // Nothing takes spans (no endpoint, no processor): no trace is recorded. Trace ids are still made, propagated and
-  // written into logs.
-  const ratio = spanProcessors.length > 0 ? (options.sampleRatio ?? 1) : 0;
-  const instrumentations = processInstrumentations();
+  // Nothing takes spans (no endpoint, no processor): nothing is instrumented, so no request pays for spans that go
+  // nowhere, and logs correlate by request id alone.
+  const exported = spanProcessors.length > 0;
+  const ratio = exported ? (options.sampleRatio ?? 1) : 0;
+  const instrumentations = exported ? processInstrumentations() : [];
   registerInstrumentations({ instrumentations });
 
   const contextManager = new AsyncLocalStorageContextManager().enable();

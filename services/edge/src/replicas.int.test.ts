@@ -8,6 +8,7 @@ import {
   makeKey,
   makeWorkspace,
   spawnService,
+  startOtlpCollector,
   useTestContext,
   waitForHttp,
   type ServiceProcess,
@@ -68,27 +69,36 @@ it('a rotation reaches both replicas within one second: the old secret stops, th
   for (const r of replicas) expect(await status(r.url, next.secret)).toBe(200);
 });
 
-it('logs each request with its request id and trace id, and shuts down cleanly on SIGTERM', async () => {
-  const port = await freePort();
-  const proc = spawnService('edge', { ...ctx.env, PORT: String(port), LOG_LEVEL: 'info' });
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
-  await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { 'x-request-id': 'log-check-1' } });
-  await new Promise((r) => setTimeout(r, 200));
-  const line = proc
-    .output()
-    .split('\n')
-    .find((l) => l.includes('"request_id":"log-check-1"'));
-  expect(JSON.parse(line!)).toMatchObject({
-    level: 'info',
-    service: 'edge',
-    msg: 'request',
-    method: 'GET',
-    route: '/api/v1/me/balance',
-    status: 401,
-    trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
-  });
-  expect(await proc.stop('SIGTERM')).toBe(0);
-  expect(proc.output()).toContain('shutdown phase done');
+it('logs each request with its request id, and its trace id when traces are exported; stops on SIGTERM', async () => {
+  const collector = await startOtlpCollector();
+  try {
+    const logLine = async (env: Record<string, string>, requestId: string) => {
+      const port = await freePort();
+      const proc = spawnService('edge', { ...ctx.env, ...env, PORT: String(port), LOG_LEVEL: 'info' });
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
+      await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, { headers: { 'x-request-id': requestId } });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await proc.stop('SIGTERM')).toBe(0);
+      expect(proc.output()).toContain('shutdown phase done');
+      const line = proc
+        .output()
+        .split('\n')
+        .find((l) => l.includes(`"request_id":"${requestId}"`));
+      return JSON.parse(line!) as Record<string, unknown>;
+    };
+    const request = { level: 'info', service: 'edge', msg: 'request', method: 'GET', route: '/api/v1/me/balance' };
+    const quiet = await logLine({}, 'log-check-1');
+    expect(quiet).toMatchObject({ ...request, status: 401 });
+    expect(quiet).not.toHaveProperty('trace_id');
+    const traced = await logLine(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER_ARG: '1' },
+      'log-check-2',
+    );
+    expect(traced).toMatchObject({ ...request, status: 401, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(collector.spans.map((s) => s.traceId)).toContain(traced.trace_id);
+  } finally {
+    await collector.close();
+  }
 });
 
 it('refuses to start on a bad configuration, listing every bad variable', async () => {
