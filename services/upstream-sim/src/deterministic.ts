@@ -139,13 +139,18 @@ const GRID = 8;
 /** An 8×8 grid of colours drawn from the seed, scaled to width × height, as PNG. */
 function gridPng(seed: Buffer, width: number, height: number): Buffer {
   const palette = bytesFrom(seed, GRID * GRID * 3);
-  const pixels = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
+  const stride = width * 3;
+  // Each of the grid's rows of cells is one scanline repeated: drawn once, then copied down.
+  const rows = Array.from({ length: GRID }, (_, gy) => {
+    const row = Buffer.alloc(stride);
     for (let x = 0; x < width; x++) {
-      const cell = (Math.floor((y * GRID) / height) * GRID + Math.floor((x * GRID) / width)) * 3;
-      palette.copy(pixels, (y * width + x) * 3, cell, cell + 3);
+      const cell = (gy * GRID + Math.floor((x * GRID) / width)) * 3;
+      palette.copy(row, x * 3, cell, cell + 3);
     }
-  }
+    return row;
+  });
+  const pixels = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) rows[Math.floor((y * GRID) / height)]!.copy(pixels, y * stride);
   return encodePng({ width, height, pixels });
 }
 
