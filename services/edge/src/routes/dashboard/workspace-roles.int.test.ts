@@ -12,6 +12,7 @@ import {
   makeWorkspace,
   useTestContext,
 } from '@gensvc/testing';
+import { cliFor } from '../../../../admin-cli/src/cli-under-test';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { DashboardClient } from './dashboard-test-support';
 
@@ -114,6 +115,104 @@ describe('API keys', () => {
     expect(refused.body.error).toMatchObject({ code: 'insufficient_role', param: 'admin' });
     expect((await t.member.c.post(`${t.base}/keys/${memberKey.id}/revoke`)).status).toBe(200);
     expect((await t.admin.c.post(`${t.base}/keys/${adminKey.id}/rotate`, { grace_seconds: 0 })).status).toBe(200);
+  });
+
+  it("lets an admin revoke another's key but not rotate it; its creator rotates it, a CLI key an owner", async () => {
+    const t = await team();
+    const made = await t.member.c.post(`${t.base}/keys`, { name: 'member key', scopes: ['account.read'] });
+    const { key, secret } = made.body;
+    const { key: cliKey } = await makeKey(ctx.db, t.ws.id, { name: 'platform' });
+    const row = (id: string) => ctx.db.apiKey.findUniqueOrThrow({ where: { id } });
+    const before = await row(key.id);
+
+    const seen = (await t.admin.c.get(`${t.base}/keys`)).body.data;
+    expect(seen.find((k: { id: string }) => k.id === key.id)).toMatchObject({
+      created_via: 'dashboard',
+      creator: { id: t.member.user.id, email: t.member.email },
+      can_rotate: false,
+      can_revoke: true,
+    });
+    expect(seen.find((k: { id: string }) => k.id === cliKey.id)).toMatchObject({
+      created_via: 'cli',
+      creator: null,
+      can_rotate: false,
+      can_revoke: true,
+    });
+    const ownerView = (await t.owner.c.get(`${t.base}/keys`)).body.data;
+    expect(ownerView.find((k: { id: string }) => k.id === key.id)).toMatchObject({ can_rotate: false });
+    expect(ownerView.find((k: { id: string }) => k.id === cliKey.id)).toMatchObject({ can_rotate: true });
+
+    // Neither an admin nor an owner receives another person's new secret: refused, and the key is as it was.
+    for (const who of [t.admin, t.owner]) {
+      const refused = await who.c.post(`${t.base}/keys/${key.id}/rotate`, { grace_seconds: 0 });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({ type: 'permission_error', code: 'not_key_creator' });
+      expect(refused.body.secret).toBeUndefined();
+    }
+    expect(await row(key.id)).toEqual(before);
+    expect((await balanceWith(secret)).status).toBe(200);
+    const member = await t.member.c.post(`${t.base}/keys/${key.id}/rotate`, { grace_seconds: 0 });
+    expect(member.status).toBe(200);
+    expect(member.body.key).toMatchObject({ can_rotate: true, can_revoke: true });
+
+    // A key the CLI made without a creator: owners only.
+    const cliRefused = await t.admin.c.post(`${t.base}/keys/${cliKey.id}/rotate`, { grace_seconds: 0 });
+    expect(cliRefused.status).toBe(403);
+    expect(cliRefused.body.error).toMatchObject({ code: 'insufficient_role', param: 'owner' });
+    expect((await row(cliKey.id)).hash).toBe(cliKey.hash);
+    expect((await t.owner.c.post(`${t.base}/keys/${cliKey.id}/rotate`, { grace_seconds: 0 })).status).toBe(200);
+
+    const revoked = await t.admin.c.post(`${t.base}/keys/${key.id}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.key).toMatchObject({ status: 'revoked', can_rotate: false, can_revoke: false });
+    await eventually(
+      async () => (await balanceWith(member.body.secret)).status === 401,
+      'the revoked key refused',
+      1000,
+    );
+  });
+
+  it('stops the keys of a deleted user on every replica at once; they never read as made by the CLI', async () => {
+    const t = await team();
+    const second = await startEdge(ctx);
+    try {
+      const made = await t.member.c.post(`${t.base}/keys`, { name: 'leaver', scopes: ['account.read'] });
+      const { key, secret } = made.body;
+      const on = (url: string) => fetch(`${url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } });
+      // Both replicas hold the key's look-up in their caches.
+      for (const url of [edge.url, second.url]) for (let i = 0; i < 2; i++) expect((await on(url)).status).toBe(200);
+
+      const { ok } = cliFor(ctx);
+      const deleted = await ok(['user', 'delete', '--email', t.member.email]);
+      expect(deleted).toEqual({ id: t.member.user.id, email: t.member.email, deleted: true, keys_stopped: [key.id] });
+      for (const url of [edge.url, second.url]) {
+        await eventually(
+          async () => {
+            const res = await on(url);
+            return (
+              res.status === 401 &&
+              ((await res.json()) as { error: { code: string } }).error.code === 'key_creator_left'
+            );
+          },
+          "the deleted user's key refused",
+          1000,
+        );
+      }
+      const listed = (await t.owner.c.get(`${t.base}/keys`)).body.data.find((k: { id: string }) => k.id === key.id);
+      expect(listed).toMatchObject({ created_via: 'dashboard', creator: null, can_rotate: false, can_revoke: true });
+      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({
+        creatorId: null,
+        createdVia: 'dashboard',
+        revokedAt: null,
+      });
+
+      const last = await cliFor(ctx).cliJson(['user', 'delete', '--email', t.owner.email]);
+      expect(last.code).toBe(1);
+      expect(last.body.error.code).toBe('last_owner');
+      expect(await ctx.db.user.count({ where: { id: t.owner.user.id } })).toBe(1);
+    } finally {
+      await second.close();
+    }
   });
 
   it("never reaches another workspace's key, and validates what it is sent", async () => {
