@@ -49,7 +49,7 @@ let keyIds: string[] = [];
 beforeAll(async () => {
   ensureBuilt();
   edge = await startEdge(ctx);
-  // The links the edge hands out (invitations, signed content links) name PUBLIC_BASE_URL: this edge's address here.
+  // The invitation links the edge hands out name PUBLIC_BASE_URL: this edge's address here.
   (edge.deps.config as { publicBaseUrl: string }).publicBaseUrl = edge.url;
   browser = await launchChromium();
 
@@ -389,7 +389,7 @@ describe('the owner', () => {
       expect(details).toContain('512x512');
       expect(details).toContain('$0.04');
       expect(await pane.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(
-        new RegExp(`^${edge.url}/`),
+        new RegExp(`^/api/v1/files/${first.fileId}/content\\?token=`),
       );
       await expect(page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
       await expectAccessible(page);
@@ -582,5 +582,57 @@ describe('what the edge serves', () => {
     expect(gzipped).toBeLessThanOrEqual(250 * 1024);
     // No inline script anywhere in the page the CSP guards.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+});
+
+describe('opened by another host name than PUBLIC_BASE_URL (a proxy in front, or 127.0.0.1 for localhost)', () => {
+  const HOST = 'dashboard.proxy.test';
+  let proxied: Browser;
+
+  beforeAll(async () => {
+    // The browser reaches the edge as HOST, as it would through a proxy that keeps the Host header.
+    proxied = await launchChromium([`--host-resolver-rules=MAP ${HOST} 127.0.0.1`]);
+  });
+  afterAll(() => proxied?.close());
+
+  it('signs in and loads every preview from its own origin under the CSP', async () => {
+    const origin = edge.url.replace('127.0.0.1', HOST);
+    expect(new URL(origin).origin).not.toBe(new URL(edge.deps.config.publicBaseUrl).origin);
+    const context = await proxied.newContext({ baseURL: origin, viewport: { width: 1280, height: 800 } });
+    try {
+      context.setDefaultTimeout(8_000);
+      const page = await context.newPage();
+      const problems = watchPage(page);
+      await page.goto(`/dashboard/w/${ws.id}/outputs`);
+      await page.waitForURL(/\/dashboard\/sign-in\?next=/);
+      await signIn(page, OWNER);
+      await page.waitForURL(`**/dashboard/w/${ws.id}/outputs`);
+      const thumbs = page.locator('img.thumb');
+      await eventually(async () => (await thumbs.count()) >= 6, 'the thumbnails');
+      await eventually(
+        () =>
+          thumbs.evaluateAll((imgs) =>
+            imgs.every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0),
+          ),
+        'every thumbnail decodes',
+      );
+      const sources = await thumbs.evaluateAll((imgs) => imgs.map((i) => (i as HTMLImageElement).currentSrc));
+      expect(sources.every((s) => s.startsWith(`${origin}/api/v1/files/`))).toBe(true);
+
+      await page.locator('[data-output-id]').first().click();
+      const pane = page.getByRole('complementary', { name: 'Preview' });
+      const large = pane.locator('img');
+      await eventually(
+        () => large.evaluate((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0),
+        'the preview decodes',
+      );
+      const href = await pane.getByRole('link', { name: 'Download' }).evaluate((a) => (a as HTMLAnchorElement).href);
+      expect(href.startsWith(`${origin}/api/v1/files/`)).toBe(true);
+      // The page's own fetch, under its CSP (connect-src 'self'), as following the link does.
+      expect(await page.evaluate(async (u) => (await fetch(u)).status, href)).toBe(200);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 // The outputs library: generated outputs (archived task outputs and image edits) and, in their own tab, uploads.
 // Members browse and preview; deleting (row and bytes, as the API's delete) needs an admin or owner.
-import { fileContentLink } from '@gensvc/auth';
+import { fileContentPath } from '@gensvc/auth';
 import { taskOutputSchema } from '@gensvc/contracts';
 import { fileRepository, plusDays, toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
@@ -27,10 +27,9 @@ const text = (v: unknown) => (typeof v === 'string' ? v : null);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
-  const link = await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, {
-    fileId: f.id,
-    workspaceId: f.workspaceId,
-  });
+  // Same-origin relative links: the dashboard may be opened by any host name (a proxy's, 127.0.0.1), and its CSP
+  // allows previews from its own origin only.
+  const link = await fileContentPath(deps.config.signingSecret, { fileId: f.id, workspaceId: f.workspaceId });
   const task = f.task;
   const parsed = task ? taskOutputSchema.safeParse(task.output) : null;
   const entry = parsed?.success && f.outputIndex !== null ? parsed.data.outputs[f.outputIndex] : undefined;
@@ -50,8 +49,8 @@ async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
     duration: num(field(entry, 'duration')) ?? num(field(task?.input, 'duration_seconds')),
     cost: task?.cost != null ? { amount: toAmount(task.cost), currency } : null,
     task_id: task?.id ?? null,
-    preview_url: link.url,
-    download_url: link.url,
+    preview_url: link.path,
+    download_url: link.path,
   };
 }
 

@@ -435,7 +435,10 @@ describe('outputs library', () => {
       task_id: made[4]!.task.id,
     });
     expect(page1.body.data[1]).toMatchObject({ kind: 'video', duration: 2 });
-    const preview = await fetch(first.preview_url.replace(ctx.config.publicBaseUrl, edge.url));
+    // Relative to the edge's origin, whatever host name the dashboard was opened by.
+    expect(first.preview_url).toMatch(new RegExp(`^/api/v1/files/${first.id}/content\\?token=`));
+    expect(first.download_url).toBe(first.preview_url);
+    const preview = await fetch(`${edge.url}${first.preview_url}`);
     expect(preview.status).toBe(200);
     expect(Buffer.from(await preview.arrayBuffer()).equals(made[4]!.bytes)).toBe(true);
 
