@@ -392,6 +392,7 @@ describe('the owner', () => {
         new RegExp(`^/api/v1/files/${first.fileId}/content\\?token=`),
       );
       await expect(page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
+      await expect(page.getByRole('button', { name: 'Take down a public copy' }).count()).resolves.toBe(0);
       await expectAccessible(page);
     });
 
@@ -472,6 +473,33 @@ describe('the owner', () => {
         ),
       'the bytes are gone from S3',
     );
+  });
+
+  it('takes down the public copy of an output whose library entry expired, by its file id', async () => {
+    const { page } = owner;
+    const target = outputs[6]!;
+    await ctx.db.file.update({ where: { id: target.fileId }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+    await page.goto(`/dashboard/w/${ws.id}/outputs`);
+    await page.locator('[data-output-id]').first().waitFor();
+    await expect(page.locator(`[data-output-id="${target.fileId}"]`).count()).resolves.toBe(0);
+
+    await page.getByRole('button', { name: 'Take down a public copy' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Take down a public copy' });
+    await dialog.getByLabel('File id').fill(target.fileId);
+    await expectAccessible(page);
+    await dialog.getByRole('button', { name: 'Take down' }).click();
+    await page.getByRole('status').filter({ hasText: 'is taken down' }).waitFor();
+    expect(await ctx.db.file.count({ where: { id: target.fileId } })).toBe(0);
+    await expect(
+      ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })),
+    ).rejects.toMatchObject({ name: 'NotFound' });
+
+    // Once gone, the edge says so in the dialog, and nothing else changes.
+    await page.getByRole('button', { name: 'Take down a public copy' }).click();
+    await dialog.getByLabel('File id').fill(target.fileId);
+    await dialog.getByRole('button', { name: 'Take down' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'No public copy' }).waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
   });
 
   it('sees the balance, each key’s spend and a chart of 30 days of spend split by model, then by key', async () => {

@@ -132,8 +132,11 @@ export interface Output {
   duration: number | null;
   cost: Money | null;
   task_id: string | null;
+  /** Same-origin relative links (signed, valid one hour). */
   preview_url: string;
   download_url: string;
+  /** When the generated output's public copy goes; null for uploads, which have none. */
+  public_copy_expires_at: string | null;
 }
 
 export interface OutputQuery {

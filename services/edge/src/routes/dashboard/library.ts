@@ -9,7 +9,8 @@ import { memberOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { parseFields } from '../../http/parse-body';
-import { removeFile } from '../files/delete-file';
+import { removeFile, removeHiddenFile } from '../files/delete-file';
+import { FILE_ID } from '../files/schema';
 import { OUTPUTS_QUERY } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 's3' | 'config'>;
@@ -51,6 +52,7 @@ async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
     task_id: task?.id ?? null,
     preview_url: link.path,
     download_url: link.path,
+    public_copy_expires_at: f.publicExpiresAt?.toISOString() ?? null,
   };
 }
 
@@ -81,5 +83,23 @@ export function deleteOutput(deps: Deps) {
     const id = req.params.fileId;
     await removeFile(deps, memberOf(res).workspace.id, id, locals(res).log);
     res.json({ id, deleted: true });
+  };
+}
+
+/**
+ * DELETE …/outputs/:fileId/public-copy — admins and owners (the router checks the role) take a generated output's
+ * public copy down while its row exists, whether or not its library entry has expired: row and bytes go, as the
+ * retention sweep removes them (hide, bytes, row), so a crash or an S3 failure leaves what the sweep finishes, and a
+ * retry completes it.
+ */
+export function takeDownPublicCopy(deps: Deps) {
+  return async (req: Request<{ fileId: string }>, res: Response) => {
+    const id = req.params.fileId;
+    const workspaceId = memberOf(res).workspace.id;
+    const marked = FILE_ID.test(id) ? await fileRepository.takeDownPublicCopy(deps.db, workspaceId, id) : null;
+    if (!marked)
+      throw errors.notFound(`No public copy of a file ${id.slice(0, 64)} in this workspace.`, { param: 'file_id' });
+    await removeHiddenFile(deps, workspaceId, id, marked.storageKey, locals(res).log, 'The public copy is taken down');
+    res.json({ id, object: 'public_copy', deleted: true });
   };
 }

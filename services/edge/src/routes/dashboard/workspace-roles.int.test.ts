@@ -2,7 +2,8 @@
 // them — in the dashboard and in the API (a key is bounded by its creator's role) — over real sockets against real
 // Postgres, Redis and S3.
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { billingRepository, newId } from '@gensvc/db';
+import { billingRepository, fileRepository, newId } from '@gensvc/db';
+import { createS3 } from '@gensvc/storage';
 import {
   deleteKeys,
   eventually,
@@ -476,6 +477,122 @@ describe('outputs library', () => {
     ).rejects.toMatchObject({ name: 'NotFound' });
     expect(await ctx.db.file.count({ where: { id: made[4]!.file.id } })).toBe(0);
     expect((await t.owner.c.delete(`${t.base}/outputs/${made[4]!.file.id}`)).status).toBe(404);
+  });
+});
+
+describe('public copies', () => {
+  /** A generated output whose library entry has expired while its public copy lives on. */
+  async function pastLibrary(workspaceId: string) {
+    const o = await makeOutput(ctx, workspaceId);
+    await ctx.db.file.update({
+      where: { id: o.file.id },
+      data: { expiresAt: new Date(Date.now() - 60_000), publicExpiresAt: new Date(Date.now() + 86_400_000) },
+    });
+    return o;
+  }
+  const bytesOf = (key: string) => ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
+  const path = (base: string, id: string) => `${base}/outputs/${id}/public-copy`;
+
+  it('lets admins and owners take a copy down after its library entry expired: bytes and row go', async () => {
+    const t = await team();
+    const [a, b] = [await pastLibrary(t.ws.id), await pastLibrary(t.ws.id)];
+    // Not listed any more, but still public.
+    expect((await t.admin.c.get(`${t.base}/outputs`)).body.data).toEqual([]);
+    await expect(bytesOf(a.key)).resolves.toBeDefined();
+
+    const rowA = await ctx.db.file.findUniqueOrThrow({ where: { id: a.file.id } });
+    const byMember = await t.member.c.delete(path(t.base, a.file.id));
+    expect(byMember.status).toBe(403);
+    expect(byMember.body.error).toMatchObject({
+      type: 'permission_error',
+      code: 'insufficient_role',
+      param: 'admin',
+      request_id: expect.any(String),
+    });
+    expect(await ctx.db.file.findUniqueOrThrow({ where: { id: a.file.id } })).toEqual(rowA);
+    await expect(bytesOf(a.key)).resolves.toBeDefined();
+
+    for (const [who, o] of [
+      [t.admin, a],
+      [t.owner, b],
+    ] as const) {
+      const res = await who.c.delete(path(t.base, o.file.id));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ id: o.file.id, object: 'public_copy', deleted: true });
+      await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
+      expect(await ctx.db.file.count({ where: { id: o.file.id } })).toBe(0);
+    }
+    // Gone whole: a repeat finds nothing to take down.
+    const again = await t.admin.c.delete(path(t.base, a.file.id));
+    expect(again.status).toBe(404);
+    expect(again.body.error).toMatchObject({ code: 'not_found', param: 'file_id' });
+  });
+
+  it("answers 404 for another workspace's output, an upload or a malformed id, and changes nothing", async () => {
+    const t = await team();
+    const foreign = await pastLibrary((await makeWorkspace(ctx.db)).id);
+    const upload = await ctx.db.file.create({
+      data: {
+        id: newId('file'),
+        workspaceId: t.ws.id,
+        source: 'upload',
+        purpose: 'user_data',
+        filename: 'a.png',
+        contentType: 'image/png',
+        bytes: 1n,
+        storageKey: `uploads/${newId('file')}`,
+        expiresAt: new Date(Date.now() + 86_400_000),
+      },
+    });
+    const rows = async () =>
+      ctx.db.file.findMany({ where: { id: { in: [foreign.file.id, upload.id] } }, orderBy: { id: 'asc' } });
+    const before = await rows();
+    for (const id of [foreign.file.id, upload.id, 'file_x', 'x'.repeat(5000), '%00']) {
+      const res = await t.owner.c.delete(path(t.base, encodeURIComponent(id)));
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ type: 'not_found_error', code: 'not_found' });
+      expect(res.body.error.message.length).toBeLessThan(200);
+    }
+    expect(await rows()).toEqual(before);
+    await expect(bytesOf(foreign.key)).resolves.toBeDefined();
+  });
+
+  it('leaves a hidden, purgeable row when S3 fails, and a retry completes the take-down', async () => {
+    const t = await team();
+    const o = await pastLibrary(t.ws.id);
+    // A real S3 client whose store is down: nothing listens on the port.
+    const down = createS3({ ...ctx.config.s3, endpoint: 'http://127.0.0.1:9' });
+    const broken = await startEdge(ctx, { s3: down });
+    try {
+      const c = new DashboardClient(broken.url);
+      expect((await c.signIn(t.owner.email, t.owner.password)).status).toBe(200);
+      const res = await c.delete(path(t.base, o.file.id));
+      expect(res.status).toBe(503);
+      expect(res.body.error).toMatchObject({ code: 'storage_unavailable' });
+    } finally {
+      await broken.close();
+    }
+    // The copy's life is over in the row (the retention sweep finishes it); the bytes are still there.
+    const row = await ctx.db.file.findUniqueOrThrow({ where: { id: o.file.id } });
+    expect(row.publicExpiresAt!.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await fileRepository.purgeable(ctx.db, new Date(), 1000)).map((f) => f.id)).toContain(o.file.id);
+    await expect(bytesOf(o.key)).resolves.toBeDefined();
+
+    const retry = await t.owner.c.delete(path(t.base, o.file.id));
+    expect(retry.status).toBe(200);
+    await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
+    expect(await ctx.db.file.count({ where: { id: o.file.id } })).toBe(0);
+  });
+
+  it('takes down an output still in the library: it leaves the library with its copy', async () => {
+    const t = await team();
+    const o = await makeOutput(ctx, t.ws.id);
+    const listed = (await t.member.c.get(`${t.base}/outputs`)).body.data;
+    expect(listed.map((x: { id: string }) => x.id)).toEqual([o.file.id]);
+    expect(listed[0].public_copy_expires_at).toBe(o.file.publicExpiresAt!.toISOString());
+    expect((await t.owner.c.delete(path(t.base, o.file.id))).status).toBe(200);
+    expect((await t.member.c.get(`${t.base}/outputs`)).body.data).toEqual([]);
+    await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
   });
 });
 
