@@ -50,11 +50,23 @@ const addMember: Command = {
   ],
   prepare(flags) {
     const input = flagValues(z.object({ workspace: text(), email, role: choice(Role) }), flags, addMember);
-    return async ({ db, out }) => {
+    return async (deps) => {
+      const { db, out } = deps;
       if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
       const user = await userRepository.findByEmail(db, input.email);
       if (!user) throw notFound('user', input.email);
-      const m = await userRepository.addMember(db, input.workspace, user.id, input.role);
+      // A role change goes through the same rules as the dashboard's (the last owner stays), and the keys the member
+      // made here, bounded by their role, are re-read by every edge.
+      const changed = await membershipRepository.changeRole(db, input.workspace, user.id, input.role);
+      if (!changed.ok && changed.reason === 'last_owner') {
+        throw errors.lastOwner(
+          `${user.email} is the last owner of ${input.workspace}: make another member owner first.`,
+        );
+      }
+      if (changed.ok) for (const keyId of changed.value.keyIds) await invalidate(deps, keyId);
+      else await userRepository.addMember(db, input.workspace, user.id, input.role);
+      const m = await membershipRepository.get(db, input.workspace, user.id);
+      if (!m) throw errors.notAMember(user.email, input.workspace);
       const view = {
         id: `${m.workspaceId}:${m.userId}`,
         workspace_id: m.workspaceId,
