@@ -3,7 +3,7 @@
 // each for the README.
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
+import { apiKeyRepository, fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
 import { eventually, useTestContext } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
@@ -250,6 +250,45 @@ describe('the owner', () => {
     await expect(page.getByRole('button', { name: `Rotate key ${keyName}` }).count()).resolves.toBe(0);
     await expectAccessible(page);
     await screenshot(page, 'keys');
+  });
+
+  it('shows who made each key, and offers Rotate only where the new secret may go to the owner', async () => {
+    const { page } = owner;
+    // A member's key, and one whose creator was deleted (its creator reads null; it was not made by the CLI).
+    const made = (name: string, creatorId: string | null) =>
+      apiKeyRepository.create(ctx.db, {
+        workspaceId: ws.id,
+        name,
+        prefix: `gsk_${name.slice(0, 8)}`,
+        hash: `${name}-hash`.padEnd(64, '0'),
+        scopes: ['account.read'],
+        creatorId,
+        createdVia: 'dashboard',
+      });
+    await made('grace-key', grace.id);
+    await made('orphan-key', null);
+    await page.reload();
+    const row = (name: string) => page.locator('tr', { has: page.locator('.key-name', { hasText: name }) });
+    await row('orphan-key').waitFor();
+
+    await expect(row('grace-key').locator('.creator-cell').textContent()).resolves.toBe('grace.hopper@example.com');
+    await expect(row('orphan-key').locator('.creator-cell').textContent()).resolves.toBe('Deleted user');
+    await expect(row('production').locator('.creator-cell').textContent()).resolves.toBe('CLI');
+    for (const name of ['grace-key', 'orphan-key']) {
+      await expect(
+        row(name)
+          .getByRole('button', { name: `Rotate key ${name}` })
+          .count(),
+      ).resolves.toBe(0);
+      await expect(
+        row(name)
+          .getByRole('button', { name: `Revoke key ${name}` })
+          .count(),
+      ).resolves.toBe(1);
+    }
+    // A key the CLI made without a creator: an owner rotates it.
+    await expect(row('production').getByRole('button', { name: 'Rotate key production' }).count()).resolves.toBe(1);
+    await expectAccessible(page);
   });
 
   let invitationLink = '';
