@@ -1,6 +1,6 @@
 -- Where a key was made, kept apart from its creator: a creator set to null by the user's deletion must never read
--- as a key made by the platform CLI (bounded by its scopes alone). Backfill: a row without a creator was made by the
--- CLI (no user could be deleted before this column); a row with one is taken as made on the dashboard.
+-- as a key made by the platform CLI (bounded by its scopes alone). Backfill: a row without a creator is a CLI key; a
+-- row with one is taken as made on the dashboard.
 CREATE TYPE "KeyCreatedVia" AS ENUM ('dashboard', 'cli', 'cli_for_member');
 
 ALTER TABLE "ApiKey" ADD COLUMN "createdVia" "KeyCreatedVia";
