@@ -48,9 +48,18 @@ export async function fileContentLink(
   secret: string,
   claims: FileTokenClaims,
 ): Promise<{ url: string; expiresAt: Date }> {
+  const { path, expiresAt } = await fileContentPath(secret, claims);
+  return { url: `${publicBaseUrl}${path}`, expiresAt };
+}
+
+/**
+ * fileContentLink without its origin: for pages the edge serves itself (the dashboard), which resolve it against the
+ * address they were opened by, whatever host name or proxy that was, and so stay same-origin under their CSP.
+ */
+export async function fileContentPath(
+  secret: string,
+  claims: FileTokenClaims,
+): Promise<{ path: string; expiresAt: Date }> {
   const { token, expiresAt } = await signFileToken(secret, claims);
-  return {
-    url: `${publicBaseUrl}/api/v1/files/${encodeURIComponent(claims.fileId)}/content?token=${token}`,
-    expiresAt,
-  };
+  return { path: `/api/v1/files/${encodeURIComponent(claims.fileId)}/content?token=${token}`, expiresAt };
 }

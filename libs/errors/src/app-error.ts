@@ -81,7 +81,7 @@ export const ERROR_CODES = {
   },
   key_creator_left: {
     status: 401,
-    description: 'The person who created the key is no longer a member of its workspace.',
+    description: 'The person who created the key is no longer a member of its workspace, or was deleted.',
   },
   spending_cap_exhausted: { status: 402, description: "The key's spending cap is exhausted." },
   insufficient_balance: { status: 402, description: "The workspace's balance is insufficient." },
@@ -101,6 +101,10 @@ export const ERROR_CODES = {
   insufficient_role: {
     status: 403,
     description: "The account's role (or a key creator's role) is below what the operation needs.",
+  },
+  not_key_creator: {
+    status: 403,
+    description: "Only a key's creator receives its rotated secret; others (admins too) may revoke it.",
   },
   not_found: { status: 404, description: 'No such object in this workspace.' },
   route_not_found: { status: 404, description: 'No route for this method and path.' },
@@ -426,7 +430,17 @@ export const errors = {
   keyCreatorLeft: () =>
     new AppError({
       code: 'key_creator_left',
-      message: 'The API key stopped working: the person who created it is no longer a member of its workspace.',
+      message:
+        'The API key stopped working: the person who created it is no longer a member of its workspace, ' +
+        'or was deleted.',
+    }),
+  /** A rotation would hand someone else's key's new secret to the caller: only its creator may rotate it. */
+  notKeyCreator: () =>
+    new AppError({
+      code: 'not_key_creator',
+      message:
+        'Only the person who created this key can rotate it (its new secret goes to them); you can revoke it ' +
+        'and create a key of your own.',
     }),
   // Upstream providers (libs/upstream): what a provider's refusal or failure is answered as.
   /**

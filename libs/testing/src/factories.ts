@@ -44,6 +44,7 @@ export async function makeKey(db: TestDb, workspaceId: string, options: KeyOptio
     scopes: options.scopes ?? [...SCOPES],
     spendCap: options.spendCap ?? null,
     expiresAt: options.expiresAt ?? null,
+    createdVia: 'cli',
     allowedModels: options.allowedModels ?? [],
     rpm: options.rpm ?? null,
   });

@@ -116,6 +116,8 @@ describe('admin CLI', () => {
       prefix: created.key.slice(0, 12),
       name: 'ci',
       workspace_id: ws.id,
+      created_via: 'cli',
+      creator_id: null,
       scopes: [...SCOPES],
       spend_cap: null,
       spent: 0,
@@ -151,7 +153,13 @@ describe('admin CLI', () => {
       '--creator',
       'dev@example.com',
     ]);
-    expect(limited).toMatchObject({ scopes: ['llm.chat', 'tasks.read'], spend_cap: 5.25, spent: 0 });
+    expect(limited).toMatchObject({
+      created_via: 'cli_for_member',
+      creator_id: expect.stringMatching(/^usr_/),
+      scopes: ['llm.chat', 'tasks.read'],
+      spend_cap: 5.25,
+      spent: 0,
+    });
     expect(Date.parse(limited.expires_at) - Date.now()).toBeGreaterThan(30 * 86_400_000 - 60_000);
     const limitedRow = await ctx.db.apiKey.findUniqueOrThrow({ where: { id: limited.id } });
     expect(limitedRow.spendCap).toBe(5_250_000n);

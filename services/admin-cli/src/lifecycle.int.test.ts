@@ -499,6 +499,22 @@ describe('workspaces, members and users', () => {
     const last = await cliJson(['member', 'remove', '--workspace', ws.id, '--email', 'own@example.com']);
     expect(last.code).toBe(1);
     expect(last.body.error.code).toBe('last_owner');
+    const demoted = await cliJson([
+      'member',
+      'add',
+      '--workspace',
+      ws.id,
+      '--email',
+      'own@example.com',
+      '--role',
+      'admin',
+    ]);
+    expect(demoted.code).toBe(1);
+    expect(demoted.body.error.code).toBe('last_owner');
+    expect((await ok(['member', 'list', '--workspace', ws.id])).data[0]).toMatchObject({
+      user_id: owner.id,
+      role: 'owner',
+    });
     const removed = await ok(['member', 'remove', '--workspace', ws.id, '--email', 'dev2@example.com']);
     expect(removed).toMatchObject({ user_id: dev.id, role: 'member', removed: true, keys_stopped: [key.id] });
     expect(
@@ -603,6 +619,7 @@ it.each([
   ['model update with nothing to change', ['model', 'update', '--id', 'a/b']],
   ['workspace update with a bad --tier', ['workspace', 'update', '--id', 'ws_x', '--tier', 'gold']],
   ['member remove without --email', ['member', 'remove', '--workspace', 'ws_x']],
+  ['user delete without --email', ['user', 'delete']],
   ['a short new password', ['user', 'set-password', '--email', 'a@example.com', '--password', 'short']],
   ['a bad --group-by', ['usage', 'report', '--workspace', 'ws_x', '--group-by', 'week']],
   ['a bad --from', ['usage', 'report', '--workspace', 'ws_x', '--from', '2026-13-01']],

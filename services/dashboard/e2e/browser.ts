@@ -22,14 +22,15 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-export async function launchChromium(): Promise<Browser> {
+/** `extraArgs`: more Chromium flags, such as `--host-resolver-rules` to reach the edge by another host name. */
+export async function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
       `${CHROMIUM} is missing: npm test installs it with apt-get when run as root; otherwise run \`apt-get install ` +
         `-y --no-install-recommends chromium\` (or set CHROMIUM_PATH).`,
     );
   }
-  return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  return chromium.launch({ executablePath: CHROMIUM, args: [...FLAGS, ...extraArgs] });
 }
 
 /**

@@ -3,7 +3,7 @@
 // each for the README.
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
+import { apiKeyRepository, fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
 import { eventually, useTestContext } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
@@ -49,7 +49,7 @@ let keyIds: string[] = [];
 beforeAll(async () => {
   ensureBuilt();
   edge = await startEdge(ctx);
-  // The links the edge hands out (invitations, signed content links) name PUBLIC_BASE_URL: this edge's address here.
+  // The invitation links the edge hands out name PUBLIC_BASE_URL: this edge's address here.
   (edge.deps.config as { publicBaseUrl: string }).publicBaseUrl = edge.url;
   browser = await launchChromium();
 
@@ -252,6 +252,45 @@ describe('the owner', () => {
     await screenshot(page, 'keys');
   });
 
+  it('shows who made each key, and offers Rotate only where the new secret may go to the owner', async () => {
+    const { page } = owner;
+    // A member's key, and one whose creator was deleted (its creator reads null; it was not made by the CLI).
+    const made = (name: string, creatorId: string | null) =>
+      apiKeyRepository.create(ctx.db, {
+        workspaceId: ws.id,
+        name,
+        prefix: `gsk_${name.slice(0, 8)}`,
+        hash: `${name}-hash`.padEnd(64, '0'),
+        scopes: ['account.read'],
+        creatorId,
+        createdVia: 'dashboard',
+      });
+    await made('grace-key', grace.id);
+    await made('orphan-key', null);
+    await page.reload();
+    const row = (name: string) => page.locator('tr', { has: page.locator('.key-name', { hasText: name }) });
+    await row('orphan-key').waitFor();
+
+    await expect(row('grace-key').locator('.creator-cell').textContent()).resolves.toBe('grace.hopper@example.com');
+    await expect(row('orphan-key').locator('.creator-cell').textContent()).resolves.toBe('Deleted user');
+    await expect(row('production').locator('.creator-cell').textContent()).resolves.toBe('CLI');
+    for (const name of ['grace-key', 'orphan-key']) {
+      await expect(
+        row(name)
+          .getByRole('button', { name: `Rotate key ${name}` })
+          .count(),
+      ).resolves.toBe(0);
+      await expect(
+        row(name)
+          .getByRole('button', { name: `Revoke key ${name}` })
+          .count(),
+      ).resolves.toBe(1);
+    }
+    // A key the CLI made without a creator: an owner rotates it.
+    await expect(row('production').getByRole('button', { name: 'Rotate key production' }).count()).resolves.toBe(1);
+    await expectAccessible(page);
+  });
+
   let invitationLink = '';
 
   it('changes a role and invites a new member, getting the invitation link', async () => {
@@ -389,9 +428,10 @@ describe('the owner', () => {
       expect(details).toContain('512x512');
       expect(details).toContain('$0.04');
       expect(await pane.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(
-        new RegExp(`^${edge.url}/`),
+        new RegExp(`^/api/v1/files/${first.fileId}/content\\?token=`),
       );
       await expect(page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
+      await expect(page.getByRole('button', { name: 'Take down a public copy' }).count()).resolves.toBe(0);
       await expectAccessible(page);
     });
 
@@ -472,6 +512,33 @@ describe('the owner', () => {
         ),
       'the bytes are gone from S3',
     );
+  });
+
+  it('takes down the public copy of an output whose library entry expired, by its file id', async () => {
+    const { page } = owner;
+    const target = outputs[6]!;
+    await ctx.db.file.update({ where: { id: target.fileId }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+    await page.goto(`/dashboard/w/${ws.id}/outputs`);
+    await page.locator('[data-output-id]').first().waitFor();
+    await expect(page.locator(`[data-output-id="${target.fileId}"]`).count()).resolves.toBe(0);
+
+    await page.getByRole('button', { name: 'Take down a public copy' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Take down a public copy' });
+    await dialog.getByLabel('File id').fill(target.fileId);
+    await expectAccessible(page);
+    await dialog.getByRole('button', { name: 'Take down' }).click();
+    await page.getByRole('status').filter({ hasText: 'is taken down' }).waitFor();
+    expect(await ctx.db.file.count({ where: { id: target.fileId } })).toBe(0);
+    await expect(
+      ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: target.storageKey })),
+    ).rejects.toMatchObject({ name: 'NotFound' });
+
+    // Once gone, the edge says so in the dialog, and nothing else changes.
+    await page.getByRole('button', { name: 'Take down a public copy' }).click();
+    await dialog.getByLabel('File id').fill(target.fileId);
+    await dialog.getByRole('button', { name: 'Take down' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'No public copy' }).waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
   });
 
   it('sees the balance, each key’s spend and a chart of 30 days of spend split by model, then by key', async () => {
@@ -582,5 +649,57 @@ describe('what the edge serves', () => {
     expect(gzipped).toBeLessThanOrEqual(250 * 1024);
     // No inline script anywhere in the page the CSP guards.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+});
+
+describe('opened by another host name than PUBLIC_BASE_URL (a proxy in front, or 127.0.0.1 for localhost)', () => {
+  const HOST = 'dashboard.proxy.test';
+  let proxied: Browser;
+
+  beforeAll(async () => {
+    // The browser reaches the edge as HOST, as it would through a proxy that keeps the Host header.
+    proxied = await launchChromium([`--host-resolver-rules=MAP ${HOST} 127.0.0.1`]);
+  });
+  afterAll(() => proxied?.close());
+
+  it('signs in and loads every preview from its own origin under the CSP', async () => {
+    const origin = edge.url.replace('127.0.0.1', HOST);
+    expect(new URL(origin).origin).not.toBe(new URL(edge.deps.config.publicBaseUrl).origin);
+    const context = await proxied.newContext({ baseURL: origin, viewport: { width: 1280, height: 800 } });
+    try {
+      context.setDefaultTimeout(8_000);
+      const page = await context.newPage();
+      const problems = watchPage(page);
+      await page.goto(`/dashboard/w/${ws.id}/outputs`);
+      await page.waitForURL(/\/dashboard\/sign-in\?next=/);
+      await signIn(page, OWNER);
+      await page.waitForURL(`**/dashboard/w/${ws.id}/outputs`);
+      const thumbs = page.locator('img.thumb');
+      await eventually(async () => (await thumbs.count()) >= 6, 'the thumbnails');
+      await eventually(
+        () =>
+          thumbs.evaluateAll((imgs) =>
+            imgs.every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0),
+          ),
+        'every thumbnail decodes',
+      );
+      const sources = await thumbs.evaluateAll((imgs) => imgs.map((i) => (i as HTMLImageElement).currentSrc));
+      expect(sources.every((s) => s.startsWith(`${origin}/api/v1/files/`))).toBe(true);
+
+      await page.locator('[data-output-id]').first().click();
+      const pane = page.getByRole('complementary', { name: 'Preview' });
+      const large = pane.locator('img');
+      await eventually(
+        () => large.evaluate((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0),
+        'the preview decodes',
+      );
+      const href = await pane.getByRole('link', { name: 'Download' }).evaluate((a) => (a as HTMLAnchorElement).href);
+      expect(href.startsWith(`${origin}/api/v1/files/`)).toBe(true);
+      // The page's own fetch, under its CSP (connect-src 'self'), as following the link does.
+      expect(await page.evaluate(async (u) => (await fetch(u)).status, href)).toBe(200);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 });

@@ -58,6 +58,7 @@ export async function seedDemo(db: Db, file: string): Promise<Demo> {
       hash: k.hash,
       scopes: [...SCOPES],
       creatorId: user.id,
+      createdVia: 'cli_for_member',
     });
     return { workspaceId: workspace.id, keyId: key.id, secret: k.secret, email: DEMO_EMAIL, password };
   });

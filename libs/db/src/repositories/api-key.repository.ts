@@ -1,6 +1,6 @@
 import { queryPrepared, type DbClient } from '../client';
 import type { ApiKey } from '../generated/prisma/client';
-import type { Role, Tier } from '../generated/prisma/enums';
+import type { KeyCreatedVia, Role, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 
 export interface CreateApiKeyInput {
@@ -12,6 +12,8 @@ export interface CreateApiKeyInput {
   spendCap?: bigint | null;
   expiresAt?: Date | null;
   creatorId?: string | null;
+  /** Where the key is made; `cli` keys have no creator (the database refuses one). */
+  createdVia: KeyCreatedVia;
   /** The models the key may use; empty or absent: every enabled model. */
   allowedModels?: string[];
   /** The key's own paid calls per minute, beside its workspace's limit. */
@@ -36,8 +38,10 @@ export interface AuthKey {
   /** Paid calls per minute for this key (beside the workspace's rpm); null: none of its own. */
   rpm: number | null;
   creatorId: string | null;
+  createdVia: KeyCreatedVia;
   /**
-   * The creator's role in the key's workspace; null without a creator, or once the creator has left (creatorRoleOf).
+   * The creator's role in the key's workspace; null without a creator, or once the creator has left or was deleted
+   * (creatorRoleOf).
    */
   creatorRole: Role | null;
   workspace: { id: string; tier: Tier; rpm: number; uploadRpm: number; currency: string };
@@ -53,7 +57,7 @@ const FIND_BY_HASH = `
          k.scopes, k."spendCap"::text AS "spendCap", k.spent::text AS spent,
          k."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt",
          k."revokedAt" AT TIME ZONE 'UTC' AS "revokedAt", coalesce(k."allowedModels", '{}') AS "allowedModels",
-         k.rpm AS "keyRpm", k."creatorId", m.role::text AS "creatorRole",
+         k.rpm AS "keyRpm", k."creatorId", k."createdVia"::text AS "createdVia", m.role::text AS "creatorRole",
          w.tier::text AS tier, w.rpm, w."uploadRpm", w.currency
   FROM "ApiKey" k
   JOIN "Workspace" w ON w.id = k."workspaceId"
@@ -88,6 +92,7 @@ export const apiKeyRepository = {
         spendCap: input.spendCap ?? null,
         expiresAt: input.expiresAt ?? null,
         creatorId: input.creatorId ?? null,
+        createdVia: input.createdVia,
         allowedModels: input.allowedModels ?? [],
         rpm: input.rpm ?? null,
       },
@@ -119,6 +124,7 @@ export const apiKeyRepository = {
       allowedModels: r.allowedModels,
       rpm: r.keyRpm,
       creatorId: r.creatorId,
+      createdVia: r.createdVia,
       creatorRole: r.creatorRole,
       workspace: { id: r.workspaceId, tier: r.tier, rpm: r.rpm, uploadRpm: r.uploadRpm, currency: r.currency },
     };
@@ -219,10 +225,11 @@ export const apiKeyRepository = {
 export type ApiKeyLookup = NonNullable<Awaited<ReturnType<typeof apiKeyRepository.findBySecretHash>>>;
 
 /**
- * What bounds a key besides its scopes: its creator's role in the key's workspace; `unbounded` for a key made by the
- * platform CLI (no creator); `left` once the creator is no longer a member.
+ * What bounds a key besides its scopes: its creator's role in the key's workspace; `unbounded` for a key the platform
+ * CLI made without a creator; `left` once the creator is no longer a member or was deleted. Decided by createdVia,
+ * never by a null creatorId, which a deleted creator leaves too.
  */
-export function creatorRoleOf(key: Pick<AuthKey, 'creatorId' | 'creatorRole'>): Role | 'unbounded' | 'left' {
-  if (key.creatorId === null) return 'unbounded';
+export function creatorRoleOf(key: Pick<AuthKey, 'createdVia' | 'creatorRole'>): Role | 'unbounded' | 'left' {
+  if (key.createdVia === 'cli') return 'unbounded';
   return key.creatorRole ?? 'left';
 }

@@ -222,6 +222,27 @@ export const fileRepository = {
     return rows[0] ?? null;
   },
 
+  /**
+   * Step one of taking down a generated output's public copy, for as long as its row exists (the library entry may
+   * have expired while the public copy lives): ends both lives at once, so the row is hidden and purgeable, and a
+   * crash before the bytes and the row are removed leaves what the retention sweep finishes. A row already taken
+   * down (a retry) keeps its earlier times. Null when the workspace has no generated output by that id.
+   */
+  async takeDownPublicCopy(
+    db: DbClient,
+    workspaceId: string,
+    id: string,
+    now = new Date(),
+  ): Promise<{ storageKey: string } | null> {
+    const rows = await db.$queryRaw<{ storageKey: string }[]>`
+      UPDATE "File" SET
+        "expiresAt" = LEAST("expiresAt", ${now}::timestamp(3)),
+        "publicExpiresAt" = LEAST("publicExpiresAt", ${now}::timestamp(3))
+      WHERE id = ${id} AND "workspaceId" = ${workspaceId} AND source = 'generated' AND "publicExpiresAt" IS NOT NULL
+      RETURNING "storageKey"`;
+    return rows[0] ?? null;
+  },
+
   /** Last step of a delete, once the bytes are gone. */
   async remove(db: DbClient, workspaceId: string, id: string): Promise<boolean> {
     const { count } = await db.file.deleteMany({ where: { id, workspaceId } });

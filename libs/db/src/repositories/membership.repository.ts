@@ -1,6 +1,7 @@
 import type { DbClient } from '../client';
 import { withTx } from '../client';
 import type { Role } from '../generated/prisma/enums';
+import { lockWorkspace, ownerCount } from './workspace-owners';
 
 // Who belongs to a workspace and as what. Two things are decided here, under a lock on the workspace row, so that
 // racing changes cannot both pass: a workspace with owners always keeps at least one, and the actor still has the
@@ -25,19 +26,11 @@ async function actorAllowed(tx: DbClient, workspaceId: string, actor: Actor | un
 
 const userFields = { id: true, email: true, name: true } as const;
 
-async function lockWorkspace(tx: DbClient, workspaceId: string) {
-  await tx.$queryRaw`SELECT id FROM "Workspace" WHERE id = ${workspaceId} FOR UPDATE`;
-}
-
 /** The keys a member made in the workspace: bounded by their role, so every replica re-reads them after a change. */
 async function keysMadeBy(tx: DbClient, workspaceId: string, userId: string) {
   return (await tx.apiKey.findMany({ where: { workspaceId, creatorId: userId }, select: { id: true } })).map(
     (k) => k.id,
   );
-}
-
-async function ownerCount(tx: DbClient, workspaceId: string) {
-  return tx.membership.count({ where: { workspaceId, role: 'owner' } });
 }
 
 export const membershipRepository = {

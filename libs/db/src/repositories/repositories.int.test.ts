@@ -45,6 +45,7 @@ describe('repositories against Postgres', () => {
       hash: first.hash,
       scopes: ['account.read'],
       spendCap: 5_000_000n,
+      createdVia: 'cli',
     });
     const second = newApiKey();
     const rotated = await apiKeyRepository.rotate(ctx.db, key.id, second, 60_000);

@@ -27,6 +27,8 @@ function keyView(k: ApiKeyModel) {
     prefix: k.prefix,
     name: k.name,
     workspace_id: k.workspaceId,
+    created_via: k.createdVia,
+    creator_id: k.creatorId,
     scopes: k.scopes,
     spend_cap: k.spendCap === null ? null : toAmount(k.spendCap),
     spent: toAmount(k.spent),
@@ -133,6 +135,7 @@ const create: Command = {
         spendCap: input['spend-cap'] ?? null,
         expiresAt: expiresIn === undefined ? null : new Date(Date.now() + expiresIn),
         creatorId,
+        createdVia: creatorId === null ? 'cli' : 'cli_for_member',
         allowedModels: input.models ?? [],
         rpm: input.rpm ?? null,
       });

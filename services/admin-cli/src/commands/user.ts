@@ -50,11 +50,23 @@ const addMember: Command = {
   ],
   prepare(flags) {
     const input = flagValues(z.object({ workspace: text(), email, role: choice(Role) }), flags, addMember);
-    return async ({ db, out }) => {
+    return async (deps) => {
+      const { db, out } = deps;
       if (!(await workspaceRepository.get(db, input.workspace))) throw notFound('workspace', input.workspace);
       const user = await userRepository.findByEmail(db, input.email);
       if (!user) throw notFound('user', input.email);
-      const m = await userRepository.addMember(db, input.workspace, user.id, input.role);
+      // A role change goes through the same rules as the dashboard's (the last owner stays), and the keys the member
+      // made here, bounded by their role, are re-read by every edge.
+      const changed = await membershipRepository.changeRole(db, input.workspace, user.id, input.role);
+      if (!changed.ok && changed.reason === 'last_owner') {
+        throw errors.lastOwner(
+          `${user.email} is the last owner of ${input.workspace}: make another member owner first.`,
+        );
+      }
+      if (changed.ok) for (const keyId of changed.value.keyIds) await invalidate(deps, keyId);
+      else await userRepository.addMember(db, input.workspace, user.id, input.role);
+      const m = await membershipRepository.get(db, input.workspace, user.id);
+      if (!m) throw errors.notAMember(user.email, input.workspace);
       const view = {
         id: `${m.workspaceId}:${m.userId}`,
         workspace_id: m.workspaceId,
@@ -164,4 +176,39 @@ const removeMember: Command = {
   },
 };
 
-export const userCommands: Command[] = [createUser, listUsers, setPassword, addMember, listMembers, removeMember];
+const deleteUser: Command = {
+  words: ['user', 'delete'],
+  summary:
+    'Delete a user (never the last owner of a workspace) with their memberships and sessions; the keys they made ' +
+    'stop working at once.',
+  flags: [{ name: 'email', value: 'EMAIL', required: true, help: "the user's e-mail" }],
+  prepare(flags) {
+    const input = flagValues(z.object({ email }), flags, deleteUser);
+    return async (deps) => {
+      const { db, out } = deps;
+      const user = await userRepository.findByEmail(db, input.email);
+      if (!user) throw notFound('user', input.email);
+      const removed = await userRepository.remove(db, user.id);
+      if (!removed.ok) {
+        if (removed.reason === 'not_found') throw notFound('user', input.email);
+        throw errors.lastOwner(
+          `${user.email} is the last owner of ${removed.workspaceId}: make another member owner first.`,
+        );
+      }
+      // Their keys are refused from the next request on: edges drop their cached look-ups (DESIGN.md §4).
+      for (const keyId of removed.keyIds) await invalidate(deps, keyId);
+      const view = { id: user.id, email: user.email, deleted: true, keys_stopped: removed.keyIds };
+      out.result(view, () => fields(view));
+    };
+  },
+};
+
+export const userCommands: Command[] = [
+  createUser,
+  listUsers,
+  setPassword,
+  addMember,
+  listMembers,
+  removeMember,
+  deleteUser,
+];

@@ -169,6 +169,11 @@ export const api = {
     outputs: {
       list: (q: OutputQuery) => request<Page<Output>>('GET', `${ws(id)}/outputs`, { query: { ...q } }),
       remove: (fileId: string) => request<{ id: string; deleted: true }>('DELETE', `${ws(id)}/outputs/${seg(fileId)}`),
+      takeDownPublicCopy: (fileId: string) =>
+        request<{ id: string; object: 'public_copy'; deleted: true }>(
+          'DELETE',
+          `${ws(id)}/outputs/${seg(fileId)}/public-copy`,
+        ),
     },
     tasks: {
       list: (q: TaskQuery) => request<Page<TaskRow>>('GET', `${ws(id)}/tasks`, { query: { ...q } }),

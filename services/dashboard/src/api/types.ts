@@ -55,8 +55,13 @@ export interface Key {
   created_at: string;
   rotated_at: string | null;
   previous_expires_at: string | null;
+  /** Where the key was made; a `dashboard` key with a null creator was made by a person since deleted. */
+  created_via: 'dashboard' | 'cli' | 'cli_for_member';
   creator: { id: string; email: string } | null;
   status: 'active' | 'revoked' | 'expired';
+  /** What the signed-in person may do with the key (the edge decides). */
+  can_rotate: boolean;
+  can_revoke: boolean;
 }
 
 export interface KeyWithSecret {
@@ -127,8 +132,11 @@ export interface Output {
   duration: number | null;
   cost: Money | null;
   task_id: string | null;
+  /** Same-origin relative links (signed, valid one hour). */
   preview_url: string;
   download_url: string;
+  /** When the generated output's public copy goes; null for uploads, which have none. */
+  public_copy_expires_at: string | null;
 }
 
 export interface OutputQuery {

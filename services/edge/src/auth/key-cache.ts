@@ -1,5 +1,6 @@
-// Cached key look-ups. Correctness rests on invalidation, not on the TTL: every revocation or rotation publishes
-// the key id on a Redis channel and each replica drops that key at once. The cache is trusted only while this
+// Cached key look-ups. Correctness rests on invalidation, not on the TTL: every change to a key or to what bounds it
+// (revocation, rotation, limits, its creator's role, removal from the workspace or deletion) publishes the key id on
+// a Redis channel and each replica drops that key at once. The cache is trusted only while this
 // replica's subscription is live; while it is down (Redis restart, network cut) every look-up goes to Postgres,
 // and on reconnect the cache starts empty. So a revoked key stops working on every replica within the pub/sub
 // delivery time, and never later than one request after the subscription returns.

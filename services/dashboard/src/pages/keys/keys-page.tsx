@@ -87,26 +87,32 @@ export function KeysPage() {
               </td>
               <td className="nowrap">{k.expires_at ? formatDate(k.expires_at) : 'Never'}</td>
               <td className="nowrap">{k.last_used_at ? formatShortDateTime(k.last_used_at) : 'Never'}</td>
-              <td className="creator-cell">{k.creator?.email ?? <span className="muted">CLI</span>}</td>
+              <td className="creator-cell">
+                <CreatedBy k={k} />
+              </td>
               <td className="actions">
                 {k.status === 'active' ? (
                   <>
-                    <button
-                      type="button"
-                      className="button button-small"
-                      aria-label={`Rotate key ${k.name}`}
-                      onClick={() => setOpen({ kind: 'rotate', key: k })}
-                    >
-                      Rotate
-                    </button>
-                    <button
-                      type="button"
-                      className="button button-small button-danger-quiet"
-                      aria-label={`Revoke key ${k.name}`}
-                      onClick={() => setOpen({ kind: 'revoke', key: k })}
-                    >
-                      Revoke
-                    </button>
+                    {k.can_rotate ? (
+                      <button
+                        type="button"
+                        className="button button-small"
+                        aria-label={`Rotate key ${k.name}`}
+                        onClick={() => setOpen({ kind: 'rotate', key: k })}
+                      >
+                        Rotate
+                      </button>
+                    ) : null}
+                    {k.can_revoke ? (
+                      <button
+                        type="button"
+                        className="button button-small button-danger-quiet"
+                        aria-label={`Revoke key ${k.name}`}
+                        onClick={() => setOpen({ kind: 'revoke', key: k })}
+                      >
+                        Revoke
+                      </button>
+                    ) : null}
                   </>
                 ) : (
                   <Badge value={k.status} />
@@ -153,6 +159,21 @@ export function KeysPage() {
       ) : null}
     </>
   );
+}
+
+/** Who made the key: a person's email, the platform CLI (for a member, or on its own), or a deleted person. */
+function CreatedBy({ k }: { k: Key }) {
+  const person = k.creator?.email ?? <span className="muted">Deleted user</span>;
+  if (k.created_via === 'cli') return <span className="muted">CLI</span>;
+  if (k.created_via === 'cli_for_member') {
+    return (
+      <>
+        {person}
+        <span className="muted small block">made with the CLI</span>
+      </>
+    );
+  }
+  return <>{person}</>;
 }
 
 function CreateKeyDialog({

@@ -1,7 +1,7 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import type { Output, OutputKind, OutputSource } from '../../api/types';
 import { useAction } from '../../api/use-api';
-import { CloseButton, ConfirmDialog } from '../../components/dialog';
+import { CloseButton, ConfirmDialog, Dialog, DialogActions } from '../../components/dialog';
 import { formatBytes, formatDateTime, formatDuration, formatMoney } from '../../components/format';
 import { Empty, ErrorNotice, Loading } from '../../components/notice';
 import { PageHeader } from '../../components/page';
@@ -33,6 +33,8 @@ export function OutputsPage() {
   const outputs = useOutputs(filters);
   const [selected, setSelected] = useState<Output | null>(null);
   const [deleting, setDeleting] = useState<Output | null>(null);
+  const [takingDown, setTakingDown] = useState(false);
+  const [takenDown, setTakenDown] = useState<string | null>(null);
 
   // The model filter is typed: it applies after a pause, the others at once.
   const appliedModel = applied.model ?? '';
@@ -63,7 +65,19 @@ export function OutputsPage() {
       <PageHeader
         title="Outputs"
         description="Generated images and videos of this workspace, newest first, and the files you uploaded."
+        actions={
+          can.delete_files && source === 'generated' ? (
+            <button type="button" className="button" onClick={() => setTakingDown(true)}>
+              Take down a public copy
+            </button>
+          ) : null
+        }
       />
+      {takenDown ? (
+        <div className="notice" role="status">
+          The public copy of <span className="mono">{takenDown}</span> is taken down.
+        </div>
+      ) : null}
       <div className="tabs" role="tablist" aria-label="Library">
         {tab('generated', 'Generated')}
         {tab('upload', 'Uploads')}
@@ -146,6 +160,17 @@ export function OutputsPage() {
           />
         ) : null}
       </div>
+      {takingDown ? (
+        <TakeDownDialog
+          takeDown={outputs.takeDownPublicCopy}
+          onClose={() => setTakingDown(false)}
+          onDone={(fileId) => {
+            setTakingDown(false);
+            setTakenDown(fileId);
+            if (selected?.id === fileId) setSelected(null);
+          }}
+        />
+      ) : null}
       {deleting ? (
         <DeleteDialog
           o={deleting}
@@ -250,6 +275,12 @@ function PreviewPane({
         </dd>
         <dt>Created</dt>
         <dd>{formatDateTime(o.created_at)}</dd>
+        {o.public_copy_expires_at ? (
+          <>
+            <dt>Public copy</dt>
+            <dd>until {formatDateTime(o.public_copy_expires_at)}</dd>
+          </>
+        ) : null}
         {o.task_id ? (
           <>
             <dt>Task</dt>
@@ -298,9 +329,63 @@ function DeleteDialog({
       onConfirm={async () => (await action.call(o.id)) && onDeleted()}
     >
       <p>
-        <strong>{o.filename}</strong> and its stored bytes are deleted for everyone in the workspace. Links already
-        handed out stop working.
+        <strong>{o.filename}</strong> and its stored bytes are deleted for everyone in the workspace, its public copy
+        too. Links already handed out stop working.
       </p>
     </ConfirmDialog>
+  );
+}
+
+/**
+ * Takes down a generated output's public copy by its file id (as in a task's output), also once its library entry
+ * has expired and it is no longer listed here.
+ */
+function TakeDownDialog({
+  takeDown,
+  onClose,
+  onDone,
+}: {
+  takeDown: (fileId: string) => Promise<boolean>;
+  onClose: () => void;
+  onDone: (fileId: string) => void;
+}) {
+  const [fileId, setFileId] = useState('');
+  const action = useAction(takeDown);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const id = fileId.trim();
+    if (await action.call(id)) onDone(id);
+  };
+  return (
+    <Dialog title="Take down a public copy" onClose={onClose}>
+      <form onSubmit={submit}>
+        <div className="dialog-body">
+          <p>
+            The output's public link stops working and its stored bytes are deleted, with its library entry. This cannot
+            be undone.
+          </p>
+          <div className="field">
+            <label htmlFor="take-down-file">File id</label>
+            <input
+              id="take-down-file"
+              className="input mono"
+              required
+              maxLength={64}
+              placeholder="file_…"
+              value={fileId}
+              onChange={(e) => setFileId(e.target.value)}
+            />
+          </div>
+          <ErrorNotice error={action.error} />
+        </div>
+        <DialogActions
+          onCancel={onClose}
+          label="Take down"
+          pendingLabel="Taking down…"
+          pending={action.pending}
+          danger
+        />
+      </form>
+    </Dialog>
   );
 }

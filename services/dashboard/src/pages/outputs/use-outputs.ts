@@ -18,5 +18,11 @@ export function useOutputs(filters: OutputFilters) {
       list.setItems((prev) => prev.filter((o) => o.id !== fileId));
       return true;
     },
+    /** The public copy goes, and with it the library entry (it lives only while the copy does). */
+    takeDownPublicCopy: async (fileId: string) => {
+      await api.outputs.takeDownPublicCopy(fileId);
+      list.setItems((prev) => prev.filter((o) => o.id !== fileId));
+      return true;
+    },
   };
 }

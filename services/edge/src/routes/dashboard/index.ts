@@ -6,7 +6,7 @@ import { requireMembership, requireRole, requireSession } from '../../auth/sessi
 import type { EdgeDeps } from '../../deps';
 import { jsonBody } from '../../http/json-body';
 import { createKey, listKeys, revokeKey, rotateKey } from './keys';
-import { deleteOutput, listOutputs } from './library';
+import { deleteOutput, listOutputs, takeDownPublicCopy } from './library';
 import { addMember, changeRole, listMembers, removeMember, withdrawInvitation } from './members';
 import { acceptInvitation, changePassword, getInvitation, getSession, signIn, signOut } from './session-routes';
 import { getCallbackSecret, getTask, listTasks, redeliverTask, rotateCallbackSecret } from './tasks';
@@ -53,6 +53,7 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.delete(`${ws}/invitations/:id`, withdrawInvitation(deps));
   router.get(`${ws}/outputs`, listOutputs(deps));
   router.delete(`${ws}/outputs/:fileId`, requireRole('deleteFiles'), deleteOutput(deps));
+  router.delete(`${ws}/outputs/:fileId/public-copy`, requireRole('deleteFiles'), takeDownPublicCopy(deps));
   router.get(`${ws}/tasks`, listTasks(deps));
   router.get(`${ws}/tasks/:taskId`, getTask(deps));
   router.post(`${ws}/tasks/:taskId/redeliver`, requireRole('redeliver'), redeliverTask(deps));

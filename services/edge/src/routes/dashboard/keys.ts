@@ -1,6 +1,7 @@
 // The API Keys page's routes: list, create (the secret shown once), rotate with a grace period, revoke. A member
-// manages their own keys; admins and owners every key of the workspace (DESIGN.md §4 People and roles).
-import { newApiKey } from '@gensvc/auth';
+// manages their own keys; admins and owners revoke every key of the workspace, but a rotated secret goes to the key's
+// creator only (DESIGN.md §4 People and roles; @gensvc/auth keyRotation).
+import { keyRotation, mayRevokeKey, newApiKey, type WorkspaceRole } from '@gensvc/auth';
 import { publishKeyInvalidations } from '@gensvc/queue';
 import { apiKeyRepository, idPattern, modelRepository, toAmount, type ApiKeyModel } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
@@ -14,10 +15,14 @@ import { CREATE_KEY, ROTATE_KEY } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 'redis' | 'config'>;
 type KeyWithCreator = ApiKeyModel & { creator: { id: string; email: string } | null };
+/** The signed-in person the answer is for: what they may do with each key is part of the key's view. */
+type Viewer = { userId: string; role: WorkspaceRole };
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
+const viewerOf = (res: Response): Viewer => ({ userId: sessionOf(res).user.id, role: memberOf(res).role });
 
-function keyObject(k: KeyWithCreator, now = new Date()) {
+function keyObject(k: KeyWithCreator, viewer: Viewer, now = new Date()) {
+  const active = !k.revokedAt && !(k.expiresAt && k.expiresAt <= now);
   return {
     id: k.id,
     name: k.name,
@@ -33,8 +38,11 @@ function keyObject(k: KeyWithCreator, now = new Date()) {
     created_at: k.createdAt.toISOString(),
     rotated_at: iso(k.rotatedAt),
     previous_expires_at: k.previousExpiresAt && k.previousExpiresAt > now ? k.previousExpiresAt.toISOString() : null,
+    created_via: k.createdVia,
     creator: k.creator ? { id: k.creator.id, email: k.creator.email } : null,
     status: k.revokedAt ? 'revoked' : k.expiresAt && k.expiresAt <= now ? 'expired' : 'active',
+    can_rotate: active && keyRotation(viewer, k) === 'ok',
+    can_revoke: !k.revokedAt && mayRevokeKey(viewer, k),
   };
 }
 
@@ -44,7 +52,8 @@ export function listKeys(deps: Deps) {
     const { workspace, role } = memberOf(res);
     const mine = role === 'member' ? sessionOf(res).user.id : undefined;
     const keys = await apiKeyRepository.listWithCreators(deps.db, workspace.id, mine);
-    res.json({ data: keys.map((k) => keyObject(k)) });
+    const viewer = viewerOf(res);
+    res.json({ data: keys.map((k) => keyObject(k, viewer)) });
   };
 }
 
@@ -66,24 +75,24 @@ export function createKey(deps: Deps) {
       spendCap: body.spend_cap ?? null,
       expiresAt: body.expires_at ?? null,
       creatorId: user.id,
+      createdVia: 'dashboard',
       allowedModels: body.models ?? [],
       rpm: body.rpm ?? null,
     });
-    res
-      .status(201)
-      .json({ key: keyObject({ ...key, creator: { id: user.id, email: user.email } }), secret: made.secret });
+    res.status(201).json({
+      key: keyObject({ ...key, creator: { id: user.id, email: user.email } }, viewerOf(res)),
+      secret: made.secret,
+    });
   };
 }
 
 const KEY_ID = idPattern('key');
 
-/** The workspace's key by the route's :id, which the person may manage (their own, or any for admins); else 404. */
-async function manageableKey(deps: Deps, req: Request<{ id: string }>, res: Response) {
-  const { workspace, role } = memberOf(res);
+/** The workspace's key by the route's :id; else 404. */
+async function workspaceKey(deps: Deps, req: Request<{ id: string }>, res: Response) {
   const id = req.params.id;
-  const key = KEY_ID.test(id) ? await apiKeyRepository.get(deps.db, id, workspace.id) : null;
+  const key = KEY_ID.test(id) ? await apiKeyRepository.get(deps.db, id, memberOf(res).workspace.id) : null;
   if (!key) throw errors.notFound(`No key ${id.slice(0, 64)} in this workspace.`, { param: 'id' });
-  if (key.creatorId !== sessionOf(res).user.id) assertRole(role, 'manageAllKeys');
   return key;
 }
 
@@ -97,7 +106,14 @@ async function withCreator(deps: Deps, workspaceId: string, id: string): Promise
 export function rotateKey(deps: Deps) {
   return async (req: Request<{ id: string }>, res: Response) => {
     const body = parseBody(ROTATE_KEY, req.body);
-    const key = await manageableKey(deps, req, res);
+    const key = await workspaceKey(deps, req, res);
+    const viewer = viewerOf(res);
+    // Another person's key: a member is told the role that manages other keys, an admin that only its creator
+    // rotates it (admins revoke it instead).
+    if (key.creatorId !== viewer.userId && key.createdVia !== 'cli') assertRole(viewer.role, 'manageAllKeys');
+    const rule = keyRotation(viewer, key);
+    if (rule === 'creator') throw errors.notKeyCreator();
+    if (rule !== 'ok') assertRole(viewer.role, rule);
     const made = newApiKey();
     const rotated = await apiKeyRepository.rotate(
       deps.db,
@@ -108,16 +124,18 @@ export function rotateKey(deps: Deps) {
     );
     if (!rotated) throw errors.conflict('The key is revoked: a revoked key cannot be rotated.');
     await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], warnUnpublished(locals(res).log));
-    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)), secret: made.secret });
+    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id), viewer), secret: made.secret });
   };
 }
 
 /** POST …/keys/:id/revoke — every edge replica refuses the key within a second (the invalidation is published). */
 export function revokeKey(deps: Deps) {
   return async (req: Request<{ id: string }>, res: Response) => {
-    const key = await manageableKey(deps, req, res);
+    const key = await workspaceKey(deps, req, res);
+    const viewer = viewerOf(res);
+    if (!mayRevokeKey(viewer, key)) assertRole(viewer.role, 'manageAllKeys');
     await apiKeyRepository.revoke(deps.db, key.id, key.workspaceId);
     await publishKeyInvalidations(deps.redis, deps.config.queuePrefix, [key.id], warnUnpublished(locals(res).log));
-    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id)) });
+    res.json({ key: keyObject(await withCreator(deps, key.workspaceId, key.id), viewer) });
   };
 }

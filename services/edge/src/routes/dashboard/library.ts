@@ -1,6 +1,6 @@
 // The outputs library: generated outputs (archived task outputs and image edits) and, in their own tab, uploads.
 // Members browse and preview; deleting (row and bytes, as the API's delete) needs an admin or owner.
-import { fileContentLink } from '@gensvc/auth';
+import { fileContentPath } from '@gensvc/auth';
 import { taskOutputSchema } from '@gensvc/contracts';
 import { fileRepository, plusDays, toAmount } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
@@ -9,7 +9,8 @@ import { memberOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
 import { parseFields } from '../../http/parse-body';
-import { removeFile } from '../files/delete-file';
+import { removeFile, removeHiddenFile } from '../files/delete-file';
+import { FILE_ID } from '../files/schema';
 import { OUTPUTS_QUERY } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 's3' | 'config'>;
@@ -27,10 +28,9 @@ const text = (v: unknown) => (typeof v === 'string' ? v : null);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
-  const link = await fileContentLink(deps.config.publicBaseUrl, deps.config.signingSecret, {
-    fileId: f.id,
-    workspaceId: f.workspaceId,
-  });
+  // Same-origin relative links: the dashboard may be opened by any host name (a proxy's, 127.0.0.1), and its CSP
+  // allows previews from its own origin only.
+  const link = await fileContentPath(deps.config.signingSecret, { fileId: f.id, workspaceId: f.workspaceId });
   const task = f.task;
   const parsed = task ? taskOutputSchema.safeParse(task.output) : null;
   const entry = parsed?.success && f.outputIndex !== null ? parsed.data.outputs[f.outputIndex] : undefined;
@@ -50,8 +50,9 @@ async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
     duration: num(field(entry, 'duration')) ?? num(field(task?.input, 'duration_seconds')),
     cost: task?.cost != null ? { amount: toAmount(task.cost), currency } : null,
     task_id: task?.id ?? null,
-    preview_url: link.url,
-    download_url: link.url,
+    preview_url: link.path,
+    download_url: link.path,
+    public_copy_expires_at: f.publicExpiresAt?.toISOString() ?? null,
   };
 }
 
@@ -82,5 +83,23 @@ export function deleteOutput(deps: Deps) {
     const id = req.params.fileId;
     await removeFile(deps, memberOf(res).workspace.id, id, locals(res).log);
     res.json({ id, deleted: true });
+  };
+}
+
+/**
+ * DELETE …/outputs/:fileId/public-copy — admins and owners (the router checks the role) take a generated output's
+ * public copy down while its row exists, whether or not its library entry has expired: row and bytes go, as the
+ * retention sweep removes them (hide, bytes, row), so a crash or an S3 failure leaves what the sweep finishes, and a
+ * retry completes it.
+ */
+export function takeDownPublicCopy(deps: Deps) {
+  return async (req: Request<{ fileId: string }>, res: Response) => {
+    const id = req.params.fileId;
+    const workspaceId = memberOf(res).workspace.id;
+    const marked = FILE_ID.test(id) ? await fileRepository.takeDownPublicCopy(deps.db, workspaceId, id) : null;
+    if (!marked)
+      throw errors.notFound(`No public copy of a file ${id.slice(0, 64)} in this workspace.`, { param: 'file_id' });
+    await removeHiddenFile(deps, workspaceId, id, marked.storageKey, locals(res).log, 'The public copy is taken down');
+    res.json({ id, object: 'public_copy', deleted: true });
   };
 }

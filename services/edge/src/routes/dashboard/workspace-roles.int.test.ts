@@ -2,7 +2,8 @@
 // them — in the dashboard and in the API (a key is bounded by its creator's role) — over real sockets against real
 // Postgres, Redis and S3.
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { billingRepository, newId } from '@gensvc/db';
+import { billingRepository, fileRepository, newId } from '@gensvc/db';
+import { createS3 } from '@gensvc/storage';
 import {
   deleteKeys,
   eventually,
@@ -12,6 +13,7 @@ import {
   makeWorkspace,
   useTestContext,
 } from '@gensvc/testing';
+import { cliFor } from '../../../../admin-cli/src/cli-under-test';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
 import { DashboardClient } from './dashboard-test-support';
 
@@ -114,6 +116,104 @@ describe('API keys', () => {
     expect(refused.body.error).toMatchObject({ code: 'insufficient_role', param: 'admin' });
     expect((await t.member.c.post(`${t.base}/keys/${memberKey.id}/revoke`)).status).toBe(200);
     expect((await t.admin.c.post(`${t.base}/keys/${adminKey.id}/rotate`, { grace_seconds: 0 })).status).toBe(200);
+  });
+
+  it("lets an admin revoke another's key but not rotate it; its creator rotates it, a CLI key an owner", async () => {
+    const t = await team();
+    const made = await t.member.c.post(`${t.base}/keys`, { name: 'member key', scopes: ['account.read'] });
+    const { key, secret } = made.body;
+    const { key: cliKey } = await makeKey(ctx.db, t.ws.id, { name: 'platform' });
+    const row = (id: string) => ctx.db.apiKey.findUniqueOrThrow({ where: { id } });
+    const before = await row(key.id);
+
+    const seen = (await t.admin.c.get(`${t.base}/keys`)).body.data;
+    expect(seen.find((k: { id: string }) => k.id === key.id)).toMatchObject({
+      created_via: 'dashboard',
+      creator: { id: t.member.user.id, email: t.member.email },
+      can_rotate: false,
+      can_revoke: true,
+    });
+    expect(seen.find((k: { id: string }) => k.id === cliKey.id)).toMatchObject({
+      created_via: 'cli',
+      creator: null,
+      can_rotate: false,
+      can_revoke: true,
+    });
+    const ownerView = (await t.owner.c.get(`${t.base}/keys`)).body.data;
+    expect(ownerView.find((k: { id: string }) => k.id === key.id)).toMatchObject({ can_rotate: false });
+    expect(ownerView.find((k: { id: string }) => k.id === cliKey.id)).toMatchObject({ can_rotate: true });
+
+    // Neither an admin nor an owner receives another person's new secret: refused, and the key is as it was.
+    for (const who of [t.admin, t.owner]) {
+      const refused = await who.c.post(`${t.base}/keys/${key.id}/rotate`, { grace_seconds: 0 });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({ type: 'permission_error', code: 'not_key_creator' });
+      expect(refused.body.secret).toBeUndefined();
+    }
+    expect(await row(key.id)).toEqual(before);
+    expect((await balanceWith(secret)).status).toBe(200);
+    const member = await t.member.c.post(`${t.base}/keys/${key.id}/rotate`, { grace_seconds: 0 });
+    expect(member.status).toBe(200);
+    expect(member.body.key).toMatchObject({ can_rotate: true, can_revoke: true });
+
+    // A key the CLI made without a creator: owners only.
+    const cliRefused = await t.admin.c.post(`${t.base}/keys/${cliKey.id}/rotate`, { grace_seconds: 0 });
+    expect(cliRefused.status).toBe(403);
+    expect(cliRefused.body.error).toMatchObject({ code: 'insufficient_role', param: 'owner' });
+    expect((await row(cliKey.id)).hash).toBe(cliKey.hash);
+    expect((await t.owner.c.post(`${t.base}/keys/${cliKey.id}/rotate`, { grace_seconds: 0 })).status).toBe(200);
+
+    const revoked = await t.admin.c.post(`${t.base}/keys/${key.id}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.key).toMatchObject({ status: 'revoked', can_rotate: false, can_revoke: false });
+    await eventually(
+      async () => (await balanceWith(member.body.secret)).status === 401,
+      'the revoked key refused',
+      1000,
+    );
+  });
+
+  it('stops the keys of a deleted user on every replica at once; they never read as made by the CLI', async () => {
+    const t = await team();
+    const second = await startEdge(ctx);
+    try {
+      const made = await t.member.c.post(`${t.base}/keys`, { name: 'leaver', scopes: ['account.read'] });
+      const { key, secret } = made.body;
+      const on = (url: string) => fetch(`${url}/api/v1/me/balance`, { headers: { authorization: `Bearer ${secret}` } });
+      // Both replicas hold the key's look-up in their caches.
+      for (const url of [edge.url, second.url]) for (let i = 0; i < 2; i++) expect((await on(url)).status).toBe(200);
+
+      const { ok } = cliFor(ctx);
+      const deleted = await ok(['user', 'delete', '--email', t.member.email]);
+      expect(deleted).toEqual({ id: t.member.user.id, email: t.member.email, deleted: true, keys_stopped: [key.id] });
+      for (const url of [edge.url, second.url]) {
+        await eventually(
+          async () => {
+            const res = await on(url);
+            return (
+              res.status === 401 &&
+              ((await res.json()) as { error: { code: string } }).error.code === 'key_creator_left'
+            );
+          },
+          "the deleted user's key refused",
+          1000,
+        );
+      }
+      const listed = (await t.owner.c.get(`${t.base}/keys`)).body.data.find((k: { id: string }) => k.id === key.id);
+      expect(listed).toMatchObject({ created_via: 'dashboard', creator: null, can_rotate: false, can_revoke: true });
+      expect(await ctx.db.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({
+        creatorId: null,
+        createdVia: 'dashboard',
+        revokedAt: null,
+      });
+
+      const last = await cliFor(ctx).cliJson(['user', 'delete', '--email', t.owner.email]);
+      expect(last.code).toBe(1);
+      expect(last.body.error.code).toBe('last_owner');
+      expect(await ctx.db.user.count({ where: { id: t.owner.user.id } })).toBe(1);
+    } finally {
+      await second.close();
+    }
   });
 
   it("never reaches another workspace's key, and validates what it is sent", async () => {
@@ -336,7 +436,10 @@ describe('outputs library', () => {
       task_id: made[4]!.task.id,
     });
     expect(page1.body.data[1]).toMatchObject({ kind: 'video', duration: 2 });
-    const preview = await fetch(first.preview_url.replace(ctx.config.publicBaseUrl, edge.url));
+    // Relative to the edge's origin, whatever host name the dashboard was opened by.
+    expect(first.preview_url).toMatch(new RegExp(`^/api/v1/files/${first.id}/content\\?token=`));
+    expect(first.download_url).toBe(first.preview_url);
+    const preview = await fetch(`${edge.url}${first.preview_url}`);
     expect(preview.status).toBe(200);
     expect(Buffer.from(await preview.arrayBuffer()).equals(made[4]!.bytes)).toBe(true);
 
@@ -374,6 +477,122 @@ describe('outputs library', () => {
     ).rejects.toMatchObject({ name: 'NotFound' });
     expect(await ctx.db.file.count({ where: { id: made[4]!.file.id } })).toBe(0);
     expect((await t.owner.c.delete(`${t.base}/outputs/${made[4]!.file.id}`)).status).toBe(404);
+  });
+});
+
+describe('public copies', () => {
+  /** A generated output whose library entry has expired while its public copy lives on. */
+  async function pastLibrary(workspaceId: string) {
+    const o = await makeOutput(ctx, workspaceId);
+    await ctx.db.file.update({
+      where: { id: o.file.id },
+      data: { expiresAt: new Date(Date.now() - 60_000), publicExpiresAt: new Date(Date.now() + 86_400_000) },
+    });
+    return o;
+  }
+  const bytesOf = (key: string) => ctx.s3.send(new HeadObjectCommand({ Bucket: ctx.config.s3.bucket, Key: key }));
+  const path = (base: string, id: string) => `${base}/outputs/${id}/public-copy`;
+
+  it('lets admins and owners take a copy down after its library entry expired: bytes and row go', async () => {
+    const t = await team();
+    const [a, b] = [await pastLibrary(t.ws.id), await pastLibrary(t.ws.id)];
+    // Not listed any more, but still public.
+    expect((await t.admin.c.get(`${t.base}/outputs`)).body.data).toEqual([]);
+    await expect(bytesOf(a.key)).resolves.toBeDefined();
+
+    const rowA = await ctx.db.file.findUniqueOrThrow({ where: { id: a.file.id } });
+    const byMember = await t.member.c.delete(path(t.base, a.file.id));
+    expect(byMember.status).toBe(403);
+    expect(byMember.body.error).toMatchObject({
+      type: 'permission_error',
+      code: 'insufficient_role',
+      param: 'admin',
+      request_id: expect.any(String),
+    });
+    expect(await ctx.db.file.findUniqueOrThrow({ where: { id: a.file.id } })).toEqual(rowA);
+    await expect(bytesOf(a.key)).resolves.toBeDefined();
+
+    for (const [who, o] of [
+      [t.admin, a],
+      [t.owner, b],
+    ] as const) {
+      const res = await who.c.delete(path(t.base, o.file.id));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ id: o.file.id, object: 'public_copy', deleted: true });
+      await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
+      expect(await ctx.db.file.count({ where: { id: o.file.id } })).toBe(0);
+    }
+    // Gone whole: a repeat finds nothing to take down.
+    const again = await t.admin.c.delete(path(t.base, a.file.id));
+    expect(again.status).toBe(404);
+    expect(again.body.error).toMatchObject({ code: 'not_found', param: 'file_id' });
+  });
+
+  it("answers 404 for another workspace's output, an upload or a malformed id, and changes nothing", async () => {
+    const t = await team();
+    const foreign = await pastLibrary((await makeWorkspace(ctx.db)).id);
+    const upload = await ctx.db.file.create({
+      data: {
+        id: newId('file'),
+        workspaceId: t.ws.id,
+        source: 'upload',
+        purpose: 'user_data',
+        filename: 'a.png',
+        contentType: 'image/png',
+        bytes: 1n,
+        storageKey: `uploads/${newId('file')}`,
+        expiresAt: new Date(Date.now() + 86_400_000),
+      },
+    });
+    const rows = async () =>
+      ctx.db.file.findMany({ where: { id: { in: [foreign.file.id, upload.id] } }, orderBy: { id: 'asc' } });
+    const before = await rows();
+    for (const id of [foreign.file.id, upload.id, 'file_x', 'x'.repeat(5000), '%00']) {
+      const res = await t.owner.c.delete(path(t.base, encodeURIComponent(id)));
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ type: 'not_found_error', code: 'not_found' });
+      expect(res.body.error.message.length).toBeLessThan(200);
+    }
+    expect(await rows()).toEqual(before);
+    await expect(bytesOf(foreign.key)).resolves.toBeDefined();
+  });
+
+  it('leaves a hidden, purgeable row when S3 fails, and a retry completes the take-down', async () => {
+    const t = await team();
+    const o = await pastLibrary(t.ws.id);
+    // A real S3 client whose store is down: nothing listens on the port.
+    const down = createS3({ ...ctx.config.s3, endpoint: 'http://127.0.0.1:9' });
+    const broken = await startEdge(ctx, { s3: down });
+    try {
+      const c = new DashboardClient(broken.url);
+      expect((await c.signIn(t.owner.email, t.owner.password)).status).toBe(200);
+      const res = await c.delete(path(t.base, o.file.id));
+      expect(res.status).toBe(503);
+      expect(res.body.error).toMatchObject({ code: 'storage_unavailable' });
+    } finally {
+      await broken.close();
+    }
+    // The copy's life is over in the row (the retention sweep finishes it); the bytes are still there.
+    const row = await ctx.db.file.findUniqueOrThrow({ where: { id: o.file.id } });
+    expect(row.publicExpiresAt!.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await fileRepository.purgeable(ctx.db, new Date(), 1000)).map((f) => f.id)).toContain(o.file.id);
+    await expect(bytesOf(o.key)).resolves.toBeDefined();
+
+    const retry = await t.owner.c.delete(path(t.base, o.file.id));
+    expect(retry.status).toBe(200);
+    await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
+    expect(await ctx.db.file.count({ where: { id: o.file.id } })).toBe(0);
+  });
+
+  it('takes down an output still in the library: it leaves the library with its copy', async () => {
+    const t = await team();
+    const o = await makeOutput(ctx, t.ws.id);
+    const listed = (await t.member.c.get(`${t.base}/outputs`)).body.data;
+    expect(listed.map((x: { id: string }) => x.id)).toEqual([o.file.id]);
+    expect(listed[0].public_copy_expires_at).toBe(o.file.publicExpiresAt!.toISOString());
+    expect((await t.owner.c.delete(path(t.base, o.file.id))).status).toBe(200);
+    expect((await t.member.c.get(`${t.base}/outputs`)).body.data).toEqual([]);
+    await expect(bytesOf(o.key)).rejects.toMatchObject({ name: 'NotFound' });
   });
 });
 

@@ -30,13 +30,27 @@ export async function removeFile(
 ) {
   const marked = FILE_ID.test(id) ? await fileRepository.markDeleted(deps.db, workspaceId, id) : null;
   if (!marked) throw noSuchFile(id);
+  await removeHiddenFile(deps, workspaceId, id, marked.storageKey, log, 'The file is deleted from the workspace');
+}
+
+/**
+ * The last two steps of a delete, once the row is hidden (expired): the bytes, then the row. A failure leaves the
+ * hidden row, which the retention sweep completes; `done` says what has already happened, for the 503's message.
+ */
+export async function removeHiddenFile(
+  deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>,
+  workspaceId: string,
+  id: string,
+  storageKey: string,
+  log: Logger,
+  done: string,
+) {
   try {
-    await deleteObject(deps.s3, deps.config.s3.bucket, marked.storageKey);
+    await deleteObject(deps.s3, deps.config.s3.bucket, storageKey);
   } catch (cause) {
     log.error({ err: cause, file_id: id }, 'file delete: the object could not be removed');
     throw errors.storageUnavailable(
-      'The file is deleted from the workspace, but its bytes ' +
-        'could not be removed yet; the hourly cleanup removes them.',
+      `${done}, but its bytes could not be removed yet; the hourly cleanup removes them.`,
       cause,
     );
   }
