@@ -97,6 +97,7 @@ export async function seedKey(db, { unlimited = false, balance = 10_000_000n } =
     prefix: k.prefix,
     hash: k.hash,
     scopes: [...SCOPES],
+    createdVia: 'cli',
   });
   return { workspaceId: ws.id, secret: k.secret, auth: { authorization: `Bearer ${k.secret}` } };
 }
