@@ -1,3 +1,4 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { trace } from '@opentelemetry/api';
 import { createLogger } from './logger';
 import { startTelemetry, type Telemetry } from './telemetry';
@@ -22,7 +23,11 @@ function memoryDestination() {
 describe('createLogger', () => {
   let telemetry: Telemetry;
   beforeAll(() => {
-    telemetry = startTelemetry({ serviceName: 'logger-test' });
+    // Spans go somewhere (an in-memory exporter): telemetry is on and spans carry trace ids.
+    telemetry = startTelemetry({
+      serviceName: 'logger-test',
+      spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())],
+    });
   });
   afterAll(() => telemetry.shutdown());
 

@@ -1,3 +1,4 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { trace } from '@opentelemetry/api';
 import { execFile } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -186,19 +187,31 @@ describe('startTelemetry in a plain Node process', () => {
 });
 
 describe('startTelemetry inside Jest', () => {
-  it('makes trace ids but records nothing without an endpoint or processors; starts again after shutdown', async () => {
+  it('stays off without an endpoint or processors: spans are no-ops and carry no trace', async () => {
+    const telemetry = startTelemetry({ serviceName: 'quiet-test', sampleRatio: 1 });
+    try {
+      const span = trace.getTracer('t').startSpan('local');
+      expect(span.isRecording()).toBe(false);
+      expect(span.spanContext().traceId).toBe('0'.repeat(32));
+      span.end();
+    } finally {
+      await telemetry.shutdown();
+    }
+  });
+
+  it('with a processor, records spans with trace ids and starts again after shutdown', async () => {
     for (let i = 0; i < 2; i++) {
-      const telemetry = startTelemetry({ serviceName: 'quiet-test', sampleRatio: 1 });
+      const telemetry = startTelemetry({
+        serviceName: 'recording-test',
+        spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())],
+        sampleRatio: 1,
+      });
       try {
-        const { traceId, recording } = trace.getTracer('t').startActiveSpan('local', (span) => {
-          const recording = span.isRecording();
-          span.end();
-          return { traceId: span.spanContext().traceId, recording };
-        });
-        // Nothing would receive it: not recorded, whatever the ratio asked (its ids are made all the same).
-        expect(recording).toBe(false);
-        expect(traceId).toMatch(/^[0-9a-f]{32}$/);
-        expect(traceId).not.toBe('0'.repeat(32));
+        const span = trace.getTracer('t').startSpan('local');
+        expect(span.isRecording()).toBe(true);
+        expect(span.spanContext().traceId).toMatch(/^[0-9a-f]{32}$/);
+        expect(span.spanContext().traceId).not.toBe('0'.repeat(32));
+        span.end();
       } finally {
         await telemetry.shutdown();
       }

@@ -36,7 +36,7 @@ export interface TelemetryOptions {
    * The share of new traces recorded (OTEL_TRACES_SAMPLER_ARG; default 1 here, services pass their config's, 0.1 by
    * default). Parent-based: a request that arrives inside a trace follows its caller's decision, and a job follows
    * the request that queued it, so a trace is recorded whole or not at all. Metrics are counted for every request
-   * regardless (prom-client, metrics.ts). With neither otlpEndpoint nor spanProcessors nothing is instrumented.
+   * regardless (prom-client, metrics.ts). With neither otlpEndpoint nor spanProcessors telemetry stays off.
    */
   sampleRatio?: number;
 }
@@ -60,11 +60,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
     spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(options.otlpEndpoint) })));
   }
-  // Nothing takes spans (no endpoint, no processor): nothing is instrumented, so no request pays for spans that go
-  // nowhere, and logs correlate by request id alone.
-  const exported = spanProcessors.length > 0;
-  const ratio = exported ? (options.sampleRatio ?? 1) : 0;
-  const instrumentations = exported ? processInstrumentations() : [];
+  // Nothing takes spans (no endpoint, no processor): OpenTelemetry stays off (its API's no-op defaults, nothing
+  // instrumented), so no request or job pays for spans that go nowhere, and logs correlate by request id alone.
+  if (spanProcessors.length === 0) return { shutdown: async () => {} };
+  const ratio = options.sampleRatio ?? 1;
+  const instrumentations = processInstrumentations();
   registerInstrumentations({ instrumentations });
 
   const contextManager = new AsyncLocalStorageContextManager().enable();
