@@ -6,14 +6,14 @@ import { Catalog } from './catalog';
 const ctx = useTestContext();
 
 it('serves a channel by id from its cache until the TTL passes, and null for one that does not exist', async () => {
-  const channel = await channelRepository.create(ctx.db, {
+  const channel = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'cat-a',
     kind: 'fal',
     baseUrl: 'http://127.0.0.1:9/a',
     secret: 'one',
   });
   let now = 0;
-  const catalog = new Catalog(ctx.db, { ttlMs: 1_000, now: () => now });
+  const catalog = new Catalog(ctx.db, ctx.secrets, { ttlMs: 1_000, now: () => now });
   expect(await catalog.channel(channel.id)).toMatchObject({ id: channel.id, secret: 'one' });
 
   await ctx.db.channel.update({ where: { id: channel.id }, data: { secret: 'two' } });
@@ -25,7 +25,7 @@ it('serves a channel by id from its cache until the TTL passes, and null for one
 });
 
 it('keeps models and channels apart, each with its routes read with the model', async () => {
-  const channel = await channelRepository.create(ctx.db, {
+  const channel = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'cat-b',
     kind: 'replicate',
     baseUrl: 'http://127.0.0.1:9/b',
@@ -36,7 +36,7 @@ it('keeps models and channels apart, each with its routes read with the model', 
     unitPrice: 1n,
     routes: [{ channelId: channel.id, upstreamModel: 'o/m' }],
   });
-  const catalog = new Catalog(ctx.db);
+  const catalog = new Catalog(ctx.db, ctx.secrets);
   const model = await catalog.model('sim/cat-model');
   expect(model?.routes.map((r) => [r.channel.id, r.upstreamModel])).toEqual([[channel.id, 'o/m']]);
   // The same id asked as a channel is not the model's cached entry.

@@ -37,7 +37,7 @@ const silent = { warn: () => {} };
 
 /** A replica's view of the catalog: a long TTL, so that only an invalidation can make it see a change in time. */
 async function replica(): Promise<{ catalog: Catalog; breaker: CircuitBreaker; state: SharedUpstreamState }> {
-  const catalog = new Catalog(ctx.db, { ttlMs: 60_000 });
+  const catalog = new Catalog(ctx.db, ctx.secrets, { ttlMs: 60_000 });
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 60_000 });
   const connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:subscriber' });
   const subscriber = new SharedSubscriber(connection, silent);

@@ -16,9 +16,10 @@ const secretObject = (s: CallbackSecretView) => ({
 });
 
 /** GET /api/v1/me/callback-secret */
-export function getCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
+export function getCallbackSecret(deps: Pick<EdgeDeps, 'db' | 'secrets'>) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.secret(deps.db, authOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = authOf(res);
+    res.json(secretObject(await callbackRepository.secret(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
   };
 }
 
@@ -27,8 +28,9 @@ export function getCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
  * (both v1= values in SVC-Signature, until previous_secret_expires_at), so receivers can switch without losing a
  * delivery.
  */
-export function rotateCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
+export function rotateCallbackSecret(deps: Pick<EdgeDeps, 'db' | 'secrets'>) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.rotate(deps.db, authOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = authOf(res);
+    res.json(secretObject(await callbackRepository.rotate(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
   };
 }

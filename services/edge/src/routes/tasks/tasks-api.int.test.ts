@@ -595,7 +595,7 @@ describe('the callback secret', () => {
     expect(Date.parse(rotated.rotated_at)).toBeGreaterThanOrEqual(before - 1_000);
     expect(await jsonOf(await get('/api/v1/me/callback-secret', c.secret))).toEqual(rotated);
     // The previous secret signs alongside the new one during the overlap.
-    expect(await callbackRepository.signingSecrets(ctx.db, c.ws.id, () => 'unused')).toEqual([
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, c.ws.id, () => 'unused')).toEqual([
       rotated.secret,
       first.secret,
     ]);
@@ -604,7 +604,7 @@ describe('the callback secret', () => {
   it('racing first reads agree on one secret', async () => {
     const c = await makeCustomer(ctx.db);
     const seen = await Promise.all(
-      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, c.ws.id, newCallbackSecret)),
+      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, ctx.secrets, c.ws.id, newCallbackSecret)),
     );
     const stored = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: c.ws.id } });
     expect(seen.map((s) => s.secret)).toEqual(seen.map(() => stored.secret));
