@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyPassword } from '@gensvc/auth';
-import { sessionRepository, userRepository } from '@gensvc/db';
+import { openChannel, sessionRepository, userRepository } from '@gensvc/db';
 import { createRedisConnection, SharedSubscriber } from '@gensvc/queue';
 import {
   adminUrl,
@@ -163,7 +163,9 @@ describe('channels and models', () => {
         enabled: false,
       });
       expect(JSON.stringify(updated)).not.toContain('s3cret-two');
-      expect((await ctx.db.channel.findUniqueOrThrow({ where: { id: ch.id } })).secret).toBe('s3cret-two');
+      const stored = await ctx.db.channel.findUniqueOrThrow({ where: { id: ch.id } });
+      expect(stored.secret).not.toContain('s3cret-two');
+      expect(openChannel(ctx.secrets, stored).secret).toBe('s3cret-two');
       await ok(['channel', 'enable', '--id', ch.id]);
       for (const r of replicas) {
         await eventually(
