@@ -86,6 +86,16 @@ export function getCallbackSecret(deps: Deps) {
   };
 }
 
+/** POST …/callback-secret/retire-previous — the rotation's overlap ends now: the current secret alone signs. */
+export function retirePreviousCallbackSecret(deps: Deps) {
+  return async (_req: Request, res: Response) => {
+    const { workspace } = memberOf(res);
+    res.json(
+      secretObject(await callbackRepository.retirePrevious(deps.db, deps.secrets, workspace.id, newCallbackSecret)),
+    );
+  };
+}
+
 /** POST …/callback-secret/rotate — the old secret keeps signing beside the new one for 24 h. */
 export function rotateCallbackSecret(deps: Deps) {
   return async (_req: Request, res: Response) => {
