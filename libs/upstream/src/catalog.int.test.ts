@@ -1,5 +1,5 @@
 // The Catalog against real Postgres: a model or channel is read once per TTL, and an admin's change shows after it.
-import { channelRepository, modelRepository } from '@gensvc/db';
+import { channelRepository, modelRepository, SecretBox } from '@gensvc/db';
 import { useTestContext } from '@gensvc/testing';
 import { Catalog } from './catalog';
 
@@ -42,4 +42,50 @@ it('keeps models and channels apart, each with its routes read with the model', 
   // The same id asked as a channel is not the model's cached entry.
   expect(await catalog.channel('sim/cat-model')).toBeNull();
   expect(await catalog.model(channel.id)).toBeNull();
+});
+
+it("opens channels' sealed credentials as it reads them: once per cache fill, never per look-up", async () => {
+  class CountingBox extends SecretBox {
+    opened = 0;
+    override open(stored: string, aad: string) {
+      this.opened++;
+      return super.open(stored, aad);
+    }
+  }
+  const box = new CountingBox(ctx.config.encryptionKeys);
+  const [a, b] = await Promise.all(
+    ['cat-s1', 'cat-s2'].map((name) =>
+      channelRepository.create(ctx.db, ctx.secrets, {
+        name,
+        kind: 'openai',
+        baseUrl: 'http://x.test',
+        secret: `sk-${name}`,
+      }),
+    ),
+  );
+  expect(a!.secret).toMatch(/^v1:/);
+  for (const id of ['sim/cat-s1', 'sim/cat-s2'])
+    await modelRepository.create(ctx.db, {
+      id,
+      kind: 'chat',
+      routes: [{ channelId: a!.id }, { channelId: b!.id }],
+    });
+  const catalog = new Catalog(ctx.db, box, { ttlMs: 60_000 });
+  for (let i = 0; i < 3; i++) expect(await catalog.channel(a!.id)).toMatchObject({ secret: 'sk-cat-s1' });
+  expect(box.opened).toBe(1);
+  for (let i = 0; i < 3; i++) {
+    const model = await catalog.model('sim/cat-s1');
+    expect(model!.routes.map((r) => r.channel.secret)).toEqual(['sk-cat-s1', 'sk-cat-s2']);
+  }
+  expect(box.opened).toBe(3);
+  // Every model in one read: a channel several models route to is opened once.
+  const usable = (await catalog.usableModels()).filter((m) => m.id.startsWith('sim/cat-s'));
+  expect(usable.flatMap((m) => m.routes.map((r) => r.channel.secret))).toEqual([
+    'sk-cat-s1',
+    'sk-cat-s2',
+    'sk-cat-s1',
+    'sk-cat-s2',
+  ]);
+  await catalog.usableModels();
+  expect(box.opened).toBe(5);
 });
