@@ -53,25 +53,28 @@ it("opens channels' sealed credentials as it reads them: once per cache fill, ne
     }
   }
   const box = new CountingBox(ctx.config.encryptionKeys);
-  const [a, b] = await Promise.all(
-    ['cat-s1', 'cat-s2'].map((name) =>
-      channelRepository.create(ctx.db, ctx.secrets, {
-        name,
-        kind: 'openai',
-        baseUrl: 'http://x.test',
-        secret: `sk-${name}`,
-      }),
-    ),
-  );
-  expect(a!.secret).toMatch(/^v1:/);
+  // One after the other: routes come in the channels' order of creation.
+  const a = await channelRepository.create(ctx.db, ctx.secrets, {
+    name: 'cat-s1',
+    kind: 'openai',
+    baseUrl: 'http://x.test',
+    secret: 'sk-cat-s1',
+  });
+  const b = await channelRepository.create(ctx.db, ctx.secrets, {
+    name: 'cat-s2',
+    kind: 'openai',
+    baseUrl: 'http://x.test',
+    secret: 'sk-cat-s2',
+  });
+  expect(a.secret).toMatch(/^v1:/);
   for (const id of ['sim/cat-s1', 'sim/cat-s2'])
     await modelRepository.create(ctx.db, {
       id,
       kind: 'chat',
-      routes: [{ channelId: a!.id }, { channelId: b!.id }],
+      routes: [{ channelId: a.id }, { channelId: b.id }],
     });
   const catalog = new Catalog(ctx.db, box, { ttlMs: 60_000 });
-  for (let i = 0; i < 3; i++) expect(await catalog.channel(a!.id)).toMatchObject({ secret: 'sk-cat-s1' });
+  for (let i = 0; i < 3; i++) expect(await catalog.channel(a.id)).toMatchObject({ secret: 'sk-cat-s1' });
   expect(box.opened).toBe(1);
   for (let i = 0; i < 3; i++) {
     const model = await catalog.model('sim/cat-s1');
