@@ -53,18 +53,20 @@ it("opens channels' sealed credentials as it reads them: once per cache fill, ne
     }
   }
   const box = new CountingBox(ctx.config.encryptionKeys);
-  // One after the other: routes come in the channels' order of creation.
+  // Routes come by their channel's priority: s1 first.
   const a = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'cat-s1',
     kind: 'openai',
     baseUrl: 'http://x.test',
     secret: 'sk-cat-s1',
+    priority: 2,
   });
   const b = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'cat-s2',
     kind: 'openai',
     baseUrl: 'http://x.test',
     secret: 'sk-cat-s2',
+    priority: 1,
   });
   expect(a.secret).toMatch(/^v1:/);
   for (const id of ['sim/cat-s1', 'sim/cat-s2'])
