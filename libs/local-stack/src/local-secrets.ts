@@ -10,8 +10,12 @@ export interface LocalSecrets {
   ENCRYPTION_KEYS: string;
 }
 
-/** A fresh ENCRYPTION_KEYS value: one random 32-byte key named `local` (or `id`). */
-export const newEncryptionKeys = (id = 'local') => `${id}:${randomBytes(32).toString('base64')}`;
+/**
+ * A fresh ENCRYPTION_KEYS value: one random 32-byte key, its id `<name>-<random>` so that a row sealed by another
+ * checkout's or run's key names a key this one does not have, and fails to open as such.
+ */
+export const newEncryptionKeys = (name = 'local') =>
+  `${name}-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
 
 /** The local secrets, with any missing from the file made and written back. */
 export function localSecrets(dataDir: string): LocalSecrets {

@@ -6,7 +6,15 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseEncryptionKeys } from '@gensvc/config';
-import { callbackRepository, channelRepository, closeDb, createDb, migrate, SecretBox } from '@gensvc/db';
+import {
+  callbackRepository,
+  channelRepository,
+  closeDb,
+  createDb,
+  migrate,
+  SecretBox,
+  SecretBoxError,
+} from '@gensvc/db';
 import {
   freePort,
   localSecrets,
@@ -113,7 +121,13 @@ async function main() {
     ['channel credentials', channelRepository],
     ['callback secrets', callbackRepository],
   ] as const) {
-    const { sealed, rekeyed } = await repository.resealAll(db, secrets);
+    const { sealed, rekeyed } = await repository.resealAll(db, secrets).catch((err: unknown) => {
+      if (!(err instanceof SecretBoxError)) throw err;
+      throw new Error(
+        `${what}: ${err.message}. Set ENCRYPTION_KEYS to the keys this database's secrets were sealed with ` +
+          `(a local run keeps its own in ${join(dataDir, 'secrets.json')}).`,
+      );
+    });
     if (sealed + rekeyed) say(`${what}: ${sealed} sealed, ${rekeyed} moved to key "${secrets.currentKeyId}"`);
   }
   await closeDb(db);
