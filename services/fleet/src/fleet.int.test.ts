@@ -84,7 +84,7 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   expect(await second.exited).toBe(0);
 }, 90_000);
 
-it('uses the stores the variables name instead of embedded ones, sealing the secrets they hold in plaintext', async () => {
+it('uses the stores the variables name instead of embedded ones, sealing their plaintext secrets', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ext-'));
   const stores = storesOf(ctx);
   // Rows stored before secrets were sealed: the start seals them under the first ENCRYPTION_KEYS key.
