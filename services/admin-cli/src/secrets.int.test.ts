@@ -40,11 +40,25 @@ it('re-seals plaintext rows and rows of an older key under the first key, idempo
     },
   });
 
+  // A previous secret past its overlap, sealed under a key no longer listed: it signs nothing and is dropped.
+  const c = await makeWorkspace(ctx.db);
+  const gone = new SecretBox([{ id: 'k0', key: randomBytes(32) }]);
+  const cAad = secretAad('callback-secret', c.id);
+  const cSecret = newCallbackSecret();
+  await ctx.db.callbackSecret.create({
+    data: {
+      workspaceId: c.id,
+      secret: ctx.secrets.seal(cSecret, cAad),
+      previousSecret: gone.seal(newCallbackSecret(), cAad),
+      previousExpiresAt: new Date(Date.now() - 1_000),
+    },
+  });
+
   const first = await ok(['secrets', 'reencrypt']);
   expect(first).toEqual({
     key_id: 'k2',
     channels: { rows: 122, sealed: 120, rekeyed: 1 },
-    callback_secrets: { rows: 2, sealed: 2, rekeyed: 1 },
+    callback_secrets: { rows: 3, sealed: 2, rekeyed: 1 },
   });
   const channels = await ctx.db.channel.findMany();
   for (const c of channels) {
@@ -59,11 +73,11 @@ it('re-seals plaintext rows and rows of an older key under the first key, idempo
     expect(openChannel(k2Only, byName.get(c.name)!).secret).toBe(`sk-plain-${i}`);
   }
   const rows = await ctx.db.callbackSecret.findMany();
-  expect(rows.flatMap((r) => [r.secret, r.previousSecret]).filter((v) => v !== null)).toEqual([
-    expect.stringMatching(/^v1:k2:/),
-    expect.stringMatching(/^v1:k2:/),
-    expect.stringMatching(/^v1:k2:/),
-  ]);
+  expect(rows.flatMap((r) => [r.secret, r.previousSecret]).filter((v) => v !== null)).toEqual(
+    Array.from({ length: 4 }, () => expect.stringMatching(/^v1:k2:/)),
+  );
+  expect(rows.find((r) => r.workspaceId === c.id)).toMatchObject({ previousSecret: null, previousExpiresAt: null });
+  expect(await callbackRepository.signingSecrets(ctx.db, k2Only, c.id, newCallbackSecret)).toEqual([cSecret]);
   // Opened with the new key alone: k1 can be dropped from ENCRYPTION_KEYS now.
   expect((await callbackRepository.secret(ctx.db, k2Only, a.id, newCallbackSecret)).secret).toBe(plainSecret);
   expect(await callbackRepository.signingSecrets(ctx.db, k2Only, b.id, newCallbackSecret)).toEqual([current, previous]);
@@ -73,7 +87,7 @@ it('re-seals plaintext rows and rows of an older key under the first key, idempo
   expect(again.body).toEqual({
     key_id: 'k2',
     channels: { rows: 122, sealed: 0, rekeyed: 0 },
-    callback_secrets: { rows: 2, sealed: 0, rekeyed: 0 },
+    callback_secrets: { rows: 3, sealed: 0, rekeyed: 0 },
   });
   expect(await ctx.db.channel.findMany()).toEqual(channels);
 });

@@ -319,9 +319,11 @@ export const callbackRepository = {
 
   /**
    * Seals every workspace's secrets under the current key (channelRepository.resealAll): plaintext ones and those of
-   * older keys, in batches of rows locked and rewritten in a transaction each; running it again changes nothing.
+   * older keys, in batches of rows locked and rewritten in a transaction each; running it again changes nothing. A
+   * previous secret past its overlap signs nothing any more: it is dropped, not re-sealed, so that the key it was
+   * sealed under can go.
    */
-  async resealAll(db: DbClient, box: SecretBox): Promise<ResealCounts> {
+  async resealAll(db: DbClient, box: SecretBox, now = new Date()): Promise<ResealCounts> {
     const counts: ResealCounts = { rows: 0, sealed: 0, rekeyed: 0 };
     const reseal = (value: string, aad: string) => {
       if (box.isCurrent(value)) return value;
@@ -331,17 +333,21 @@ export const callbackRepository = {
     };
     for (let after = ''; ; ) {
       const last = await withTx(db, async (tx) => {
-        const rows = await tx.$queryRaw<{ workspaceId: string; secret: string; previousSecret: string | null }[]>`
-          SELECT "workspaceId", secret, "previousSecret" FROM "CallbackSecret" WHERE "workspaceId" > ${after}
-          ORDER BY "workspaceId" LIMIT ${RESEAL_BATCH} FOR UPDATE`;
+        const rows = await tx.$queryRaw<
+          { workspaceId: string; secret: string; previousSecret: string | null; previousExpiresAt: Date | null }[]
+        >`
+          SELECT "workspaceId", secret, "previousSecret", "previousExpiresAt" FROM "CallbackSecret"
+          WHERE "workspaceId" > ${after} ORDER BY "workspaceId" LIMIT ${RESEAL_BATCH} FOR UPDATE`;
         for (const row of rows) {
           counts.rows++;
           const aad = aadOf(row.workspaceId);
           const secret = reseal(row.secret, aad);
-          const previousSecret = row.previousSecret && reseal(row.previousSecret, aad);
+          const live = row.previousExpiresAt !== null && row.previousExpiresAt > now;
+          const previousSecret = live && row.previousSecret ? reseal(row.previousSecret, aad) : null;
           if (secret === row.secret && previousSecret === row.previousSecret) continue;
           await tx.$executeRaw`
-            UPDATE "CallbackSecret" SET secret = ${secret}, "previousSecret" = ${previousSecret}
+            UPDATE "CallbackSecret" SET secret = ${secret}, "previousSecret" = ${previousSecret},
+              "previousExpiresAt" = ${previousSecret === null ? null : row.previousExpiresAt}::timestamp(3)
             WHERE "workspaceId" = ${row.workspaceId}`;
         }
         return rows.length === RESEAL_BATCH ? rows.at(-1)!.workspaceId : null;
