@@ -36,6 +36,7 @@ const NOT_DEPLOYED = ['admin-cli', 'fleet', 'upstream-sim'];
 /** What the operator must supply to `docker compose up` (the `${VAR:?...}` interpolations). */
 const OPERATOR_ENV: Record<string, string> = {
   SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef',
+  ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
   MINIO_ROOT_PASSWORD: 'operator-minio-root-password',
   S3_SECRET_ACCESS_KEY: 'operator-fleet-s3-secret',
 };
@@ -227,16 +228,19 @@ describe('docker-compose.yml', () => {
     for (const env of envs.slice(1)) expect(env).toEqual(envs[0]);
   });
 
-  it('refuses to start without an operator-supplied SIGNING_SECRET (no default secret ships)', () => {
-    const { SIGNING_SECRET: _, ...without } = OPERATOR_ENV;
-    expect(() => compose(without)).toThrow(/SIGNING_SECRET/);
-    for (const [name, service] of gensvcServices(rawCompose())) {
-      expect({ service: name, value: environment(service).SIGNING_SECRET }).toEqual({
-        service: name,
-        value: expect.stringMatching(/^\$\{SIGNING_SECRET:\?[^}]*\}$/),
-      });
-    }
-  });
+  it.each(['SIGNING_SECRET', 'ENCRYPTION_KEYS'])(
+    'refuses to start without an operator-supplied %s (no default secret ships)',
+    (variable) => {
+      const { [variable]: _, ...without } = OPERATOR_ENV;
+      expect(() => compose(without)).toThrow(new RegExp(variable));
+      for (const [name, service] of gensvcServices(rawCompose())) {
+        expect({ service: name, value: environment(service)[variable] }).toEqual({
+          service: name,
+          value: expect.stringMatching(new RegExp(`^\\$\\{${variable}:\\?[^}]*\\}$`)),
+        });
+      }
+    },
+  );
 
   it.each(['MINIO_ROOT_PASSWORD', 'S3_SECRET_ACCESS_KEY'])('refuses to start without an operator-set %s', (name) => {
     const { [name]: _, ...without } = OPERATOR_ENV;
@@ -975,6 +979,25 @@ describe('infra/k8s', () => {
         missing: [],
         problem: null,
       });
+    }
+  });
+
+  it('gives every container ENCRYPTION_KEYS from a Secret, never from a ConfigMap or a literal', () => {
+    const inConfigMaps = objects.filter(
+      (o) =>
+        o.kind === 'ConfigMap' && ['data', 'binaryData'].some((k) => isObj(o.doc[k]) && 'ENCRYPTION_KEYS' in o.doc[k]),
+    );
+    expect(inConfigMaps.map((o) => o.name)).toEqual([]);
+    for (const c of gensvc) {
+      const literal = (Array.isArray(c.spec.env) ? c.spec.env : []).some(
+        (e) => isObj(e) && e.name === 'ENCRYPTION_KEYS' && !isObj(e.valueFrom),
+      );
+      const fromSecret = (Array.isArray(c.spec.envFrom) ? c.spec.envFrom : []).some((f) => {
+        const ref = isObj(f) && isObj(f.secretRef) ? f.secretRef : undefined;
+        const secret = ref && objects.find((o) => o.kind === 'Secret' && o.name === ref.name);
+        return !!secret && [secret.doc.data, secret.doc.stringData].some((d) => isObj(d) && 'ENCRYPTION_KEYS' in d);
+      });
+      expect({ owner: c.owner, fromSecret, literal }).toEqual({ owner: c.owner, fromSecret: true, literal: false });
     }
   });
 

@@ -9,9 +9,13 @@ import { gensvc, service } from './gensvc.mjs';
 // Node 20 is this project's runtime; the AWS SDK's notice about its 2027 releases is not a benchmark figure.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const { startStack } = gensvc('local-stack');
-const { createDb, migrate, workspaceRepository, apiKeyRepository } = gensvc('db');
+const { newEncryptionKeys, startStack } = gensvc('local-stack');
+const { parseEncryptionKeys } = gensvc('config');
+const { createDb, migrate, workspaceRepository, apiKeyRepository, SecretBox } = gensvc('db');
 const { newApiKey, SCOPES } = gensvc('auth');
+
+/** The run's key for secrets at rest, shared by every process of it and by its seeding. */
+const BENCH_ENCRYPTION_KEYS = newEncryptionKeys('bench');
 
 /**
  * Runs `fn({ env, db })` with the stores up, and stops them (and removes their data) whatever happens.
@@ -36,6 +40,7 @@ export async function withStack(fn) {
     const env = {
       ...stack.env,
       SIGNING_SECRET: 'b'.repeat(64),
+      ENCRYPTION_KEYS: BENCH_ENCRYPTION_KEYS,
       QUEUE_PREFIX: `bench${process.pid}`,
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       ...pick(process.env, ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_TRACES_SAMPLER_ARG']),
@@ -103,4 +108,5 @@ export async function seedKey(db, { unlimited = false, balance = 10_000_000n } =
 }
 
 /** The sim's channels and models as `npm start` seeds them (services/fleet/src/seed-sim.ts), on the sim at `simUrl`. */
-export const seedSim = (db, simUrl) => service('fleet', 'seed-sim').seedSim(db, simUrl);
+export const seedSim = (db, simUrl) =>
+  service('fleet', 'seed-sim').seedSim(db, new SecretBox(parseEncryptionKeys(BENCH_ENCRYPTION_KEYS)), simUrl);

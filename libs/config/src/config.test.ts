@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ConfigError, REQUIRED_VARIABLES, loadConfig } from './config';
 import { parseDuration } from './duration';
 
@@ -5,6 +6,7 @@ const base = {
   DATABASE_URL: 'postgresql://u@127.0.0.1:5432/db',
   REDIS_URL: 'redis://127.0.0.1:6379',
   SIGNING_SECRET: 'x'.repeat(32),
+  ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
 };
 
 describe('loadConfig', () => {
@@ -87,8 +89,39 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '0' })).toThrow(/PASSWORD_HASH_CONCURRENCY/);
   });
 
+  it('reads ENCRYPTION_KEYS as key ids and 32-byte keys, the first one sealing; a bad list is named, unechoed', () => {
+    const k2 = randomBytes(32);
+    const k1 = randomBytes(32);
+    const c = loadConfig({ ...base, ENCRYPTION_KEYS: `k2:${k2.toString('base64')}, k1:${k1.toString('base64url')}` });
+    expect(c.encryptionKeys).toEqual([
+      { id: 'k2', key: k2 },
+      { id: 'k1', key: k1 },
+    ]);
+    const short = randomBytes(16).toString('base64');
+    for (const [value, why] of [
+      [`k1:${short}`, /ENCRYPTION_KEYS: key "k1" must be 32 bytes/],
+      [`k1:${k1.toString('base64')},k1:${k2.toString('base64')}`, /ENCRYPTION_KEYS: key id "k1" appears twice/],
+      [k1.toString('base64'), /ENCRYPTION_KEYS: entry 1 must be <key id>:<base64 key>/],
+      [`bad id:${k1.toString('base64')}`, /ENCRYPTION_KEYS: entry 1 must be/],
+      [' , ', /ENCRYPTION_KEYS: must list at least one/],
+    ] as const) {
+      expect(() => loadConfig({ ...base, ENCRYPTION_KEYS: value })).toThrow(why);
+      const message = (() => {
+        try {
+          loadConfig({ ...base, ENCRYPTION_KEYS: value });
+        } catch (e) {
+          return (e as Error).message;
+        }
+      })();
+      expect(message).not.toContain(short);
+      expect(message).not.toContain(k1.toString('base64'));
+    }
+    const { ENCRYPTION_KEYS: _, ...without } = base;
+    expect(() => loadConfig(without)).toThrow(/ENCRYPTION_KEYS is required/);
+  });
+
   it('knows which variables have no default', () => {
-    expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET']);
+    expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'ENCRYPTION_KEYS', 'REDIS_URL', 'SIGNING_SECRET']);
   });
 });
 

@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseDuration } from './duration';
+import { encryptionKeys, type EncryptionKey } from './encryption-keys';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -105,6 +106,8 @@ export const envSchema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: bool.default(false),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  /** Seals secrets at rest: `<key id>:<base64 32 bytes>,...`, the first seals, all open (encryption-keys.ts). */
+  ENCRYPTION_KEYS: encryptionKeys,
   CALLBACK_RETRY_SCHEDULE: durations.default([0, 30_000, 120_000, 600_000, 3_600_000]),
   CALLBACK_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
   /** A generation task not finished this long after creation fails with upstream_timeout. */
@@ -187,6 +190,8 @@ export interface Config {
     forcePathStyle: boolean;
   };
   signingSecret: string;
+  /** Secrets at rest: the first key seals, every one opens. */
+  encryptionKeys: EncryptionKey[];
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
   tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
   /** Provider webhooks: off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
@@ -270,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       forcePathStyle: e.S3_FORCE_PATH_STYLE,
     },
     signingSecret: e.SIGNING_SECRET,
+    encryptionKeys: e.ENCRYPTION_KEYS,
     callbacks: { retryScheduleMs: e.CALLBACK_RETRY_SCHEDULE, timeoutMs: e.CALLBACK_TIMEOUT_MS },
     tasks: {
       deadlineMs: e.TASK_DEADLINE,
@@ -315,7 +321,7 @@ export const REQUIRED_VARIABLES = CONFIG_VARIABLES.filter(
 );
 
 function redact(name: string, value: string): string {
-  if (/SECRET|PASSWORD/.test(name)) return '***';
+  if (/SECRET|PASSWORD|KEYS/.test(name)) return '***';
   return value.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
 }
 

@@ -4,6 +4,7 @@ const base = {
   DATABASE_URL: 'postgresql://db/gensvc',
   REDIS_URL: 'redis://redis:6379',
   SIGNING_SECRET: 'x'.repeat(32),
+  ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
   S3_ENDPOINT: 'http://minio:9000',
 };
 

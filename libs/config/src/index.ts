@@ -1,2 +1,3 @@
 export * from './config';
 export * from './duration';
+export * from './encryption-keys';

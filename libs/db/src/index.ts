@@ -35,6 +35,7 @@ export * from './group-commit';
 export * from './ids';
 export * from './migrate';
 export * from './money';
+export * from './secret-box';
 // Each repository file's types and helpers; its repository object is the published one below (a local export
 // takes precedence over `export *`).
 export * from './repositories/workspace.repository';

@@ -2,7 +2,8 @@
 // removed in afterAll. The stores themselves come from global-setup (embedded or named by the environment).
 import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, type S3Client } from '@aws-sdk/client-s3';
-import { loadConfig, type Config } from '@gensvc/config';
+import { loadConfig, parseEncryptionKeys, type Config } from '@gensvc/config';
+import { SecretBox } from '@gensvc/db';
 import { createTestDb, type TestDb } from '@gensvc/db/testing';
 import { createRedisConnection } from '@gensvc/queue';
 import { createS3 } from '@gensvc/storage';
@@ -16,9 +17,14 @@ export interface TestContext {
   config: Config;
   /** A Db handle for the code under test, and the Prisma client for the test's own fixtures and assertions. */
   db: TestDb;
+  /** Seals and opens secrets at rest under the context's ENCRYPTION_KEYS. */
+  secrets: SecretBox;
   redis: Redis;
   s3: S3Client;
 }
+
+/** A box over the test run's ENCRYPTION_KEYS (global setup), for helpers that get no context. */
+export const testSecretBox = () => new SecretBox(parseEncryptionKeys(required('ENCRYPTION_KEYS')));
 
 function required(name: string): string {
   const v = process.env[name];
@@ -62,6 +68,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
       S3_BUCKET: `gensvc-t${suffix}`,
       S3_FORCE_PATH_STYLE: process.env.S3_FORCE_PATH_STYLE ?? 'true',
       SIGNING_SECRET: randomBytes(32).toString('hex'),
+      ENCRYPTION_KEYS: required('ENCRYPTION_KEYS'),
       LOG_LEVEL: 'silent',
       // Each service a test spawns takes a free ops port (/healthz, /readyz, /metrics) instead of the fixed default.
       OPS_PORT: '0',
@@ -75,6 +82,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     ctx.env = env;
     ctx.config = loadConfig(env);
     ctx.db = createTestDb(url, { max: 20 });
+    ctx.secrets = new SecretBox(ctx.config.encryptionKeys);
     ctx.redis = createRedisConnection(ctx.config.redisUrl, { name: 'test' });
     ctx.s3 = createS3(ctx.config.s3);
     await ctx.s3.send(new CreateBucketCommand({ Bucket: env.S3_BUCKET }));

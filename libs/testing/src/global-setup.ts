@@ -3,7 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStack } from '@gensvc/local-stack';
+import { newEncryptionKeys, startStack } from '@gensvc/local-stack';
 import { migrate } from '@gensvc/db';
 import { adminUrl, withAdmin } from './databases';
 
@@ -23,5 +23,7 @@ export default async function globalSetup() {
   url.pathname = `/${template}`;
   await migrate(url.toString());
   process.env.GENSVC_TEST_RUN = runId;
+  // A key of this run's own, unless the caller set theirs: every test context and helper seals under it.
+  process.env.ENCRYPTION_KEYS ||= newEncryptionKeys('test');
   process.env.GENSVC_TEST_TEMPLATE = template;
 }

@@ -1,5 +1,6 @@
 import { channelRepository, modelRepository, type ChannelKind, type ModelKind } from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
+import { testSecretBox } from './context';
 
 export interface SimChannelSpec {
   /** Also the sim's channel prefix: the sim logs requests to `${simUrl}/ch/<name>` under this name. */
@@ -13,7 +14,7 @@ export interface SimChannelSpec {
 
 /** A channel pointing at an upstream-sim, with its own credential (never a caller's key). */
 export function addSimChannel(db: TestDb, simUrl: string, spec: SimChannelSpec) {
-  return channelRepository.create(db, {
+  return channelRepository.create(db, testSecretBox(), {
     name: spec.name,
     kind: spec.kind,
     baseUrl: `${simUrl}/ch/${spec.name}`,

@@ -1,4 +1,4 @@
-import { channelRepository, modelRepository, type Db } from '@gensvc/db';
+import { channelRepository, modelRepository, openChannel, type Db, type SecretBox } from '@gensvc/db';
 import { usableRoutes } from './failover';
 
 export type CatalogModel = NonNullable<Awaited<ReturnType<typeof modelRepository.get>>>;
@@ -20,6 +20,7 @@ export interface CatalogOptions {
  * job (the hot paths of evaluate and chat; a task's polls). Concurrent misses for one id share one read.
  * With SharedUpstreamState subscribed, an admin's change (`model disable`, `channel update`…) drops the cached copy
  * on every replica at once, and the cache is trusted only while that subscription is live (as the edge's key cache).
+ * Channels' credentials are opened as they are read (openChannel): once per read into the cache, never per call.
  */
 export class Catalog {
   private readonly models: TtlMap<CatalogModel | null>;
@@ -31,6 +32,7 @@ export class Catalog {
 
   constructor(
     private readonly db: Db,
+    private readonly secrets: SecretBox,
     options: CatalogOptions = {},
   ) {
     this.models = new TtlMap(options.ttlMs ?? 5_000, options.now ?? Date.now);
@@ -39,7 +41,10 @@ export class Catalog {
   }
 
   model(id: string): Promise<CatalogModel | null> {
-    const read = () => modelRepository.get(this.db, id);
+    const read = async () => {
+      const model = await modelRepository.get(this.db, id);
+      return model && this.opened(model);
+    };
     return this.trusted ? this.models.get(id, read) : read();
   }
 
@@ -48,14 +53,20 @@ export class Catalog {
    * the rule orderRoutes applies). Model discovery lists these and nothing else.
    */
   async usableModels(): Promise<CatalogModel[]> {
-    const read = () => modelRepository.listWithChannels(this.db);
+    const read = async () => {
+      const seen = new Map<string, CatalogChannel>();
+      return (await modelRepository.listWithChannels(this.db)).map((m) => this.opened(m, seen));
+    };
     const all = await (this.trusted ? this.lists.get('all', read) : read());
     return all.filter((m) => m.enabled && usableRoutes(m.routes).length > 0);
   }
 
   /** A channel by id, whatever models route to it (a task's, which keeps polling the channel it was submitted to). */
   channel(id: string): Promise<CatalogChannel | null> {
-    const read = () => channelRepository.get(this.db, id);
+    const read = async () => {
+      const channel = await channelRepository.get(this.db, id);
+      return channel && openChannel(this.secrets, channel);
+    };
     return this.trusted ? this.channels.get(id, read) : read();
   }
 
@@ -71,6 +82,16 @@ export class Catalog {
       this.channels.delete(id);
       this.models.clear();
     } else this.clear();
+  }
+
+  /** The model with its channels opened; `seen` keeps a channel several models route to opened once per read. */
+  private opened(model: CatalogModel, seen = new Map<string, CatalogChannel>()): CatalogModel {
+    const open = (c: CatalogChannel) => {
+      const done = seen.get(c.id) ?? openChannel(this.secrets, c);
+      seen.set(c.id, done);
+      return done;
+    };
+    return { ...model, routes: model.routes.map((r) => ({ ...r, channel: open(r.channel) })) };
   }
 
   /** Called as the invalidation subscription comes and goes; the cache starts empty either way. */

@@ -1,7 +1,7 @@
 // The built CLI as a real child process against this file's own database, Redis and queue prefix (cli-under-test).
 import { API_KEY_PATTERN, hashApiKey, SCOPES } from '@gensvc/auth';
 import { keyInvalidationChannel } from '@gensvc/contracts';
-import { apiKeyRepository } from '@gensvc/db';
+import { apiKeyRepository, openChannel } from '@gensvc/db';
 import { eventually, useTestContext } from '@gensvc/testing';
 import { Redis } from 'ioredis';
 import { cliFor } from './cli-under-test';
@@ -359,7 +359,10 @@ describe('admin CLI', () => {
       'https://api.example.com/v1',
     ]);
     expect(plain.has_secret).toBe(false);
-    expect((await ctx.db.channel.findUniqueOrThrow({ where: { name: 'sim-a' } })).secret).toBe(secret);
+    const stored = await ctx.db.channel.findUniqueOrThrow({ where: { name: 'sim-a' } });
+    expect(stored.secret).toMatch(/^v1:/);
+    expect(stored.secret).not.toContain(secret);
+    expect(openChannel(ctx.secrets, stored).secret).toBe(secret);
 
     const listed = await cliJson(['channel', 'list']);
     const sims = listed.body.data.filter((c: { name: string }) => c.name.startsWith('sim-'));

@@ -1,4 +1,4 @@
-import type { Db } from '@gensvc/db';
+import type { Db, SecretBox } from '@gensvc/db';
 import type { Redis } from 'ioredis';
 import type { CommandSpec, RawFlags } from './args';
 import type { Output } from './output';
@@ -9,6 +9,8 @@ export interface Deps {
   /** Null when no Redis is known (no `npm start` running and no REDIS_URL): then no edge is running either. */
   redis: Redis | null;
   queuePrefix: string;
+  /** Seals and opens secrets at rest; fails (naming ENCRYPTION_KEYS) when the stores' keys are unknown. */
+  secrets(): SecretBox;
   /** For `migrate`, which runs the migrator on its own connection. */
   databaseUrl: string;
   out: Output;

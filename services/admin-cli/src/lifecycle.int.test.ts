@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyPassword } from '@gensvc/auth';
-import { sessionRepository, userRepository } from '@gensvc/db';
+import { openChannel, sessionRepository, userRepository } from '@gensvc/db';
 import { createRedisConnection, SharedSubscriber } from '@gensvc/queue';
 import {
   adminUrl,
@@ -37,7 +37,7 @@ const silent = { warn: () => {} };
 
 /** A replica's view of the catalog: a long TTL, so that only an invalidation can make it see a change in time. */
 async function replica(): Promise<{ catalog: Catalog; breaker: CircuitBreaker; state: SharedUpstreamState }> {
-  const catalog = new Catalog(ctx.db, { ttlMs: 60_000 });
+  const catalog = new Catalog(ctx.db, ctx.secrets, { ttlMs: 60_000 });
   const breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 60_000 });
   const connection = createRedisConnection(ctx.env.REDIS_URL!, { name: 'test:subscriber' });
   const subscriber = new SharedSubscriber(connection, silent);
@@ -163,7 +163,9 @@ describe('channels and models', () => {
         enabled: false,
       });
       expect(JSON.stringify(updated)).not.toContain('s3cret-two');
-      expect((await ctx.db.channel.findUniqueOrThrow({ where: { id: ch.id } })).secret).toBe('s3cret-two');
+      const stored = await ctx.db.channel.findUniqueOrThrow({ where: { id: ch.id } });
+      expect(stored.secret).not.toContain('s3cret-two');
+      expect(openChannel(ctx.secrets, stored).secret).toBe('s3cret-two');
       await ok(['channel', 'enable', '--id', ch.id]);
       for (const r of replicas) {
         await eventually(

@@ -2,7 +2,8 @@
 // exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments. Only `migrate`
 // migrates (and the embedded Postgres a local run starts for itself, which nothing else has migrated).
 import { resolve } from 'node:path';
-import { closeDb, createDb, migrate, type Db } from '@gensvc/db';
+import { parseEncryptionKeys } from '@gensvc/config';
+import { closeDb, createDb, migrate, SecretBox, type Db } from '@gensvc/db';
 import { isAppError } from '@gensvc/errors';
 import { Redis } from 'ioredis';
 import { commandUsage, generalUsage, parseArgv, UsageError } from './args';
@@ -73,7 +74,19 @@ async function main(argv: readonly string[]): Promise<number> {
       });
       redis.on('error', () => {}); // surfaces as the rejected command instead
     }
-    await run({ db, redis, queuePrefix: stores.queuePrefix, databaseUrl: stores.databaseUrl, out });
+    const { encryptionKeys } = stores;
+    let box: SecretBox | undefined;
+    // Parsed when a command first needs it: commands that touch no secret run without the keys.
+    const secrets = () => {
+      try {
+        box ??= new SecretBox(parseEncryptionKeys(encryptionKeys));
+      } catch (e) {
+        out.error('invalid_config', `${(e as Error).message} (the services' own value)`);
+        throw new AnsweredFailure((e as Error).message);
+      }
+      return box;
+    };
+    await run({ db, redis, queuePrefix: stores.queuePrefix, databaseUrl: stores.databaseUrl, secrets, out });
     return EXIT_OK;
   } catch (e) {
     if (e instanceof AnsweredFailure) {

@@ -8,7 +8,7 @@
 // @gensvc/local-stack is a development dependency (the image has no embedded Postgres): loaded only for 3 and 4.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { queuePrefix, urlWithScheme } from '@gensvc/config';
+import { encryptionKeys, queuePrefix, urlWithScheme } from '@gensvc/config';
 import { z } from 'zod';
 
 /** The only variables the CLI reads; parsed once, in main.ts. Empty values count as unset. */
@@ -16,6 +16,14 @@ const cliEnvSchema = z.object({
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
   QUEUE_PREFIX: queuePrefix.optional(),
+  /** The services' keys for secrets at rest, checked here and kept as text (Stores.encryptionKeys). */
+  ENCRYPTION_KEYS: z
+    .string()
+    .superRefine((value, ctx) => {
+      const parsed = encryptionKeys.safeParse(value);
+      for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message });
+    })
+    .optional(),
   /** Where `npm start` keeps its embedded stores; .data/ in the repository unless set. */
   GENSVC_DATA_DIR: z.string().min(1).optional(),
   NODE_ENV: z.string().optional(),
@@ -35,6 +43,11 @@ export interface Stores {
   databaseUrl: string;
   redisUrl: string | null;
   queuePrefix: string;
+  /**
+   * ENCRYPTION_KEYS as the services holding these stores have it: the environment's, else the running npm start's,
+   * else the local runs' own (.data/secrets.json); unset for a deployment's stores whose keys were not given.
+   */
+  encryptionKeys: string | undefined;
   /** Where they came from, for the progress line on stderr. */
   origin: 'environment' | 'npm start' | 'embedded';
   /** Stops what was started for this command (the embedded Postgres); a no-op otherwise. */
@@ -77,13 +90,14 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
       databaseUrl: env.DATABASE_URL,
       redisUrl: env.REDIS_URL ?? null,
       queuePrefix: env.QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
+      encryptionKeys: env.ENCRYPTION_KEYS,
       origin: 'environment',
       stop: none,
     };
   }
   const refusal = localStoresRefusal(env, repoRoot);
   if (refusal) throw new Error(refusal); // main.ts checks first; this keeps the rule where the stores are chosen
-  const { readLiveStackRecord, startStack } = await import('@gensvc/local-stack');
+  const { localSecrets, readLiveStackRecord, startStack } = await import('@gensvc/local-stack');
   const record = readLiveStackRecord(join(dataDir, 'stack.json'));
   if (record?.env.DATABASE_URL) {
     log(`using the stores of the running npm start (pid ${record.pid})`);
@@ -91,6 +105,7 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
       databaseUrl: record.env.DATABASE_URL,
       redisUrl: record.env.REDIS_URL || null,
       queuePrefix: record.env.QUEUE_PREFIX || DEFAULT_QUEUE_PREFIX,
+      encryptionKeys: env.ENCRYPTION_KEYS ?? (record.env.ENCRYPTION_KEYS || localSecrets(dataDir).ENCRYPTION_KEYS),
       origin: 'npm start',
       stop: none,
     };
@@ -107,6 +122,7 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
     databaseUrl: stack.env.DATABASE_URL,
     redisUrl: env.REDIS_URL ?? null,
     queuePrefix: env.QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
+    encryptionKeys: env.ENCRYPTION_KEYS ?? localSecrets(dataDir).ENCRYPTION_KEYS,
     origin: 'embedded',
     stop: () => stack.stop(),
   };

@@ -1,11 +1,11 @@
 // callback.deliver in-process, with a real worker on a real queue, real Postgres and Redis, and a real HTTPS
 // receiver on 127.0.0.1 (let through by OUTBOUND_ALLOW_CIDRS, its certificate from the test CA handed to the
 // client). The retry schedule is scaled down to 0, 400, 800, 1200, 1600 ms and the timeout to 500 ms.
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { verifyFileToken } from '@gensvc/auth';
 import { CallbackDeliver, taskEnvelope, type TaskOutputEntry } from '@gensvc/contracts';
-import { callbackRepository, fileRepository, newId, taskRepository } from '@gensvc/db';
+import { callbackRepository, fileRepository, newId, SecretBoxError, taskRepository } from '@gensvc/db';
 import { createLogger, createMetrics } from '@gensvc/observability';
 import { systemLookup, type ResolvedAddress } from '@gensvc/outbound';
 import {
@@ -97,6 +97,7 @@ describe('callback.deliver', () => {
     const deps: DispatcherDeps = {
       config: ctx.config,
       db: ctx.db,
+      secrets: ctx.secrets,
       queues,
       logger: createLogger({
         service: 'callback-dispatcher-test',
@@ -305,7 +306,7 @@ describe('callback.deliver', () => {
   it("a completion's first attempt sends the envelope GET renders, signed with the current secrets", async () => {
     const { path, url } = hook();
     const { workspaceId } = await makeTask(ctx.db, {});
-    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const secret = (await callbackRepository.secret(ctx.db, ctx.secrets, workspaceId, newCallbackSecret)).secret;
     const deliver = async (done: Awaited<ReturnType<typeof completedByArchive>>) => {
       await scheduleCallback(queues, taskJobRef(done.task), 1, { first: true });
       await eventually(stateIs(done.task.id, 'delivered'), 'the first attempt to deliver', 10_000);
@@ -325,7 +326,7 @@ describe('callback.deliver', () => {
     expect((await attemptsOf(next.task.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, 200]]);
 
     // Rotated: the attempt signs with the new secret and the previous one (its overlap).
-    const rotated = (await callbackRepository.rotate(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const rotated = (await callbackRepository.rotate(ctx.db, ctx.secrets, workspaceId, newCallbackSecret)).secret;
     const after = await completedByArchive(url, workspaceId);
     const third = await deliver(after);
     expect(third.arrival.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
@@ -337,7 +338,7 @@ describe('callback.deliver', () => {
     const ok1 = hook();
     const flaky = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
     const { workspaceId } = await makeTask(ctx.db, {});
-    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const secret = (await callbackRepository.secret(ctx.db, ctx.secrets, workspaceId, newCallbackSecret)).secret;
     const done = [
       await completedByArchive(ok1.url, workspaceId),
       await completedByArchive(flaky.url, workspaceId),
@@ -397,7 +398,7 @@ describe('callback.deliver', () => {
   it("a redelivery round's first attempt sends the envelope as the task is in its new round", async () => {
     const { path, url } = hook();
     const { workspaceId } = await makeTask(ctx.db, {});
-    const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+    const secret = (await callbackRepository.secret(ctx.db, ctx.secrets, workspaceId, newCallbackSecret)).secret;
     const done = await completedByArchive(url, workspaceId);
     await run(done.task.id, 1);
     await eventually(stateIs(done.task.id, 'delivered'), 'round 1 delivered', 10_000);
@@ -422,7 +423,7 @@ describe('callback.deliver', () => {
   it('delivers the signed envelope with delivered_at and a fresh link; logs and records the attempt', async () => {
     const { path, url } = hook(status(200, 'thanks'));
     const { task: before, fileId } = await completedTask(url);
-    const secret = (await callbackRepository.secret(ctx.db, before.workspaceId, newCallbackSecret)).secret;
+    const secret = (await callbackRepository.secret(ctx.db, ctx.secrets, before.workspaceId, newCallbackSecret)).secret;
     const sentAfter = Date.now();
 
     const outcome = await run(before.id, 1);
@@ -621,8 +622,8 @@ describe('callback.deliver', () => {
   it('signs with both secrets after a rotation, so either one verifies', async () => {
     const { path, url } = hook();
     const { task } = await completedTask(url);
-    const old = (await callbackRepository.secret(ctx.db, task.workspaceId, newCallbackSecret)).secret;
-    const rotated = (await callbackRepository.rotate(ctx.db, task.workspaceId, newCallbackSecret)).secret;
+    const old = (await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    const rotated = (await callbackRepository.rotate(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
     expect(rotated).not.toBe(old);
 
     await run(task.id, 1);
@@ -631,6 +632,54 @@ describe('callback.deliver', () => {
     expect(verifyCallback(arrival!.body, arrival!.headers, [old]).deliveryId).toBe(deliveryIdFor(task.id, 1));
     expect(verifyCallback(arrival!.body, arrival!.headers, [rotated]).taskId).toBe(task.id);
     expect(() => verifyCallback(arrival!.body, arrival!.headers, [newCallbackSecret()])).toThrow(/no .*v1 matches/);
+  });
+
+  it('signs with the current secret only once the previous one is retired, before its overlap ends', async () => {
+    const { path, url } = hook();
+    const { task } = await completedTask(url);
+    const old = (await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    const rotated = (await callbackRepository.rotate(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    const retired = await callbackRepository.retirePrevious(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret);
+    expect(retired).toMatchObject({ secret: rotated, previousSecret: null, previousExpiresAt: null });
+
+    await run(task.id, 1);
+    const [arrival] = arrivalsAt(path);
+    expect(arrival!.headers['svc-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifyCallback(arrival!.body, arrival!.headers, [rotated]).taskId).toBe(task.id);
+    expect(() => verifyCallback(arrival!.body, arrival!.headers, [old])).toThrow(/no .*v1 matches/);
+  });
+
+  it('keeps the secrets sealed at rest: a dump of the row holds neither, and signatures still verify', async () => {
+    const { path, url } = hook();
+    const { task } = await completedTask(url);
+    const old = (await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    const current = (await callbackRepository.rotate(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    const row = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: task.workspaceId } });
+    const kid = ctx.secrets.currentKeyId;
+    for (const stored of [row.secret, row.previousSecret!]) {
+      expect(stored).toMatch(new RegExp(`^v1:${kid}:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$`));
+      for (const plain of [old, current, old.slice(6), current.slice(6)]) expect(stored).not.toContain(plain);
+    }
+
+    await run(task.id, 1);
+    const [arrival] = arrivalsAt(path);
+    // The spec's recipe (§6): hex HMAC-SHA256 over "<t>.<raw body>" under the secret the API shows.
+    const header = String(arrival!.headers['svc-signature']);
+    const t = /^t=(\d+)/.exec(header)![1]!;
+    const signed = header
+      .split(',')
+      .filter((p) => p.startsWith('v1='))
+      .map((p) => p.slice(3));
+    const expected = (secret: string) =>
+      createHmac('sha256', secret).update(`${t}.`).update(arrival!.body).digest('hex');
+    expect(signed).toEqual([expected(current), expected(old)]);
+    // A sealed value copied into another workspace's row opens for no one there.
+    const { task: other } = await completedTask(url);
+    await callbackRepository.secret(ctx.db, ctx.secrets, other.workspaceId, newCallbackSecret);
+    await ctx.db.callbackSecret.update({ where: { workspaceId: other.workspaceId }, data: { secret: row.secret } });
+    await expect(
+      callbackRepository.secret(ctx.db, ctx.secrets, other.workspaceId, newCallbackSecret),
+    ).rejects.toBeInstanceOf(SecretBoxError);
   });
 
   it('a redelivery after parking starts a new round of five: numbers continue, the schedule restarts', async () => {

@@ -1,5 +1,5 @@
 import type { Config } from '@gensvc/config';
-import type { Db } from '@gensvc/db';
+import type { Db, SecretBox } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import type { RequestOptions } from '@gensvc/outbound';
 import type { Queues } from '@gensvc/queue';
@@ -8,6 +8,8 @@ import type { Queues } from '@gensvc/queue';
 export interface DispatcherDeps {
   config: Config;
   db: Db;
+  /** Opens the workspaces' signing secrets (stored sealed) for the attempt that signs with them. */
+  secrets: SecretBox;
   /** Where a failed attempt schedules the next one. */
   queues: Queues;
   logger: Logger;

@@ -90,7 +90,7 @@ it('delivers through NODE_EXTRA_CA_CERTS only, and exits 0 on SIGTERM', async ()
     10_000,
   );
   expect(received).toHaveLength(1);
-  const secret = (await callbackRepository.secret(ctx.db, workspaceId, newCallbackSecret)).secret;
+  const secret = (await callbackRepository.secret(ctx.db, ctx.secrets, workspaceId, newCallbackSecret)).secret;
   expect(verifyCallback(received[0]!.body, received[0]!.headers, [secret]).deliveryId).toBe(deliveryIdFor(id, 2));
   expect(JSON.parse(received[0]!.body.toString('utf8'))).toMatchObject({
     task_id: id,

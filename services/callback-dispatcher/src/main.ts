@@ -15,7 +15,7 @@ async function main() {
   const { createRedisConnection, createQueues, closeWorkersPhase, watchQueues, watchWorker } = await import(
     '@gensvc/queue'
   );
-  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb, SecretBox } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { countDeliveries } = await import('./dispatch-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -29,7 +29,7 @@ async function main() {
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 
   const worker = startDispatcherWorker(
-    { config, db, queues, logger },
+    { config, db, queues, logger, secrets: new SecretBox(config.encryptionKeys) },
     { connection: redis, prefix: config.queuePrefix, logger },
     concurrency,
   );

@@ -3,7 +3,13 @@
 // each for the README.
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { apiKeyRepository, fileRepository, membershipRepository, modelRepository } from '@gensvc/db';
+import {
+  apiKeyRepository,
+  callbackRepository,
+  fileRepository,
+  membershipRepository,
+  modelRepository,
+} from '@gensvc/db';
 import { eventually, useTestContext } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
@@ -585,6 +591,23 @@ describe('the owner', () => {
     const rotatedSecret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
     expect(rotatedSecret).toMatch(/^whsec_/);
     expect(rotatedSecret).not.toBe(revealed);
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, ws.id, () => 'made on first read')).toEqual([
+      rotatedSecret,
+      revealed,
+    ]);
+    // Retired beside the rotate control: the overlap ends now and the current secret alone signs.
+    await page.getByRole('button', { name: 'Retire previous secret' }).click();
+    const retire = page.getByRole('dialog', { name: 'Retire the previous secret' });
+    await expectAccessible(page);
+    const retiredAnswer = page.waitForResponse((r) => r.url().endsWith('/callback-secret/retire-previous'));
+    await retire.getByRole('button', { name: 'Retire previous secret' }).click();
+    expect((await retiredAnswer).status()).toBe(200);
+    await page.getByText('The previous secret no longer signs').waitFor();
+    await expect(page.getByText('The previous secret still signs until').count()).resolves.toBe(0);
+    await expect(page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).resolves.toBe(rotatedSecret);
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, ws.id, () => 'made on first read')).toEqual([
+      rotatedSecret,
+    ]);
 
     await page.getByRole('link', { name: deliveredTaskId }).click();
     const rows = page

@@ -21,7 +21,7 @@ import type { EvaluateOptions } from './routes/evaluate/evaluate';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { modelRoutes } from './routes/models';
-import { getCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
+import { getCallbackSecret, retirePreviousCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
 import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
@@ -81,6 +81,13 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
     requireScope('tasks.write'),
     requireKeyRole('callbackSecret'),
     rotateCallbackSecret(deps),
+  );
+  app.post(
+    '/api/v1/me/callback-secret/retire-previous',
+    bearer,
+    requireScope('tasks.write'),
+    requireKeyRole('callbackSecret'),
+    retirePreviousCallbackSecret(deps),
   );
 
   app.use(modelRoutes(deps));

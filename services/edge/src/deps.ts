@@ -1,6 +1,13 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
-import { groupCommit, taskRepository, type Db, type WebhookOutputInput, type WebhookOutputRecord } from '@gensvc/db';
+import {
+  groupCommit,
+  SecretBox,
+  taskRepository,
+  type Db,
+  type WebhookOutputInput,
+  type WebhookOutputRecord,
+} from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
@@ -17,6 +24,8 @@ import { VerifiedTlsCache } from './routes/tasks/callback-url';
 export interface EdgeDeps {
   config: Config;
   db: Db;
+  /** Seals and opens secrets at rest (callback signing secrets; the catalog opens channels' credentials). */
+  secrets: SecretBox;
   redis: Redis;
   s3: S3Client;
   keyCache: KeyCache;
@@ -73,7 +82,8 @@ export async function createEdgeDeps(
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const evaluateReplies = await EvaluateReplies.connect(subscriber, config.queuePrefix, logger);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
-  const catalog = new Catalog(db, options.catalog);
+  const secrets = new SecretBox(config.encryptionKeys);
+  const catalog = new Catalog(db, secrets, options.catalog);
   const breaker = new CircuitBreaker();
   const upstreamState = await shareUpstreamState({
     redis,
@@ -92,6 +102,7 @@ export async function createEdgeDeps(
   return {
     deps: {
       ...clients,
+      secrets,
       keyCache,
       catalog,
       breaker,

@@ -111,7 +111,9 @@ it('refuses to start on a bad configuration, listing every bad variable', async 
   const code = await new Promise<number | null>((r) => proc.child.once('exit', r));
   expect(code).toBe(1);
   const out = proc.output();
-  for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'LOG_LEVEL']) expect(out).toContain(name);
+  for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'SIGNING_SECRET', 'ENCRYPTION_KEYS', 'LOG_LEVEL']) {
+    expect(out).toContain(name);
+  }
   expect(out).not.toContain('short');
 });
 

@@ -1,21 +1,20 @@
 // The evaluate worker of one process: the evaluate.run handler on the `evaluate` queue, with the process's circuit
 // breaker and keep-alive client. It answers; the edge that waits for the answer charges it (budget leases).
-import type { Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import { closeWorkers, defineWorker } from '@gensvc/queue';
-import { Catalog, CircuitBreaker, UpstreamClient, type BreakerOptions } from '@gensvc/upstream';
+import { CircuitBreaker, UpstreamClient, type BreakerOptions, type Catalog } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { evaluateRun } from './handlers/evaluate-run';
 
 export interface EvaluateWorkerOptions {
-  db: Db;
   /** Shared by the worker's commands; its owner closes it after close(). */
   connection: Redis;
   prefix: string;
   concurrency: number;
   logger: Logger;
-  catalog?: Catalog;
+  /** Models and channels, their credentials opened (the catalog's cache). */
+  catalog: Catalog;
   breaker?: BreakerOptions;
 }
 
@@ -37,7 +36,7 @@ export function startEvaluateWorker(opts: EvaluateWorkerOptions): EvaluateWorker
     logger: opts.logger,
     handlers: {
       'evaluate.run': evaluateRun({
-        catalog: opts.catalog ?? new Catalog(opts.db),
+        catalog: opts.catalog,
         breaker,
         client,
         logger: opts.logger,

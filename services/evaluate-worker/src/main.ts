@@ -15,7 +15,7 @@ async function main() {
   const { createRedisConnection, createQueues, SharedSubscriber, watchQueues, watchWorker } = await import(
     '@gensvc/queue'
   );
-  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb, SecretBox } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { Catalog, instrumentUpstream, shareUpstreamState } = await import('@gensvc/upstream');
@@ -25,10 +25,9 @@ async function main() {
   // Only the catalog reads Postgres (cached, refreshed on change): the edge charges the answers.
   const db = createDb(config.databaseUrl, { max: 4, log: logger, service: SERVICE });
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
-  const catalog = new Catalog(db);
+  const catalog = new Catalog(db, new SecretBox(config.encryptionKeys));
   const metrics = createMetrics(SERVICE);
   const evaluate = startEvaluateWorker({
-    db,
     connection,
     prefix: config.queuePrefix,
     concurrency: config.concurrency.evaluate,

@@ -12,13 +12,12 @@ export async function startWorker(
 ): Promise<EvaluateWorker> {
   const connection = createRedisConnection(ctx.config.redisUrl, { name: 'evaluate-worker-test' });
   const worker = startEvaluateWorker({
-    db: ctx.db,
     connection,
     prefix: ctx.config.queuePrefix,
     concurrency: opts.concurrency ?? 20,
     logger: createLogger({ service: 'evaluate-worker-test', level: 'silent' }),
     // No caching: tests change models and channels between requests.
-    catalog: new Catalog(ctx.db, { ttlMs: 0 }),
+    catalog: new Catalog(ctx.db, ctx.secrets, { ttlMs: 0 }),
     ...(opts.breaker && { breaker: opts.breaker }),
   });
   await worker.worker.waitUntilReady();

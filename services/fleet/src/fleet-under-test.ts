@@ -93,6 +93,7 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_FORCE_PATH_STYLE,
     S3_ACCESS_KEY_ID = '',
     S3_SECRET_ACCESS_KEY = '',
+    ENCRYPTION_KEYS,
   } = ctx.env;
   return {
     DATABASE_URL,
@@ -103,6 +104,8 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_FORCE_PATH_STYLE,
     S3_ACCESS_KEY_ID,
     S3_SECRET_ACCESS_KEY,
+    // The database holds secrets sealed under the test's keys (its fixtures, an earlier fleet on it).
+    ENCRYPTION_KEYS,
   } as Record<string, string>;
 }
 

@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
-import { createTestCa, eventually, jsonOf, startTlsServer, useTestContext } from '@gensvc/testing';
+import { newId, openChannel, secretAad } from '@gensvc/db';
+import { createTestCa, eventually, jsonOf, makeWorkspace, startTlsServer, useTestContext } from '@gensvc/testing';
 import { runCurl, startFleet as startFleetIn, storesOf } from './fleet-under-test';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
@@ -83,12 +84,26 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   expect(await second.exited).toBe(0);
 }, 90_000);
 
-it('uses the stores the variables name instead of embedded ones', async () => {
+it('uses the stores the variables name instead of embedded ones, sealing their plaintext secrets', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-ext-'));
   const stores = storesOf(ctx);
+  // Rows stored before secrets were sealed: the start seals them under the first ENCRYPTION_KEYS key.
+  const legacy = await ctx.db.channel.create({
+    data: { id: newId('ch'), name: 'legacy', kind: 'openai', baseUrl: 'https://x.test', secret: 'sk-legacy-plain' },
+  });
+  const ws = await makeWorkspace(ctx.db);
+  await ctx.db.callbackSecret.create({ data: { workspaceId: ws.id, secret: 'whsec_legacy-plaintext' } });
   try {
     const fleet = startFleet(await freePort(), stores, dir);
     const { key, curl } = await fleet.printed;
+    expect(fleet.output()).toContain('channel credentials: 1 sealed');
+    expect(fleet.output()).toContain('callback secrets: 1 sealed');
+    const channel = await ctx.db.channel.findUniqueOrThrow({ where: { id: legacy.id } });
+    expect(channel.secret).toMatch(new RegExp(`^v1:${ctx.secrets.currentKeyId}:`));
+    expect(openChannel(ctx.secrets, channel).secret).toBe('sk-legacy-plain');
+    const callback = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: ws.id } });
+    expect(callback.secret).not.toContain('legacy-plaintext');
+    expect(ctx.secrets.open(callback.secret, secretAad('callback-secret', ws.id))).toBe('whsec_legacy-plaintext');
     const balance = runCurl(curl);
     expect(balance.amount).toBe(10);
     expect(await ctx.db.channel.count({ where: { name: { startsWith: 'sim-' } } })).toBe(6);

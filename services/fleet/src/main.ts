@@ -2,13 +2,22 @@
 // demo workspace, runs every service of the fleet as its own process, and prints the base URL, a key and a first
 // request. Ctrl-C stops the children, then the stores; the data stays in .data/ for the next start.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { closeDb, createDb, migrate } from '@gensvc/db';
+import { parseEncryptionKeys } from '@gensvc/config';
+import {
+  callbackRepository,
+  channelRepository,
+  closeDb,
+  createDb,
+  migrate,
+  SecretBox,
+  SecretBoxError,
+} from '@gensvc/db';
 import {
   freePort,
+  localSecrets,
   serviceArgs,
   startStack,
   stopChild,
@@ -26,15 +35,6 @@ const root = resolve(__dirname, '../../..');
 const dataDir = process.env.GENSVC_DATA_DIR ? resolve(process.env.GENSVC_DATA_DIR) : join(root, '.data');
 const stackFile = join(dataDir, 'stack.json');
 const say = (msg: string) => process.stdout.write(`[gensvc] ${msg}\n`);
-
-/** The file-link signing secret of local runs, made once and kept in .data/secrets.json. */
-function localSigningSecret(): string {
-  const file = join(dataDir, 'secrets.json');
-  if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { SIGNING_SECRET: string }).SIGNING_SECRET;
-  const secret = randomBytes(32).toString('hex');
-  writeFileSync(file, JSON.stringify({ SIGNING_SECRET: secret }, null, 2), { mode: 0o600 });
-  return secret;
-}
 
 function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -90,9 +90,11 @@ async function main() {
   const port = (await portIsFree(wanted)) ? wanted : await freePort();
   if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
   const tls = makeLocalTls(join(dataDir, 'tls'), process.env.NODE_EXTRA_CA_CERTS || undefined);
+  const local = localSecrets(dataDir);
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    SIGNING_SECRET: process.env.SIGNING_SECRET || localSigningSecret(),
+    SIGNING_SECRET: process.env.SIGNING_SECRET || local.SIGNING_SECRET,
+    ENCRYPTION_KEYS: process.env.ENCRYPTION_KEYS || local.ENCRYPTION_KEYS,
     ...(stack.env as unknown as Record<string, string>),
     QUEUE_PREFIX: process.env.QUEUE_PREFIX ?? 'gensvc',
     PORT: String(port),
@@ -111,8 +113,23 @@ async function main() {
   const simPort = (await portIsFree(simWanted)) && simWanted !== port ? simWanted : await freePort();
   const simUrl = `http://127.0.0.1:${simPort}`;
   const db = createDb(env.DATABASE_URL!, { max: 2 });
+  const secrets = new SecretBox(parseEncryptionKeys(env.ENCRYPTION_KEYS));
   const demo = await seedDemo(db, join(dataDir, 'demo.json'));
-  await seedSim(db, simUrl);
+  await seedSim(db, secrets, simUrl);
+  // Secrets stored in plaintext or under a key no longer first are sealed under the first one before services start.
+  for (const [what, repository] of [
+    ['channel credentials', channelRepository],
+    ['callback secrets', callbackRepository],
+  ] as const) {
+    const { sealed, rekeyed } = await repository.resealAll(db, secrets).catch((err: unknown) => {
+      if (!(err instanceof SecretBoxError)) throw err;
+      throw new Error(
+        `${what}: ${err.message}. Set ENCRYPTION_KEYS to the keys this database's secrets were sealed with ` +
+          `(a local run keeps its own in ${join(dataDir, 'secrets.json')}).`,
+      );
+    });
+    if (sealed + rekeyed) say(`${what}: ${sealed} sealed, ${rekeyed} moved to key "${secrets.currentKeyId}"`);
+  }
   await closeDb(db);
   writeStackRecord(stackFile, { pid: process.pid, env });
 

@@ -7,7 +7,7 @@ import { seedSim, SIM_CHANNELS, SIM_MODELS } from './seed-sim';
 const ctx = useTestContext();
 
 it('seeds the sim catalogue once, follows the sim to its new port, and keeps what an admin changed', async () => {
-  await seedSim(ctx.db, 'http://127.0.0.1:8090');
+  await seedSim(ctx.db, ctx.secrets, 'http://127.0.0.1:8090');
   const channels = await channelRepository.list(ctx.db);
   expect(channels.map((c) => c.name).sort()).toEqual(SIM_CHANNELS.map((c) => c.name).sort());
   for (const c of channels) expect(c.baseUrl).toBe(`http://127.0.0.1:8090/ch/${c.name}`);
@@ -26,7 +26,7 @@ it('seeds the sim catalogue once, follows the sim to its new port, and keeps wha
   }
 
   // An admin reprices a model and serves it from one more channel of their own.
-  const own = await channelRepository.create(ctx.db, {
+  const own = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'own-openai',
     kind: 'openai',
     baseUrl: 'https://llm.example.com',
@@ -40,7 +40,7 @@ it('seeds the sim catalogue once, follows the sim to its new port, and keeps wha
     ],
   });
 
-  await seedSim(ctx.db, 'http://127.0.0.1:9191');
+  await seedSim(ctx.db, ctx.secrets, 'http://127.0.0.1:9191');
   const again = await channelRepository.list(ctx.db);
   expect(again).toHaveLength(SIM_CHANNELS.length + 1);
   for (const c of again.filter((c) => c.name !== 'own-openai')) {

@@ -1,6 +1,14 @@
 // The upstream-sim channels and models `npm start` serves, so that a fresh start can evaluate and chat at once.
 // Channels are upserted by name: the sim may listen on another port at the next start.
-import { channelRepository, modelRepository, withTx, type ChannelKind, type Db, type ModelKind } from '@gensvc/db';
+import {
+  channelRepository,
+  modelRepository,
+  withTx,
+  type ChannelKind,
+  type Db,
+  type ModelKind,
+  type SecretBox,
+} from '@gensvc/db';
 
 interface SimModel {
   id: string;
@@ -64,15 +72,15 @@ export const SIM_MODELS: SimModel[] = [
   },
 ];
 
-export async function seedSim(db: Db, simUrl: string): Promise<void> {
+export async function seedSim(db: Db, secrets: SecretBox, simUrl: string): Promise<void> {
   await withTx(db, async (tx) => {
     const ids = new Map<string, string>();
     for (const c of SIM_CHANNELS) {
       const baseUrl = `${simUrl}/ch/${c.name}`;
       const found = await channelRepository.findByName(tx, c.name);
       const row = found
-        ? await channelRepository.update(tx, found.id, { baseUrl })
-        : await channelRepository.create(tx, { name: c.name, kind: c.kind, baseUrl, secret: 'sim-secret' });
+        ? await channelRepository.update(tx, secrets, found.id, { baseUrl })
+        : await channelRepository.create(tx, secrets, { name: c.name, kind: c.kind, baseUrl, secret: 'sim-secret' });
       ids.set(c.name, row!.id);
     }
     for (const m of SIM_MODELS) {

@@ -14,7 +14,7 @@ const telemetry = startTelemetry({
 async function main() {
   const { createRedisConnection, createQueues, closeWorkersPhase, SharedSubscriber, watchQueues, watchWorker } =
     await import('@gensvc/queue');
-  const { closeDb, createDb, pingDb } = await import('@gensvc/db');
+  const { closeDb, createDb, pingDb, SecretBox } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { Catalog, CircuitBreaker, UpstreamClient, instrumentUpstream, shareUpstreamState } = await import(
@@ -33,7 +33,7 @@ async function main() {
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const upstream = new UpstreamClient();
-  const catalog = new Catalog(db);
+  const catalog = new Catalog(db, new SecretBox(config.encryptionKeys));
   const breaker = new CircuitBreaker();
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const subscriber = new SharedSubscriber(

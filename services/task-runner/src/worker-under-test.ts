@@ -32,7 +32,7 @@ export async function startWorker(
     queues,
     redis,
     // No caching: tests change models and channels between tasks.
-    catalog: new Catalog(ctx.db, { ttlMs: 0 }),
+    catalog: new Catalog(ctx.db, ctx.secrets, { ttlMs: 0 }),
     upstream,
     breaker: new CircuitBreaker(opts.breaker),
     logger,

@@ -1,12 +1,16 @@
 // Callback deliveries (spec §6, DESIGN.md §4): the workspace's signing secret and the log of every attempt. The
 // task's delivery state (none → pending → delivered | parked) is a Task column: taskRepository writes it.
+// The secrets are stored sealed (secret-box.ts) for their workspace's row: both columns hold values sealed for
+// `callback-secret:<workspace id>`, so a rotation moves the current one into the previous one as it is.
 //
 // Attempts are numbered from 1 per task and keep increasing across redeliveries; a round of five starts at
 // Task.callbackRoundStart. An attempt's row is written once, when its outcome is known ((taskId, attempt) unique):
 // a dispatcher that dies mid-attempt leaves no row, so the attempt is made again under the same number and the
 // same delivery id.
-import { epochMs, queryPrepared, type DbClient } from '../client';
+import { epochMs, queryPrepared, withTx, type DbClient } from '../client';
 import type { Task } from '../generated/prisma/client';
+import { isSealed, secretAad, type SecretBox } from '../secret-box';
+import type { ResealCounts } from './channel.repository';
 import { isArchivedOutputOf } from './file.repository';
 
 /** After a rotation the previous secret still signs for this long (DESIGN.md §4). */
@@ -41,6 +45,16 @@ const view = (row: CallbackSecretView, now: Date): CallbackSecretView =>
     : { ...row, previousSecret: null, previousExpiresAt: null };
 
 const signingOf = (s: CallbackSecretView) => (s.previousSecret ? [s.secret, s.previousSecret] : [s.secret]);
+
+const aadOf = (workspaceId: string) => secretAad('callback-secret', workspaceId);
+const RESEAL_BATCH = 100;
+
+/** A view with its secrets opened; the previous one only while it still signs. */
+function opened(box: SecretBox, workspaceId: string, row: CallbackSecretView, now: Date): CallbackSecretView {
+  const v = view(row, now);
+  const aad = aadOf(workspaceId);
+  return { ...v, secret: box.open(v.secret, aad), previousSecret: v.previousSecret && box.open(v.previousSecret, aad) };
+}
 
 /** A recorded attempt, as much of it as deciding what follows needs. */
 export interface LastAttempt {
@@ -245,34 +259,113 @@ export const callbackRepository = {
    * delivery path's other statements: the dispatcher's first delivery to a workspace reads it here, and through
    * Prisma that read would load Prisma's query compiler into the dispatcher and delay its first callbacks.
    */
-  async secret(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
+  async secret(
+    db: DbClient,
+    box: SecretBox,
+    workspaceId: string,
+    make: () => string,
+    now = new Date(),
+  ): Promise<CallbackSecretView> {
     const [existing] = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret', SECRET, [workspaceId]);
-    if (existing) return view(secretView(existing), now);
+    if (existing) return opened(box, workspaceId, secretView(existing), now);
     // First use. When a racing first use inserted meanwhile, the no-op update returns its row, not ours.
     const rows = await queryPrepared<SecretRow>(db, 'gensvc_callback_secret_make', MAKE_SECRET, [
       workspaceId,
-      make(),
+      box.seal(make(), aadOf(workspaceId)),
       now.toISOString(),
     ]);
-    return view(secretView(rows[0]!), now);
+    return opened(box, workspaceId, secretView(rows[0]!), now);
   },
 
   /** Replaces the secret; the old one keeps signing for 24 h. One statement, so racing rotations chain cleanly. */
-  async rotate(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<CallbackSecretView> {
+  async rotate(
+    db: DbClient,
+    box: SecretBox,
+    workspaceId: string,
+    make: () => string,
+    now = new Date(),
+  ): Promise<CallbackSecretView> {
     const overlapEnd = new Date(now.getTime() + CALLBACK_SECRET_OVERLAP_MS);
+    const sealed = box.seal(make(), aadOf(workspaceId));
     const rows = await db.$queryRaw<CallbackSecretView[]>`
       INSERT INTO "CallbackSecret" ("workspaceId", secret, "createdAt", "rotatedAt")
-      VALUES (${workspaceId}, ${make()}, ${now}::timestamp(3), ${now}::timestamp(3))
+      VALUES (${workspaceId}, ${sealed}, ${now}::timestamp(3), ${now}::timestamp(3))
       ON CONFLICT ("workspaceId") DO UPDATE SET
         "previousSecret" = "CallbackSecret".secret, "previousExpiresAt" = ${overlapEnd}::timestamp(3),
         secret = EXCLUDED.secret, "rotatedAt" = EXCLUDED."rotatedAt"
       RETURNING secret, "previousSecret", "previousExpiresAt", "rotatedAt", "createdAt"`;
-    return view(rows[0]!, now);
+    return opened(box, workspaceId, rows[0]!, now);
+  },
+
+  /**
+   * Ends the overlap of the last rotation at once: from here deliveries are signed with the current secret only.
+   * Made on first use like `secret`; retiring when nothing is left to retire changes nothing.
+   */
+  async retirePrevious(
+    db: DbClient,
+    box: SecretBox,
+    workspaceId: string,
+    make: () => string,
+    now = new Date(),
+  ): Promise<CallbackSecretView> {
+    const rows = await db.$queryRaw<CallbackSecretView[]>`
+      UPDATE "CallbackSecret" SET "previousSecret" = NULL, "previousExpiresAt" = NULL
+      WHERE "workspaceId" = ${workspaceId}
+      RETURNING secret, "previousSecret", "previousExpiresAt", "rotatedAt", "createdAt"`;
+    return rows[0]
+      ? opened(box, workspaceId, rows[0], now)
+      : callbackRepository.secret(db, box, workspaceId, make, now);
+  },
+
+  /**
+   * Seals every workspace's secrets under the current key (channelRepository.resealAll): plaintext ones and those of
+   * older keys, in batches of rows locked and rewritten in a transaction each; running it again changes nothing. A
+   * previous secret past its overlap signs nothing any more: it is dropped, not re-sealed, so that the key it was
+   * sealed under can go.
+   */
+  async resealAll(db: DbClient, box: SecretBox, now = new Date()): Promise<ResealCounts> {
+    const counts: ResealCounts = { rows: 0, sealed: 0, rekeyed: 0 };
+    const reseal = (value: string, aad: string) => {
+      if (box.isCurrent(value)) return value;
+      if (isSealed(value)) counts.rekeyed++;
+      else counts.sealed++;
+      return box.seal(box.open(value, aad), aad);
+    };
+    for (let after = ''; ; ) {
+      const last = await withTx(db, async (tx) => {
+        const rows = await tx.$queryRaw<
+          { workspaceId: string; secret: string; previousSecret: string | null; previousExpiresAt: Date | null }[]
+        >`
+          SELECT "workspaceId", secret, "previousSecret", "previousExpiresAt" FROM "CallbackSecret"
+          WHERE "workspaceId" > ${after} ORDER BY "workspaceId" LIMIT ${RESEAL_BATCH} FOR UPDATE`;
+        for (const row of rows) {
+          counts.rows++;
+          const aad = aadOf(row.workspaceId);
+          const secret = reseal(row.secret, aad);
+          const live = row.previousExpiresAt !== null && row.previousExpiresAt > now;
+          const previousSecret = live && row.previousSecret ? reseal(row.previousSecret, aad) : null;
+          if (secret === row.secret && previousSecret === row.previousSecret) continue;
+          await tx.$executeRaw`
+            UPDATE "CallbackSecret" SET secret = ${secret}, "previousSecret" = ${previousSecret},
+              "previousExpiresAt" = ${previousSecret === null ? null : row.previousExpiresAt}::timestamp(3)
+            WHERE "workspaceId" = ${row.workspaceId}`;
+        }
+        return rows.length === RESEAL_BATCH ? rows.at(-1)!.workspaceId : null;
+      });
+      if (last === null) return counts;
+      after = last;
+    }
   },
 
   /** The secrets a delivery is signed with now: the current one, and the previous one during the overlap. */
-  async signingSecrets(db: DbClient, workspaceId: string, make: () => string, now = new Date()): Promise<string[]> {
-    return signingOf(await callbackRepository.secret(db, workspaceId, make, now));
+  async signingSecrets(
+    db: DbClient,
+    box: SecretBox,
+    workspaceId: string,
+    make: () => string,
+    now = new Date(),
+  ): Promise<string[]> {
+    return signingOf(await callbackRepository.secret(db, box, workspaceId, make, now));
   },
 
   /**
@@ -281,13 +374,16 @@ export const callbackRepository = {
    * kept only when it is the very file the output entry names, of the task's workspace and still visible at `now`
    * (isArchivedOutputOf). Null when the task does not exist.
    */
-  async attemptContext(db: DbClient, taskId: string, now = new Date()): Promise<AttemptContext | null> {
+  async attemptContext(db: DbClient, box: SecretBox, taskId: string, now = new Date()): Promise<AttemptContext | null> {
     const [row] = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_context', ATTEMPT_CONTEXT, [taskId]);
     if (!row) return null;
     let secrets = null;
     if (row.secret !== null) {
       const { secret, previousSecret } = row;
-      const current = view(
+      // Opened here, once per attempt: the secrets sign this attempt's body and are not kept.
+      const current = opened(
+        box,
+        row.workspaceId,
         { secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now },
         now,
       );

@@ -34,10 +34,10 @@ it('reads an attempt context in one statement, as Prisma reads the rows (times, 
     decidedOn: { callbackRoundStart: 1 },
     step: null,
   });
-  expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
+  expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
   for (const id of [a.id, b.id]) {
     const row = (await taskRepository.find(ctx.db, id))!;
-    expect((await callbackRepository.attemptContext(ctx.db, id))!.task).toEqual({
+    expect((await callbackRepository.attemptContext(ctx.db, ctx.secrets, id))!.task).toEqual({
       id,
       workspaceId: row.workspaceId,
       status: 'canceled',
@@ -56,11 +56,11 @@ it('reads an attempt context in one statement, as Prisma reads the rows (times, 
       completedAt: row.completedAt,
     });
   }
-  expect((await callbackRepository.attemptContext(ctx.db, a.id))!.last).toBeNull();
-  const context = await callbackRepository.attemptContext(ctx.db, b.id, at);
+  expect((await callbackRepository.attemptContext(ctx.db, ctx.secrets, a.id))!.last).toBeNull();
+  const context = await callbackRepository.attemptContext(ctx.db, ctx.secrets, b.id, at);
   expect(context!.last).toEqual({ attempt: 1, statusCode: 500, createdAt: at, durationMs: 7 });
   // Inside a transaction the statement runs through Prisma, with the same answer.
-  expect(await withTx(ctx.db, (tx) => callbackRepository.attemptContext(tx, b.id, at))).toEqual(context);
+  expect(await withTx(ctx.db, (tx) => callbackRepository.attemptContext(tx, ctx.secrets, b.id, at))).toEqual(context);
 });
 
 it('records an attempt with its decision, applied only while its task is as it was read', async () => {

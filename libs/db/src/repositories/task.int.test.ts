@@ -492,18 +492,20 @@ describe('callbacks', () => {
   it('one secret per workspace however many first reads race; a rotation keeps the old one for 24 h only', async () => {
     const { workspaceId } = await customer();
     const first = await Promise.all(
-      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, workspaceId, make)),
+      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, ctx.secrets, workspaceId, make)),
     );
     expect(new Set(first.map((s) => s.secret)).size).toBe(1);
     const now = new Date();
-    const rotated = await callbackRepository.rotate(ctx.db, workspaceId, make, now);
+    const rotated = await callbackRepository.rotate(ctx.db, ctx.secrets, workspaceId, make, now);
     expect(rotated.previousSecret).toBe(first[0]!.secret);
-    expect(await callbackRepository.signingSecrets(ctx.db, workspaceId, make, now)).toEqual([
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, workspaceId, make, now)).toEqual([
       rotated.secret,
       first[0]!.secret,
     ]);
     const dayLater = new Date(now.getTime() + 24 * 3600_000 + 1);
-    expect(await callbackRepository.signingSecrets(ctx.db, workspaceId, make, dayLater)).toEqual([rotated.secret]);
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, workspaceId, make, dayLater)).toEqual([
+      rotated.secret,
+    ]);
   });
 
   it('records an attempt once; a redelivery starts a new round, which the old round cannot mark', async () => {
@@ -569,7 +571,7 @@ describe('callbacks', () => {
       responseHead: null,
       at,
     });
-    const read = (await callbackRepository.attemptContext(ctx.db, task.id))!;
+    const read = (await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id))!;
     expect(read).toMatchObject({
       task: { id: task.id, callbackState: 'pending', callbackRoundStart: 1 },
       last: null,
@@ -594,8 +596,8 @@ describe('callbacks', () => {
       step: { attempt: 1, to: 'delivered', at: new Date() },
     });
     expect(again).toMatchObject({ recorded: false, applied: false });
-    const secret = await callbackRepository.secret(ctx.db, task.workspaceId, make);
-    expect(await callbackRepository.attemptContext(ctx.db, task.id)).toMatchObject({
+    const secret = await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, make);
+    expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id)).toMatchObject({
       last: { attempt: 1, statusCode: 500, durationMs: 3 },
       signing: [secret.secret],
     });
@@ -622,7 +624,7 @@ describe('callbacks', () => {
       callbackState: 'delivered',
       callbackRoundStart: 2,
     });
-    expect(await callbackRepository.attemptContext(ctx.db, 'tsk_none')).toBeNull();
+    expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
   });
 });
 
@@ -734,7 +736,7 @@ describe('recordArchive', () => {
     for (const last of [0, 1] as const) {
       const { task, completed } = await completing(last);
       expect(completed).toEqual({ id: task.id, workspaceId: ws.id, callbackRoundStart: 1, callback: true });
-      const read = (await callbackRepository.attemptContext(ctx.db, task.id))!;
+      const read = (await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id))!;
       expect(read.archivedFile).toEqual({ id: `file_${task.id}_0`, workspaceId: ws.id });
     }
     // Without a callback, nothing to deliver.

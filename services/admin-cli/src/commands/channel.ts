@@ -2,6 +2,7 @@ import {
   ChannelKind,
   type ChannelModel,
   channelRepository,
+  openChannel,
   isUniqueViolation,
   type UpdateChannelInput,
 } from '@gensvc/db';
@@ -94,11 +95,11 @@ const add: Command = {
       flags,
       add,
     );
-    return async ({ db, out }) => {
+    return async ({ db, secrets, out }) => {
       const duplicate = conflict('duplicate_channel', `A channel named "${input.name}" already exists.`);
       if (await channelRepository.findByName(db, input.name)) throw duplicate;
       const channel = await channelRepository
-        .create(db, { name: input.name, kind: input.kind, baseUrl: input['base-url'], ...settingsOf(input) })
+        .create(db, secrets(), { name: input.name, kind: input.kind, baseUrl: input['base-url'], ...settingsOf(input) })
         .catch((e) => {
           throw isUniqueViolation(e) ? duplicate : e;
         });
@@ -179,7 +180,7 @@ async function findChannel(deps: Deps, ref: { id: string } | { name: string }) {
 
 async function applyUpdate(deps: Deps, ref: { id: string } | { name: string }, patch: UpdateChannelInput) {
   const channel = await findChannel(deps, ref);
-  const updated = await channelRepository.update(deps.db, channel.id, patch);
+  const updated = await channelRepository.update(deps.db, deps.secrets(), channel.id, patch);
   if (!updated) throw notFound('channel', channel.id);
   await announceCatalogChange(deps, { channel: updated.id });
   const view = channelView(updated);
@@ -272,7 +273,7 @@ const test: Command = {
       const channel = await findChannel(deps, { name: input.name });
       const route = await channelRepository.firstRoute(deps.db, channel.id);
       const upstreamModel = input.model ?? (route ? upstreamModelOf(route, { id: route.modelId }) : 'test');
-      const result = await runProbe(probeFor(channel, upstreamModel), channel.timeoutMs);
+      const result = await runProbe(probeFor(openChannel(deps.secrets(), channel), upstreamModel), channel.timeoutMs);
       const view = { channel: channel.name, kind: channel.kind, enabled: channel.enabled, ...result };
       if (!result.ok) {
         const why = result.status !== null ? `answered ${result.status}` : `failed: ${result.error}`;

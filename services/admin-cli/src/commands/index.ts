@@ -4,6 +4,7 @@ import { channelCommands } from './channel';
 import { keyCommands } from './key';
 import { migrateCommands } from './migrate';
 import { modelCommands } from './model';
+import { secretsCommands } from './secrets';
 import { userCommands } from './user';
 import { usageCommands } from './usage';
 import { workspaceCommands } from './workspace';
@@ -18,4 +19,5 @@ export const COMMANDS: readonly Command[] = [
   ...modelCommands,
   ...usageCommands,
   ...migrateCommands,
+  ...secretsCommands,
 ];

@@ -87,7 +87,7 @@ const USER_AGENT = 'gensvc-callbacks/1';
 const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo', 'port', 'private_address']);
 
 export function callbackDeliver(deps: DispatcherDeps) {
-  const { config, db, logger } = deps;
+  const { config, db, logger, secrets: box } = deps;
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
@@ -104,7 +104,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     // and one write after it (the attempt, and its decision applied while the task is still as read). The attempt
     // starts when its context is read.
     const startedAt = new Date();
-    const context = await callbackRepository.attemptContext(db, taskId, startedAt);
+    const context = await callbackRepository.attemptContext(db, box, taskId, startedAt);
     if (!context) return { outcome: 'skipped', reason: 'task_gone' };
     const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
@@ -132,7 +132,8 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const body = Buffer.from(text, 'utf8');
     // The workspace's first delivery makes its secret.
     const secrets =
-      context.signing ?? (await callbackRepository.signingSecrets(db, task.workspaceId, newCallbackSecret, startedAt));
+      context.signing ??
+      (await callbackRepository.signingSecrets(db, box, task.workspaceId, newCallbackSecret, startedAt));
     const headers = {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,

@@ -184,6 +184,7 @@ export const api = {
     callbackSecret: {
       get: () => request<CallbackSecret>('GET', `${ws(id)}/callback-secret`),
       rotate: () => request<CallbackSecret>('POST', `${ws(id)}/callback-secret/rotate`),
+      retirePrevious: () => request<CallbackSecret>('POST', `${ws(id)}/callback-secret/retire-previous`),
     },
     usage: (split: UsageSplit, days = 30) => request<Usage>('GET', `${ws(id)}/usage`, { query: { split, days } }),
   }),

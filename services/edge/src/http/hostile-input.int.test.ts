@@ -45,7 +45,12 @@ beforeAll(async () => {
   port = Number(new URL(edge.url).port);
   // Nothing listens on these channels: a hostile request that reached a provider would end in a 5xx.
   const channel = (name: string, kind: 'evaluate' | 'openai' | 'anthropic' | 'gemini' | 'replicate') =>
-    channelRepository.create(ctx.db, { name, kind, baseUrl: 'http://127.0.0.1:9/none', secret: `sk-${name}` });
+    channelRepository.create(ctx.db, ctx.secrets, {
+      name,
+      kind,
+      baseUrl: 'http://127.0.0.1:9/none',
+      secret: `sk-${name}`,
+    });
   const [ev, oa, an, gm, rep] = await Promise.all([
     channel('ev', 'evaluate'),
     channel('oa', 'openai'),

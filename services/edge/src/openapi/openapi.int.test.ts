@@ -223,6 +223,10 @@ describe('the OpenAPI document', () => {
     await ok('getBalance', '/api/v1/me/balance');
     await ok('getCallbackSecret', '/api/v1/me/callback-secret');
     await ok('rotateCallbackSecret', '/api/v1/me/callback-secret/rotate', { method: 'POST' });
+    const retired = await ok('retirePreviousCallbackSecret', '/api/v1/me/callback-secret/retire-previous', {
+      method: 'POST',
+    });
+    expect(retired).toMatchObject({ previous_secret_expires_at: null });
     const file = (await jsonOf(await upload(edge.url, secret, sampleMedia.png(8, 8), { filename: 'a.png' }))) as {
       id: string;
     };

@@ -11,9 +11,11 @@ import { useCallbackSecret } from './use-tasks';
 export function CallbackSecretPanel() {
   const calls = useCallbackSecret();
   const [secret, setSecret] = useState<CallbackSecret | null>(null);
-  const [confirming, setConfirming] = useState(false);
+  const [confirming, setConfirming] = useState<'rotate' | 'retire' | null>(null);
+  const [retired, setRetired] = useState(false);
   const reveal = useAction(calls.reveal);
   const rotate = useAction(calls.rotate);
+  const retire = useAction(calls.retirePrevious);
 
   return (
     <section className="card" aria-labelledby="callback-secret-title">
@@ -22,7 +24,7 @@ export function CallbackSecretPanel() {
           <h2 id="callback-secret-title">Callback signing secret</h2>
           <p className="muted small">
             Callbacks carry an HMAC signature made with this secret. After a rotation the old secret also signs for 24
-            hours.
+            hours, unless it is retired sooner.
           </p>
         </div>
         <div className="page-actions">
@@ -40,8 +42,11 @@ export function CallbackSecretPanel() {
               Hide secret
             </button>
           )}
-          <button type="button" className="button" onClick={() => setConfirming(true)}>
+          <button type="button" className="button" onClick={() => setConfirming('rotate')}>
             Rotate secret
+          </button>
+          <button type="button" className="button" onClick={() => setConfirming('retire')}>
+            Retire previous secret
           </button>
         </div>
       </div>
@@ -53,21 +58,47 @@ export function CallbackSecretPanel() {
             <p className="muted small">
               The previous secret still signs until {formatDateTime(secret.previous_expires_at)}.
             </p>
+          ) : retired ? (
+            <p className="muted small">
+              The previous secret no longer signs: callbacks carry this secret's signature only.
+            </p>
           ) : null}
         </>
       ) : null}
-      {confirming ? (
+      {confirming === 'retire' ? (
+        <ConfirmDialog
+          title="Retire the previous secret"
+          confirmLabel="Retire previous secret"
+          pending={retire.pending}
+          error={retire.error}
+          onClose={() => setConfirming(null)}
+          onConfirm={async () => {
+            const s = await retire.call();
+            if (!s) return;
+            setSecret(s);
+            setRetired(true);
+            setConfirming(null);
+          }}
+        >
+          <p>
+            Callbacks stop carrying a signature made with the secret in use before the last rotation, at once instead of
+            24 hours after it. Receivers still verifying with that secret reject them.
+          </p>
+        </ConfirmDialog>
+      ) : null}
+      {confirming === 'rotate' ? (
         <ConfirmDialog
           title="Rotate the signing secret"
           confirmLabel="Rotate secret"
           pending={rotate.pending}
           error={rotate.error}
-          onClose={() => setConfirming(false)}
+          onClose={() => setConfirming(null)}
           onConfirm={async () => {
             const s = await rotate.call();
             if (!s) return;
             setSecret(s);
-            setConfirming(false);
+            setRetired(false);
+            setConfirming(null);
           }}
         >
           <p>

@@ -26,5 +26,9 @@ export function useTask(taskId: string) {
 
 export function useCallbackSecret() {
   const { api } = useWorkspace();
-  return { reveal: () => api.callbackSecret.get(), rotate: () => api.callbackSecret.rotate() };
+  return {
+    reveal: () => api.callbackSecret.get(),
+    rotate: () => api.callbackSecret.rotate(),
+    retirePrevious: () => api.callbackSecret.retirePrevious(),
+  };
 }

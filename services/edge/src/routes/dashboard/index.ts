@@ -9,7 +9,14 @@ import { createKey, listKeys, revokeKey, rotateKey } from './keys';
 import { deleteOutput, listOutputs, takeDownPublicCopy } from './library';
 import { addMember, changeRole, listMembers, removeMember, withdrawInvitation } from './members';
 import { acceptInvitation, changePassword, getInvitation, getSession, signIn, signOut } from './session-routes';
-import { getCallbackSecret, getTask, listTasks, redeliverTask, rotateCallbackSecret } from './tasks';
+import {
+  getCallbackSecret,
+  getTask,
+  listTasks,
+  redeliverTask,
+  retirePreviousCallbackSecret,
+  rotateCallbackSecret,
+} from './tasks';
 import { getUsage } from './usage';
 import { getWorkspace } from './workspace';
 
@@ -59,6 +66,11 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.post(`${ws}/tasks/:taskId/redeliver`, requireRole('redeliver'), redeliverTask(deps));
   router.get(`${ws}/callback-secret`, requireRole('callbackSecret'), getCallbackSecret(deps));
   router.post(`${ws}/callback-secret/rotate`, requireRole('callbackSecret'), rotateCallbackSecret(deps));
+  router.post(
+    `${ws}/callback-secret/retire-previous`,
+    requireRole('callbackSecret'),
+    retirePreviousCallbackSecret(deps),
+  );
   router.get(`${ws}/usage`, getUsage(deps));
   return router;
 }

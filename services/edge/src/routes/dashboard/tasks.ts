@@ -11,7 +11,7 @@ import { startRedelivery } from '../tasks/redeliver';
 import { findTask, renderTask } from '../tasks/render-task';
 import { TASKS_QUERY } from './schema';
 
-type Deps = Pick<EdgeDeps, 'db' | 'config' | 'queues'>;
+type Deps = Pick<EdgeDeps, 'db' | 'config' | 'queues' | 'secrets'>;
 
 /** GET …/tasks — newest first, optionally of one status. */
 export function listTasks(deps: Deps) {
@@ -81,13 +81,25 @@ const secretObject = (s: CallbackSecretView) => ({
 /** GET …/callback-secret (admins and owners). */
 export function getCallbackSecret(deps: Deps) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.secret(deps.db, memberOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = memberOf(res);
+    res.json(secretObject(await callbackRepository.secret(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
+  };
+}
+
+/** POST …/callback-secret/retire-previous — the rotation's overlap ends now: the current secret alone signs. */
+export function retirePreviousCallbackSecret(deps: Deps) {
+  return async (_req: Request, res: Response) => {
+    const { workspace } = memberOf(res);
+    res.json(
+      secretObject(await callbackRepository.retirePrevious(deps.db, deps.secrets, workspace.id, newCallbackSecret)),
+    );
   };
 }
 
 /** POST …/callback-secret/rotate — the old secret keeps signing beside the new one for 24 h. */
 export function rotateCallbackSecret(deps: Deps) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.rotate(deps.db, memberOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = memberOf(res);
+    res.json(secretObject(await callbackRepository.rotate(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
   };
 }

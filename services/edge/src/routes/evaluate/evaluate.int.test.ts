@@ -21,7 +21,7 @@ const valid = { model: 'acme/judge', state: { text: 'Bonjour' }, questions };
 beforeAll(async () => {
   edge = await startEdge(ctx);
   // Nothing listens here: no request in this file reaches a provider.
-  const channel = await channelRepository.create(ctx.db, {
+  const channel = await channelRepository.create(ctx.db, ctx.secrets, {
     name: 'nowhere',
     kind: 'evaluate',
     baseUrl: 'http://127.0.0.1:9/none',

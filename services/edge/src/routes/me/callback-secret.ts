@@ -1,6 +1,6 @@
 // The workspace's callback signing secret (DESIGN.md §4): read with GET /api/v1/me/callback-secret, made on first
-// read; replaced with POST /api/v1/me/callback-secret/rotate. Scope tasks.write: whoever may create tasks with
-// callbacks may verify them.
+// read; replaced with POST /api/v1/me/callback-secret/rotate, whose overlap POST …/retire-previous ends early. Scope
+// tasks.write: whoever may create tasks with callbacks may verify them.
 import { callbackRepository, type CallbackSecretView } from '@gensvc/db';
 import { newCallbackSecret } from '@gensvc/webhooks';
 import type { Request, Response } from 'express';
@@ -16,9 +16,10 @@ const secretObject = (s: CallbackSecretView) => ({
 });
 
 /** GET /api/v1/me/callback-secret */
-export function getCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
+export function getCallbackSecret(deps: Pick<EdgeDeps, 'db' | 'secrets'>) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.secret(deps.db, authOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = authOf(res);
+    res.json(secretObject(await callbackRepository.secret(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
   };
 }
 
@@ -27,8 +28,22 @@ export function getCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
  * (both v1= values in SVC-Signature, until previous_secret_expires_at), so receivers can switch without losing a
  * delivery.
  */
-export function rotateCallbackSecret(deps: Pick<EdgeDeps, 'db'>) {
+export function rotateCallbackSecret(deps: Pick<EdgeDeps, 'db' | 'secrets'>) {
   return async (_req: Request, res: Response) => {
-    res.json(secretObject(await callbackRepository.rotate(deps.db, authOf(res).workspace.id, newCallbackSecret)));
+    const { workspace } = authOf(res);
+    res.json(secretObject(await callbackRepository.rotate(deps.db, deps.secrets, workspace.id, newCallbackSecret)));
+  };
+}
+
+/**
+ * POST /api/v1/me/callback-secret/retire-previous — ends the last rotation's overlap at once (a leaked old secret,
+ * receivers already switched): from here deliveries are signed with the current secret only. Answers the secret as
+ * GET does; with nothing left to retire it changes nothing.
+ */
+export function retirePreviousCallbackSecret(deps: Pick<EdgeDeps, 'db' | 'secrets'>) {
+  return async (_req: Request, res: Response) => {
+    const { workspace } = authOf(res);
+    const s = await callbackRepository.retirePrevious(deps.db, deps.secrets, workspace.id, newCallbackSecret);
+    res.json(secretObject(s));
   };
 }

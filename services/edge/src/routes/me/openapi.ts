@@ -51,4 +51,20 @@ export const meApi = [
     responses: { 200: { description: 'The new secret.', schema: callbackSecret } },
     errors: [...KEY_AUTH, 'insufficient_role'],
   }),
+  operation({
+    method: 'post',
+    route: '/api/v1/me/callback-secret/retire-previous',
+    operationId: 'retirePreviousCallbackSecret',
+    summary: "End a rotation's 24 h overlap now: deliveries are signed with the current secret only",
+    tag: 'Callbacks',
+    auth: 'bearer',
+    scope: 'tasks.write',
+    responses: {
+      200: {
+        description: 'The secret, previous_secret_expires_at null. Idempotent: with no previous secret, no change.',
+        schema: callbackSecret,
+      },
+    },
+    errors: [...KEY_AUTH, 'insufficient_role'],
+  }),
 ];

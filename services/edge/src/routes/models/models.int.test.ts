@@ -38,7 +38,7 @@ beforeAll(async () => {
     channel('off', 'openai'),
     channel('idle', 'openai', 0),
   ]);
-  await channelRepository.update(ctx.db, off.id, { enabled: false });
+  await channelRepository.update(ctx.db, ctx.secrets, off.id, { enabled: false });
   const prices = { inputPricePerMTok: 2_500_000n, outputPricePerMTok: 10_000_000n };
   await modelRepository.create(ctx.db, {
     id: CHAT,

@@ -2,7 +2,7 @@
 // against real Postgres, Redis and S3. The later states of a task (submitted, its output recorded and archived) are
 // reached through the repositories, as the task runner and archiver reach them.
 import { Readable } from 'node:stream';
-import { callbackRepository, channelRepository, fileRepository, taskRepository } from '@gensvc/db';
+import { callbackRepository, channelRepository, fileRepository, secretAad, taskRepository } from '@gensvc/db';
 import { generatedOutputLocation, putObjectStream } from '@gensvc/storage';
 import { eventually, jsonOf, makeCustomer, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
 import { deliveryIdFor, newCallbackSecret } from '@gensvc/webhooks';
@@ -595,7 +595,7 @@ describe('the callback secret', () => {
     expect(Date.parse(rotated.rotated_at)).toBeGreaterThanOrEqual(before - 1_000);
     expect(await jsonOf(await get('/api/v1/me/callback-secret', c.secret))).toEqual(rotated);
     // The previous secret signs alongside the new one during the overlap.
-    expect(await callbackRepository.signingSecrets(ctx.db, c.ws.id, () => 'unused')).toEqual([
+    expect(await callbackRepository.signingSecrets(ctx.db, ctx.secrets, c.ws.id, () => 'unused')).toEqual([
       rotated.secret,
       first.secret,
     ]);
@@ -604,10 +604,11 @@ describe('the callback secret', () => {
   it('racing first reads agree on one secret', async () => {
     const c = await makeCustomer(ctx.db);
     const seen = await Promise.all(
-      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, c.ws.id, newCallbackSecret)),
+      Array.from({ length: 8 }, () => callbackRepository.secret(ctx.db, ctx.secrets, c.ws.id, newCallbackSecret)),
     );
     const stored = await ctx.db.callbackSecret.findUniqueOrThrow({ where: { workspaceId: c.ws.id } });
-    expect(seen.map((s) => s.secret)).toEqual(seen.map(() => stored.secret));
+    const opened = ctx.secrets.open(stored.secret, secretAad('callback-secret', c.ws.id));
+    expect(seen.map((s) => s.secret)).toEqual(seen.map(() => opened));
   });
 
   it('needs tasks.write', async () => {

@@ -2,7 +2,7 @@
 // leave as it was. The edge never calls a provider, so channels point at an address where nothing listens.
 import { channelRepository, modelRepository } from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
-import { jsonOf } from '@gensvc/testing';
+import { jsonOf, testSecretBox } from '@gensvc/testing';
 import { bearer } from '../files/files-test-support';
 
 const IMAGE_MODEL = 'sim/image-1';
@@ -28,7 +28,13 @@ export const MODELS = {
 
 export async function seedTaskModels(db: TestDb) {
   const channel = (name: string, kind: 'replicate' | 'fal' | 'openai', enabled = true) =>
-    channelRepository.create(db, { name, kind, baseUrl: 'http://127.0.0.1:9/none', secret: `sk-${name}`, enabled });
+    channelRepository.create(db, testSecretBox(), {
+      name,
+      kind,
+      baseUrl: 'http://127.0.0.1:9/none',
+      secret: `sk-${name}`,
+      enabled,
+    });
   const [replicate, fal, openai, off] = await Promise.all([
     channel('rep', 'replicate'),
     channel('fal', 'fal'),
