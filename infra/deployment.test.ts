@@ -38,6 +38,7 @@ const OPERATOR_ENV: Record<string, string> = {
   SIGNING_SECRET: 'operator-signing-secret-0123456789abcdef',
   MINIO_ROOT_PASSWORD: 'operator-minio-root-password',
   S3_SECRET_ACCESS_KEY: 'operator-fleet-s3-secret',
+  SMTP_URL: 'smtp://gensvc:operator-smtp-password@smtp.example.com:587',
 };
 
 const KNOWN = new Set<string>(CONFIG_VARIABLES);

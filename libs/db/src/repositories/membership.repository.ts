@@ -1,11 +1,13 @@
 import type { DbClient } from '../client';
 import { withTx } from '../client';
 import type { Role } from '../generated/prisma/enums';
+import { invitationRepository } from './invitation.repository';
 
 // Who belongs to a workspace and as what. Two things are decided here, under a lock on the workspace row, so that
 // racing changes cannot both pass: a workspace with owners always keeps at least one, and the actor still has the
 // role the change needs (a person demoted a moment ago cannot finish a change begun as an admin). What role a change
-// needs is @gensvc/auth's rule; the caller passes it in as `actorMay`.
+// needs is @gensvc/auth's rule; the caller passes it in as `actorMay`. A person's pending invitations go with the right
+// to make them, in the same transaction as the change that takes it.
 
 export type MembershipChange<T> =
   | { ok: true; value: T }
@@ -115,6 +117,7 @@ export const membershipRepository = {
       if (m.role === 'owner' && role !== 'owner' && (await ownerCount(tx, workspaceId)) <= 1)
         return { ok: false, reason: 'last_owner' };
       await tx.membership.update({ where: { workspaceId_userId: { workspaceId, userId } }, data: { role } });
+      await invitationRepository.revokeBeyond(tx, workspaceId, userId, role);
       return { ok: true, value: { before: m.role, after: role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },
@@ -133,6 +136,7 @@ export const membershipRepository = {
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
       if (m.role === 'owner' && (await ownerCount(tx, workspaceId)) <= 1) return { ok: false, reason: 'last_owner' };
       await tx.membership.delete({ where: { workspaceId_userId: { workspaceId, userId } } });
+      await invitationRepository.revokeBeyond(tx, workspaceId, userId, null);
       return { ok: true, value: { role: m.role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },

@@ -1,0 +1,58 @@
+// Through a real SMTP server (jest global setup's): what the mailer hands over arrives as sent, text and HTML.
+import { randomBytes } from 'node:crypto';
+import { awaitMail } from '@gensvc/testing';
+import { createMailer, invitationMail, passwordResetMail } from './index';
+
+const address = () => `mail-${randomBytes(6).toString('hex')}@example.com`;
+
+it('delivers an invitation with its link, escaping what a person wrote', async () => {
+  const mailer = createMailer({ smtpUrl: process.env.SMTP_URL!, from: 'gensvc <no-reply@example.com>' });
+  const to = address();
+  const link = 'http://localhost:8080/dashboard/invite/abc_DEF-123';
+  try {
+    await mailer.send(
+      invitationMail({
+        to,
+        workspaceName: 'Acme <script>alert(1)</script>\r\nBcc: x@example.com',
+        role: 'admin',
+        inviter: 'Ada',
+        link,
+        expiresAt: new Date('2030-01-01T00:00:00Z'),
+      }),
+    );
+  } finally {
+    mailer.close();
+  }
+  const mail = await awaitMail(to);
+  expect(mail.from).toBe('no-reply@example.com');
+  expect(mail.to).toEqual([to]);
+  expect(mail.subject).toBe('You are invited to "Acme <script>alert(1)</script> Bcc: x@example.com" on gensvc');
+  expect(mail.text.split('\n')).toContain(link);
+  expect(mail.text).toContain('Ada invited you');
+  expect(mail.html).toContain(`<a href="${link}">`);
+  expect(mail.html).not.toContain('<script>');
+  expect(mail.html).toContain('&lt;script&gt;');
+});
+
+it('delivers a password-reset mail, and says no to a server that is not there', async () => {
+  const to = address();
+  const mailer = createMailer({ smtpUrl: process.env.SMTP_URL!, from: 'no-reply@example.com' });
+  const link = 'http://localhost:8080/dashboard/reset-password/xyz';
+  try {
+    expect(await mailer.verify()).toBe(true);
+    await mailer.send(passwordResetMail({ to, link, expiresAt: new Date('2030-01-01T00:00:00Z') }));
+  } finally {
+    mailer.close();
+  }
+  const mail = await awaitMail(to);
+  expect(mail.subject).toBe('Set a new gensvc password');
+  expect(mail.text.split('\n')).toContain(link);
+
+  const nowhere = createMailer({ smtpUrl: 'smtp://127.0.0.1:1', from: 'no-reply@example.com' });
+  try {
+    expect(await nowhere.verify()).toBe(false);
+    await expect(nowhere.send(passwordResetMail({ to, link, expiresAt: new Date() }))).rejects.toThrow();
+  } finally {
+    nowhere.close();
+  }
+});
