@@ -1,7 +1,9 @@
 // What the code under test mailed: global-setup's SMTP server keeps every message, and its inbox answers by
 // recipient. Test files share that server, so each reads only the messages to the addresses it made.
 import type { CaughtMail } from '@gensvc/local-stack';
+import type { TestContext } from './context';
 import { eventually } from './eventually';
+import { spawnService, waitForOutput, type ServiceProcess } from './processes';
 
 function inboxUrl(): string {
   const url = process.env.GENSVC_TEST_MAIL_INBOX;
@@ -30,4 +32,14 @@ export function linkIn(mail: CaughtMail, prefix: string): string {
   const link = mail.text.split(/\s+/).find((word) => word.startsWith(prefix));
   if (!link) throw new Error(`no link starting with ${prefix} in the mail "${mail.subject}":\n${mail.text}`);
   return link;
+}
+
+/**
+ * The process that sends the mail (the built callback-dispatcher) on the test's stores and queue prefix, sending to
+ * global-setup's SMTP server; stop() it in afterAll.
+ */
+export async function startMailSender(ctx: TestContext): Promise<ServiceProcess> {
+  const proc = spawnService('callback-dispatcher', { ...ctx.env, LOG_LEVEL: 'info' });
+  await waitForOutput(proc, 'callback dispatcher started');
+  return proc;
 }

@@ -79,6 +79,11 @@ export const invitationRepository = {
     });
   },
 
+  /** The workspace's pending invitation by that id; null when there is none. */
+  findPending(db: DbClient, workspaceId: string, id: string, now = new Date()) {
+    return db.invitation.findFirst({ where: { id, workspaceId, ...pending(now) } });
+  },
+
   /**
    * A pending invitation's link mailed again: its send count goes up, and its link (derived from id and count by
    * `tokenHashFor`) replaces the last one, valid for a full term again. Null when there is no pending one by that id.

@@ -101,6 +101,35 @@ export const membershipRepository = {
     });
   },
 
+  /**
+   * Invites an address: under the workspace's lock, the actor's role is checked again (an invitation cannot outlive
+   * the right to make it, which a racing demotion revokes) and an address that is a member already is refused. Whether
+   * the address has an account is neither read nor answered: one query by address either way.
+   */
+  invite(
+    db: DbClient,
+    input: {
+      id: string;
+      workspaceId: string;
+      email: string;
+      role: Role;
+      tokenHash: string;
+      invitedById: string | null;
+    },
+    actor?: Actor,
+  ): Promise<MembershipChange<Awaited<ReturnType<typeof invitationRepository.create>>>> {
+    return withTx(db, async (tx) => {
+      await lockWorkspace(tx, input.workspaceId);
+      if (!(await actorAllowed(tx, input.workspaceId, actor))) return { ok: false, reason: 'actor_role' };
+      const member = await tx.membership.findFirst({
+        where: { workspaceId: input.workspaceId, user: { email: input.email.toLowerCase() } },
+        select: { userId: true },
+      });
+      if (member) return { ok: false, reason: 'already_member' };
+      return { ok: true, value: await invitationRepository.create(tx, input) };
+    });
+  },
+
   /** Changes a member's role; demoting the last owner is refused. */
   changeRole(
     db: DbClient,
