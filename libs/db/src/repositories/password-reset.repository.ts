@@ -28,9 +28,9 @@ export const passwordResetRepository = {
     return db.passwordReset.findUnique({ where: { id }, include: { user: { select: { email: true } } } });
   },
 
-  /** How many reset links were made for the account since `since` (mail to one address is bounded per hour). */
-  countSince(db: DbClient, userId: string, since: Date) {
-    return db.passwordReset.count({ where: { userId, createdAt: { gte: since } } });
+  /** How many reset links were made for the account in [from, to) (mail to one address is bounded per hour). */
+  countBetween(db: DbClient, userId: string, from: Date, to: Date) {
+    return db.passwordReset.count({ where: { userId, createdAt: { gte: from, lt: to } } });
   },
 
   /** The unused, unexpired link with this token hash that belongs to an account; null otherwise. */

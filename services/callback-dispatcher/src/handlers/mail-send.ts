@@ -40,8 +40,16 @@ async function invitationMessage(deps: MailDeps, p: Payload, now: Date): Promise
 async function resetMessage(deps: MailDeps, p: Payload, now: Date): Promise<MailMessage | null> {
   const reset = await passwordResetRepository.forMail(deps.db, p.id);
   if (!reset?.user || !reset.userId || reset.usedAt || reset.expiresAt <= now) return null;
-  const lastHour = await passwordResetRepository.countSince(deps.db, reset.userId, new Date(now.getTime() - 3600_000));
-  if (lastHour > RESET_MAILS_PER_HOUR) return null;
+  // Only the first few links of any hour are mailed: counted by when the links were made, not sent, so that the
+  // answer does not depend on the order the jobs run in.
+  const made = reset.createdAt;
+  const before = await passwordResetRepository.countBetween(
+    deps.db,
+    reset.userId,
+    new Date(made.getTime() - 3600_000),
+    made,
+  );
+  if (before >= RESET_MAILS_PER_HOUR) return null;
   const { token, hash } = linkToken(deps.config.signingSecret, 'password-reset', reset.id);
   if (hash !== reset.tokenHash) return null;
   return passwordResetMail({
