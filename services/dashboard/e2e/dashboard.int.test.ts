@@ -484,7 +484,7 @@ describe('the owner', () => {
     });
   });
 
-  it('lets a member who forgot the password set a new one by a mailed link, which signs them out everywhere', async () => {
+  it('lets a member who forgot the password set a new one by a mailed link, signing them out everywhere', async () => {
     const forgetful = await newPage();
     try {
       const { page } = forgetful;
