@@ -93,6 +93,7 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_FORCE_PATH_STYLE,
     S3_ACCESS_KEY_ID = '',
     S3_SECRET_ACCESS_KEY = '',
+    SMTP_URL,
   } = ctx.env;
   return {
     DATABASE_URL,
@@ -103,6 +104,7 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_FORCE_PATH_STYLE,
     S3_ACCESS_KEY_ID,
     S3_SECRET_ACCESS_KEY,
+    SMTP_URL,
   } as Record<string, string>;
 }
 
