@@ -1,7 +1,8 @@
 // Through a real SMTP server (jest global setup's): what the mailer hands over arrives as sent, text and HTML.
 import { randomBytes } from 'node:crypto';
 import { awaitMail } from '@gensvc/testing';
-import { createMailer, invitationMail, passwordResetMail } from './index';
+import { SMTPServer } from 'smtp-server';
+import { createMailer, invitationMail, isPermanentSmtpFailure, passwordResetMail } from './index';
 
 const address = () => `mail-${randomBytes(6).toString('hex')}@example.com`;
 
@@ -54,5 +55,37 @@ it('delivers a password-reset mail, and says no to a server that is not there', 
     await expect(nowhere.send(passwordResetMail({ to, link, expiresAt: new Date() }))).rejects.toThrow();
   } finally {
     nowhere.close();
+  }
+});
+
+it("tells a server's refusal for good (5xx) from one for now (4xx)", async () => {
+  // A server that refuses one recipient for good and another for now, as real ones do.
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onRcptTo(address, _session, callback) {
+      const refusal = address.address.startsWith('gone')
+        ? Object.assign(new Error('No such mailbox'), { responseCode: 550 })
+        : Object.assign(new Error('Try again later'), { responseCode: 451 });
+      callback(refusal);
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as { port: number };
+  const mailer = createMailer({ smtpUrl: `smtp://127.0.0.1:${port}`, from: 'no-reply@example.com' });
+  const attempt = (to: string) =>
+    mailer.send(passwordResetMail({ to, link: 'http://x/y', expiresAt: new Date() })).then(
+      () => null,
+      (e: unknown) => e,
+    );
+  try {
+    const gone = await attempt('gone@example.com');
+    const later = await attempt('later@example.com');
+    expect([isPermanentSmtpFailure(gone), isPermanentSmtpFailure(later)]).toEqual([true, false]);
+    expect(later).toBeInstanceOf(Error);
+  } finally {
+    mailer.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 });
