@@ -153,8 +153,10 @@ it('refuses bad bodies, a missing CSRF token and an API key with the error shape
     await page.post(RESET, { email: 'not an address' }),
     await page.post(RESET, { email: p.email, extra: 1 }),
     await page.post(RESET, { email: `${'a'.repeat(70_000)}@example.com` }),
+    await page.post(`${RESET}/${'A'.repeat(43)}`, { password: 'p'.repeat(70_000) }),
+    await page.post(`${RESET}/${'A'.repeat(43)}`, { password: 'a brand new password', email: p.email }),
   ];
-  expect(bad.map((r) => r.status)).toEqual([400, 400, 400, 413]);
+  expect(bad.map((r) => r.status)).toEqual([400, 400, 400, 413, 413, 400]);
   for (const r of bad) expect(r.body.error).toMatchObject({ type: expect.any(String), code: expect.any(String) });
   const noCsrf = await page.request('POST', RESET, { email: p.email }, { 'x-csrf-token': '' });
   expect(noCsrf.status).toBe(403);

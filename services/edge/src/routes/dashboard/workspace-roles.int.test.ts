@@ -390,7 +390,17 @@ describe('members', () => {
     });
     expect(withKey.status).toBe(403);
     expect(((await withKey.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
-    expect(await ctx.db.invitation.count()).toBe(before);
+    const pending = await t.admin.c.post(`${t.base}/members`, { email: `k-${Date.now()}@example.com`, role: 'member' });
+    const resendWithKey = await fetch(`${edge.url}${t.base}/invitations/${pending.body.invitation.id}/resend`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(resendWithKey.status).toBe(403);
+    expect(((await resendWithKey.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
+    expect(await ctx.db.invitation.findUniqueOrThrow({ where: { id: pending.body.invitation.id } })).toMatchObject({
+      sends: 1,
+    });
+    expect(await ctx.db.invitation.count()).toBe(before + 1);
   });
 });
 
