@@ -1,11 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { api } from '../../api/client';
 import { useAction, useApi } from '../../api/use-api';
+import { NewPasswordFields } from '../../components/new-password-fields';
 import { ErrorNotice, Loading } from '../../components/notice';
 import { BASE, Link } from '../../router';
 import { useSession } from '../../session';
-
-const MIN_PASSWORD = 10;
 
 /**
  * `/dashboard/reset-password/<token>`: the mailed link. Setting the password signs the person out everywhere, this
@@ -59,35 +58,16 @@ export function ResetPasswordPage({ token }: { token: string }) {
         {link.data && !done ? (
           <form onSubmit={submit} aria-labelledby="reset-title">
             <h1 id="reset-title">Set a new password</h1>
-            <div className="field">
-              <label htmlFor="reset-password">New password</label>
-              <input
-                id="reset-password"
-                className="input"
-                type="password"
-                autoComplete="new-password"
-                minLength={MIN_PASSWORD}
-                required
-                aria-describedby="reset-password-hint"
-                value={password}
-                onChange={(e) => setPassword(e.target.value)}
-              />
-              <span id="reset-password-hint" className="muted small">
-                At least {MIN_PASSWORD} characters. Setting it signs you out everywhere.
-              </span>
-            </div>
-            <div className="field">
-              <label htmlFor="reset-confirm">Repeat the new password</label>
-              <input
-                id="reset-confirm"
-                className="input"
-                type="password"
-                autoComplete="new-password"
-                required
-                value={confirm}
-                onChange={(e) => setConfirm(e.target.value)}
-              />
-            </div>
+            <NewPasswordFields
+              id="reset"
+              label="New password"
+              repeatLabel="Repeat the new password"
+              note="Setting it signs you out everywhere."
+              password={password}
+              confirm={confirm}
+              onPassword={setPassword}
+              onConfirm={setConfirm}
+            />
             {mismatch ? (
               <div className="notice notice-error" role="alert">
                 The two passwords differ.
