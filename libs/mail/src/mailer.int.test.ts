@@ -33,6 +33,18 @@ it('delivers an invitation with its link, escaping what a person wrote', async (
   expect(mail.html).toContain(`<a href="${link}">`);
   expect(mail.html).not.toContain('<script>');
   expect(mail.html).toContain('&lt;script&gt;');
+
+  // The local inbox (npm start's) lists it and shows it, escaped, its link clickable.
+  const inbox = process.env.GENSVC_TEST_MAIL_INBOX!;
+  const list = await (await fetch(inbox)).text();
+  expect(list).toContain(`<a href="/messages/${mail.id}">`);
+  expect(list).not.toContain('<script>alert(1)</script>');
+  const shown = await fetch(`${inbox}messages/${mail.id}`);
+  expect(shown.headers.get('content-type')).toMatch(/^text\/html/);
+  const page = await shown.text();
+  expect(page).toContain(`<a href="${link}">${link}</a>`);
+  expect(page).not.toContain('<script>alert(1)</script>');
+  expect((await fetch(`${inbox}messages/999999999`)).status).toBe(404);
 });
 
 it('delivers a password-reset mail, and says no to a server that is not there', async () => {
