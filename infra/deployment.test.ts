@@ -39,6 +39,7 @@ const OPERATOR_ENV: Record<string, string> = {
   ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
   MINIO_ROOT_PASSWORD: 'operator-minio-root-password',
   S3_SECRET_ACCESS_KEY: 'operator-fleet-s3-secret',
+  SMTP_URL: 'smtp://gensvc:operator-smtp-password@smtp.example.com:587',
 };
 
 const KNOWN = new Set<string>(CONFIG_VARIABLES);
@@ -242,15 +243,18 @@ describe('docker-compose.yml', () => {
     },
   );
 
-  it.each(['MINIO_ROOT_PASSWORD', 'S3_SECRET_ACCESS_KEY'])('refuses to start without an operator-set %s', (name) => {
-    const { [name]: _, ...without } = OPERATOR_ENV;
-    expect(() => compose(without)).toThrow(new RegExp(name));
-    // Wherever the variable is read, it is read as required: no default password anywhere.
-    const text = read('docker-compose.yml');
-    const uses = [...text.matchAll(new RegExp(`\\$\\{${name}[^}]*\\}`, 'g'))].map((m) => m[0]);
-    expect(uses.length).toBeGreaterThan(0);
-    for (const use of uses) expect(use).toMatch(new RegExp(`^\\$\\{${name}:\\?[^}]+\\}$`));
-  });
+  it.each(['MINIO_ROOT_PASSWORD', 'S3_SECRET_ACCESS_KEY', 'SMTP_URL'])(
+    'refuses to start without an operator-set %s',
+    (name) => {
+      const { [name]: _, ...without } = OPERATOR_ENV;
+      expect(() => compose(without)).toThrow(new RegExp(name));
+      // Wherever the variable is read, it is read as required: no default password anywhere.
+      const text = read('docker-compose.yml');
+      const uses = [...text.matchAll(new RegExp(`\\$\\{${name}[^}]*\\}`, 'g'))].map((m) => m[0]);
+      expect(uses.length).toBeGreaterThan(0);
+      for (const use of uses) expect(use).toMatch(new RegExp(`^\\$\\{${name}:\\?[^}]+\\}$`));
+    },
+  );
 
   it.each([
     ['the defaults', OPERATOR_ENV],
@@ -967,6 +971,19 @@ describe('infra/k8s', () => {
         owner: c.owner,
         runs: target(c),
       });
+  });
+
+  it('gives the callback-dispatcher, which sends the mail, an SMTP_URL and a MAIL_FROM', () => {
+    const dispatchers = gensvc.filter((c) => target(c) === 'callback-dispatcher');
+    expect(dispatchers.length).toBeGreaterThan(0);
+    for (const c of dispatchers) {
+      const { mail } = loadConfig({ ...imageEnv(), ...k8sEnv(c, objects).env });
+      expect({ owner: c.owner, smtp: mail.smtpUrl, from: mail.from }).toEqual({
+        owner: c.owner,
+        smtp: expect.stringMatching(/^smtps?:\/\//),
+        from: expect.not.stringContaining('localhost'),
+      });
+    }
   });
 
   it('gives each container only CONFIG_VARIABLES, all REQUIRED_VARIABLES and a config loadConfig accepts', () => {

@@ -32,7 +32,8 @@ export async function withStack(fn) {
   // their writes are the gateway's own cost.
   const s3Dir =
     !process.env.S3_ENDPOINT && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/gensvc-bench-s3-') : undefined;
-  const stack = await startStack({ dataDir, s3Dir, persistent: false, env: process.env });
+  // The callback-dispatcher also sends the mail and will not start without an SMTP server: a local one where unset.
+  const stack = await startStack({ dataDir, s3Dir, persistent: false, env: process.env, need: { smtp: true } });
   const sink =
     process.env.BENCH_OTLP === '1' && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? await otlpSink() : undefined;
   let db;

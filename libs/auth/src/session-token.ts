@@ -43,3 +43,19 @@ export function deviceNonce(serverSecret: string, email: string, token: string |
 
 const deviceMac = (serverSecret: string, email: string, nonce: string) =>
   createHmac('sha256', serverSecret).update(`device:${email.toLowerCase()}:${nonce}`).digest('base64url');
+
+/**
+ * A mailed link's secret, derived from its row under the server's secret (SIGNING_SECRET): what the row names
+ * (`purpose`, its id, and for an invitation its send count) is enough for the sender to remake the link, so no queue
+ * payload and no column holds it; the row stores only its SHA-256. 256 bits, OPAQUE_TOKEN's shape. A new server
+ * secret ends every link made under the old one.
+ */
+export function linkToken(
+  serverSecret: string,
+  purpose: 'invitation' | 'password-reset',
+  id: string,
+  send = 1,
+): { token: string; hash: string } {
+  const token = createHmac('sha256', serverSecret).update(`link:${purpose}:${id}:${send}`).digest('base64url');
+  return { token, hash: hashToken(token) };
+}

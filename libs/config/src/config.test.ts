@@ -120,6 +120,27 @@ describe('loadConfig', () => {
     expect(() => loadConfig(without)).toThrow(/ENCRYPTION_KEYS is required/);
   });
 
+  it('reads SMTP_URL and MAIL_FROM, refusing other schemes, header injection and echoing no SMTP password', () => {
+    expect(loadConfig(base).mail).toEqual({ smtpUrl: undefined, from: 'gensvc <no-reply@localhost>' });
+    const mail = { SMTP_URL: 'smtps://u:p@smtp.example.com:465', MAIL_FROM: 'Gensvc <no-reply@example.com>' };
+    expect(loadConfig({ ...base, ...mail }).mail).toEqual({
+      smtpUrl: 'smtps://u:p@smtp.example.com:465',
+      from: 'Gensvc <no-reply@example.com>',
+    });
+    expect(loadConfig({ ...base, MAIL_FROM: 'ops@example.com' }).mail.from).toBe('ops@example.com');
+    for (const bad of ['Gensvc <a@b>\r\nBcc: x@y', 'not an address', 'a@b, c@d']) {
+      expect(() => loadConfig({ ...base, MAIL_FROM: bad })).toThrow(/MAIL_FROM/);
+    }
+    let problem = '';
+    try {
+      loadConfig({ ...base, SMTP_URL: 'http://user:hunter2@smtp.example.com' });
+    } catch (e) {
+      problem = (e as ConfigError).message;
+    }
+    expect(problem).toMatch(/SMTP_URL: must be a URL with scheme smtp or smtps/);
+    expect(problem).not.toContain('hunter2');
+  });
+
   it('knows which variables have no default', () => {
     expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'ENCRYPTION_KEYS', 'REDIS_URL', 'SIGNING_SECRET']);
   });

@@ -62,6 +62,9 @@ const cidrs = z.string().transform((value, ctx) => {
   return list;
 });
 
+/** An address (`a@b`), or a display name and an address (`Name <a@b>`); no line breaks (header injection). */
+const MAILBOX = /^(?:[^\r\n<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/;
+
 /** Express's `trust proxy` names for address ranges. */
 const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
 /**
@@ -117,6 +120,18 @@ export const envSchema = z.object({
   /** How often the task-runner looks for tasks and callbacks whose job vanished (Redis flushed or restarted). */
   RECONCILE_INTERVAL: duration.default(30_000),
   OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
+  /**
+   * The SMTP server mail goes through (smtp://user:pass@host:587 with STARTTLS when offered, smtps:// for TLS from the
+   * first byte). Unset: npm start and npm test bring up a local one; the callback-dispatcher, which sends, needs it.
+   */
+  SMTP_URL: urlWithScheme(['smtp:', 'smtps:']).optional(),
+  /** The sender of every mail: an address, or `Name <address>`. */
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .max(320)
+    .refine((v) => MAILBOX.test(v), 'must be an e-mail address or "Name <address>"')
+    .default('gensvc <no-reply@localhost>'),
   /**
    * Which proxies in front of the edge are trusted to say the client's address (X-Forwarded-For), as Express's
    * `trust proxy`: off by default (the socket's address is the client's), a hop count, or addresses and CIDR ranges.
@@ -203,6 +218,8 @@ export interface Config {
     fallbackPollMs: number;
   };
   outbound: { allowCidrs: string[] };
+  /** Outgoing mail: `smtpUrl` undefined where SMTP_URL is unset (only the sender needs it). */
+  mail: { smtpUrl: string | undefined; from: string };
   trustProxy: TrustProxy;
   passwordHashConcurrency: number;
   concurrency: { evaluate: number; taskRunner: number; archiver: number; callbackDispatcher: number };
@@ -290,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       fallbackPollMs: e.TASK_POLL_WEBHOOK_FALLBACK,
     },
     outbound: { allowCidrs: e.OUTBOUND_ALLOW_CIDRS },
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
     trustProxy: e.TRUST_PROXY,
     passwordHashConcurrency: e.PASSWORD_HASH_CONCURRENCY,
     concurrency: {

@@ -3,7 +3,7 @@
 // payload shape cannot drift between them without the version saying so.
 import { z } from 'zod';
 
-export const QUEUE_NAMES = ['evaluate', 'tasks', 'archive', 'callbacks', 'maintenance'] as const;
+export const QUEUE_NAMES = ['evaluate', 'tasks', 'archive', 'callbacks', 'mail', 'maintenance'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /**

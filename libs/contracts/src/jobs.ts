@@ -95,6 +95,25 @@ export const CallbackDeliver = defineJob({
   key: (p) => [p.taskId, p.attempt],
 });
 
+/**
+ * One mail: an invitation's link to its address, or a password-reset link to its account's. The payload names the row
+ * only; the handler re-reads it and sends nothing for a row that is gone, used, expired or superseded (a resend).
+ * `send` is the row's send count when the job was made, so each resend is a job of its own.
+ */
+export const MailSend = defineJob({
+  queue: 'mail',
+  name: 'mail.send',
+  version: 1,
+  // An SMTP server briefly away or refusing for now (4xx): 2 s, 4 s, 8 s, ... about 17 minutes in all.
+  retry: { attempts: 10, backoffMs: 2_000 },
+  schema: z.object({
+    kind: z.enum(['invitation', 'password-reset']),
+    id,
+    send: z.number().int().min(1),
+  }),
+  key: (p) => [p.kind, p.id, p.send],
+});
+
 export const FilesRetentionSweep = defineJob({
   queue: 'maintenance',
   name: 'files.retention-sweep',
@@ -120,6 +139,7 @@ export const jobs = {
   TaskCancel,
   ArchiveOutput,
   CallbackDeliver,
+  MailSend,
   FilesRetentionSweep,
   BillingReleaseExpired,
 } as const;

@@ -31,6 +31,7 @@ export type IdPrefix =
   | 'cba'
   | 'ses'
   | 'inv'
+  | 'pwr'
   | 'evl';
 
 /** An opaque, unguessable id: `<prefix>_` and 22 base62 characters (about 131 bits). */

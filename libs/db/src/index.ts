@@ -13,6 +13,7 @@ import { idempotencyRepository as idempotency } from './repositories/idempotency
 import { invitationRepository as invitations } from './repositories/invitation.repository';
 import { membershipRepository as memberships } from './repositories/membership.repository';
 import { modelRepository as models } from './repositories/model.repository';
+import { passwordResetRepository as passwordResets } from './repositories/password-reset.repository';
 import { sessionRepository as sessions } from './repositories/session.repository';
 import { taskRepository as tasks } from './repositories/task.repository';
 import { usageRepository as usage } from './repositories/usage.repository';
@@ -55,6 +56,7 @@ export * from './repositories/callback.repository';
 export * from './repositories/session.repository';
 export * from './repositories/membership.repository';
 export * from './repositories/invitation.repository';
+export * from './repositories/password-reset.repository';
 export * from './repositories/usage.repository';
 
 export const apiKeyRepository = published(apiKeys);
@@ -66,6 +68,7 @@ export const idempotencyRepository = published(idempotency);
 export const invitationRepository = published(invitations);
 export const membershipRepository = published(memberships);
 export const modelRepository = published(models);
+export const passwordResetRepository = published(passwordResets);
 export const sessionRepository = published(sessions);
 export const taskRepository = published(tasks);
 export const usageRepository = published(usage);

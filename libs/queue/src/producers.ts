@@ -10,6 +10,7 @@ import {
   ArchiveOutput,
   CallbackDeliver,
   EvaluateRun,
+  MailSend,
   TaskCancel,
   TaskPoll,
   TaskSubmit,
@@ -162,4 +163,15 @@ export function scheduleCallback(
 export function scheduleEvaluate(queues: Queues, payload: JobPayload<typeof EvaluateRun>) {
   // The edge builds the payload from the request it parsed and ids it made: not re-checked here (the worker parses it).
   return enqueue(queues, EvaluateRun, payload, { attempts: 1, removeOnComplete: true }, 'parsed');
+}
+
+/**
+ * One mail (an invitation's link, a password-reset link), after its row committed. The row is its record: the
+ * completed job is removed at once; the key makes a second add of the same send a no-op while the job waits.
+ */
+export async function scheduleMail(
+  queues: Queues,
+  mail: Pick<JobInput<typeof MailSend>, 'kind' | 'id' | 'send' | 'workspaceId' | 'requestId'>,
+): Promise<void> {
+  await enqueue(queues, MailSend, mail, { removeOnComplete: true });
 }

@@ -75,6 +75,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
       // Tests sign many people in at once on a busy machine: as many password hashes at once as libuv's pool runs.
       // The budget itself (1 by default) is tested where it is set back to 1.
       PASSWORD_HASH_CONCURRENCY: '4',
+      SMTP_URL: required('SMTP_URL'),
       ...(process.env.S3_ACCESS_KEY_ID ? { S3_ACCESS_KEY_ID: process.env.S3_ACCESS_KEY_ID } : {}),
       ...(process.env.S3_SECRET_ACCESS_KEY ? { S3_SECRET_ACCESS_KEY: process.env.S3_SECRET_ACCESS_KEY } : {}),
       ...overrides,

@@ -1,9 +1,10 @@
 // Runs once before the suite: brings up whatever the environment does not name (embedded Postgres, redis-server,
-// s3rver, in a temporary directory) and migrates one template database that every test file clones.
+// s3rver, in a temporary directory), an SMTP server of its own whose inbox tests read (mail.ts), and migrates one
+// template database that every test file clones.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newEncryptionKeys, startStack } from '@gensvc/local-stack';
+import { newEncryptionKeys, startMailCatcher, startStack } from '@gensvc/local-stack';
 import { migrate } from '@gensvc/db';
 import { adminUrl, withAdmin } from './databases';
 
@@ -17,6 +18,11 @@ export default async function globalSetup() {
   });
   (globalThis as Record<string, unknown>).__gensvcStack = stack;
   Object.assign(process.env, stack.env);
+  // Always its own, even where SMTP_URL names a server: the tests read what was sent from this one's inbox.
+  const mail = await startMailCatcher();
+  (globalThis as Record<string, unknown>).__gensvcMail = mail;
+  process.env.SMTP_URL = mail.smtpUrl;
+  process.env.GENSVC_TEST_MAIL_INBOX = mail.inboxUrl;
   const template = `gensvc_t${runId}_tpl`;
   await withAdmin(adminUrl(stack.env.DATABASE_URL), (c) => c.query(`CREATE DATABASE "${template}"`));
   const url = new URL(stack.env.DATABASE_URL);

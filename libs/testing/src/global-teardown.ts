@@ -1,4 +1,4 @@
-import type { Stack } from '@gensvc/local-stack';
+import type { MailCatcher, Stack } from '@gensvc/local-stack';
 import { adminUrl, dropRunDatabases } from './databases';
 
 export default async function globalTeardown() {
@@ -6,4 +6,5 @@ export default async function globalTeardown() {
   if (runId && process.env.DATABASE_URL) await dropRunDatabases(adminUrl(process.env.DATABASE_URL), runId);
   const stack = (globalThis as Record<string, unknown>).__gensvcStack as Stack | undefined;
   await stack?.stop();
+  await ((globalThis as Record<string, unknown>).__gensvcMail as MailCatcher | undefined)?.stop();
 }

@@ -12,3 +12,4 @@ export * from './tls';
 export * from './outputs';
 export * from './s3-policy-gateway';
 export * from './otlp-collector';
+export * from './mail';

@@ -5,6 +5,12 @@ import { startTelemetry } from '@gensvc/observability';
 
 const SERVICE = 'callback-dispatcher';
 const config = loadConfigOrExit(SERVICE);
+// This process sends the mail: without a server it would take mail jobs it cannot send.
+const smtpUrl = config.mail.smtpUrl ?? '';
+if (!smtpUrl) {
+  process.stderr.write(`${SERVICE}: Invalid configuration:\n  - SMTP_URL is required (this service sends the mail)\n`);
+  process.exit(1);
+}
 const telemetry = startTelemetry({
   serviceName: `gensvc-${SERVICE}`,
   otlpEndpoint: config.otel.endpoint,
@@ -20,6 +26,8 @@ async function main() {
   const { countDeliveries } = await import('./dispatch-metrics');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
   const { startDispatcherWorker } = await import('./dispatcher-worker');
+  const { startMailWorker } = await import('./mail-worker');
+  const { createMailer } = await import('@gensvc/mail');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const concurrency = config.concurrency.callbackDispatcher;
@@ -33,19 +41,30 @@ async function main() {
     { connection: redis, prefix: config.queuePrefix, logger },
     concurrency,
   );
+  const mailer = createMailer({ smtpUrl, from: config.mail.from });
+  const mailWorker = startMailWorker(
+    { config, db, mailer, logger },
+    { connection: redis, prefix: config.queuePrefix, logger },
+  );
   // Pending deliveries whose chain of attempt jobs vanished (Redis flushed, a dispatcher killed between two steps).
   const { startDeliveryReconciler } = await import('./reconciler');
   const reconciler = startDeliveryReconciler({ config, db, queues, redis, logger });
-  await worker.waitUntilReady();
+  await Promise.all([worker.waitUntilReady(), mailWorker.waitUntilReady()]);
   // The ops port: probes and Prometheus, never the public network.
   const metrics = createMetrics(SERVICE);
   const watched = watchWorker({ worker, queue: queues.get('callbacks'), connection: redis, metrics });
-  watchQueues(metrics, [queues.get('callbacks')]);
+  const watchedMail = watchWorker({ worker: mailWorker, queue: queues.get('mail'), connection: redis, metrics });
+  watchQueues(metrics, [queues.get('callbacks'), queues.get('mail')]);
   countDeliveries(worker, metrics, db);
   const ops = await startOpsServer({
     port: config.opsPort,
     metrics,
-    checks: { postgres: () => pingDb(db), redis: () => redis.ping(), worker: () => watched.check() },
+    checks: {
+      postgres: () => pingDb(db),
+      redis: () => redis.ping(),
+      worker: () => watched.check(),
+      mail: () => watchedMail.check(),
+    },
   });
   logger.info(
     {
@@ -63,7 +82,7 @@ async function main() {
       // An attempt lasts at most the callback timeout; past the wait it is aborted and goes back to the queue
       // unrecorded, to be made again under the same delivery id.
       { name: 'stop reconciler', timeoutMs: 10_000, run: () => reconciler.stop() },
-      closeWorkersPhase([worker], {
+      closeWorkersPhase([worker, mailWorker], {
         waitMs: config.callbacks.timeoutMs + 2_000,
         abortGraceMs: 3_000,
         what: 'callback attempts',
@@ -74,6 +93,7 @@ async function main() {
         timeoutMs: 5_000,
         run: async () => {
           await ops.close();
+          mailer.close();
           await queues.close();
           redis.disconnect();
           await closeDb(db);

@@ -10,7 +10,16 @@ import {
   membershipRepository,
   modelRepository,
 } from '@gensvc/db';
-import { eventually, useTestContext } from '@gensvc/testing';
+import {
+  awaitMail,
+  eventually,
+  linkIn,
+  mailTo,
+  spawnService,
+  useTestContext,
+  waitForOutput,
+  type ServiceProcess,
+} from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
 import { axeViolations, ensureBuilt, launchChromium, screenshot, watchPage } from './browser';
@@ -32,6 +41,7 @@ jest.setTimeout(120_000);
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
 let browser: Browser;
+let mailSender: ServiceProcess;
 
 const OWNER = { email: 'olivia.owner@example.com', password: 'correct horse battery staple', name: 'Olivia Owner' };
 const INVITED = { email: 'new.member@example.com', password: 'a long enough password', name: 'Nico Member' };
@@ -57,6 +67,9 @@ beforeAll(async () => {
   edge = await startEdge(ctx);
   // The invitation links the edge hands out name PUBLIC_BASE_URL: this edge's address here.
   (edge.deps.config as { publicBaseUrl: string }).publicBaseUrl = edge.url;
+  // The mailed links (invitations, password resets) are made by the sender, on the same address.
+  mailSender = spawnService('callback-dispatcher', { ...ctx.env, PUBLIC_BASE_URL: edge.url, LOG_LEVEL: 'info' });
+  await waitForOutput(mailSender, 'callback dispatcher started');
   browser = await launchChromium();
 
   ws = await makeWorkspace(ctx.db, { name: 'Acme Studio', balance: 48_250_000n });
@@ -99,6 +112,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await edge?.close();
+  await mailSender?.stop();
 });
 
 async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
@@ -299,7 +313,7 @@ describe('the owner', () => {
 
   let invitationLink = '';
 
-  it('changes a role and invites a new member, getting the invitation link', async () => {
+  it('changes a role and invites a new member: the link goes by mail only; resends and revokes', async () => {
     const { page } = owner;
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
@@ -313,13 +327,41 @@ describe('the owner', () => {
 
     await page.getByLabel('Email address').fill(INVITED.email);
     await page.getByLabel('Role', { exact: true }).selectOption('member');
-    await page.getByRole('button', { name: 'Add member' }).click();
-    invitationLink = await page.getByRole('textbox', { name: 'Invitation link' }).inputValue();
-    expect(invitationLink).toMatch(new RegExp(`^${edge.url}/dashboard/invite/[A-Za-z0-9_-]+$`));
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`Invitation sent to ${INVITED.email}.`).waitFor();
+    const first = linkIn(await awaitMail(INVITED.email), `${edge.url}/dashboard/invite/`);
+    expect(first).toMatch(new RegExp(`^${edge.url}/dashboard/invite/[A-Za-z0-9_-]{43}$`));
+    // The page never holds the link.
+    expect(await page.content()).not.toContain(first.split('/').pop()!);
     await page.getByRole('heading', { name: 'Pending invitations' }).waitFor();
-    await expect(page.locator('tr', { hasText: INVITED.email }).count()).resolves.toBe(1);
+    const row = page.locator('tr', { hasText: INVITED.email });
+    await expect(row.count()).resolves.toBe(1);
+    await expect(row.getByRole('cell', { name: 'Sent', exact: true }).count()).resolves.toBe(1);
+
+    // Resent: a new link by mail, and the first one stops working.
+    await page.getByRole('button', { name: `Resend the invitation of ${INVITED.email}` }).click();
+    await row.getByText('Sent 2 times').waitFor();
+    invitationLink = linkIn(await awaitMail(INVITED.email, { count: 2 }), `${edge.url}/dashboard/invite/`);
+    expect(invitationLink).not.toBe(first);
+    const info = (link: string) => fetch(`${edge.url}/api/v1/dashboard/invitations/${link.split('/').pop()}`);
+    expect((await info(first)).status).toBe(404);
+    expect((await info(invitationLink)).status).toBe(200);
     await expectAccessible(page);
     await screenshot(page, 'members');
+
+    // Revoked: its row and its link go.
+    await page.getByLabel('Email address').fill('changed.mind@example.com');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    const revoked = linkIn(await awaitMail('changed.mind@example.com'), `${edge.url}/dashboard/invite/`);
+    await page.getByRole('button', { name: 'Revoke the invitation of changed.mind@example.com' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke invitation' });
+    await expectAccessible(page);
+    await dialog.getByRole('button', { name: 'Revoke invitation' }).click();
+    await eventually(
+      async () => (await page.locator('tr', { hasText: 'changed.mind@example.com' }).count()) === 0,
+      'the invitation row is gone',
+    );
+    expect((await info(revoked)).status).toBe(404);
   });
 
   it('cannot demote the last owner: the edge says why and nothing changes', async () => {
@@ -486,6 +528,40 @@ describe('the owner', () => {
       await page.getByRole('link', { name: 'Outputs' }).click();
       await page.locator('[data-output-id]').first().waitFor();
     });
+  });
+
+  it('lets a member who forgot the password set a new one by a mailed link, signing them out everywhere', async () => {
+    const forgetful = await newPage();
+    try {
+      const { page } = forgetful;
+      await page.goto('/dashboard/sign-in');
+      await page.getByRole('link', { name: 'Forgot your password?' }).click();
+      await page.getByRole('heading', { name: 'Forgot your password?' }).waitFor();
+      await expectAccessible(page);
+      await page.getByLabel('Email address').fill(INVITED.email);
+      await page.getByRole('button', { name: 'Send the link' }).click();
+      await page.getByText('If an account has this address').waitFor();
+      const mail = await eventually(
+        async () => (await mailTo(INVITED.email)).find((m) => m.subject === 'Set a new gensvc password'),
+        'the reset mail',
+        15_000,
+      );
+      await page.goto(linkIn(mail, `${edge.url}/dashboard/reset-password/`).replace(edge.url, ''));
+      await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+      await expectAccessible(page);
+      await page.getByLabel('New password', { exact: true }).fill('a password I will remember');
+      await page.getByLabel('Repeat the new password').fill('a password I will remember');
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await page.getByRole('heading', { name: 'Password set' }).waitFor();
+      const user = await ctx.db.user.findUniqueOrThrow({ where: { email: INVITED.email } });
+      expect(await ctx.db.session.count({ where: { userId: user.id, revokedAt: null } })).toBe(0);
+      await page.getByRole('link', { name: 'Sign in' }).click();
+      await signIn(page, { email: INVITED.email, password: 'a password I will remember' });
+      await page.waitForURL(`**/dashboard/w/${ws.id}/outputs`);
+      expect(forgetful.problems).toEqual([]);
+    } finally {
+      await forgetful.context.close();
+    }
   });
 
   it('deletes an output after confirming: the tile, the row and the bytes in S3 are gone', async () => {

@@ -6,6 +6,10 @@ interface PageDocument {
 interface HTMLImageElement {
   complete: boolean;
   naturalWidth: number;
+  currentSrc: string;
+}
+interface HTMLAnchorElement {
+  href: string;
 }
 interface HTMLVideoElement {
   muted: boolean;

@@ -9,6 +9,8 @@ import { InvitePage } from './pages/invite/invite-page';
 import { KeysPage } from './pages/keys/keys-page';
 import { MembersPage } from './pages/members/members-page';
 import { OutputsPage } from './pages/outputs/outputs-page';
+import { ForgotPasswordPage } from './pages/password-reset/forgot-password-page';
+import { ResetPasswordPage } from './pages/password-reset/reset-password-page';
 import { landingPath } from './pages/sign-in/landing';
 import { SignInPage } from './pages/sign-in/sign-in-page';
 import { TaskPage } from './pages/tasks/task-page';
@@ -49,6 +51,8 @@ export function App() {
       <SignInPage />
     );
   else if (parts[0] === 'invite' && parts[1]) page = <InvitePage token={parts[1]} />;
+  else if (parts[0] === 'forgot-password') page = <ForgotPasswordPage />;
+  else if (parts[0] === 'reset-password' && parts[1]) page = <ResetPasswordPage token={parts[1]} />;
   else if (!session) page = <Redirect to={signInPath()} />;
   else if (parts[0] === 'account')
     page = (

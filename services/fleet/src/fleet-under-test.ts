@@ -94,6 +94,7 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_ACCESS_KEY_ID = '',
     S3_SECRET_ACCESS_KEY = '',
     ENCRYPTION_KEYS,
+    SMTP_URL,
   } = ctx.env;
   return {
     DATABASE_URL,
@@ -106,6 +107,7 @@ export function storesOf(ctx: TestContext): Record<string, string> {
     S3_SECRET_ACCESS_KEY,
     // The database holds secrets sealed under the test's keys (its fixtures, an earlier fleet on it).
     ENCRYPTION_KEYS,
+    SMTP_URL,
   } as Record<string, string>;
 }
 

@@ -1,12 +1,20 @@
 // `npm start` end to end, on embedded stores in a scratch data directory: a printed key whose printed curl works,
-// a clean stop on Ctrl-C (SIGINT to the whole process group, as a terminal sends it), and data that survives a
-// restart (fleet-under-test runs it).
+// mail that reaches the printed local inbox, a clean stop on Ctrl-C (SIGINT to the whole process group, as a terminal
+// sends it), and data that survives a restart (fleet-under-test runs it).
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gensvc/local-stack';
 import { newId, openChannel, secretAad } from '@gensvc/db';
-import { createTestCa, eventually, jsonOf, makeWorkspace, startTlsServer, useTestContext } from '@gensvc/testing';
+import {
+  createTestCa,
+  eventually,
+  jsonOf,
+  mailTo,
+  makeWorkspace,
+  startTlsServer,
+  useTestContext,
+} from '@gensvc/testing';
 import { runCurl, startFleet as startFleetIn, storesOf } from './fleet-under-test';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gensvc-fleet-'));
@@ -15,6 +23,23 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 const ctx = useTestContext();
 
 const startFleet = (port: number, env: Record<string, string> = {}, dir = dataDir) => startFleetIn(port, env, dir);
+
+/** Asks the fleet's dashboard for a password-reset mail to `email`, as the sign-in page does. */
+async function askForReset(port: number, email: string) {
+  const base = `http://127.0.0.1:${port}`;
+  const page = await fetch(`${base}/api/v1/dashboard/session`);
+  const csrf = /gsvc_csrf=([^;]+)/.exec(page.headers.getSetCookie().join('\n'))![1]!;
+  const res = await fetch(`${base}/api/v1/dashboard/password-reset`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: `gsvc_csrf=${csrf}`, 'x-csrf-token': csrf, origin: base },
+    body: JSON.stringify({ email }),
+  });
+  expect(res.status).toBe(202);
+}
+
+/** The messages to `to` in the inbox at `inbox` (the fleet's own local SMTP server's). */
+const inboxFor = async (inbox: string, to: string) =>
+  (await jsonOf(await fetch(`${inbox}api/messages?to=${encodeURIComponent(to)}`))).data as { subject: string }[];
 
 it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data for the next start', async () => {
   const port = await freePort();
@@ -64,6 +89,18 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   const image = await fetch(done.output.download_url);
   expect(image.headers.get('content-type')).toBe('image/png');
   expect(existsSync(join(dataDir, 'stack.json'))).toBe(true);
+  // Mail goes to the local SMTP server whose inbox is printed: a password reset for the demo owner arrives there.
+  const inbox = /mail inbox (http:\/\/127\.0\.0\.1:\d+\/)/.exec(first.output())?.[1];
+  const demo = /sign in as (\S+) \//.exec(first.output())?.[1];
+  expect({ inbox, demo }).toEqual({ inbox: expect.any(String), demo: expect.any(String) });
+  await askForReset(port, demo!);
+  await eventually(
+    async () => (await inboxFor(inbox!, demo!)).some((m) => m.subject === 'Set a new gensvc password'),
+    'the reset mail in the local inbox',
+    30_000,
+  );
+  const listing = await fetch(inbox!);
+  expect([listing.status, await listing.text()]).toEqual([200, expect.stringContaining('Set a new gensvc password')]);
 
   first.ctrlC();
   expect(await first.exited).toBe(0);
@@ -75,6 +112,9 @@ it('prints a working key and curl, stops cleanly on Ctrl-C, and keeps its data f
   const second = startFleet(port);
   const again = await second.printed;
   expect(again.key).toBe(key);
+  // The inbox is kept with the rest of the data.
+  const inboxAgain = /mail inbox (http:\/\/127\.0\.0\.1:\d+\/)/.exec(second.output())![1]!;
+  expect((await inboxFor(inboxAgain, demo!)).map((m) => m.subject)).toContain('Set a new gensvc password');
   expect(runCurl(again.curl).workspace_id).toBe(balance.workspace_id);
   const res = await fetch(`http://127.0.0.1:${port}/api/v1/me/balance`, {
     headers: { authorization: `Bearer ${key}` },
@@ -112,6 +152,14 @@ it('uses the stores the variables name instead of embedded ones, sealing their p
     expect(existsSync(join(dir, 'redis'))).toBe(false);
     expect(existsSync(join(dir, 's3'))).toBe(false);
     expect(key).toMatch(/^gsk_/);
+    // The user's SMTP_URL is used as it is: no local server, and mail reaches theirs (the test's).
+    expect(fleet.output()).toContain('mail       sent through your SMTP_URL');
+    expect(fleet.output()).not.toContain('mail inbox');
+    expect(existsSync(join(dir, 'mail'))).toBe(false);
+    const demo = /sign in as (\S+) \//.exec(fleet.output())![1]!;
+    const before = (await mailTo(demo)).length;
+    await askForReset(Number(new URL(curl.match(/http:\/\/localhost:(\d+)/)![0]).port), demo);
+    await eventually(async () => (await mailTo(demo)).length > before, 'the mail at the given SMTP server', 30_000);
     fleet.ctrlC();
     expect(await fleet.exited).toBe(0);
   } finally {

@@ -1,6 +1,7 @@
-// `npm start`: brings up what the environment does not name (Postgres, Redis, S3 under .data/), migrates, seeds the
-// demo workspace, runs every service of the fleet as its own process, and prints the base URL, a key and a first
-// request. Ctrl-C stops the children, then the stores; the data stays in .data/ for the next start.
+// `npm start`: brings up what the environment does not name (Postgres, Redis, S3 under .data/, an SMTP server with a
+// web inbox), migrates, seeds the demo workspace, runs every service of the fleet as its own process, and prints the
+// base URL, a key and a first request. Ctrl-C stops the children, then the stores; the data stays in .data/ for the
+// next start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -85,7 +86,13 @@ async function main() {
     });
   }
 
-  stack = await startStack({ dataDir, persistent: true, env: process.env, log: (m) => say(m) });
+  stack = await startStack({
+    dataDir,
+    persistent: true,
+    env: process.env,
+    need: { smtp: true },
+    log: (m) => say(m),
+  });
   const wanted = Number(process.env.PORT ?? 8080);
   const port = (await portIsFree(wanted)) ? wanted : await freePort();
   if (port !== wanted) say(`port ${wanted} is taken; the edge listens on ${port}`);
@@ -192,6 +199,9 @@ async function main() {
       `  API key    ${demo.secret}`,
       `             workspace "Demo" (${demo.workspaceId}), every scope`,
       `  ops ports  ${FLEET.map((n) => `${n} ${opsPorts[n]}`).join(', ')} (/healthz, /readyz, /metrics)`,
+      stack.mailInboxUrl
+        ? `  mail inbox ${stack.mailInboxUrl}   (invitations and password resets sent through ${env.SMTP_URL})`
+        : `  mail       sent through your SMTP_URL`,
       '',
       'First request:',
       `  curl -s ${base}/api/v1/evaluate -H "Authorization: Bearer ${demo.secret}" -H 'Content-Type: ` +

@@ -2,11 +2,13 @@ import type { DbClient } from '../client';
 import { withTx } from '../client';
 import type { Role } from '../generated/prisma/enums';
 import { lockWorkspace, ownerCount } from './workspace-owners';
+import { invitationRepository } from './invitation.repository';
 
 // Who belongs to a workspace and as what. Two things are decided here, under a lock on the workspace row, so that
 // racing changes cannot both pass: a workspace with owners always keeps at least one, and the actor still has the
 // role the change needs (a person demoted a moment ago cannot finish a change begun as an admin). What role a change
-// needs is @gensvc/auth's rule; the caller passes it in as `actorMay`.
+// needs is @gensvc/auth's rule; the caller passes it in as `actorMay`. A person's pending invitations go with the right
+// to make them, in the same transaction as the change that takes it.
 
 export type MembershipChange<T> =
   | { ok: true; value: T }
@@ -92,6 +94,35 @@ export const membershipRepository = {
     });
   },
 
+  /**
+   * Invites an address: under the workspace's lock, the actor's role is checked again (an invitation cannot outlive
+   * the right to make it, which a racing demotion revokes) and an address that is a member already is refused. Whether
+   * the address has an account is neither read nor answered: one query by address either way.
+   */
+  invite(
+    db: DbClient,
+    input: {
+      id: string;
+      workspaceId: string;
+      email: string;
+      role: Role;
+      tokenHash: string;
+      invitedById: string | null;
+    },
+    actor?: Actor,
+  ): Promise<MembershipChange<Awaited<ReturnType<typeof invitationRepository.create>>>> {
+    return withTx(db, async (tx) => {
+      await lockWorkspace(tx, input.workspaceId);
+      if (!(await actorAllowed(tx, input.workspaceId, actor))) return { ok: false, reason: 'actor_role' };
+      const member = await tx.membership.findFirst({
+        where: { workspaceId: input.workspaceId, user: { email: input.email.toLowerCase() } },
+        select: { userId: true },
+      });
+      if (member) return { ok: false, reason: 'already_member' };
+      return { ok: true, value: await invitationRepository.create(tx, input) };
+    });
+  },
+
   /** Changes a member's role; demoting the last owner is refused. */
   changeRole(
     db: DbClient,
@@ -108,6 +139,7 @@ export const membershipRepository = {
       if (m.role === 'owner' && role !== 'owner' && (await ownerCount(tx, workspaceId)) <= 1)
         return { ok: false, reason: 'last_owner' };
       await tx.membership.update({ where: { workspaceId_userId: { workspaceId, userId } }, data: { role } });
+      await invitationRepository.revokeBeyond(tx, workspaceId, userId, role);
       return { ok: true, value: { before: m.role, after: role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },
@@ -126,6 +158,7 @@ export const membershipRepository = {
       if (!(await actorAllowed(tx, workspaceId, actor))) return { ok: false, reason: 'actor_role' };
       if (m.role === 'owner' && (await ownerCount(tx, workspaceId)) <= 1) return { ok: false, reason: 'last_owner' };
       await tx.membership.delete({ where: { workspaceId_userId: { workspaceId, userId } } });
+      await invitationRepository.revokeBeyond(tx, workspaceId, userId, null);
       return { ok: true, value: { role: m.role, keyIds: await keysMadeBy(tx, workspaceId, userId) } };
     });
   },

@@ -1,10 +1,11 @@
 // The one client of the edge's dashboard routes (services/edge/src/routes/dashboard/API.md). It adds the CSRF
 // header to every state-changing call, turns error bodies into ApiError, and sends a 401 to the sign-in page.
 import type {
-  AddMemberResult,
   CallbackSecret,
   CreateKeyInput,
   InvitationInfo,
+  InviteResult,
+  ResetRequested,
   Key,
   KeyWithSecret,
   Member,
@@ -143,6 +144,13 @@ export const api = {
     changePassword: (current_password: string, new_password: string) =>
       request<Session>('POST', '/password', { body: { current_password, new_password } }),
   },
+  passwordReset: {
+    request: (email: string) =>
+      request<ResetRequested>('POST', '/password-reset', { body: { email }, expect401: true }),
+    check: (token: string) => request<{ valid: true }>('GET', `/password-reset/${seg(token)}`, { expect401: true }),
+    set: (token: string, password: string) =>
+      request<void>('POST', `/password-reset/${seg(token)}`, { body: { password }, expect401: true }),
+  },
   invitations: {
     get: (token: string) => request<InvitationInfo>('GET', `/invitations/${seg(token)}`, { expect401: true }),
     accept: (token: string, body: { password?: string; name?: string }) =>
@@ -159,12 +167,13 @@ export const api = {
     },
     members: {
       list: () => request<MembersList>('GET', `${ws(id)}/members`),
-      add: (email: string, role: Role) =>
-        request<AddMemberResult>('POST', `${ws(id)}/members`, { body: { email, role } }),
+      add: (email: string, role: Role) => request<InviteResult>('POST', `${ws(id)}/members`, { body: { email, role } }),
       setRole: (userId: string, role: Role) =>
         request<{ member: Member }>('PATCH', `${ws(id)}/members/${seg(userId)}`, { body: { role } }),
       remove: (userId: string) => request<void>('DELETE', `${ws(id)}/members/${seg(userId)}`),
       cancelInvitation: (invitationId: string) => request<void>('DELETE', `${ws(id)}/invitations/${seg(invitationId)}`),
+      resendInvitation: (invitationId: string) =>
+        request<InviteResult>('POST', `${ws(id)}/invitations/${seg(invitationId)}/resend`),
     },
     outputs: {
       list: (q: OutputQuery) => request<Page<Output>>('GET', `${ws(id)}/outputs`, { query: { ...q } }),

@@ -84,13 +84,16 @@ export interface Member {
   created_at: string;
 }
 
+/** A pending invitation: its link went to the address by mail, and only there. */
 export interface Invitation {
   id: string;
   email: string;
   role: Role;
+  status: 'sent';
+  /** How often its link was mailed (each resend replaces the link). */
+  sends: number;
   expires_at: string;
   created_at: string;
-  url?: string;
 }
 
 export interface MembersList {
@@ -98,9 +101,15 @@ export interface MembersList {
   invitations?: Invitation[];
 }
 
-export type AddMemberResult =
-  | { member: Member; invitation?: undefined }
-  | { invitation: Invitation; member?: undefined };
+export interface InviteResult {
+  invitation: Invitation;
+}
+
+/** The one answer to a password-reset request, whatever the address. */
+export interface ResetRequested {
+  status: 'sent';
+  message: string;
+}
 
 export interface InvitationInfo {
   email: string;

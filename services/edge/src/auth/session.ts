@@ -81,15 +81,30 @@ export async function readSession(db: Db, req: Request): Promise<LiveSession | n
   return sessionRepository.findLive(db, hashToken(token));
 }
 
+/** Credential classes do not cross (DESIGN.md §4): a request that carries an API key is not the dashboard's. */
+function refuseApiKey(req: Request) {
+  if (req.get('authorization') !== undefined || req.get('x-api-key') !== undefined) {
+    throw errors.wrongCredentialClass(
+      "An API key cannot call the dashboard's routes: sign in to the dashboard instead.",
+    );
+  }
+}
+
+/** For the dashboard's signed-out routes (invitation and password-reset links): 403 for a request with an API key. */
+export function requireNoApiKey(req: Request, _res: Response, next: NextFunction) {
+  try {
+    refuseApiKey(req);
+    next();
+  } catch (e) {
+    next(e);
+  }
+}
+
 /** 401 not_signed_in without a live session; 403 csrf_failed for a state change without the session's token. */
 export function requireSession(deps: { db: Db; config: Config }) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      if (req.get('authorization') !== undefined || req.get('x-api-key') !== undefined) {
-        throw errors.wrongCredentialClass(
-          "An API key cannot call the dashboard's routes: sign in to the dashboard instead.",
-        );
-      }
+      refuseApiKey(req);
       const session = await readSession(deps.db, req);
       if (!session) throw errors.notSignedIn();
       if (UNSAFE.has(req.method)) {

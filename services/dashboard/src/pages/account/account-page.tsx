@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { api } from '../../api/client';
 import { useAction } from '../../api/use-api';
+import { NewPasswordFields } from '../../components/new-password-fields';
 import { ErrorNotice } from '../../components/notice';
 import { PageHeader } from '../../components/page';
 import { useSession } from '../../session';
@@ -44,35 +45,15 @@ export function AccountPage() {
               onChange={(e) => setCurrent(e.target.value)}
             />
           </div>
-          <div className="field">
-            <label htmlFor="new-password">New password</label>
-            <input
-              id="new-password"
-              className="input"
-              type="password"
-              autoComplete="new-password"
-              minLength={10}
-              required
-              aria-describedby="new-password-hint"
-              value={next}
-              onChange={(e) => setNext(e.target.value)}
-            />
-            <span id="new-password-hint" className="muted small">
-              At least 10 characters.
-            </span>
-          </div>
-          <div className="field">
-            <label htmlFor="confirm-password">Repeat the new password</label>
-            <input
-              id="confirm-password"
-              className="input"
-              type="password"
-              autoComplete="new-password"
-              required
-              value={confirm}
-              onChange={(e) => setConfirm(e.target.value)}
-            />
-          </div>
+          <NewPasswordFields
+            id="new"
+            label="New password"
+            repeatLabel="Repeat the new password"
+            password={next}
+            confirm={confirm}
+            onPassword={setNext}
+            onConfirm={setConfirm}
+          />
           <ErrorNotice error={change.error} />
           {note ? (
             <p className="notice" role="status">

@@ -2,11 +2,10 @@ import { useState, type FormEvent } from 'react';
 import { api } from '../../api/client';
 import { useAction, useApi } from '../../api/use-api';
 import { ROLE_LABEL, formatDateTime } from '../../components/format';
+import { NewPasswordFields } from '../../components/new-password-fields';
 import { ErrorNotice, Loading } from '../../components/notice';
 import { BASE, Link, navigate, wsPath } from '../../router';
 import { useSession } from '../../session';
-
-const MIN_PASSWORD = 10;
 
 /** `/dashboard/invite/<token>`: a new person sets a password; an existing user accepts while signed in as that user. */
 export function InvitePage({ token }: { token: string }) {
@@ -80,35 +79,15 @@ export function InvitePage({ token }: { token: string }) {
                     onChange={(e) => setName(e.target.value)}
                   />
                 </div>
-                <div className="field">
-                  <label htmlFor="invite-password">Choose a password</label>
-                  <input
-                    id="invite-password"
-                    className="input"
-                    type="password"
-                    autoComplete="new-password"
-                    minLength={MIN_PASSWORD}
-                    required
-                    aria-describedby="invite-password-hint"
-                    value={password}
-                    onChange={(e) => setPassword(e.target.value)}
-                  />
-                  <span id="invite-password-hint" className="muted small">
-                    At least {MIN_PASSWORD} characters.
-                  </span>
-                </div>
-                <div className="field">
-                  <label htmlFor="invite-confirm">Repeat the password</label>
-                  <input
-                    id="invite-confirm"
-                    className="input"
-                    type="password"
-                    autoComplete="new-password"
-                    required
-                    value={confirm}
-                    onChange={(e) => setConfirm(e.target.value)}
-                  />
-                </div>
+                <NewPasswordFields
+                  id="invite"
+                  label="Choose a password"
+                  repeatLabel="Repeat the password"
+                  password={password}
+                  confirm={confirm}
+                  onPassword={setPassword}
+                  onConfirm={setConfirm}
+                />
                 {mismatch ? (
                   <div className="notice notice-error" role="alert">
                     The two passwords differ.

@@ -1,7 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import type { Invitation, Member, Permissions, Role } from '../../api/types';
 import { useAction } from '../../api/use-api';
-import { CopyField } from '../../components/copy-field';
 import { ConfirmDialog } from '../../components/dialog';
 import { ROLE_LABEL, formatDate, formatDateTime } from '../../components/format';
 import { ErrorNotice, Loading } from '../../components/notice';
@@ -56,25 +55,9 @@ export function MembersPage() {
           <h2 id="invitations-title" className="section-title">
             Pending invitations
           </h2>
-          <Table columns={['Email', 'Role', 'Expires']} actions>
+          <Table columns={['Email', 'Role', 'Status', 'Expires']} actions>
             {data.invitations.map((i) => (
-              <tr key={i.id}>
-                <td>{i.email}</td>
-                <td>
-                  <Badge value={i.role} label={ROLE_LABEL[i.role]} />
-                </td>
-                <td>{formatDateTime(i.expires_at)}</td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    className="button button-small"
-                    aria-label={`Cancel the invitation of ${i.email}`}
-                    onClick={() => setCanceling(i)}
-                  >
-                    Cancel
-                  </button>
-                </td>
-              </tr>
+              <InvitationRow key={i.id} i={i} resend={members.resendInvitation} onRevoke={() => setCanceling(i)} />
             ))}
           </Table>
         </section>
@@ -84,6 +67,57 @@ export function MembersPage() {
         <CancelInvitationDialog i={canceling} cancel={members.cancelInvitation} onClose={() => setCanceling(null)} />
       ) : null}
     </>
+  );
+}
+
+function InvitationRow({
+  i,
+  resend,
+  onRevoke,
+}: {
+  i: Invitation;
+  resend: ReturnType<typeof useMembers>['resendInvitation'];
+  onRevoke: () => void;
+}) {
+  const action = useAction(resend);
+  const [resent, setResent] = useState(false);
+  return (
+    <tr data-invitation-id={i.id}>
+      <td>{i.email}</td>
+      <td>
+        <Badge value={i.role} label={ROLE_LABEL[i.role]} />
+      </td>
+      <td>
+        {i.sends > 1 ? `Sent ${i.sends} times` : 'Sent'}
+        {resent ? (
+          <span className="muted small" role="status">
+            {' '}
+            — sent again
+          </span>
+        ) : null}
+        <ErrorNotice error={action.error} />
+      </td>
+      <td>{formatDateTime(i.expires_at)}</td>
+      <td className="actions">
+        <button
+          type="button"
+          className="button button-small"
+          aria-label={`Resend the invitation of ${i.email}`}
+          disabled={action.pending}
+          onClick={async () => setResent(Boolean(await action.call(i.id)))}
+        >
+          {action.pending ? 'Sending…' : 'Resend'}
+        </button>
+        <button
+          type="button"
+          className="button button-small button-danger-quiet"
+          aria-label={`Revoke the invitation of ${i.email}`}
+          onClick={onRevoke}
+        >
+          Revoke
+        </button>
+      </td>
+    </tr>
   );
 }
 
@@ -153,21 +187,22 @@ function MemberRow({
 function AddMember({ roles, add }: { roles: Role[]; add: ReturnType<typeof useMembers>['add'] }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('member');
-  const [result, setResult] = useState<{ added?: string; link?: string } | null>(null);
+  const [sentTo, setSentTo] = useState<string | null>(null);
   const action = useAction(add);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    setResult(null);
+    setSentTo(null);
     const r = await action.call(email.trim(), role);
     if (!r) return;
-    setResult(r.invitation ? { link: r.invitation.url ?? '' } : { added: r.member?.user.email ?? email });
+    setSentTo(r.invitation.email);
     setEmail('');
   };
   return (
     <section className="card" aria-labelledby="add-member-title">
-      <h2 id="add-member-title">Add a member</h2>
+      <h2 id="add-member-title">Invite a member</h2>
       <p className="muted small">
-        An existing user is added at once; anyone else gets an invitation link to set a password.
+        The invitation link goes by mail to the address, and only there. Whoever has the address joins by following it:
+        a new person sets a password, someone with an account signs in first.
       </p>
       <form className="inline-form" onSubmit={submit}>
         <div className="field grow">
@@ -188,20 +223,14 @@ function AddMember({ roles, add }: { roles: Role[]; add: ReturnType<typeof useMe
           onChange={setRole}
         />
         <button type="submit" className="button button-primary" disabled={action.pending}>
-          {action.pending ? 'Adding…' : 'Add member'}
+          {action.pending ? 'Sending…' : 'Send invitation'}
         </button>
       </form>
       <ErrorNotice error={action.error} />
-      {result?.added ? (
+      {sentTo ? (
         <p className="notice" role="status">
-          {result.added} was added.
+          Invitation sent to {sentTo}.
         </p>
-      ) : null}
-      {result?.link !== undefined ? (
-        <div className="notice" role="status">
-          <p>No account uses that address yet: send this invitation link to the person. It is shown only now.</p>
-          {result.link ? <CopyField label="Invitation link" value={result.link} /> : null}
-        </div>
       ) : null}
     </section>
   );
@@ -246,8 +275,8 @@ function CancelInvitationDialog({
   const action = useAction(cancel);
   return (
     <ConfirmDialog
-      title="Cancel invitation"
-      confirmLabel="Cancel invitation"
+      title="Revoke invitation"
+      confirmLabel="Revoke invitation"
       danger
       pending={action.pending}
       error={action.error}

@@ -22,6 +22,11 @@ export function useMembers() {
       list.reload();
       return true;
     },
+    resendInvitation: async (id: string) => {
+      const r = await api.members.resendInvitation(id);
+      list.reload();
+      return r;
+    },
     cancelInvitation: async (id: string) => {
       await api.members.cancelInvitation(id);
       list.reload();

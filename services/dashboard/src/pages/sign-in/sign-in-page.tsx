@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api } from '../../api/client';
 import { useAction } from '../../api/use-api';
 import { ErrorNotice } from '../../components/notice';
-import { navigate, useLocation } from '../../router';
+import { BASE, Link, navigate, useLocation } from '../../router';
 import { useSession } from '../../session';
 import { landingPath } from './landing';
 
@@ -58,6 +58,9 @@ export function SignInPage() {
         <button type="submit" className="button button-primary button-block" disabled={signIn.pending}>
           {signIn.pending ? 'Signing in…' : 'Continue'}
         </button>
+        <p className="small">
+          <Link to={`${BASE}/forgot-password`}>Forgot your password?</Link>
+        </p>
       </form>
     </main>
   );

@@ -2,13 +2,23 @@ import { PasswordHashing } from '@gensvc/auth';
 import { errors } from '@gensvc/errors';
 import express from 'express';
 import { LoginThrottle } from '../../auth/login-throttle';
-import { requireMembership, requireRole, requireSession } from '../../auth/session';
+import { requireMembership, requireNoApiKey, requireRole, requireSession } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { jsonBody } from '../../http/json-body';
 import { createKey, listKeys, revokeKey, rotateKey } from './keys';
 import { deleteOutput, listOutputs, takeDownPublicCopy } from './library';
-import { addMember, changeRole, listMembers, removeMember, withdrawInvitation } from './members';
-import { acceptInvitation, changePassword, getInvitation, getSession, signIn, signOut } from './session-routes';
+import { addMember, changeRole, listMembers, removeMember, resendInvitation, withdrawInvitation } from './members';
+import {
+  acceptInvitation,
+  changePassword,
+  getInvitation,
+  getPasswordReset,
+  getSession,
+  requestPasswordReset,
+  resetPassword,
+  signIn,
+  signOut,
+} from './session-routes';
 import {
   getCallbackSecret,
   getTask,
@@ -27,6 +37,8 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   const json = jsonBody({ limitBytes: 64 * 1024, timeouts: deps.config.http });
   const session = requireSession(deps);
   const throttle = new LoginThrottle(deps.redis, deps.config.queuePrefix);
+  // Reset requests have allowances of their own, counted as sign-ins are (per address asked for, per client).
+  const resetThrottle = new LoginThrottle(deps.redis, `${deps.config.queuePrefix}:reset`);
   // One per process (buildApp runs once). A waiting hash holds no memory; the bound keeps a sign-in's wait under
   // sixteen hashes' time (seconds) instead of letting a storm queue without end, and is above one account's
   // allowance (LOGIN_LIMIT), so that a burst against one account is answered by its throttle, not by this budget.
@@ -41,8 +53,12 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.post(`${base}/session`, json, signIn(deps, throttle, passwords));
   router.delete(`${base}/session`, session, signOut(deps));
   router.post(`${base}/password`, session, json, changePassword(deps, passwords));
-  router.get(`${base}/invitations/:token`, getInvitation(deps));
-  router.post(`${base}/invitations/:token/accept`, json, acceptInvitation(deps, passwords));
+  const noKey = requireNoApiKey;
+  router.get(`${base}/invitations/:token`, noKey, getInvitation(deps));
+  router.post(`${base}/invitations/:token/accept`, noKey, json, acceptInvitation(deps, passwords));
+  router.post(`${base}/password-reset`, noKey, json, requestPasswordReset(deps, resetThrottle));
+  router.get(`${base}/password-reset/:token`, noKey, getPasswordReset(deps));
+  router.post(`${base}/password-reset/:token`, noKey, json, resetPassword(deps, passwords));
 
   // Every path under a workspace needs a session and a membership first. Its routes are written whole (not in a
   // router mounted here) so that each request's route template names every parameter (logs, metrics, traces).
@@ -58,6 +74,7 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.patch(`${ws}/members/:userId`, json, changeRole(deps));
   router.delete(`${ws}/members/:userId`, removeMember(deps));
   router.delete(`${ws}/invitations/:id`, withdrawInvitation(deps));
+  router.post(`${ws}/invitations/:id/resend`, resendInvitation(deps));
   router.get(`${ws}/outputs`, listOutputs(deps));
   router.delete(`${ws}/outputs/:fileId`, requireRole('deleteFiles'), deleteOutput(deps));
   router.delete(`${ws}/outputs/:fileId/public-copy`, requireRole('deleteFiles'), takeDownPublicCopy(deps));

@@ -1,18 +1,14 @@
 // The Members page's routes. Admins and owners manage members; only an owner makes, demotes or removes an owner; the
-// last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner.
+// last owner stays (checked under a lock in membershipRepository). Anyone may leave, but the last owner. People join
+// only through an invitation mailed to their address: its link never comes back to the inviter, and the answer is the
+// same whether the address has an account or not.
+import { linkToken, membershipRule, ROLE_RULES, roleAtLeast, type RoleRule, type WorkspaceRole } from '@gensvc/auth';
+import { publishKeyInvalidations, scheduleMail } from '@gensvc/queue';
 import {
-  membershipRule,
-  newOpaqueToken,
-  ROLE_RULES,
-  roleAtLeast,
-  type RoleRule,
-  type WorkspaceRole,
-} from '@gensvc/auth';
-import { publishKeyInvalidations } from '@gensvc/queue';
-import {
+  idPattern,
   invitationRepository,
   membershipRepository,
-  userRepository,
+  newId,
   type InvitationRow,
   type MembershipChange,
 } from '@gensvc/db';
@@ -25,15 +21,16 @@ import { locals } from '../../http/request-context';
 import { parseBody } from '../../http/parse-body';
 import { ADD_MEMBER, CHANGE_ROLE } from './schema';
 
-type Deps = Pick<EdgeDeps, 'db' | 'redis' | 'config'>;
+type Deps = Pick<EdgeDeps, 'db' | 'redis' | 'config' | 'queues'>;
 
-const invitationObject = (i: InvitationRow, url?: string) => ({
+const invitationObject = (i: InvitationRow) => ({
   id: i.id,
   email: i.email,
   role: i.role,
+  status: 'sent' as const,
+  sends: i.sends,
   expires_at: i.expiresAt.toISOString(),
   created_at: i.createdAt.toISOString(),
-  ...(url ? { url } : {}),
 });
 
 function refused<T>(change: MembershipChange<T>, rule: RoleRule, email?: string): T {
@@ -57,48 +54,71 @@ export function listMembers(deps: Deps) {
   };
 }
 
-/** POST …/members — adds an existing user, or makes an invitation link for a new person (shown once). */
+/**
+ * POST …/members — invites an address: the invitation is made (replacing a pending one to the same address) and its
+ * link mailed there, after the commit (mail.send). Whether the address has an account changes nothing in the answer.
+ */
 export function addMember(deps: Deps) {
   return async (req: Request, res: Response) => {
     const body = parseBody(ADD_MEMBER, req.body);
     const { workspace, role } = memberOf(res);
     const rule = membershipRule(null, body.role);
     assertRole(role, rule);
-    const user = await userRepository.findByEmail(deps.db, body.email);
-    if (user) {
-      const added = refused(
-        await membershipRepository.add(
-          deps.db,
-          workspace.id,
-          user.id,
-          body.role,
-          actorFor(sessionOf(res).user.id, rule),
-        ),
-        rule,
-        body.email,
-      );
-      res.status(201).json({
-        member: {
-          user: { id: user.id, email: user.email, name: user.name },
-          role: added.role,
-          created_at: added.createdAt.toISOString(),
+    const inviter = sessionOf(res).user.id;
+    const id = newId('inv');
+    const inv = refused(
+      await membershipRepository.invite(
+        deps.db,
+        {
+          id,
+          workspaceId: workspace.id,
+          email: body.email,
+          role: body.role,
+          tokenHash: linkToken(deps.config.signingSecret, 'invitation', id, 1).hash,
+          invitedById: inviter,
         },
-      });
-      return;
-    }
-    const { token, hash } = newOpaqueToken();
-    const inv = await invitationRepository.create(deps.db, {
-      workspaceId: workspace.id,
-      email: body.email,
-      role: body.role,
-      tokenHash: hash,
-      invitedById: sessionOf(res).user.id,
-    });
-    res
-      .status(201)
-      .json({ invitation: invitationObject(inv, `${deps.config.publicBaseUrl}/dashboard/invite/${token}`) });
+        actorFor(inviter, rule),
+      ),
+      rule,
+      body.email,
+    );
+    await mailInvitation(deps, res, inv);
+    res.status(201).json({ invitation: invitationObject(inv) });
   };
 }
+
+const mailInvitation = (deps: Deps, res: Response, inv: InvitationRow) =>
+  scheduleMail(deps.queues, {
+    kind: 'invitation',
+    id: inv.id,
+    send: inv.sends,
+    workspaceId: inv.workspaceId,
+    requestId: locals(res).requestId,
+  });
+
+/** POST …/invitations/:id/resend — mails the invitation again, with a new link (the last one stops working). */
+export function resendInvitation(deps: Deps) {
+  return async (req: Request<{ id: string }>, res: Response) => {
+    const { workspace, role } = memberOf(res);
+    assertRole(role, 'manageMembers');
+    const pending = idPattern('inv').test(req.params.id)
+      ? await invitationRepository.findPending(deps.db, workspace.id, req.params.id)
+      : null;
+    if (!pending) throw notPending();
+    assertRole(role, membershipRule(null, pending.role));
+    const inv = await invitationRepository.resend(
+      deps.db,
+      workspace.id,
+      pending.id,
+      (sends) => linkToken(deps.config.signingSecret, 'invitation', pending.id, sends).hash,
+    );
+    if (!inv) throw notPending();
+    await mailInvitation(deps, res, inv);
+    res.json({ invitation: invitationObject(inv) });
+  };
+}
+
+const notPending = () => errors.notFound('No pending invitation by that id in this workspace.', { param: 'id' });
 
 /** The acting person, whose role is checked again under the workspace's lock when the change is made. */
 const actorFor = (userId: string, rule: RoleRule) => ({
@@ -167,9 +187,7 @@ export function withdrawInvitation(deps: Deps) {
   return async (req: Request<{ id: string }>, res: Response) => {
     const { workspace, role } = memberOf(res);
     assertRole(role, 'manageMembers');
-    if (!(await invitationRepository.remove(deps.db, workspace.id, req.params.id.slice(0, 64)))) {
-      throw errors.notFound('No pending invitation by that id in this workspace.', { param: 'id' });
-    }
+    if (!(await invitationRepository.remove(deps.db, workspace.id, req.params.id.slice(0, 64)))) throw notPending();
     res.status(204).end();
   };
 }

@@ -19,6 +19,8 @@ export const ACCEPT_INVITATION = z.strictObject({
 });
 
 export const ADD_MEMBER = z.strictObject({ email, role: ROLE });
+export const FORGOT_PASSWORD = z.strictObject({ email });
+export const RESET_PASSWORD = z.strictObject({ password: newPassword });
 export const CHANGE_ROLE = z.strictObject({ role: ROLE });
 
 /** A money amount in currency units, as a JSON number with at most 6 decimals; micro-units out. */

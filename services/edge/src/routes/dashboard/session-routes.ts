@@ -1,7 +1,8 @@
-// Signing in and out, changing the password, and accepting an invitation (DESIGN.md §4 Sessions).
+// Signing in and out, changing or resetting the password, and accepting an invitation (DESIGN.md §4 Sessions).
 import {
   deviceNonce,
   hashToken,
+  linkToken,
   newDeviceToken,
   newOpaqueToken,
   OPAQUE_TOKEN,
@@ -11,6 +12,7 @@ import {
   invitationRepository,
   isUniqueViolation,
   membershipRepository,
+  passwordResetRepository,
   SESSION_LIMITS,
   sessionRepository,
   userRepository,
@@ -18,6 +20,7 @@ import {
   type Db,
 } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
+import { scheduleMail } from '@gensvc/queue';
 import type { Request, Response } from 'express';
 import type { LoginThrottle } from '../../auth/login-throttle';
 import {
@@ -31,8 +34,9 @@ import {
 } from '../../auth/session';
 import { cookieOf, CSRF_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, setCookie } from '../../auth/session-cookie';
 import type { EdgeDeps } from '../../deps';
+import { locals } from '../../http/request-context';
 import { parseBody } from '../../http/parse-body';
-import { ACCEPT_INVITATION, CHANGE_PASSWORD, SIGN_IN } from './schema';
+import { ACCEPT_INVITATION, CHANGE_PASSWORD, FORGOT_PASSWORD, RESET_PASSWORD, SIGN_IN } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 'config'>;
 
@@ -204,5 +208,75 @@ export function acceptInvitation(deps: Deps, passwords: PasswordHashing) {
       throw isUniqueViolation(e) ? errors.invitationNotFound() : e;
     });
     await startSession(deps, req, res, user, 201);
+  };
+}
+
+/** The one answer to a reset request, whether or not an account has the address. */
+const RESET_REQUESTED = {
+  status: 'sent',
+  message: 'If an account has this address, a link to set a new password is on its way to it. It works for an hour.',
+} as const;
+
+/**
+ * POST /api/v1/dashboard/password-reset — mails a one-hour, single-use link to set a new password. An address without
+ * an account gets the same answer after the same work (a row, never mailed, and a job that finds nothing to send):
+ * the status, body and round trips say nothing about whether the account exists. Requests are throttled per address
+ * and per client as sign-ins are (429 either way), and the mails to one account per hour are bounded by the sender.
+ */
+export function requestPasswordReset(deps: Deps & Pick<EdgeDeps, 'queues'>, throttle: LoginThrottle) {
+  return async (req: Request, res: Response) => {
+    checkOrigin(req, deps.config);
+    checkDoubleSubmit(req);
+    const body = parseBody(FORGOT_PASSWORD, req.body);
+    await throttle.admit({ email: body.email, ip: req.ip ?? 'unknown', device: null });
+    const user = await userRepository.findByEmail(deps.db, body.email);
+    const reset = await passwordResetRepository.create(
+      deps.db,
+      user?.id ?? null,
+      (id) => linkToken(deps.config.signingSecret, 'password-reset', id).hash,
+    );
+    await scheduleMail(deps.queues, {
+      kind: 'password-reset',
+      id: reset.id,
+      send: 1,
+      requestId: locals(res).requestId,
+    });
+    res.status(202).json(RESET_REQUESTED);
+  };
+}
+
+async function liveReset(db: Db, token: string) {
+  const reset = OPAQUE_TOKEN.test(token) ? await passwordResetRepository.findLive(db, hashToken(token)) : null;
+  if (!reset) throw errors.resetLinkNotFound();
+  return reset;
+}
+
+/** GET /api/v1/dashboard/password-reset/:token — whether the link still works, before a new password is typed. */
+export function getPasswordReset(deps: Deps) {
+  return async (req: Request<{ token: string }>, res: Response) => {
+    await liveReset(deps.db, req.params.token);
+    res.json({ valid: true });
+  };
+}
+
+/**
+ * POST /api/v1/dashboard/password-reset/:token — sets the password: the link is used up (with every other reset link
+ * of the account), the password replaced and every session of the person revoked, in one transaction. The person
+ * then signs in with the new password.
+ */
+export function resetPassword(deps: Deps, passwords: PasswordHashing) {
+  return async (req: Request<{ token: string }>, res: Response) => {
+    checkOrigin(req, deps.config);
+    checkDoubleSubmit(req);
+    const body = parseBody(RESET_PASSWORD, req.body);
+    const reset = await liveReset(deps.db, req.params.token);
+    const passwordHash = await passwords.hash(body.password);
+    if (!(await passwordResetRepository.use(deps.db, reset.id, reset.userId, passwordHash))) {
+      throw errors.resetLinkNotFound();
+    }
+    // This browser's session (if any) ended with the others.
+    const secure = secureCookies(deps.config);
+    setCookie(res, SESSION_COOKIE, '', { secure, httpOnly: true, maxAge: 0 });
+    res.status(204).end();
   };
 }

@@ -5,13 +5,17 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { billingRepository, fileRepository, newId } from '@gensvc/db';
 import { createS3 } from '@gensvc/storage';
 import {
+  awaitMail,
   deleteKeys,
   eventually,
+  linkIn,
   makeKey,
   makeMember,
   makeOutput,
   makeWorkspace,
+  startMailSender,
   useTestContext,
+  type ServiceProcess,
 } from '@gensvc/testing';
 import { cliFor } from '../../../../admin-cli/src/cli-under-test';
 import { startEdge, type EdgeUnderTest } from '../../edge-under-test';
@@ -19,11 +23,15 @@ import { DashboardClient } from './dashboard-test-support';
 
 const ctx = useTestContext();
 let edge: EdgeUnderTest;
+let mailSender: ServiceProcess;
 
 beforeAll(async () => {
-  edge = await startEdge(ctx);
+  [edge, mailSender] = await Promise.all([startEdge(ctx), startMailSender(ctx)]);
+}, 120_000);
+afterAll(async () => {
+  await edge.close();
+  await mailSender.stop();
 });
-afterAll(() => edge.close());
 beforeEach(() => deleteKeys(ctx.redis, `${ctx.config.queuePrefix}:login:*`));
 
 async function signedIn(email: string, password: string) {
@@ -248,12 +256,37 @@ describe('API keys', () => {
 });
 
 describe('members', () => {
-  it('adds an existing user, changes roles, and removes members under the role rules', async () => {
+  it('invites an existing user, who joins by accepting signed in as that address; then roles and removal', async () => {
     const t = await team();
     const other = await makeMember(ctx.db, (await makeWorkspace(ctx.db)).id, 'owner');
-    const added = await t.admin.c.post(`${t.base}/members`, { email: other.email.toUpperCase(), role: 'member' });
-    expect(added.status).toBe(201);
-    expect(added.body.member).toMatchObject({ role: 'member', user: { email: other.email } });
+    const invited = await t.admin.c.post(`${t.base}/members`, { email: other.email.toUpperCase(), role: 'member' });
+    expect(invited.status).toBe(201);
+    // Not a member yet, and nothing in the answer says the address has an account: the same fields as for a stranger.
+    expect(invited.body).toEqual({ invitation: expect.objectContaining({ email: other.email, status: 'sent' }) });
+    const stranger = await t.admin.c.post(`${t.base}/members`, {
+      email: `nobody-${Date.now()}@example.com`,
+      role: 'member',
+    });
+    expect(Object.keys(stranger.body.invitation).sort()).toEqual(Object.keys(invited.body.invitation).sort());
+    expect(JSON.stringify(invited.body)).not.toContain(other.user.id);
+    expect(await ctx.db.membership.count({ where: { workspaceId: t.ws.id, userId: other.user.id } })).toBe(0);
+
+    const token = linkIn(await awaitMail(other.email), `${ctx.config.publicBaseUrl}/dashboard/invite/`)
+      .split('/')
+      .pop()!;
+    // Not signed in, or signed in as someone else: refused, and nothing changes.
+    const anon = new DashboardClient(edge.url);
+    await anon.get('/api/v1/dashboard/session');
+    expect((await anon.post(`/api/v1/dashboard/invitations/${token}/accept`, {})).status).toBe(401);
+    expect((await t.member.c.post(`/api/v1/dashboard/invitations/${token}/accept`, {})).status).toBe(401);
+    // Nor can a password make a second account for the address.
+    const again = await anon.post(`/api/v1/dashboard/invitations/${token}/accept`, { password: 'a long new password' });
+    expect(again.status).toBe(401);
+    expect(await ctx.db.membership.count({ where: { workspaceId: t.ws.id, userId: other.user.id } })).toBe(0);
+    const asOther = await signedIn(other.email, other.password);
+    const joined = await asOther.post(`/api/v1/dashboard/invitations/${token}/accept`, {});
+    expect(joined.status).toBe(200);
+    expect(joined.body.workspaces).toContainEqual({ id: t.ws.id, name: 'Team', tier: 'payg', role: 'member' });
     expect((await t.admin.c.post(`${t.base}/members`, { email: other.email, role: 'member' })).status).toBe(409);
 
     // Admins manage members and admins, never owners.
@@ -306,15 +339,23 @@ describe('members', () => {
     }
   });
 
-  it('invites a new person by a link that sets their password, once', async () => {
+  it('invites a new person by a mailed link that sets their password, once', async () => {
     const t = await team();
     const inv = await t.admin.c.post(`${t.base}/members`, { email: 'New.Person@example.com', role: 'member' });
     expect(inv.status).toBe(201);
-    const url: string = inv.body.invitation.url;
+    // The link goes to the address only, never back to the inviter.
+    expect(inv.body.invitation).not.toHaveProperty('url');
+    expect(inv.body.invitation).toMatchObject({ email: 'new.person@example.com', role: 'member', status: 'sent' });
+    const mail = await awaitMail('new.person@example.com');
+    expect(mail.subject).toBe('You are invited to "Team" on gensvc');
+    const url = linkIn(mail, `${ctx.config.publicBaseUrl}/dashboard/invite/`);
     expect(url).toMatch(new RegExp(`^${ctx.config.publicBaseUrl}/dashboard/invite/[A-Za-z0-9_-]{43}$`));
     const token = url.split('/').pop()!;
+    expect(JSON.stringify(inv.body)).not.toContain(token);
     expect((await t.member.c.get(`${t.base}/members`)).body.invitations).toEqual([]);
-    expect((await t.admin.c.get(`${t.base}/members`)).body.invitations).toHaveLength(1);
+    const listed = (await t.admin.c.get(`${t.base}/members`)).body.invitations;
+    expect(listed).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(token);
 
     const guest = new DashboardClient(edge.url);
     await guest.get('/api/v1/dashboard/session'); // the page loads: the sign-in CSRF cookie
@@ -339,11 +380,127 @@ describe('members', () => {
     );
 
     const withdrawn = await t.admin.c.post(`${t.base}/members`, { email: 'later@example.com', role: 'admin' });
+    const laterToken = linkIn(await awaitMail('later@example.com'), ctx.config.publicBaseUrl)
+      .split('/')
+      .pop()!;
     expect((await t.member.c.delete(`${t.base}/invitations/${withdrawn.body.invitation.id}`)).status).toBe(403);
     expect((await t.admin.c.delete(`${t.base}/invitations/${withdrawn.body.invitation.id}`)).status).toBe(204);
-    expect(
-      (await guest.get(`/api/v1/dashboard/invitations/${withdrawn.body.invitation.url.split('/').pop()}`)).status,
-    ).toBe(404);
+    expect((await guest.get(`/api/v1/dashboard/invitations/${laterToken}`)).status).toBe(404);
+  });
+
+  it('resends an invitation with a new link: the last one stops working', async () => {
+    const t = await team();
+    const to = `resend-${Date.now()}@example.com`;
+    const inv = (await t.admin.c.post(`${t.base}/members`, { email: to, role: 'member' })).body.invitation;
+    const first = linkIn(await awaitMail(to), ctx.config.publicBaseUrl)
+      .split('/')
+      .pop()!;
+    const resend = `${t.base}/invitations/${inv.id}/resend`;
+    expect((await t.member.c.post(resend)).status).toBe(403);
+    const resent = await t.admin.c.post(resend);
+    expect(resent.status).toBe(200);
+    expect(resent.body.invitation).toMatchObject({ id: inv.id, email: to, sends: 2, status: 'sent' });
+    const second = linkIn(await awaitMail(to, { count: 2 }), ctx.config.publicBaseUrl)
+      .split('/')
+      .pop()!;
+    expect(second).not.toBe(first);
+    const guest = new DashboardClient(edge.url);
+    expect((await guest.get(`/api/v1/dashboard/invitations/${first}`)).status).toBe(404);
+    expect((await guest.get(`/api/v1/dashboard/invitations/${second}`)).status).toBe(200);
+
+    for (const id of [newId('inv'), 'inv_nope', 'x'.repeat(300)]) {
+      const res = await t.admin.c.post(`${t.base}/invitations/${id}/resend`);
+      expect({ id, status: res.status, code: res.body.error.code }).toEqual({ id, status: 404, code: 'not_found' });
+    }
+    // Only an owner invites, or resends an invitation for, an owner.
+    const forOwner = (await t.owner.c.post(`${t.base}/members`, { email: `o-${to}`, role: 'owner' })).body.invitation;
+    expect((await t.admin.c.post(`${t.base}/invitations/${forOwner.id}/resend`)).status).toBe(403);
+    expect((await t.admin.c.post(`${t.base}/members`, { email: `o2-${to}`, role: 'owner' })).status).toBe(403);
+  });
+
+  it("revokes an inviter's pending invitations when their right to make them goes", async () => {
+    const t = await team();
+    const tag = Date.now();
+    const invite = async (c: DashboardClient, email: string, role: string) => {
+      const res = await c.post(`${t.base}/members`, { email, role });
+      expect(res.status).toBe(201);
+      return { id: res.body.invitation.id as string, token: linkIn(await awaitMail(email), ctx.config.publicBaseUrl) };
+    };
+    const pendingIds = async () =>
+      ((await t.owner.c.get(`${t.base}/members`)).body.invitations as { id: string }[]).map((i) => i.id).sort();
+    const live = async (link: string) =>
+      (await new DashboardClient(edge.url).get(`/api/v1/dashboard/invitations/${link.split('/').pop()}`)).status;
+
+    // An admin lowered to member: every invitation they made goes.
+    const byAdmin = await invite(t.admin.c, `a-${tag}@example.com`, 'admin');
+    expect((await t.owner.c.patch(`${t.base}/members/${t.admin.user.id}`, { role: 'member' })).status).toBe(200);
+    expect(await live(byAdmin.token)).toBe(404);
+
+    // An owner lowered to admin: their owner invitations go, the rest stay.
+    const second = await makeMember(ctx.db, t.ws.id, 'owner');
+    const c2 = await signedIn(second.email, second.password);
+    const ownerInv = await invite(c2, `o-${tag}@example.com`, 'owner');
+    const memberInv = await invite(c2, `m-${tag}@example.com`, 'member');
+    expect((await t.owner.c.patch(`${t.base}/members/${second.user.id}`, { role: 'admin' })).status).toBe(200);
+    expect([await live(ownerInv.token), await live(memberInv.token)]).toEqual([404, 200]);
+    expect(await pendingIds()).toEqual([memberInv.id]);
+
+    // Removed from the workspace: all of theirs go.
+    expect((await t.owner.c.delete(`${t.base}/members/${second.user.id}`)).status).toBe(204);
+    expect(await live(memberInv.token)).toBe(404);
+
+    // A deleted account: all of theirs go, in every workspace.
+    const third = await makeMember(ctx.db, t.ws.id, 'admin');
+    const c3 = await signedIn(third.email, third.password);
+    const byDeleted = await invite(c3, `d-${tag}@example.com`, 'member');
+    await ctx.db.user.delete({ where: { id: third.user.id } });
+    expect(await live(byDeleted.token)).toBe(404);
+    expect(await pendingIds()).toEqual([]);
+  });
+
+  it('refuses bad input to the invitation routes with the error shape, and changes nothing', async () => {
+    const t = await team();
+    const before = await ctx.db.invitation.count();
+    const bad = [
+      await t.admin.c.post(`${t.base}/members`, { email: 'not-an-address', role: 'member' }),
+      await t.admin.c.post(`${t.base}/members`, { email: 'a@example.com', role: 'king' }),
+      await t.admin.c.post(`${t.base}/members`, { email: 'a@example.com', role: 'member', url: 'x' }),
+      await t.admin.c.post(`${t.base}/members`, { email: `${'a'.repeat(70_000)}@example.com`, role: 'member' }),
+    ];
+    expect(bad.map((r) => r.status)).toEqual([400, 400, 400, 413]);
+    for (const r of bad) {
+      expect(r.body.error).toEqual(expect.objectContaining({ type: expect.any(String), code: expect.any(String) }));
+      expect(r.body.error.request_id).toBe(r.headers.get('x-request-id'));
+    }
+    const guest = new DashboardClient(edge.url);
+    await guest.get('/api/v1/dashboard/session');
+    for (const token of ['short', 'A'.repeat(43), 'x'.repeat(500)]) {
+      const res = await guest.post(`/api/v1/dashboard/invitations/${token}/accept`, {
+        password: 'a long new password',
+      });
+      expect({ token, status: res.status, code: res.body.error.code }).toEqual({
+        token,
+        status: 404,
+        code: 'invitation_not_found',
+      });
+    }
+    const { secret } = await makeKey(ctx.db, t.ws.id);
+    const withKey = await fetch(`${edge.url}/api/v1/dashboard/invitations/${'A'.repeat(43)}`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(withKey.status).toBe(403);
+    expect(((await withKey.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
+    const pending = await t.admin.c.post(`${t.base}/members`, { email: `k-${Date.now()}@example.com`, role: 'member' });
+    const resendWithKey = await fetch(`${edge.url}${t.base}/invitations/${pending.body.invitation.id}/resend`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(resendWithKey.status).toBe(403);
+    expect(((await resendWithKey.json()) as { error: { code: string } }).error.code).toBe('wrong_credential_class');
+    expect(await ctx.db.invitation.findUniqueOrThrow({ where: { id: pending.body.invitation.id } })).toMatchObject({
+      sends: 1,
+    });
+    expect(await ctx.db.invitation.count()).toBe(before + 1);
   });
 });
 
