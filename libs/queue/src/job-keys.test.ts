@@ -4,6 +4,7 @@ import {
   ArchiveOutput,
   CallbackDeliver,
   EvaluateRun,
+  MailSend,
   TaskCancel,
   TaskPoll,
   TaskSubmit,
@@ -25,6 +26,7 @@ describe('job keys declared on the contracts', () => {
       'archive.output',
       'callback.deliver',
       'evaluate.run',
+      'mail.send',
       'task.cancel',
       'task.poll',
       'task.submit',
@@ -39,6 +41,9 @@ describe('job keys declared on the contracts', () => {
     expect(jobIdOf(TaskPoll, { ...ref, attempt: 3 })).toBe('task.poll/tsk_1/3');
     expect(jobIdOf(ArchiveOutput, { ...ref, outputIndex: 0 })).toBe('archive.output/tsk_1/0');
     expect(jobIdOf(CallbackDeliver, { ...ref, attempt: 6 })).toBe('callback.deliver/tsk_1/6');
+    expect(jobIdOf(MailSend, { kind: 'password-reset', id: 'pwr_1', send: 2 })).toBe(
+      'mail.send/password-reset/pwr_1/2',
+    );
     const request = { state: 's', questions: { q: { type: 'boolean' as const, instructions: 'Is it?' } } };
     expect(
       jobIdOf(EvaluateRun, {

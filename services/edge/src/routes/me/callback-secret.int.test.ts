@@ -75,7 +75,10 @@ it("answers bad calls in the error shape, changing nothing: no key, no tasks.wri
   await errorOf(await call(RETIRE, reader.secret), 403, 'insufficient_scope');
   const member = await makeMember(ctx.db, c.ws.id, 'member');
   const memberKey = await makeKey(ctx.db, c.ws.id);
-  await ctx.db.apiKey.update({ where: { id: memberKey.key.id }, data: { creatorId: member.user.id } });
+  await ctx.db.apiKey.update({
+    where: { id: memberKey.key.id },
+    data: { creatorId: member.user.id, createdVia: 'dashboard' },
+  });
   await errorOf(await call(RETIRE, memberKey.secret), 403, 'insufficient_role');
   await errorOf(await call(RETIRE, c.secret, 'GET'), 404, 'route_not_found');
 
@@ -83,6 +86,9 @@ it("answers bad calls in the error shape, changing nothing: no key, no tasks.wri
   // An admin's key may.
   const admin = await makeMember(ctx.db, c.ws.id, 'admin');
   const adminKey = await makeKey(ctx.db, c.ws.id);
-  await ctx.db.apiKey.update({ where: { id: adminKey.key.id }, data: { creatorId: admin.user.id } });
+  await ctx.db.apiKey.update({
+    where: { id: adminKey.key.id },
+    data: { creatorId: admin.user.id, createdVia: 'dashboard' },
+  });
   expect((await call(RETIRE, adminKey.secret)).status).toBe(200);
 });
