@@ -1,3 +1,4 @@
+import { randomBytes, scryptSync } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { API_KEY_PATTERN, hashApiKey, newApiKey, parseBareKey, parseBearer, sameHash } from './api-key';
 import { signFileToken, verifyFileToken } from './file-token';
@@ -48,11 +49,19 @@ describe('API keys', () => {
 describe('passwords', () => {
   it('hashes with scrypt and verifies', async () => {
     const stored = await hashPassword('correct horse');
-    expect(stored).toMatch(/^scrypt\$131072\$8\$1\$/);
+    expect(stored).toMatch(/^scrypt\$65536\$8\$2\$/);
     expect(stored).not.toContain('correct horse');
     await expect(verifyPassword('correct horse', stored)).resolves.toBe(true);
     await expect(verifyPassword('wrong horse', stored)).resolves.toBe(false);
     await expect(verifyPassword('x', 'plain')).resolves.toBe(false);
+  });
+
+  it('checks a hash made with other parameters by its own (N=2^17, r=8, p=1)', async () => {
+    const salt = randomBytes(16);
+    const key = scryptSync('correct horse', salt, 64, { N: 2 ** 17, r: 8, p: 1, maxmem: 256 * 2 ** 17 * 8 });
+    const stored = ['scrypt', 2 ** 17, 8, 1, salt.toString('base64'), key.toString('base64')].join('$');
+    await expect(verifyPassword('correct horse', stored)).resolves.toBe(true);
+    await expect(verifyPassword('wrong horse', stored)).resolves.toBe(false);
   });
 });
 

@@ -1,9 +1,10 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
-// scrypt parameters as OWASP recommends (N=2^17, r=8, p=1), stored with the hash so they can be raised later.
-// Each hash holds 128 * N * r bytes (128 MiB) outside the heap while it runs: a process bounds how many run at once
-// (PasswordHashing below).
-const PARAMS = { N: 2 ** 17, r: 8, p: 1 };
+// scrypt at one of OWASP's equal-strength settings (N=2^16, r=8, p=2: the work of N=2^17, p=1 in half its memory),
+// stored with the hash so they can be raised later; a hash made with other parameters is checked with its own.
+// Each hash holds 128 * N * r bytes (64 MiB) outside the heap while it runs (OpenSSL runs the p lanes one after
+// another): a process bounds how many run at once (PasswordHashing below).
+const PARAMS = { N: 2 ** 16, r: 8, p: 2 };
 const KEY_LENGTH = 64;
 
 function derive(password: string, salt: Buffer, p: { N: number; r: number; p: number }): Promise<Buffer> {
@@ -41,7 +42,7 @@ export interface PasswordHashingOptions {
 
 /**
  * A process's password hashing within its memory budget: at most `concurrency` scrypt hashes run at once (each
- * holds 128 MiB, and a running one holds a thread of libuv's pool that DNS look-ups and file reads also need), the
+ * holds 64 MiB, and a running one holds a thread of libuv's pool that DNS look-ups and file reads also need), the
  * next `queueLimit` wait their turn in arrival order, and any more is refused at once.
  */
 export class PasswordHashing {

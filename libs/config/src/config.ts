@@ -137,7 +137,7 @@ export const envSchema = z.object({
    * `trust proxy`: off by default (the socket's address is the client's), a hop count, or addresses and CIDR ranges.
    */
   TRUST_PROXY: trustProxy.default(false),
-  /** Password hashes (scrypt, 128 MiB each) run at once per edge process; the pod's memory limit is sized to it. */
+  /** Password hashes (scrypt, 64 MiB each) run at once per edge process; the pod's memory limit is sized to it. */
   PASSWORD_HASH_CONCURRENCY: concurrency.default(1),
   EVALUATE_CONCURRENCY: concurrency.default(50),
   TASK_RUNNER_CONCURRENCY: concurrency.default(20),
