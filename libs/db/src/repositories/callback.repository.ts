@@ -103,14 +103,15 @@ export interface AttemptContext {
 }
 
 /**
- * attemptContext's statement, prepared on the pool (no query compiler, one parse per connection): the task, its
- * workspace `w`, the workspace's CallbackSecret `s`, output 0's library file `f` and the last attempt `a`. Times are
- * read as epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns), which pg and Prisma's raw
- * path both answer as a number whatever the connection's or the process's time zone; money as text. The secrets'
+ * attemptContexts' statement (one task, or several), prepared on the pool (no query compiler, one parse per
+ * connection): each task, its workspace `w`, the workspace's CallbackSecret `s`, output 0's library file `f` and the
+ * last attempt `a`. Times are read as epoch milliseconds (DateTime is stored as UTC wall time in `timestamp` columns),
+ * which pg and Prisma's raw path both answer as a number whatever the connection's or the process's time zone; money
+ * as text. The secrets'
  * version is when they were made or last rotated. The last attempt and the file are LATERAL subqueries with a LIMIT:
  * one index probe each, whatever the tables hold.
  */
-export const ATTEMPT_CONTEXT = `
+const ATTEMPT_CONTEXT_OF = (tasks: string) => `
   SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output,
     t.reserved::text AS reserved, t.cost::text AS cost, t."errorCode", t."errorMessage",
     t."callbackUrl", t."callbackState", t."callbackRoundStart", ${epochMs('t."createdAt"')} AS "createdAt",
@@ -130,7 +131,10 @@ export const ATTEMPT_CONTEXT = `
     SELECT attempt, "statusCode", "createdAt", "durationMs" FROM "CallbackAttempt"
     WHERE "taskId" = t.id ORDER BY attempt DESC LIMIT 1
   ) a ON true
-  WHERE t.id = $1`;
+  WHERE ${tasks}`;
+/** For one task, a plan each connection keeps; for several, planned for the ids given. */
+export const ATTEMPT_CONTEXT = ATTEMPT_CONTEXT_OF('t.id = $1');
+const ATTEMPT_CONTEXTS = ATTEMPT_CONTEXT_OF('t.id = ANY($1::text[])');
 
 type Ms = number | null;
 /** A row of ATTEMPT_CONTEXT. */
@@ -241,6 +245,31 @@ const secretView = (row: SecretRow): CallbackSecretView => ({
   rotatedAt: dateOf(row.rotatedAt),
   createdAt: new Date(row.createdAt),
 });
+
+/** An attempt's context from its row as of `now`, its secrets opened (once per attempt: they are not kept). */
+function attemptContextOf(box: SecretBox, row: AttemptContextRow, now: Date): AttemptContext {
+  let secrets = null;
+  if (row.secret !== null) {
+    const { secret, previousSecret } = row;
+    const current = opened(
+      box,
+      row.workspaceId,
+      { secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now },
+      now,
+    );
+    secrets = { signing: signingOf(current), until: current.previousExpiresAt };
+  }
+  const last =
+    row.lastAttempt === null
+      ? null
+      : {
+          attempt: row.lastAttempt,
+          statusCode: row.lastStatus,
+          createdAt: new Date(row.lastAt!),
+          durationMs: row.lastDuration,
+        };
+  return contextOf(row, secrets, last, now);
+}
 
 export const callbackRepository = {
   /** Tasks whose delivery is parked (five failed attempts in a round): a gauge for operators. */
@@ -375,30 +404,26 @@ export const callbackRepository = {
    * (isArchivedOutputOf). Null when the task does not exist.
    */
   async attemptContext(db: DbClient, box: SecretBox, taskId: string, now = new Date()): Promise<AttemptContext | null> {
-    const [row] = await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_context', ATTEMPT_CONTEXT, [taskId]);
-    if (!row) return null;
-    let secrets = null;
-    if (row.secret !== null) {
-      const { secret, previousSecret } = row;
-      // Opened here, once per attempt: the secrets sign this attempt's body and are not kept.
-      const current = opened(
-        box,
-        row.workspaceId,
-        { secret, previousSecret, previousExpiresAt: dateOf(row.previousExpiresAt), rotatedAt: null, createdAt: now },
-        now,
-      );
-      secrets = { signing: signingOf(current), until: current.previousExpiresAt };
-    }
-    const last =
-      row.lastAttempt === null
-        ? null
-        : {
-            attempt: row.lastAttempt,
-            statusCode: row.lastStatus,
-            createdAt: new Date(row.lastAt!),
-            durationMs: row.lastDuration,
-          };
-    return contextOf(row, secrets, last, now);
+    const [context] = await callbackRepository.attemptContexts(db, box, [{ taskId, now }]);
+    return context!;
+  },
+
+  /** attemptContext for several attempts in one statement, each as of its own `now`; in the order asked. */
+  async attemptContexts(
+    db: DbClient,
+    box: SecretBox,
+    reads: readonly { taskId: string; now: Date }[],
+  ): Promise<(AttemptContext | null)[]> {
+    const ids = [...new Set(reads.map((r) => r.taskId))];
+    const rows =
+      ids.length === 1
+        ? await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_context', ATTEMPT_CONTEXT, ids)
+        : await queryPrepared<AttemptContextRow>(db, 'gensvc_attempt_contexts', ATTEMPT_CONTEXTS, [ids]);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return reads.map(({ taskId, now }) => {
+      const row = byId.get(taskId);
+      return row ? attemptContextOf(box, row, now) : null;
+    });
   },
 
   attempts(db: DbClient, taskId: string) {

@@ -152,6 +152,53 @@ it('records an attempt with its decision, applied only while its task is as it w
   ]);
 });
 
+it('reads and records several attempts in one statement each, as one by one', async () => {
+  const tasks = [await finishedTask(), await finishedTask(), await finishedTask()];
+  const at = new Date(Date.UTC(2026, 10, 25, 12, 0, 0, 123));
+  const now = new Date(at.getTime() + 1000);
+  const reads = [
+    ...tasks.map((t) => ({ taskId: t.id, now })),
+    { taskId: 'tsk_none', now },
+    { taskId: tasks[0]!.id, now },
+  ];
+  const grouped = await callbackRepository.attemptContexts(ctx.db, ctx.secrets, reads);
+  const single = await Promise.all(
+    reads.map((r) => callbackRepository.attemptContext(ctx.db, ctx.secrets, r.taskId, now)),
+  );
+  expect(grouped).toEqual(single);
+  expect(grouped[3]).toBeNull();
+
+  // Delivered, failed (a retry follows: marked as moved), and two runs of one attempt: one row, one update.
+  const [delivered, failed, twice] = tasks as [(typeof tasks)[0], (typeof tasks)[0], (typeof tasks)[0]];
+  const entry = (t: typeof delivered, statusCode: number, to: 'delivered' | 'pending') => ({
+    now,
+    entry: {
+      input: attempt(t, 1, statusCode, at),
+      decidedOn: { callbackRoundStart: 1 },
+      step: to === 'delivered' ? { attempt: 1, to, at } : { attempt: 1, to },
+    },
+  });
+  const records = await taskRepository.recordDeliveryAttempts(ctx.db, [
+    entry(delivered, 200, 'delivered'),
+    entry(failed, 500, 'pending'),
+    entry(twice, 200, 'delivered'),
+    entry(twice, 200, 'delivered'),
+  ]);
+  expect(records.map((r) => [r.recorded, r.applied])).toEqual([
+    [true, true],
+    [true, true],
+    [true, true],
+    [false, false],
+  ]);
+  expect(await taskRepository.find(ctx.db, delivered.id)).toMatchObject({
+    callbackState: 'delivered',
+    deliveredAt: at,
+  });
+  expect(await taskRepository.find(ctx.db, failed.id)).toMatchObject({ callbackState: 'pending', updatedAt: now });
+  expect(await taskRepository.find(ctx.db, twice.id)).toMatchObject({ callbackState: 'delivered' });
+  expect(await callbackRepository.attempts(ctx.db, twice.id)).toHaveLength(1);
+});
+
 it('reads by index probes whatever the File table holds, in the plan a connection keeps', async () => {
   // A thousand tasks, each with its archived output's library row, analysed: a table of the size bench/tasks makes.
   const template = await finishedTask();

@@ -651,45 +651,65 @@ export const taskRepository = {
    * the task changed meanwhile (a redelivery), and `task` is its state as read then, for the caller to decide again.
    */
   async recordDeliveryAttempt(db: DbClient, entry: DeliveryAttemptEntry, now = new Date()): Promise<DeliveryRecord> {
-    const { decidedOn, step } = entry;
-    const input = 'input' in entry ? entry.input : null;
-    const item = {
-      id: newId('cba'),
-      record: input !== null,
-      workspaceId: input?.workspaceId ?? null,
-      taskId: input?.taskId ?? (entry as DeliveryDecisionEntry).taskId,
-      attempt: input?.attempt ?? step!.attempt,
-      deliveryId: input?.deliveryId ?? null,
-      url: input?.url ?? null,
-      statusCode: input?.statusCode ?? null,
-      durationMs: input?.durationMs ?? null,
-      error: input?.error ?? null,
-      responseHead: input?.responseHead ?? null,
-      at: input?.at.toISOString() ?? null,
-      roundStart: decidedOn.callbackRoundStart,
-      to: step?.to ?? null,
-      deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
-    };
-    const [row] = await queryPrepared<{
+    const [record] = await taskRepository.recordDeliveryAttempts(db, [{ entry, now }]);
+    return record!;
+  },
+
+  /** recordDeliveryAttempt for several entries in one statement, each as of its own `now`; in the order given. */
+  async recordDeliveryAttempts(
+    db: DbClient,
+    entries: readonly { entry: DeliveryAttemptEntry; now: Date }[],
+  ): Promise<DeliveryRecord[]> {
+    const items = entries.map(({ entry, now }) => {
+      const { decidedOn, step } = entry;
+      const input = 'input' in entry ? entry.input : null;
+      return {
+        id: newId('cba'),
+        record: input !== null,
+        workspaceId: input?.workspaceId ?? null,
+        taskId: input?.taskId ?? (entry as DeliveryDecisionEntry).taskId,
+        attempt: input?.attempt ?? step!.attempt,
+        deliveryId: input?.deliveryId ?? null,
+        url: input?.url ?? null,
+        statusCode: input?.statusCode ?? null,
+        durationMs: input?.durationMs ?? null,
+        error: input?.error ?? null,
+        responseHead: input?.responseHead ?? null,
+        at: input?.at.toISOString() ?? null,
+        roundStart: decidedOn.callbackRoundStart,
+        to: step?.to ?? null,
+        deliveredAt: step?.to === 'delivered' ? step.at.toISOString() : null,
+        now: now.toISOString(),
+      };
+    });
+    const [name, text, entriesJson] =
+      items.length === 1
+        ? ['gensvc_record_delivery_attempt', RECORD_DELIVERY_ATTEMPT, JSON.stringify(items[0])]
+        : ['gensvc_record_delivery_attempts', RECORD_DELIVERY_ATTEMPTS, JSON.stringify(items)];
+    const rows = await queryPrepared<{
+      entryId: string;
       recorded: boolean;
       applied: boolean;
       taskId: string | null;
       workspaceId: string | null;
       callbackState: TaskRow['callbackState'] | null;
       callbackRoundStart: number | null;
-    }>(db, 'gensvc_record_delivery_attempt', RECORD_DELIVERY_ATTEMPT, [JSON.stringify(item), now.toISOString()]);
-    const { recorded, applied, taskId, workspaceId, callbackState, callbackRoundStart } = row!;
-    if (taskId === null) return { recorded, applied, task: null };
-    return {
-      recorded,
-      applied,
-      task: {
-        id: taskId,
-        workspaceId: workspaceId!,
-        callbackState: callbackState!,
-        callbackRoundStart: callbackRoundStart!,
-      },
-    };
+    }>(db, name, text, [entriesJson]);
+    const byEntry = new Map(rows.map((row) => [row.entryId, row]));
+    return items.map(({ id }): DeliveryRecord => {
+      const { recorded, applied, taskId, workspaceId, callbackState, callbackRoundStart } = byEntry.get(id)!;
+      if (taskId === null) return { recorded, applied, task: null };
+      return {
+        recorded,
+        applied,
+        task: {
+          id: taskId,
+          workspaceId: workspaceId!,
+          callbackState: callbackState!,
+          callbackRoundStart: callbackRoundStart!,
+        },
+      };
+    });
   },
 
   /**
@@ -733,18 +753,19 @@ const STALE_PENDING_DELIVERIES = `
   WHERE "callbackState" = 'pending' AND "updatedAt" < $1::timestamp(3) ORDER BY "updatedAt" LIMIT $2::int`;
 
 /**
- * recordDeliveryAttempt's statement, prepared on the pool. The entry comes as one JSON object (times as ISO UTC
- * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); the task is delivered as of the
- * attempt's start, parked or moved as of $2, once its attempt row is in (or at once for an entry that records none).
- * The final SELECT reads the task as the statement began (a data-modifying CTE's writes are not visible to it): for
- * an entry not applied, the state that made it so. The state is compared as text, which no index serves, so the
- * UPDATE finds the task by primary key rather than through the callbackState index.
+ * recordDeliveryAttempts' statement, prepared on the pool. The entries come as one JSON object or array (ISO UTC
+ * strings, which `timestamp(3)` keeps as UTC wall time, as Prisma stores DateTime); each task is delivered as of its
+ * attempt's start, parked or moved as of its entry's `now`, once its attempt row is in (or at once for an entry that
+ * records none). The final SELECT reads the tasks as the statement began (a data-modifying CTE's writes are not
+ * visible to it): for an entry not applied, the state that made it so. Two entries of one task in one statement (two
+ * runs of one attempt) insert one attempt row between them and update the task once. The state is compared as text,
+ * which no index serves, so the UPDATE finds each task by primary key rather than through the callbackState index.
  */
-const RECORD_DELIVERY_ATTEMPT = `
+const RECORD_DELIVERY_ATTEMPTS_FROM = (entries: string) => `
   WITH e AS (
-    SELECT * FROM jsonb_to_record($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text,
+    SELECT * FROM ${entries}($1::jsonb) AS e(id text, record boolean, "workspaceId" text, "taskId" text,
       attempt int, "deliveryId" text, url text, "statusCode" int, "durationMs" int, error text, "responseHead" text,
-      at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3))
+      at timestamp(3), "roundStart" int, "to" text, "deliveredAt" timestamp(3), now timestamp(3))
   ), rec AS (
     INSERT INTO "CallbackAttempt" (id, "workspaceId", "taskId", attempt, "deliveryId", url, "statusCode", "durationMs",
                                    error, "responseHead", "createdAt")
@@ -758,18 +779,21 @@ const RECORD_DELIVERY_ATTEMPT = `
       "callbackState" = CASE e."to" WHEN 'delivered' THEN 'delivered'::"CallbackState"
                                     WHEN 'parked' THEN 'parked'::"CallbackState" ELSE t."callbackState" END,
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
-      "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE $2::timestamp(3) END
+      "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE e.now END
     FROM e LEFT JOIN rec ON rec.id = e.id
     WHERE t.id = e."taskId" AND (rec.id IS NOT NULL OR NOT e.record) AND e."to" IS NOT NULL
       AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart"
       AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
   ), t AS (
-    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id = (SELECT "taskId" FROM e)
+    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id IN (SELECT "taskId" FROM e)
   )
-  SELECT rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
+  SELECT e.id AS "entryId", rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
     t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
   FROM e LEFT JOIN rec ON rec.id = e.id LEFT JOIN upd ON upd.id = e.id LEFT JOIN t ON t.id = e."taskId"`;
+/** For one entry (a JSON object), a plan each connection keeps; for several (an array), planned for those given. */
+const RECORD_DELIVERY_ATTEMPT = RECORD_DELIVERY_ATTEMPTS_FROM('jsonb_to_record');
+const RECORD_DELIVERY_ATTEMPTS = RECORD_DELIVERY_ATTEMPTS_FROM('jsonb_to_recordset');
 
 /**
  * One entry for recordDeliveryAttempt: an attempt's outcome, the task state its decision was made on, and the

@@ -15,7 +15,14 @@
 //  - a run that dies after sending but before recording leaves no row: the attempt is sent again under the same
 //    number and the same SVC-Delivery-Id, and the receiver de-duplicates.
 import type { CallbackDeliver, JobPayload } from '@gensvc/contracts';
-import { callbackRepository, taskRepository, type Db, type DeliveryUpdate, type TaskRow } from '@gensvc/db';
+import {
+  callbackRepository,
+  taskRepository,
+  type Db,
+  type DeliveryAttemptEntry,
+  type DeliveryUpdate,
+  type TaskRow,
+} from '@gensvc/db';
 import { isOutboundError, postChecked, readHead, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
 import {
@@ -29,6 +36,7 @@ import {
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
+import { Grouped } from '../grouped';
 
 export type { DeliveryStep };
 
@@ -88,6 +96,13 @@ const ADDRESS_RULES: ReadonlySet<OutboundReason> = new Set(['scheme', 'userinfo'
 
 export function callbackDeliver(deps: DispatcherDeps) {
   const { config, db, logger, secrets: box } = deps;
+  // Each attempt's read and record, grouped with the other attempts' in flight (grouped.ts).
+  const contexts = new Grouped((reads: { taskId: string; now: Date }[]) =>
+    callbackRepository.attemptContexts(db, box, reads),
+  );
+  const records = new Grouped((entries: { entry: DeliveryAttemptEntry; now: Date }[]) =>
+    taskRepository.recordDeliveryAttempts(db, entries),
+  );
 
   return async (payload: JobPayload<typeof CallbackDeliver>, ctx: HandlerContext): Promise<DeliverOutcome> => {
     const { taskId, attempt } = payload;
@@ -104,7 +119,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     // and one write after it (the attempt, and its decision applied while the task is still as read). The attempt
     // starts when its context is read.
     const startedAt = new Date();
-    const context = await callbackRepository.attemptContext(db, box, taskId, startedAt);
+    const context = await contexts.call({ taskId, now: startedAt });
     if (!context) return { outcome: 'skipped', reason: 'task_gone' };
     const { task, last } = context;
     if (!task.callbackUrl) return { outcome: 'skipped', reason: 'no_callback' };
@@ -160,21 +175,24 @@ export function callbackDeliver(deps: DispatcherDeps) {
       recorded,
       applied,
       task: current,
-    } = await taskRepository.recordDeliveryAttempt(db, {
-      input: {
-        workspaceId: task.workspaceId,
-        taskId,
-        attempt,
-        deliveryId,
-        url: task.callbackUrl,
-        statusCode: result.statusCode,
-        durationMs: result.durationMs,
-        error: result.error,
-        responseHead: result.responseHead,
-        at: startedAt,
+    } = await records.call({
+      now,
+      entry: {
+        input: {
+          workspaceId: task.workspaceId,
+          taskId,
+          attempt,
+          deliveryId,
+          url: task.callbackUrl,
+          statusCode: result.statusCode,
+          durationMs: result.durationMs,
+          error: result.error,
+          responseHead: result.responseHead,
+          at: startedAt,
+        },
+        decidedOn: task,
+        step: deliveryUpdate(planned, outcome),
       },
-      decidedOn: task,
-      step: deliveryUpdate(planned, outcome),
     });
     const fields = { statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
     if (!recorded) {
