@@ -27,9 +27,13 @@ export class Grouped<I, O> {
     this.inFlight++;
     this.run(group.map((g) => g.item))
       .then(
-        (outs) => group.forEach((g, i) => g.resolve(outs[i]!)),
+        (outs) => {
+          for (const [i, g] of group.entries()) g.resolve(outs[i]!);
+        },
         // The statement failed for every call in it: each job is retried as a failed statement of its own would be.
-        (err) => group.forEach((g) => g.reject(err)),
+        (err) => {
+          for (const g of group) g.reject(err);
+        },
       )
       .finally(() => {
         this.inFlight--;
