@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import { escapeHtml } from '@gensvc/mail';
 
 export interface CaughtMail {
   id: string;
@@ -31,9 +32,6 @@ export interface MailCatcher {
 const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 /** The oldest messages are dropped past this many: a long-running npm start stays small. */
 const MAX_KEPT = 1000;
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Plain text as HTML with its http(s) links clickable. */
 const linked = (text: string) =>

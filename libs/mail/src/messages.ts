@@ -2,7 +2,8 @@
 // an inviter's name) is escaped in the HTML, and no line of the text carries anything but the link on its own.
 import type { MailMessage } from './mailer';
 
-const escapeHtml = (s: string) =>
+/** Text as HTML shows it: the five characters HTML gives a meaning escaped. */
+export const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** A name as a mail header or line shows it: control characters and line breaks out, at most 100 characters. */

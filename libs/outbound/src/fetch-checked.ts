@@ -302,19 +302,20 @@ function pinnedConnector(key: AgentKey, allow: AllowList) {
       }
     };
     const onError = (e: Error) => finish(connectFailure(e, phase, url, address));
-    const sessionKey = `${address.address} ${port}`;
+    // TLS resumption data is kept per pinned address and port: a ticket is only good with the server that issued it.
+    const resumptionKey = `${address.address} ${port}`;
     const socket = tlsConnect({
       ...socketOptions({ hostname: key.hostname, port }, address),
       secureContext,
       ALPNProtocols: ['http/1.1'],
-      session: tlsSessions.get(sessionKey),
+      session: tlsSessions.get(resumptionKey),
     });
     // Kept only from a connection whose handshake verified (TLS 1.3 sends its tickets after the handshake; a TLS 1.2
     // session may arrive just before the verdict, and waits for it).
     let offered: Buffer | undefined;
     const keep = (session: Buffer) => {
-      tlsSessions.delete(sessionKey);
-      tlsSessions.set(sessionKey, session);
+      tlsSessions.delete(resumptionKey);
+      tlsSessions.set(resumptionKey, session);
       if (tlsSessions.size > MAX_TLS_SESSIONS) tlsSessions.delete(tlsSessions.keys().next().value!);
     };
     socket.on('session', (session: Buffer) => {

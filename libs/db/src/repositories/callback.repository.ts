@@ -398,17 +398,11 @@ export const callbackRepository = {
   },
 
   /**
-   * Everything a delivery attempt reads, in one statement: the task, its last recorded attempt, the workspace's
-   * currency and signing secrets, and the library file of its first output. The file is read by (task, output 0) and
-   * kept only when it is the very file the output entry names, of the task's workspace and still visible at `now`
-   * (isArchivedOutputOf). Null when the task does not exist.
+   * Everything each delivery attempt reads, in one statement for them all: the task, its last recorded attempt, the
+   * workspace's currency and signing secrets, and the library file of its first output. The file is read by (task,
+   * output 0) and kept only when it is the very file the output entry names, of the task's workspace and still visible
+   * at the attempt's `now` (isArchivedOutputOf). Null for a task that does not exist; in the order asked.
    */
-  async attemptContext(db: DbClient, box: SecretBox, taskId: string, now = new Date()): Promise<AttemptContext | null> {
-    const [context] = await callbackRepository.attemptContexts(db, box, [{ taskId, now }]);
-    return context!;
-  },
-
-  /** attemptContext for several attempts in one statement, each as of its own `now`; in the order asked. */
   async attemptContexts(
     db: DbClient,
     box: SecretBox,

@@ -3,6 +3,7 @@ import { makeTask, useTestContext } from '@gensvc/testing';
 import pg from 'pg';
 import { withTx } from '../client';
 import { ATTEMPT_CONTEXT, callbackRepository } from './callback.repository';
+import { readAttemptContext } from '../testing';
 import { taskRepository } from './task.repository';
 
 const ctx = useTestContext();
@@ -34,10 +35,10 @@ it('reads an attempt context in one statement, as Prisma reads the rows (times, 
     decidedOn: { callbackRoundStart: 1 },
     step: null,
   });
-  expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
+  expect(await readAttemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
   for (const id of [a.id, b.id]) {
     const row = (await taskRepository.find(ctx.db, id))!;
-    expect((await callbackRepository.attemptContext(ctx.db, ctx.secrets, id))!.task).toEqual({
+    expect((await readAttemptContext(ctx.db, ctx.secrets, id))!.task).toEqual({
       id,
       workspaceId: row.workspaceId,
       status: 'canceled',
@@ -56,11 +57,11 @@ it('reads an attempt context in one statement, as Prisma reads the rows (times, 
       completedAt: row.completedAt,
     });
   }
-  expect((await callbackRepository.attemptContext(ctx.db, ctx.secrets, a.id))!.last).toBeNull();
-  const context = await callbackRepository.attemptContext(ctx.db, ctx.secrets, b.id, at);
+  expect((await readAttemptContext(ctx.db, ctx.secrets, a.id))!.last).toBeNull();
+  const context = await readAttemptContext(ctx.db, ctx.secrets, b.id, at);
   expect(context!.last).toEqual({ attempt: 1, statusCode: 500, createdAt: at, durationMs: 7 });
   // Inside a transaction the statement runs through Prisma, with the same answer.
-  expect(await withTx(ctx.db, (tx) => callbackRepository.attemptContext(tx, ctx.secrets, b.id, at))).toEqual(context);
+  expect(await withTx(ctx.db, (tx) => readAttemptContext(tx, ctx.secrets, b.id, at))).toEqual(context);
 });
 
 it('records an attempt with its decision, applied only while its task is as it was read', async () => {
@@ -162,9 +163,7 @@ it('reads and records several attempts in one statement each, as one by one', as
     { taskId: tasks[0]!.id, now },
   ];
   const grouped = await callbackRepository.attemptContexts(ctx.db, ctx.secrets, reads);
-  const single = await Promise.all(
-    reads.map((r) => callbackRepository.attemptContext(ctx.db, ctx.secrets, r.taskId, now)),
-  );
+  const single = await Promise.all(reads.map((r) => readAttemptContext(ctx.db, ctx.secrets, r.taskId, now)));
   expect(grouped).toEqual(single);
   expect(grouped[3]).toBeNull();
 

@@ -5,6 +5,7 @@ import { isAppError } from '@gensvc/errors';
 import { newId } from '../ids';
 import { billingRepository } from './billing.repository';
 import { callbackRepository } from './callback.repository';
+import { readAttemptContext } from '../testing';
 import { taskRepository, type DeliveryUpdate, type TaskRow, type WebhookOutputInput } from './task.repository';
 
 const ctx = useTestContext();
@@ -571,7 +572,7 @@ describe('callbacks', () => {
       responseHead: null,
       at,
     });
-    const read = (await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id))!;
+    const read = (await readAttemptContext(ctx.db, ctx.secrets, task.id))!;
     expect(read).toMatchObject({
       task: { id: task.id, callbackState: 'pending', callbackRoundStart: 1 },
       last: null,
@@ -597,7 +598,7 @@ describe('callbacks', () => {
     });
     expect(again).toMatchObject({ recorded: false, applied: false });
     const secret = await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, make);
-    expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id)).toMatchObject({
+    expect(await readAttemptContext(ctx.db, ctx.secrets, task.id)).toMatchObject({
       last: { attempt: 1, statusCode: 500, durationMs: 3 },
       signing: [secret.secret],
     });
@@ -624,7 +625,7 @@ describe('callbacks', () => {
       callbackState: 'delivered',
       callbackRoundStart: 2,
     });
-    expect(await callbackRepository.attemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
+    expect(await readAttemptContext(ctx.db, ctx.secrets, 'tsk_none')).toBeNull();
   });
 });
 
@@ -736,7 +737,7 @@ describe('recordArchive', () => {
     for (const last of [0, 1] as const) {
       const { task, completed } = await completing(last);
       expect(completed).toEqual({ id: task.id, workspaceId: ws.id, callbackRoundStart: 1, callback: true });
-      const read = (await callbackRepository.attemptContext(ctx.db, ctx.secrets, task.id))!;
+      const read = (await readAttemptContext(ctx.db, ctx.secrets, task.id))!;
       expect(read.archivedFile).toEqual({ id: `file_${task.id}_0`, workspaceId: ws.id });
     }
     // Without a callback, nothing to deliver.

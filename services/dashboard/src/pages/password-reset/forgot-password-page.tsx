@@ -3,6 +3,7 @@ import { api } from '../../api/client';
 import { useAction } from '../../api/use-api';
 import { ErrorNotice } from '../../components/notice';
 import { BASE, Link } from '../../router';
+import { EmailField } from '../../components/email-field';
 
 /** `/dashboard/forgot-password`: asks for a link by mail. The edge answers alike whether the address has an account. */
 export function ForgotPasswordPage() {
@@ -31,18 +32,7 @@ export function ForgotPasswordPage() {
         ) : (
           <>
             <p className="muted">We mail a link to set a new one to your address.</p>
-            <div className="field">
-              <label htmlFor="forgot-email">Email address</label>
-              <input
-                id="forgot-email"
-                className="input"
-                type="email"
-                autoComplete="username"
-                required
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-              />
-            </div>
+            <EmailField value={email} onChange={setEmail} />
             <ErrorNotice error={ask.error} />
             <button type="submit" className="button button-primary button-block" disabled={ask.pending}>
               {ask.pending ? 'Sending…' : 'Send the link'}

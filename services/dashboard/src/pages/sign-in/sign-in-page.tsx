@@ -5,6 +5,7 @@ import { ErrorNotice } from '../../components/notice';
 import { BASE, Link, navigate, useLocation } from '../../router';
 import { useSession } from '../../session';
 import { landingPath } from './landing';
+import { EmailField } from '../../components/email-field';
 
 export function SignInPage() {
   const { setSession } = useSession();
@@ -30,18 +31,7 @@ export function SignInPage() {
         </div>
         <h1 id="sign-in-title">Welcome back</h1>
         <p className="muted">Sign in to manage your workspace’s keys, outputs and usage.</p>
-        <div className="field">
-          <label htmlFor="email">Email address</label>
-          <input
-            id="email"
-            className="input"
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        </div>
+        <EmailField value={email} onChange={setEmail} />
         <div className="field">
           <label htmlFor="password">Password</label>
           <input
