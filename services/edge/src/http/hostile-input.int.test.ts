@@ -1,4 +1,4 @@
-// Issue 14, proved against the real edge over raw sockets (real Postgres, Redis, S3): hostile bodies, headers and
+// Hostile input, proved against the real edge over raw sockets (real Postgres, Redis, S3): hostile bodies, headers and
 // paths generated from each route's own valid request (fast-check, seeded and bounded), and slow clients. Every
 // hostile request must be answered with a 4xx in its route family's error shape (DESIGN.md §4; vendor shapes on
 // vendor routes), quickly, before any money moves: at the end the workspace's balance, holds and ledger are as
