@@ -759,7 +759,9 @@ const STALE_PENDING_DELIVERIES = `
  * records none). The final SELECT reads the tasks as the statement began (a data-modifying CTE's writes are not
  * visible to it): for an entry not applied, the state that made it so. Two entries of one task in one statement (two
  * runs of one attempt) insert one attempt row between them and update the task once. The state is compared as text,
- * which no index serves, so the UPDATE finds each task by primary key rather than through the callbackState index.
+ * which no index serves. The UPDATE and the final read find the tasks by primary key through an array of their ids:
+ * the planner guesses 100 rows for the JSON, and against that guess a join or `IN` on it is planned as a scan of every
+ * task while the table is small.
  */
 const RECORD_DELIVERY_ATTEMPTS_FROM = (entries: string) => `
   WITH e AS (
@@ -781,12 +783,14 @@ const RECORD_DELIVERY_ATTEMPTS_FROM = (entries: string) => `
       "deliveredAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE t."deliveredAt" END,
       "updatedAt" = CASE WHEN e."to" = 'delivered' THEN e."deliveredAt" ELSE e.now END
     FROM e LEFT JOIN rec ON rec.id = e.id
-    WHERE t.id = e."taskId" AND (rec.id IS NOT NULL OR NOT e.record) AND e."to" IS NOT NULL
+    WHERE t.id = ANY(ARRAY(SELECT "taskId" FROM e)) AND t.id = e."taskId" AND (rec.id IS NOT NULL OR NOT e.record)
+      AND e."to" IS NOT NULL
       AND t."callbackState"::text = 'pending' AND t."callbackRoundStart" = e."roundStart"
       AND t."callbackRoundStart" <= e.attempt
     RETURNING e.id
   ), t AS (
-    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task" WHERE id IN (SELECT "taskId" FROM e)
+    SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"
+    WHERE id = ANY(ARRAY(SELECT "taskId" FROM e))
   )
   SELECT e.id AS "entryId", rec.id IS NOT NULL AS recorded, upd.id IS NOT NULL AS applied,
     t.id AS "taskId", t."workspaceId", t."callbackState", t."callbackRoundStart"
