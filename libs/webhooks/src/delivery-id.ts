@@ -18,3 +18,20 @@ export function deliveryIdFor(taskId: string, attempt: number): string {
     createHash('sha256').update(`${taskId}:${attempt}`).digest().subarray(0, 16).toString('base64url')
   );
 }
+
+export const WEBHOOK_ID_PREFIX = 'msg_';
+
+/** The events a task's callback carries; the completion is the only one now. */
+export type CallbackEvent = 'completed';
+
+/**
+ * The webhook-id of one event of a task: `msg_` and base64url of the first 16 bytes of sha256(`<taskId>:<event>`),
+ * the same on every attempt of the event so that receivers de-duplicate across retries (Standard Webhooks).
+ */
+export function webhookIdFor(taskId: string, event: CallbackEvent): string {
+  if (taskId === '') throw new TypeError('webhookIdFor: taskId is empty');
+  // A redelivery round re-sends the same event (as Svix's resend does), so the id spans rounds, not one round.
+  return (
+    WEBHOOK_ID_PREFIX + createHash('sha256').update(`${taskId}:${event}`).digest().subarray(0, 16).toString('base64url')
+  );
+}

@@ -3,5 +3,6 @@ export * from './headers';
 export * from './secret';
 export * from './delivery-id';
 export { computeSignature, signatureHeader, type RawBody } from './signature';
+export * from './standard-webhooks';
 export * from './verify';
 export * from './provider-webhooks';

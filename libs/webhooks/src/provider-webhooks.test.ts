@@ -4,10 +4,10 @@ import {
   ProviderWebhookError,
   ed25519Keys,
   falWebhookMessage,
-  standardWebhookSignature,
   verifyFalWebhook,
   verifyReplicateWebhook,
 } from './provider-webhooks';
+import { standardWebhookSignature } from './standard-webhooks';
 
 const reasonOf = (f: () => unknown): string => {
   try {

@@ -10,7 +10,7 @@
 // Both refuse a timestamp more than `toleranceSeconds` (default 5 minutes) from now, so a captured webhook cannot
 // be replayed later. The body must be the raw bytes received: re-serialised JSON would not verify.
 import { createHash, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
-import { hmacSha256 } from './signature';
+import { standardMac } from './standard-webhooks';
 import {
   anyMacMatches,
   headerValue,
@@ -46,21 +46,6 @@ function checkTimestamp(text: string, opts: ProviderWebhookOptions): number {
     throw new ProviderWebhookError('stale', 'The webhook timestamp is missing or too far from now.');
   }
   return timestamp;
-}
-
-/** The HMAC key of a Standard Webhooks secret (`whsec_<base64>`). */
-function standardKey(secret: string): Buffer {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-  if (key.length === 0) throw new Error('The webhook signing secret is empty.');
-  return key;
-}
-
-const standardMac = (secret: string, id: string, timestamp: number, body: Buffer | string) =>
-  hmacSha256(standardKey(secret), `${id}.${timestamp}.`, body);
-
-/** The `v1,<base64>` signature of a Standard Webhooks message (what the sender puts in webhook-signature). */
-export function standardWebhookSignature(secret: string, id: string, timestamp: number, body: Buffer | string): string {
-  return `v1,${standardMac(secret, id, timestamp, body).toString('base64')}`;
 }
 
 /** Verifies a Replicate (Standard Webhooks) webhook; returns its id and timestamp, or throws ProviderWebhookError. */

@@ -19,8 +19,15 @@ import {
   type Queues,
 } from '@gensvc/queue';
 import { eventually, makeTask, startTlsServer, useTestContext, type TlsTestServer } from '@gensvc/testing';
-import { deliveryIdFor, newCallbackSecret, verifyCallback } from '@gensvc/webhooks';
+import {
+  CALLBACK_SECRET_PATTERN,
+  deliveryIdFor,
+  newCallbackSecret,
+  verifyCallback,
+  webhookIdFor,
+} from '@gensvc/webhooks';
 import type { QueueEvents, Worker } from 'bullmq';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { DispatcherDeps } from './deps';
 import { countDeliveries } from './dispatch-metrics';
 import { startDispatcherWorker } from './dispatcher-worker';
@@ -632,6 +639,52 @@ describe('callback.deliver', () => {
     expect(verifyCallback(arrival!.body, arrival!.headers, [old]).deliveryId).toBe(deliveryIdFor(task.id, 1));
     expect(verifyCallback(arrival!.body, arrival!.headers, [rotated]).taskId).toBe(task.id);
     expect(() => verifyCallback(arrival!.body, arrival!.headers, [newCallbackSecret()])).toThrow(/no .*v1 matches/);
+  });
+
+  it('carries Standard Webhooks headers: one webhook-id per event across attempts, rounds', async () => {
+    const { path, url } = hook((res, n) => status(n === 1 ? 503 : 200)(res, n));
+    const { task } = await completedTask(url);
+    const old = (await callbackRepository.secret(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    expect(old).toMatch(CALLBACK_SECRET_PATTERN);
+    // Attempt 1 is refused, attempt 2 delivers; a redelivery's round starts at attempt 3 and sends the same event.
+    await run(task.id, 1);
+    await eventually(stateIs(task.id, 'delivered'), 'the retry to deliver', 10_000);
+    const rotated = (await callbackRepository.rotate(ctx.db, ctx.secrets, task.workspaceId, newCallbackSecret)).secret;
+    expect(await taskRepository.redeliver(ctx.db, task.workspaceId, task.id)).toEqual({ attempt: 3 });
+    await run(task.id, 3);
+    const seen = arrivalsAt(path);
+    expect(seen).toHaveLength(3);
+
+    const webhookId = webhookIdFor(task.id, 'completed');
+    expect(webhookId).toMatch(/^msg_[A-Za-z0-9_-]{22}$/);
+    expect(seen.map((a) => a.headers['webhook-id'])).toEqual([webhookId, webhookId, webhookId]);
+    expect(seen.map((a) => a.headers['svc-delivery-id'])).toEqual([1, 2, 3].map((n) => deliveryIdFor(task.id, n)));
+    for (const [i, arrival] of seen.entries()) {
+      const { headers, body } = arrival;
+      const signed = i < 2 ? [old] : [rotated, old];
+      const t = Number(headers['webhook-timestamp']);
+      // The same attempt time in both schemes, and one signature per secret in each.
+      expect(headers['svc-signature']).toMatch(
+        new RegExp(`^t=${t},v1=[0-9a-f]{64}${i < 2 ? '' : ',v1=[0-9a-f]{64}'}$`),
+      );
+      expect(headers['webhook-signature']).toMatch(i < 2 ? /^v1,[A-Za-z0-9+/]{43}=$/ : /^v1,\S{44} v1,\S{44}$/);
+      expect(Math.abs(t - Date.now() / 1000)).toBeLessThan(60);
+      // The official library verifies with each signing secret as the workspace reads it; the spec's recipe too.
+      for (const secret of signed) {
+        expect(new Webhook(secret).verify(body, headers as Record<string, string>)).toEqual(
+          JSON.parse(body.toString()),
+        );
+        const v1 = createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex');
+        expect(headers['svc-signature']).toContain(`v1=${v1}`);
+      }
+      expect(() => new Webhook(newCallbackSecret()).verify(body, headers as Record<string, string>)).toThrow(
+        WebhookVerificationError,
+      );
+      const tampered = Buffer.from(body.toString().replace('"completed"', '"failed"'));
+      expect(() => new Webhook(signed[0]!).verify(tampered, headers as Record<string, string>)).toThrow(
+        /No matching signature/,
+      );
+    }
   });
 
   it('signs with the current secret only once the previous one is retired, before its overlap ends', async () => {

@@ -1,6 +1,8 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core) against the real edge over a socket,
 // with real Postgres, Redis and S3: every page checked, with axe-core on each page and a screenshot of
 // each for the README.
+import { createHmac } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import {
@@ -16,9 +18,11 @@ import {
   linkIn,
   mailTo,
   spawnService,
+  startTlsServer,
   useTestContext,
   waitForOutput,
   type ServiceProcess,
+  type TlsTestServer,
 } from '@gensvc/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startEdge, type EdgeUnderTest } from '../../edge/src/edge-under-test';
@@ -28,6 +32,7 @@ import {
   makeDeliveredTask,
   makeKey,
   makeOutput,
+  makeParkedTask,
   makeUpload,
   makeUser,
   makeWorkspace,
@@ -38,8 +43,11 @@ import {
 jest.setTimeout(120_000);
 
 // biome-ignore lint/correctness/useHookAtTopLevel: a jest set-up helper named like a hook, not a React hook
-const ctx = useTestContext();
+// Loopback let through for the test callback's receiver, whose certificate the edge trusts through its test CA.
+const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
 let edge: EdgeUnderTest;
+let receiver: TlsTestServer;
+const received: { path: string; headers: IncomingHttpHeaders; body: Buffer }[] = [];
 let browser: Browser;
 let mailSender: ServiceProcess;
 
@@ -59,12 +67,23 @@ let grace: { id: string };
 const outputs: SeededOutput[] = [];
 let uploadName = '';
 let deliveredTaskId = '';
+let parkedTaskId = '';
+let oldParkedTaskId = '';
 let charged = { total: 0n, entries: 0 };
 let keyIds: string[] = [];
 
 beforeAll(async () => {
   ensureBuilt();
-  edge = await startEdge(ctx);
+  receiver = await startTlsServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) });
+      res.statusCode = 201;
+      res.end('{"received":true}');
+    });
+  });
+  edge = await startEdge(ctx, { outbound: { ca: receiver.caPem } });
   // The invitation links the edge hands out name PUBLIC_BASE_URL: this edge's address here.
   (edge.deps.config as { publicBaseUrl: string }).publicBaseUrl = edge.url;
   // The mailed links (invitations, password resets) are made by the sender, on the same address.
@@ -107,11 +126,14 @@ beforeAll(async () => {
   uploadName = 'reference-photo.png';
   await makeUpload(ctx, ws.id, uploadName);
   deliveredTaskId = await makeDeliveredTask(ctx, ws.id, production.key.id);
+  parkedTaskId = await makeParkedTask(ctx, ws.id, production.key.id, 2 * 3_600_000);
+  oldParkedTaskId = await makeParkedTask(ctx, ws.id, production.key.id, 72 * 3_600_000);
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
   await edge?.close();
+  await receiver?.close();
   await mailSender?.stop();
 });
 
@@ -504,11 +526,13 @@ describe('the owner', () => {
       await expectAccessible(page);
     });
 
-    it('sees tasks but neither the callback secret nor Redeliver', async () => {
+    it('sees tasks but neither the callback secret, the callback tools nor Redeliver', async () => {
       const { page } = member;
       await page.getByRole('link', { name: 'Tasks' }).click();
       await page.getByRole('link', { name: deliveredTaskId }).waitFor();
       await expect(page.getByRole('button', { name: 'Reveal secret' }).count()).resolves.toBe(0);
+      await expect(page.getByRole('button', { name: 'Recover parked deliveries' }).count()).resolves.toBe(0);
+      await expect(page.getByRole('button', { name: 'Send a test callback' }).count()).resolves.toBe(0);
       await page.getByRole('link', { name: deliveredTaskId }).click();
       await page.getByRole('heading', { name: 'Callback attempts' }).waitFor();
       await expect(page.getByRole('button', { name: 'Redeliver' }).count()).resolves.toBe(0);
@@ -698,6 +722,52 @@ describe('the owner', () => {
     await page.getByRole('button', { name: 'Redeliver' }).click();
     expect((await answered).status()).toBe(202);
     await page.getByText('A new delivery of the callback is queued.').waitFor();
+  });
+
+  it('recovers the deliveries parked in the last 24 hours, once', async () => {
+    const { page } = owner;
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Tasks' }).click();
+    await page.getByRole('button', { name: 'Recover parked deliveries' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Recover parked deliveries' });
+    await expect(dialog.getByRole('combobox', { name: 'Parked since' }).inputValue()).resolves.toBe('24');
+    await expectAccessible(page);
+    const answered = page.waitForResponse((r) => r.url().endsWith('/callbacks/recover'));
+    await dialog.getByRole('button', { name: 'Recover' }).click();
+    expect((await answered).status()).toBe(200);
+    await dialog.getByText('A new round started for 1 delivery.').waitFor();
+    // The round starts after the five attempts made; the one parked three days ago stays parked.
+    const task = (id: string) => ctx.db.task.findUniqueOrThrow({ where: { id } });
+    expect((await task(parkedTaskId)).callbackRoundStart).toBe(6);
+    expect(await task(oldParkedTaskId)).toMatchObject({ callbackState: 'parked', callbackRoundStart: 1 });
+    // Again: nothing parked in the period is left.
+    await dialog.getByRole('button', { name: 'Recover' }).click();
+    await dialog.getByText('No parked delivery in this period: nothing to recover.').waitFor();
+    expect((await task(parkedTaskId)).callbackRoundStart).toBe(6);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+  });
+
+  it("sends a signed test callback and shows the receiver's status, latency and first bytes", async () => {
+    const { page } = owner;
+    await page.getByRole('button', { name: 'Send a test callback' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Send a test callback' });
+    await dialog.getByRole('textbox', { name: 'Receiver URL' }).fill(`${receiver.url}/e2e-test`);
+    const answered = page.waitForResponse((r) => r.url().endsWith('/callbacks/test'));
+    await dialog.getByRole('button', { name: 'Send' }).click();
+    expect((await answered).status()).toBe(200);
+    const result = dialog.getByRole('status', { name: 'Test callback result' });
+    await result.getByText(/HTTP 201 in \d+ ms/).waitFor();
+    await expect(result.textContent()).resolves.toContain('{"received":true}');
+    await expectAccessible(page);
+    // What arrived is signed with the workspace's current secret, by the spec's recipe.
+    const arrival = received.find((r) => r.path === '/e2e-test')!;
+    const [secret] = await callbackRepository.signingSecrets(ctx.db, ctx.secrets, ws.id, () => 'unused');
+    const t = Number(arrival.headers['webhook-timestamp']);
+    const v1 = createHmac('sha256', secret!).update(`${t}.`).update(arrival.body).digest('hex');
+    expect(arrival.headers['svc-signature']).toBe(`t=${t},v1=${v1}`);
+    const sampleId = JSON.parse(arrival.body.toString()).task_id;
+    expect(sampleId).toMatch(/^tsk_sample/);
+    await expect(result.textContent()).resolves.toContain(sampleId);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
   });
 
   it('switches workspace, the workspace in the URL', async () => {

@@ -174,3 +174,29 @@ export async function seedCharges(
 }
 
 export { makeKey, makeWorkspace };
+
+/** A finished task whose callback was parked `agoMs` ago after five failed attempts: what a recovery restarts. */
+export async function makeParkedTask(ctx: TestContext, workspaceId: string, apiKeyId: string, agoMs: number) {
+  const url = 'https://hooks.example.com/down';
+  const task = await makeTask(ctx.db, { workspaceId, apiKeyId, callbackUrl: url });
+  const at = new Date(Date.now() - agoMs);
+  await ctx.db.callbackAttempt.createMany({
+    data: [1, 2, 3, 4, 5].map((attempt) => ({
+      id: newId('cba'),
+      workspaceId,
+      taskId: task.id,
+      attempt,
+      deliveryId: `dlv_${task.id.slice(4)}_${attempt}`,
+      url,
+      statusCode: 503,
+      durationMs: 20,
+      error: 'receiver answered 503',
+      createdAt: at,
+    })),
+  });
+  await ctx.db.task.update({
+    where: { id: task.id },
+    data: { status: 'completed', completedAt: at, cost: 40_000n, callbackState: 'parked', updatedAt: at },
+  });
+  return task.id;
+}

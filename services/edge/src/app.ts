@@ -26,6 +26,7 @@ import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
 import { providerWebhookRoutes } from './routes/provider-webhooks/provider-webhooks';
 import { taskRoutes } from './routes/tasks';
+import { callbackRoutes } from './routes/callbacks';
 import { getUsage } from './routes/usage/get-usage';
 
 export type EdgeApp = express.Express & {
@@ -96,6 +97,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));
+  app.use(callbackRoutes(deps));
   // Last: its creation paths are /api/v1/<provider>/<operation> for any provider.
   app.use(taskRoutes(deps));
   const providerWebhooks = providerWebhookRoutes(deps);

@@ -728,6 +728,28 @@ export const taskRepository = {
     return row ? { attempt: row.callbackRoundStart } : null;
   },
 
+  /**
+   * redeliver for many: a new round for each of the workspace's deliveries parked at or after `since`, oldest first,
+   * at most `limit`, in one statement. A delivery no longer parked (pending: recovered or retrying) is left as it is,
+   * and one being recovered concurrently is skipped, so no task gets two rounds. `hasMore`: parked ones remain.
+   */
+  async recoverParked(
+    db: DbClient,
+    workspaceId: string,
+    since: Date,
+    limit: number,
+    now = new Date(),
+  ): Promise<{ rounds: { taskId: string; attempt: number }[]; hasMore: boolean }> {
+    const rows = await queryPrepared<{ taskId: string | null; attempt: number | null }>(
+      db,
+      'gensvc_task_recover_parked',
+      RECOVER_PARKED,
+      [workspaceId, iso(since), iso(now), limit],
+    );
+    const rounds = rows.flatMap((r) => (r.taskId === null ? [] : [{ taskId: r.taskId, attempt: r.attempt! }]));
+    return { rounds, hasMore: rounds.length < rows.length };
+  },
+
   /** Tasks whose delivery is pending and has not moved since `before` (their job may have vanished). */
   stalePendingDeliveries(db: DbClient, before: Date, limit: number) {
     // On the pool, as the dispatcher's other statements (callback.repository.ts): its reconciler loads no Prisma.
@@ -747,6 +769,26 @@ const REDELIVER = `
   WHERE t.id = $1 AND t."workspaceId" = $2 AND t."callbackUrl" IS NOT NULL
     AND t.status IN ('completed', 'failed', 'canceled')
   RETURNING t."callbackRoundStart"`;
+
+/**
+ * recoverParked's statement, through the partial callbackState index. The rows are locked in the order picked (SKIP
+ * LOCKED: those a concurrent recovery holds are its own). The last, id-less row, present when more than `limit` were
+ * parked as the statement began, says more remain.
+ */
+const PARKED_SINCE = `
+  SELECT id FROM "Task" WHERE "callbackState" = 'parked' AND "workspaceId" = $1 AND "updatedAt" >= $2::timestamp(3)`;
+const RECOVER_PARKED = `
+  WITH picked AS (
+    ${PARKED_SINCE} ORDER BY "updatedAt", id LIMIT $4::int FOR UPDATE SKIP LOCKED
+  ), upd AS (
+    UPDATE "Task" t SET "callbackState" = 'pending', "updatedAt" = $3::timestamp(3),
+      "callbackRoundStart" = coalesce((SELECT max(attempt) FROM "CallbackAttempt" a WHERE a."taskId" = t.id), 0) + 1
+    FROM picked WHERE t.id = picked.id
+    RETURNING t.id, t."callbackRoundStart"
+  )
+  SELECT id AS "taskId", "callbackRoundStart" AS attempt FROM upd
+  UNION ALL
+  SELECT NULL, NULL WHERE (SELECT count(*) FROM (${PARKED_SINCE} LIMIT $4::int + 1) x) > $4::int`;
 
 const STALE_PENDING_DELIVERIES = `
   SELECT id, "workspaceId", "callbackState", "callbackRoundStart" FROM "Task"

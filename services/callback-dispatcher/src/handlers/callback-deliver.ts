@@ -25,14 +25,7 @@ import {
 } from '@gensvc/db';
 import { isOutboundError, postChecked, readHead, type OutboundError, type OutboundReason } from '@gensvc/outbound';
 import { scheduleCallback, taskJobRef, type HandlerContext, type Queues } from '@gensvc/queue';
-import {
-  DELIVERY_ID_HEADER,
-  SIGNATURE_HEADER,
-  TASK_ID_HEADER,
-  deliveryIdFor,
-  newCallbackSecret,
-  signatureHeader,
-} from '@gensvc/webhooks';
+import { callbackSignatureHeaders, deliveryIdFor, newCallbackSecret, webhookIdFor } from '@gensvc/webhooks';
 import { decideDelivery, isDeliveredStatus, type DeliveryStep, type RecordedAttempt } from '../delivery-decision';
 import { deliveryBody } from '../delivery-envelope';
 import type { DispatcherDeps } from '../deps';
@@ -152,9 +145,7 @@ export function callbackDeliver(deps: DispatcherDeps) {
     const headers = {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
-      [SIGNATURE_HEADER]: signatureHeader(body, secrets),
-      [TASK_ID_HEADER]: taskId,
-      [DELIVERY_ID_HEADER]: deliveryId,
+      ...callbackSignatureHeaders(body, secrets, { taskId, deliveryId, webhookId: webhookIdFor(taskId, 'completed') }),
     };
 
     const result = await send(task.callbackUrl, body, headers, deps, ctx.signal);

@@ -1,7 +1,9 @@
 // The one client of the edge's dashboard routes (services/edge/src/routes/dashboard/API.md). It adds the CSRF
 // header to every state-changing call, turns error bodies into ApiError, and sends a 401 to the sign-in page.
 import type {
+  CallbackRecovery,
   CallbackSecret,
+  CallbackTest,
   CreateKeyInput,
   InvitationInfo,
   InviteResult,
@@ -194,6 +196,10 @@ export const api = {
       get: () => request<CallbackSecret>('GET', `${ws(id)}/callback-secret`),
       rotate: () => request<CallbackSecret>('POST', `${ws(id)}/callback-secret/rotate`),
       retirePrevious: () => request<CallbackSecret>('POST', `${ws(id)}/callback-secret/retire-previous`),
+    },
+    callbacks: {
+      recover: (since: string) => request<CallbackRecovery>('POST', `${ws(id)}/callbacks/recover`, { body: { since } }),
+      test: (url: string) => request<CallbackTest>('POST', `${ws(id)}/callbacks/test`, { body: { url } }),
     },
     usage: (split: UsageSplit, days = 30) => request<Usage>('GET', `${ws(id)}/usage`, { query: { split, days } }),
   }),

@@ -212,6 +212,26 @@ export interface CallbackSecret {
   previous_expires_at: string | null;
 }
 
+/** POST …/callbacks/recover: rounds started for deliveries parked since `since`; has_more: call again. */
+export interface CallbackRecovery {
+  since: string;
+  recovered: number;
+  has_more: boolean;
+}
+
+/** POST …/callbacks/test: how the receiver answered a signed sample callback. */
+export interface CallbackTest {
+  url: string;
+  task_id: string;
+  delivery_id: string;
+  webhook_id: string;
+  status_code: number | null;
+  delivered: boolean;
+  latency_ms: number;
+  response_head: string | null;
+  error: string | null;
+}
+
 export type UsageSplit = 'model' | 'key';
 
 export interface Usage {

@@ -2,7 +2,7 @@
 // accepted call is a member of a sorted set scored by Redis's own clock (TIME), so replicas with skewed clocks
 // still agree; a call is accepted only if fewer than `limit` calls were accepted in the last `windowMs`.
 import { randomBytes } from 'node:crypto';
-import { errors } from '@gensvc/errors';
+import { type AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { authOf, type AuthContext } from '../auth/authenticate';
@@ -335,27 +335,49 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
               windowMs,
             );
       const byKey = d.binding === 'key';
-      const limit = byKey ? keyLimit! : workspaceLimit;
-      const headers: Record<string, string> = {
-        'X-RateLimit-Limit-RPM': String(limit),
-        'X-RateLimit-Remaining-RPM': String(d.remaining),
-        'X-RateLimit-Reset': String(Math.ceil(d.resetAtMs / 1000)),
-      };
-      for (const name in headers) res.setHeader(name, headers[name]!);
-      if (d.accepted) return next();
-      const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
-      next(
-        errors.rateLimited(
-          `Rate limit exceeded: at most ${limit} ${options.bucket === 'uploads' ? 'uploads' : 'paid calls'} ` +
-            `per minute for this ${byKey ? 'API key' : 'workspace'}. Retry in ${retryAfter} s.`,
-          {
-            ...headers,
-            'Retry-After': String(retryAfter),
-          },
-        ),
-      );
+      const calls = options.bucket === 'uploads' ? 'uploads' : 'paid calls';
+      const what = `${calls} per minute for this ${byKey ? 'API key' : 'workspace'}`;
+      next(windowVerdict(res, d, byKey ? keyLimit! : workspaceLimit, what) ?? undefined);
     } catch (e) {
       next(e);
     }
   };
+}
+
+/**
+ * Sets X-RateLimit-Limit-RPM, X-RateLimit-Remaining-RPM and X-RateLimit-Reset from a decision; a refusal is the 429
+ * to answer, with Retry-After (seconds). `what` completes "at most <limit> …".
+ */
+function windowVerdict(res: Response, d: WindowDecision, limit: number, what: string): AppError | null {
+  const headers: Record<string, string> = {
+    'X-RateLimit-Limit-RPM': String(limit),
+    'X-RateLimit-Remaining-RPM': String(d.remaining),
+    'X-RateLimit-Reset': String(Math.ceil(d.resetAtMs / 1000)),
+  };
+  for (const name in headers) res.setHeader(name, headers[name]!);
+  if (d.accepted) return null;
+  const retryAfter = Math.max(1, Math.ceil((d.resetAtMs - d.nowMs) / 1000));
+  return errors.rateLimited(`Rate limit exceeded: at most ${limit} ${what}. Retry in ${retryAfter} s.`, {
+    ...headers,
+    'Retry-After': String(retryAfter),
+  });
+}
+
+/**
+ * One call counted in a workspace's window of its own `bucket`, apart from its paid calls (a tool such as the test
+ * callback, for API keys and sessions alike), with rateLimit's headers; throws the 429 when the window is full.
+ */
+export async function takeWorkspaceSlot(
+  deps: RateLimitDeps,
+  res: Response,
+  o: { bucket: string; workspaceId: string; limit: number; what: string },
+): Promise<void> {
+  const key = `${deps.config.queuePrefix}:rl:${o.bucket}:${o.workspaceId}`;
+  const refusal = windowVerdict(
+    res,
+    await deps.rateSlots.take(key, o.limit, MINUTE_MS),
+    o.limit,
+    `${o.what} per minute for this workspace`,
+  );
+  if (refusal) throw refusal;
 }

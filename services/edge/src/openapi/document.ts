@@ -1,7 +1,14 @@
 // The OpenAPI 3.1 document, made from the operations (routes/<resource>/openapi.ts) and their zod schemas with zod's
 // own JSON Schema output (draft 2020-12, the dialect of OpenAPI 3.1). Nothing here is written per route.
 import { ERROR_CODES, statusOf, type ErrorCode } from '@gensvc/errors';
-import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TASK_ID_HEADER } from '@gensvc/webhooks';
+import {
+  DELIVERY_ID_HEADER,
+  SIGNATURE_HEADER,
+  TASK_ID_HEADER,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+} from '@gensvc/webhooks';
 import { z } from 'zod';
 import {
   anthropicErrorBodySchema,
@@ -204,7 +211,9 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
             'Verify the raw bytes before parsing, in constant time, within 300 s of your clock ' +
             '(`npm install @gensvc/webhooks`: verifyCallback). ' +
             'Answer 2xx within 10 s, else the delivery is retried (0 s, 30 s, 2 min, 10 min, 1 h); ' +
-            `de-duplicate on ${DELIVERY_ID_HEADER}.`,
+            `de-duplicate on ${DELIVERY_ID_HEADER}. ` +
+            `The Standard Webhooks headers (${WEBHOOK_ID_HEADER}, ${WEBHOOK_TIMESTAMP_HEADER}, ` +
+            `${WEBHOOK_SIGNATURE_HEADER}) are signed with the same secret, so the official libraries verify too.`,
           parameters: [
             {
               name: SIGNATURE_HEADER,
@@ -225,6 +234,29 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[], opts: 
               required: true,
               schema: { type: 'string' },
               description: 'Unique per attempt; a re-sent attempt keeps it.',
+            },
+            {
+              name: WEBHOOK_ID_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string', pattern: '^msg_[A-Za-z0-9_-]{22}$' },
+              description: 'One per event: the same on every attempt and redelivery of it.',
+            },
+            {
+              name: WEBHOOK_TIMESTAMP_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string', pattern: '^\\d+$' },
+              description: 'Unix seconds of this attempt.',
+            },
+            {
+              name: WEBHOOK_SIGNATURE_HEADER,
+              in: 'header',
+              required: true,
+              schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$' },
+              description:
+                'v1,<base64 HMAC-SHA256 of "<webhook-id>.<timestamp>.<raw body>" keyed with the base64 after whsec_>;' +
+                ' space-separated, one per secret, during a rotation.',
             },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: envelope } } },

@@ -196,6 +196,9 @@ describe('the OpenAPI document', () => {
       'header:SVC-Signature',
       'header:SVC-Task-Id',
       'header:SVC-Delivery-Id',
+      'header:webhook-id',
+      'header:webhook-timestamp',
+      'header:webhook-signature',
     ]);
     expect(hook.requestBody.content['application/json'].schema.required).toEqual(
       expect.arrayContaining(['object', 'task_id', 'status', 'output', 'cost']),

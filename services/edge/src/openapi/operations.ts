@@ -1,6 +1,7 @@
 // Every public route's entry, gathered from the route folders. A new route: one `operation({...})` in its folder's
 // openapi.ts beside its zod schemas; a new folder: its list added here. openapi.int.test.ts fails until both agree
 // with what buildApp registers.
+import { callbackApi } from '../routes/callbacks/openapi';
 import { chatApi } from '../routes/chat/openapi';
 import { evaluateApi } from '../routes/evaluate/openapi';
 import { fileApi } from '../routes/files/openapi';
@@ -18,6 +19,7 @@ import { docsApi } from './routes';
 export const API_OPERATIONS: readonly ApiOperation[] = [
   ...evaluateApi,
   ...taskApi,
+  ...callbackApi,
   ...fileApi,
   ...meApi,
   ...usageApi,

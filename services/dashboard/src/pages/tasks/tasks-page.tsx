@@ -8,6 +8,7 @@ import { Table } from '../../components/table';
 import { Link, wsPath } from '../../router';
 import { useWorkspace } from '../../workspace';
 import { CallbackSecretPanel } from './callback-secret-panel';
+import { CallbackTools } from './callback-tools';
 import { useTasks } from './use-tasks';
 
 const STATUSES: { value: TaskStatus | ''; label: string }[] = [
@@ -22,10 +23,15 @@ const STATUSES: { value: TaskStatus | ''; label: string }[] = [
 export function TasksPage() {
   const { id: ws, can } = useWorkspace();
   const [status, setStatus] = useState<TaskStatus | ''>('');
-  const tasks = useTasks(status);
+  const [version, setVersion] = useState(0);
+  const tasks = useTasks(status, version);
   return (
     <>
-      <PageHeader title="Tasks" description="Generation tasks and the delivery of their callbacks." />
+      <PageHeader
+        title="Tasks"
+        description="Generation tasks and the delivery of their callbacks."
+        actions={can.redeliver ? <CallbackTools onRecovered={() => setVersion((v) => v + 1)} /> : null}
+      />
       {can.callback_secret ? <CallbackSecretPanel /> : null}
       <div className="filters">
         <SelectField label="Status" value={status} options={STATUSES} onChange={setStatus} />

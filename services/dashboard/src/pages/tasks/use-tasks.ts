@@ -3,11 +3,12 @@ import { useApi } from '../../api/use-api';
 import { useCursorList } from '../../api/use-cursor-list';
 import { useWorkspace } from '../../workspace';
 
-export function useTasks(status: TaskStatus | '') {
+/** `version`: a change reloads the list from its first page (after a recovery, say). */
+export function useTasks(status: TaskStatus | '', version = 0) {
   const { id, api } = useWorkspace();
   return useCursorList(
     (after) => api.tasks.list({ status, ...(after ? { after } : {}), limit: 50 }),
-    `${id}:${status}`,
+    `${id}:${status}:${version}`,
   );
 }
 
@@ -30,5 +31,13 @@ export function useCallbackSecret() {
     reveal: () => api.callbackSecret.get(),
     rotate: () => api.callbackSecret.rotate(),
     retirePrevious: () => api.callbackSecret.retirePrevious(),
+  };
+}
+
+export function useCallbackTools() {
+  const { api } = useWorkspace();
+  return {
+    recover: (since: string) => api.callbacks.recover(since),
+    test: (url: string) => api.callbacks.test(url),
   };
 }

@@ -23,9 +23,11 @@ import {
   getCallbackSecret,
   getTask,
   listTasks,
+  recoverParked,
   redeliverTask,
   retirePreviousCallbackSecret,
   rotateCallbackSecret,
+  testCallback,
 } from './tasks';
 import { getUsage } from './usage';
 import { getWorkspace } from './workspace';
@@ -81,6 +83,8 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.get(`${ws}/tasks`, listTasks(deps));
   router.get(`${ws}/tasks/:taskId`, getTask(deps));
   router.post(`${ws}/tasks/:taskId/redeliver`, requireRole('redeliver'), redeliverTask(deps));
+  router.post(`${ws}/callbacks/recover`, requireRole('redeliver'), json, recoverParked(deps));
+  router.post(`${ws}/callbacks/test`, requireRole('redeliver'), json, testCallback(deps));
   router.get(`${ws}/callback-secret`, requireRole('callbackSecret'), getCallbackSecret(deps));
   router.post(`${ws}/callback-secret/rotate`, requireRole('callbackSecret'), rotateCallbackSecret(deps));
   router.post(

@@ -5,13 +5,16 @@ import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
 import type { EdgeDeps } from '../../deps';
 import { locals } from '../../http/request-context';
-import { parseFields } from '../../http/parse-body';
+import { parseBody, parseFields } from '../../http/parse-body';
 import { errors } from '@gensvc/errors';
+import { recoverParkedDeliveries } from '../callbacks/recover';
+import { RECOVER_BODY, TEST_CALLBACK_BODY } from '../callbacks/schema';
+import { sendTestCallback } from '../callbacks/test-callback';
 import { startRedelivery } from '../tasks/redeliver';
 import { findTask, renderTask } from '../tasks/render-task';
 import { TASKS_QUERY } from './schema';
 
-type Deps = Pick<EdgeDeps, 'db' | 'config' | 'queues' | 'secrets'>;
+type Deps = Pick<EdgeDeps, 'db' | 'config' | 'queues' | 'secrets' | 'outbound' | 'rateSlots'>;
 
 /** GET …/tasks — newest first, optionally of one status. */
 export function listTasks(deps: Deps) {
@@ -70,6 +73,24 @@ export function redeliverTask(deps: Deps) {
     await startRedelivery(deps, workspace.id, req.params.taskId, requestId, log);
     const task = await findTask(deps, workspace.id, req.params.taskId);
     res.status(202).json({ task: await renderTask(deps, task, workspace.currency) });
+  };
+}
+
+/** POST …/callbacks/recover — a new round for every delivery parked since `since`, as the API's (admins, owners). */
+export function recoverParked(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const { since } = parseBody(RECOVER_BODY, req.body);
+    const { workspace } = memberOf(res);
+    const { requestId, log } = locals(res);
+    res.json(await recoverParkedDeliveries(deps, workspace.id, since, requestId, log));
+  };
+}
+
+/** POST …/callbacks/test — a signed sample completion to `url`, as the API's (admins, owners). */
+export function testCallback(deps: Deps) {
+  return async (req: Request, res: Response) => {
+    const { url } = parseBody(TEST_CALLBACK_BODY, req.body);
+    res.json(await sendTestCallback(deps, res, memberOf(res).workspace, url));
   };
 }
 

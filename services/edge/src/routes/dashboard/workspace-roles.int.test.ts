@@ -796,6 +796,39 @@ describe('tasks, deliveries and the callback secret', () => {
   });
 });
 
+describe('callback tools', () => {
+  it('recovers parked deliveries and sends test callbacks for admins and owners only, with a CSRF token', async () => {
+    const t = await team();
+    const parkedAt = new Date(Date.now() - 3_600_000);
+    const { task } = await makeOutput(ctx, t.ws.id);
+    await ctx.db.task.update({
+      where: { id: task.id },
+      data: { callbackUrl: 'https://receiver.example/hook', callbackState: 'parked', updatedAt: parkedAt },
+    });
+    const since = new Date(Date.now() - 86_400_000).toISOString();
+    const recover = `${t.base}/callbacks/recover`;
+
+    const refused = await t.member.c.post(recover, { since });
+    expect(refused).toMatchObject({ status: 403, body: { error: { code: 'insufficient_role' } } });
+    const noCsrf = await t.admin.c.request('POST', recover, { since }, { 'x-csrf-token': '' });
+    expect(noCsrf.status).toBe(403);
+    const bad = await t.admin.c.post(recover, { since: 'last week' });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_request', param: 'since' } } });
+    expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).callbackState).toBe('parked');
+
+    const done = await t.admin.c.post(recover, { since });
+    expect(done).toMatchObject({ status: 200, body: { object: 'callback_recovery', recovered: 1, has_more: false } });
+    expect((await ctx.db.task.findUniqueOrThrow({ where: { id: task.id } })).callbackState).toBe('pending');
+    expect((await t.owner.c.post(recover, { since })).body).toMatchObject({ recovered: 0 });
+
+    const test = `${t.base}/callbacks/test`;
+    expect((await t.member.c.post(test, { url: 'https://receiver.example/hook' })).status).toBe(403);
+    // The edge under test lets no private address through: refused before anything is sent.
+    const local = await t.admin.c.post(test, { url: 'https://127.0.0.1/hook' });
+    expect(local).toMatchObject({ status: 400, body: { error: { code: 'invalid_callback_url' } } });
+  });
+});
+
 describe('usage', () => {
   it('charts spend per day from the ledger, by model or by key, with totals that equal the ledger', async () => {
     const t = await team();

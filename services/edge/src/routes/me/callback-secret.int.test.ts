@@ -58,7 +58,7 @@ it('makes the secret on first use, as a read does, with nothing to retire', asyn
   const made = await jsonOf(await call(RETIRE, c.secret));
   expect(made).toMatchObject({
     object: 'callback_secret',
-    secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+    secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     previous_secret_expires_at: null,
     rotated_at: null,
   });

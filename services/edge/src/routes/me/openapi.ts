@@ -11,7 +11,9 @@ const balance = z.object({
 
 const callbackSecret = z.object({
   object: z.literal('callback_secret'),
-  secret: z.string().describe('whsec_…: the key of the SVC-Signature HMAC.'),
+  secret: z
+    .string()
+    .describe('whsec_…: keys SVC-Signature (the whole text) and webhook-signature (the base64 after whsec_).'),
   previous_secret_expires_at: timestamp.nullable().describe('Until then the old secret signs beside the new one.'),
   rotated_at: timestamp.nullable(),
   created_at: timestamp,

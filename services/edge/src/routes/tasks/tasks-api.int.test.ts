@@ -568,7 +568,7 @@ describe('the callback secret', () => {
     const first = await jsonOf(await get('/api/v1/me/callback-secret', c.secret));
     expect(first).toEqual({
       object: 'callback_secret',
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       previous_secret_expires_at: null,
       rotated_at: null,
       created_at: expect.any(String),
