@@ -77,6 +77,7 @@ describe('queues and workers against Redis', () => {
           },
           'task.poll': async (payload) => ({ polled: payload.taskId, attempt: payload.attempt }),
           'task.cancel': async (payload) => ({ canceled: payload.taskId }),
+          'task.deadline': async (payload) => ({ overdue: payload.taskId }),
         },
       });
     });
