@@ -53,7 +53,11 @@ export class TaskWaits {
   private constructor(private readonly max: number) {}
 
   /** Subscribes (once, through the process's shared subscriber) to the task-finished notices. */
-  static async connect(subscriber: SharedSubscriber, queuePrefix: string, maxWaiters: number): Promise<TaskWaits> {
+  static async connect(
+    subscriber: Pick<SharedSubscriber, 'listen'>,
+    queuePrefix: string,
+    maxWaiters: number,
+  ): Promise<TaskWaits> {
     const waits = new TaskWaits(maxWaiters);
     waits.stop = await subscriber.listen([taskFinishedChannel(queuePrefix)], {
       onMessage: (_channel, taskId) => waits.end(taskId, 'finished'),
