@@ -65,8 +65,9 @@ export function createTask(deps: EdgeDeps, name: TaskOperationName, op: TaskOper
       await queueTask(deps, res, task, requestId);
       if (waiter && waitSeconds !== undefined) {
         res.setHeader('Preference-Applied', `wait=${waitSeconds}`);
-        if ((await waiter.until(waitSeconds * 1_000)) === 'finished') {
-          // The one read of the wait, once the task has ended: what GET of the task answers from now on.
+        const end = await waiter.until(waitSeconds * 1_000);
+        if (end === 'finished' || (end === 'timeout' && waiter.mayHaveMissed())) {
+          // The one read of the wait, once the task has ended (or its notice may have been lost): what GET answers.
           const finished = await taskRepository.find(deps.db, id);
           if (finished && isFinal(finished.status)) {
             return void res.status(200).json(await renderTask(deps, finished, workspace.currency));

@@ -53,6 +53,27 @@ describe('TaskWaits', () => {
     expect(waits.register('tsk_e')).toBeNull();
   });
 
+  it('says a wait may have missed its notice when the subscription was not live at some moment of it', async () => {
+    const waits = await TaskWaits.connect(subscriber, 'p', 10);
+    consumer!.setLive!(true);
+    const steady = waits.register('tsk_steady')!;
+    const dropped = waits.register('tsk_dropped')!;
+    expect(dropped.mayHaveMissed()).toBe(false);
+    consumer!.setLive!(false);
+    expect(dropped.mayHaveMissed()).toBe(true);
+    consumer!.setLive!(true);
+    // Live again, but a notice sent while it was down is gone.
+    expect(dropped.mayHaveMissed()).toBe(true);
+    const after = waits.register('tsk_after')!;
+    expect(after.mayHaveMissed()).toBe(false);
+    consumer!.setLive!(false);
+    const whileDown = waits.register('tsk_down')!;
+    consumer!.setLive!(true);
+    expect(whileDown.mayHaveMissed()).toBe(true);
+    expect(steady.mayHaveMissed()).toBe(true);
+    await waits.close();
+  });
+
   it('holds at most its limit; a wait that ends frees its place', async () => {
     const waits = await TaskWaits.connect(subscriber, 'p', 2);
     const first = waits.register('tsk_1')!;

@@ -4,8 +4,8 @@
 // whoever ends a task publishes after the transition committed (publishTaskFinished), on one channel this process
 // subscribes to once through its shared subscriber; then the route reads the task once.
 //
-// Pub/sub is at-most-once: a notice lost with a dropped connection leaves its caller waiting until the wait ends, who
-// is then answered 202 with the queued task, as a caller without the preference is, and reads it as usual.
+// Pub/sub is at-most-once: a notice may be lost with a dropped connection. A wait during which the subscription was
+// not live all along reads the task once at its end (mayHaveMissed), so its caller still gets the finished task.
 import { taskFinishedChannel } from '@gensvc/contracts';
 import type { SharedSubscriber } from '@gensvc/queue';
 
@@ -17,6 +17,8 @@ export interface TaskWaiter {
   until(ms: number): Promise<WaitEnd>;
   /** Ends the wait ('gone'): the entry is removed at once. */
   cancel(): void;
+  /** Whether the subscription was not live at some moment of the wait so far: a notice may have been lost. */
+  mayHaveMissed(): boolean;
 }
 
 /** The longest wait a caller may ask for, in seconds; a bare `wait` asks for it. */
@@ -48,6 +50,9 @@ export class TaskWaits {
   private readonly waiting = new Map<string, Set<(end: WaitEnd) => void>>();
   private count = 0;
   private closed = false;
+  /** Whether the subscription is confirmed now, and how often it has dropped. */
+  private live = false;
+  private drops = 0;
   private stop = async () => {};
 
   private constructor(private readonly max: number) {}
@@ -61,6 +66,10 @@ export class TaskWaits {
     const waits = new TaskWaits(maxWaiters);
     waits.stop = await subscriber.listen([taskFinishedChannel(queuePrefix)], {
       onMessage: (_channel, taskId) => waits.end(taskId, 'finished'),
+      setLive: (live) => {
+        if (waits.live && !live) waits.drops++;
+        waits.live = live;
+      },
     });
     return waits;
   }
@@ -100,7 +109,9 @@ export class TaskWaits {
     set.add(end);
     this.waiting.set(taskId, set);
     this.count++;
+    const drops = this.live ? this.drops : -1;
     return {
+      mayHaveMissed: () => drops !== this.drops || !this.live,
       until: async (ms) => {
         const timer = setTimeout(() => end('timeout'), ms);
         try {
