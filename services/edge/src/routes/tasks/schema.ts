@@ -69,7 +69,8 @@ const common = {
     .describe(
       'Seconds after creation by which the task must have finished; a task still queued or running then is ' +
         'canceled (at the provider too), its hold released, and its callback sent with status canceled and ' +
-        'error.code deadline_exceeded. The Cancel-After header says the same; give one or the other.',
+        'error.code deadline_exceeded. The Cancel-After header says the same; give one or the other. The ' +
+        "service's own limit (TASK_DEADLINE) still applies: a task past it fails with upstream_timeout.",
     ),
 };
 
