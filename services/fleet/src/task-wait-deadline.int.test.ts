@@ -219,6 +219,28 @@ describe('Prefer: wait', () => {
     expect(await money(ws.id)).toEqual({ balance: BALANCE - PRICE, charges: [PRICE], held: 0 });
   });
 
+  it('answers a waiting caller with the task canceled by request, at once', async () => {
+    slowJobs();
+    const { ws, secret } = await caller();
+    const waiting = create(secret, { model: SLOW }, { Prefer: 'wait=30' });
+    await eventually(() => edge.deps.taskWaits.size === 1, 'the caller to wait');
+    const [task] = await eventually(async () => {
+      const rows = await ctx.db.task.findMany({ where: { workspaceId: ws.id } });
+      return rows.length ? rows : null;
+    }, 'the task');
+    const started = performance.now();
+    const cancel = await fetch(`${edge.url}/api/v1/tasks/${task!.id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(cancel.status).toBe(200);
+    const res = await waiting;
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(res.status).toBe(200);
+    expect(await jsonOf(res)).toMatchObject({ task_id: task!.id, status: 'canceled', error: null });
+    expect(await money(ws.id)).toEqual({ balance: BALANCE, charges: [], held: 0 });
+  });
+
   it(`holds at most ${MAX_WAITERS} callers; past that a creation answers 202 at once`, async () => {
     slowJobs();
     const { secret } = await caller();
