@@ -117,6 +117,11 @@ export const envSchema = z.object({
   TASK_DEADLINE: duration.default(30 * 60_000),
   /** Waits between polls of a running task: the n-th poll waits the n-th value, the last repeats. */
   TASK_POLL_SCHEDULE: durations.default([1_000, 1_000, 2_000, 2_000, 5_000]),
+  /**
+   * Callers each edge holds at once waiting for their task (`Prefer: wait`); past it a creation answers 202 at once.
+   * A waiter costs an open socket and a map entry, no worker slot and no store connection.
+   */
+  TASK_WAIT_MAX_WAITERS: z.coerce.number().int().min(0).max(100_000).default(1_000),
   /** How often the task-runner looks for tasks and callbacks whose job vanished (Redis flushed or restarted). */
   RECONCILE_INTERVAL: duration.default(30_000),
   OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
@@ -208,7 +213,7 @@ export interface Config {
   /** Secrets at rest: the first key seals, every one opens. */
   encryptionKeys: EncryptionKey[];
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
-  tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number };
+  tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number; maxWaiters: number };
   /** Provider webhooks: off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
   providerWebhooks: {
     baseUrl: string | undefined;
@@ -298,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       deadlineMs: e.TASK_DEADLINE,
       pollScheduleMs: e.TASK_POLL_SCHEDULE,
       reconcileIntervalMs: e.RECONCILE_INTERVAL,
+      maxWaiters: e.TASK_WAIT_MAX_WAITERS,
     },
     providerWebhooks: {
       baseUrl: e.PROVIDER_WEBHOOK_BASE_URL?.replace(/\/+$/, ''),

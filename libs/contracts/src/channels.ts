@@ -12,3 +12,9 @@ export const catalogInvalidationChannel = (queuePrefix: string) => `${queuePrefi
 
 /** Carries a channel id whose circuit-breaker state changed on one replica (libs/upstream SharedBreakerState). */
 export const breakerEventsChannel = (queuePrefix: string) => `${queuePrefix}:upstream:breaker`;
+
+/**
+ * Carries the id of a task that has just reached a final state (completed, failed, canceled), published after the
+ * transition committed; an edge holding a caller in `Prefer: wait` for that task then reads it once.
+ */
+export const taskFinishedChannel = (queuePrefix: string) => `${queuePrefix}:tasks:finished`;

@@ -16,7 +16,7 @@ describe('job contracts', () => {
       jobsOnQueue('tasks')
         .map((j) => j.name)
         .sort(),
-    ).toEqual(['task.cancel', 'task.poll', 'task.submit']);
+    ).toEqual(['task.cancel', 'task.deadline', 'task.poll', 'task.submit']);
   });
 
   it('puts the envelope in every payload and strips what the contract does not declare', () => {

@@ -69,6 +69,19 @@ export const TaskCancel = defineJob({
   key: (p) => [p.taskId],
 });
 
+/**
+ * The caller's deadline of a task (deadline_seconds, Cancel-After), added delayed with its submit: a task still live
+ * when it runs is canceled with deadline_exceeded. The handler re-reads the task and does nothing to a finished one.
+ */
+export const TaskDeadline = defineJob({
+  queue: 'tasks',
+  name: 'task.deadline',
+  version: 1,
+  retry: { attempts: 5, backoffMs: 1_000 },
+  schema: z.object({ taskId: id }),
+  key: (p) => [p.taskId],
+});
+
 /** Copies output `outputIndex` of a task into S3; the archiver reads the task's output and workspace. */
 export const ArchiveOutput = defineJob({
   queue: 'archive',
@@ -137,6 +150,7 @@ export const jobs = {
   TaskSubmit,
   TaskPoll,
   TaskCancel,
+  TaskDeadline,
   ArchiveOutput,
   CallbackDeliver,
   MailSend,

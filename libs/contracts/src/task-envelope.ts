@@ -11,7 +11,7 @@
 // that cannot be archived does not fail the task). download_url is a fresh signed content link (one hour), made by
 // the caller of this function at every read.
 import { z } from 'zod';
-import { TASK_FAILURE_CODES, TASK_STATUSES } from './task-operations';
+import { DEADLINE_EXCEEDED, TASK_FAILURE_CODES, TASK_STATUSES } from './task-operations';
 import { ARCHIVE_STATUSES, taskOutputSchema } from './task-output';
 
 export interface TaskEnvelopeSource {
@@ -116,7 +116,15 @@ export const taskEnvelopeSchema = z.object({
     .nullable(),
   cost: z.object({ amount: z.number(), currency: z.string() }),
   error: z
-    .object({ code: z.string().describe(`One of ${TASK_FAILURE_CODES.join(', ')}.`), message: z.string() })
+    .object({
+      code: z
+        .string()
+        .describe(
+          `A failed task's: one of ${TASK_FAILURE_CODES.join(', ')}. A canceled task's: ${DEADLINE_EXCEEDED} when ` +
+            'its deadline (deadline_seconds, Cancel-After) passed; none when it was canceled by request.',
+        ),
+      message: z.string(),
+    })
     .nullable(),
   created_at: z.string(),
   started_at: z.string().nullable(),

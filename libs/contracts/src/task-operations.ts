@@ -61,3 +61,6 @@ export const TASK_FAILURE_CODES = [
   'internal_error',
 ] as const;
 export type TaskFailureCode = (typeof TASK_FAILURE_CODES)[number];
+
+/** The error code of a task canceled because its caller's deadline (deadline_seconds, Cancel-After) passed. */
+export const DEADLINE_EXCEEDED = 'deadline_exceeded';

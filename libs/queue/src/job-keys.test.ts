@@ -28,6 +28,7 @@ describe('job keys declared on the contracts', () => {
       'evaluate.run',
       'mail.send',
       'task.cancel',
+      'task.deadline',
       'task.poll',
       'task.submit',
     ]);

@@ -12,6 +12,7 @@ import {
   EvaluateRun,
   MailSend,
   TaskCancel,
+  TaskDeadline,
   TaskPoll,
   TaskSubmit,
   pendingOutputIndexes,
@@ -48,7 +49,13 @@ export const taskJobRef = (task: { id: string; workspaceId: string }, requestId?
   envelope({ taskId: task.id, workspaceId: task.workspaceId, requestId });
 
 async function add<
-  J extends typeof TaskSubmit | typeof TaskPoll | typeof TaskCancel | typeof ArchiveOutput | typeof CallbackDeliver,
+  J extends
+    | typeof TaskSubmit
+    | typeof TaskPoll
+    | typeof TaskCancel
+    | typeof TaskDeadline
+    | typeof ArchiveOutput
+    | typeof CallbackDeliver,
 >(
   queues: Queues,
   contract: J,
@@ -92,6 +99,19 @@ export function scheduleEndedPoll(queues: Queues, ref: TaskJobRef, attempt: numb
 /** Cancels the provider's job of a task that ended without it (a cancel, a deadline). */
 export function scheduleCancel(queues: Queues, ref: TaskJobRef, opts: ScheduleOptions = {}): Promise<EnsureJobOutcome> {
   return add(queues, TaskCancel, envelope(ref), opts);
+}
+
+/**
+ * The caller's deadline of a task, due in `delayMs` (the edge at creation, beside its submit). Delayed in Redis, it
+ * outlives any process; a Redis that loses it is covered by the task-runner's reconciler, which cancels overdue tasks.
+ */
+export function scheduleDeadline(
+  queues: Queues,
+  ref: TaskJobRef,
+  delayMs: number,
+  opts: ScheduleOptions = {},
+): Promise<EnsureJobOutcome> {
+  return add(queues, TaskDeadline, envelope(ref), { ...opts, delay: delayMs });
 }
 
 /** Copies output `outputIndex` of a task into S3 (the archiver). */

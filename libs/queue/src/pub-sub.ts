@@ -1,6 +1,6 @@
 // Redis pub/sub for caches kept fresh across processes: publishing invalidations, and trusting a cache only while its
 // subscription is live. The channel names are libs/contracts' (channels.ts).
-import { keyInvalidationChannel } from '@gensvc/contracts';
+import { keyInvalidationChannel, taskFinishedChannel } from '@gensvc/contracts';
 
 /**
  * Tells every edge replica to drop these keys' cached look-ups (a revocation, a rotation, a cap change, a change of
@@ -21,6 +21,24 @@ export async function publishKeyInvalidations(
       onFailure(e instanceof Error ? e : new Error(String(e)), keyIds.slice(i));
       return;
     }
+  }
+}
+
+/**
+ * Tells the edges that a task has reached a final state, after the transition committed: an edge holding a caller
+ * in `Prefer: wait` for it answers with the task. Never throws: a lost notice leaves that caller to its wait's end
+ * (a 202, and the task read as usual), so a failure is only logged.
+ */
+export async function publishTaskFinished(
+  redis: { publish(channel: string, message: string): Promise<unknown> },
+  queuePrefix: string,
+  taskId: string,
+  log: { warn(obj: object, msg: string): void },
+): Promise<void> {
+  try {
+    await redis.publish(taskFinishedChannel(queuePrefix), taskId);
+  } catch (err) {
+    log.warn({ err, taskId }, 'the task-finished notice could not be published');
   }
 }
 

@@ -77,6 +77,7 @@ describe('queues and workers against Redis', () => {
           },
           'task.poll': async (payload) => ({ polled: payload.taskId, attempt: payload.attempt }),
           'task.cancel': async (payload) => ({ canceled: payload.taskId }),
+          'task.deadline': async (payload) => ({ overdue: payload.taskId }),
         },
       });
     });
@@ -166,10 +167,10 @@ describe('queues and workers against Redis', () => {
         connection,
         prefix,
         concurrency: 1,
-        // @ts-expect-error task.poll and task.cancel have no handler: a type error before it is a start-up error
+        // @ts-expect-error task.poll, task.cancel and task.deadline have no handler: a type error before a start-up one
         handlers: { 'task.submit': async () => {} },
       }),
-    ).toThrow('Worker for queue "tasks" has no handler for: task.poll, task.cancel.');
+    ).toThrow('Worker for queue "tasks" has no handler for: task.poll, task.cancel, task.deadline.');
     expect(() =>
       defineWorker({
         queue: 'callbacks',

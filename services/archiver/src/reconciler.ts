@@ -6,6 +6,7 @@
 import { taskRepository, type Db } from '@gensvc/db';
 import type { Logger } from '@gensvc/observability';
 import {
+  publishTaskFinished,
   scheduleArchives,
   scheduleCallback,
   startReconcileSweeper,
@@ -48,6 +49,7 @@ export function startArchiveReconciler(
         const done = pending.length === 0 ? await taskRepository.completeIfArchived(db, task.id, now) : null;
         if (done) completed++;
         if (done?.callback) await scheduleCallback(queues, ref, done.callbackRoundStart);
+        if (done) await publishTaskFinished(queues.connection, queues.prefix, task.id, logger);
         if (!done) await taskRepository.touch(db, task.id, now);
       }
       const report = { tasks: stale.length, readded, completed };

@@ -19,6 +19,7 @@ import { Holds } from './billing/holds';
 import { SlotLeases } from './limits/rate-limit';
 import { EvaluateReplies } from './routes/evaluate/replies';
 import { VerifiedTlsCache } from './routes/tasks/callback-url';
+import { TaskWaits } from './routes/tasks/task-waits';
 
 /** Everything the edge's routes use, made by createEdgeDeps (or a test) and passed in: no module-level singletons. */
 export interface EdgeDeps {
@@ -38,6 +39,8 @@ export interface EdgeDeps {
   queues: Queues;
   /** The evaluate workers' replies to this process (one subscription per process). */
   evaluateReplies: EvaluateReplies;
+  /** Callers waiting for their task (`Prefer: wait`), told of its end by the task-finished notices. */
+  taskWaits: TaskWaits;
   /** Every paid route's money: held before the work, then settled or released (billing/holds.ts). */
   holds: Holds;
   /** This replica's rate-limit slots, leased in blocks for workspaces with large limits. */
@@ -81,6 +84,7 @@ export async function createEdgeDeps(
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const evaluateReplies = await EvaluateReplies.connect(subscriber, config.queuePrefix, logger);
+  const taskWaits = await TaskWaits.connect(subscriber, config.queuePrefix, config.tasks.maxWaiters);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const secrets = new SecretBox(config.encryptionKeys);
   const catalog = new Catalog(db, secrets, options.catalog);
@@ -108,6 +112,7 @@ export async function createEdgeDeps(
       breaker,
       queues,
       evaluateReplies,
+      taskWaits,
       holds,
       rateSlots,
       outbound: { agents },
@@ -122,6 +127,7 @@ export async function createEdgeDeps(
       await upstreamState.close();
       await unsubscribe();
       await evaluateReplies.close();
+      await taskWaits.close();
       subscriber.close();
       await queues.close();
       await agents.close();

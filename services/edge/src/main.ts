@@ -47,6 +47,8 @@ async function main() {
           new Promise<void>((resolve) => {
             server.close(() => resolve());
             server.closeIdleConnections();
+            // Callers waiting for their task (Prefer: wait) are answered now, with the queued task.
+            void edge.deps.taskWaits.close();
           }),
       },
       {

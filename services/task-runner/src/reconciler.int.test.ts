@@ -1,6 +1,6 @@
 // The task-runner's reconciler against real Postgres and Redis: queued and polling tasks whose next job is missing
 // get it back, exactly once; rows whose job is alive, and steps the archiver and the dispatcher own, are left alone.
-import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit } from '@gensvc/contracts';
+import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit } from '@gensvc/contracts';
 import { taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
 import { createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
@@ -194,4 +194,27 @@ it('one replica sweeps per interval: a round whose lock another holds is skipped
     await timed.stop();
     await ctx.redis.del(key);
   }
+});
+
+it("cancels a live task past its caller's deadline whose deadline job was lost, once, releasing its hold", async () => {
+  const overdue = await makeLiveTask({ cancelAfter: new Date(Date.now() - 1_000) });
+  await taskRepository.markSubmitted(ctx.db, overdue.id, {
+    channelId: 'ch_x',
+    upstreamId: 'pred_late',
+    upstreamUrls: null,
+  });
+  const notYet = await makeLiveTask({ cancelAfter: new Date(Date.now() + 60_000) });
+  // Held at creation: the balance less the task's price (makeTask's 40_000).
+  const held = await ctx.db.workspace.findUniqueOrThrow({ where: { id: overdue.workspaceId } });
+
+  expect((await reconciler.runOnce()).overdue).toBe(1);
+  const ended = await taskRepository.find(ctx.db, overdue.id);
+  expect(ended).toMatchObject({ status: 'canceled', errorCode: 'deadline_exceeded', cost: null });
+  expect((await ctx.db.reservation.findUniqueOrThrow({ where: { id: ended!.reservationId! } })).state).toBe('released');
+  const after = await ctx.db.workspace.findUniqueOrThrow({ where: { id: overdue.workspaceId } });
+  expect(after.balance).toBe(held.balance + 40_000n);
+  // The provider's job is canceled; the task not yet due is left alone, and a second sweep finds nothing.
+  expect(await stateOf('task.cancel', jobIdFor(TaskCancel, [overdue.id]))).toBe('waiting');
+  expect((await taskRepository.find(ctx.db, notYet.id))?.status).toBe('queued');
+  expect((await reconciler.runOnce()).overdue).toBe(0);
 });

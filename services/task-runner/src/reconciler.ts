@@ -6,7 +6,8 @@
 // TASK_POLL_WEBHOOK_FALLBACK unmoved (its webhook lost: the edge down, the provider giving up) it is polled from here,
 // and on the poll schedule after that; a task past its deadline is polled at once, and the poll times it out. The
 // archiver recovers archives and completions (services/archiver/src/reconciler.ts), the dispatcher deliveries
-// (services/callback-dispatcher/src/reconciler.ts). Every job has a deterministic id and every handler re-reads its
+// (services/callback-dispatcher/src/reconciler.ts). A live task past its caller's deadline (its task.deadline job lost
+// with Redis) is canceled here. Every job has a deterministic id and every handler re-reads its
 // row and checks it is still due, so re-adding a job that exists, or one whose step already happened, does nothing.
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db } from '@gensvc/db';
@@ -20,6 +21,7 @@ import {
   type ReconcilerBaseDeps,
   type Sweeper,
 } from '@gensvc/queue';
+import { cancelOverdue } from './handlers/task-deadline';
 
 export interface ReconcilerDeps extends ReconcilerBaseDeps {
   config: ReconcilerBaseDeps['config'] & Pick<Config, 'providerWebhooks'>;
@@ -32,6 +34,8 @@ interface ReconcileReport {
   tasks: number;
   /** Jobs that were missing (or finished while their row still waited) and were added again. */
   readded: number;
+  /** Tasks canceled here past their caller's deadline. */
+  overdue: number;
 }
 
 export type Reconciler = Sweeper<ReconcileReport>;
@@ -57,8 +61,12 @@ export function startReconciler(deps: ReconcilerDeps, opts: { autorun?: boolean 
         if (outcome !== 'exists' && outcome !== 'promoted') readded++;
         await taskRepository.touch(db, task.id, now);
       }
-      const report = { tasks: stale.length, readded };
-      if (readded > 0) logger.warn(report, 'reconciler: re-added submit and poll jobs that had vanished');
+      let overdue = 0;
+      for (const task of await taskRepository.overdue(db, now, batch)) {
+        if (await cancelOverdue(deps, task, logger)) overdue++;
+      }
+      const report = { tasks: stale.length, readded, overdue };
+      if (readded + overdue > 0) logger.warn(report, 'reconciler: re-added vanished jobs or canceled overdue tasks');
       return report;
     },
     opts,

@@ -1,8 +1,10 @@
-// The `tasks` queue's worker: task.submit, task.poll and task.cancel, over the Replicate and fal protocols.
+// The `tasks` queue's worker: task.submit, task.poll, task.cancel and task.deadline, over the Replicate and fal
+// protocols.
 import { defineWorker } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
 import type { TaskRunnerDeps } from './deps';
 import { taskCancel } from './handlers/task-cancel';
+import { taskDeadline } from './handlers/task-deadline';
 import { taskPoll } from './handlers/task-poll';
 import type { TaskHandlerDeps } from './handlers/task-steps';
 import { taskSubmit } from './handlers/task-submit';
@@ -26,6 +28,7 @@ export function startTaskWorker(deps: TaskRunnerDeps, concurrency = deps.config.
       'task.submit': taskSubmit(handlerDeps),
       'task.poll': taskPoll(handlerDeps),
       'task.cancel': taskCancel(handlerDeps),
+      'task.deadline': taskDeadline(handlerDeps),
     },
   });
 }

@@ -119,8 +119,11 @@ describe("createMany (the edge groups one key's creations)", () => {
   });
 });
 
-it('a result racing a cancel: exactly one wins, and the money follows the winner', async () => {
+it('a result racing a cancel (by request, or at the deadline): one wins, and the money follows it', async () => {
+  const deadline = { code: 'deadline_exceeded', message: 'The task did not finish within its deadline of 5 s.' };
   for (let round = 0; round < 10; round++) {
+    // Even rounds a cancel by request, odd ones the deadline's.
+    const reason = round % 2 === 1 ? deadline : undefined;
     const c = await customer();
     const task = await makeTask(ctx.db, { ...c, amount: PRICE });
     expect(
@@ -132,7 +135,7 @@ it('a result racing a cancel: exactly one wins, and the money follows the winner
     ).toBe(true);
     const [recorded, canceled] = await Promise.all([
       taskRepository.recordOutput(ctx.db, task.id, output('pending'), PRICE),
-      taskRepository.finish(ctx.db, task.id, { status: 'canceled' }),
+      taskRepository.finish(ctx.db, task.id, { status: 'canceled', reason }),
     ]);
     expect([recorded, canceled].filter((r) => r !== null)).toHaveLength(1);
     const after = await books(c.workspaceId, c.apiKeyId);
@@ -143,7 +146,14 @@ it('a result racing a cancel: exactly one wins, and the money follows the winner
       expect(after).toMatchObject({ balance: 1_000_000n - PRICE, spent: PRICE, reserved: 0n });
     } else {
       expect(after).toMatchObject({ balance: 1_000_000n, spent: 0n, reserved: 0n });
-      expect((await taskRepository.find(ctx.db, task.id))?.status).toBe('canceled');
+      expect(await taskRepository.find(ctx.db, task.id)).toMatchObject({
+        status: 'canceled',
+        errorCode: reason?.code ?? null,
+        errorMessage: reason?.message ?? null,
+      });
+      // Canceled first: a result arriving after is not recorded, so never charged.
+      expect(await taskRepository.recordOutput(ctx.db, task.id, output('pending'), PRICE)).toBeNull();
+      expect(await books(c.workspaceId, c.apiKeyId)).toMatchObject({ balance: 1_000_000n, spent: 0n });
     }
   }
 });

@@ -35,6 +35,8 @@ export interface CreateTaskInput {
   /** The price, held now and settled on completion. */
   amount: bigint;
   deadlineAt: Date;
+  /** The caller's deadline (deadline_seconds, Cancel-After), when it gave one. */
+  cancelAfter?: Date | null;
 }
 
 export interface ListTasksInput {
@@ -98,7 +100,8 @@ const taskColumns = (
   t: string,
 ) => `${t}.id, ${t}."workspaceId", ${t}."apiKeyId", ${t}.model, ${t}.operation, ${t}.status, ${t}.input,
   ${t}."callbackUrl", ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId",
-  ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt", ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode",
+  ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt",
+  ${t}."cancelAfter" AT TIME ZONE 'UTC' AS "cancelAfter", ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode",
   ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
   ${t}.cost::text AS cost, ${t}.attempts, ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
   ${t}."createdAt" AT TIME ZONE 'UTC' AS "createdAt", ${t}."updatedAt" AT TIME ZONE 'UTC' AS "updatedAt",
@@ -244,6 +247,7 @@ export const taskRepository = {
         input: input.input,
         callbackUrl: input.callbackUrl,
         deadlineAt,
+        cancelAfter: input.cancelAfter ? iso(input.cancelAfter) : null,
       };
     });
     const param = JSON.stringify(items);
@@ -269,6 +273,7 @@ export const taskRepository = {
         upstreamUrls: null,
         reservationId: items[i]!.reservationId,
         deadlineAt: new Date(input.deadlineAt.getTime()),
+        cancelAfter: input.cancelAfter ? new Date(input.cancelAfter.getTime()) : null,
         callbackRoundStart,
         output: null,
         errorCode: null,
@@ -533,19 +538,22 @@ export const taskRepository = {
   },
 
   /**
-   * Ends a live task that has no output yet as failed or canceled and gives its hold back, in one transaction.
+   * Ends a live task that has no output yet as failed or canceled (by request, or with a reason: its deadline) and
+   * gives its hold back, in one transaction.
    * Returns the task as it now is, with whether a callback is due (and its upstreamId, the provider job to cancel);
    * null when the task had already finished or its output was already recorded (the success won the race).
    */
   async finish(
     db: DbClient,
     id: string,
-    how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled' },
+    how: { status: 'failed'; failure: TaskFailure } | { status: 'canceled'; reason?: TaskFailure },
     opts: { workspaceId?: string; now?: Date } = {},
   ): Promise<FinishedTask | null> {
     const now = opts.now ?? new Date();
-    const code = how.status === 'failed' ? how.failure.code : null;
-    const message = how.status === 'failed' ? how.failure.message.slice(0, 2000) : null;
+    // A cancel by request carries no code; one at the caller's deadline says so (deadline_exceeded).
+    const why = how.status === 'failed' ? how.failure : how.reason;
+    const code = why?.code ?? null;
+    const message = why ? why.message.slice(0, 2000) : null;
     // One statement: the row is locked by its UPDATE before gensvc_release locks the reservation (the order every
     // transition uses). RETURNING * gives the row as findUnique does (same columns, same types): callers render it
     // without a re-read.
@@ -589,6 +597,19 @@ export const taskRepository = {
       },
       select: { id: true, workspaceId: true, status: true, attempts: true },
       orderBy: { updatedAt: 'asc' },
+      take: limit,
+    });
+  },
+
+  /**
+   * Live tasks without the provider's result whose caller's deadline (cancelAfter) has passed at `now`: their
+   * task.deadline job may have vanished with Redis. Served by the partial index over live tasks.
+   */
+  overdue(db: DbClient, now: Date, limit: number) {
+    return db.task.findMany({
+      where: { status: { in: LIVE }, output: { equals: Prisma.DbNull }, cancelAfter: { lte: now } },
+      select: { id: true, workspaceId: true, createdAt: true, cancelAfter: true },
+      orderBy: { cancelAfter: 'asc' },
       take: limit,
     });
   },

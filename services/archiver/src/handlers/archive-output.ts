@@ -25,7 +25,7 @@ import {
   fetchChecked,
   isTransientOutboundError,
 } from '@gensvc/outbound';
-import { isLastAttempt, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
+import { isLastAttempt, publishTaskFinished, scheduleCallback, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { deleteObject, generatedOutputLocation, putObjectBuffer, putObjectStream } from '@gensvc/storage';
 import { HeadPeek, sha256Hex, SNIFF_BYTES, sniffMedia, type SniffedMedia } from '@gensvc/media';
 import type { ArchiverDeps } from '../deps';
@@ -60,9 +60,9 @@ export function archiveOutput(deps: ArchiverDeps) {
   const { config, db, s3, logger } = deps;
 
   /**
-   * Records the outcome, and schedules the callback when this completed the task. A failed add is logged, not
-   * thrown: a re-run of this job would find the task completed and add nothing, and the dispatcher's reconciler adds
-   * the callback of a completed task whose job is missing.
+   * Records the outcome, and when this completed the task schedules its callback and tells a caller waiting on it. A
+   * failed add is logged, not thrown: a re-run of this job would find the task completed and add nothing, and the
+   * dispatcher's reconciler adds the callback of a completed task whose job is missing.
    */
   const record = async (
     taskId: string,
@@ -84,6 +84,8 @@ export function archiveOutput(deps: ArchiverDeps) {
           logger.error({ taskId, err }, "the callback job could not be added; the dispatcher's reconciler will add it"),
         );
       }
+      // One Redis round trip per completed task: the only way a caller waiting on it (Prefer: wait) hears of it.
+      await publishTaskFinished(deps.queues.connection, deps.queues.prefix, taskId, logger);
     }
     return fileCreated;
   };

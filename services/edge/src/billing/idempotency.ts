@@ -67,6 +67,17 @@ export function idempotency(deps: { db: Db }) {
   };
 }
 
+/** Answers kept should their caller leave before they are sent (keepIfGone). */
+const ifGone = new WeakMap<Response, { status: number; body: unknown }>();
+
+/**
+ * The answer the request's Idempotency-Key keeps should its caller leave before one is sent: a creation that waits
+ * for its task (Prefer: wait) has made and held it, so a retry must find that task, not make and charge another.
+ */
+export function keepIfGone(res: Response, status: number, body: unknown): void {
+  ifGone.set(res, { status, body });
+}
+
 const isStreamed = (body: unknown) =>
   typeof body === 'object' && body !== null && (body as { streamed?: unknown }).streamed === true;
 
@@ -99,9 +110,12 @@ function record(db: Db, id: string, res: Response) {
   res.on('close', () => {
     if (settled) return;
     const ok = res.statusCode >= 200 && res.statusCode < 300 && res.writableFinished;
+    const kept = ok ? undefined : ifGone.get(res);
     const store = ok
       ? idempotencyRepository.complete(db, id, res.statusCode, STREAMED)
-      : idempotencyRepository.abandon(db, id);
+      : kept
+        ? idempotencyRepository.completeText(db, id, kept.status, JSON.stringify(kept.body))
+        : idempotencyRepository.abandon(db, id);
     store.catch((err) => locals(res).log.error({ err }, 'could not store the idempotent answer'));
   });
 }

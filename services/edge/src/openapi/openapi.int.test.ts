@@ -190,6 +190,17 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it("describes a task creation's wait and deadline: Prefer, Cancel-After, deadline_seconds, the 200", () => {
+    const create = doc.paths['/api/v1/{provider}/text-to-image'].post;
+    const headers = create.parameters.filter((p: { in: string }) => p.in === 'header');
+    expect(headers.map((p: { name: string }) => p.name)).toEqual(['Idempotency-Key', 'Prefer', 'Cancel-After']);
+    expect(headers[1].description).toMatch(/clamped/);
+    const body = create.requestBody.content['application/json'].schema;
+    expect(body.properties.deadline_seconds).toMatchObject({ type: 'integer', minimum: 1, maximum: 86_400 });
+    expect(create.responses['200'].headers['Preference-Applied']).toBeDefined();
+    expect(create.responses['202'].headers.Location).toBeDefined();
+  });
+
   it('describes the task callback as a webhook with its signature headers', () => {
     const hook = doc.webhooks.taskCallback.post;
     expect(hook.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([

@@ -6,7 +6,15 @@
 import type { Config } from '@gensvc/config';
 import { taskRepository, type Db, type TaskFailure, type TaskRow } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
-import { scheduleCallback, scheduleCancel, schedulePoll, taskJobRef, traceQueryOf, type Queues } from '@gensvc/queue';
+import {
+  publishTaskFinished,
+  scheduleCallback,
+  scheduleCancel,
+  schedulePoll,
+  taskJobRef,
+  traceQueryOf,
+  type Queues,
+} from '@gensvc/queue';
 import type { Catalog, CircuitBreaker } from '@gensvc/upstream';
 import type { TaskProviders } from '../providers/providers';
 
@@ -37,15 +45,32 @@ export async function failTask(
   log: Logger,
   opts: { cancelProviderJob?: boolean } = {},
 ): Promise<boolean> {
-  const done = await taskRepository.finish(deps.db, task.id, { status: 'failed', failure });
-  if (!done) {
-    log.info({ code: failure.code }, 'task already moved on; not failed');
-    return false;
-  }
-  log.info({ code: failure.code, message: failure.message }, 'task failed');
+  const ended = await endTask(deps, task, { status: 'failed', failure }, log, opts);
+  if (ended) log.info({ code: failure.code, message: failure.message }, 'task failed');
+  else log.info({ code: failure.code }, 'task already moved on; not failed');
+  return ended;
+}
+
+/**
+ * Ends a live task that has no output yet (failed, or canceled with a reason), giving its hold back, and adds what
+ * follows: the provider's cancel when asked and the provider has the job, the callback when one is due, and the
+ * task-finished notice for a caller waiting on it. False when the task had already moved on (ended meanwhile, or its
+ * output recorded: the success won and is charged): nothing is added then.
+ */
+export async function endTask(
+  deps: Pick<TaskHandlerDeps, 'db' | 'queues'>,
+  task: TaskRef,
+  how: Parameters<typeof taskRepository.finish>[2],
+  log: Logger,
+  opts: { cancelProviderJob?: boolean } = {},
+): Promise<boolean> {
+  const done = await taskRepository.finish(deps.db, task.id, how);
+  if (!done) return false;
   // The provider's job of a task that ended without it: best effort, retried by its job.
   if (opts.cancelProviderJob && done.upstreamId) await scheduleCancel(deps.queues, taskJobRef(task), { recover: true });
   if (done.callback) await scheduleCallback(deps.queues, taskJobRef(task), done.callbackRoundStart, { first: true });
+  // One Redis round trip per ended task: the only way a caller waiting on it (Prefer: wait) hears of the end.
+  await publishTaskFinished(deps.queues.connection, deps.queues.prefix, task.id, log);
   return true;
 }
 

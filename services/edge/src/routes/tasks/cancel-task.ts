@@ -1,6 +1,6 @@
 import { taskRepository } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
-import { scheduleCallback, scheduleCancel } from '@gensvc/queue';
+import { publishTaskFinished, scheduleCallback, scheduleCancel } from '@gensvc/queue';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
@@ -11,7 +11,8 @@ import { TASK_ID } from './schema';
 /**
  * POST /api/v1/tasks/{task_id}/cancel — queued or running → canceled, its hold given back, in one transaction
  * (taskRepository.finish). A task whose result is already recorded cannot be canceled any more (409): the success
- * won the race and is charged. Then the provider's job is canceled (when it had one) and the callback is sent.
+ * won the race and is charged. Then the provider's job is canceled (when it had one), the callback is sent, and a
+ * caller waiting on the task is told.
  */
 export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
   return async (req: Request<{ taskId: string }>, res: Response) => {
@@ -28,6 +29,8 @@ export function cancelTask(deps: Pick<EdgeDeps, 'config' | 'db' | 'queues'>) {
     const ref = { taskId: id, workspaceId: workspace.id, requestId };
     if (task.upstreamId) jobs.push(scheduleCancel(deps.queues, ref));
     if (task.callback) jobs.push(scheduleCallback(deps.queues, ref, task.callbackRoundStart, { first: true }));
+    // A caller waiting on the task (Prefer: wait, on any edge) is answered with it canceled.
+    jobs.push(publishTaskFinished(deps.queues.connection, deps.queues.prefix, id, log));
     for (const outcome of await Promise.allSettled(jobs)) {
       if (outcome.status === 'rejected')
         log.error({ err: outcome.reason, task_id: id }, 'task cancel: a follow-up job could not be queued');

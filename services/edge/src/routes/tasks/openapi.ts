@@ -2,6 +2,7 @@ import { TASK_OPERATIONS, taskEnvelopeSchema, type TaskOperation } from '@gensvc
 import { z } from 'zod';
 import { KEY_AUTH, PAID_CALL, idempotencyHeader, listOf, operation, timestamp } from '../../openapi/operation';
 import { createTaskSchema, listTasksQuery } from './schema';
+import { MAX_WAIT_SECONDS } from './task-waits';
 
 const taskId = z.object({ taskId: z.string().describe('A task id, tsk_…') });
 const provider = z.object({ provider: z.string().describe("The model id's provider part (`sim` for `sim/image-1`).") });
@@ -25,6 +26,27 @@ const deliveries = z.object({
   ),
 });
 
+const createHeaders = idempotencyHeader.extend({
+  Prefer: z
+    .string()
+    .optional()
+    .describe(
+      `\`wait\` or \`wait=N\` (seconds; a bare \`wait\` is ${MAX_WAIT_SECONDS}, N outside 1..${MAX_WAIT_SECONDS} is ` +
+        'clamped into it): answer 200 with the finished task (completed, failed or canceled: the envelope GET of ' +
+        'the task answers) when it ends within N seconds, else 202 with the queued task as without it. ' +
+        '`Preference-Applied: wait=N` says the wait was made. A preference that cannot be read is ignored ' +
+        '(RFC 7240), as is the wait when this server holds its most waiting callers. Leaving early changes ' +
+        'nothing: the task runs on, and a retry under the same Idempotency-Key finds it.',
+    ),
+  'Cancel-After': z
+    .string()
+    .optional()
+    .describe(
+      "The task's deadline as Replicate names it: whole seconds (`300`) or `1h30m`, `5m`, `90s`, from 1 s to 24 h; " +
+        'the same as deadline_seconds (give one or the other). Anything else is a 400.',
+    ),
+});
+
 const create = (name: string, op: TaskOperation) =>
   operation({
     method: 'post',
@@ -32,18 +54,26 @@ const create = (name: string, op: TaskOperation) =>
     operationId: `create_${name.replace(/-/g, '_')}`,
     summary:
       `Create ${name.startsWith('image') ? 'an' : 'a'} ${name} task ` +
-      `(answered 202; the result comes by callback or GET /api/v1/tasks/{id})`,
+      `(answered 202, or 200 once finished with Prefer: wait; the result comes by callback or GET /api/v1/tasks/{id})`,
     tag: 'Tasks',
     auth: 'bearer',
     scope: 'tasks.write',
     params: provider,
-    headers: idempotencyHeader,
+    headers: createHeaders,
     body: { json: createTaskSchema(op) },
     responses: {
+      200: {
+        description: 'With `Prefer: wait`: the task ended within the wait; the finished task envelope.',
+        schema: taskEnvelopeSchema,
+        headers: { 'Preference-Applied': 'wait=N: the wait that was made' },
+      },
       202: {
         description: 'Queued: the task envelope.',
         schema: taskEnvelopeSchema,
-        headers: { Location: '/api/v1/tasks/{task_id}' },
+        headers: {
+          Location: '/api/v1/tasks/{task_id}',
+          'Preference-Applied': 'wait=N, when the caller asked to wait and the task did not end within it',
+        },
       },
     },
     errors: [

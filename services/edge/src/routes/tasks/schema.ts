@@ -21,6 +21,13 @@ const DEFAULT_SIZE: Record<TaskOperation['kind'], string> = { image: '1024x1024'
 const MIN_DURATION_SECONDS = 1;
 const MAX_DURATION_SECONDS = 60;
 const DEFAULT_DURATION_SECONDS = 5;
+/**
+ * The caller's deadline of a task (deadline_seconds, Cancel-After), in seconds: a day at most, longer than any task
+ * the service runs (TASK_DEADLINE ends it first).
+ */
+const MIN_DEADLINE_SECONDS = 1;
+const MAX_DEADLINE_SECONDS = 86_400;
+const DEADLINE_MESSAGE = `must be an integer from ${MIN_DEADLINE_SECONDS} to ${MAX_DEADLINE_SECONDS} (seconds)`;
 /** An https URL longer than this is no one's callback or image (browsers and CDNs draw the line near here too). */
 const MAX_URL_CHARS = 2_048;
 
@@ -53,6 +60,18 @@ const common = {
     .refine((p) => p.length > 0, 'must not be empty'),
   size: size.optional(),
   callback_url: url('an https URL').optional(),
+  deadline_seconds: z
+    .number({ error: DEADLINE_MESSAGE })
+    .int(DEADLINE_MESSAGE)
+    .min(MIN_DEADLINE_SECONDS, `must be at least ${MIN_DEADLINE_SECONDS}`)
+    .max(MAX_DEADLINE_SECONDS, `must be at most ${MAX_DEADLINE_SECONDS}`)
+    .optional()
+    .describe(
+      'Seconds after creation by which the task must have finished; a task still queued or running then is ' +
+        'canceled (at the provider too), its hold released, and its callback sent with status canceled and ' +
+        'error.code deadline_exceeded. The Cancel-After header says the same; give one or the other. The ' +
+        "service's own limit (TASK_DEADLINE) still applies: a task past it fails with upstream_timeout.",
+    ),
 };
 
 const video = {
@@ -84,6 +103,7 @@ export interface CreateTaskBody {
   duration_seconds?: number;
   image?: ImageField;
   callback_url?: string;
+  deadline_seconds?: number;
 }
 
 const schemas = new Map<string, z.ZodType>();
@@ -124,6 +144,7 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
     prompt: string;
     size?: string;
     callback_url?: string;
+    deadline_seconds?: number;
     duration_seconds?: number;
     image?: string;
     image_url?: string;
@@ -153,7 +174,36 @@ export function parseCreateTask(name: TaskOperationName, op: TaskOperation, body
     ...(op.kind === 'video' ? { duration_seconds: raw.duration_seconds ?? DEFAULT_DURATION_SECONDS } : {}),
     ...(image ? { image } : {}),
     ...(raw.callback_url !== undefined ? { callback_url: raw.callback_url } : {}),
+    ...(raw.deadline_seconds !== undefined ? { deadline_seconds: raw.deadline_seconds } : {}),
   };
+}
+
+/** Replicate's form of a duration: `1h30m`, `5m`, `90s`, or whole seconds (`300`). */
+const CANCEL_AFTER = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
+
+/**
+ * The task's deadline in seconds from the body's deadline_seconds or the Cancel-After header (Replicate's name), or
+ * undefined for none. A header that is not a duration of 1 s to a day, or both forms at once, is a 400.
+ */
+export function deadlineSecondsOf(body: CreateTaskBody, cancelAfter: string | undefined): number | undefined {
+  if (cancelAfter === undefined) return body.deadline_seconds;
+  const param = 'Cancel-After';
+  if (body.deadline_seconds !== undefined) {
+    throw errors.invalidRequest('Cancel-After: give the deadline once, as this header or as deadline_seconds.', param);
+  }
+  const text = cancelAfter.trim();
+  const m = CANCEL_AFTER.exec(text);
+  let seconds = Number.NaN;
+  if (/^\d+$/.test(text)) seconds = Number(text);
+  else if (m && text !== '') seconds = Number(m[1] ?? 0) * 3_600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+  if (!(seconds >= MIN_DEADLINE_SECONDS && seconds <= MAX_DEADLINE_SECONDS)) {
+    throw errors.invalidRequest(
+      `Cancel-After: must be a duration from ${MIN_DEADLINE_SECONDS} s to 24h, as whole seconds (300) or hours, ` +
+        'minutes and seconds (1h30m, 5m, 90s).',
+      param,
+    );
+  }
+  return seconds;
 }
 
 export const listTasksQuery = listQuery(
