@@ -42,8 +42,8 @@ import {
 
 jest.setTimeout(120_000);
 
-// biome-ignore lint/correctness/useHookAtTopLevel: a jest set-up helper named like a hook, not a React hook
 // Loopback let through for the test callback's receiver, whose certificate the edge trusts through its test CA.
+// biome-ignore lint/correctness/useHookAtTopLevel: a jest set-up helper named like a hook, not a React hook
 const ctx = useTestContext({ OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
 let edge: EdgeUnderTest;
 let receiver: TlsTestServer;
