@@ -20,6 +20,8 @@ import { dirname, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, REQUIRED_VARIABLES, loadConfig } from '@gensvc/config';
 import { serviceNodeFlags } from '@gensvc/local-stack';
+import { createMetrics, renderMetrics } from '@gensvc/observability';
+import { closeWorkersPhase, watchQueues } from '@gensvc/queue';
 import { PUBLIC_OUTPUTS_PREFIX } from '@gensvc/storage';
 import { FLEET } from '../services/fleet/src/fleet-services';
 
@@ -1218,6 +1220,193 @@ describe('infra/k8s', () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 // The bucket one-shot's script, run for real against an `mc` that records what it is asked.
+
+/** The worst case of a service's shutdown: the sum of its phases' timeouts, read from its main.ts createShutdown. */
+function shutdownBudgetMs(service: string, config: Obj): { ms: number; phases: number; timed: number } {
+  const main = read(`services/${service}/src/main.ts`);
+  const block = main.slice(main.indexOf('createShutdown('), main.indexOf('exitOnSignals('));
+  const value = (expr: string) =>
+    expr
+      .split('+')
+      .map((t) => t.trim())
+      .reduce((sum, term) => {
+        if (/^\d[\d_]*$/.test(term)) return sum + Number(term.replaceAll('_', ''));
+        const path = term.replace(/^config\./, '').split('.');
+        const v = path.reduce<Json | undefined>((o, k) => (isObj(o) ? o[k] : undefined), config);
+        if (typeof v !== 'number') throw new Error(`${service}: cannot evaluate ${term} in its shutdown phases`);
+        return sum + v;
+      }, 0);
+  let ms = 0;
+  let timed = 0;
+  for (const [, expr] of block.matchAll(/\btimeoutMs:\s*([^,}\n]+)/g)) {
+    ms += value(expr as string);
+    timed += 1;
+  }
+  const workers = [...block.matchAll(/closeWorkersPhase\([^{]*\{([^}]*)\}/g)];
+  for (const [, args] of workers) {
+    const arg = (name: string) => value(new RegExp(`${name}:\\s*([^,}\\n]+)`).exec(args as string)?.[1] ?? 'NaN');
+    const opts = { waitMs: arg('waitMs'), abortGraceMs: arg('abortGraceMs'), what: '', logger: { warn() {} } };
+    ms += closeWorkersPhase([], opts).timeoutMs;
+    timed += 1;
+  }
+  const phases = [...block.matchAll(/\bname:\s*'/g)].length + workers.length;
+  return { ms, phases, timed };
+}
+
+/** The series `watchQueues` exports, by metric name, with the label values each carries. */
+async function queueGaugeSeries(): Promise<{ metric: string; states: string[] }> {
+  const metrics = createMetrics('deployment-test');
+  const stub = { name: 'q', getJobCounts: async () => ({}) } as unknown as Parameters<typeof watchQueues>[1][number];
+  watchQueues(metrics, [stub]);
+  const { body } = await renderMetrics(metrics);
+  const series = body.split('\n').filter((l) => l.includes('queue="q"'));
+  const names = new Set(series.map((l) => l.slice(0, l.indexOf('{'))));
+  expect(names.size).toBe(1);
+  return {
+    metric: [...names][0] as string,
+    states: series.map((l) => /state="([^"]+)"/.exec(l)?.[1] ?? '').filter(Boolean),
+  };
+}
+
+/** What each worker's ScaledObject threshold must equal: its jobs in flight per replica (libs/config concurrency). */
+const WORKER_CONCURRENCY: Record<string, string> = {
+  'evaluate-worker': 'evaluate',
+  'task-runner': 'taskRunner',
+  archiver: 'archiver',
+  'callback-dispatcher': 'callbackDispatcher',
+};
+
+describe('infra/k8s autoscaling, disruption budgets and shutdown', () => {
+  const objects = k8s();
+  const deployments = objects.filter((o) => o.kind === 'Deployment');
+  const serviceOf = (d: K8sObject) => {
+    const c = containers([d]).find((x) => /^gensvc(:|$)/.test(String(x.spec.image)));
+    return c && Array.isArray(c.spec.args) ? String(c.spec.args[0]) : '';
+  };
+  const podLabels = (d: K8sObject) =>
+    obj(obj(obj(obj(d.doc.spec, 'spec').template, 'template').metadata, 'metadata').labels, 'labels');
+  const configOf = (d: K8sObject) => {
+    const c = containers([d])[0]!;
+    return loadConfig({ ...imageEnv(), ...k8sEnv(c, objects).env }) as unknown as Obj;
+  };
+  /** Workers export their queues' depth (watchQueues); the edge does not. */
+  const isWorker = (d: K8sObject) => read(`services/${serviceOf(d)}/src/main.ts`).includes('watchQueues(');
+  const scalers = objects.filter((o) => o.kind === 'HorizontalPodAutoscaler' || o.kind === 'ScaledObject');
+  const targetOf = (o: K8sObject) => String(obj(obj(o.doc.spec, o.name).scaleTargetRef, 'scaleTargetRef').name);
+
+  it('leaves every Deployment to exactly one autoscaler, which owns its replica count', () => {
+    expect(deployments.length).toBe(fleet().length);
+    for (const d of deployments) {
+      const mine = scalers.filter((s) => targetOf(s) === d.name).map((s) => s.kind);
+      const replicas = obj(d.doc.spec, d.name).replicas;
+      expect({ deployment: d.name, mine, replicas }).toEqual({
+        deployment: d.name,
+        mine: [isWorker(d) ? 'ScaledObject' : 'HorizontalPodAutoscaler'],
+        replicas: undefined,
+      });
+    }
+    for (const s of scalers) expect(deployments.map((d) => d.name)).toContain(targetOf(s));
+  });
+
+  it('scales the edge on CPU, never below two replicas', () => {
+    const edge = deployments.find((d) => serviceOf(d) === 'edge')!;
+    const hpa = scalers.find((s) => s.kind === 'HorizontalPodAutoscaler' && targetOf(s) === edge.name)!;
+    const spec = obj(hpa.doc.spec, hpa.name);
+    expect(obj(spec.scaleTargetRef, 'scaleTargetRef')).toMatchObject({ apiVersion: 'apps/v1', kind: 'Deployment' });
+    expect(spec.minReplicas).toBeGreaterThanOrEqual(2);
+    expect(Number(spec.maxReplicas)).toBeGreaterThan(Number(spec.minReplicas));
+    const metrics = (Array.isArray(spec.metrics) ? spec.metrics : []).map((m) => obj(m, 'metric'));
+    expect(metrics).toEqual([
+      {
+        type: 'Resource',
+        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } },
+      },
+    ]);
+  });
+
+  it('scales each worker on the depth of the queues it drains, by the metric they export', async () => {
+    const exported = await queueGaugeSeries();
+    const workers = deployments.filter(isWorker);
+    expect(workers.map(serviceOf).sort()).toEqual(Object.keys(WORKER_CONCURRENCY).sort());
+    for (const d of workers) {
+      const service = serviceOf(d);
+      const drains = [...read(`services/${service}/src/main.ts`).matchAll(/queues\.get\('([a-z-]+)'\)/g)].map(
+        (m) => m[1],
+      );
+      const scaler = scalers.find((s) => s.kind === 'ScaledObject' && targetOf(s) === d.name)!;
+      const spec = obj(scaler.doc.spec, scaler.name);
+      const triggers = (Array.isArray(spec.triggers) ? spec.triggers : []).map((t) => obj(t, 'trigger'));
+      expect(triggers.map((t) => t.type)).toEqual(['prometheus']);
+      const meta = obj(triggers[0]!.metadata, 'metadata');
+      const query = String(meta.query);
+      const metricNames = [...query.matchAll(/\b([a-z_]+)\{/g)].map((m) => m[1]);
+      const queues = /queue=~"([^"]+)"/.exec(query)?.[1]?.split('|') ?? [];
+      const states = /state=~"([^"]+)"/.exec(query)?.[1]?.split('|') ?? [];
+      const concurrency = obj(configOf(d).concurrency, 'concurrency')[WORKER_CONCURRENCY[service]!];
+      expect({
+        service,
+        metricNames,
+        queues: [...queues].sort(),
+        statesExported: states.every((s) => exported.states.includes(s)),
+        waitingCounted: states.includes('waiting'),
+        threshold: Number(meta.threshold),
+        // The depth is exported by the worker itself: at zero replicas nothing would report it.
+        minReplicaCount: Number(spec.minReplicaCount) >= 1,
+      }).toEqual({
+        service,
+        metricNames: [exported.metric],
+        queues: [...new Set(drains)].sort(),
+        statesExported: true,
+        waitingCounted: true,
+        threshold: concurrency,
+        minReplicaCount: true,
+      });
+    }
+  });
+
+  it('gives every Deployment a PodDisruptionBudget selecting its pods that lets a drain proceed', () => {
+    const pdbs = objects.filter((o) => o.kind === 'PodDisruptionBudget');
+    for (const d of deployments) {
+      const labels = podLabels(d);
+      const mine = pdbs.filter((p) => {
+        const match = obj(obj(obj(p.doc.spec, p.name).selector, 'selector').matchLabels, 'matchLabels');
+        return Object.entries(match).every(([k, v]) => labels[k] === v);
+      });
+      expect({ deployment: d.name, pdbs: mine.length }).toEqual({ deployment: d.name, pdbs: 1 });
+      const spec = obj(mine[0]!.doc.spec, 'pdb spec');
+      // maxUnavailable ≥ 1: minAvailable would block every drain while the autoscaler holds the minimum.
+      expect({ deployment: d.name, maxUnavailable: spec.maxUnavailable, minAvailable: spec.minAvailable }).toEqual({
+        deployment: d.name,
+        maxUnavailable: expect.any(Number),
+        minAvailable: undefined,
+      });
+      expect(Number(spec.maxUnavailable)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it("outlasts each service's worst-case shutdown (preStop + every phase's timeout) with its grace period", () => {
+    for (const d of deployments) {
+      const service = serviceOf(d);
+      const pod = obj(obj(obj(d.doc.spec, 'spec').template, 'template').spec, 'pod spec');
+      const container = containers([d])[0]!;
+      const preStop = obj(obj(container.spec.lifecycle ?? {}, 'lifecycle').preStop ?? {}, 'preStop');
+      const command = isObj(preStop.exec) && Array.isArray(preStop.exec.command) ? preStop.exec.command : [];
+      const preStopMs = command[0] === 'sleep' ? Number(command[1]) * 1000 : 0;
+      const budget = shutdownBudgetMs(service, configOf(d));
+      expect({ service, everyPhaseTimed: budget.timed }).toEqual({ service, everyPhaseTimed: budget.phases });
+      expect(budget.ms).toBeGreaterThan(0);
+      const graceMs = Number(pod.terminationGracePeriodSeconds) * 1000;
+      expect({ service, graceMs, outlasts: graceMs > preStopMs + budget.ms }).toEqual({
+        service,
+        graceMs,
+        outlasts: true,
+      });
+    }
+    // The edge leaves the Service's endpoints before it stops accepting.
+    const edge = containers(deployments).find((c) => c.spec.args && String(c.spec.args) === 'edge')!;
+    expect(edge.spec.lifecycle).toEqual({ preStop: { exec: { command: ['sleep', expect.stringMatching(/^\d+$/)] } } });
+  });
+});
 
 describe('bucket one-shot (infra/k8s/bucket/init.sh)', () => {
   let work: string;

@@ -26,6 +26,7 @@ step('type-check the dashboard tests (tsc --noEmit)', bin('tsc'), [
   'services/dashboard/tsconfig.test.json',
 ]);
 ensureChromium();
+ensurePgBouncer();
 step('jest', bin('jest'), ['--ci', ...process.argv.slice(2)]);
 
 /**
@@ -33,11 +34,24 @@ step('jest', bin('jest'), ['--ci', ...process.argv.slice(2)]);
  */
 function ensureChromium() {
   const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-  if (existsSync(chromium)) return;
+  if (!existsSync(chromium)) aptInstall('chromium', `${chromium} is missing`, "the dashboard's browser tests");
+}
+
+/** The pooler suites (`*.pooler.int.test.ts`) run through Debian's PgBouncer, which jest's global setup starts. */
+function ensurePgBouncer() {
+  const onPath = spawnSync('pgbouncer', ['--version']).error === undefined;
+  const found = process.env.PGBOUNCER_PATH
+    ? existsSync(process.env.PGBOUNCER_PATH)
+    : onPath || existsSync('/usr/sbin/pgbouncer');
+  if (!found) aptInstall('pgbouncer', 'pgbouncer is missing', 'the suites that run through PgBouncer');
+}
+
+/** Installs a Debian package as root; otherwise says which tests will fail and how to install it. */
+function aptInstall(pkg, missing, tests) {
   if (process.getuid?.() !== 0) {
     process.stderr.write(
-      `[gensvc] ${chromium} is missing and this is not root: the dashboard's browser tests will fail. Install it: ` +
-        `apt-get install -y --no-install-recommends chromium\n`,
+      `[gensvc] ${missing} and this is not root: ${tests} will fail. Install it: ` +
+        `apt-get install -y --no-install-recommends ${pkg}\n`,
     );
     return;
   }
@@ -46,7 +60,7 @@ function ensureChromium() {
     const r = spawnSync('apt-get', args, { stdio: 'inherit', env: { ...process.env, ...apt } });
     if (r.status !== 0) process.exit(r.status ?? 1);
   };
-  process.stderr.write('[gensvc] installing chromium for the dashboard browser tests (apt-get)\n');
+  process.stderr.write(`[gensvc] installing ${pkg} for ${tests} (apt-get)\n`);
   run(['update']);
-  run(['install', '-y', '--no-install-recommends', 'chromium']);
+  run(['install', '-y', '--no-install-recommends', pkg]);
 }

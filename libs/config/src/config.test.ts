@@ -141,6 +141,23 @@ describe('loadConfig', () => {
     expect(problem).not.toContain('hunter2');
   });
 
+  it('reads DATABASE_POOLER (or pgbouncer=true in the URL) and DIRECT_DATABASE_URL, defaulting to DATABASE_URL', () => {
+    expect(loadConfig(base)).toMatchObject({ databasePooler: 'none', directDatabaseUrl: base.DATABASE_URL });
+    const pooled = 'postgresql://u:pw@bouncer:6432/db';
+    const direct = 'postgresql://u:pw@postgres:5432/db';
+    expect(
+      loadConfig({ ...base, DATABASE_URL: pooled, DATABASE_POOLER: 'transaction', DIRECT_DATABASE_URL: direct }),
+    ).toMatchObject({ databaseUrl: pooled, databasePooler: 'transaction', directDatabaseUrl: direct });
+    const flagged = `${pooled}?pgbouncer=true`;
+    expect(loadConfig({ ...base, DATABASE_URL: flagged }).databasePooler).toBe('transaction');
+    expect(loadConfig({ ...base, DATABASE_URL: flagged, DATABASE_POOLER: 'none' }).databasePooler).toBe('none');
+    const bad = () => loadConfig({ ...base, DATABASE_POOLER: 'session', DIRECT_DATABASE_URL: 'mysql://u:secret@x/db' });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow(/DATABASE_POOLER/);
+    expect(bad).toThrow(/DIRECT_DATABASE_URL: must be a URL with scheme postgres or postgresql/);
+    expect(bad).not.toThrow(/secret/);
+  });
+
   it('knows which variables have no default', () => {
     expect([...REQUIRED_VARIABLES].sort()).toEqual(['DATABASE_URL', 'ENCRYPTION_KEYS', 'REDIS_URL', 'SIGNING_SECRET']);
   });

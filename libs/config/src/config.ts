@@ -21,6 +21,20 @@ export const urlWithScheme = (protocols: string[]) =>
     { message: `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}` },
   );
 
+/**
+ * What DATABASE_URL reaches: Postgres itself (`none`), or a pooler in transaction mode (`transaction`: PgBouncer,
+ * RDS Proxy, Supavisor), where consecutive transactions of one client may run on different server connections.
+ */
+export const databasePooler = z.enum(['none', 'transaction']);
+export type DatabasePooler = z.output<typeof databasePooler>;
+
+/**
+ * DATABASE_POOLER, else `transaction` when the URL says `pgbouncer=true` (Prisma's convention), else `none`.
+ */
+export function poolerOf(databaseUrl: string, pooler: DatabasePooler | undefined): DatabasePooler {
+  return pooler ?? (new URL(databaseUrl).searchParams.get('pgbouncer') === 'true' ? 'transaction' : 'none');
+}
+
 /** Prefix of every Redis key and channel of one deployment. */
 export const queuePrefix = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, "_", "." or "-"');
 
@@ -97,6 +111,8 @@ export const envSchema = z.object({
   PUBLIC_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
   FILE_BASE_URL: urlWithScheme(['http:', 'https:']).optional(),
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']),
+  DATABASE_POOLER: databasePooler.optional(),
+  DIRECT_DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: urlWithScheme(['redis:', 'rediss:']),
   QUEUE_PREFIX: queuePrefix.default('gensvc'),
   S3_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
@@ -199,6 +215,10 @@ export interface Config {
   publicBaseUrl: string;
   fileBaseUrl: string;
   databaseUrl: string;
+  /** Whether DATABASE_URL is a transaction-mode pooler: then no named prepared statement or session state. */
+  databasePooler: DatabasePooler;
+  /** Where migrations run: DIRECT_DATABASE_URL (Postgres itself, past the pooler), else DATABASE_URL. */
+  directDatabaseUrl: string;
   redisUrl: string;
   queuePrefix: string;
   s3: {
@@ -286,6 +306,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     // {file_url}: the public, path-style address of the object store (a CDN or the store itself).
     fileBaseUrl: (e.FILE_BASE_URL ?? e.S3_ENDPOINT ?? `https://s3.${e.S3_REGION}.amazonaws.com`).replace(/\/+$/, ''),
     databaseUrl: e.DATABASE_URL,
+    databasePooler: poolerOf(e.DATABASE_URL, e.DATABASE_POOLER),
+    directDatabaseUrl: e.DIRECT_DATABASE_URL ?? e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     queuePrefix: e.QUEUE_PREFIX,
     s3: {

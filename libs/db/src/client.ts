@@ -56,10 +56,20 @@ export interface DbOptions {
    * statements cost. An `application_name` the URL sets wins.
    */
   service?: string;
+  /**
+   * `transaction` when the URL reaches a transaction-mode pooler (DATABASE_POOLER): statements are sent unnamed, as
+   * a pooler without prepared-statement tracking (PgBouncer before 1.21) hands each transaction any server
+   * connection, where a name prepared on another is unknown or already taken.
+   */
+  pooler?: 'none' | 'transaction';
 }
 
 /**
  * The only place a Prisma client is made (STYLE.md: only libs/db imports Prisma).
+ *
+ * Behind a transaction-mode pooler Prisma needs nothing more: the pg driver adapter sends every statement unnamed
+ * and runs an interactive transaction on one client from BEGIN to COMMIT (Prisma's `pgbouncer=true` URL flag is for
+ * its Rust engine's own connections, which a driver adapter replaces).
  *
  * Hot paths use findUnique: Prisma 6's query compiler (engine "client") caches the plan of findUnique queries but
  * compiles findFirst/findMany in WASM on every call, several times slower.
@@ -77,7 +87,7 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
   // logged: a run of them says Postgres restarts or drops connections.
   pool.on('error', (err) => options.log?.warn({ err }, 'postgres: an idle connection failed; the pool connects anew'));
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-  pools.set(db, pool);
+  pools.set(db, { pool, named: options.pooler !== 'transaction' });
   return db as unknown as Db;
 }
 
@@ -85,18 +95,19 @@ export function createDb(databaseUrl: string, options: DbOptions = {}): Db {
 export async function closeDb(db: Db): Promise<void> {
   const client = clientOf(db);
   await client.$disconnect(); // ends the pool when Prisma had connected (disposeExternalPool)
-  const pool = pools.get(client);
+  const pool = pools.get(client)?.pool;
   if (pool && !pool.ended) await pool.end();
 }
 
-const pools = new WeakMap<object, pg.Pool>();
+/** Each client's pg pool, and whether statements on it may be named (no transaction-mode pooler in between). */
+const pools = new WeakMap<object, { pool: pg.Pool; named: boolean }>();
 
 /**
  * The pg pool under a client made by createDb (undefined for a transaction client), shared with Prisma. The few
  * statements on every paid request (billing) run on it as named prepared statements, cheaper per call than Prisma's
- * $queryRaw.
+ * $queryRaw; unnamed behind a transaction-mode pooler.
  */
-const poolOf = (db: DbClient): pg.Pool | undefined => pools.get(db);
+const poolOf = (db: DbClient) => pools.get(db);
 
 /**
  * A `timestamp` column (UTC wall time) as epoch milliseconds, in SQL: pg and Prisma's raw path both answer it as a
@@ -109,8 +120,8 @@ export const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 100
  * Prisma (joining its transaction) otherwise. Callers cast parameters in SQL; bigint values go as text.
  */
 export async function queryPrepared<T>(db: DbClient, name: string, text: string, values: unknown[]): Promise<T[]> {
-  const pool = poolOf(db);
-  if (pool) return (await pool.query({ name, text, values })).rows as T[];
+  const held = poolOf(db);
+  if (held) return (await held.pool.query(held.named ? { name, text, values } : { text, values })).rows as T[];
   return db.$queryRawUnsafe<T[]>(text, ...values);
 }
 

@@ -15,6 +15,10 @@ export interface MigrateResult {
   applied: string[];
 }
 
+/**
+ * Run it on Postgres itself (DIRECT_DATABASE_URL), never through a transaction-mode pooler: the advisory lock is held
+ * by the session across the migrations' transactions.
+ */
 export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promise<MigrateResult> {
   const names = readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(join(dir, d.name, 'migration.sql')))

@@ -4,3 +4,4 @@ export * from './wait-for-http';
 export * from './service-command';
 export * from './local-secrets';
 export * from './mail-catcher';
+export * from './pgbouncer';

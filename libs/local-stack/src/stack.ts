@@ -319,7 +319,7 @@ async function startS3(dir: string, bucket: string) {
   };
 }
 
-function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 10_000): Promise<void> {
+export function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
     const attempt = () => {

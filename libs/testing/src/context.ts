@@ -51,16 +51,48 @@ async function cloneDatabase(): Promise<{ url: string; name: string }> {
   return { url: url.toString(), name };
 }
 
+let viaPooler = false;
+
+/**
+ * Runs every test context of this test file through the run's PgBouncer in transaction mode (global-setup):
+ * DATABASE_URL names the bouncer with DATABASE_POOLER=transaction, DIRECT_DATABASE_URL Postgres itself. Call it in a
+ * `*.pooler.int.test.ts` file that imports a suite. Each context checks at its end, on PgBouncer's admin console,
+ * that its database's transactions went through it. Contexts read it when their beforeAll runs, so it may follow
+ * the suite's import.
+ */
+export function throughPooler() {
+  viaPooler = true;
+}
+
+function poolerUrl(databaseUrl: string): string {
+  const bouncer = process.env.GENSVC_TEST_POOLER_URL;
+  const why = process.env.GENSVC_TEST_POOLER_ERROR ?? 'run the tests with npm test';
+  if (!bouncer) throw new Error(`the PgBouncer of this run did not start: ${why}`);
+  const url = new URL(bouncer);
+  url.pathname = new URL(databaseUrl).pathname;
+  return url.toString();
+}
+
+/** Transactions PgBouncer ran for `database` (SHOW STATS on its admin console, simple-query protocol). */
+export async function pooledTransactions(database: string): Promise<number> {
+  return withAdmin(required('GENSVC_TEST_POOLER_ADMIN_URL'), async (c) => {
+    const { rows } = await c.query<{ database: string; total_xact_count: string }>('SHOW STATS');
+    return Number(rows.find((r) => r.database === database)?.total_xact_count ?? 0);
+  });
+}
+
 /** Registers beforeAll/afterAll and returns the context, filled in once beforeAll has run. */
 export function useTestContext(overrides: Record<string, string> = {}): TestContext {
   const ctx = {} as TestContext;
   let dbName = '';
   beforeAll(async () => {
     const suffix = randomBytes(4).toString('hex');
-    const { url, name } = await cloneDatabase();
-    dbName = name;
+    const direct = await cloneDatabase();
+    const url = viaPooler ? poolerUrl(direct.url) : direct.url;
+    dbName = direct.name;
     const env: Record<string, string> = {
       DATABASE_URL: url,
+      ...(viaPooler && { DATABASE_POOLER: 'transaction', DIRECT_DATABASE_URL: direct.url }),
       REDIS_URL: required('REDIS_URL'),
       QUEUE_PREFIX: `t${suffix}`,
       S3_ENDPOINT: required('S3_ENDPOINT'),
@@ -82,7 +114,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     };
     ctx.env = env;
     ctx.config = loadConfig(env);
-    ctx.db = createTestDb(url, { max: 20 });
+    ctx.db = createTestDb(url, { max: 20, pooler: ctx.config.databasePooler });
     ctx.secrets = new SecretBox(ctx.config.encryptionKeys);
     ctx.redis = createRedisConnection(ctx.config.redisUrl, { name: 'test' });
     ctx.s3 = createS3(ctx.config.s3);
@@ -96,9 +128,11 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     await deleteKeys(ctx.redis, `${ctx.env.QUEUE_PREFIX}*`);
     ctx.redis.disconnect();
     await ctx.db.$disconnect();
+    const pooled = viaPooler ? await pooledTransactions(dbName) : 0;
     await withAdmin(adminUrl(required('DATABASE_URL')), (c) =>
       c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`),
     );
+    if (viaPooler && pooled === 0) throw new Error(`no transaction of ${dbName} went through PgBouncer`);
   });
   return ctx;
 }

@@ -11,8 +11,8 @@ export interface Deps {
   queuePrefix: string;
   /** Seals and opens secrets at rest; fails (naming ENCRYPTION_KEYS) when the stores' keys are unknown. */
   secrets(): SecretBox;
-  /** For `migrate`, which runs the migrator on its own connection. */
-  databaseUrl: string;
+  /** For `migrate`, which runs the migrator on its own connection: DIRECT_DATABASE_URL, else DATABASE_URL. */
+  migrationUrl: string;
   out: Output;
 }
 

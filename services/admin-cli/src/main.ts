@@ -63,7 +63,7 @@ async function main(argv: readonly string[]): Promise<number> {
       const { applied } = await migrate(stores.databaseUrl);
       if (applied.length) log(`applied migrations: ${applied.join(', ')}`);
     }
-    db = createDb(stores.databaseUrl, { max: 2 });
+    db = createDb(stores.databaseUrl, { max: 2, pooler: stores.pooler });
     if (stores.redisUrl) {
       // One attempt, no reconnects: the CLI publishes at most one message and must not hang on a dead Redis.
       redis = new Redis(stores.redisUrl, {
@@ -86,7 +86,7 @@ async function main(argv: readonly string[]): Promise<number> {
       }
       return box;
     };
-    await run({ db, redis, queuePrefix: stores.queuePrefix, databaseUrl: stores.databaseUrl, secrets, out });
+    await run({ db, redis, queuePrefix: stores.queuePrefix, migrationUrl: stores.migrationUrl, secrets, out });
     return EXIT_OK;
   } catch (e) {
     if (e instanceof AnsweredFailure) {

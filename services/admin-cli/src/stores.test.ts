@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { isLocalCheckout, localStoresRefusal } from './stores';
+import { isLocalCheckout, localStoresRefusal, readCliEnv, resolveStores } from './stores';
 
 const CHECKOUT = resolve(__dirname, '../../..');
 
@@ -23,5 +23,29 @@ describe('which stores the CLI may pick itself', () => {
       /^DATABASE_URL is not set and NODE_ENV is production/,
     );
     expect(localStoresRefusal({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/gensvc' }, elsewhere)).toBeNull();
+  });
+});
+
+describe("the environment's stores behind a transaction-mode pooler", () => {
+  const pooled = 'postgresql://u:pw@bouncer:6432/gensvc';
+  const direct = 'postgresql://u:pw@postgres:5432/gensvc';
+  const stores = async (env: NodeJS.ProcessEnv) => {
+    const read = readCliEnv(env);
+    if (!('env' in read)) throw new Error(read.problems.join('; '));
+    return resolveStores(read.env, CHECKOUT, () => {});
+  };
+
+  it('migrates on DIRECT_DATABASE_URL and sends statements unnamed (DATABASE_POOLER or pgbouncer=true)', async () => {
+    expect(
+      await stores({ DATABASE_URL: pooled, DATABASE_POOLER: 'transaction', DIRECT_DATABASE_URL: direct }),
+    ).toMatchObject({ databaseUrl: pooled, pooler: 'transaction', migrationUrl: direct });
+    expect(await stores({ DATABASE_URL: `${pooled}?pgbouncer=true` })).toMatchObject({ pooler: 'transaction' });
+    expect(await stores({ DATABASE_URL: direct })).toMatchObject({ pooler: 'none', migrationUrl: direct });
+  });
+
+  it('refuses a DATABASE_POOLER it does not know', () => {
+    expect(readCliEnv({ DATABASE_URL: pooled, DATABASE_POOLER: 'session' })).toEqual({
+      problems: [expect.stringMatching(/^DATABASE_POOLER: /)],
+    });
   });
 });

@@ -8,12 +8,21 @@
 // @gensvc/local-stack is a development dependency (the image has no embedded Postgres): loaded only for 3 and 4.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { encryptionKeys, queuePrefix, urlWithScheme } from '@gensvc/config';
+import {
+  databasePooler,
+  encryptionKeys,
+  poolerOf,
+  queuePrefix,
+  urlWithScheme,
+  type DatabasePooler,
+} from '@gensvc/config';
 import { z } from 'zod';
 
 /** The only variables the CLI reads; parsed once, in main.ts. Empty values count as unset. */
 const cliEnvSchema = z.object({
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
+  DATABASE_POOLER: databasePooler.optional(),
+  DIRECT_DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
   QUEUE_PREFIX: queuePrefix.optional(),
   /** The services' keys for secrets at rest, checked here and kept as text (Stores.encryptionKeys). */
@@ -41,6 +50,10 @@ const DEFAULT_QUEUE_PREFIX = 'gensvc';
 
 export interface Stores {
   databaseUrl: string;
+  /** Whether databaseUrl is a transaction-mode pooler (DATABASE_POOLER, or `pgbouncer=true` in the URL). */
+  pooler: DatabasePooler;
+  /** Where `migrate` runs: DIRECT_DATABASE_URL (past the pooler), else databaseUrl. */
+  migrationUrl: string;
   redisUrl: string | null;
   queuePrefix: string;
   /**
@@ -88,6 +101,8 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
   if (env.DATABASE_URL) {
     return {
       databaseUrl: env.DATABASE_URL,
+      pooler: poolerOf(env.DATABASE_URL, env.DATABASE_POOLER),
+      migrationUrl: env.DIRECT_DATABASE_URL ?? env.DATABASE_URL,
       redisUrl: env.REDIS_URL ?? null,
       queuePrefix: env.QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
       encryptionKeys: env.ENCRYPTION_KEYS,
@@ -103,6 +118,8 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
     log(`using the stores of the running npm start (pid ${record.pid})`);
     return {
       databaseUrl: record.env.DATABASE_URL,
+      pooler: 'none',
+      migrationUrl: record.env.DATABASE_URL,
       redisUrl: record.env.REDIS_URL || null,
       queuePrefix: record.env.QUEUE_PREFIX || DEFAULT_QUEUE_PREFIX,
       encryptionKeys: env.ENCRYPTION_KEYS ?? (record.env.ENCRYPTION_KEYS || localSecrets(dataDir).ENCRYPTION_KEYS),
@@ -120,6 +137,8 @@ export async function resolveStores(env: CliEnv, repoRoot: string, log: (message
   });
   return {
     databaseUrl: stack.env.DATABASE_URL,
+    pooler: 'none',
+    migrationUrl: stack.env.DATABASE_URL,
     redisUrl: env.REDIS_URL ?? null,
     queuePrefix: env.QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
     encryptionKeys: env.ENCRYPTION_KEYS ?? localSecrets(dataDir).ENCRYPTION_KEYS,

@@ -27,7 +27,7 @@ async function main() {
   const { startArchiveReconciler } = await import('./reconciler');
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
-  const db = createDb(config.databaseUrl, { log: logger, service: SERVICE });
+  const db = createDb(config.databaseUrl, { log: logger, service: SERVICE, pooler: config.databasePooler });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const s3 = createS3(config.s3);
   await checkBucket(s3, config.s3.bucket);

@@ -32,7 +32,12 @@ async function main() {
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   const concurrency = config.concurrency.callbackDispatcher;
   // An attempt holds a connection only between its queries, never across the receiver's answer.
-  const db = createDb(config.databaseUrl, { max: Math.min(concurrency, 20), log: logger, service: SERVICE });
+  const db = createDb(config.databaseUrl, {
+    max: Math.min(concurrency, 20),
+    log: logger,
+    service: SERVICE,
+    pooler: config.databasePooler,
+  });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
 

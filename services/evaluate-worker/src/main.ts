@@ -23,7 +23,7 @@ async function main() {
 
   const logger = createLogger({ service: SERVICE, level: config.logLevel });
   // Only the catalog reads Postgres (cached, refreshed on change): the edge charges the answers.
-  const db = createDb(config.databaseUrl, { max: 4, log: logger, service: SERVICE });
+  const db = createDb(config.databaseUrl, { max: 4, log: logger, service: SERVICE, pooler: config.databasePooler });
   const connection = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const catalog = new Catalog(db, new SecretBox(config.encryptionKeys));
   const metrics = createMetrics(SERVICE);

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { parseEncryptionKeys } from '@gensvc/config';
+import { databasePooler, parseEncryptionKeys, poolerOf } from '@gensvc/config';
 import {
   callbackRepository,
   channelRepository,
@@ -114,12 +114,14 @@ async function main() {
     NODE_EXTRA_CA_CERTS: tls.trustFile,
     OUTBOUND_ALLOW_CIDRS: process.env.OUTBOUND_ALLOW_CIDRS ?? '127.0.0.1/32',
   };
-  const { applied } = await migrate(env.DATABASE_URL!);
+  // Past a transaction-mode pooler when DIRECT_DATABASE_URL names Postgres itself (the migrator's lock is a session's).
+  const { applied } = await migrate(env.DIRECT_DATABASE_URL || env.DATABASE_URL!);
   if (applied.length) say(`applied migrations: ${applied.join(', ')}`);
   const simWanted = Number(process.env.SIM_PORT ?? 8090);
   const simPort = (await portIsFree(simWanted)) && simWanted !== port ? simWanted : await freePort();
   const simUrl = `http://127.0.0.1:${simPort}`;
-  const db = createDb(env.DATABASE_URL!, { max: 2 });
+  const pooler = poolerOf(env.DATABASE_URL!, databasePooler.optional().parse(env.DATABASE_POOLER || undefined));
+  const db = createDb(env.DATABASE_URL!, { max: 2, pooler });
   const secrets = new SecretBox(parseEncryptionKeys(env.ENCRYPTION_KEYS));
   const demo = await seedDemo(db, join(dataDir, 'demo.json'));
   await seedSim(db, secrets, simUrl);

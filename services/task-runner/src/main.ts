@@ -29,6 +29,7 @@ async function main() {
     max: Math.min(config.concurrency.taskRunner, 20),
     log: logger,
     service: SERVICE,
+    pooler: config.databasePooler,
   });
   const redis = createRedisConnection(config.redisUrl, { name: `${SERVICE}:commands` });
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
