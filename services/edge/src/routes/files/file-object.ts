@@ -21,7 +21,7 @@ export async function fileObject(config: Pick<Config, 'publicBaseUrl' | 'signing
     content_type: file.contentType,
     url: link.url,
     created_at: file.createdAt.toISOString(),
-    expires_at: file.expiresAt.toISOString(),
+    expires_at: file.expiresAt?.toISOString() ?? null,
     source: file.source,
     ...(file.source === 'generated' ? { archive_status: file.archiveStatus } : {}),
   };
