@@ -80,7 +80,10 @@ export interface ListFilesInput {
 }
 
 export interface LibraryQuery {
-  source: FileSource;
+  /** Absent: both sources (a project's files). */
+  source?: FileSource;
+  /** Only the files attached to this project (its workspace's, checked by the caller). */
+  projectId?: string;
   limit: number;
   after?: string;
   /** "image/", "video/", "audio/", "application/pdf". */
@@ -185,7 +188,8 @@ export const fileRepository = {
     const where: Prisma.FileWhereInput = {
       workspaceId,
       ...visibleFile(now),
-      source: input.source,
+      ...(input.source !== undefined ? { source: input.source } : {}),
+      ...(input.projectId !== undefined ? { projects: { some: { projectId: input.projectId } } } : {}),
       ...(input.contentTypePrefix !== undefined ? { contentType: { startsWith: input.contentTypePrefix } } : {}),
       ...(input.model !== undefined ? { task: { model: input.model } } : {}),
       ...(input.from !== undefined || input.to !== undefined

@@ -14,6 +14,7 @@ import { isVisibleSql } from './file.repository';
 // requests cannot pass a limit together.
 
 export const MAX_PROJECTS_PER_WORKSPACE = 1_000;
+export const MAX_PROJECT_NAME_LENGTH = 100;
 export const MAX_FILES_PER_PROJECT = 10_000;
 
 export interface ListProjectsInput {
@@ -166,12 +167,17 @@ export const projectRepository = {
     });
   },
 
-  /** Detaches a file; if no other project holds it, its retention runs again. False when it was not attached. */
+  /**
+   * Detaches a visible file; if no other project holds it, its retention runs again. A file being deleted is not
+   * attached any more, as far as callers can tell.
+   */
   detach(db: DbClient, workspaceId: string, projectId: string, fileId: string, now = new Date()) {
     return withTx(db, async (tx): Promise<'detached' | 'no_project' | 'not_attached'> => {
       const project = await tx.project.findUnique({ where: { id: projectId }, select: { workspaceId: true } });
       if (!project || project.workspaceId !== workspaceId) return 'no_project';
-      await tx.$queryRaw`SELECT id FROM "File" WHERE id = ${fileId} FOR UPDATE`;
+      const file = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM "File" WHERE id = ${fileId} AND ${isVisibleSql(now)} FOR UPDATE`;
+      if (file.length === 0) return 'not_attached';
       const { count } = await tx.projectFile.deleteMany({ where: { projectId, fileId } });
       if (count === 0) return 'not_attached';
       await release(tx, [fileId], now);
