@@ -187,4 +187,15 @@ it("a kept output's public copy ends with its tier; the library entry and bytes 
   // Run again: nothing moves twice.
   await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger }, { now: later });
   expect(await objectKeys(ctx.s3, ctx.config.s3.bucket)).toEqual([live.storageKey, privateKey].sort());
+
+  // A run killed after the copy and the public object's removal, before its row moved: the next one finishes.
+  const killed = await output(1_000);
+  const killedKey = fileObjectKey(ws.id, killed.id);
+  await ctx.s3.send(
+    new PutObjectCommand({ Bucket: ctx.config.s3.bucket, Key: killedKey, Body: Buffer.from(killed.id) }),
+  );
+  await ctx.s3.send(new DeleteObjectCommand({ Bucket: ctx.config.s3.bucket, Key: killed.storageKey }));
+  await filesRetentionSweep({ db: ctx.db, s3: ctx.s3, config: ctx.config, logger }, { now: later });
+  expect((await fileRepository.get(ctx.db, ws.id, killed.id, later))?.storageKey).toBe(killedKey);
+  expect(await objectKeys(ctx.s3, ctx.config.s3.bucket)).toEqual([live.storageKey, privateKey, killedKey].sort());
 });

@@ -120,6 +120,19 @@ describe('projects', () => {
     });
   });
 
+  it('an attached file can still be deleted: it leaves its projects', async () => {
+    const p = await ok(await call(ws.secret, 'POST', '/api/v1/projects', { name: 'Deleted file' }), 201);
+    const file = await uploadFile(ws.secret);
+    await ok(await call(ws.secret, 'POST', `/api/v1/projects/${p.id}/files`, { file_id: file.id }));
+    expect(await ok(await call(ws.secret, 'DELETE', `/v1/files/${file.id}`))).toEqual({
+      id: file.id,
+      object: 'file',
+      deleted: true,
+    });
+    expect((await ok(await call(ws.secret, 'GET', `/api/v1/projects/${p.id}`))).file_count).toBe(0);
+    expect((await ok(await call(ws.secret, 'GET', `/v1/files?project_id=${p.id}`))).data).toEqual([]);
+  });
+
   it('pages with a cursor like files', async () => {
     const own = await workspaceWithKey();
     const ids: string[] = [];
