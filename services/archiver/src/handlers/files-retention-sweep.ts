@@ -5,7 +5,9 @@
 // missing, which the next run deletes again (deleting a missing object succeeds) and then removes; no kill can
 // leave an object that no row points to, nor a listed row without its object. The rows of a batch stay locked
 // while their objects go (fileRepository.purge), so a file attached to a saved project after the batch was read is
-// kept, row and bytes, and an attach racing the removal waits and then finds no file.
+// kept, row and bytes, and an attach racing the removal waits and then finds no file. A kill in the middle of moving
+// a kept output off the public prefix leaves its row at the public key and perhaps a private copy already made; the
+// next run repeats the move (moveObject) and points the row at the copy.
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '@gensvc/config';
 import { fileRepository, type Db } from '@gensvc/db';
