@@ -51,13 +51,16 @@ async function project(workspaceId: string) {
   return made.project;
 }
 
-/** An S3 client whose deletions each take `ms`, so attaches have time to land during a batch. */
-function slowDeletes(s3: S3Client, ms: number) {
+/** An S3 client whose deletions each take `ms` and first call `onDelete`, so attaches land while a batch is held. */
+function slowDeletes(s3: S3Client, ms: number, onDelete: () => void) {
   return new Proxy(s3, {
     get(target, prop, receiver) {
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       return async (command: unknown, ...rest: unknown[]) => {
-        if (command instanceof DeleteObjectCommand) await new Promise((r) => setTimeout(r, ms));
+        if (command instanceof DeleteObjectCommand) {
+          onDelete();
+          await new Promise((r) => setTimeout(r, ms));
+        }
         return (target.send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
       };
     },
@@ -108,28 +111,34 @@ it('a file attached after the sweep read it is kept, row and bytes', async () =>
 it('attaches racing a sweep: every file ends attached with its bytes, or gone whole', async () => {
   const ws = await makeWorkspace(ctx.db);
   const p = await project(ws.id);
-  const files = [];
+  const files: { id: string; storageKey: string }[] = [];
   for (let i = 0; i < 24; i++) files.push(await expiredUpload(ws.id));
   const edgeNow = () => new Date(Date.now() - 120_000);
+  const attach = (i: number) => projectRepository.attach(ctx.db, ws.id, p.id, files[i]!.id, edgeNow());
 
-  const sweep = filesRetentionSweep(
-    { db: ctx.db, s3: slowDeletes(ctx.s3, 15), config: ctx.config, logger },
+  // The sweep takes the files from the first; each of its deletions sets off an attach of one from the last, so the
+  // two meet in the middle, attaches landing on rows read, locked, or not yet reached.
+  const results: Promise<string>[] = [];
+  let fromEnd = files.length - 1;
+  await filesRetentionSweep(
+    {
+      db: ctx.db,
+      s3: slowDeletes(ctx.s3, 15, () => {
+        if (fromEnd >= 0) results[fromEnd] = attach(fromEnd--);
+      }),
+      config: ctx.config,
+      logger,
+    },
     { batchSize: 5, concurrency: 2 },
   );
-  const attaches = Promise.all(
-    files.map(async (f, i) => {
-      await new Promise((r) => setTimeout(r, i * 12));
-      return projectRepository.attach(ctx.db, ws.id, p.id, f.id, edgeNow());
-    }),
-  );
-  const [, results] = await Promise.all([sweep, attaches]);
-
+  for (let i = 0; i <= fromEnd; i++) results[i] = attach(i);
+  const settled = await Promise.all(results);
   const objects = new Set(await objectKeys(ctx.s3, ctx.config.s3.bucket));
   const rows = new Map((await ctx.db.file.findMany()).map((r) => [r.id, r]));
   const attached = new Set((await ctx.db.projectFile.findMany()).map((a) => a.fileId));
   const outcome = files.map((f, i) => {
     const row = rows.get(f.id);
-    if (results[i] === 'attached') {
+    if (settled[i] === 'attached') {
       expect({ row: row?.expiresAt, attached: attached.has(f.id), bytes: objects.has(f.storageKey) }).toEqual({
         row: null,
         attached: true,
@@ -137,7 +146,7 @@ it('attaches racing a sweep: every file ends attached with its bytes, or gone wh
       });
       return 'kept';
     }
-    expect(results[i]).toBe('no_file');
+    expect(settled[i]).toBe('no_file');
     // Not attached: swept by this run, or (locked by an attach when read) left hidden for the next one.
     expect(row === undefined ? !objects.has(f.storageKey) : row.expiresAt !== null).toBe(true);
     return row ? 'left' : 'swept';
