@@ -13,6 +13,7 @@ export const ROLE_RULES = {
   rotateCliKeys: { needed: 'owner', what: 'rotate a key made by the platform CLI' },
   manageMembers: { needed: 'admin', what: 'manage members' },
   deleteFiles: { needed: 'admin', what: 'delete files and generated outputs' },
+  deleteProjects: { needed: 'admin', what: 'delete a saved project' },
   redeliver: { needed: 'admin', what: 'redeliver callbacks' },
   callbackSecret: { needed: 'admin', what: 'read or rotate the callback signing secret' },
   manageOwners: { needed: 'owner', what: 'make, demote or remove an owner' },
@@ -56,6 +57,7 @@ export function permissionsOf(role: WorkspaceRole) {
     manage_members: may('manageMembers'),
     manage_owners: may('manageOwners'),
     delete_files: may('deleteFiles'),
+    delete_projects: may('deleteProjects'),
     redeliver: may('redeliver'),
     callback_secret: may('callbackSecret'),
   };

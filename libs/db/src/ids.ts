@@ -32,7 +32,8 @@ export type IdPrefix =
   | 'ses'
   | 'inv'
   | 'pwr'
-  | 'evl';
+  | 'evl'
+  | 'proj';
 
 /** An opaque, unguessable id: `<prefix>_` and 22 base62 characters (about 131 bits). */
 export function newId(prefix: IdPrefix): string {

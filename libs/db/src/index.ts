@@ -14,6 +14,7 @@ import { invitationRepository as invitations } from './repositories/invitation.r
 import { membershipRepository as memberships } from './repositories/membership.repository';
 import { modelRepository as models } from './repositories/model.repository';
 import { passwordResetRepository as passwordResets } from './repositories/password-reset.repository';
+import { projectRepository as projects } from './repositories/project.repository';
 import { sessionRepository as sessions } from './repositories/session.repository';
 import { taskRepository as tasks } from './repositories/task.repository';
 import { usageRepository as usage } from './repositories/usage.repository';
@@ -58,6 +59,7 @@ export * from './repositories/membership.repository';
 export * from './repositories/invitation.repository';
 export * from './repositories/password-reset.repository';
 export * from './repositories/usage.repository';
+export * from './repositories/project.repository';
 
 export const apiKeyRepository = published(apiKeys);
 export const billingRepository = published(billing);
@@ -69,6 +71,7 @@ export const invitationRepository = published(invitations);
 export const membershipRepository = published(memberships);
 export const modelRepository = published(models);
 export const passwordResetRepository = published(passwordResets);
+export const projectRepository = published(projects);
 export const sessionRepository = published(sessions);
 export const taskRepository = published(tasks);
 export const usageRepository = published(usage);

@@ -39,7 +39,7 @@ async function purgedAt(e: FileExpiry): Promise<Date> {
     }
     throw new Error('the file is never purgeable');
   } finally {
-    await fileRepository.removePurged(ctx.db, [id]);
+    await fileRepository.remove(ctx.db, ws.id, id);
   }
 }
 

@@ -7,6 +7,8 @@ import type { Tier } from './generated/prisma/enums';
 
 export const UPLOAD_RETENTION_DAYS = 30;
 export const LIBRARY_RETENTION_DAYS = 30;
+/** A file let go by its last saved project after its retention ended lives this long from that moment. */
+export const RELEASE_GRACE_DAYS = 7;
 export const PUBLIC_RETENTION_DAYS: Record<Tier, number> = { free: 7, payg: 90, team: 365, enterprise: 365 };
 
 /** Days a generated output's public copy is kept: by tier; Enterprise takes the workspace's own setting when set. */

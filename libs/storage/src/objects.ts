@@ -1,7 +1,14 @@
 // Object bytes in S3: keys, streamed puts, ranged gets, deletes and presigned links. Postgres holds what the bytes
 // are; S3 holds only the bytes, under keys that name their workspace.
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createS3, type S3Settings } from './s3';
@@ -130,6 +137,20 @@ export async function deleteObject(s3: S3Client, bucket: string, key: string): P
   } catch (e) {
     if (!isMissing(e)) throw e;
   }
+}
+
+/**
+ * Moves an object within the bucket: copy, then delete the source. Safe to repeat after a crash at any point: when
+ * the source is already gone and the target exists, the move is done.
+ */
+export async function moveObject(s3: S3Client, bucket: string, from: string, to: string): Promise<void> {
+  try {
+    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: to, CopySource: `${bucket}/${encodeURI(from)}` }));
+  } catch (e) {
+    if (!isMissing(e)) throw e;
+    await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: to }));
+  }
+  await deleteObject(s3, bucket, from);
 }
 
 export interface PresignOptions {

@@ -199,7 +199,7 @@ describe('archive.output', () => {
     // Pay-as-you-go: public copy 90 days, library entry 30 days (the earlier of 30 d and the copy's life).
     expect(file.publicExpiresAt!.getTime() - before).toBeGreaterThanOrEqual(90 * DAY - 1000);
     expect(file.publicExpiresAt!.getTime() - before).toBeLessThan(90 * DAY + 60_000);
-    expect(file.expiresAt.getTime() - file.createdAt.getTime()).toBe(30 * DAY);
+    expect(file.expiresAt!.getTime() - file.createdAt.getTime()).toBe(30 * DAY);
 
     expect(await objectSha(file.storageKey)).toEqual({ sha: sha256(png), contentType: 'image/png', bytes: png.length });
 
@@ -370,7 +370,7 @@ describe('archive.output', () => {
     expect(maxLead).toBeLessThan(24 * MiB);
     // Free tier: the public copy lives 7 days, so the library entry does too.
     expect(file.publicExpiresAt!.getTime() - file.createdAt.getTime()).toBe(7 * DAY);
-    expect(file.expiresAt.getTime()).toBe(file.publicExpiresAt!.getTime());
+    expect(file.expiresAt!.getTime()).toBe(file.publicExpiresAt!.getTime());
     // The other output was not touched.
     expect(await entryOf(task.id, 0)).toEqual({
       kind: 'image',

@@ -9,6 +9,8 @@ import { InvitePage } from './pages/invite/invite-page';
 import { KeysPage } from './pages/keys/keys-page';
 import { MembersPage } from './pages/members/members-page';
 import { OutputsPage } from './pages/outputs/outputs-page';
+import { ProjectPage } from './pages/projects/project-page';
+import { ProjectsPage } from './pages/projects/projects-page';
 import { ForgotPasswordPage } from './pages/password-reset/forgot-password-page';
 import { ResetPasswordPage } from './pages/password-reset/reset-password-page';
 import { landingPath } from './pages/sign-in/landing';
@@ -20,7 +22,7 @@ import { BASE, navigate, useLocation, wsPath } from './router';
 import { SessionContext } from './session';
 import { WorkspaceContext } from './workspace';
 
-const WORKSPACE_PAGES = ['outputs', 'tasks', 'keys', 'members', 'usage'] as const;
+const WORKSPACE_PAGES = ['outputs', 'projects', 'tasks', 'keys', 'members', 'usage'] as const;
 type WorkspacePage = (typeof WORKSPACE_PAGES)[number];
 
 const signInPath = () =>
@@ -97,6 +99,7 @@ function WorkspaceRoute({ ws, parts }: { ws: string; parts: string[] }) {
   if (info.error) body = <ErrorNotice error={info.error} />;
   else if (!state) body = <Loading />;
   else if (name === 'outputs') body = <OutputsPage />;
+  else if (name === 'projects') body = parts[1] ? <ProjectPage projectId={parts[1]} /> : <ProjectsPage />;
   else if (name === 'tasks') body = parts[1] ? <TaskPage taskId={parts[1]} /> : <TasksPage />;
   else if (name === 'keys') body = <KeysPage />;
   else if (name === 'members') body = <MembersPage />;

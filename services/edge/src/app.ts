@@ -21,6 +21,7 @@ import type { EvaluateOptions } from './routes/evaluate/evaluate';
 import { fileRoutes } from './routes/files';
 import { imageRoutes } from './routes/images';
 import { modelRoutes } from './routes/models';
+import { projectRoutes } from './routes/projects';
 import { getCallbackSecret, retirePreviousCallbackSecret, rotateCallbackSecret } from './routes/me/callback-secret';
 import { getBalance } from './routes/me/get-balance';
 import { responseRoutes } from './routes/responses';
@@ -94,6 +95,7 @@ export function buildApp(deps: EdgeDeps, options: AppOptions = {}): EdgeApp {
   app.use(modelRoutes(deps));
   app.use(evaluateRoutes(deps, options.evaluate));
   app.use(fileRoutes(deps));
+  app.use(projectRoutes(deps));
   app.use(imageRoutes(deps, upstream));
   app.use(responseRoutes(deps, proxy));
   app.use(dashboardRoutes(deps));

@@ -1,12 +1,13 @@
 import type { DbClient } from '../client';
 import type { ArchiveStatus, FileSource, Tier } from '../generated/prisma/enums';
-import type { Prisma } from '../generated/prisma/client';
+import { Prisma } from '../generated/prisma/client';
 import { archivedFileIdOf } from '@gensvc/contracts';
 import { generatedExpiry } from '../retention';
 
-// A file is visible (listed, inspected, served) while its library entry lives: expiresAt > now. Expiry is therefore
-// also the mark of a deletion in progress: a delete first expires the row, then removes the bytes, then the row,
-// so a crash at any point leaves a hidden row that the retention sweep finishes, never a listed row without bytes.
+// A file is visible (listed, inspected, served) while its library entry lives: expiresAt > now, or null while a saved
+// project keeps it (project.repository). Expiry is therefore also the mark of a deletion in progress: a delete first
+// expires the row, then removes the bytes, then the row, so a crash at any point leaves a hidden row that the
+// retention sweep finishes, never a listed row without bytes.
 
 export interface CreateFileInput {
   id: string;
@@ -74,10 +75,15 @@ export interface ListFilesInput {
   order: 'asc' | 'desc';
   purpose?: string;
   source?: FileSource;
+  /** Only the files attached to this project (its workspace's, checked by the caller). */
+  projectId?: string;
 }
 
 export interface LibraryQuery {
-  source: FileSource;
+  /** Absent: both sources (a project's files). */
+  source?: FileSource;
+  /** Only the files attached to this project (its workspace's, checked by the caller). */
+  projectId?: string;
   limit: number;
   after?: string;
   /** "image/", "video/", "audio/", "application/pdf". */
@@ -93,7 +99,12 @@ export interface PurgeableFile {
   storageKey: string;
 }
 
-const visible = (now: Date) => ({ expiresAt: { gt: now } });
+export const visibleFile = (now: Date): Prisma.FileWhereInput => ({
+  OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
+});
+
+/** The same rule on a "File" row in SQL, for the raw statements below and project.repository's. */
+export const isVisibleSql = (now: Date) => Prisma.sql`("expiresAt" IS NULL OR "expiresAt" > ${now}::timestamp(3))`;
 
 /** Both lives over: the library entry and, for generated outputs, the public copy. */
 const purgeable = (now: Date): Prisma.FileWhereInput => ({
@@ -129,7 +140,7 @@ export const fileRepository = {
   async get(db: DbClient, workspaceId: string, id: string, now = new Date()) {
     // findUnique on the primary key (its plan is cached, see client.ts), then the workspace and expiry checks.
     const file = await db.file.findUnique({ where: { id } });
-    return file && file.workspaceId === workspaceId && file.expiresAt > now ? file : null;
+    return file && file.workspaceId === workspaceId && isVisible(file, now) ? file : null;
   },
 
   /**
@@ -139,9 +150,10 @@ export const fileRepository = {
   async list(db: DbClient, workspaceId: string, input: ListFilesInput, now = new Date()) {
     const where: Prisma.FileWhereInput = {
       workspaceId,
-      ...visible(now),
+      ...visibleFile(now),
       ...(input.purpose !== undefined ? { purpose: input.purpose } : {}),
       ...(input.source !== undefined ? { source: input.source } : {}),
+      ...(input.projectId !== undefined ? { projects: { some: { projectId: input.projectId } } } : {}),
     };
     if (input.after !== undefined) {
       const cursor = await db.file.findUnique({
@@ -175,8 +187,9 @@ export const fileRepository = {
   async library(db: DbClient, workspaceId: string, input: LibraryQuery, now = new Date()) {
     const where: Prisma.FileWhereInput = {
       workspaceId,
-      ...visible(now),
-      source: input.source,
+      ...visibleFile(now),
+      ...(input.source !== undefined ? { source: input.source } : {}),
+      ...(input.projectId !== undefined ? { projects: { some: { projectId: input.projectId } } } : {}),
       ...(input.contentTypePrefix !== undefined ? { contentType: { startsWith: input.contentTypePrefix } } : {}),
       ...(input.model !== undefined ? { task: { model: input.model } } : {}),
       ...(input.from !== undefined || input.to !== undefined
@@ -217,7 +230,7 @@ export const fileRepository = {
       UPDATE "File" SET
         "expiresAt" = ${now}::timestamp(3),
         "publicExpiresAt" = CASE WHEN "publicExpiresAt" IS NULL THEN NULL ELSE ${now}::timestamp(3) END
-      WHERE id = ${id} AND "workspaceId" = ${workspaceId} AND "expiresAt" > ${now}::timestamp(3)
+      WHERE id = ${id} AND "workspaceId" = ${workspaceId} AND ${isVisibleSql(now)}
       RETURNING "storageKey"`;
     return rows[0] ?? null;
   },
@@ -259,11 +272,67 @@ export const fileRepository = {
     });
   },
 
-  /** Removes the rows whose bytes the sweep has removed. */
-  async removePurged(db: DbClient, ids: string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const { count } = await db.file.deleteMany({ where: { id: { in: ids } } });
-    return count;
+  /**
+   * Visible files whose public copy is over while their bytes are still under `publicPrefix`: generated outputs a
+   * saved project keeps (or kept, and whose grace runs) past their tier's public retention.
+   */
+  publicCopiesOver(db: DbClient, now: Date, publicPrefix: string, limit: number): Promise<PurgeableFile[]> {
+    return db.file.findMany({
+      where: { ...visibleFile(now), publicExpiresAt: { lte: now }, storageKey: { startsWith: publicPrefix } },
+      select: { id: true, workspaceId: true, storageKey: true },
+      orderBy: { id: 'asc' },
+      take: limit,
+    });
+  },
+
+  /**
+   * Moves a file's bytes to `to` under its row's lock (a delete or a purge waits, then removes the new key), and points
+   * the row there. False when the row is gone, locked, or no longer at `from`. A crash leaves the row at `from`; the
+   * next run repeats the move, which moveObject makes safe.
+   */
+  relocate(
+    db: DbClient,
+    file: PurgeableFile,
+    to: string,
+    move: () => Promise<void>,
+    timeoutMs = 60_000,
+  ): Promise<boolean> {
+    const run = async (tx: Prisma.TransactionClient) => {
+      const locked = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM "File" WHERE id = ${file.id} AND "storageKey" = ${file.storageKey} FOR UPDATE SKIP LOCKED`;
+      if (locked.length === 0) return false;
+      await move();
+      await tx.file.update({ where: { id: file.id }, data: { storageKey: to } });
+      return true;
+    };
+    return '$transaction' in db ? db.$transaction(run, { maxWait: 10_000, timeout: timeoutMs }) : run(db);
+  },
+
+  /**
+   * The sweep's removal of files it read as purgeable: locks those rows that still are (a file attached to a project
+   * since the read is not, and a row locked by an attach in progress is skipped), lets `removeBytes` delete their
+   * objects while the locks hold, and deletes the rows whose bytes it reports gone, in the same transaction. An
+   * attach waits for the locks and then finds no file; a crash or timeout leaves hidden rows for the next run.
+   */
+  purge(
+    db: DbClient,
+    ids: readonly string[],
+    now: Date,
+    removeBytes: (files: PurgeableFile[]) => Promise<string[]>,
+    timeoutMs = 120_000,
+  ): Promise<{ taken: number; removed: number }> {
+    const run = async (tx: Prisma.TransactionClient) => {
+      const files = await tx.$queryRaw<PurgeableFile[]>`
+        SELECT id, "workspaceId", "storageKey" FROM "File"
+        WHERE id = ANY(${[...ids]}) AND "expiresAt" <= ${now}::timestamp(3)
+          AND ("publicExpiresAt" IS NULL OR "publicExpiresAt" <= ${now}::timestamp(3))
+        ORDER BY id FOR UPDATE SKIP LOCKED`;
+      const gone = files.length ? await removeBytes(files) : [];
+      const { count } = gone.length ? await tx.file.deleteMany({ where: { id: { in: gone } } }) : { count: 0 };
+      return { taken: files.length, removed: count };
+    };
+    // Object deletions run inside: the transaction's time is theirs, bounded so a hung store gives the locks back.
+    return '$transaction' in db ? db.$transaction(run, { maxWait: 10_000, timeout: timeoutMs }) : run(db);
   },
 };
 
@@ -278,10 +347,9 @@ export function isArchivedOutputOf(
   file: { id: string; workspaceId: string; expiresAt: Date | null },
   now: Date,
 ): boolean {
-  return (
-    file.id === archivedFileIdOf(task.output) &&
-    file.workspaceId === task.workspaceId &&
-    file.expiresAt !== null &&
-    file.expiresAt > now
-  );
+  return file.id === archivedFileIdOf(task.output) && file.workspaceId === task.workspaceId && isVisible(file, now);
 }
+
+/** Whether a file row is visible at `now` (visibleFile's rule on a row read). */
+export const isVisible = (file: { expiresAt: Date | null }, now: Date): boolean =>
+  file.expiresAt === null || file.expiresAt > now;

@@ -21,7 +21,7 @@ import type { TaskStatus, Tier } from '../generated/prisma/enums';
 import { newId } from '../ids';
 import { refusalOf } from './billing.repository';
 import type { RecordAttemptInput } from './callback.repository';
-import { fileRepository, isArchivedOutputOf, type CreateFileInput } from './file.repository';
+import { fileRepository, isArchivedOutputOf, visibleFile, type CreateFileInput } from './file.repository';
 
 export interface CreateTaskInput {
   id: string;
@@ -320,7 +320,7 @@ export const taskRepository = {
       return fileId ? [{ taskId: t.id, task: t, fileId }] : [];
     });
     const files = wanted.length
-      ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, expiresAt: { gt: now } } })
+      ? await db.file.findMany({ where: { id: { in: wanted.map((w) => w.fileId) }, ...visibleFile(now) } })
       : [];
     const byId = new Map(files.map((f) => [f.id, f]));
     const found = new Map<string, (typeof files)[number]>();

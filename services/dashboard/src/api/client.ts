@@ -15,6 +15,9 @@ import type {
   Output,
   OutputQuery,
   Page,
+  Project,
+  ProjectFileChange,
+  ProjectList,
   Role,
   Session,
   TaskDetail,
@@ -185,6 +188,23 @@ export const api = {
           'DELETE',
           `${ws(id)}/outputs/${seg(fileId)}/public-copy`,
         ),
+    },
+    projects: {
+      list: (after?: string) =>
+        request<ProjectList>('GET', `${ws(id)}/projects`, { query: { limit: 100, ...(after ? { after } : {}) } }),
+      create: (name: string, description: string) =>
+        request<Project>('POST', `${ws(id)}/projects`, { body: { name, description } }),
+      get: (projectId: string) => request<Project>('GET', `${ws(id)}/projects/${seg(projectId)}`),
+      remove: (projectId: string) =>
+        request<{ id: string; deleted: true }>('DELETE', `${ws(id)}/projects/${seg(projectId)}`),
+      files: (projectId: string, after?: string) =>
+        request<Page<Output>>('GET', `${ws(id)}/projects/${seg(projectId)}/files`, {
+          query: { limit: 24, ...(after ? { after } : {}) },
+        }),
+      attach: (projectId: string, fileId: string) =>
+        request<ProjectFileChange>('POST', `${ws(id)}/projects/${seg(projectId)}/files`, { body: { file_id: fileId } }),
+      detach: (projectId: string, fileId: string) =>
+        request<ProjectFileChange>('DELETE', `${ws(id)}/projects/${seg(projectId)}/files/${seg(fileId)}`),
     },
     tasks: {
       list: (q: TaskQuery) => request<Page<TaskRow>>('GET', `${ws(id)}/tasks`, { query: { ...q } }),

@@ -28,6 +28,7 @@ export interface Permissions {
   manage_members: boolean;
   manage_owners: boolean;
   delete_files: boolean;
+  delete_projects: boolean;
   redeliver: boolean;
   callback_secret: boolean;
 }
@@ -146,6 +147,34 @@ export interface Output {
   download_url: string;
   /** When the generated output's public copy goes; null for uploads, which have none. */
   public_copy_expires_at: string | null;
+  /** When the file goes; null while a saved project keeps it. */
+  expires_at: string | null;
+  /** The saved projects the file is attached to. */
+  projects: string[];
+}
+
+export interface Project {
+  id: string;
+  name: string;
+  description: string;
+  created_by: User | null;
+  created_at: string;
+  file_count: number;
+}
+
+/** The project lists' envelope (as the API's lists). */
+export interface ProjectList {
+  data: Project[];
+  has_more: boolean;
+  last_id: string | null;
+}
+
+/** A file as attaching or detaching answers it: what the grid needs to say when it goes. */
+export interface ProjectFileChange {
+  id: string;
+  filename: string;
+  expires_at: string | null;
+  projects: string[];
 }
 
 export interface OutputQuery {

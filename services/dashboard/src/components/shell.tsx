@@ -6,6 +6,7 @@ import { Icon } from './icons';
 
 const NAV = [
   { page: 'outputs', label: 'Outputs' },
+  { page: 'projects', label: 'Projects' },
   { page: 'tasks', label: 'Tasks' },
   { page: 'keys', label: 'API keys' },
   { page: 'members', label: 'Members' },

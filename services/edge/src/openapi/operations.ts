@@ -9,6 +9,7 @@ import { healthApi } from '../routes/health/openapi';
 import { imageApi } from '../routes/images/openapi';
 import { meApi } from '../routes/me/openapi';
 import { modelApi } from '../routes/models/openapi';
+import { projectApi } from '../routes/projects/openapi';
 import { providerWebhookApi } from '../routes/provider-webhooks/openapi';
 import { responseApi } from '../routes/responses/openapi';
 import { taskApi } from '../routes/tasks/openapi';
@@ -21,6 +22,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = [
   ...taskApi,
   ...callbackApi,
   ...fileApi,
+  ...projectApi,
   ...meApi,
   ...usageApi,
   ...modelApi,

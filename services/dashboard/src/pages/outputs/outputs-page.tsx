@@ -3,11 +3,14 @@ import type { Output, OutputKind, OutputSource } from '../../api/types';
 import { useAction } from '../../api/use-api';
 import { CloseButton, ConfirmDialog, Dialog, DialogActions } from '../../components/dialog';
 import { formatBytes, formatDateTime, formatDuration, formatMoney } from '../../components/format';
-import { Empty, ErrorNotice, Loading } from '../../components/notice';
+import { LoadMore } from '../../components/load-more';
+import { Empty, ErrorNotice } from '../../components/notice';
 import { PageHeader } from '../../components/page';
 import { SelectField } from '../../components/select-field';
 import { Link, useLocation, wsPath } from '../../router';
 import { useWorkspace } from '../../workspace';
+import { AddToProjectDialog } from '../projects/add-to-project';
+import { Expiry } from '../projects/expiry';
 import { useOutputs, type OutputFilters } from './use-outputs';
 
 const KINDS: { value: OutputKind | ''; label: string }[] = [
@@ -35,6 +38,8 @@ export function OutputsPage() {
   const [deleting, setDeleting] = useState<Output | null>(null);
   const [takingDown, setTakingDown] = useState(false);
   const [takenDown, setTakenDown] = useState<string | null>(null);
+  const [adding, setAdding] = useState<Output | null>(null);
+  const [added, setAdded] = useState<string | null>(null);
 
   // The model filter is typed: it applies after a pause, the others at once.
   const appliedModel = applied.model ?? '';
@@ -76,6 +81,11 @@ export function OutputsPage() {
       {takenDown ? (
         <div className="notice" role="status">
           The public copy of <span className="mono">{takenDown}</span> is taken down.
+        </div>
+      ) : null}
+      {added ? (
+        <div className="notice" role="status">
+          {added}
         </div>
       ) : null}
       <div className="tabs" role="tablist" aria-label="Library">
@@ -132,24 +142,12 @@ export function OutputsPage() {
                   data-output-id={o.id}
                 >
                   <Thumb o={o} />
-                  <span className="tile-caption">
-                    <span className="tile-title">{o.prompt || o.filename}</span>
-                    <span className="muted small">
-                      {o.model ?? o.content_type} · {formatDateTime(o.created_at)}
-                    </span>
-                  </span>
+                  <TileCaption o={o} />
                 </button>
               </li>
             ))}
           </ul>
-          {outputs.loading ? <Loading /> : null}
-          {outputs.hasMore && !outputs.loading ? (
-            <div className="center">
-              <button type="button" className="button" onClick={outputs.loadMore}>
-                Load more
-              </button>
-            </div>
-          ) : null}
+          <LoadMore list={outputs} />
         </div>
         {selected ? (
           <PreviewPane
@@ -157,6 +155,7 @@ export function OutputsPage() {
             canDelete={can.delete_files}
             onClose={() => setSelected(null)}
             onDelete={() => setDeleting(selected)}
+            onAddToProject={() => setAdding(selected)}
           />
         ) : null}
       </div>
@@ -168,6 +167,20 @@ export function OutputsPage() {
             setTakingDown(false);
             setTakenDown(fileId);
             if (selected?.id === fileId) setSelected(null);
+          }}
+        />
+      ) : null}
+      {adding ? (
+        <AddToProjectDialog
+          o={adding}
+          onClose={() => setAdding(null)}
+          onAdded={(changed, projectName) => {
+            const update = (o: Output) =>
+              o.id === changed.id ? { ...o, expires_at: changed.expires_at, projects: changed.projects } : o;
+            outputs.setItems((prev) => prev.map(update));
+            setSelected((s) => (s ? update(s) : s));
+            setAdding(null);
+            setAdded(`${adding.filename} is added to ${projectName} and kept while it is there.`);
           }}
         />
       ) : null}
@@ -186,7 +199,18 @@ export function OutputsPage() {
   );
 }
 
-function Thumb({ o }: { o: Output }) {
+export function TileCaption({ o }: { o: Output }) {
+  return (
+    <span className="tile-caption">
+      <span className="tile-title">{o.prompt || o.filename}</span>
+      <span className="muted small">
+        {o.model ?? o.content_type} · {formatDateTime(o.created_at)}
+      </span>
+    </span>
+  );
+}
+
+export function Thumb({ o }: { o: Output }) {
   if (o.kind === 'image') return <img className="thumb" src={o.preview_url} alt="" loading="lazy" decoding="async" />;
   // No autoplay: the first frame (preload="metadata") is the poster.
   if (o.kind === 'video')
@@ -221,11 +245,13 @@ function PreviewPane({
   canDelete,
   onClose,
   onDelete,
+  onAddToProject,
 }: {
   o: Output;
   canDelete: boolean;
   onClose: () => void;
   onDelete: () => void;
+  onAddToProject: () => void;
 }) {
   const { id: ws } = useWorkspace();
   return (
@@ -275,6 +301,10 @@ function PreviewPane({
         </dd>
         <dt>Created</dt>
         <dd>{formatDateTime(o.created_at)}</dd>
+        <dt>Kept</dt>
+        <dd className="file-expiry">
+          <Expiry o={o} />
+        </dd>
         {o.public_copy_expires_at ? (
           <>
             <dt>Public copy</dt>
@@ -296,6 +326,9 @@ function PreviewPane({
         <a className="button button-primary" href={o.download_url} download={o.filename}>
           Download
         </a>
+        <button type="button" className="button" onClick={onAddToProject}>
+          Add to project
+        </button>
         {canDelete ? (
           <button type="button" className="button button-danger-quiet" onClick={onDelete}>
             Delete

@@ -6,7 +6,15 @@ import { requireMembership, requireNoApiKey, requireRole, requireSession } from 
 import type { EdgeDeps } from '../../deps';
 import { jsonBody } from '../../http/json-body';
 import { createKey, listKeys, revokeKey, rotateKey } from './keys';
-import { deleteOutput, listOutputs, takeDownPublicCopy } from './library';
+import { attachFile } from '../projects/attach-file';
+import { memberActor } from '../projects/actor';
+import { createProject } from '../projects/create-project';
+import { deleteProject } from '../projects/delete-project';
+import { detachFile } from '../projects/detach-file';
+import { getProject } from '../projects/get-project';
+import { listProjects } from '../projects/list-projects';
+import { updateProject } from '../projects/update-project';
+import { deleteOutput, listOutputs, listProjectFiles, takeDownPublicCopy } from './library';
 import { addMember, changeRole, listMembers, removeMember, resendInvitation, withdrawInvitation } from './members';
 import {
   acceptInvitation,
@@ -80,6 +88,15 @@ export function dashboardRoutes(deps: EdgeDeps): express.Router {
   router.get(`${ws}/outputs`, listOutputs(deps));
   router.delete(`${ws}/outputs/:fileId`, requireRole('deleteFiles'), deleteOutput(deps));
   router.delete(`${ws}/outputs/:fileId/public-copy`, requireRole('deleteFiles'), takeDownPublicCopy(deps));
+  const project = `${ws}/projects/:projectId`;
+  router.get(`${ws}/projects`, listProjects(deps, memberActor));
+  router.post(`${ws}/projects`, json, createProject(deps, memberActor));
+  router.get(project, getProject(deps, memberActor));
+  router.patch(project, json, updateProject(deps, memberActor));
+  router.delete(project, requireRole('deleteProjects'), deleteProject(deps, memberActor));
+  router.get(`${project}/files`, listProjectFiles(deps));
+  router.post(`${project}/files`, json, attachFile(deps, memberActor));
+  router.delete(`${project}/files/:fileId`, detachFile(deps, memberActor));
   router.get(`${ws}/tasks`, listTasks(deps));
   router.get(`${ws}/tasks/:taskId`, getTask(deps));
   router.post(`${ws}/tasks/:taskId/redeliver`, requireRole('redeliver'), redeliverTask(deps));

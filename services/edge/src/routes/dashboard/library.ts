@@ -1,8 +1,9 @@
-// The outputs library: generated outputs (archived task outputs and image edits) and, in their own tab, uploads.
-// Members browse and preview; deleting (row and bytes, as the API's delete) needs an admin or owner.
+// The outputs library: generated outputs (archived task outputs and image edits) and, in their own tab, uploads; and
+// a saved project's files, shown alike. Members browse and preview; deleting (row and bytes, as the API's delete)
+// needs an admin or owner.
 import { fileContentPath } from '@gensvc/auth';
 import { taskOutputSchema } from '@gensvc/contracts';
-import { fileRepository, plusDays, toAmount } from '@gensvc/db';
+import { fileRepository, plusDays, projectRepository, toAmount, type LibraryQuery } from '@gensvc/db';
 import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { memberOf } from '../../auth/session';
@@ -11,7 +12,8 @@ import { locals } from '../../http/request-context';
 import { parseFields } from '../../http/parse-body';
 import { removeFile, removeHiddenFile } from '../files/delete-file';
 import { FILE_ID } from '../files/schema';
-import { OUTPUTS_QUERY } from './schema';
+import { findProject } from '../projects/project-object';
+import { OUTPUTS_QUERY, PROJECT_FILES_QUERY } from './schema';
 
 type Deps = Pick<EdgeDeps, 'db' | 's3' | 'config'>;
 type LibraryRow = NonNullable<Awaited<ReturnType<typeof fileRepository.library>>>['data'][number];
@@ -27,7 +29,7 @@ const field = (obj: unknown, name: string): unknown =>
 const text = (v: unknown) => (typeof v === 'string' ? v : null);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
-async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
+async function outputObject(deps: Deps, f: LibraryRow, currency: string, projects: readonly string[]) {
   // Same-origin relative links: the dashboard may be opened by any host name (a proxy's, 127.0.0.1), and its CSP
   // allows previews from its own origin only.
   const link = await fileContentPath(deps.config.signingSecret, { fileId: f.id, workspaceId: f.workspaceId });
@@ -53,6 +55,8 @@ async function outputObject(deps: Deps, f: LibraryRow, currency: string) {
     preview_url: link.path,
     download_url: link.path,
     public_copy_expires_at: f.publicExpiresAt?.toISOString() ?? null,
+    expires_at: f.expiresAt?.toISOString() ?? null,
+    projects: [...projects],
   };
 }
 
@@ -61,20 +65,47 @@ export function listOutputs(deps: Deps) {
   return async (req: Request, res: Response) => {
     const q = parseFields(OUTPUTS_QUERY, req.query);
     if (q.from && q.to && q.to < q.from) throw errors.invalidRequest('to: must not be before from', 'to');
-    const { workspace } = memberOf(res);
-    const page = await fileRepository.library(deps.db, workspace.id, {
-      source: q.source,
-      limit: q.limit,
-      ...(q.after ? { after: q.after } : {}),
-      ...(q.kind ? { contentTypePrefix: KIND_PREFIX[q.kind] } : {}),
-      ...(q.model ? { model: q.model } : {}),
-      ...(q.from ? { from: q.from } : {}),
-      ...(q.to ? { to: plusDays(q.to, 1) } : {}),
-    });
-    if (!page) throw errors.invalidRequest(`after: no file ${q.after} in this workspace.`, 'after');
-    const data = await Promise.all(page.data.map((f) => outputObject(deps, f, workspace.currency)));
-    res.json({ data, has_more: page.hasMore, next_cursor: page.hasMore ? (data.at(-1)?.id ?? null) : null });
+    res.json(
+      await libraryPage(deps, memberOf(res).workspace, {
+        source: q.source,
+        limit: q.limit,
+        ...(q.after ? { after: q.after } : {}),
+        ...(q.kind ? { contentTypePrefix: KIND_PREFIX[q.kind] } : {}),
+        ...(q.model ? { model: q.model } : {}),
+        ...(q.from ? { from: q.from } : {}),
+        ...(q.to ? { to: plusDays(q.to, 1) } : {}),
+      }),
+    );
   };
+}
+
+/** GET …/projects/:projectId/files — the project's files as the outputs grid shows them, newest first. */
+export function listProjectFiles(deps: Deps) {
+  return async (req: Request<{ projectId: string }>, res: Response) => {
+    const q = parseFields(PROJECT_FILES_QUERY, req.query);
+    const { workspace } = memberOf(res);
+    const project = await findProject(deps.db, workspace.id, req.params.projectId);
+    res.json(
+      await libraryPage(deps, workspace, {
+        projectId: project.id,
+        limit: q.limit,
+        ...(q.after ? { after: q.after } : {}),
+      }),
+    );
+  };
+}
+
+async function libraryPage(deps: Deps, workspace: { id: string; currency: string }, query: LibraryQuery) {
+  const page = await fileRepository.library(deps.db, workspace.id, query);
+  if (!page) throw errors.invalidRequest(`after: no file ${query.after} in this workspace.`, 'after');
+  const projects = await projectRepository.projectsOf(
+    deps.db,
+    page.data.map((f) => f.id),
+  );
+  const data = await Promise.all(
+    page.data.map((f) => outputObject(deps, f, workspace.currency, projects.get(f.id) ?? [])),
+  );
+  return { data, has_more: page.hasMore, next_cursor: page.hasMore ? (data.at(-1)?.id ?? null) : null };
 }
 
 /** DELETE …/outputs/:fileId — admins and owners (the router checks the role). */

@@ -82,6 +82,8 @@ export const OUTPUTS_QUERY = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(24),
 });
 
+export const PROJECT_FILES_QUERY = OUTPUTS_QUERY.pick({ after: true, limit: true });
+
 export const TASKS_QUERY = z.strictObject({
   status: z.enum(['queued', 'running', 'completed', 'failed', 'canceled']).optional(),
   after: z.string().regex(TASK_ID, 'must be a task id (tsk_...)').optional(),

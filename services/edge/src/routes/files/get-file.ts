@@ -3,7 +3,7 @@ import { errors } from '@gensvc/errors';
 import type { Request, Response } from 'express';
 import { authOf } from '../../auth/authenticate';
 import type { EdgeDeps } from '../../deps';
-import { fileObject } from './file-object';
+import { fileObjects } from './file-object';
 import { FILE_ID } from './schema';
 
 export const noSuchFile = (id: string) => errors.notFound(`No file ${id}.`, { param: 'file_id' });
@@ -19,6 +19,6 @@ export async function findFile(deps: Pick<EdgeDeps, 'db'>, workspaceId: string, 
 export function getFile(deps: Pick<EdgeDeps, 'config' | 'db'>) {
   return async (req: Request<{ fileId: string }>, res: Response) => {
     const file = await findFile(deps, authOf(res).workspace.id, req.params.fileId);
-    res.json(await fileObject(deps.config, file));
+    res.json((await fileObjects(deps, [file]))[0]);
   };
 }

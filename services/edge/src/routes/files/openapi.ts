@@ -7,7 +7,7 @@ const under = (suffix: string) => BASES.map((b) => `${b}${suffix}`);
 
 const fileId = z.object({ fileId: z.string().describe('A file id, file_…') });
 
-const fileObjectSchema = z.object({
+export const fileObjectSchema = z.object({
   id: z.string(),
   object: z.literal('file'),
   bytes: z.number().int(),
@@ -16,8 +16,9 @@ const fileObjectSchema = z.object({
   content_type: z.string(),
   url: z.string().describe("The file's signed content link (one hour)."),
   created_at: timestamp,
-  expires_at: timestamp,
+  expires_at: timestamp.nullable().describe('When the file goes; null while a saved project keeps it.'),
   source: z.enum(['upload', 'generated']),
+  projects: z.array(z.string()).describe('The saved projects the file is attached to.'),
   archive_status: z.enum(['archived', 'pending', 'failed', 'too_large']).optional().describe('Generated outputs only.'),
 });
 
@@ -57,7 +58,7 @@ export const fileApi = [
     scope: 'files.write',
     query: listFilesQuery,
     responses: { 200: { description: 'A page of files.', schema: listOf(fileObjectSchema) } },
-    errors: [...KEY_AUTH, 'invalid_request'],
+    errors: [...KEY_AUTH, 'invalid_request', 'not_found'],
   }),
   operation({
     method: 'get',

@@ -8,6 +8,9 @@ export const UPLOAD_PURPOSES = ['vision', 'input'] as const;
 /** Upload size limit (spec §8): exactly 25 MiB is allowed. */
 export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 
+/** Ids made by newId('proj'); anything else names no project. */
+export const PROJECT_ID = /^proj_[0-9A-Za-z]{22}$/;
+
 /** Ids made by newId('file'); anything else names no file. */
 export const FILE_ID = /^file_[0-9A-Za-z]{22}$/;
 
@@ -50,6 +53,7 @@ export const listFilesQuery = listQuery(
   {
     purpose: z.string().min(1, 'must not be empty').max(64, 'is at most 64 characters').optional(),
     source: z.enum(['upload', 'generated'], { message: 'must be "upload" or "generated"' }).optional(),
+    project_id: z.string().regex(PROJECT_ID, 'must be a project id (proj_...)').optional(),
   },
 );
 

@@ -61,6 +61,6 @@ export function uploadFile(deps: Pick<EdgeDeps, 'config' | 'db' | 's3'>) {
       await deleteObject(deps.s3, deps.config.s3.bucket, storageKey).catch(() => {});
       throw e;
     }
-    res.json(await fileObject(deps.config, file));
+    res.json(await fileObject(deps.config, file, []));
   };
 }
