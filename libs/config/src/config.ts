@@ -138,6 +138,8 @@ export const envSchema = z.object({
    * A waiter costs an open socket and a map entry, no worker slot and no store connection.
    */
   TASK_WAIT_MAX_WAITERS: z.coerce.number().int().min(0).max(100_000).default(1_000),
+  /** How many times a task whose provider job failed for a retryable reason is given a new job before it fails. */
+  TASK_MAX_RESUBMITS: z.coerce.number().int().min(0).max(10).default(2),
   /** How often the task-runner looks for tasks and callbacks whose job vanished (Redis flushed or restarted). */
   RECONCILE_INTERVAL: duration.default(30_000),
   OUTBOUND_ALLOW_CIDRS: cidrs.default([]),
@@ -233,7 +235,13 @@ export interface Config {
   /** Secrets at rest: the first key seals, every one opens. */
   encryptionKeys: EncryptionKey[];
   callbacks: { retryScheduleMs: number[]; timeoutMs: number };
-  tasks: { deadlineMs: number; pollScheduleMs: number[]; reconcileIntervalMs: number; maxWaiters: number };
+  tasks: {
+    deadlineMs: number;
+    pollScheduleMs: number[];
+    reconcileIntervalMs: number;
+    maxWaiters: number;
+    maxResubmits: number;
+  };
   /** Provider webhooks: off when baseUrl is undefined; Replicate's also need replicateSecret, fal's falUserId. */
   providerWebhooks: {
     baseUrl: string | undefined;
@@ -326,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       pollScheduleMs: e.TASK_POLL_SCHEDULE,
       reconcileIntervalMs: e.RECONCILE_INTERVAL,
       maxWaiters: e.TASK_WAIT_MAX_WAITERS,
+      maxResubmits: e.TASK_MAX_RESUBMITS,
     },
     providerWebhooks: {
       baseUrl: e.PROVIDER_WEBHOOK_BASE_URL?.replace(/\/+$/, ''),

@@ -10,12 +10,66 @@ const base: TaskEnvelopeSource = {
   reserved: 40_000n,
   errorCode: null,
   errorMessage: null,
+  channelId: null,
+  upstreamId: null,
+  providerJobs: [],
   callbackUrl: null,
   callbackState: 'none',
   createdAt: new Date('2026-01-01T00:00:00Z'),
   startedAt: null,
   completedAt: null,
 };
+
+describe('taskEnvelope attempts', () => {
+  const ended = {
+    channel: 'ch_a',
+    upstream_id: 'pred_1',
+    status: 'failed',
+    error_code: 'upstream_error',
+    error_message: 'CUDA out of memory',
+    started_at: '2026-01-01T00:00:01.000Z',
+    ended_at: '2026-01-01T00:00:02.000Z',
+  };
+
+  it('lists none before a submission, then the ended jobs and the current one as the row says it stands', () => {
+    expect(taskEnvelope(base, { currency: 'USD' }).attempts).toEqual([]);
+    const running = {
+      ...base,
+      status: 'running',
+      channelId: 'ch_b',
+      upstreamId: 'req_2',
+      providerJobs: [ended],
+      startedAt: new Date('2026-01-01T00:00:03Z'),
+    };
+    const envelope = taskEnvelope(running, { currency: 'USD' });
+    expect(envelope.started_at).toBe('2026-01-01T00:00:01.000Z');
+    expect(envelope.attempts).toEqual([
+      {
+        channel: 'ch_a',
+        upstream_id: 'pred_1',
+        status: 'failed',
+        error_code: 'upstream_error',
+        started_at: '2026-01-01T00:00:01.000Z',
+        ended_at: '2026-01-01T00:00:02.000Z',
+      },
+      {
+        channel: 'ch_b',
+        upstream_id: 'req_2',
+        status: 'running',
+        error_code: null,
+        started_at: '2026-01-01T00:00:03.000Z',
+        ended_at: null,
+      },
+    ]);
+    const failed = taskEnvelope(
+      { ...running, status: 'failed', errorCode: 'upstream_error', completedAt: new Date('2026-01-01T00:00:09Z') },
+      { currency: 'USD' },
+    );
+    expect(failed.attempts[1]).toMatchObject({ status: 'failed', error_code: 'upstream_error' });
+    expect(failed.attempts[1]!.ended_at).toBe('2026-01-01T00:00:09.000Z');
+    expect(taskEnvelopeSchema.strict().parse(failed)).toEqual(failed);
+  });
+});
 
 describe('taskEnvelopeSchema (the OpenAPI document of the envelope)', () => {
   it('holds for what taskEnvelope makes: queued, archived with a download link, failed, and a callback', () => {

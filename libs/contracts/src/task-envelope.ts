@@ -5,7 +5,11 @@
 //     output: { url, duration?, file_id?, download_url?, download_expires_at?, archive_status, provider_url?,
 //               content_type?, width?, height? } | null,
 //     cost: { amount, currency }, error: { code, message } | null,
-//     created_at, started_at, completed_at, callback: { url, state } | null, delivered_at? }
+//     created_at, started_at, completed_at, callback: { url, state } | null, delivered_at?,
+//     attempts: [{ channel, upstream_id, status, error_code, started_at, ended_at }] }
+//
+// attempts lists the task's provider jobs, oldest first: those that failed retryably and were resubmitted
+// (Task.providerJobs), then the current one, read from the row (its channel and job id, the task's outcome).
 //
 // output.url is the archived public copy on {file_url} once archived, else the provider's URL (spec §7: an output
 // that cannot be archived does not fail the task). download_url is a fresh signed content link (one hour), made by
@@ -26,6 +30,11 @@ export interface TaskEnvelopeSource {
   reserved: bigint;
   errorCode: string | null;
   errorMessage: string | null;
+  /** The current provider job's channel and id (null before a submission). */
+  channelId: string | null;
+  upstreamId: string | null;
+  /** The provider jobs that ended retryably before the current one (ProviderJob[] as stored). */
+  providerJobs: unknown;
   callbackUrl: string | null;
   callbackState: string;
   createdAt: Date;
@@ -52,6 +61,58 @@ const MICROS = 1_000_000;
 export function primaryOutput(output: unknown) {
   const parsed = taskOutputSchema.safeParse(output);
   return parsed.success ? (parsed.data.outputs[0] ?? null) : null;
+}
+
+export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'lost', 'canceled'] as const;
+
+/** A provider job that ended without ending its task (Task.providerJobs); `lost`: the provider no longer knew it. */
+export const providerJobSchema = z.object({
+  channel: z.string(),
+  upstream_id: z.string(),
+  status: z.enum(['failed', 'lost']),
+  error_code: z.string(),
+  error_message: z.string(),
+  started_at: z.string().nullable(),
+  ended_at: z.string(),
+});
+export type ProviderJob = z.infer<typeof providerJobSchema>;
+
+/** Task.providerJobs as stored, read back ([] for anything else). */
+export function providerJobsOf(json: unknown): ProviderJob[] {
+  const parsed = z.array(providerJobSchema).safeParse(json);
+  return parsed.success ? parsed.data : [];
+}
+
+const attemptSchema = z.object({
+  channel: z.string(),
+  upstream_id: z.string(),
+  status: z.enum(ATTEMPT_STATUSES),
+  error_code: z.string().nullable(),
+  started_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+});
+
+/** The envelope's attempts: the ended jobs as stored, then the current job as the row says it stands. */
+function attemptsOf(task: TaskEnvelopeSource): z.infer<typeof attemptSchema>[] {
+  const attempts: z.infer<typeof attemptSchema>[] = providerJobsOf(task.providerJobs).map(
+    ({ error_message: _message, ...job }) => job,
+  );
+  if (task.channelId === null || task.upstreamId === null) return attempts;
+  const status =
+    task.status === 'failed' || task.status === 'canceled'
+      ? task.status
+      : task.status === 'completed' || task.output !== null
+        ? 'succeeded'
+        : 'running';
+  attempts.push({
+    channel: task.channelId,
+    upstream_id: task.upstreamId,
+    status,
+    error_code: status === 'failed' ? task.errorCode : null,
+    started_at: task.startedAt?.toISOString() ?? null,
+    ended_at: status === 'running' || status === 'succeeded' ? null : (task.completedAt?.toISOString() ?? null),
+  });
+  return attempts;
 }
 
 export function taskEnvelope(task: TaskEnvelopeSource, opts: TaskEnvelopeOptions) {
@@ -81,11 +142,18 @@ export function taskEnvelope(task: TaskEnvelopeSource, opts: TaskEnvelopeOptions
     cost: { amount: Number(micros) / MICROS, currency: opts.currency },
     error: task.errorCode ? { code: task.errorCode, message: task.errorMessage ?? '' } : null,
     created_at: task.createdAt.toISOString(),
-    started_at: task.startedAt?.toISOString() ?? null,
+    // The first provider job's start: Task.startedAt is the current job's.
+    started_at: firstStart(task),
     completed_at: task.completedAt?.toISOString() ?? null,
     callback: task.callbackUrl ? { url: task.callbackUrl, state: task.callbackState } : null,
     ...(opts.deliveredAt ? { delivered_at: opts.deliveredAt.toISOString() } : {}),
+    attempts: attemptsOf(task),
   };
+}
+
+function firstStart(task: TaskEnvelopeSource): string | null {
+  const [first] = providerJobsOf(task.providerJobs);
+  return first ? first.started_at : (task.startedAt?.toISOString() ?? null);
 }
 
 export type TaskEnvelope = ReturnType<typeof taskEnvelope>;
@@ -131,4 +199,10 @@ export const taskEnvelopeSchema = z.object({
   completed_at: z.string().nullable(),
   callback: z.object({ url: z.string(), state: z.string() }).nullable(),
   delivered_at: z.string().optional().describe('In callbacks only.'),
+  attempts: z
+    .array(attemptSchema)
+    .describe(
+      'The provider jobs run for the task, oldest first: a job that failed retryably (a 5xx, a lost job) is ' +
+        'resubmitted, to another channel when there is one, and the task is charged once.',
+    ),
 });

@@ -77,6 +77,9 @@ export type AttemptTask = Pick<
   | 'cost'
   | 'errorCode'
   | 'errorMessage'
+  | 'channelId'
+  | 'upstreamId'
+  | 'providerJobs'
   | 'callbackUrl'
   | 'callbackState'
   | 'callbackRoundStart'
@@ -113,7 +116,8 @@ export interface AttemptContext {
  */
 const ATTEMPT_CONTEXT_OF = (tasks: string) => `
   SELECT t.id, t."workspaceId", t.status, t.model, t.operation, t.output,
-    t.reserved::text AS reserved, t.cost::text AS cost, t."errorCode", t."errorMessage",
+    t.reserved::text AS reserved, t.cost::text AS cost, t."errorCode", t."errorMessage", t."channelId",
+    t."upstreamId", t."providerJobs",
     t."callbackUrl", t."callbackState", t."callbackRoundStart", ${epochMs('t."createdAt"')} AS "createdAt",
     ${epochMs('t."startedAt"')} AS "startedAt", ${epochMs('t."completedAt"')} AS "completedAt",
     w.currency, ${epochMs('coalesce(s."rotatedAt", s."createdAt")')} AS "secretsVersion",
@@ -149,6 +153,9 @@ interface AttemptContextRow {
   cost: string | null;
   errorCode: string | null;
   errorMessage: string | null;
+  channelId: string | null;
+  upstreamId: string | null;
+  providerJobs: Task['providerJobs'];
   callbackUrl: string | null;
   callbackState: Task['callbackState'];
   callbackRoundStart: number;
@@ -190,6 +197,9 @@ function contextOf(
     cost: row.cost === null ? null : BigInt(row.cost),
     errorCode: row.errorCode,
     errorMessage: row.errorMessage,
+    channelId: row.channelId,
+    upstreamId: row.upstreamId,
+    providerJobs: row.providerJobs,
     callbackUrl: row.callbackUrl,
     callbackState: row.callbackState,
     callbackRoundStart: row.callbackRoundStart,

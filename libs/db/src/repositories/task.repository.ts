@@ -13,7 +13,13 @@
 //
 // Raw updates set "updatedAt" themselves (Prisma's @updatedAt applies to its own writes only): the reconciler reads
 // it as the time the task last moved.
-import { TASK_OPERATIONS, archivedFileIdOf, type TaskOutput, type TaskOutputEntry } from '@gensvc/contracts';
+import {
+  TASK_OPERATIONS,
+  archivedFileIdOf,
+  type ProviderJob,
+  type TaskOutput,
+  type TaskOutputEntry,
+} from '@gensvc/contracts';
 import type { AppError } from '@gensvc/errors';
 import { queryPrepared, type DbClient } from '../client';
 import { Prisma, type Task } from '../generated/prisma/client';
@@ -102,8 +108,8 @@ const taskColumns = (
   ${t}."callbackUrl", ${t}."channelId", ${t}."upstreamId", ${t}."upstreamUrls", ${t}."reservationId",
   ${t}."deadlineAt" AT TIME ZONE 'UTC' AS "deadlineAt",
   ${t}."cancelAfter" AT TIME ZONE 'UTC' AS "cancelAfter", ${t}."callbackRoundStart", ${t}.output, ${t}."errorCode",
-  ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved,
-  ${t}.cost::text AS cost, ${t}.attempts, ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
+  ${t}."errorMessage", ${t}."requestId", ${t}.reserved::text AS reserved, ${t}.cost::text AS cost, ${t}.attempts,
+  ${t}."providerJobs", ${t}."callbackState", ${t}."deliveredAt" AT TIME ZONE 'UTC' AS "deliveredAt",
   ${t}."createdAt" AT TIME ZONE 'UTC' AS "createdAt", ${t}."updatedAt" AT TIME ZONE 'UTC' AS "updatedAt",
   ${t}."startedAt" AT TIME ZONE 'UTC' AS "startedAt", ${t}."completedAt" AT TIME ZONE 'UTC' AS "completedAt"`;
 
@@ -138,9 +144,21 @@ const FIND = `SELECT ${taskColumns('t')} FROM "Task" t WHERE t.id = $1`;
 
 export const MARK_SUBMITTED = `
   UPDATE "Task" SET status = 'running', "channelId" = $2, "upstreamId" = $3,
-    "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = 1,
+    "upstreamUrls" = coalesce($4::jsonb, "upstreamUrls"), attempts = attempts + 1,
     "startedAt" = $5::timestamp(3), "updatedAt" = $5::timestamp(3)
   WHERE id = $1 AND status::text = 'queued' AND "upstreamId" IS NULL
+  RETURNING id`;
+
+/**
+ * running → queued again for a new provider job, the ended one appended to providerJobs. Only from the poll that
+ * found it ended (its upstreamId and poll count), while the task has no output and resubmits are left; the hold is
+ * untouched, so it is settled once by the job that succeeds or released once when the task fails.
+ */
+const RESUBMIT = `
+  UPDATE "Task" SET status = 'queued', "upstreamId" = NULL, "upstreamUrls" = NULL,
+    "providerJobs" = "providerJobs" || jsonb_build_array($4::jsonb), "updatedAt" = $5::timestamp(3)
+  WHERE id = $1 AND status::text = 'running' AND "upstreamId" = $2 AND attempts = $3::int AND output IS NULL
+    AND jsonb_array_length("providerJobs") < $6::int
   RETURNING id`;
 
 export const ADVANCE_POLL = `
@@ -282,6 +300,7 @@ export const taskRepository = {
         reserved: input.amount,
         cost: null,
         attempts,
+        providerJobs: [],
         callbackState,
         deliveredAt: null,
         createdAt: new Date(now.getTime()),
@@ -362,7 +381,24 @@ export const taskRepository = {
   },
 
   /**
-   * queued → running with the provider's job recorded and the first poll counted (attempts = 1). False when the
+   * Hands a running task whose provider job `job.upstreamId` ended retryably (found by poll `attempt`) back to the
+   * submit step, recording the ended job (RESUBMIT). False when the task moved on, another poll decided, or
+   * `maxResubmits` jobs have ended already: the caller fails the task then.
+   */
+  async resubmit(
+    db: DbClient,
+    id: string,
+    job: { upstreamId: string; attempt: number; ended: ProviderJob; maxResubmits: number },
+    now = new Date(),
+  ): Promise<boolean> {
+    const values = [id, job.upstreamId, job.attempt, JSON.stringify(job.ended), iso(now), job.maxResubmits];
+    const rows = await queryPrepared(db, 'gensvc_task_resubmit', RESUBMIT, values);
+    return rows.length === 1;
+  },
+
+  /**
+   * queued → running with the provider's job recorded and its first poll counted (attempts + 1: poll numbers keep
+   * growing across resubmits, so an earlier job's polls are stale). False when the
    * task is no longer queued (canceled meanwhile, or submitted by another run): the caller cancels its job.
    */
   async markSubmitted(db: DbClient, id: string, job: SubmittedJob, now = new Date()): Promise<boolean> {

@@ -2,7 +2,8 @@
 // and poll n + 1 is added as a delayed job (no worker slot is held while it waits). Done → the output is recorded
 // and the hold settled in one transaction, and each output goes to the archiver (recordTaskResult in libs/upstream,
 // the one decider of a result, which the edge's provider-webhooks route calls too when a webhook carries it). Failed
-// or canceled at the provider → the task fails and its hold is released. Still running at the task's deadline →
+// retryably → a new job (task-resubmit.ts), the hold kept; failed otherwise, or canceled at the provider → the task
+// fails and its hold is released. Still running at the task's deadline →
 // upstream_timeout, and the provider's job is canceled.
 //
 // A poll whose n is not the task's poll count is stale and does nothing, so however often a poll is re-added (a
@@ -12,6 +13,7 @@ import { taskRepository } from '@gensvc/db';
 import { scheduleArchives, taskJobRef, type HandlerContext } from '@gensvc/queue';
 import { UpstreamFailure, isTransient, recordTaskResult, type JobState } from '@gensvc/upstream';
 import { isTaskChannelKind } from '../providers/providers';
+import { isRetryableJobFailure, resubmitOrFail, type EndedJob } from './task-resubmit';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, upstreamUrlsOf, type TaskHandlerDeps } from './task-steps';
 
 /** A job's return value is stored as JSON: micro-units travel as a decimal string. */
@@ -19,6 +21,7 @@ export type PollOutcome =
   | { outcome: 'running'; nextAttempt: number; delayMs: number }
   | { outcome: 'succeeded'; outputs: number; charged: string }
   | { outcome: 'failed'; code: string }
+  | { outcome: 'resubmitted'; ended: number }
   | { outcome: 'stale'; reason: 'task_gone' | 'not_running' | 'other_attempt' | 'moved_on' };
 
 export function taskPoll(deps: TaskHandlerDeps) {
@@ -49,6 +52,12 @@ export function taskPoll(deps: TaskHandlerDeps) {
       return fail('upstream_error', 'The provider channel that ran the task is no longer configured.');
     }
 
+    const retry = async (ended: EndedJob): Promise<PollOutcome> =>
+      (await resubmitOrFail(deps, task, payload.attempt, channel, ended, log)) ?? {
+        outcome: 'stale',
+        reason: 'moved_on',
+      };
+
     // Asked even at the deadline (the last poll is due then): a result that is there is taken, not timed out.
     let state: JobState;
     try {
@@ -62,6 +71,8 @@ export function taskPoll(deps: TaskHandlerDeps) {
       state = await providers[channel.kind].status(call);
     } catch (e) {
       if (ctx.signal?.aborted || !(e instanceof UpstreamFailure)) throw e;
+      if (e.kind === 'status' && e.status === 404)
+        return retry({ status: 'lost', code: 'upstream_error', message: 'The provider no longer knows the job.' });
       if (!isTransient(e)) return fail('upstream_error', `The provider could not report on the job: ${e.message}`);
       // Unreachable, overloaded or garbled for now: ask again on schedule; the deadline bounds how long.
       log.warn({ channel: channel.name, err: e.message }, 'provider status unavailable; polling on');
@@ -85,6 +96,8 @@ export function taskPoll(deps: TaskHandlerDeps) {
         return { outcome: 'succeeded', outputs: recorded.outputs, charged: recorded.charged.toString() };
       }
       case 'failed':
+        if (isRetryableJobFailure(state.code))
+          return retry({ status: 'failed', code: state.code, message: state.message });
         return fail(state.code, state.message);
       case 'canceled':
         // Not by us: our cancels follow a transition that ended the task, and this poll found it running.

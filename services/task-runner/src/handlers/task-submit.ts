@@ -29,6 +29,7 @@ import {
   type Submitted,
 } from '@gensvc/upstream';
 import { isTaskChannelKind, type TaskChannelKind } from '../providers/providers';
+import { freshChannelsFirst } from './task-resubmit';
 import { deadlineOf, enqueuePoll, failTask, pastDeadline, webhookUrlFor, type TaskHandlerDeps } from './task-steps';
 
 export type SubmitOutcome =
@@ -52,8 +53,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     if (task.status !== 'queued' || task.upstreamId !== null) {
       // A run that died between markSubmitted and adding the first poll: the poll is owed (or, if that run asked for a
       // webhook, a poll ahead of it: the webhook or this poll, whichever comes first, records the result once).
-      if (task.status === 'running' && task.attempts === 1 && task.output === null)
-        await enqueuePoll(deps, task, 1, { ensure: true });
+      if (task.status === 'running' && task.output === null)
+        await enqueuePoll(deps, task, task.attempts, { ensure: true });
       return { outcome: 'skipped', reason: 'not_queued' };
     }
     const fail = async (code: string, message: string): Promise<SubmitOutcome> =>
@@ -69,7 +70,7 @@ export function taskSubmit(deps: TaskHandlerDeps) {
     const model = await catalog.model(task.model);
     if (!model?.enabled || model.kind !== operation.kind)
       return fail('upstream_error', `The model "${task.model}" is no longer available.`);
-    const routes = model.routes.filter(isTaskRoute);
+    const routes = freshChannelsFirst(model.routes.filter(isTaskRoute), task);
 
     const prepared = await prepareInput(deps, task, operation.kind);
     if ('failure' in prepared) return fail(prepared.failure.code, prepared.failure.message);
@@ -128,7 +129,8 @@ export function taskSubmit(deps: TaskHandlerDeps) {
       return { outcome: 'skipped', reason: 'canceled_meanwhile' };
     }
     // With a webhook coming, no poll: the reconciler's is the fallback (see the header).
-    const firstPollMs = submitted.webhook ? null : await enqueuePoll(deps, task, 1);
+    // markSubmitted counted this job's first poll after the earlier jobs' (attempts + 1).
+    const firstPollMs = submitted.webhook ? null : await enqueuePoll(deps, task, task.attempts + 1);
     log.info(
       { channel: route.channel.name, upstreamId: job.upstreamId, firstPollMs, webhook: submitted.webhook },
       'task submitted',
