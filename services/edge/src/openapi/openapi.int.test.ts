@@ -212,8 +212,17 @@ describe('the OpenAPI document', () => {
       'header:webhook-signature',
     ]);
     expect(hook.requestBody.content['application/json'].schema.required).toEqual(
-      expect.arrayContaining(['object', 'task_id', 'status', 'output', 'cost']),
+      expect.arrayContaining(['object', 'task_id', 'status', 'output', 'cost', 'attempts']),
     );
+    const attempt = hook.requestBody.content['application/json'].schema.properties.attempts.items;
+    expect(Object.keys(attempt.properties)).toEqual([
+      'channel',
+      'upstream_id',
+      'status',
+      'error_code',
+      'started_at',
+      'ended_at',
+    ]);
   });
 
   it('answers what its response schemas say (balance, callback secret, files, tasks, errors)', async () => {
