@@ -2,7 +2,7 @@
 // retryably (a failed prediction or a fal 5xx result, a job the provider lost) gets a new job, on another channel when
 // the model has one, the task is charged once for a success and nothing for a failure, and the attempts are listed.
 import { taskEnvelope } from '@gensvc/contracts';
-import { newId, taskRepository, type TaskRow } from '@gensvc/db';
+import { callbackRepository, newId, taskRepository, type TaskRow } from '@gensvc/db';
 import { scheduleSubmit, taskJobRef, type Queues } from '@gensvc/queue';
 import { createLogger } from '@gensvc/observability';
 import {
@@ -136,7 +136,7 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
 
   it('resubmits a job the provider lost (404 for its id)', async () => {
     const s = await setup(protocol);
-    sim.faults.add({ channel: s.channels[0], operation: 'status', status: 404, times: 1 });
+    sim.faults.add({ channel: s.channels[0], job: { outcome: 'lost' }, times: 1 });
     const { task, ws } = await createTask(s.model);
     const done = await settled(task.id);
     expect(done.cost).toBe(PRICE);
@@ -160,6 +160,13 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     ]);
     expect(envelope.attempts.every((a) => a.ended_at !== null && a.error_code === 'upstream_error')).toBe(true);
     expect(done.callbackState).toBe('pending');
+    // The callback's body is rendered from what the dispatcher reads for an attempt: failed, with the attempts.
+    const [context] = await callbackRepository.attemptContexts(ctx.db, ctx.secrets, [
+      { taskId: task.id, now: new Date() },
+    ]);
+    const body = taskEnvelope(context!.task, { currency: 'USD', deliveredAt: new Date() });
+    expect(body.status).toBe('failed');
+    expect(body.attempts).toEqual(envelope.attempts);
   });
 
   it('fails at once, with no resubmit, on a content refusal and on a 4xx at submission', async () => {

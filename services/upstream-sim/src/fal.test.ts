@@ -230,6 +230,18 @@ describe('faults through the client', () => {
     });
   });
 
+  it('lost: the request is IN_QUEUE or IN_PROGRESS, then status and result answer 404 Request not found', async () => {
+    sim.faults.add({ job: { outcome: 'lost', durationMs: 150 }, times: 1 });
+    const { request_id: id } = await fal.queue.submit(FLUX, { input: { prompt: 'x' } });
+    expect((await fal.queue.status(FLUX, { requestId: id })).status).toMatch(/^(IN_QUEUE|IN_PROGRESS)$/);
+    await sleep(200);
+    for (const path of [`/requests/${id}/status`, `/requests/${id}`]) {
+      const res = await fetch(`${base}/fal-ai/flux${path}`, { headers: { authorization: 'Key k' } });
+      expect(res.status).toBe(404);
+      expect(await jsonOf(res)).toEqual({ detail: 'Request not found' });
+    }
+  });
+
   it('nsfw: the result answers 422 content_policy_violation', async () => {
     sim.faults.add({ channel: 'fal', job: { outcome: 'nsfw' }, times: 1 });
     const error = await fal

@@ -14,9 +14,10 @@ export type FaultOperation = 'create' | 'status' | 'result' | 'cancel' | 'output
 /**
  * How a job ends. succeed: outputs after its duration. fail: the model errors (Replicate `failed` with `error`; fal's
  * result answers 500). nsfw: the content checker rejects it (Replicate `failed` with the E005 "flagged as sensitive"
- * error; fal's result answers 422 content_policy_violation). stuck: never leaves processing / IN_PROGRESS.
+ * error; fal's result answers 422 content_policy_violation). stuck: never leaves processing / IN_PROGRESS. lost: the
+ * provider forgets the job when it would have ended (its status and result answer the protocol's 404, no webhook).
  */
-export type JobOutcome = 'succeed' | 'fail' | 'stuck' | 'nsfw';
+export type JobOutcome = 'succeed' | 'fail' | 'stuck' | 'nsfw' | 'lost';
 
 export interface JobFault {
   /** Default succeed. */
@@ -75,7 +76,7 @@ export interface FaultControl {
 
 const SHAPES: readonly ShapeFault[] = ['missing-answer', 'out-of-range', 'bad-sum', 'wrong-type'];
 const OPERATIONS: readonly FaultOperation[] = ['create', 'status', 'result', 'cancel', 'output'];
-const OUTCOMES: readonly JobOutcome[] = ['succeed', 'fail', 'stuck', 'nsfw'];
+const OUTCOMES: readonly JobOutcome[] = ['succeed', 'fail', 'stuck', 'nsfw', 'lost'];
 const KNOWN = new Set([
   'channel',
   'model',

@@ -113,8 +113,14 @@ export class JobStore<J extends Job> {
     }
   }
 
-  get(id: string): J | undefined {
-    return this.jobs.get(id);
+  /** The job, unless it is unknown or a `lost` one past its end (the provider forgot it: the protocols answer 404). */
+  get(id: string, now = Date.now()): J | undefined {
+    const job = this.jobs.get(id);
+    if (job?.outcome === 'lost' && job.canceledAt === undefined && now >= job.endsAt) {
+      this.jobs.delete(id);
+      return undefined;
+    }
+    return job;
   }
 
   get size(): number {

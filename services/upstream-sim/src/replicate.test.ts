@@ -254,6 +254,18 @@ describe('faults through the client', () => {
     expect(await client.run('acme/flaky', { input: { prompt: 'z', width: 64, height: 64 } })).toHaveLength(1);
   });
 
+  it('lost: the prediction runs, then GET answers 404 with the problem body once it would have ended', async () => {
+    sim.faults.add({ model: 'acme/lost', job: { outcome: 'lost', durationMs: 150 }, times: 1 });
+    const created = await client.predictions.create({ model: 'acme/lost', input: { prompt: 'x' } });
+    expect((await client.predictions.get(created.id)).status).toMatch(/^(starting|processing)$/);
+    await new Promise((r) => setTimeout(r, 200));
+    const gone = await fetch(`${sim.url}/ch/rep/v1/predictions/${created.id}`, {
+      headers: { authorization: 'Bearer r8_sim' },
+    });
+    expect(gone.status).toBe(404);
+    expect(await jsonOf(gone)).toEqual({ detail: 'The requested resource could not be found.', status: 404 });
+  });
+
   it('nsfw: the prediction fails with the E005 sensitive-content error', async () => {
     sim.faults.add({ channel: 'rep', job: { outcome: 'nsfw' } });
     const error = await client.run('black-forest-labs/flux-schnell', { input: { prompt: 'x' } }).catch((e: Error) => e);
@@ -336,7 +348,7 @@ describe('faults through the client', () => {
       'operation must be one of create, status, result, cancel, output',
       'a job rule takes only channel, model, times and job, not status, operation',
       'unknown field "job.extra"',
-      'job.outcome must be one of succeed, fail, stuck, nsfw',
+      'job.outcome must be one of succeed, fail, stuck, nsfw, lost',
       'job.durationMs must be an integer 0..3600000',
       'job.error goes with outcome "fail"',
     ]);

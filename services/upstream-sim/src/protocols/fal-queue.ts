@@ -403,7 +403,7 @@ export function createFalQueueProtocol(ctx: TaskContext): Protocol<Operation> {
         job.outputUrls = ctx.outputs.register(job).map((oid) => `${r.outputsOrigin}${r.prefix}/outputs/${oid}.${ext}`);
       }
       jobs.add(job);
-      if (op.webhook && Number.isFinite(job.endsAt)) {
+      if (op.webhook && Number.isFinite(job.endsAt) && job.outcome !== 'lost') {
         // fal's webhook body: the request ids, OK or ERROR, and the result's payload.
         ctx.webhooks.schedule('fal', op.webhook, job.endsAt, id, () => {
           const done = result(job, Math.max(Date.now(), job.endsAt), ctx.outputs);

@@ -385,7 +385,7 @@ export function createReplicateProtocol(ctx: TaskContext): Protocol<Operation> {
       jobs.add(job);
       versions.set(job.version, job.model);
       // The prediction as it ends, sent to the webhook (events filter "completed": the one event the sim sends).
-      if (op.webhook && Number.isFinite(job.endsAt))
+      if (op.webhook && Number.isFinite(job.endsAt) && job.outcome !== 'lost')
         ctx.webhooks.schedule('replicate', op.webhook, job.endsAt, job.id, () =>
           prediction(job, Math.max(Date.now(), job.endsAt)),
         );
