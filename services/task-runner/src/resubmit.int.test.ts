@@ -119,6 +119,20 @@ describe.each<TaskChannelKind>(['replicate', 'fal'])('%s', (protocol) => {
     ]);
     expect(attempts[0]!.upstream_id).not.toBe(attempts[1]!.upstream_id);
     expect(createsTo(s.channels[0]!)).toHaveLength(2);
+
+    // A late success of the failed job (its webhook) names a job the task no longer holds; a late poll of that job is
+    // stale. Neither records or charges anything.
+    const late = { outputs: [{ kind: 'image', url: 'https://provider.example/late.png', archive_status: 'pending' }] };
+    const [record] = await taskRepository.recordWebhookOutputs(ctx.db, [
+      { id: task.id, upstreamId: attempts[0]!.upstream_id, provider: protocol, outputs: { image: late as never } },
+    ]);
+    expect(record).toEqual({ outcome: 'not_this' });
+    const job = { id: 'late', attemptsMade: 0, opts: { attempts: 5 }, timestamp: Date.now() } as never;
+    const stale = await taskPoll(runner.handlerDeps)({ taskId: task.id, workspaceId: ws.id, attempt: 1 } as never, {
+      job,
+    });
+    expect(stale).toMatchObject({ outcome: 'stale' });
+    expect(await money(ws.id, task.reservationId!)).toMatchObject({ balance: BALANCE - PRICE, charges: 1 });
   });
 
   it('resubmits to the other channel when the model has two', async () => {
