@@ -89,6 +89,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...base, PASSWORD_HASH_CONCURRENCY: '0' })).toThrow(/PASSWORD_HASH_CONCURRENCY/);
   });
 
+  it('reads TASK_MAX_RESUBMITS (default 2), a whole number 0..10', () => {
+    expect(loadConfig(base).tasks.maxResubmits).toBe(2);
+    expect(loadConfig({ ...base, TASK_MAX_RESUBMITS: '0' }).tasks.maxResubmits).toBe(0);
+    for (const bad of ['-1', '11', '1.5', 'two'])
+      expect(() => loadConfig({ ...base, TASK_MAX_RESUBMITS: bad })).toThrow(/TASK_MAX_RESUBMITS/);
+  });
+
   it('reads ENCRYPTION_KEYS as key ids and 32-byte keys, the first one sealing; a bad list is named, unechoed', () => {
     const k2 = randomBytes(32);
     const k1 = randomBytes(32);
