@@ -48,8 +48,9 @@ it('completes and charges each task once when killed between a failed job and it
     });
     for (let i = 0; i < 3; i++) tasks.push(await makeTask(ctx.db, { model: `sim/image-kill-${kind}`, amount: PRICE }));
   }
-  // Every first job fails (the model crashed); the resubmissions' creates are held up for 3 s at the provider.
-  sim.faults.add({ job: { outcome: 'fail', error: 'worker crashed' }, times: tasks.length });
+  // Every first job fails (the model crashed) 2 s in, after the resubmissions' creates are held up for 3 s at the
+  // provider.
+  sim.faults.add({ job: { outcome: 'fail', error: 'worker crashed', durationMs: 2_000 }, times: tasks.length });
   proc = spawnService('task-runner', ctx.env);
   await waitForOutput(proc, 'task runner ready');
   for (const t of tasks) await scheduleSubmit(queues, taskJobRef(t));

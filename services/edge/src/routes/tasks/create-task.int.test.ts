@@ -96,6 +96,7 @@ describe('a valid creation', () => {
       started_at: null,
       completed_at: null,
       callback: null,
+      attempts: [],
     });
 
     const task = await ctx.db.task.findUniqueOrThrow({ where: { id } });
