@@ -7,7 +7,7 @@
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
 import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
 import type { SharedSubscriber } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';
 
@@ -23,7 +23,7 @@ interface StoredState {
 
 export interface SharedUpstreamStateOptions {
   /** Commands (INCR, SET, PUBLISH). */
-  redis: Redis;
+  redis: RedisConnection;
   /** The process's subscriber connection (its owner closes it). */
   subscriber: SharedSubscriber;
   queuePrefix: string;
@@ -108,7 +108,7 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
 
 /** Tells every replica to drop its cached copy of a model or channel (the admin CLI, after a change). */
 export function publishCatalogChange(
-  redis: Redis,
+  redis: RedisConnection,
   queuePrefix: string,
   change: { model: string } | { channel: string },
 ) {
@@ -125,7 +125,7 @@ export interface SharedCircuit {
 
 /** The shared circuit state of each channel, as `channel list` shows it. */
 export async function readBreakerStates(
-  redis: Redis,
+  redis: RedisConnection,
   queuePrefix: string,
   channelIds: readonly string[],
   now = Date.now(),

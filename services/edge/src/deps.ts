@@ -12,7 +12,7 @@ import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
 import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
 import { Holds } from './billing/holds';
@@ -27,7 +27,7 @@ export interface EdgeDeps {
   db: Db;
   /** Seals and opens secrets at rest (callback signing secrets; the catalog opens channels' credentials). */
   secrets: SecretBox;
-  redis: Redis;
+  redis: RedisConnection;
   s3: S3Client;
   keyCache: KeyCache;
   logger: Logger;

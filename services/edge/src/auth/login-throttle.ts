@@ -13,7 +13,7 @@
 // who sign in correctly are never throttled) and clears the account's (or the device's) failures.
 import { hashToken } from '@gensvc/auth';
 import { errors } from '@gensvc/errors';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 
 const LOGIN_LIMIT = 10;
 const TAKE_BACK = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
@@ -29,7 +29,7 @@ export interface SignInAttempt {
 
 export class LoginThrottle {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly prefix: string,
     private readonly limit = LOGIN_LIMIT,
     private readonly windowS = LOGIN_WINDOW_S,
