@@ -314,6 +314,14 @@ export interface RateLimitOptions {
 const MINUTE_MS = 60_000;
 
 /**
+ * The window of a workspace's `bucket`, or of one key's within it. The workspace id is a hash tag: a pair of
+ * windows counted by one script (takeSlotPair) must sit in one slot of a Redis Cluster.
+ */
+export function rateWindowKey(prefix: string, bucket: string, workspaceId: string, keyId?: string): string {
+  return `${prefix}:rl:${bucket}:{${workspaceId}}${keyId === undefined ? '' : `:key:${keyId}`}`;
+}
+
+/**
  * Middleware after authentication: counts the call against the workspace, sets X-RateLimit-Limit-RPM,
  * X-RateLimit-Remaining-RPM and X-RateLimit-Reset (Unix seconds when a slot frees) on every answer, and answers
  * 429 with Retry-After (seconds) when the window is full. A key with a limit of its own is counted in its own
@@ -327,7 +335,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       const auth = authOf(res);
       const workspaceLimit = options.limitOf(auth);
       const keyLimit = options.keyLimitOf?.(auth) ?? null;
-      const key = `${deps.config.queuePrefix}:rl:${options.bucket}:${auth.workspace.id}`;
+      const key = rateWindowKey(deps.config.queuePrefix, options.bucket, auth.workspace.id);
       const d: WindowDecision & { binding?: PairDecision['binding'] } =
         keyLimit === null
           ? await deps.rateSlots.take(key, workspaceLimit, windowMs)
@@ -335,7 +343,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
               deps.rateSlots.redis,
               key,
               workspaceLimit,
-              `${deps.config.queuePrefix}:rl:${options.bucket}:key:${auth.key.id}`,
+              rateWindowKey(deps.config.queuePrefix, options.bucket, auth.workspace.id, auth.key.id),
               keyLimit,
               windowMs,
             );
@@ -377,7 +385,7 @@ export async function takeWorkspaceSlot(
   res: Response,
   o: { bucket: string; workspaceId: string; limit: number; what: string },
 ): Promise<void> {
-  const key = `${deps.config.queuePrefix}:rl:${o.bucket}:${o.workspaceId}`;
+  const key = rateWindowKey(deps.config.queuePrefix, o.bucket, o.workspaceId);
   const refusal = windowVerdict(
     res,
     await deps.rateSlots.take(key, o.limit, MINUTE_MS),
