@@ -2,7 +2,7 @@
 // Catalog's cached copies are dropped everywhere at once) and circuit-breaker state (a channel that fails on one
 // replica is skipped by all). Decisions stay in memory on the hot path; only changes travel:
 //   - a failure: INCR of the channel's consecutive-failure counter (shared: failures on any replica add up);
-//   - an opening: the state key `<prefix>:upstream:breaker:<channel>` and a message on breakerEventsChannel;
+//   - an opening: the state key `<prefix>:upstream:{breaker}:<channel>` and a message on breakerEventsChannel;
 //   - a recovery (first success after failures): the keys removed and a message.
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
 import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
@@ -11,8 +11,10 @@ import type { RedisConnection } from '@gensvc/queue';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';
 
-const stateKey = (prefix: string, channelId: string) => `${prefix}:upstream:breaker:${channelId}`;
-const failuresKey = (prefix: string, channelId: string) => `${prefix}:upstream:breaker:${channelId}:failures`;
+// One hash tag for every channel's keys: `channel list` reads them all in one MGET, which a Redis Cluster answers
+// only within one slot.
+const stateKey = (prefix: string, channelId: string) => `${prefix}:upstream:{breaker}:${channelId}`;
+const failuresKey = (prefix: string, channelId: string) => `${prefix}:upstream:{breaker}:${channelId}:failures`;
 /** Consecutive failures older than this (with no failure since) no longer count towards opening. */
 const FAILURE_WINDOW_MS = 60_000;
 
