@@ -34,3 +34,24 @@ export function bullPrefix(connection: RedisConnection, prefix: string): string 
 export function primariesOf(connection: RedisConnection): Redis[] {
   return connection instanceof Cluster ? connection.nodes('master') : [connection];
 }
+
+/**
+ * The connection a SharedSubscriber listens on. On a cluster it is a plain connection to the first seed: classic
+ * pub/sub reaches every node, and a plain connection reports its drops (close, reconnecting), which caches must hear
+ * of to stop trusting themselves; a Cluster's own subscriber moves to another node silently, messages lost between.
+ * While that seed is down the caches stay distrusted (they read the database), never wrongly trusted.
+ */
+export function createSubscriberConnection(url: string, opts: { name: string }): Redis {
+  const target = parseRedisTarget(url);
+  if ('error' in target || !target.cluster) return createRedisConnection(url, opts) as Redis;
+  const { username, password, tls } = target;
+  return new Redis({
+    ...target.nodes[0]!,
+    username,
+    password,
+    ...(tls ? { tls: {} } : {}),
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    connectionName: opts.name,
+  });
+}

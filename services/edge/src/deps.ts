@@ -10,7 +10,7 @@ import {
 } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
-import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
+import { createQueues, createSubscriberConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
 import type { RedisConnection } from '@gensvc/queue';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
@@ -80,7 +80,10 @@ export async function createEdgeDeps(
   const { config, db, redis, logger } = clients;
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
   // One subscriber connection for every channel this process listens on.
-  const subscriber = new SharedSubscriber(createRedisConnection(config.redisUrl, { name: 'edge:subscriber' }), logger);
+  const subscriber = new SharedSubscriber(
+    createSubscriberConnection(config.redisUrl, { name: 'edge:subscriber' }),
+    logger,
+  );
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const evaluateReplies = await EvaluateReplies.connect(subscriber, config.queuePrefix, logger);
