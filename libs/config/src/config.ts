@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseDuration } from './duration';
 import { encryptionKeys, type EncryptionKey } from './encryption-keys';
+import { parseRedisTarget, redisTargetUrl } from './redis-url';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -113,7 +114,12 @@ export const envSchema = z.object({
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']),
   DATABASE_POOLER: databasePooler.optional(),
   DIRECT_DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
-  REDIS_URL: urlWithScheme(['redis:', 'rediss:']),
+  REDIS_URL: z.string().superRefine((v, ctx) => {
+    const target = parseRedisTarget(v);
+    if ('error' in target) ctx.addIssue({ code: 'custom', message: target.error });
+  }),
+  /** REDIS_URL's one node is a seed of a Redis Cluster (the same as naming it `redis+cluster://host:port`). */
+  REDIS_CLUSTER: bool.default(false),
   QUEUE_PREFIX: queuePrefix.default('gensvc'),
   S3_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
   S3_REGION: z.string().min(1).default('us-east-1'),
@@ -221,6 +227,7 @@ export interface Config {
   databasePooler: DatabasePooler;
   /** Where migrations run: DIRECT_DATABASE_URL (Postgres itself, past the pooler), else DATABASE_URL. */
   directDatabaseUrl: string;
+  /** One Redis (`redis://`), or a cluster always in the `redis+cluster://h:p,h:p` form (redis-url.ts). */
   redisUrl: string;
   queuePrefix: string;
   s3: {
@@ -307,6 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     throw new ConfigError([...new Set([...problems, ...fileBaseUrlMissing])]);
   }
   const e = parsed.data;
+  const redis = parseRedisTarget(e.REDIS_URL, e.REDIS_CLUSTER);
+  if ('error' in redis) throw new ConfigError([`REDIS_URL: ${redis.error} (REDIS_CLUSTER=true)`]);
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
     port: e.PORT,
@@ -316,7 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     databaseUrl: e.DATABASE_URL,
     databasePooler: poolerOf(e.DATABASE_URL, e.DATABASE_POOLER),
     directDatabaseUrl: e.DIRECT_DATABASE_URL ?? e.DATABASE_URL,
-    redisUrl: e.REDIS_URL,
+    redisUrl: redisTargetUrl(redis),
     queuePrefix: e.QUEUE_PREFIX,
     s3: {
       endpoint: e.S3_ENDPOINT,
@@ -377,7 +386,7 @@ export const REQUIRED_VARIABLES = CONFIG_VARIABLES.filter(
 
 function redact(name: string, value: string): string {
   if (/SECRET|PASSWORD|KEYS/.test(name)) return '***';
-  return value.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
+  return value.replace(/\/\/([^:@/]*):([^@/]+)@/, '//$1:***@');
 }
 
 /** For main.ts: the config, or the list of every problem on stderr and exit status 1. */

@@ -1,3 +1,4 @@
 export * from './config';
 export * from './duration';
 export * from './encryption-keys';
+export * from './redis-url';

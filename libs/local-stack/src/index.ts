@@ -5,3 +5,4 @@ export * from './service-command';
 export * from './local-secrets';
 export * from './mail-catcher';
 export * from './pgbouncer';
+export * from './redis-cluster';

@@ -2,7 +2,7 @@
 import { TaskCancel, TaskPoll } from '@gensvc/contracts';
 import { useTestContext } from '@gensvc/testing';
 import { Worker } from 'bullmq';
-import { createQueues, enqueue, ensureJob, jobIdFor, type Queues } from './index';
+import { bullPrefix, createQueues, enqueue, ensureJob, jobIdFor, type Queues } from './index';
 
 const ctx = useTestContext();
 let queues: Queues;
@@ -26,7 +26,8 @@ it('adds a missing job, leaves a live one, promotes a delayed one when asked, re
   // Finished (failed for good): replaced by a new job of the same id, which waits to run.
   await queues.get('tasks').drain(true);
   await enqueue(queues, TaskCancel, { taskId: 'tsk_f' }, { attempts: 1 });
-  const taker = new Worker('tasks', null, { connection: ctx.redis, prefix: ctx.config.queuePrefix, autorun: false });
+  const prefix = bullPrefix(ctx.redis, ctx.config.queuePrefix);
+  const taker = new Worker('tasks', null, { connection: ctx.redis, prefix, autorun: false });
   const taken = await taker.getNextJob('token-e');
   await taken!.moveToFailed(new Error('gave up'), 'token-e', false);
   await taker.close();

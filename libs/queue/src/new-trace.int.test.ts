@@ -7,7 +7,7 @@ import { useTestContext } from '@gensvc/testing';
 import { type ProxyTracerProvider, TraceFlags, trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { QueueEvents, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection';
 import { createRedisConnection } from './connection';
 import type { QueueLogger } from './logger';
 import { createQueueEvents, createQueues, enqueue, type Queues } from './queues';
@@ -23,7 +23,13 @@ let n = 0;
 function withTelemetry(sampleRatio: number) {
   const exporter = new InMemorySpanExporter();
   const seen = new Map<string, SpanContext | undefined>();
-  const state = {} as { telemetry: Telemetry; connection: Redis; queues: Queues; worker: Worker; events: QueueEvents };
+  const state = {} as {
+    telemetry: Telemetry;
+    connection: RedisConnection;
+    queues: Queues;
+    worker: Worker;
+    events: QueueEvents;
+  };
   beforeAll(async () => {
     state.telemetry = startTelemetry({
       serviceName: 'queue-new-trace-test',

@@ -2,7 +2,7 @@
 // messages, and a consumer's cache trusted only while the shared subscription is live and confirmed.
 import { eventually, useTestContext } from '@gensvc/testing';
 import { randomUUID } from 'node:crypto';
-import { createRedisConnection } from './connection';
+import { createSubscriberConnection, primariesOf } from './connection';
 import { SharedSubscriber } from './pub-sub';
 
 const ctx = useTestContext();
@@ -20,13 +20,17 @@ function consumer() {
   };
 }
 
-/** The ids of the connections of this name (CLIENT LIST). */
-async function clientIds(name: string): Promise<string[]> {
-  const list = (await ctx.redis.call('CLIENT', 'LIST')) as string;
-  return list
-    .split('\n')
-    .filter((line) => line.includes(` name=${name} `))
-    .map((line) => /^id=(\d+)/.exec(line)![1]!);
+/** The connections of this name (CLIENT LIST), on every primary of a cluster: each lists its own clients. */
+async function clients(name: string) {
+  const found: { kill: () => Promise<unknown> }[] = [];
+  for (const node of primariesOf(ctx.redis)) {
+    const list = (await node.call('CLIENT', 'LIST')) as string;
+    for (const line of list.split('\n').filter((l) => l.includes(` name=${name} `))) {
+      const id = /^id=(\d+)/.exec(line)![1]!;
+      found.push({ kill: () => node.call('CLIENT', 'KILL', 'ID', id) });
+    }
+  }
+  return found;
 }
 
 describe('SharedSubscriber', () => {
@@ -39,7 +43,7 @@ describe('SharedSubscriber', () => {
   beforeEach(() => {
     name = `test-subscriber-${randomUUID().slice(0, 8)}`;
     [a, b] = [`${ctx.env.QUEUE_PREFIX}:${name}:a`, `${ctx.env.QUEUE_PREFIX}:${name}:b`];
-    subscriber = new SharedSubscriber(createRedisConnection(ctx.env.REDIS_URL!, { name }), silent);
+    subscriber = new SharedSubscriber(createSubscriberConnection(ctx.env.REDIS_URL!, { name }), silent);
   });
   afterEach(() => subscriber.close());
 
@@ -48,7 +52,7 @@ describe('SharedSubscriber', () => {
     await subscriber.listen([a], one);
     await subscriber.listen([b], two);
     expect(one.state.live && two.state.live).toBe(true);
-    expect(await clientIds(name)).toHaveLength(1);
+    expect(await clients(name)).toHaveLength(1);
 
     await ctx.redis.publish(a, 'x');
     await ctx.redis.publish(b, 'y');
@@ -61,14 +65,14 @@ describe('SharedSubscriber', () => {
     const [one, two] = [consumer(), consumer()];
     await subscriber.listen([a], one);
     await subscriber.listen([b], two);
-    const [id] = await clientIds(name);
+    const [connection] = await clients(name);
     const seen: boolean[] = [];
     const watch = consumer();
     watch.setLive = (live) => void seen.push(live);
     await subscriber.listen([a], watch);
     seen.length = 0;
 
-    await ctx.redis.call('CLIENT', 'KILL', 'ID', id!);
+    await connection!.kill();
     await eventually(() => !one.state.live && !two.state.live, 'both caches distrusted');
     await eventually(() => one.state.live && two.state.live, 'both caches trusted again after the reconnect');
     // Trusted means subscribed: a message published now reaches each consumer.
@@ -100,6 +104,6 @@ describe('SharedSubscriber', () => {
     await subscriber.listen([a], one);
     subscriber.close();
     expect(one.state.live).toBe(false);
-    await eventually(async () => (await clientIds(name)).length === 0, 'the connection closed');
+    await eventually(async () => (await clients(name)).length === 0, 'the connection closed');
   });
 });

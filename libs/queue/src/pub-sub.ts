@@ -45,7 +45,7 @@ export async function publishTaskFinished(
 /** The part of an ioredis connection a subscription uses. */
 export interface ChannelSubscriber {
   status: string;
-  on(event: string, listener: (...args: never[]) => void): unknown;
+  on(event: string, listener: (channel: string, message: string) => void): unknown;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   disconnect(): void;

@@ -11,7 +11,7 @@ import { errors } from '@gensvc/errors';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Span } from '@opentelemetry/api';
 import { inUnsampledTrace } from '@gensvc/observability';
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { bullPrefix, type RedisConnection } from './connection';
 import { z } from 'zod';
 import { stderrLogger, type QueueLogger } from './logger';
 import { TRACER_NAME, contextFromEnvelope, continuedOrNewTrace, traceCarrierOf } from './trace-context';
@@ -25,7 +25,7 @@ export const DEFAULT_JOB_OPTIONS = {
 export interface Queues {
   readonly prefix: string;
   /** The connection every queue's commands go through (its owner closes it). */
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   /** The BullMQ queue of that name, created on first use. */
   get(name: QueueName): Queue;
   /** Closes the queues created so far. The connection stays open: its owner closes it. */
@@ -33,7 +33,7 @@ export interface Queues {
 }
 
 export interface CreateQueuesOptions {
-  connection: Redis;
+  connection: RedisConnection;
   /** BullMQ key prefix (QUEUE_PREFIX): every key of every queue starts with it. */
   prefix: string;
   defaultJobOptions?: JobsOptions;
@@ -53,7 +53,7 @@ export function createQueues(opts: CreateQueuesOptions): Queues {
       if (!queue) {
         queue = new Queue(name, {
           connection: opts.connection,
-          prefix: opts.prefix,
+          prefix: bullPrefix(opts.connection, opts.prefix),
           defaultJobOptions: { ...DEFAULT_JOB_OPTIONS, ...opts.defaultJobOptions },
         });
         queue.on('error', (err) => logger.error({ err, queue: name }, 'queue error'));
@@ -72,11 +72,14 @@ export function createQueues(opts: CreateQueuesOptions): Queues {
 /** A queue's event stream, for `job.waitUntilFinished(events, ttl)`. It opens its own (blocking) connection. */
 export function createQueueEvents(opts: {
   queue: QueueName;
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   logger?: QueueLogger;
 }): QueueEvents {
-  const events = new QueueEvents(opts.queue, { connection: opts.connection, prefix: opts.prefix });
+  const events = new QueueEvents(opts.queue, {
+    connection: opts.connection,
+    prefix: bullPrefix(opts.connection, opts.prefix),
+  });
   const logger = opts.logger ?? stderrLogger;
   events.on('error', (err) => logger.error({ err, queue: opts.queue }, 'queue events error'));
   return events;

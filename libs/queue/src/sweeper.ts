@@ -5,7 +5,7 @@
 //
 // A timer and a lock rather than a BullMQ repeatable job: a recovery must survive the very thing it recovers from,
 // Redis losing its keys (a job scheduler would vanish with them; the lock is simply taken again).
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection';
 import type { QueueLogger } from './logger';
 
 export interface Sweeper<R> {
@@ -17,7 +17,7 @@ export interface Sweeper<R> {
 export interface SweeperOptions<R> {
   /** The kind of recovery: names its lock (`<prefix>:sweep:<name>`) and its log lines. */
   name: string;
-  redis: Redis;
+  redis: RedisConnection;
   prefix: string;
   intervalMs: number;
   logger: QueueLogger;
@@ -69,7 +69,7 @@ export interface ReconcileConfig {
 /** What every reconciler is given beside its own stores: its config, the Redis its lock lives in, its logger. */
 export interface ReconcilerBaseDeps {
   config: ReconcileConfig;
-  redis: Redis;
+  redis: RedisConnection;
   logger: QueueLogger;
 }
 

@@ -15,7 +15,7 @@ import {
 } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { QueueEvents, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection';
 import { createRedisConnection } from './connection';
 import type { QueueLogger } from './logger';
 import { createQueueEvents, createQueues, enqueue, type Queues } from './queues';
@@ -30,7 +30,7 @@ describe('trace context across the queue', () => {
   const exporter = new InMemorySpanExporter();
   let telemetry: Telemetry;
   const seen: { taskId: string; active: SpanContext | undefined }[] = [];
-  let connection: Redis;
+  let connection: RedisConnection;
   let queues: Queues;
   let worker: Worker;
   let events: QueueEvents;

@@ -2,7 +2,7 @@
 // readiness (running, its connection answers, and not stalled) and its job durations, and each queue's depth.
 import { scrapedGauge, type Metrics } from '@gensvc/observability';
 import type { Job, Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection';
 
 /** No job started or finished here for this long while jobs wait and slots are free: the worker is stuck. */
 export const DEFAULT_STALL_MS = 60_000;
@@ -21,7 +21,7 @@ export function watchWorker(opts: {
   worker: Worker;
   queue: Queue;
   /** The Redis connection the worker runs its commands on. */
-  connection: Redis;
+  connection: RedisConnection;
   metrics: Metrics;
   stallMs?: number;
   now?: () => number;

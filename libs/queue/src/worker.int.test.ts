@@ -2,7 +2,7 @@ import { ArchiveOutput, CallbackDeliver, TaskPoll, TaskSubmit, type QueueName } 
 import { errors } from '@gensvc/errors';
 import { eventually, useTestContext } from '@gensvc/testing';
 import type { QueueEvents, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection';
 import { SCHEDULED_BACKOFF, scheduleBackoff } from './backoff';
 import { createRedisConnection } from './connection';
 import type { QueueLogger } from './logger';
@@ -19,7 +19,7 @@ function deferred<T = void>() {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('queues and workers against Redis', () => {
-  let connection: Redis;
+  let connection: RedisConnection;
   let queues: Queues;
   const workers: Worker[] = [];
   const events = new Map<QueueName, QueueEvents>();

@@ -3,7 +3,7 @@ import { isAppError, isRetryable } from '@gensvc/errors';
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { inUnsampledTrace } from '@gensvc/observability';
 import { UnrecoverableError, WaitingError, Worker, type BackoffStrategy, type Job, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { bullPrefix, type RedisConnection } from './connection';
 import { z } from 'zod';
 import { stderrLogger, type QueueLogger } from './logger';
 import { TRACER_NAME, contextFromEnvelope, continuedOrNewTrace } from './trace-context';
@@ -25,7 +25,7 @@ export interface DefineWorkerOptions<Q extends QueueName> {
   /**
    * Shared for commands and duplicated for the blocking fetch; closing the worker leaves it open (its owner closes it).
    */
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   concurrency: number;
   handlers: NoInfer<QueueHandlers<Q>>;
@@ -137,7 +137,7 @@ export function defineWorker<Q extends QueueName>(opts: DefineWorkerOptions<Q>):
   const worker = new Worker(queue, processor, {
     ...opts.options,
     connection: opts.connection,
-    prefix: opts.prefix,
+    prefix: bullPrefix(opts.connection, opts.prefix),
     concurrency: opts.concurrency,
     ...(opts.backoffStrategy ? { settings: { backoffStrategy: opts.backoffStrategy } } : {}),
   });

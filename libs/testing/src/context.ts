@@ -5,9 +5,9 @@ import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, type S3
 import { loadConfig, parseEncryptionKeys, type Config } from '@gensvc/config';
 import { SecretBox } from '@gensvc/db';
 import { createTestDb, type TestDb } from '@gensvc/db/testing';
-import { createRedisConnection } from '@gensvc/queue';
+import { createRedisConnection, primariesOf } from '@gensvc/queue';
 import { createS3 } from '@gensvc/storage';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import { adminUrl, withAdmin } from './databases';
 import { objectKeys } from './s3';
 
@@ -19,7 +19,7 @@ export interface TestContext {
   db: TestDb;
   /** Seals and opens secrets at rest under the context's ENCRYPTION_KEYS. */
   secrets: SecretBox;
-  redis: Redis;
+  redis: RedisConnection;
   s3: S3Client;
 }
 
@@ -81,6 +81,26 @@ export async function pooledTransactions(database: string): Promise<number> {
   });
 }
 
+let cluster: { minNodes: number } | null = null;
+
+/**
+ * Runs every test context of this test file on the run's three-primary Redis Cluster (global-setup): REDIS_URL
+ * names it as `redis+cluster://`. Call it in a `*.cluster.int.test.ts` file that imports a suite. Each context checks
+ * at its end that its connection was a Cluster and that its keys sat on at least `minNodes` primaries (one, where
+ * one hash tag holds them all, as a queue's; none for a suite that leaves no key). Contexts read it when their
+ * beforeAll runs.
+ */
+export function onCluster(opts: { minNodes?: number } = {}) {
+  cluster = { minNodes: opts.minNodes ?? 0 };
+}
+
+function clusterUrl(): string {
+  const url = process.env.GENSVC_TEST_CLUSTER_URL;
+  const why = process.env.GENSVC_TEST_CLUSTER_ERROR ?? 'run the tests with npm test';
+  if (!url) throw new Error(`the Redis Cluster of this run did not start: ${why}`);
+  return url;
+}
+
 /** Registers beforeAll/afterAll and returns the context, filled in once beforeAll has run. */
 export function useTestContext(overrides: Record<string, string> = {}): TestContext {
   const ctx = {} as TestContext;
@@ -93,7 +113,7 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     const env: Record<string, string> = {
       DATABASE_URL: url,
       ...(viaPooler && { DATABASE_POOLER: 'transaction', DIRECT_DATABASE_URL: direct.url }),
-      REDIS_URL: required('REDIS_URL'),
+      REDIS_URL: cluster ? clusterUrl() : required('REDIS_URL'),
       QUEUE_PREFIX: `t${suffix}`,
       S3_ENDPOINT: required('S3_ENDPOINT'),
       S3_REGION: process.env.S3_REGION ?? 'us-east-1',
@@ -125,7 +145,10 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
     await emptyBucket(ctx.s3, ctx.env.S3_BUCKET!).catch(() => {});
     await ctx.s3.send(new DeleteBucketCommand({ Bucket: ctx.env.S3_BUCKET })).catch(() => {});
     ctx.s3.destroy();
-    await deleteKeys(ctx.redis, `${ctx.env.QUEUE_PREFIX}*`);
+    const prefix = ctx.env.QUEUE_PREFIX!;
+    // BullMQ's keys on a cluster start with the prefix as a hash tag (bullPrefix).
+    const holders = await deleteKeys(ctx.redis, [`${prefix}*`, `{${prefix}}*`]);
+    const isCluster = ctx.redis.isCluster;
     ctx.redis.disconnect();
     await ctx.db.$disconnect();
     const pooled = viaPooler ? await pooledTransactions(dbName) : 0;
@@ -133,17 +156,33 @@ export function useTestContext(overrides: Record<string, string> = {}): TestCont
       c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`),
     );
     if (viaPooler && pooled === 0) throw new Error(`no transaction of ${dbName} went through PgBouncer`);
+    if (cluster && !isCluster) throw new Error('the test context was to run on a Redis Cluster, and did not');
+    if (cluster && holders < cluster.minNodes)
+      throw new Error(`this file's keys sat on ${holders} cluster primaries, fewer than ${cluster.minNodes}`);
   });
   return ctx;
 }
 
-export async function deleteKeys(redis: Redis, pattern: string) {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-    if (keys.length) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
+/**
+ * Deletes the keys matching `patterns`, on every primary of a cluster (SCAN reads one node); answers how many nodes
+ * held some. One DEL per key on a cluster: a multi-key DEL must not cross slots.
+ */
+export async function deleteKeys(redis: RedisConnection, patterns: string | string[]): Promise<number> {
+  let holders = 0;
+  for (const node of primariesOf(redis)) {
+    let held = false;
+    for (const pattern of [patterns].flat()) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+        if (keys.length) await (redis.isCluster ? Promise.all(keys.map((k) => node.del(k))) : node.del(...keys));
+        held ||= keys.length > 0;
+        cursor = next;
+      } while (cursor !== '0');
+    }
+    if (held) holders++;
+  }
+  return holders;
 }
 
 async function emptyBucket(s3: S3Client, bucket: string) {

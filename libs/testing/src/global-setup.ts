@@ -1,11 +1,17 @@
 // Runs once before the suite: brings up whatever the environment does not name (embedded Postgres, redis-server,
 // s3rver, in a temporary directory), an SMTP server of its own whose inbox tests read (mail.ts), a PgBouncer in
-// transaction mode in front of the Postgres (the suites run through it: throughPooler), and migrates one template
-// database that every test file clones.
+// transaction mode in front of the Postgres (the suites run through it: throughPooler), a three-primary Redis
+// Cluster (the suites that run on it: onCluster), and migrates one template database that every test file clones.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newEncryptionKeys, startMailCatcher, startPgBouncer, startStack } from '@gensvc/local-stack';
+import {
+  newEncryptionKeys,
+  startMailCatcher,
+  startPgBouncer,
+  startRedisCluster,
+  startStack,
+} from '@gensvc/local-stack';
 import { migrate } from '@gensvc/db';
 import { adminUrl, withAdmin } from './databases';
 
@@ -37,6 +43,17 @@ export default async function globalSetup() {
     process.env.GENSVC_TEST_POOLER_ADMIN_URL = bouncer.adminUrl;
   } catch (e) {
     process.env.GENSVC_TEST_POOLER_ERROR = (e as Error).message;
+  }
+  // Likewise: only the suites that run on the cluster fail without it.
+  try {
+    const cluster = await startRedisCluster({
+      dir: join(dataDir, 'redis-cluster'),
+      log: (m) => process.stderr.write(`[test stack] ${m}\n`),
+    });
+    (globalThis as Record<string, unknown>).__gensvcRedisCluster = cluster;
+    process.env.GENSVC_TEST_CLUSTER_URL = cluster.url;
+  } catch (e) {
+    process.env.GENSVC_TEST_CLUSTER_ERROR = (e as Error).message;
   }
   const template = `gensvc_t${runId}_tpl`;
   await withAdmin(adminUrl(stack.env.DATABASE_URL), (c) => c.query(`CREATE DATABASE "${template}"`));

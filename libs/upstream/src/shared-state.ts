@@ -2,17 +2,19 @@
 // Catalog's cached copies are dropped everywhere at once) and circuit-breaker state (a channel that fails on one
 // replica is skipped by all). Decisions stay in memory on the hot path; only changes travel:
 //   - a failure: INCR of the channel's consecutive-failure counter (shared: failures on any replica add up);
-//   - an opening: the state key `<prefix>:upstream:breaker:<channel>` and a message on breakerEventsChannel;
+//   - an opening: the state key `<prefix>:upstream:{breaker}:<channel>` and a message on breakerEventsChannel;
 //   - a recovery (first success after failures): the keys removed and a message.
 // `channel list` reads the state keys (readBreakerStates). Losing Redis loses nothing but this sharing.
 import { breakerEventsChannel, catalogInvalidationChannel } from '@gensvc/contracts';
 import type { SharedSubscriber } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import type { BreakerListener, CircuitBreaker, CircuitState } from './breaker';
 import type { Catalog } from './catalog';
 
-const stateKey = (prefix: string, channelId: string) => `${prefix}:upstream:breaker:${channelId}`;
-const failuresKey = (prefix: string, channelId: string) => `${prefix}:upstream:breaker:${channelId}:failures`;
+// One hash tag for every channel's keys: `channel list` reads them all in one MGET, which a Redis Cluster answers
+// only within one slot.
+const stateKey = (prefix: string, channelId: string) => `${prefix}:upstream:{breaker}:${channelId}`;
+const failuresKey = (prefix: string, channelId: string) => `${prefix}:upstream:{breaker}:${channelId}:failures`;
 /** Consecutive failures older than this (with no failure since) no longer count towards opening. */
 const FAILURE_WINDOW_MS = 60_000;
 
@@ -23,7 +25,7 @@ interface StoredState {
 
 export interface SharedUpstreamStateOptions {
   /** Commands (INCR, SET, PUBLISH). */
-  redis: Redis;
+  redis: RedisConnection;
   /** The process's subscriber connection (its owner closes it). */
   subscriber: SharedSubscriber;
   queuePrefix: string;
@@ -108,7 +110,7 @@ export async function shareUpstreamState(opts: SharedUpstreamStateOptions): Prom
 
 /** Tells every replica to drop its cached copy of a model or channel (the admin CLI, after a change). */
 export function publishCatalogChange(
-  redis: Redis,
+  redis: RedisConnection,
   queuePrefix: string,
   change: { model: string } | { channel: string },
 ) {
@@ -125,7 +127,7 @@ export interface SharedCircuit {
 
 /** The shared circuit state of each channel, as `channel list` shows it. */
 export async function readBreakerStates(
-  redis: Redis,
+  redis: RedisConnection,
   queuePrefix: string,
   channelIds: readonly string[],
   now = Date.now(),

@@ -1,5 +1,5 @@
 import type { Db, SecretBox } from '@gensvc/db';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import type { CommandSpec, RawFlags } from './args';
 import type { Output } from './output';
 
@@ -7,7 +7,7 @@ import type { Output } from './output';
 export interface Deps {
   db: Db;
   /** Null when no Redis is known (no `npm start` running and no REDIS_URL): then no edge is running either. */
-  redis: Redis | null;
+  redis: RedisConnection | null;
   queuePrefix: string;
   /** Seals and opens secrets at rest; fails (naming ENCRYPTION_KEYS) when the stores' keys are unknown. */
   secrets(): SecretBox;

@@ -2,10 +2,10 @@
 // exit code. Exit codes: 0 done, 1 domain failure (not found, duplicate, ...), 2 wrong arguments. Only `migrate`
 // migrates (and the embedded Postgres a local run starts for itself, which nothing else has migrated).
 import { resolve } from 'node:path';
-import { parseEncryptionKeys } from '@gensvc/config';
+import { parseEncryptionKeys, parseRedisTarget } from '@gensvc/config';
 import { closeDb, createDb, migrate, SecretBox, type Db } from '@gensvc/db';
 import { isAppError } from '@gensvc/errors';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { commandUsage, generalUsage, parseArgv, UsageError } from './args';
 import type { Run } from './command';
 import { COMMANDS } from './commands';
@@ -56,7 +56,7 @@ async function main(argv: readonly string[]): Promise<number> {
 
   let stores: Stores | undefined;
   let db: Db | undefined;
-  let redis: Redis | null = null;
+  let redis: Redis | Cluster | null = null;
   try {
     stores = await resolveStores(cliEnv.env, REPO_ROOT, log);
     if (stores.origin === 'embedded') {
@@ -66,12 +66,22 @@ async function main(argv: readonly string[]): Promise<number> {
     db = createDb(stores.databaseUrl, { max: 2, pooler: stores.pooler });
     if (stores.redisUrl) {
       // One attempt, no reconnects: the CLI publishes at most one message and must not hang on a dead Redis.
-      redis = new Redis(stores.redisUrl, {
-        lazyConnect: true,
-        connectTimeout: 3_000,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
+      const options = { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null };
+      // A cluster: `channel list` reads breaker keys wherever their slot lives, so a Cluster rather than one node.
+      const target = parseRedisTarget(stores.redisUrl);
+      redis =
+        'nodes' in target
+          ? new Cluster(target.nodes, {
+              lazyConnect: true,
+              clusterRetryStrategy: () => null,
+              redisOptions: {
+                ...options,
+                username: target.username,
+                password: target.password,
+                ...(target.tls ? { tls: {} } : {}),
+              },
+            })
+          : new Redis(stores.redisUrl, options);
       redis.on('error', () => {}); // surfaces as the rejected command instead
     }
     const { encryptionKeys } = stores;

@@ -12,6 +12,7 @@ import {
   databasePooler,
   encryptionKeys,
   poolerOf,
+  parseRedisTarget,
   queuePrefix,
   urlWithScheme,
   type DatabasePooler,
@@ -23,7 +24,10 @@ const cliEnvSchema = z.object({
   DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
   DATABASE_POOLER: databasePooler.optional(),
   DIRECT_DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
-  REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
+  REDIS_URL: z
+    .string()
+    .refine((v) => !('error' in parseRedisTarget(v)), 'must be a redis://, rediss:// or redis+cluster:// URL')
+    .optional(),
   QUEUE_PREFIX: queuePrefix.optional(),
   /** The services' keys for secrets at rest, checked here and kept as text (Stores.encryptionKeys). */
   ENCRYPTION_KEYS: z

@@ -1,12 +1,12 @@
 import { OutboundAgents } from '@gensvc/outbound';
 import { defineWorker, type QueueLogger } from '@gensvc/queue';
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import type { DispatcherDeps } from './deps';
 import { callbackDeliver } from './handlers/callback-deliver';
 
 export interface WorkerConnection {
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   logger?: QueueLogger;
 }

@@ -10,9 +10,9 @@ import {
 } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import { OutboundAgents, type RequestOptions } from '@gensvc/outbound';
-import { createQueues, createRedisConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
+import { createQueues, createSubscriberConnection, SharedSubscriber, type Queues } from '@gensvc/queue';
 import { Catalog, CircuitBreaker, shareUpstreamState, type CatalogOptions } from '@gensvc/upstream';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import { KeyCache, subscribeInvalidations } from './auth/key-cache';
 import { BudgetLeases, connectLeaseReturns, type LeaseOptions } from './billing/budget-leases';
 import { Holds } from './billing/holds';
@@ -27,7 +27,7 @@ export interface EdgeDeps {
   db: Db;
   /** Seals and opens secrets at rest (callback signing secrets; the catalog opens channels' credentials). */
   secrets: SecretBox;
-  redis: Redis;
+  redis: RedisConnection;
   s3: S3Client;
   keyCache: KeyCache;
   logger: Logger;
@@ -80,7 +80,10 @@ export async function createEdgeDeps(
   const { config, db, redis, logger } = clients;
   const keyCache = new KeyCache({ ttlMs: config.keyCacheTtlMs });
   // One subscriber connection for every channel this process listens on.
-  const subscriber = new SharedSubscriber(createRedisConnection(config.redisUrl, { name: 'edge:subscriber' }), logger);
+  const subscriber = new SharedSubscriber(
+    createSubscriberConnection(config.redisUrl, { name: 'edge:subscriber' }),
+    logger,
+  );
   const unsubscribe = await subscribeInvalidations(subscriber, keyCache, config.queuePrefix);
   const queues = createQueues({ connection: redis, prefix: config.queuePrefix, logger });
   const evaluateReplies = await EvaluateReplies.connect(subscriber, config.queuePrefix, logger);

@@ -4,12 +4,12 @@ import type { Logger } from '@gensvc/observability';
 import { closeWorkers, defineWorker } from '@gensvc/queue';
 import { CircuitBreaker, UpstreamClient, type BreakerOptions, type Catalog } from '@gensvc/upstream';
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import { evaluateRun } from './handlers/evaluate-run';
 
 export interface EvaluateWorkerOptions {
   /** Shared by the worker's commands; its owner closes it after close(). */
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   concurrency: number;
   logger: Logger;

@@ -3,7 +3,7 @@
 import { EvaluateRun, type EvaluateReply, type EvaluateRunResult, type Question } from '@gensvc/contracts';
 import { toAmount } from '@gensvc/db';
 import type { TestDb } from '@gensvc/db/testing';
-import { jobIdOf, scheduleEvaluate } from '@gensvc/queue';
+import { createRedisConnection, jobIdOf, scheduleEvaluate } from '@gensvc/queue';
 import { addSimModel, eventually, jsonOf, makeCustomer, useTestContext } from '@gensvc/testing';
 import { costOf } from '@gensvc/upstream';
 import { expectReleased } from '../../edge/src/billing-test-support';
@@ -39,7 +39,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * of a job lives only there (a completed evaluate job is removed as it completes).
  */
 async function listen(channel: string): Promise<{ replies: EvaluateReply[]; close: () => void }> {
-  const subscriber = ctx.redis.duplicate();
+  const subscriber = createRedisConnection(ctx.config.redisUrl, { name: 'test:replies' });
   const replies: EvaluateReply[] = [];
   subscriber.on('message', (_ch: string, m: string) => replies.push(JSON.parse(m) as EvaluateReply));
   await subscriber.subscribe(channel);

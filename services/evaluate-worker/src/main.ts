@@ -12,9 +12,14 @@ const telemetry = startTelemetry({
 });
 
 async function main() {
-  const { createRedisConnection, createQueues, SharedSubscriber, watchQueues, watchWorker } = await import(
-    '@gensvc/queue'
-  );
+  const {
+    createRedisConnection,
+    createSubscriberConnection,
+    createQueues,
+    SharedSubscriber,
+    watchQueues,
+    watchWorker,
+  } = await import('@gensvc/queue');
   const { closeDb, createDb, pingDb, SecretBox } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -37,7 +42,7 @@ async function main() {
   instrumentUpstream(evaluate.breaker, metrics);
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const subscriber = new SharedSubscriber(
-    createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
+    createSubscriberConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
     logger,
   );
   const upstreamState = await shareUpstreamState({

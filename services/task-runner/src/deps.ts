@@ -3,7 +3,7 @@ import type { Db } from '@gensvc/db';
 import type { Logger, Metrics } from '@gensvc/observability';
 import type { Queues } from '@gensvc/queue';
 import type { Catalog, CircuitBreaker, UpstreamClient } from '@gensvc/upstream';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 
 /**
  * Everything the task runner uses, made in main.ts (or by a test) and passed in. The worker's handlers and the
@@ -15,7 +15,7 @@ export interface TaskRunnerDeps {
   /** Where the handlers add the jobs that follow a transition (polls, archives, callbacks, cancels). */
   queues: Queues;
   /** Shared command connection (the reconciler's sweep lock); its owner closes it. */
-  redis: Redis;
+  redis: RedisConnection;
   catalog: Catalog;
   /** The process's keep-alive client to the providers. */
   upstream: UpstreamClient;

@@ -12,8 +12,15 @@ const telemetry = startTelemetry({
 });
 
 async function main() {
-  const { createRedisConnection, createQueues, closeWorkersPhase, SharedSubscriber, watchQueues, watchWorker } =
-    await import('@gensvc/queue');
+  const {
+    createRedisConnection,
+    createSubscriberConnection,
+    createQueues,
+    closeWorkersPhase,
+    SharedSubscriber,
+    watchQueues,
+    watchWorker,
+  } = await import('@gensvc/queue');
   const { closeDb, createDb, pingDb, SecretBox } = await import('@gensvc/db');
   const { createLogger, createMetrics, startOpsServer } = await import('@gensvc/observability');
   const { createShutdown, exitOnSignals } = await import('@gensvc/lifecycle');
@@ -38,7 +45,7 @@ async function main() {
   const breaker = new CircuitBreaker();
   // Admin changes to models and channels, and circuits opened by other replicas, reach this one at once.
   const subscriber = new SharedSubscriber(
-    createRedisConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
+    createSubscriberConnection(config.redisUrl, { name: `${SERVICE}:subscriber` }),
     logger,
   );
   const upstreamState = await shareUpstreamState({

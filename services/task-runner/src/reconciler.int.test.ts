@@ -3,7 +3,7 @@
 import { ArchiveOutput, CallbackDeliver, TaskCancel, TaskPoll, TaskSubmit } from '@gensvc/contracts';
 import { taskRepository } from '@gensvc/db';
 import { createLogger } from '@gensvc/observability';
-import { createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
+import { bullPrefix, createQueues, enqueue, jobIdFor, type Queues } from '@gensvc/queue';
 import { eventually, letTasksGoStale, makeTask, useTestContext } from '@gensvc/testing';
 import { Worker } from 'bullmq';
 import { startReconciler, type Reconciler } from './reconciler';
@@ -75,7 +75,8 @@ it('resumes polling of a running task at its recorded poll count, and replaces a
   // taken by a worker of our own and failed on its last attempt.
   await queues.get('tasks').drain();
   await enqueue(queues, TaskPoll, { taskId: task.id, attempt: 3 }, { attempts: 1 });
-  const taker = new Worker('tasks', null, { connection: ctx.redis, prefix: ctx.config.queuePrefix, autorun: false });
+  const prefix = bullPrefix(ctx.redis, ctx.config.queuePrefix);
+  const taker = new Worker('tasks', null, { connection: ctx.redis, prefix, autorun: false });
   const taken = await taker.getNextJob('token-1');
   expect(taken?.id).toBe(jobIdFor(TaskPoll, [task.id, 3]));
   await taken!.moveToFailed(new Error('gave up'), 'token-1', false);

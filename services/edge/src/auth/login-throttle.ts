@@ -13,7 +13,7 @@
 // who sign in correctly are never throttled) and clears the account's (or the device's) failures.
 import { hashToken } from '@gensvc/auth';
 import { errors } from '@gensvc/errors';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 
 const LOGIN_LIMIT = 10;
 const TAKE_BACK = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
@@ -29,7 +29,7 @@ export interface SignInAttempt {
 
 export class LoginThrottle {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly prefix: string,
     private readonly limit = LOGIN_LIMIT,
     private readonly windowS = LOGIN_WINDOW_S,
@@ -42,12 +42,14 @@ export class LoginThrottle {
   /** Counts an attempt; throws 429 too_many_attempts (with Retry-After) when one of its allowances is spent. */
   async admit(a: SignInAttempt): Promise<void> {
     const keys = a.device !== null ? [this.deviceKey(a.device)] : [this.accountKey(a.email), this.addressKey(a.ip)];
-    const multi = this.redis.multi();
-    for (const k of keys) multi.incr(k).expire(k, this.windowS, 'NX').ttl(k);
-    const replies = (await multi.exec()) ?? [];
-    for (let i = 0; i < keys.length; i++) {
-      const [countErr, count] = replies[i * 3]!;
-      const ttl = Number(replies[i * 3 + 2]![1]);
+    // One transaction per key, side by side: the account's and the address's keys hash to different slots of a
+    // Redis Cluster, where one transaction cannot span them.
+    const counted = await Promise.all(
+      keys.map((k) => this.redis.multi().incr(k).expire(k, this.windowS, 'NX').ttl(k).exec()),
+    );
+    for (const replies of counted) {
+      const [countErr, count] = replies?.[0] ?? [new Error('the sign-in count was not taken')];
+      const ttl = Number(replies?.[2]?.[1]);
       if (countErr) throw countErr;
       if (Number(count) > this.limit) throw errors.tooManyAttempts(ttl > 0 ? ttl : this.windowS);
     }
@@ -64,6 +66,6 @@ export class LoginThrottle {
       return;
     }
     // Only a count that still exists is taken back: one that expired meanwhile must not go below zero.
-    await this.redis.multi().del(this.accountKey(a.email)).eval(TAKE_BACK, 1, this.addressKey(a.ip)).exec();
+    await Promise.all([this.redis.del(this.accountKey(a.email)), this.redis.eval(TAKE_BACK, 1, this.addressKey(a.ip))]);
   }
 }

@@ -23,7 +23,7 @@ import { billingRepository, newId, type Db, type LeaseCharge, type SettleInput }
 import { isAppError } from '@gensvc/errors';
 import type { Logger } from '@gensvc/observability';
 import type { SharedSubscriber } from '@gensvc/queue';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 
 export const LEASE_TTL_MS = 30_000;
 /** A lease unused this long gives back what it holds. */
@@ -342,7 +342,7 @@ export class BudgetLeases {
  * short of money for a workspace publishes its id. Returns the ask function and an unsubscribe.
  */
 export async function connectLeaseReturns(
-  publisher: Redis,
+  publisher: RedisConnection,
   subscriber: SharedSubscriber,
   queuePrefix: string,
   leases: () => BudgetLeases | undefined,

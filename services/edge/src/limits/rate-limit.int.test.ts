@@ -1,5 +1,5 @@
 import { useTestContext } from '@gensvc/testing';
-import { SlotLeases, takeSlot, takeSlotPair } from './rate-limit';
+import { SlotLeases, rateWindowKey, takeSlot, takeSlotPair } from './rate-limit';
 
 const ctx = useTestContext();
 
@@ -11,7 +11,7 @@ describe('takeSlot (sliding window in Redis)', () => {
       createRedisConnection(ctx.config.redisUrl, { name: 'rl-2' }),
       createRedisConnection(ctx.config.redisUrl, { name: 'rl-3' }),
     ];
-    const key = `${ctx.config.queuePrefix}:rl:test:race`;
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'race');
     const decisions = await Promise.all(
       Array.from({ length: 500 }, (_, i) => takeSlot(conns[i % 3]!, key, 300, 60_000)),
     );
@@ -29,7 +29,7 @@ describe('takeSlot (sliding window in Redis)', () => {
   });
 
   it('slides: a slot frees when the oldest call leaves the window, not at a fixed boundary', async () => {
-    const key = `${ctx.config.queuePrefix}:rl:test:slide`;
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'slide');
     const window = 600;
     const first = await takeSlot(ctx.redis, key, 2, window);
     await new Promise((r) => setTimeout(r, 300));
@@ -50,7 +50,7 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
     const { createRedisConnection } = await import('@gensvc/queue');
     const other = createRedisConnection(ctx.config.redisUrl, { name: 'rl-replica-2' });
     const replicas = [new SlotLeases(ctx.redis), new SlotLeases(other)];
-    const key = `${ctx.config.queuePrefix}:rl:test:leased`;
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'leased');
     const limit = 2000;
     const decisions = await Promise.all(
       Array.from({ length: 2600 }, (_, i) => replicas[i % 2]!.take(key, limit, 60_000)),
@@ -67,7 +67,7 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
   });
 
   it('keeps the window exact: a leased slot counts a whole window after its use, unused slots go back', async () => {
-    const key = `${ctx.config.queuePrefix}:rl:test:leased-slide`;
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'leased-slide');
     const limit = 1000;
     const window = 1500;
     const slots = new SlotLeases(ctx.redis);
@@ -86,7 +86,7 @@ describe('SlotLeases (rate-limit slots leased in blocks)', () => {
   });
 
   it('takes one slot per call below the lease threshold, as the exact per-call window does', async () => {
-    const key = `${ctx.config.queuePrefix}:rl:test:small`;
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'small');
     const slots = new SlotLeases(ctx.redis);
     const decisions = [];
     for (let i = 0; i < 5; i++) decisions.push(await slots.take(key, 50, 60_000));
@@ -103,8 +103,11 @@ describe("takeSlotPair (a key with its own limit, beside its workspace's)", () =
       createRedisConnection(ctx.config.redisUrl, { name: 'rlp-2' }),
       createRedisConnection(ctx.config.redisUrl, { name: 'rlp-3' }),
     ];
-    const ws = `${ctx.config.queuePrefix}:rl:test:pair-ws`;
-    const keys = [`${ctx.config.queuePrefix}:rl:test:pair-key-a`, `${ctx.config.queuePrefix}:rl:test:pair-key-b`];
+    const ws = rateWindowKey(ctx.config.queuePrefix, 'test', 'pair');
+    const keys = [
+      rateWindowKey(ctx.config.queuePrefix, 'test', 'pair', 'pair-key-a'),
+      rateWindowKey(ctx.config.queuePrefix, 'test', 'pair', 'pair-key-b'),
+    ];
     // Key a: 40 a minute; key b: 70; the workspace: 300 — the keys bind.
     const decisions = await Promise.all(
       Array.from({ length: 400 }, (_, i) =>
@@ -124,8 +127,8 @@ describe("takeSlotPair (a key with its own limit, beside its workspace's)", () =
   });
 
   it("takes a slot in both windows or neither: a call the workspace refuses uses none of its key's", async () => {
-    const ws = `${ctx.config.queuePrefix}:rl:test:pair-full-ws`;
-    const key = `${ctx.config.queuePrefix}:rl:test:pair-full-key`;
+    const ws = rateWindowKey(ctx.config.queuePrefix, 'test', 'pair-full');
+    const key = rateWindowKey(ctx.config.queuePrefix, 'test', 'pair-full', 'pair-full-key');
     const decisions = await Promise.all(
       Array.from({ length: 60 }, () => takeSlotPair(ctx.redis, ws, 25, key, 100, 60_000)),
     );

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { type AppError, errors } from '@gensvc/errors';
 import type { NextFunction, Request, Response } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gensvc/queue';
 import { authOf, type AuthContext } from '../auth/authenticate';
 
 // ARGV: limit, window, member prefix, want, lease ms. With want = 1 one slot is taken for a call made now (scored
@@ -71,7 +71,7 @@ if oldest[2] then frees = tonumber(oldest[2]) + window end
 return {grant, math.min(roomW, roomK) - grant, frees, now, binding - 1}
 `;
 
-type WithWindow = Redis & {
+type WithWindow = RedisConnection & {
   gensvcSlidingWindow(
     key: string,
     limit: number,
@@ -105,7 +105,12 @@ const memberPrefix = randomBytes(6).toString('hex');
 let sequence = 0;
 
 /** Counts one call against `key` if the window has room. Atomic in Redis: racing replicas cannot overshoot. */
-export async function takeSlot(redis: Redis, key: string, limit: number, windowMs: number): Promise<WindowDecision> {
+export async function takeSlot(
+  redis: RedisConnection,
+  key: string,
+  limit: number,
+  windowMs: number,
+): Promise<WindowDecision> {
   const granted = await takeSlots(redis, key, limit, windowMs, 1, 0);
   return {
     accepted: granted.members.length === 1,
@@ -122,7 +127,7 @@ interface PairDecision extends WindowDecision {
 
 /** Counts one call in both windows if both have room, else in neither (SLIDING_WINDOW_PAIR). */
 export async function takeSlotPair(
-  redis: Redis,
+  redis: RedisConnection,
   workspaceKey: string,
   workspaceLimit: number,
   keyKey: string,
@@ -163,7 +168,7 @@ interface SlotGrant {
 
 /** Takes up to `want` slots for calls within the next `leaseMs` (one slot, for a call now, when want is 1). */
 async function takeSlots(
-  redis: Redis,
+  redis: RedisConnection,
   key: string,
   limit: number,
   windowMs: number,
@@ -218,7 +223,7 @@ export class SlotLeases {
   /** Redis calls made and calls accepted from a lease (tests). */
   readonly stats = { redisCalls: 0, leased: 0 };
 
-  constructor(readonly redis: Redis) {}
+  constructor(readonly redis: RedisConnection) {}
 
   async take(key: string, limit: number, windowMs: number): Promise<WindowDecision> {
     if (limit < SLOT_LEASE_MIN_LIMIT) {
@@ -309,6 +314,14 @@ export interface RateLimitOptions {
 const MINUTE_MS = 60_000;
 
 /**
+ * The window of a workspace's `bucket`, or of one key's within it. The workspace id is a hash tag: a pair of
+ * windows counted by one script (takeSlotPair) must sit in one slot of a Redis Cluster.
+ */
+export function rateWindowKey(prefix: string, bucket: string, workspaceId: string, keyId?: string): string {
+  return `${prefix}:rl:${bucket}:{${workspaceId}}${keyId === undefined ? '' : `:key:${keyId}`}`;
+}
+
+/**
  * Middleware after authentication: counts the call against the workspace, sets X-RateLimit-Limit-RPM,
  * X-RateLimit-Remaining-RPM and X-RateLimit-Reset (Unix seconds when a slot frees) on every answer, and answers
  * 429 with Retry-After (seconds) when the window is full. A key with a limit of its own is counted in its own
@@ -322,7 +335,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
       const auth = authOf(res);
       const workspaceLimit = options.limitOf(auth);
       const keyLimit = options.keyLimitOf?.(auth) ?? null;
-      const key = `${deps.config.queuePrefix}:rl:${options.bucket}:${auth.workspace.id}`;
+      const key = rateWindowKey(deps.config.queuePrefix, options.bucket, auth.workspace.id);
       const d: WindowDecision & { binding?: PairDecision['binding'] } =
         keyLimit === null
           ? await deps.rateSlots.take(key, workspaceLimit, windowMs)
@@ -330,7 +343,7 @@ export function rateLimit(deps: RateLimitDeps, options: RateLimitOptions) {
               deps.rateSlots.redis,
               key,
               workspaceLimit,
-              `${deps.config.queuePrefix}:rl:${options.bucket}:key:${auth.key.id}`,
+              rateWindowKey(deps.config.queuePrefix, options.bucket, auth.workspace.id, auth.key.id),
               keyLimit,
               windowMs,
             );
@@ -372,7 +385,7 @@ export async function takeWorkspaceSlot(
   res: Response,
   o: { bucket: string; workspaceId: string; limit: number; what: string },
 ): Promise<void> {
-  const key = `${deps.config.queuePrefix}:rl:${o.bucket}:${o.workspaceId}`;
+  const key = rateWindowKey(deps.config.queuePrefix, o.bucket, o.workspaceId);
   const refusal = windowVerdict(
     res,
     await deps.rateSlots.take(key, o.limit, MINUTE_MS),
