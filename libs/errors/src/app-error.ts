@@ -380,7 +380,7 @@ export const errors = {
     }),
   rateLimited: (message: string, headers: Record<string, string>) =>
     new AppError({ code: 'rate_limit_exceeded', message, headers }),
-  // People and sessions (DESIGN.md §4 People and roles, Sessions).
+  // Signing in and roles (DESIGN.md §4 People and roles): who may act in the dashboard.
   notSignedIn: () =>
     new AppError({
       code: 'not_signed_in',

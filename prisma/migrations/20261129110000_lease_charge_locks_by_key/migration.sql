@@ -1,9 +1,8 @@
--- gensvc_lease_charge as before, but for how it finds the batch's reservations. Its two locking reads named them by
--- `IN (SELECT … FROM jsonb_array_elements(p_entries))`, and its UPDATE of the leases joined them to the batch's sums:
--- the planner guesses 100 rows for the JSON, and against that guess it planned a scan of every reservation (and none
--- is ever deleted) until the table passed some tens of thousands of rows, milliseconds per batch. Each now names them
--- by an array of the ids, `= ANY(ARRAY(…))`, which the primary key serves at any size. Everything else is unchanged
--- (20261126010000_lease_charge_set_based says what the function does).
+-- gensvc_lease_charge: a batch of charges against budget leases in one statement (what it guarantees is written in
+-- 20261126010000_lease_charge_set_based). It finds the batch's reservations and keys by primary key through an array
+-- of their ids, `= ANY(ARRAY(…))`, never by a join or `IN` on the JSON: the planner sizes a JSON function at 100 rows,
+-- and against that guess it scans every reservation (none is ever deleted) while the table holds up to some tens of
+-- thousands of rows. libs/db/src/repositories/batch-plans.int.test.ts holds it to that.
 CREATE OR REPLACE FUNCTION gensvc_lease_charge(p_entries JSONB, p_expires TIMESTAMP(3))
 RETURNS TABLE (id TEXT, charged BOOLEAN) LANGUAGE plpgsql AS $$
 DECLARE
@@ -61,7 +60,7 @@ BEGIN
   SELECT pay.eid, pay.seen OR pay.paid FROM pay WHERE NOT pay.short ORDER BY pay.n;
   IF FOUND THEN RETURN; END IF;
 
-  -- A lease short of its new entries' total: entry by entry, in order (the first version's loop).
+  -- A lease short of its new entries' total: entry by entry, in order, each charged while the lease still covers it.
   FOR e IN SELECT x->>'id' AS eid, x->>'lease' AS lease, (x->>'cost')::BIGINT AS cost, x->>'request' AS request,
                   x->>'model' AS model, (x->>'input')::INTEGER AS input, (x->>'output')::INTEGER AS output
              FROM jsonb_array_elements(p_entries) x

@@ -4,6 +4,6 @@ import { onCluster } from '@gensvc/testing';
 import './rate-limit.int.test';
 
 onCluster({ minNodes: 2 });
-// Alone, its slowest case (2,600 takes over two cluster connections) runs in about a second; beside the whole suite
-// on a two-core machine it once ran past jest's 30 s. Its assertions are unchanged.
+// Its slowest case (2,600 takes over two cluster connections) takes about a second alone, and can pass jest's 30 s
+// beside the whole suite on a two-core machine: the cluster's hops wait for a core.
 jest.setTimeout(120_000);
